@@ -1,0 +1,7 @@
+"""``python -m magdash`` entry point."""
+
+import sys
+
+from magdash.cli import main
+
+sys.exit(main())

@@ -1,0 +1,61 @@
+"""Command-line interface: argparse subcommands over the same functions as the Python API.
+
+Each subcommand lives in its own module exposing ``register(subparsers)``. User mistakes
+(:class:`~magdash.errors.MagdashError`) become a one-line message on stderr and exit status 2,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from magdash import __version__
+from magdash.errors import MagdashError
+
+SUBCOMMAND_MODULES = ("extract", "listing", "transfer", "analyze", "freq", "phase")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="magdash",
+        description="Measure the geometry and noise of number representations in language models.",
+    )
+    parser.add_argument("--version", action="version", version=f"magdash {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module_name in SUBCOMMAND_MODULES:
+        module = _load_subcommand(module_name)
+        if module is not None:
+            module.register(subparsers)
+    return parser
+
+
+def _load_subcommand(module_name: str):
+    import importlib
+
+    try:
+        return importlib.import_module(f"magdash.cli.{module_name}")
+    except ModuleNotFoundError as error:
+        if error.name == f"magdash.cli.{module_name}":
+            return None
+        raise
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return int(args.func(args) or 0)
+    except MagdashError as error:
+        print(f"magdash: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("magdash: interrupted; what was stored so far is kept", file=sys.stderr)
+        return 130

@@ -1,0 +1,203 @@
+"""``magdash analyze`` and ``magdash compare``: scaling exponents, hypotheses and model pairs.
+
+Both read the vectors from the store one layer at a time and cache their results there, so
+asking again answers at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from magdash.cli.common import add_store_option, open_store, print_json
+from magdash.errors import AnalysisError
+
+MEASURE_TITLES = {
+    "eucl": "V_eucl",
+    "residual": "V_residual",
+    "proj": "V_proj",
+    "pairwise": "V_pairwise",
+    "trace": "V_trace",
+    "cv": "CV",
+    "on_axis": "on-axis var",
+    "off_axis": "off-axis var",
+}
+
+
+def register(subparsers) -> None:
+    analyze = subparsers.add_parser(
+        "analyze",
+        help="scaling exponents, H1-H4, E3/E4 for one stored model",
+        description="Fit log V = log k + alpha log n per layer and test H1-H4 over the core layers.",
+    )
+    analyze.add_argument("--model", required=True, help="stored model name (see: magdash list)")
+    _add_analysis_options(analyze)
+    analyze.set_defaults(func=run_analyze)
+
+    compare = subparsers.add_parser(
+        "compare",
+        help="layerwise alpha differences between two stored models",
+        description=(
+            "Alpha of model A minus model B per layer (models of different depth are aligned by "
+            "depth fraction l/L), a bootstrap CI that resamples magnitudes jointly, and a "
+            "Wilcoxon signed-rank test over model A's core layers."
+        ),
+    )
+    compare.add_argument(
+        "--model", required=True, action="append", help="give twice: --model A --model B"
+    )
+    _add_analysis_options(compare)
+    compare.set_defaults(func=run_compare)
+
+
+def _add_analysis_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stimuli", metavar="NAME", default=None, help="stimulus set name")
+    add_store_option(parser)
+    parser.add_argument("--json", action="store_true", help="machine-readable output (NaN as null)")
+    parser.add_argument(
+        "--core", metavar="START-END", default=None, help="core layers (default floor(L/2)..L-1)"
+    )
+    parser.add_argument(
+        "--n-boot", type=int, default=10_000, metavar="N", help="bootstrap resamples (0: no CI)"
+    )
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="bootstrap seed")
+    parser.add_argument(
+        "--window", default="0.8,1.2", metavar="LO,HI", help="Weber window for H2 (default 0.8,1.2)"
+    )
+    parser.add_argument(
+        "--measures",
+        default="eucl,residual,proj",
+        metavar="LIST",
+        help="comma-separated measures: eucl, residual, proj, pairwise, trace, cv, on_axis, off_axis",
+    )
+    parser.add_argument(
+        "--bootstrap-layers",
+        choices=("core", "all", "none"),
+        default="core",
+        help="where to compute bootstrap CIs (default: core layers)",
+    )
+    parser.add_argument(
+        "--boundary",
+        default="9,10,100",
+        metavar="LIST",
+        help="magnitudes dropped in the E3 sensitivity refit (default 9,10,100)",
+    )
+
+
+def _params(args: argparse.Namespace):
+    from magdash.analysis import AnalysisParams
+    from magdash.hypotheses import parse_layer_range
+
+    return AnalysisParams(
+        measures=tuple(_split(args.measures, str, "--measures")),
+        core_layers=None if args.core is None else tuple(parse_layer_range(args.core)),
+        n_boot=args.n_boot,
+        seed=args.seed,
+        window=_window(args.window),
+        boundary=tuple(_split(args.boundary, float, "--boundary")),
+        bootstrap_layers=args.bootstrap_layers,
+    )
+
+
+def _split(text: str, kind, option: str) -> list:
+    try:
+        return [kind(part.strip()) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise AnalysisError(f"cannot read {option} {text!r}; give a comma-separated list") from None
+
+
+def _window(text: str) -> tuple[float, float]:
+    parts = _split(text, float, "--window")
+    if len(parts) != 2:
+        raise AnalysisError(f"--window needs two numbers LO,HI (e.g. 0.8,1.2), got {text!r}")
+    return parts[0], parts[1]
+
+
+def run_analyze(args: argparse.Namespace) -> int:
+    from magdash.analysis import analyze
+
+    params = _params(args)
+    result = analyze(open_store(args), args.model, args.stimuli, params)
+    if args.json:
+        print_json(result.to_json())
+        return 0
+    _print_analysis(result)
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from magdash.analysis import compare
+
+    if len(args.model) != 2:
+        raise AnalysisError(f"compare needs exactly two models (--model A --model B), got {len(args.model)}")
+    result = compare(open_store(args), args.model[0], args.model[1], args.stimuli, _params(args))
+    if args.json:
+        print_json(result.to_json())
+        return 0
+    _print_comparison(result)
+    return 0
+
+
+def _number(value: float, digits: int = 4) -> str:
+    return "—" if value is None or not math.isfinite(value) else f"{value:+.{digits}f}"
+
+
+def _interval(low: float, high: float) -> str:
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return ""
+    return f"[{low:+.3f}, {high:+.3f}]"
+
+
+def _print_analysis(result) -> None:
+    measures = result.params.measures
+    print(f"model: {result.model}   stimuli: {result.stimuli}   "
+          f"{len(result.magnitudes)} magnitudes, {result.n_layers} layers")
+    print(f"core layers: {result.core_layers[0]}..{result.core_layers[-1]}"
+          if result.core_layers == list(range(result.core_layers[0], result.core_layers[-1] + 1))
+          else f"core layers: {result.core_layers}")
+    print("alpha per layer (OLS of log V on log n; 95% bootstrap CI where computed; — = no fit)")
+    header = f"{'layer':>5} {'label':<18}" + "".join(f" {MEASURE_TITLES[m]:>31}" for m in measures)
+    print(header)
+    for layer, label in enumerate(result.layer_labels):
+        marker = "*" if layer in result.core_layers else " "
+        cells = []
+        for measure in measures:
+            fit = result.fit(measure, layer)
+            cells.append(f" {_number(fit.alpha):>9} {_interval(fit.ci_low, fit.ci_high):>21}")
+        print(f"{layer:>4}{marker} {label[:18]:<18}" + "".join(cells))
+    print("(* core layer)")
+    print()
+    low, high = result.params.window
+    for measure in measures:
+        h = result.hypotheses[measure]
+        n = len(h.core_layers)
+        verdict = {True: "supported", False: "not supported"}
+        print(f"[{MEASURE_TITLES[measure]}] mean alpha {_number(h.mean_alpha)} over {h.n_valid}/{n} fitted core layers")
+        print(f"  H1 alpha > 0:          {h.positive_layers}/{n} layers -> {verdict[h.h1]} "
+              f"(t vs 0 = {_number(h.h1_t, 2)}, p = {h.h1_p:.3g})")
+        print(f"  H2 alpha in [{low}, {high}]: {h.in_window_layers}/{n} layers -> {verdict[h.h2]} "
+              f"(t vs 1 = {_number(h.h2_t, 2)}, p = {h.h2_p:.3g})")
+        print(f"  H3 alpha < 1:          {h.below_one_layers}/{n} layers -> {verdict[h.h3]}")
+        print(f"  H4 alpha vs depth:     Spearman rho = {_number(h.h4_rho, 3)}, p = {h.h4_p:.3g} "
+              f"-> {verdict[h.h4]}")
+        e3 = result.e3[measure]
+        dropped = ", ".join(f"{m:g}" for m in e3.dropped) or "none present"
+        print(f"  E3 without {dropped}: mean alpha {_number(e3.mean_alpha_without)} "
+              f"(shift {_number(e3.mean_shift)})")
+    e4 = result.e4
+    print(f"E4 on-axis alpha {_number(e4.mean_alpha_on)} vs off-axis {_number(e4.mean_alpha_off)} "
+          f"(ratio {e4.ratio:.2f}x, Wilcoxon p = {e4.wilcoxon_p:.3g}, {e4.n_pairs} layers)")
+
+
+def _print_comparison(result) -> None:
+    print(f"{result.model_a} minus {result.model_b}   stimuli: {result.stimuli}")
+    for measure, item in result.measures.items():
+        print(f"\n[{MEASURE_TITLES[measure]}] mean alpha over core layers: "
+              f"{_number(item.mean_alpha_a)} vs {_number(item.mean_alpha_b)} "
+              f"(delta {_number(item.mean_delta)}; Wilcoxon p = {item.wilcoxon_p:.3g}, {item.n_pairs} pairs)")
+        print(f"{'layer A':>8} {'layer B':>8} {'gamma':>6} {'alpha A':>9} {'alpha B':>9} {'delta':>9}  CI")
+        for row in item.layers.itertuples(index=False):
+            marker = "*" if row.core else " "
+            print(f"{row.layer_a:>7}{marker} {row.layer_b:>8} {row.gamma_a:>6.3f} {_number(row.alpha_a):>9} "
+                  f"{_number(row.alpha_b):>9} {_number(row.delta):>9}  {_interval(row.ci_low, row.ci_high)}")
+    print("(* core layer of model A)")

@@ -1,0 +1,93 @@
+"""``magdash extract``: fill the store with number-token vectors."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from magdash.cli.common import add_store_option, open_store
+from magdash.errors import StimulusError
+from magdash.stimuli import PAPER_CARRIERS, PAPER_SET_NAME, POSITIONS, StimulusSet, parse_magnitudes, read_carrier_file
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "extract", help="extract hidden states at the number's token for every layer",
+        description="Run a model over a stimulus set and store each layer's number-token vector.",
+    )
+    parser.add_argument("--model", required=True, help="'minilm', a model folder, a cached repo id; append @random for the untrained control")
+    parser.add_argument("--stimuli", default=None, help="name of the stimulus set (default: paper, or custom-<hash> with --carriers/--magnitudes)")
+    parser.add_argument("--carriers", metavar="FILE", help="text file of carrier sentences, one per line, each with {n}")
+    parser.add_argument("--magnitudes", metavar="SPEC", help="e.g. paper, 1-1000, 1,2,5,10 (default: paper)")
+    parser.add_argument("--name", help="store the model under this name (default: the model spec)")
+    parser.add_argument("--dtype", choices=("float32", "float16", "bfloat16"), default="float32")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, mps")
+    parser.add_argument("--device-map", choices=("auto",), default=None, help="spread a large model over all GPUs (accelerate)")
+    parser.add_argument("--position", choices=POSITIONS, default="last", help="which of the number's tokens (default: last, as in the paper)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--padding-side", choices=("right", "left"), default="right")
+    parser.add_argument("--trust-remote-code", action="store_true", help="run code shipped with the model (only for models you trust)")
+    parser.add_argument("--allow-pickle", action="store_true", help="load pickle (.bin) weights (only for files you trust)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_store_option(parser)
+    parser.set_defaults(func=run)
+
+
+def stimulus_set_from_args(args: argparse.Namespace, store) -> StimulusSet:
+    """The stimulus set named or described on the command line."""
+    custom = args.carriers is not None or args.magnitudes is not None
+    if not custom:
+        name = args.stimuli or PAPER_SET_NAME
+        if name == PAPER_SET_NAME or name not in store.stimulus_set_names():
+            if name != PAPER_SET_NAME:
+                raise StimulusError(
+                    f"no stored stimulus set {name!r}: give --carriers and/or --magnitudes to define it"
+                )
+            from magdash.stimuli import paper_stimuli
+
+            return paper_stimuli()
+        return store.stimulus_set(name)
+    carriers = read_carrier_file(args.carriers) if args.carriers else list(PAPER_CARRIERS)
+    magnitudes = parse_magnitudes(args.magnitudes) if args.magnitudes else parse_magnitudes("paper")
+    provisional = StimulusSet("custom", tuple(carriers), tuple(magnitudes))
+    name = args.stimuli or f"custom-{provisional.content_hash[:8]}"
+    if name == PAPER_SET_NAME and provisional.content_hash != StimulusSet(PAPER_SET_NAME, PAPER_CARRIERS, tuple(parse_magnitudes("paper"))).content_hash:
+        raise StimulusError("the name 'paper' is kept for the paper's stimuli: choose another --stimuli name")
+    return StimulusSet(name, tuple(carriers), tuple(magnitudes))
+
+
+def run(args: argparse.Namespace) -> int:
+    from magdash.extract import extract
+
+    store = open_store(args)
+    stimuli = stimulus_set_from_args(args, store)
+    bar = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if args.quiet:
+            return
+        if bar is None:
+            from tqdm import tqdm
+
+            bar = tqdm(total=total, initial=done, unit="sentence", file=sys.stderr, desc=args.model)
+        bar.update(done - bar.n)
+
+    try:
+        result = extract(
+            args.model, stimuli, store, name=args.name, dtype=args.dtype, device=args.device,
+            device_map=args.device_map, position=args.position, batch_size=args.batch_size,
+            padding_side=args.padding_side, trust_remote_code=args.trust_remote_code,
+            allow_pickle=args.allow_pickle, progress=progress,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    if result.extracted == 0:
+        print(f"{result.name} / {result.stimuli}: all {result.total} sentences already stored")
+    else:
+        print(
+            f"{result.name} / {result.stimuli}: extracted {result.extracted} sentences "
+            f"({result.already_stored} were stored) in {result.seconds:.1f} s -> {store.path}"
+        )
+    return 0

@@ -1,0 +1,360 @@
+"""Batched forward passes that keep only the number-token vector of every layer.
+
+Layer 0 is the input to the first block (the embeddings as the blocks see them, scaled where the
+architecture scales them), layer l the output of block l. For models with a final norm the
+last block's output is captured by a forward pre-hook on that norm — the residual stream
+"before RMSNorm" of Cacioli (2026, arXiv 2604.04469) — and the norm's output is kept as an
+extra layer labelled post-norm. Hooks reduce each (batch, tokens, d) hidden state to what is
+kept as soon as it exists, so whole sequences are never held, and are always removed in
+``finally``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from magdash.errors import MagdashError, ModelLoadError
+from magdash.models import LoadedModel, default_name, load_model, resolve_model, transformers_version
+from magdash.stimuli import StimulusItem, StimulusSet, token_indices_for_span
+from magdash.store import ModelRecord, Store
+
+log = logging.getLogger(__name__)
+
+ProgressCallback = Callable[[int, int], None]
+DEFAULT_BATCH_SIZE = 32
+FLUSH_SECONDS = 2.0
+FLUSH_ITEMS = 1024
+
+
+class ExtractionCancelled(MagdashError):
+    """Raised inside a run when the caller asked it to stop; what was done is stored."""
+
+
+@dataclass(frozen=True)
+class ExtractionResult:
+    name: str
+    stimuli: str
+    model_id: str
+    total: int
+    already_stored: int
+    extracted: int
+    seconds: float
+    cancelled: bool = False
+
+
+@dataclass
+class TokenizedBatch:
+    input_ids: object
+    attention_mask: object
+    position_ids: object
+    weights: object  # (batch, tokens) reduction weights of the number's tokens
+
+
+@contextmanager
+def capture_layers(loaded: LoadedModel, reduce: Callable[[object], object]) -> Iterator[dict[int, object]]:
+    """Attach hooks that store ``reduce(hidden)`` per layer index into the yielded dict.
+
+    ``reduce`` maps a (batch, tokens, d) hidden state to whatever is kept. The dict is filled
+    by each forward pass and must be read (and cleared) by the caller between passes.
+    """
+    captured: dict[int, object] = {}
+    handles = []
+
+    def first_block_input(_module, args, kwargs):
+        hidden = args[0] if args else kwargs["hidden_states"]
+        captured[0] = reduce(hidden)
+
+    def block_output(index: int):
+        def hook(_module, _args, output):
+            hidden = output[0] if isinstance(output, tuple) else output
+            captured[index] = reduce(hidden)
+
+        return hook
+
+    def norm_input(_module, args, kwargs):
+        hidden = args[0] if args else kwargs["hidden_states"]
+        captured[loaded.n_blocks] = reduce(hidden)
+
+    def norm_output(_module, _args, output):
+        captured[loaded.n_blocks + 1] = reduce(output)
+
+    try:
+        handles.append(loaded.blocks[0].register_forward_pre_hook(first_block_input, with_kwargs=True))
+        last = loaded.n_blocks if loaded.final_norm is None else loaded.n_blocks - 1
+        for index, block in enumerate(loaded.blocks[:last], start=1):
+            handles.append(block.register_forward_hook(block_output(index)))
+        if loaded.final_norm is not None:
+            handles.append(loaded.final_norm.register_forward_pre_hook(norm_input, with_kwargs=True))
+            handles.append(loaded.final_norm.register_forward_hook(norm_output))
+        yield captured
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _input_device(loaded: LoadedModel):
+    import torch
+
+    embeddings = loaded.model.get_input_embeddings()
+    return embeddings.weight.device if embeddings is not None else torch.device(loaded.device)
+
+
+def tokenize_items(loaded: LoadedModel, items: Sequence[StimulusItem]) -> list[tuple[list[int], list[int]]]:
+    """Token ids and the indices of the number's tokens for every item, unpadded."""
+    tokenizer = loaded.tokenizer
+    encoded = tokenizer(
+        [item.sentence for item in items],
+        return_offsets_mapping=True,
+        add_special_tokens=True,
+        truncation=True,
+        max_length=loaded.max_length,
+    )
+    return list(zip(encoded["input_ids"], encoded["offset_mapping"]))
+
+
+def build_batch(
+    token_ids: Sequence[Sequence[int]],
+    number_tokens: Sequence[Sequence[int]],
+    *,
+    pad_id: int,
+    padding_side: str,
+    device,
+) -> TokenizedBatch:
+    """Pad a batch on either side; number-token indices move with the padding.
+
+    Position ids are given explicitly as the count of real tokens before each one, so left
+    padding cannot shift absolute positions (GPT-2, BERT) and every sequence is encoded as if
+    alone.
+    """
+    import torch
+
+    width = max(len(ids) for ids in token_ids)
+    batch = len(token_ids)
+    input_ids = torch.full((batch, width), pad_id, dtype=torch.long)
+    attention = torch.zeros((batch, width), dtype=torch.long)
+    weights = torch.zeros((batch, width), dtype=torch.float32)
+    for row, (ids, numbers) in enumerate(zip(token_ids, number_tokens)):
+        shift = width - len(ids) if padding_side == "left" else 0
+        input_ids[row, shift:shift + len(ids)] = torch.tensor(ids, dtype=torch.long)
+        attention[row, shift:shift + len(ids)] = 1
+        weights[row, [shift + i for i in numbers]] = 1.0 / len(numbers)
+    positions = (attention.cumsum(dim=1) - 1).clamp(min=0)
+    return TokenizedBatch(input_ids.to(device), attention.to(device), positions.to(device), weights)
+
+
+def _weighted_reducer(weights) -> Callable[[object], object]:
+    import torch
+
+    def reduce(hidden):
+        w = weights.to(device=hidden.device, dtype=torch.float32)
+        return torch.einsum("bt,btd->bd", w, hidden.float()).cpu()
+
+    return reduce
+
+
+def _accepts_position_ids(model) -> bool:
+    import inspect
+
+    return "position_ids" in inspect.signature(model.forward).parameters
+
+
+def forward_number_vectors(
+    loaded: LoadedModel,
+    token_ids: Sequence[Sequence[int]],
+    number_tokens: Sequence[Sequence[int]],
+    *,
+    padding_side: str = "right",
+) -> np.ndarray:
+    """One batched forward pass; returns (batch, n_layers, d) float32 number-token vectors."""
+    import torch
+
+    batch = build_batch(
+        token_ids, number_tokens, pad_id=loaded.tokenizer.pad_token_id,
+        padding_side=padding_side, device=_input_device(loaded),
+    )
+    kwargs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}
+    if _accepts_position_ids(loaded.model):
+        kwargs["position_ids"] = batch.position_ids
+    n_layers = len(loaded.layer_labels)
+    with capture_layers(loaded, _weighted_reducer(batch.weights)) as captured, torch.inference_mode():
+        try:
+            loaded.model(**kwargs)
+        except torch.OutOfMemoryError:
+            raise MagdashError(
+                "out of memory during the forward pass: lower --batch-size or use --dtype float16"
+            ) from None
+        missing = [layer for layer in range(n_layers) if layer not in captured]
+        if missing:
+            raise ModelLoadError(
+                f"the hooks did not see layers {missing} of {type(loaded.model).__name__}; "
+                "this architecture is not supported yet"
+            )
+        return torch.stack([captured[layer] for layer in range(n_layers)], dim=1).numpy()
+
+
+def locate_numbers(
+    loaded: LoadedModel, items: Sequence[StimulusItem], position: str
+) -> tuple[list[list[int]], list[list[int]]]:
+    """Token ids and number-token indices of each item (per SPEC §1: last overlapping token)."""
+    token_ids, number_tokens = [], []
+    for item, (ids, offsets) in zip(items, tokenize_items(loaded, items)):
+        token_ids.append(list(ids))
+        number_tokens.append(token_indices_for_span(offsets, item.start, item.end, position))
+    return token_ids, number_tokens
+
+
+def model_record_for(loaded: LoadedModel, name: str, position: str) -> ModelRecord:
+    return ModelRecord(
+        name=name,
+        model_id=loaded.source.model_id(loaded.dtype, position, transformers_version()),
+        source=loaded.source.source,
+        fingerprint=loaded.source.fingerprint,
+        dtype=loaded.dtype,
+        transformers_version=transformers_version(),
+        architecture=loaded.source.architecture,
+        n_blocks=loaded.n_blocks,
+        hidden_size=loaded.hidden_size,
+        layer_labels=loaded.layer_labels,
+        position=position,
+        is_random=loaded.source.is_random,
+    )
+
+
+def extract(
+    model: str | LoadedModel,
+    stimuli: StimulusSet,
+    store: Store,
+    *,
+    name: str | None = None,
+    dtype: str = "float32",
+    device: str = "auto",
+    device_map: str | None = None,
+    position: str = "last",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    padding_side: str = "right",
+    trust_remote_code: bool = False,
+    allow_pickle: bool = False,
+    progress: ProgressCallback | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> ExtractionResult:
+    """Extract every missing number-token vector of ``stimuli`` into ``store``.
+
+    What is already stored is skipped before any weights are loaded, so a repeated call is a
+    no-op and a killed run resumes with what is missing. Sentences are sorted by token length
+    so batches carry little padding; results are flushed in transactions every couple of
+    seconds. ``should_stop`` is polled between batches: the run then stores what it has and
+    returns with ``cancelled=True``.
+    """
+    started = time.perf_counter()
+    if batch_size < 1:
+        raise MagdashError("batch size must be at least 1")
+    if padding_side not in ("left", "right"):
+        raise MagdashError("padding side must be 'left' or 'right'")
+    source = model.source if isinstance(model, LoadedModel) else resolve_model(model, allow_pickle=allow_pickle)
+    if isinstance(model, LoadedModel):
+        dtype = model.dtype
+    name = name or default_name(source.spec, dtype, position)
+    model_id = source.model_id(dtype, position, transformers_version())
+    store.register_stimulus_set(stimuli)
+    missing = store.missing_item_keys(model_id, stimuli.name)
+    total = len(stimuli.items)
+    already = total - len(missing)
+    if progress:
+        progress(already, total)
+    if not missing and store.find_model_by_id(model_id) is not None:
+        return ExtractionResult(name, stimuli.name, model_id, total, already, 0, time.perf_counter() - started)
+    loaded = model if isinstance(model, LoadedModel) else load_model(
+        source, dtype=dtype, device=device, device_map=device_map,
+        trust_remote_code=trust_remote_code, allow_pickle=allow_pickle,
+    )
+    store.register_model(model_record_for(loaded, name, position))
+    todo = [item for item in stimuli.items if item.key in missing]
+    token_ids, number_tokens = locate_numbers(loaded, todo, position)
+    order = np.argsort([len(ids) for ids in token_ids], kind="stable")
+    done, pending_keys, pending_vectors = already, [], []
+    last_flush = time.perf_counter()
+    cancelled = False
+
+    def flush() -> None:
+        nonlocal pending_keys, pending_vectors, last_flush
+        if pending_keys:
+            store.write_vectors(model_id, pending_keys, np.concatenate(pending_vectors))
+        pending_keys, pending_vectors, last_flush = [], [], time.perf_counter()
+
+    try:
+        for start in range(0, len(order), batch_size):
+            if should_stop is not None and should_stop():
+                cancelled = True
+                break
+            chosen = order[start:start + batch_size]
+            vectors = forward_number_vectors(
+                loaded, [token_ids[i] for i in chosen], [number_tokens[i] for i in chosen],
+                padding_side=padding_side,
+            )
+            pending_keys.extend(todo[i].key for i in chosen)
+            pending_vectors.append(vectors)
+            done += len(chosen)
+            if len(pending_keys) >= FLUSH_ITEMS or time.perf_counter() - last_flush > FLUSH_SECONDS:
+                flush()
+            if progress:
+                progress(done, total)
+    finally:
+        flush()
+    return ExtractionResult(
+        name, stimuli.name, model_id, total, already, done - already, time.perf_counter() - started, cancelled
+    )
+
+
+def capture_all_tokens(
+    loaded: LoadedModel,
+    texts: Sequence[str],
+    on_batch: Callable[[int, np.ndarray], None],
+    *,
+    batch_size: int = 16,
+    max_length: int | None = None,
+    progress: ProgressCallback | None = None,
+) -> int:
+    """Stream the vectors of every real token of ``texts``, layer by layer, to ``on_batch``.
+
+    Pad and special tokens (empty character span) are left out. Nothing is accumulated here:
+    the consumer keeps what it needs (online covariances, Omega values). Returns the number of
+    tokens seen per layer.
+    """
+    import torch
+
+    tokenizer = loaded.tokenizer
+    limit = min(max_length or loaded.max_length, loaded.max_length)
+    encoded = tokenizer(list(texts), return_offsets_mapping=True, truncation=True, max_length=limit)
+    order = np.argsort([len(ids) for ids in encoded["input_ids"]], kind="stable")
+    seen = 0
+    n_layers = len(loaded.layer_labels)
+    for start in range(0, len(order), batch_size):
+        chosen = order[start:start + batch_size]
+        ids = [encoded["input_ids"][i] for i in chosen]
+        real = [[k for k, (s, e) in enumerate(encoded["offset_mapping"][i]) if e > s] for i in chosen]
+        batch = build_batch(ids, [r or [0] for r in real], pad_id=tokenizer.pad_token_id,
+                            padding_side="right", device=_input_device(loaded))
+        mask = torch.zeros(batch.input_ids.shape, dtype=torch.bool)
+        for row, positions in enumerate(real):
+            mask[row, positions] = True
+
+        def reduce(hidden, mask=mask):
+            return hidden[mask.to(hidden.device)].float().cpu()
+
+        kwargs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}
+        if _accepts_position_ids(loaded.model):
+            kwargs["position_ids"] = batch.position_ids
+        with capture_layers(loaded, reduce) as captured, torch.inference_mode():
+            loaded.model(**kwargs)
+            for layer in range(n_layers):
+                on_batch(layer, captured[layer].numpy())
+        seen += int(mask.sum())
+        if progress:
+            progress(min(start + batch_size, len(order)), len(order))
+    return seen

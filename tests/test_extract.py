@@ -1,0 +1,124 @@
+"""Extraction: hooks, pre-norm capture, number positions under padding, resume, MiniLM end to end."""
+
+import numpy as np
+import pytest
+import torch
+
+from magdash.extract import extract, forward_number_vectors, locate_numbers
+from magdash.models import load_model
+from magdash.stimuli import StimulusSet, make_item, paper_stimuli
+
+SMALL_SET = StimulusSet(
+    "small", ("There are {n} items.", "{n} was the value.", "Exactly {n} were measured."), (1, 7, 42, 347, 1000)
+)
+
+
+def _hf_reference(loaded, sentence, position_index):
+    tokenizer, model = loaded.tokenizer, loaded.model
+    ids = torch.tensor([tokenizer(sentence)["input_ids"]])
+    with torch.inference_mode():
+        out = model(input_ids=ids, output_hidden_states=True)
+    return [h[0, position_index].float().numpy() for h in out.hidden_states]
+
+
+@pytest.mark.parametrize("family", ["tiny_llama", "tiny_mistral"])
+def test_pre_norm_capture_matches_manual_computation(family, request):
+    loaded = load_model(str(request.getfixturevalue(family)), device="cpu")
+    assert loaded.final_norm is not None
+    item = make_item(1000, 0, "There are {n} items.")
+    token_ids, number_tokens = locate_numbers(loaded, [item], "last")
+    ours = forward_number_vectors(loaded, token_ids, number_tokens)[0]
+    reference = _hf_reference(loaded, item.sentence, number_tokens[0][0])
+    n_blocks = loaded.n_blocks
+    assert ours.shape == (n_blocks + 2, loaded.hidden_size)
+    for layer in range(n_blocks):
+        np.testing.assert_allclose(ours[layer], reference[layer], atol=1e-5)
+    # The last block's output before the final RMSNorm, normed by hand, gives the post-norm vector.
+    pre = ours[n_blocks].astype(np.float64)
+    norm = loaded.final_norm
+    manual = pre / np.sqrt(np.mean(pre**2) + norm.variance_epsilon) * norm.weight.detach().double().numpy()
+    np.testing.assert_allclose(manual, ours[n_blocks + 1], atol=1e-5)
+    np.testing.assert_allclose(ours[n_blocks + 1], reference[n_blocks], atol=1e-5)
+    assert not np.allclose(ours[n_blocks], ours[n_blocks + 1], atol=1e-3)
+    assert loaded.layer_labels[n_blocks].endswith("(pre-norm residual)")
+    assert "post-norm" in loaded.layer_labels[-1]
+
+
+def test_multi_token_numbers_are_located(tiny_llama, tiny_mistral):
+    llama = load_model(str(tiny_llama), device="cpu")
+    mistral = load_model(str(tiny_mistral), device="cpu")
+    item = make_item(1000, 0, "There are {n} items.")
+    ids, numbers = locate_numbers(llama, [item], "last")
+    tokens = llama.tokenizer.convert_ids_to_tokens(ids[0])
+    assert tokens[numbers[0][0]] == "0" and tokens[numbers[0][0] - 1] == "100"
+    ids, numbers = locate_numbers(mistral, [item], "mean")
+    tokens = mistral.tokenizer.convert_ids_to_tokens(ids[0])
+    assert [tokens[i] for i in numbers[0]] == ["1", "0", "0", "0"]
+
+
+@pytest.mark.parametrize("position", ["last", "first", "mean"])
+@pytest.mark.parametrize("padding_side", ["right", "left"])
+def test_padding_does_not_change_vectors(tiny_mistral, position, padding_side):
+    loaded = load_model(str(tiny_mistral), device="cpu")
+    items = [make_item(m, 0, c) for m in (5, 1000, 123456) for c in ("{n} was the value.", "There are {n} items.")]
+    token_ids, number_tokens = locate_numbers(loaded, items, position)
+    assert len({len(ids) for ids in token_ids}) > 1
+    batched = forward_number_vectors(loaded, token_ids, number_tokens, padding_side=padding_side)
+    for row in range(len(items)):
+        alone = forward_number_vectors(loaded, [token_ids[row]], [number_tokens[row]])[0]
+        np.testing.assert_allclose(batched[row], alone, atol=2e-5)
+
+
+def test_extract_is_content_addressed_and_resumes(tiny_llama, tmp_path):
+    from magdash.store import Store
+
+    clean = Store(tmp_path / "clean.duckdb")
+    first = extract(str(tiny_llama), SMALL_SET, clean, batch_size=4, device="cpu")
+    assert (first.extracted, first.already_stored) == (15, 0)
+    again = extract(str(tiny_llama), SMALL_SET, clean, batch_size=4, device="cpu")
+    assert again.extracted == 0 and again.already_stored == 15
+
+    interrupted = Store(tmp_path / "interrupted.duckdb")
+    polls = iter([False, True])
+    stopped = extract(str(tiny_llama), SMALL_SET, interrupted, batch_size=4, device="cpu",
+                      should_stop=lambda: next(polls, True))
+    assert stopped.cancelled and stopped.extracted == 4
+    assert len(interrupted.missing_item_keys(stopped.model_id, "small")) == 11
+    resumed = extract(str(tiny_llama), SMALL_SET, interrupted, batch_size=4, device="cpu")
+    assert (resumed.extracted, resumed.already_stored) == (11, 4)
+    name = first.name
+    for layer in range(clean.model_record(name).n_layers):
+        a = clean.read_layer(name, "small", layer).vectors
+        b = interrupted.read_layer(name, "small", layer).vectors
+        np.testing.assert_allclose(a, b, atol=2e-5)
+
+
+def test_random_control_has_same_shape_and_different_weights(tiny_llama, store):
+    trained = extract(str(tiny_llama), SMALL_SET, store, device="cpu")
+    control = extract(f"{tiny_llama}@random", SMALL_SET, store, device="cpu")
+    assert control.model_id != trained.model_id
+    assert store.model_record(control.name).is_random
+    a = store.read_layer(trained.name, "small", 2).vectors
+    b = store.read_layer(control.name, "small", 2).vectors
+    assert a.shape == b.shape and not np.allclose(a, b)
+    reseeded = extract(f"{tiny_llama}@random:1", SMALL_SET, store, device="cpu")
+    assert reseeded.model_id != control.model_id
+
+
+def test_minilm_end_to_end(store):
+    result = extract("minilm", paper_stimuli(), store, device="cpu")
+    assert result.extracted == 130
+    record = store.model_record("minilm")
+    assert (record.n_blocks, record.hidden_size, record.n_layers) == (6, 384, 7)
+    assert record.fingerprint.startswith("sha256:")
+    layer = store.read_layer("minilm", "paper", 6)
+    assert layer.vectors.shape == (26, 5, 384)
+    assert np.isfinite(layer.vectors).all()
+    loaded = load_model("minilm", device="cpu")
+    item = next(i for i in paper_stimuli().items if i.magnitude == 150 and i.carrier_index == 1)
+    ids, numbers = locate_numbers(loaded, [item], "last")
+    reference = _hf_reference(loaded, item.sentence, numbers[0][0])
+    row = paper_stimuli().magnitudes.index(item.magnitude)
+    for index in (0, 3, 6):
+        stored = store.read_layer("minilm", "paper", index).vectors[row, item.carrier_index]
+        np.testing.assert_allclose(stored, reference[index], atol=1e-4)
