@@ -1,10 +1,21 @@
-"""magdash dashboard entry point: ``streamlit run app.py``."""
+"""magdash dashboard entry point: ``streamlit run app.py``.
+
+Builds the navigation (Data · Noise · Geometry · Depth) over the files in ``pages/`` and the
+sidebar of global choices shared by every page (``ui_support.setup``). The store is
+``$MAGDASH_STORE`` or ``cache/magdash.duckdb`` unless the URL or the sidebar names another.
+"""
 
 import streamlit as st
 
-st.set_page_config(page_title="magdash", page_icon="🔢", layout="wide")
-st.title("magdash")
-st.write(
-    "Geometry and noise of number representations in transformer language models. "
-    "Extract hidden states with `python -m magdash extract --model minilm`, then browse them here."
-)
+import ui_support as ui
+from magdash.errors import MagdashError
+
+st.set_page_config(page_title="magdash", page_icon=":material/functions:", layout="wide")
+navigation = ui.build_navigation()
+try:
+    ui.setup()
+    navigation.run()
+except MagdashError as error:  # a page met a user-level problem: say what to fix, no traceback
+    ui.show_error(error)
+finally:
+    ui.end_run()

@@ -48,11 +48,11 @@ from magdash.fits import (
     NOISE_MODEL_COLUMNS,
     OUTLIER_FACTOR,
     ScalingFit,
-    compare_noise_models,
     fit_scaling,
+    noise_model_rows,
     scaling_mask,
 )
-from magdash.geometry import LayerGeometry, layer_geometry
+from magdash.geometry import LayerGeometry, ModelRdms, layer_geometry
 from magdash.hypotheses import (
     DEFAULT_BOUNDARY,
     DEFAULT_WINDOW,
@@ -63,12 +63,13 @@ from magdash.hypotheses import (
     boundary_sensitivity,
     default_core_layers,
     evaluate_hypotheses,
+    programme_verdict,
 )
-from magdash.measures import MEASURES, centroids, compute_measure, magnitude_axis
+from magdash.measures import MEASURES, LayerVectors
 
 log = logging.getLogger(__name__)
 
-ANALYSIS_VERSION = "1"
+ANALYSIS_VERSION = "2"
 """Bump whenever a change to the analysis code can change a result: old cache entries die."""
 
 PRIMARY_MEASURES = ("eucl", "residual", "proj")
@@ -123,7 +124,10 @@ class AnalysisParams:
         object.__setattr__(self, "n_boot", int(self.n_boot))
         object.__setattr__(self, "seed", int(self.seed))
         if self.core_layers is not None:
-            object.__setattr__(self, "core_layers", tuple(int(x) for x in self.core_layers))
+            core = tuple(sorted({int(layer) for layer in self.core_layers}))
+            if not core:
+                raise AnalysisError("the core band is empty; choose at least one layer")
+            object.__setattr__(self, "core_layers", core)
 
     def core_for(self, n_blocks: int, n_layers: int) -> list[int]:
         """The core band for a model with ``n_blocks`` blocks and ``n_layers`` stored layers."""
@@ -314,14 +318,20 @@ class LayerMeasurement:
 
 
 def measure_layer(
-    vectors: np.ndarray, magnitudes: np.ndarray, measures: Sequence[str]
+    vectors: np.ndarray,
+    magnitudes: np.ndarray,
+    measures: Sequence[str],
+    models: ModelRdms | None = None,
 ) -> LayerMeasurement:
-    """Compute ``measures`` plus the E4 variances, CV and geometry for one layer's vectors."""
-    centroid_matrix = centroids(vectors)
-    axis = magnitude_axis(centroid_matrix)
-    names = list(dict.fromkeys([*measures, "on_axis", "off_axis", "cv"]))
-    values = {name: compute_measure(name, vectors, axis=axis) for name in names}
-    return LayerMeasurement(values, layer_geometry(centroid_matrix, magnitudes, axis))
+    """Compute ``measures`` plus the E4 variances, CV and geometry for one layer's vectors.
+
+    All measures come from one pass over the layer (:class:`~magdash.measures.LayerVectors`);
+    the magnitude axis is computed once and shared by V_proj, E4 and the PC1 geometry.
+    ``models`` may pass the magnitudes' precomputed :class:`~magdash.geometry.ModelRdms`.
+    """
+    layer = LayerVectors(vectors)
+    values = layer.compute(list(dict.fromkeys([*measures, "on_axis", "off_axis", "cv"])))
+    return LayerMeasurement(values, layer_geometry(layer.centroids, magnitudes, layer.axis, models))
 
 
 def run_analysis(
@@ -341,6 +351,9 @@ def run_analysis(
     so a generator that reads one layer at a time keeps memory at one layer.
     """
     magnitudes = np.asarray(magnitudes, dtype=np.float64)
+    if n_layers is not None:
+        params.core_for(n_blocks, n_layers)  # a bad core band fails before any layer is read
+    models = ModelRdms.for_magnitudes(magnitudes)
     labels: list[str] = []
     measured: list[LayerMeasurement] = []
     for index, (label, vectors) in enumerate(layers):
@@ -348,7 +361,7 @@ def run_analysis(
             raise AnalysisError(
                 f"layer {index} has {vectors.shape[0]} magnitudes, expected {magnitudes.size}"
             )
-        measured.append(measure_layer(vectors, magnitudes, params.measures))
+        measured.append(measure_layer(vectors, magnitudes, params.measures, models))
         labels.append(label)
         del vectors
         if progress is not None:
@@ -400,7 +413,7 @@ def _fit_everything(
     with_ci = _bootstrap_layers(params, core, n_layers)
     core_set = set(core)
     fit_rows = []
-    noise_frames = []
+    noise_rows = []
     hypotheses = {}
     e3 = {}
     for measure in params.measures:
@@ -428,10 +441,8 @@ def _fit_everything(
             mask, _ = scaling_mask(
                 magnitudes, v, drop_outliers=drop, outlier_factor=params.outlier_factor
             )
-            noise = compare_noise_models(magnitudes, v, mask=mask)
-            noise.insert(0, "measure", measure)
-            noise.insert(1, "layer", layer)
-            noise_frames.append(noise)
+            for row in noise_model_rows(magnitudes, v, mask=mask):
+                noise_rows.append({"measure": measure, "layer": layer, **row})
         alphas = np.array([row["alpha"] for row in fit_rows if row["measure"] == measure])
         hypotheses[measure] = evaluate_hypotheses(alphas, core, window=params.window)
         e3[measure] = boundary_sensitivity(
@@ -451,9 +462,7 @@ def _fit_everything(
         hypotheses=hypotheses,
         e3=e3,
         e4=e4,
-        noise_models=pd.concat(noise_frames, ignore_index=True).loc[
-            :, ["measure", "layer", *NOISE_MODEL_COLUMNS]
-        ],
+        noise_models=pd.DataFrame(noise_rows, columns=["measure", "layer", *NOISE_MODEL_COLUMNS]),
         geometry=geometry,
         cv_trend=_cv_trend(magnitudes, values["cv"]),
     )
@@ -472,6 +481,23 @@ def _cv_trend(magnitudes: np.ndarray, cv_values: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def programme_verdicts(results: Sequence[AnalysisResult]) -> dict[str, pd.DataFrame]:
+    """Per measure, the programme verdict across models (a majority of models must support).
+
+    ``results`` are analyses of different models (for a measure missing from some of them,
+    only the models that have it vote). See :func:`magdash.hypotheses.programme_verdict`.
+    """
+    if not results:
+        raise AnalysisError("a programme verdict needs at least one analysed model")
+    measures = list(dict.fromkeys(m for result in results for m in result.params.measures))
+    return {
+        measure: programme_verdict(
+            {r.model: r.hypotheses[measure] for r in results if measure in r.hypotheses}
+        )
+        for measure in measures
+    }
+
+
 # -- store orchestration -----------------------------------------------------------------
 
 
@@ -480,6 +506,17 @@ def cache_key(kind: str, **parts: Any) -> str:
     document = {"kind": kind, "version": ANALYSIS_VERSION, **_plain(parts)}
     text = json.dumps(document, sort_keys=True, allow_nan=True)
     return f"{kind}:{hashlib.sha256(text.encode()).hexdigest()}"
+
+
+def analysis_key(store, model: str, stimuli: str, params: AnalysisParams) -> str:
+    """The cache key of an analysis: model, stimuli, their data fingerprint, every parameter."""
+    return cache_key(
+        "analysis",
+        model=model,
+        stimuli=stimuli,
+        data=store.data_fingerprint(model, stimuli),
+        params=params,
+    )
 
 
 def analyze(
@@ -500,13 +537,7 @@ def analyze(
     stimuli = store.resolve_stimuli(model, stimuli)
     record = store.model_record(model)
     params.core_for(record.n_blocks, record.n_layers)  # fail on a bad band before reading
-    key = cache_key(
-        "analysis",
-        model=model,
-        stimuli=stimuli,
-        data=store.data_fingerprint(model, stimuli),
-        params=params,
-    )
+    key = analysis_key(store, model, stimuli, params)
     if use_cache:
         payload = store.get_result(key)
         if payload is not None:
@@ -515,10 +546,13 @@ def analyze(
     magnitudes = store.stimulus_set(stimuli).magnitudes
 
     def layers():
-        for layer in range(record.n_layers):
-            data = store.read_layer(model, stimuli, layer)
-            log.info("measuring %s layer %d (%s)", model, layer, data.label)
-            yield data.label, data.vectors
+        for data in store.read_layers(model, stimuli):
+            log.info("measuring %s layer %d (%s)", model, data.layer, data.label)
+            label, vectors = data.label, data.vectors
+            del data
+            yield label, vectors
+            # Drop this layer before reading the next, so two layers never coexist.
+            del vectors
 
     result = run_analysis(
         layers(),

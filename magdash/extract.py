@@ -105,17 +105,18 @@ def _input_device(loaded: LoadedModel):
     return embeddings.weight.device if embeddings is not None else torch.device(loaded.device)
 
 
-def tokenize_items(loaded: LoadedModel, items: Sequence[StimulusItem]) -> list[tuple[list[int], list[int]]]:
-    """Token ids and the indices of the number's tokens for every item, unpadded."""
-    tokenizer = loaded.tokenizer
+def tokenize_items(
+    tokenizer, items: Sequence[StimulusItem], max_length: int | None = None
+) -> list[tuple[list[int], list[tuple[int, int]]]]:
+    """Token ids and character offsets of every item's sentence, unpadded."""
     encoded = tokenizer(
         [item.sentence for item in items],
         return_offsets_mapping=True,
         add_special_tokens=True,
-        truncation=True,
-        max_length=loaded.max_length,
+        truncation=max_length is not None,
+        max_length=max_length,
     )
-    return list(zip(encoded["input_ids"], encoded["offset_mapping"]))
+    return list(zip(encoded["input_ids"], encoded["offset_mapping"], strict=True))
 
 
 def build_batch(
@@ -139,7 +140,7 @@ def build_batch(
     input_ids = torch.full((batch, width), pad_id, dtype=torch.long)
     attention = torch.zeros((batch, width), dtype=torch.long)
     weights = torch.zeros((batch, width), dtype=torch.float32)
-    for row, (ids, numbers) in enumerate(zip(token_ids, number_tokens)):
+    for row, (ids, numbers) in enumerate(zip(token_ids, number_tokens, strict=True)):
         shift = width - len(ids) if padding_side == "left" else 0
         input_ids[row, shift:shift + len(ids)] = torch.tensor(ids, dtype=torch.long)
         attention[row, shift:shift + len(ids)] = 1
@@ -199,11 +200,18 @@ def forward_number_vectors(
 
 
 def locate_numbers(
-    loaded: LoadedModel, items: Sequence[StimulusItem], position: str
+    model: LoadedModel | object, items: Sequence[StimulusItem], position: str
 ) -> tuple[list[list[int]], list[list[int]]]:
-    """Token ids and number-token indices of each item (per SPEC §1: last overlapping token)."""
+    """Token ids and number-token indices of each item (per SPEC §1: last overlapping token).
+
+    ``model`` is a loaded model or just its fast tokenizer (enough for a tokenization preview).
+    """
+    if isinstance(model, LoadedModel):
+        tokenizer, max_length = model.tokenizer, model.max_length
+    else:
+        tokenizer, max_length = model, None
     token_ids, number_tokens = [], []
-    for item, (ids, offsets) in zip(items, tokenize_items(loaded, items)):
+    for item, (ids, offsets) in zip(items, tokenize_items(tokenizer, items, max_length), strict=True):
         token_ids.append(list(ids))
         number_tokens.append(token_indices_for_span(offsets, item.start, item.end, position))
     return token_ids, number_tokens

@@ -18,8 +18,8 @@ drawn), and its OLS slope has the closed form
     S_w = sum w,  sxx = sum w x^2 - (sum w x)^2 / S_w,  sxy = sum w x y - (sum w x)(sum w y) / S_w,
     alpha* = sxy / sxx,
 
-so all resamples come from one matrix product ``W @ [1, x, y, x^2, xy]`` instead of a Python
-loop. A resample that drew a single distinct log n has no slope (NaN) and is left out of the
+so all resamples come from the products ``W @ [1, x, y, x^2, xy]`` instead of a Python loop.
+A resample that drew a single distinct log n has no slope (NaN) and is left out of the
 percentiles (``nanpercentile``).
 """
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -187,8 +188,12 @@ def weighted_slopes(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.nda
     # Centring on the full-sample means keeps the moment differences free of cancellation.
     xc = x - x.mean()
     yc = y - y.mean()
-    moments = weights @ np.column_stack([np.ones_like(xc), xc, yc, xc * xc, xc * yc])
-    total, sum_x, sum_y, sum_xx, sum_xy = moments.T
+    # einsum's own loops, not BLAS: a threaded BLAS call on these thin products costs more in
+    # thread wake-ups than in arithmetic, and far more when other processes share the cores.
+    total, sum_x, sum_y, sum_xx, sum_xy = (
+        np.einsum("bn,n->b", weights, column)
+        for column in (np.ones_like(xc), xc, yc, xc * xc, xc * yc)
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         sxx = sum_xx - sum_x * sum_x / total
         sxy = sum_xy - sum_x * sum_y / total
@@ -329,6 +334,13 @@ def compare_noise_models(
     ``delta_aicc`` the distance to the best model. Points: ``mask`` (default all), V > 0 and
     n > 0; fewer than 5 gives NaN scores. Columns: :data:`NOISE_MODEL_COLUMNS`.
     """
+    return pd.DataFrame(noise_model_rows(magnitudes, values, mask=mask), columns=NOISE_MODEL_COLUMNS)
+
+
+def noise_model_rows(
+    magnitudes: np.ndarray, values: np.ndarray, *, mask: np.ndarray | None = None
+) -> list[dict[str, Any]]:
+    """The rows of :func:`compare_noise_models` as dicts (cheap to collect over many layers)."""
     magnitudes = np.asarray(magnitudes, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
     keep = np.isfinite(values) & (values > 0) & np.isfinite(magnitudes) & (magnitudes > 0)
@@ -337,7 +349,7 @@ def compare_noise_models(
     n = int(np.count_nonzero(keep))
     nan = math.nan
     if n < MIN_POINTS:
-        return _noise_frame({name: (nan, nan, nan, nan) for name in NOISE_MODELS}, n)
+        return _noise_rows({name: (nan, nan, nan, nan) for name in NOISE_MODELS}, n)
     mags = magnitudes[keep]
     v = values[keep]
     log_n = np.log(mags)
@@ -357,7 +369,7 @@ def compare_noise_models(
         ),
         "power_law": (k_power, nan, power.slope, _rss(v, k_power * mags**power.slope)),
     }
-    return _noise_frame(fitted, n)
+    return _noise_rows(fitted, n)
 
 
 def _rss(observed: np.ndarray, predicted: np.ndarray | float) -> float:
@@ -365,7 +377,9 @@ def _rss(observed: np.ndarray, predicted: np.ndarray | float) -> float:
     return float(residuals @ residuals)
 
 
-def _noise_frame(fitted: dict[str, tuple[float, float, float, float]], n_points: int):
+def _noise_rows(
+    fitted: dict[str, tuple[float, float, float, float]], n_points: int
+) -> list[dict[str, Any]]:
     rows = []
     for name in NOISE_MODELS:
         k, c, alpha, rss = fitted[name]
@@ -381,16 +395,21 @@ def _noise_frame(fitted: dict[str, tuple[float, float, float, float]], n_points:
                 "n_points": n_points,
                 "rss": rss,
                 "aicc": aicc_gaussian(rss, n_points, n_params),
+                "delta_aicc": math.nan,
+                "weight": math.nan,
             }
         )
-    frame = pd.DataFrame(rows)
-    aicc = frame["aicc"].to_numpy(dtype=np.float64)
-    finite = np.isfinite(aicc)
-    frame["delta_aicc"] = np.nan
-    frame["weight"] = np.nan
-    if finite.any():
-        delta = aicc[finite] - aicc[finite].min()
-        relative = np.exp(-0.5 * delta)
-        frame.loc[finite, "delta_aicc"] = delta
-        frame.loc[finite, "weight"] = relative / relative.sum()
-    return frame.loc[:, NOISE_MODEL_COLUMNS]
+    scores = [row["aicc"] for row in rows if math.isfinite(row["aicc"])]
+    if scores:
+        best = min(scores)
+        relative = {
+            row["model"]: math.exp(-0.5 * (row["aicc"] - best))
+            for row in rows
+            if math.isfinite(row["aicc"])
+        }
+        total = sum(relative.values())
+        for row in rows:
+            if row["model"] in relative:
+                row["delta_aicc"] = row["aicc"] - best
+                row["weight"] = relative[row["model"]] / total
+    return rows

@@ -69,19 +69,71 @@ def model_rdm(magnitudes: np.ndarray, kind: str = "log") -> np.ndarray:
     return np.abs(coordinate[:, None] - coordinate[None, :])
 
 
+def _upper(rdm: np.ndarray) -> np.ndarray:
+    return rdm[np.triu_indices(rdm.shape[0], k=1)]
+
+
+def _rank_correlation(ranks_a: np.ndarray, ranks_b: np.ndarray) -> float:
+    """Pearson correlation of two rank vectors (= Spearman of the underlying values)."""
+    if ranks_a.size < 3 or np.ptp(ranks_a) == 0 or np.ptp(ranks_b) == 0:
+        return math.nan
+    a = ranks_a - ranks_a.mean()
+    b = ranks_b - ranks_b.mean()
+    return float(a @ b / math.sqrt((a @ a) * (b @ b)))
+
+
 def rsa(rdm_a: np.ndarray, rdm_b: np.ndarray) -> float:
     """Spearman correlation of the upper triangles (a < b) of two RDMs, over finite pairs."""
     rdm_a = np.asarray(rdm_a, dtype=np.float64)
     rdm_b = np.asarray(rdm_b, dtype=np.float64)
     if rdm_a.shape != rdm_b.shape or rdm_a.ndim != 2 or rdm_a.shape[0] != rdm_a.shape[1]:
         raise AnalysisError(f"RDMs must be square and of equal shape: {rdm_a.shape}, {rdm_b.shape}")
-    upper = np.triu_indices(rdm_a.shape[0], k=1)
-    a = rdm_a[upper]
-    b = rdm_b[upper]
+    a = _upper(rdm_a)
+    b = _upper(rdm_b)
     finite = np.isfinite(a) & np.isfinite(b)
-    if np.count_nonzero(finite) < 3 or np.ptp(a[finite]) == 0 or np.ptp(b[finite]) == 0:
-        return math.nan
-    return float(stats.spearmanr(a[finite], b[finite]).statistic)
+    return _rank_correlation(stats.rankdata(a[finite]), stats.rankdata(b[finite]))
+
+
+@dataclass(frozen=True)
+class ModelRdms:
+    """The log-ratio and linear model RDMs of a magnitude set, upper triangles ranked once.
+
+    Every layer of a model is compared with the same two model RDMs; ranking their
+    n(n-1)/2 entries once instead of per layer matters for 1000 magnitudes (500k pairs).
+    """
+
+    values: dict[str, np.ndarray]
+    finite: dict[str, np.ndarray]
+    ranks: dict[str, np.ndarray]
+
+    @classmethod
+    def for_magnitudes(cls, magnitudes: np.ndarray) -> ModelRdms:
+        values, finite, ranks = {}, {}, {}
+        for kind in MODEL_RDMS:
+            upper = _upper(model_rdm(magnitudes, kind))
+            values[kind] = upper
+            finite[kind] = np.isfinite(upper)
+            ranks[kind] = stats.rankdata(upper[finite[kind]])
+        return cls(values, finite, ranks)
+
+    def correlate(self, rdm: np.ndarray) -> dict[str, float]:
+        """RSA of a centroid RDM with each model RDM (Spearman over pairs finite in both)."""
+        upper = _upper(np.asarray(rdm, dtype=np.float64))
+        finite_rdm = np.isfinite(upper)
+        ranked: dict[bytes, np.ndarray] = {}  # the layer's ranks, shared by equal pair sets
+        result = {}
+        for kind in MODEL_RDMS:
+            if not finite_rdm[self.finite[kind]].all():
+                both = finite_rdm & self.finite[kind]
+                result[kind] = _rank_correlation(
+                    stats.rankdata(upper[both]), stats.rankdata(self.values[kind][both])
+                )
+                continue
+            key = self.finite[kind].tobytes()
+            if key not in ranked:
+                ranked[key] = stats.rankdata(upper[self.finite[kind]])
+            result[kind] = _rank_correlation(ranked[key], self.ranks[kind])
+        return result
 
 
 @dataclass(frozen=True)
@@ -137,19 +189,25 @@ class LayerGeometry:
 
 
 def layer_geometry(
-    centroid_matrix: np.ndarray, magnitudes: np.ndarray, axis: np.ndarray | None = None
+    centroid_matrix: np.ndarray,
+    magnitudes: np.ndarray,
+    axis: np.ndarray | None = None,
+    models: ModelRdms | None = None,
 ) -> LayerGeometry:
-    """Every geometry summary of one layer from its centroids (shape (n_magnitudes, d))."""
-    log_model = model_rdm(magnitudes, "log")
-    linear_model = model_rdm(magnitudes, "linear")
-    euclidean = centroid_rdm(centroid_matrix, "euclidean")
-    cosine = centroid_rdm(centroid_matrix, "cosine")
+    """Every geometry summary of one layer from its centroids (shape (n_magnitudes, d)).
+
+    ``axis`` may pass a precomputed :func:`magdash.measures.magnitude_axis`, ``models`` the
+    :class:`ModelRdms` of the magnitudes (computed here when not given).
+    """
+    models = models or ModelRdms.for_magnitudes(magnitudes)
+    euclidean = models.correlate(centroid_rdm(centroid_matrix, "euclidean"))
+    cosine = models.correlate(centroid_rdm(centroid_matrix, "cosine"))
     pc1 = pc1_coordinates(centroid_matrix, magnitudes, axis)
     return LayerGeometry(
-        rsa_log_euclidean=rsa(euclidean, log_model),
-        rsa_linear_euclidean=rsa(euclidean, linear_model),
-        rsa_log_cosine=rsa(cosine, log_model),
-        rsa_linear_cosine=rsa(cosine, linear_model),
+        rsa_log_euclidean=euclidean["log"],
+        rsa_linear_euclidean=euclidean["linear"],
+        rsa_log_cosine=cosine["log"],
+        rsa_linear_cosine=cosine["linear"],
         pc1_pearson=pc1.pearson,
         pc1_spearman=pc1.spearman,
         pc1_explained=pc1.explained,

@@ -5,34 +5,40 @@ where ``x[n, c]`` is the hidden state at the number token of magnitude ``n`` in 
 and returns one value per magnitude, ``V`` of shape ``(n_magnitudes,)``. With ``C`` carriers and
 the centroid ``m[n] = mean_c x[n, c]``:
 
-- ``v_eucl``      V(n) = mean_c ||x[n,c] - m[n]||                    (primary, "raw")
-- ``v_residual``  V_eucl after removing sentence identity: s[c] = mean_n x[n,c] - grand mean,
-                  x'[n,c] = x[n,c] - s[c]                            (co-primary)
-- ``v_proj``      V(n) = SD (ddof=1) over c of x[n,c] . u, u = PC1 of the centred centroids
-                  of this layer (an SD, not a variance)
-- ``v_pairwise``  mean over carrier pairs c < c' of ||x[n,c] - x[n,c']||
-- ``v_trace``     sum_c ||x[n,c] - m[n]||^2 / (C - 1)  (trace of the carrier covariance)
-- ``cv``          V_eucl(n) / ||m[n]||
-- ``on_axis_variance``   variance (ddof=1) over c of (x[n,c] - m[n]) . u   (E4; = v_proj^2)
-- ``off_axis_variance``  mean_c ||(x[n,c] - m[n]) - ((x[n,c] - m[n]) . u) u||^2   (E4)
+- ``eucl``      V(n) = mean_c ||x[n,c] - m[n]||                      (primary, "raw")
+- ``residual``  V_eucl after removing sentence identity: s[c] = mean_n x[n,c] - grand mean,
+                x'[n,c] = x[n,c] - s[c]                              (co-primary)
+- ``proj``      V(n) = SD (ddof=1) over c of x[n,c] . u, u = PC1 of the centred centroids of
+                this layer (an SD, not a variance)
+- ``pairwise``  mean over carrier pairs c < c' of ||x[n,c] - x[n,c']||
+- ``trace``     sum_c ||x[n,c] - m[n]||^2 / (C - 1)  (trace of the carrier covariance)
+- ``cv``        V_eucl(n) / ||m[n]||
+- ``on_axis``   variance (ddof=1) over c of (x[n,c] - m[n]) . u        (E4; = V_proj^2)
+- ``off_axis``  mean_c ||(x[n,c] - m[n]) - ((x[n,c] - m[n]) . u) u||^2   (E4)
 
-Stored vectors are float32; every sum here runs in float64, one block of magnitudes at a time,
-so that a 1000-magnitude layer never needs a full float64 copy in memory. The magnitude axis u
-comes from an SVD of the small centroid matrix (n x d), never from a d x d covariance.
+Stored vectors are float32; every sum here runs in float64, one block of magnitudes at a time
+(:class:`Block`), so a 1000-magnitude layer never needs a full float64 copy in memory. The
+quantities several measures share — the deviations from the centroid, their squared norms,
+their coordinates on u — are computed once per block, and the layer-wide ones (centroids,
+sentence offsets, u) once per layer (:class:`LayerVectors`), however many measures are asked
+for. The magnitude axis u comes from the small centroid matrix (see :func:`magnitude_axis`),
+never from a d x d covariance.
 
-Adding a measure is one function with the signature ``f(x) -> V`` plus one entry in
-:data:`MEASURES`.
+Adding a measure is one function of a :class:`Block` returning V for the block's magnitudes,
+plus one :class:`Measure` entry in :data:`MEASURES`. Each registered measure is also callable
+on a layer array directly: ``MEASURES["eucl"](x)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
+import scipy.linalg
 
 from magdash.errors import AnalysisError
-
-Measure = Callable[[np.ndarray], np.ndarray]
 
 # Float64 elements per block of magnitudes (about 32 MB): bounds the temporary copies.
 _BLOCK_ELEMENTS = 4_000_000
@@ -51,78 +57,268 @@ def _check_layer(x: np.ndarray, min_carriers: int = 2) -> np.ndarray:
     return x
 
 
-def _blocks(x: np.ndarray) -> Iterator[tuple[slice, np.ndarray]]:
-    """Yield ``(rows, block)``: consecutive magnitudes of ``x`` as float64 arrays."""
-    per_magnitude = max(1, x.shape[1] * x.shape[2])
-    step = max(1, _BLOCK_ELEMENTS // per_magnitude)
-    for start in range(0, x.shape[0], step):
-        rows = slice(start, min(start + step, x.shape[0]))
-        yield rows, np.asarray(x[rows], dtype=np.float64)
-
-
-def _deviations(block: np.ndarray) -> np.ndarray:
-    """x[n, c] - m[n] for a float64 block, exactly zero when a magnitude's carriers coincide.
-
-    Subtracting the first carrier before averaging removes the large common part of the
-    vectors first: identical vectors (a context-free embedding layer) then give exactly 0
-    rather than rounding noise that a log-log fit would mistake for data.
-    """
-    shifted = block - block[:, :1]
-    return shifted - shifted.mean(axis=1, keepdims=True)
-
-
-def centroids(x: np.ndarray) -> np.ndarray:
-    """Centroid of each magnitude over carriers, ``m[n] = mean_c x[n, c]``: shape (n, d), float64."""
-    x = _check_layer(x, min_carriers=1)
-    out = np.empty((x.shape[0], x.shape[2]), dtype=np.float64)
-    for rows, block in _blocks(x):
-        out[rows] = block.mean(axis=1)
-    return out
-
-
 def magnitude_axis(centroid_matrix: np.ndarray) -> np.ndarray:
     """PC1 of the centred centroids: the unit vector u of largest variance among ``m[n]``.
 
-    Computed from the SVD of the (n x d) centred centroid matrix, ``M - mean = U S V^T``,
-    ``u = V[0]``. The sign of a principal axis is arbitrary; here it is chosen so that the
-    coordinate of the last centroid is at least that of the first (for ascending magnitudes,
-    larger numbers lie on the positive side). Measures that use u only through squares or SDs
-    do not depend on the sign.
+    With the centred centroid matrix ``C = M - mean = U S V^T`` (n x d), ``u = V[0]``. It is
+    computed from the top eigenvector of the smaller Gram matrix: for n <= d,
+    ``C C^T = U S^2 U^T`` (n x n) and ``u = C^T U[:, 0] / S[0]``; for n > d, ``C^T C`` (d x d) is
+    the smaller one. A d x d covariance is never formed for the usual n < d, and the top
+    eigenvector of a 1000 x 1000 Gram matrix takes a fraction of a second where a full SVD of
+    the 1000 x 4096 matrix takes tens of seconds on two cores.
+
+    The sign of a principal axis is arbitrary; here it is chosen so that the coordinate of the
+    last centroid is at least that of the first (for ascending magnitudes, larger numbers lie on
+    the positive side). Measures that use u only through squares or SDs do not depend on it.
     """
     centred = np.asarray(centroid_matrix, dtype=np.float64)
     centred = centred - centred.mean(axis=0, keepdims=True)
-    if centred.shape[0] < 2 or not np.any(centred):
+    n, d = centred.shape
+    if n < 2 or not np.any(centred):
         # No spread between centroids: every direction is equally "PC1"; use a fixed one so the
         # projection measures stay defined (they then report the spread along that axis).
-        axis = np.zeros(centred.shape[1])
+        axis = np.zeros(d)
         axis[0] = 1.0
         return axis
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)
-    axis = vt[0]
+    if n <= d:
+        _, top = scipy.linalg.eigh(centred @ centred.T, subset_by_index=[n - 1, n - 1])
+        axis = centred.T @ top[:, 0]
+    else:
+        _, top = scipy.linalg.eigh(centred.T @ centred, subset_by_index=[d - 1, d - 1])
+        axis = top[:, 0]
+    axis = axis / np.linalg.norm(axis)
     coordinates = centred @ axis
     if coordinates[-1] < coordinates[0]:
         axis = -axis
     return axis
 
 
-def v_eucl(x: np.ndarray) -> np.ndarray:
-    """V_eucl(n) = mean over carriers of the Euclidean distance to the magnitude's centroid."""
-    x = _check_layer(x)
-    out = np.empty(x.shape[0])
-    for rows, block in _blocks(x):
-        deviations = _deviations(block)
-        out[rows] = np.sqrt(np.einsum("ncd,ncd->nc", deviations, deviations)).mean(axis=1)
-    return out
+def _deviations(values: np.ndarray) -> np.ndarray:
+    """x[n, c] - m[n] for a float64 block, exactly zero when a magnitude's carriers coincide.
+
+    Subtracting the first carrier before averaging removes the large common part of the
+    vectors first: identical vectors (a context-free embedding layer) then give exactly 0
+    rather than rounding noise that a log-log fit would mistake for data.
+    """
+    return _centre_in_place(values - values[:, :1])
+
+
+def _centre_in_place(shifted: np.ndarray) -> np.ndarray:
+    """Subtract the mean over carriers in place (a fresh 4 MB array costs more than the sums)."""
+    shifted -= shifted.mean(axis=1, keepdims=True)
+    return shifted
+
+
+class LayerVectors:
+    """One layer's vectors with the layer-wide quantities that measures share, each computed once.
+
+    ``axis`` may pass a precomputed :func:`magnitude_axis`.
+    """
+
+    def __init__(self, x: np.ndarray, *, axis: np.ndarray | None = None, min_carriers: int = 2):
+        self.x = _check_layer(x, min_carriers)
+        self.n_magnitudes, self.n_carriers, self.dim = self.x.shape
+        self._given_axis = axis
+        per_magnitude = max(1, self.n_carriers * self.dim)
+        self._step = max(1, _BLOCK_ELEMENTS // per_magnitude)
+
+    @cached_property
+    def _whole(self) -> np.ndarray | None:
+        """The whole layer in float64 when it fits in one block (converted once, then reused)."""
+        if self._step >= self.n_magnitudes:
+            return np.asarray(self.x, dtype=np.float64)
+        return None
+
+    def float_blocks(self) -> Iterator[tuple[slice, np.ndarray]]:
+        """Consecutive magnitudes as float64 arrays ``(rows, values)``."""
+        if self._whole is not None:
+            yield slice(0, self.n_magnitudes), self._whole
+            return
+        for start in range(0, self.n_magnitudes, self._step):
+            rows = slice(start, min(start + self._step, self.n_magnitudes))
+            yield rows, np.asarray(self.x[rows], dtype=np.float64)
+
+    def blocks(self) -> Iterator[tuple[slice, Block]]:
+        for rows, values in self.float_blocks():
+            yield rows, Block(values, self)
+
+    @cached_property
+    def _means(self) -> tuple[np.ndarray, np.ndarray]:
+        """(centroids (n, d), carrier means over magnitudes (C, d)) in one pass."""
+        centroid_matrix = np.empty((self.n_magnitudes, self.dim))
+        carrier_sums = np.zeros((self.n_carriers, self.dim))
+        for rows, values in self.float_blocks():
+            centroid_matrix[rows] = values.mean(axis=1)
+            carrier_sums += values.sum(axis=0)
+        return centroid_matrix, carrier_sums / self.n_magnitudes
+
+    @property
+    def centroids(self) -> np.ndarray:
+        """Centroid of each magnitude over carriers, ``m[n] = mean_c x[n, c]``: (n, d) float64."""
+        return self._means[0]
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        """Sentence identity s[c] = mean_n x[n, c] - grand mean: (C, d) float64."""
+        carrier_means = self._means[1]
+        return carrier_means - carrier_means.mean(axis=0, keepdims=True)
+
+    @cached_property
+    def axis(self) -> np.ndarray:
+        """The magnitude axis u (PC1 of the centred centroids)."""
+        if self._given_axis is not None:
+            return np.asarray(self._given_axis, dtype=np.float64)
+        return magnitude_axis(self.centroids)
+
+    def compute(self, names: Sequence[str]) -> dict[str, np.ndarray]:
+        """Every measure in ``names`` in one pass over the layer's blocks."""
+        measures = [get_measure(name) for name in names]
+        out = {m.name: np.empty(self.n_magnitudes) for m in measures}
+        for rows, block in self.blocks():
+            for measure in measures:
+                out[measure.name][rows] = measure.per_block(block)
+        return out
+
+
+class Block:
+    """Consecutive magnitudes of one layer in float64, with the arrays measures share (cached)."""
+
+    def __init__(self, values: np.ndarray, layer: LayerVectors):
+        self.values = values
+        self.layer = layer
+
+    @property
+    def n_carriers(self) -> int:
+        return self.values.shape[1]
+
+    @cached_property
+    def deviations(self) -> np.ndarray:
+        """x[n, c] - m[n], shape (b, C, d)."""
+        return _deviations(self.values)
+
+    @cached_property
+    def squared_norms(self) -> np.ndarray:
+        """||x[n, c] - m[n]||^2, shape (b, C)."""
+        return np.einsum("ncd,ncd->nc", self.deviations, self.deviations)
+
+    @cached_property
+    def projections(self) -> np.ndarray:
+        """(x[n, c] - m[n]) . u, shape (b, C): centring changes no SD or variance over carriers
+        and makes them exactly 0 when the carriers coincide."""
+        return self.deviations @ self.layer.axis
+
+    @cached_property
+    def centroid_norms(self) -> np.ndarray:
+        return np.linalg.norm(self.values.mean(axis=1), axis=1)
+
+    @cached_property
+    def residual_deviations(self) -> np.ndarray:
+        """Deviations from the centroid after removing the sentence offsets s[c]."""
+        adjusted = self.values - self.layer.offsets[np.newaxis]
+        adjusted -= adjusted[:, :1].copy()
+        return _centre_in_place(adjusted)
+
+
+def _eucl(block: Block) -> np.ndarray:
+    return np.sqrt(block.squared_norms).mean(axis=1)
+
+
+def _residual(block: Block) -> np.ndarray:
+    deviations = block.residual_deviations
+    return np.sqrt(np.einsum("ncd,ncd->nc", deviations, deviations)).mean(axis=1)
+
+
+def _proj(block: Block) -> np.ndarray:
+    return block.projections.std(axis=1, ddof=1)
+
+
+def _pairwise(block: Block) -> np.ndarray:
+    # Distances from the Gram matrix of the deviations: translation changes no distance, and
+    # centring first avoids cancellation between large norms.
+    gram = block.deviations @ block.deviations.transpose(0, 2, 1)
+    first, second = np.triu_indices(block.n_carriers, k=1)
+    norms = block.squared_norms
+    squared = norms[:, first] + norms[:, second] - 2.0 * gram[:, first, second]
+    return np.sqrt(np.clip(squared, 0.0, None)).mean(axis=1)
+
+
+def _trace(block: Block) -> np.ndarray:
+    return block.squared_norms.sum(axis=1) / (block.n_carriers - 1)
+
+
+def _cv(block: Block) -> np.ndarray:
+    norms = block.centroid_norms
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(norms > 0, _eucl(block) / norms, np.nan)
+
+
+def _on_axis(block: Block) -> np.ndarray:
+    return block.projections.var(axis=1, ddof=1)
+
+
+def _off_axis(block: Block) -> np.ndarray:
+    # ||e - (e.u) u||^2 = ||e||^2 - (e.u)^2 for a unit u: no d-dimensional residual is formed.
+    return np.clip(block.squared_norms - block.projections**2, 0.0, None).mean(axis=1)
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A registered variability measure: V for a :class:`Block`'s magnitudes.
+
+    Calling it on a layer array ``x`` (optionally with ``axis=``) returns V for every magnitude.
+    """
+
+    name: str
+    title: str
+    per_block: Callable[[Block], np.ndarray]
+    description: str
+
+    def __call__(self, x: np.ndarray, *, axis: np.ndarray | None = None) -> np.ndarray:
+        return LayerVectors(x, axis=axis).compute([self.name])[self.name]
+
+
+MEASURES: dict[str, Measure] = {
+    m.name: m
+    for m in (
+        Measure("eucl", "V_eucl", _eucl, "mean distance of the carriers to their centroid"),
+        Measure("residual", "V_residual", _residual, "V_eucl after removing sentence offsets"),
+        Measure("proj", "V_proj", _proj, "SD (ddof=1) of the carriers on the magnitude axis"),
+        Measure("pairwise", "V_pairwise", _pairwise, "mean distance between carrier pairs"),
+        Measure("trace", "V_trace", _trace, "trace of the carrier covariance (ddof=1)"),
+        Measure("cv", "CV", _cv, "V_eucl / norm of the centroid"),
+        Measure("on_axis", "on-axis var", _on_axis, "variance (ddof=1) on the magnitude axis"),
+        Measure("off_axis", "off-axis var", _off_axis, "mean squared norm off the magnitude axis"),
+    )
+}
+"""Every variability measure by name. A new measure: one block function, one entry here."""
+
+
+def get_measure(name: str) -> Measure:
+    try:
+        return MEASURES[name]
+    except KeyError:
+        known = ", ".join(MEASURES)
+        raise AnalysisError(f"unknown measure {name!r}; choose from {known}") from None
+
+
+def compute_measure(name: str, x: np.ndarray, *, axis: np.ndarray | None = None) -> np.ndarray:
+    """The registered measure ``name`` on one layer (``axis``: a precomputed magnitude axis)."""
+    return LayerVectors(x, axis=axis).compute([get_measure(name).name])[name]
+
+
+def centroids(x: np.ndarray) -> np.ndarray:
+    """Centroid of each magnitude over carriers, ``m[n] = mean_c x[n, c]``: (n, d) float64."""
+    return LayerVectors(x, min_carriers=1).centroids
 
 
 def sentence_offsets(x: np.ndarray) -> np.ndarray:
-    """Sentence identity s[c] = mean_n x[n, c] - grand mean: shape (n_carriers, d), float64."""
-    x = _check_layer(x)
-    carrier_sums = np.zeros((x.shape[1], x.shape[2]))
-    for _, block in _blocks(x):
-        carrier_sums += block.sum(axis=0)
-    carrier_means = carrier_sums / x.shape[0]
-    return carrier_means - carrier_means.mean(axis=0, keepdims=True)
+    """Sentence identity s[c] = mean_n x[n, c] - grand mean: (C, d) float64."""
+    return LayerVectors(x).offsets
+
+
+def v_eucl(x: np.ndarray) -> np.ndarray:
+    """V_eucl(n) = mean over carriers of the Euclidean distance to the magnitude's centroid."""
+    return MEASURES["eucl"](x)
 
 
 def v_residual(x: np.ndarray) -> np.ndarray:
@@ -131,124 +327,37 @@ def v_residual(x: np.ndarray) -> np.ndarray:
     A sentence that shifts every number by the same vector inflates V_eucl at every magnitude
     equally; removing ``s[c]`` leaves only the magnitude-specific scatter.
     """
-    x = _check_layer(x)
-    offsets = sentence_offsets(x)
-    out = np.empty(x.shape[0])
-    for rows, block in _blocks(x):
-        deviations = _deviations(block - offsets[np.newaxis])
-        out[rows] = np.sqrt(np.einsum("ncd,ncd->nc", deviations, deviations)).mean(axis=1)
-    return out
-
-
-def _projections(x: np.ndarray, axis: np.ndarray | None) -> np.ndarray:
-    """Coordinates (x[n, c] - m[n]) . u on the magnitude axis, shape (n, C).
-
-    Centring does not change an SD or a variance over carriers; it makes them exactly 0 when
-    the carriers coincide.
-    """
-    if axis is None:
-        axis = magnitude_axis(centroids(x))
-    out = np.empty(x.shape[:2])
-    for rows, block in _blocks(x):
-        out[rows] = _deviations(block) @ axis
-    return out
+    return MEASURES["residual"](x)
 
 
 def v_proj(x: np.ndarray, axis: np.ndarray | None = None) -> np.ndarray:
-    """V_proj(n) = SD (ddof=1) over carriers of the projection of x[n, c] on PC1 of the centroids.
-
-    ``axis`` may pass a precomputed :func:`magnitude_axis` to avoid a second SVD.
-    """
-    x = _check_layer(x)
-    return _projections(x, axis).std(axis=1, ddof=1)
+    """V_proj(n) = SD (ddof=1) over carriers of the projection of x[n, c] on PC1 of the centroids."""
+    return MEASURES["proj"](x, axis=axis)
 
 
 def v_pairwise(x: np.ndarray) -> np.ndarray:
-    """Mean Euclidean distance over all carrier pairs c < c' of one magnitude.
-
-    Distances come from the Gram matrix of the deviations from the centroid (translation does
-    not change a distance, and centring first avoids cancellation between large norms).
-    """
-    x = _check_layer(x)
-    n_carriers = x.shape[1]
-    upper_i, upper_j = np.triu_indices(n_carriers, k=1)
-    out = np.empty(x.shape[0])
-    for rows, block in _blocks(x):
-        deviations = _deviations(block)
-        gram = deviations @ deviations.transpose(0, 2, 1)
-        squared_norms = np.einsum("ncc->nc", gram)
-        squared = (
-            squared_norms[:, upper_i] + squared_norms[:, upper_j] - 2.0 * gram[:, upper_i, upper_j]
-        )
-        out[rows] = np.sqrt(np.clip(squared, 0.0, None)).mean(axis=1)
-    return out
+    """Mean Euclidean distance over all carrier pairs c < c' of one magnitude."""
+    return MEASURES["pairwise"](x)
 
 
 def v_trace(x: np.ndarray) -> np.ndarray:
     """Trace of the carrier covariance: sum_c ||x[n,c] - m[n]||^2 / (C - 1)."""
-    x = _check_layer(x)
-    out = np.empty(x.shape[0])
-    for rows, block in _blocks(x):
-        deviations = _deviations(block)
-        out[rows] = np.einsum("ncd,ncd->n", deviations, deviations) / (x.shape[1] - 1)
-    return out
+    return MEASURES["trace"](x)
 
 
 def cv(x: np.ndarray) -> np.ndarray:
     """Coefficient of variation V_eucl(n) / ||m[n]|| (NaN where the centroid is the zero vector)."""
-    x = _check_layer(x)
-    norms = np.linalg.norm(centroids(x), axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(norms > 0, v_eucl(x) / norms, np.nan)
+    return MEASURES["cv"](x)
 
 
 def on_axis_variance(x: np.ndarray, axis: np.ndarray | None = None) -> np.ndarray:
     """E4 on-axis variance: variance (ddof=1) over carriers of the deviations' PC1 coordinate."""
-    x = _check_layer(x)
-    return _projections(x, axis).var(axis=1, ddof=1)
+    return MEASURES["on_axis"](x, axis=axis)
 
 
 def off_axis_variance(x: np.ndarray, axis: np.ndarray | None = None) -> np.ndarray:
     """E4 off-axis variance: mean over carriers of ||deviation||^2 minus its PC1 part squared.
 
-    ``||e - (e.u) u||^2 = ||e||^2 - (e.u)^2`` for a unit vector u, so no d-dimensional residual
-    is formed. Divides by C (a mean of squared norms), as the paper defines it.
+    Divides by C (a mean of squared norms), as the paper defines it.
     """
-    x = _check_layer(x)
-    if axis is None:
-        axis = magnitude_axis(centroids(x))
-    out = np.empty(x.shape[0])
-    for rows, block in _blocks(x):
-        deviations = _deviations(block)
-        squared_norms = np.einsum("ncd,ncd->nc", deviations, deviations)
-        on_axis = deviations @ axis
-        out[rows] = np.clip(squared_norms - on_axis**2, 0.0, None).mean(axis=1)
-    return out
-
-
-MEASURES: dict[str, Measure] = {
-    "eucl": v_eucl,
-    "residual": v_residual,
-    "proj": v_proj,
-    "pairwise": v_pairwise,
-    "trace": v_trace,
-    "cv": cv,
-    "on_axis": on_axis_variance,
-    "off_axis": off_axis_variance,
-}
-"""Every variability measure by name; a new measure is one function ``f(x) -> V`` and one entry."""
-
-AXIS_MEASURES = frozenset({"proj", "on_axis", "off_axis"})
-"""Measures that accept ``axis=`` (a precomputed :func:`magnitude_axis`) to share one SVD."""
-
-
-def compute_measure(name: str, x: np.ndarray, *, axis: np.ndarray | None = None) -> np.ndarray:
-    """Compute the registered measure ``name`` on one layer, reusing ``axis`` where it applies."""
-    try:
-        function = MEASURES[name]
-    except KeyError:
-        known = ", ".join(sorted(MEASURES))
-        raise AnalysisError(f"unknown measure {name!r}; choose from {known}") from None
-    if name in AXIS_MEASURES and axis is not None:
-        return function(x, axis=axis)
-    return function(x)
+    return MEASURES["off_axis"](x, axis=axis)

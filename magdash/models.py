@@ -271,6 +271,25 @@ def find_final_norm(model):
     return None
 
 
+def load_tokenizer(spec: str | ModelSource, *, trust_remote_code: bool = False):
+    """A model's fast tokenizer alone, offline: enough to preview where numbers fall."""
+    source = spec if isinstance(spec, ModelSource) else resolve_model(spec)
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(
+            source.path, use_fast=True, local_files_only=True, trust_remote_code=trust_remote_code
+        )
+    except (OSError, ValueError) as error:
+        raise ModelLoadError(f"cannot load the tokenizer of {source.spec!r}: {str(error).splitlines()[0]}") from None
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelLoadError(
+            f"the tokenizer of {source.spec!r} has no offset mapping (not a 'fast' tokenizer); "
+            "magdash needs offsets to find the number's tokens: add a tokenizer.json"
+        )
+    return tokenizer
+
+
 def load_model(
     spec: str | ModelSource,
     *,

@@ -94,7 +94,7 @@ def summarize_omega(values: np.ndarray) -> OmegaSummary:
         n=n,
         mean=float(finite.mean()),
         std=float(finite.std(ddof=1)) if n > 1 else math.nan,
-        quantiles=dict(zip(OMEGA_QUANTILES, np.quantile(finite, OMEGA_QUANTILES).tolist())),
+        quantiles=dict(zip(OMEGA_QUANTILES, np.quantile(finite, OMEGA_QUANTILES).tolist(), strict=True)),
         histogram=np.histogram(finite, bins=OMEGA_HISTOGRAM_EDGES)[0],
         dip=dip,
         dip_p=dip_p,

@@ -54,7 +54,6 @@ _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS stimulus_items (
         set_name VARCHAR, magnitude BIGINT, carrier_index INTEGER, item_key VARCHAR,
         sentence VARCHAR, span_start INTEGER, span_end INTEGER)""",
-    "CREATE TABLE IF NOT EXISTS vectors (model_id VARCHAR, item_key VARCHAR, layer SMALLINT, vec BLOB)",
     "CREATE TABLE IF NOT EXISTS done (model_id VARCHAR, item_key VARCHAR)",
     """CREATE TABLE IF NOT EXISTS results (
         key VARCHAR PRIMARY KEY, kind VARCHAR, payload BLOB,
@@ -118,18 +117,44 @@ def _is_lock_conflict(error: Exception) -> bool:
     return "lock" in message and ("conflicting" in message or "could not set" in message)
 
 
-def _encode_vectors(vectors: np.ndarray) -> list[bytes]:
-    """One little-endian float32 blob per row."""
+def _encode_vectors(vectors: np.ndarray) -> pa.Array:
+    """One little-endian float32 blob per row, built without a Python object per row."""
     rows = np.ascontiguousarray(vectors, dtype="<f4")
-    return [row.tobytes() for row in rows]
+    width = rows.shape[1] * 4
+    offsets = np.arange(rows.shape[0] + 1, dtype=np.int32) * width
+    return pa.Array.from_buffers(
+        pa.binary(), rows.shape[0], [None, pa.py_buffer(offsets), pa.py_buffer(rows.reshape(-1).view(np.uint8))]
+    )
 
 
-def _decode_vectors(blobs: pa.ChunkedArray | Sequence[bytes], dim: int) -> np.ndarray:
-    if isinstance(blobs, pa.ChunkedArray):
-        blobs = blobs.to_pylist()
-    if not len(blobs):
-        return np.zeros((0, dim), dtype=np.float32)
-    return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim)
+def _decode_vectors(blobs: pa.ChunkedArray, dim: int) -> np.ndarray:
+    """Rows of float32 blobs as one (n, dim) array, copying each chunk's data buffer once."""
+    out = np.empty((len(blobs), dim), dtype=np.float32)
+    row = 0
+    width = dim * 4
+    for chunk in blobs.chunks:
+        if chunk.null_count:
+            raise StoreError("the store holds an empty vector; run extract again to repair it")
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1, offset=chunk.offset * 4)
+        lengths = np.diff(offsets)
+        if len(chunk) and not np.all(lengths == width):
+            raise StoreError(f"stored vectors are not {dim}-dimensional float32; the store is damaged")
+        data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8, count=len(chunk) * width, offset=int(offsets[0]))
+        out[row:row + len(chunk)] = data.view("<f4").reshape(len(chunk), dim)
+        row += len(chunk)
+    return out
+
+
+def vector_table(model_id: str, layer: int) -> str:
+    """Name of the table holding one model's vectors at one layer.
+
+    Each (model, layer) has its own table so that reading a layer scans only that layer's
+    rows: DuckDB materialises the blob column of every row group a scan touches, so a shared
+    table would make every layer read cost the whole store. The name is derived from a hash,
+    so no user text ever reaches an identifier.
+    """
+    digest = hashlib.sha1(model_id.encode()).hexdigest()[:20]
+    return f"vec_{digest}_{int(layer)}"
 
 
 class Store:
@@ -417,18 +442,14 @@ class Store:
                     keep.append(index)
             if not keep:
                 return 0
-            n_layers = vectors.shape[1]
             kept = vectors[keep]
-            keys = [item_keys[i] for i in keep]
-            rows = pa.table({
-                "model_id": pa.array([model_id] * (len(keep) * n_layers)),
-                "item_key": pa.array(np.repeat(keys, n_layers)),
-                "layer": pa.array(np.tile(np.arange(n_layers, dtype=np.int16), len(keep))),
-                "vec": pa.array(_encode_vectors(kept.reshape(len(keep) * n_layers, -1)), type=pa.binary()),
-            })
-            connection.register("batch_rows", rows)
-            connection.execute("INSERT INTO vectors SELECT * FROM batch_rows")
-            connection.unregister("batch_rows")
+            keys = pa.array([item_keys[i] for i in keep])
+            for layer in range(vectors.shape[1]):
+                table = vector_table(model_id, layer)
+                connection.execute(f"CREATE TABLE IF NOT EXISTS {table} (item_key VARCHAR, vec BLOB)")
+                connection.register("batch_rows", pa.table({"item_key": keys, "vec": _encode_vectors(kept[:, layer])}))
+                connection.execute(f"INSERT INTO {table} SELECT * FROM batch_rows")
+                connection.unregister("batch_rows")
             connection.register("batch_done", pa.table({"model_id": [model_id] * len(keys), "item_key": keys}))
             connection.execute("INSERT INTO done SELECT * FROM batch_done")
             connection.unregister("batch_done")
@@ -436,37 +457,52 @@ class Store:
 
     def read_layer(self, name: str, stimuli: str, layer: int) -> LayerData:
         """One layer's vectors as a (n_magnitudes, n_carriers, d) float32 array."""
+        return next(self.read_layers(name, stimuli, [layer]))
+
+    def read_layers(self, name: str, stimuli: str, layers: Sequence[int] | None = None) -> Iterator[LayerData]:
+        """Yield layers one at a time (all by default), so memory holds one layer at most.
+
+        Each layer is read on its own short connection, so a writer in another process waits
+        at most for one layer read, never for the caller's work between layers.
+        """
         record = self.model_record(name)
-        if not 0 <= layer < record.n_layers:
-            raise StoreError(
-                f"layer {layer} does not exist for {name!r}: use 0..{record.n_layers - 1}"
-            )
         stimulus_set = self.stimulus_set(stimuli)
-        with self._connect() as connection:
-            table = connection.sql(
-                """
-                SELECT i.magnitude, i.carrier_index, v.vec
-                FROM stimulus_items i
-                JOIN vectors v ON v.item_key = i.item_key AND v.model_id = ? AND v.layer = ?
-                WHERE i.set_name = ?
-                ORDER BY i.magnitude, i.carrier_index
-                """,
-                params=[record.model_id, layer, stimuli],
-            ).to_arrow_table()
+        layers = range(record.n_layers) if layers is None else list(layers)
+        for layer in layers:
+            if not 0 <= layer < record.n_layers:
+                raise StoreError(f"layer {layer} does not exist for {name!r}: use 0..{record.n_layers - 1}")
         n_magnitudes, n_carriers = len(stimulus_set.magnitudes), len(stimulus_set.carriers)
-        if table.num_rows != n_magnitudes * n_carriers:
-            raise StoreError(
-                f"model {name!r} has {table.num_rows} of {n_magnitudes * n_carriers} vectors of "
-                f"stimulus set {stimuli!r} at layer {layer}; run extract again to finish it"
+        position = {item.key: divmod(index, n_carriers) for index, item in enumerate(stimulus_set.items)}
+        for layer in layers:
+            table = vector_table(record.model_id, layer)
+            with self._connect() as connection:
+                exists = connection.execute(
+                    "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [table]
+                ).fetchall()[0][0]
+                rows = pa.table({"item_key": pa.array([], pa.string()), "vec": pa.array([], pa.binary())})
+                if exists:
+                    rows = connection.sql(
+                        f"SELECT item_key, vec FROM {table} "
+                        "WHERE item_key IN (SELECT item_key FROM stimulus_items WHERE set_name = ?)",
+                        params=[stimuli],
+                    ).to_arrow_table()
+            if rows.num_rows != n_magnitudes * n_carriers:
+                raise StoreError(
+                    f"model {name!r} has {rows.num_rows} of {n_magnitudes * n_carriers} vectors of "
+                    f"stimulus set {stimuli!r} at layer {layer}; run extract again to finish it"
+                )
+            flat = _decode_vectors(rows.column("vec"), record.hidden_size)
+            vectors = np.empty((n_magnitudes, n_carriers, record.hidden_size), dtype=np.float32)
+            targets = [position[key] for key in rows.column("item_key").to_pylist()]
+            vectors[tuple(np.array(targets).T)] = flat
+            del flat
+            yield LayerData(
+                layer=layer,
+                label=record.layer_labels[layer],
+                magnitudes=np.asarray(stimulus_set.magnitudes, dtype=np.float64),
+                carriers=list(stimulus_set.carriers),
+                vectors=vectors,
             )
-        vectors = _decode_vectors(table.column("vec"), record.hidden_size)
-        return LayerData(
-            layer=layer,
-            label=record.layer_labels[layer],
-            magnitudes=np.asarray(stimulus_set.magnitudes, dtype=np.float64),
-            carriers=list(stimulus_set.carriers),
-            vectors=vectors.reshape(n_magnitudes, n_carriers, record.hidden_size),
-        )
 
     def data_fingerprint(self, name: str, stimuli: str) -> str:
         """Changes whenever the vectors behind (model, stimulus set) can have changed."""
@@ -579,7 +615,7 @@ class Store:
     def export_arrays(self, name: str, stimuli: str) -> dict[str, np.ndarray]:
         """The reference layout: per_carrier (n_magnitudes, n_carriers, n_layers, d) and labels."""
         record = self.model_record(name)
-        layers = [self.read_layer(name, stimuli, layer) for layer in range(record.n_layers)]
+        layers = list(self.read_layers(name, stimuli))
         return {
             "per_carrier": np.stack([layer.vectors for layer in layers], axis=2).astype(np.float32),
             "magnitudes": layers[0].magnitudes,

@@ -44,7 +44,7 @@ def build_tokenizer(folder: Path, digit_chunk: int) -> None:
     tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.WhitespaceSplit(),
-        pre_tokenizers.Split(Regex(r"\d{1,%d}" % digit_chunk), behavior="isolated"),
+        pre_tokenizers.Split(Regex(r"\d{1," + str(digit_chunk) + "}"), behavior="isolated"),
         pre_tokenizers.Split(Regex(r"[.,]"), behavior="isolated"),
     ])
     tokenizer.post_processor = processors.TemplateProcessing(

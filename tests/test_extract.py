@@ -122,3 +122,77 @@ def test_minilm_end_to_end(store):
     for index in (0, 3, 6):
         stored = store.read_layer("minilm", "paper", index).vectors[row, item.carrier_index]
         np.testing.assert_allclose(stored, reference[index], atol=1e-4)
+
+
+def test_capture_all_tokens_streams_every_real_token(tiny_llama):
+    from magdash.extract import capture_all_tokens
+
+    loaded = load_model(str(tiny_llama), device="cpu")
+    texts = ["There are 5 items.", "Exactly 1000 were measured.", "Hello world"]
+    received: dict[int, list[np.ndarray]] = {}
+    seen = capture_all_tokens(loaded, texts, lambda layer, v: received.setdefault(layer, []).append(v), batch_size=2)
+    real_counts = [len(loaded.tokenizer(t)["input_ids"]) - 1 for t in texts]  # minus BOS
+    assert seen == sum(real_counts)
+    assert sorted(received) == list(range(loaded.n_blocks + 2))
+    stacked = {layer: np.concatenate(chunks) for layer, chunks in received.items()}
+    assert all(v.shape == (seen, loaded.hidden_size) for v in stacked.values())
+    ids = torch.tensor([loaded.tokenizer(texts[2])["input_ids"]])
+    with torch.inference_mode():
+        hidden = loaded.model(input_ids=ids, output_hidden_states=True).hidden_states
+    # "Hello world" is the shortest text, so it comes first after sorting by length.
+    np.testing.assert_allclose(stacked[1][:2], hidden[1][0, 1:].numpy(), atol=1e-5)
+
+
+def _tiny_from_config(folder, family):
+    from transformers import (
+        AutoTokenizer,
+        GemmaConfig,
+        GemmaForCausalLM,
+        GPT2Config,
+        GPT2LMHeadModel,
+        Qwen2Config,
+        Qwen2ForCausalLM,
+    )
+
+    from tests.conftest import build_tokenizer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    build_tokenizer(folder, digit_chunk=1)
+    vocab = len(AutoTokenizer.from_pretrained(folder))
+    torch.manual_seed(7)
+    if family == "gpt2":
+        model = GPT2LMHeadModel(GPT2Config(vocab_size=vocab, n_embd=32, n_layer=2, n_head=4, n_positions=64))
+    elif family == "qwen2":
+        model = Qwen2ForCausalLM(Qwen2Config(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64))
+    else:
+        model = GemmaForCausalLM(GemmaConfig(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                             num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                                             max_position_embeddings=64))
+    model.save_pretrained(folder, safe_serialization=True)
+    return folder
+
+
+@pytest.mark.parametrize("family", ["gpt2", "qwen2", "gemma"])
+def test_other_decoder_families(family, tmp_path):
+    folder = _tiny_from_config(tmp_path / family, family)
+    loaded = load_model(str(folder), device="cpu")
+    assert loaded.final_norm is not None and loaded.n_blocks == 2
+    items = [make_item(m, 0, "There are {n} items.") for m in (7, 1000)]
+    token_ids, number_tokens = locate_numbers(loaded, items, "last")
+    ours = forward_number_vectors(loaded, token_ids, number_tokens, padding_side="left")
+    for row, item in enumerate(items):
+        reference = _hf_reference(loaded, item.sentence, number_tokens[row][0])
+        np.testing.assert_allclose(ours[row, 0], reference[0], atol=1e-4)
+        np.testing.assert_allclose(ours[row, 1], reference[1], atol=1e-4)
+        np.testing.assert_allclose(ours[row, 3], reference[2], atol=1e-4)
+
+
+def test_tokenizer_alone_locates_numbers_like_the_model(tiny_llama):
+    from magdash.models import load_tokenizer
+
+    items = [make_item(m, 0, "There are {n} items.") for m in (5, 1000)]
+    with_model = locate_numbers(load_model(str(tiny_llama), device="cpu"), items, "mean")
+    with_tokenizer = locate_numbers(load_tokenizer(str(tiny_llama)), items, "mean")
+    assert with_model == with_tokenizer
+    assert with_tokenizer[1][1] == [3, 4]

@@ -183,3 +183,15 @@ def test_registry_and_errors(rng):
         v_eucl(np.zeros((5, 3)))
     with pytest.raises(AnalysisError, match="at least 2 carrier"):
         v_eucl(np.zeros((5, 1, 4)))
+
+
+@pytest.mark.parametrize("shape", [(26, 64), (40, 8)])
+def test_magnitude_axis_is_the_first_right_singular_vector(shape, rng):
+    m = rng.normal(size=shape) * np.linspace(3.0, 1.0, shape[1])  # a clear leading direction
+    centred = m - m.mean(axis=0)
+    expected = np.linalg.svd(centred, full_matrices=False)[2][0]
+    axis = magnitude_axis(m)
+    assert np.linalg.norm(axis) == pytest.approx(1.0)
+    np.testing.assert_allclose(np.abs(axis), np.abs(expected), atol=1e-8)
+    constant = magnitude_axis(np.ones((5, 3)))
+    assert np.linalg.norm(constant) == 1.0

@@ -12,16 +12,11 @@ import math
 from magdash.cli.common import add_store_option, open_store, print_json
 from magdash.errors import AnalysisError
 
-MEASURE_TITLES = {
-    "eucl": "V_eucl",
-    "residual": "V_residual",
-    "proj": "V_proj",
-    "pairwise": "V_pairwise",
-    "trace": "V_trace",
-    "cv": "CV",
-    "on_axis": "on-axis var",
-    "off_axis": "off-axis var",
-}
+
+def _title(measure: str) -> str:
+    from magdash.measures import MEASURES
+
+    return MEASURES[measure].title if measure in MEASURES else measure
 
 
 def register(subparsers) -> None:
@@ -156,7 +151,7 @@ def _print_analysis(result) -> None:
           if result.core_layers == list(range(result.core_layers[0], result.core_layers[-1] + 1))
           else f"core layers: {result.core_layers}")
     print("alpha per layer (OLS of log V on log n; 95% bootstrap CI where computed; — = no fit)")
-    header = f"{'layer':>5} {'label':<18}" + "".join(f" {MEASURE_TITLES[m]:>31}" for m in measures)
+    header = f"{'layer':>5} {'label':<18}" + "".join(f" {_title(m):>31}" for m in measures)
     print(header)
     for layer, label in enumerate(result.layer_labels):
         marker = "*" if layer in result.core_layers else " "
@@ -172,7 +167,7 @@ def _print_analysis(result) -> None:
         h = result.hypotheses[measure]
         n = len(h.core_layers)
         verdict = {True: "supported", False: "not supported"}
-        print(f"[{MEASURE_TITLES[measure]}] mean alpha {_number(h.mean_alpha)} over {h.n_valid}/{n} fitted core layers")
+        print(f"[{_title(measure)}] mean alpha {_number(h.mean_alpha)} over {h.n_valid}/{n} fitted core layers")
         print(f"  H1 alpha > 0:          {h.positive_layers}/{n} layers -> {verdict[h.h1]} "
               f"(t vs 0 = {_number(h.h1_t, 2)}, p = {h.h1_p:.3g})")
         print(f"  H2 alpha in [{low}, {high}]: {h.in_window_layers}/{n} layers -> {verdict[h.h2]} "
@@ -192,7 +187,7 @@ def _print_analysis(result) -> None:
 def _print_comparison(result) -> None:
     print(f"{result.model_a} minus {result.model_b}   stimuli: {result.stimuli}")
     for measure, item in result.measures.items():
-        print(f"\n[{MEASURE_TITLES[measure]}] mean alpha over core layers: "
+        print(f"\n[{_title(measure)}] mean alpha over core layers: "
               f"{_number(item.mean_alpha_a)} vs {_number(item.mean_alpha_b)} "
               f"(delta {_number(item.mean_delta)}; Wilcoxon p = {item.wilcoxon_p:.3g}, {item.n_pairs} pairs)")
         print(f"{'layer A':>8} {'layer B':>8} {'gamma':>6} {'alpha A':>9} {'alpha B':>9} {'delta':>9}  CI")

@@ -1,0 +1,110 @@
+"""Extraction benchmark: magdash's extract vs the storage-free floor vs a one-sentence loop.
+
+Workload: magnitudes 1..1000 x the paper's 5 carriers (5,000 sentences) on the built-in
+``minilm``, every layer kept at the number's last token. Three whole processes are timed
+side by side, each started fresh, repeated, and reported as medians:
+
+* ``magdash``: ``python -m magdash extract`` into a fresh store;
+* ``floor``: the same sorted, batched forward passes with hooks, storing nothing;
+* ``loop``: the paper's reference pattern — one sentence per forward pass with
+  ``output_hidden_states=True``, the number's hidden state copied out of every layer.
+
+Targets (issue 2): magdash within 1.25x of the floor, at least 5x faster than the loop.
+Run: ``python bench/extract.py [--repeats 3] [--magnitudes 1-1000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def floor_run(magnitudes: str, batch_size: int) -> None:
+    import numpy as np
+
+    from magdash.extract import forward_number_vectors, locate_numbers
+    from magdash.models import load_model
+    from magdash.stimuli import PAPER_CARRIERS, StimulusSet, parse_magnitudes
+
+    loaded = load_model("minilm", device="cpu")
+    stimuli = StimulusSet("bench", PAPER_CARRIERS, tuple(parse_magnitudes(magnitudes)))
+    token_ids, number_tokens = locate_numbers(loaded, stimuli.items, "last")
+    order = np.argsort([len(ids) for ids in token_ids], kind="stable")
+    kept = 0
+    for start in range(0, len(order), batch_size):
+        chosen = order[start:start + batch_size]
+        vectors = forward_number_vectors(loaded, [token_ids[i] for i in chosen], [number_tokens[i] for i in chosen])
+        kept += vectors.shape[0]
+    assert kept == len(stimuli.items)
+
+
+def loop_run(magnitudes: str) -> None:
+    import numpy as np
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from magdash.models import builtin_model_path
+    from magdash.stimuli import PAPER_CARRIERS, StimulusSet, parse_magnitudes, token_indices_for_span
+
+    path = builtin_model_path("minilm")
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    model = AutoModel.from_pretrained(path, local_files_only=True).eval()
+    stimuli = StimulusSet("bench", PAPER_CARRIERS, tuple(parse_magnitudes(magnitudes)))
+    kept = []
+    with torch.no_grad():
+        for item in stimuli.items:
+            encoded = tokenizer(item.sentence, return_offsets_mapping=True, return_tensors="pt")
+            offsets = encoded.pop("offset_mapping")[0].tolist()
+            index = token_indices_for_span(offsets, item.start, item.end, "last")[0]
+            hidden = model(**encoded, output_hidden_states=True).hidden_states
+            kept.append(np.stack([h[0, index].numpy() for h in hidden]))
+    assert len(kept) == len(stimuli.items)
+
+
+def time_command(command: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mode", choices=("bench", "floor", "loop"), default="bench")
+    parser.add_argument("--magnitudes", default="1-1000")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    if args.mode == "floor":
+        floor_run(args.magnitudes, args.batch_size)
+        return
+    if args.mode == "loop":
+        loop_run(args.magnitudes)
+        return
+    python = sys.executable
+    times: dict[str, list[float]] = {"magdash": [], "floor": [], "loop": []}
+    for repeat in range(args.repeats):
+        with tempfile.TemporaryDirectory() as folder:
+            store = str(Path(folder) / "bench.duckdb")
+            times["magdash"].append(time_command([
+                python, "-m", "magdash", "extract", "--model", "minilm", "--magnitudes", args.magnitudes,
+                "--stimuli", "bench", "--store", store, "--quiet", "--device", "cpu",
+                "--batch-size", str(args.batch_size),
+            ]))
+        times["floor"].append(time_command([python, __file__, "--mode", "floor", "--magnitudes", args.magnitudes,
+                                            "--batch-size", str(args.batch_size)]))
+        times["loop"].append(time_command([python, __file__, "--mode", "loop", "--magnitudes", args.magnitudes]))
+        print(f"repeat {repeat + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()), flush=True)
+    medians = {k: statistics.median(v) for k, v in times.items()}
+    print(f"median whole-process seconds: magdash {medians['magdash']:.2f}, floor {medians['floor']:.2f}, "
+          f"loop {medians['loop']:.2f}")
+    print(f"magdash / floor = {medians['magdash'] / medians['floor']:.3f}  (target <= 1.25)")
+    print(f"loop / magdash  = {medians['loop'] / medians['magdash']:.2f}  (target >= 5)")
+
+
+if __name__ == "__main__":
+    main()

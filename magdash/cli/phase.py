@@ -1,0 +1,142 @@
+"""``magdash phase``: depth-wise Omega and covariance-spectrum diagnostics, and gamma_c.
+
+Number-token mode (default, ``--stimuli``) reads a stored model's vectors; all-token mode
+(``--prompts FILE``) loads the model and runs every token of the file, cut to the model's
+context. ``--control`` adds the same diagnostics for the model's ``@random`` control.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from magdash.cli.common import add_store_option, open_store, print_json
+from magdash.errors import AnalysisError
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "phase",
+        help="Omega, Marchenko-Pastur spikes, effective rank and gamma_c per layer",
+        description=(
+            "Per layer: mean object integrity Omega and its dip test, the covariance spectrum of "
+            "the centred vectors against a robust Marchenko-Pastur fit (spikes above the bulk "
+            "edge plus a 99% Tracy-Widom margin), effective rank and participation ratio; "
+            "gamma_c is the depth fraction of the largest change of mean Omega."
+        ),
+    )
+    parser.add_argument("--model", required=True,
+                        help="stored model name (number tokens) or model spec (with --prompts)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--stimuli", metavar="NAME", default=None,
+                        help="stored stimulus set whose number-token vectors to use")
+    source.add_argument("--prompts", metavar="FILE", default=None,
+                        help="text file: every token of it, cut to the model's context (loads the model)")
+    add_store_option(parser)
+    parser.add_argument("--json", action="store_true", help="machine-readable output (NaN as null)")
+    parser.add_argument("--control", action="store_true",
+                        help="also analyse the model's @random control (reported under 'control')")
+    parser.add_argument("--n-boot", type=int, default=1000, metavar="N",
+                        help="bootstrap resamples for the gamma_c interval (0: none)")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="bootstrap seed")
+    parser.add_argument("--no-cache", action="store_true", help="recompute even if cached")
+    parser.add_argument("--max-length", type=int, default=None, metavar="T",
+                        help="with --prompts: tokens per chunk (default: the model's context)")
+    parser.add_argument("--batch-size", type=int, default=16, metavar="B",
+                        help="with --prompts: chunks per forward pass")
+    parser.add_argument("--dtype", default="float32", help="with --prompts: float32, float16 or bfloat16")
+    parser.add_argument("--device", default="auto", help="with --prompts: auto, cpu, cuda, mps")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from magdash.phase import phase_summary
+
+    if args.n_boot < 0:
+        raise AnalysisError("--n-boot must be 0 or more")
+    store = open_store(args)
+    options = {"n_boot": args.n_boot, "seed": args.seed, "use_cache": not args.no_cache}
+    if args.prompts is not None:
+        text = _read_prompts(args.prompts)
+        main, control = _texts_results(args, text, store, options)
+    else:
+        main, control = _stored_results(args, store, options)
+    payload = phase_summary(main)
+    if control is not None:
+        payload["control"] = phase_summary(control)
+    if args.json:
+        print_json(payload)
+        return 0
+    _print_result(main, payload)
+    if control is not None:
+        print()
+        _print_result(control, payload["control"])
+    return 0
+
+
+def _stored_results(args, store, options):
+    from magdash.phase_run import phase_from_store, stored_control
+
+    main = phase_from_store(store, args.model, args.stimuli, **options)
+    control = stored_control(store, args.model, args.stimuli, **options) if args.control else None
+    return main, control
+
+
+def _texts_results(args, text: str, store, options):
+    from magdash.models import RANDOM_SUFFIX, split_random_suffix
+    from magdash.phase_run import phase_from_texts
+
+    run_options = dict(store=store, dtype=args.dtype, device=args.device, batch_size=args.batch_size,
+                       max_length=args.max_length, **options)
+    main = phase_from_texts(args.model, text, **run_options)
+    control = None
+    if args.control:
+        base = split_random_suffix(args.model)[0]
+        control = phase_from_texts(base + RANDOM_SUFFIX, text, **run_options)
+    return main, control
+
+
+def _read_prompts(path: str) -> str:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise AnalysisError(f"cannot read the prompts file {path!r}: {error}") from None
+    if not text.strip():
+        raise AnalysisError(f"the prompts file {path!r} is empty")
+    return text
+
+
+def _print_result(result, payload: dict) -> None:
+    order = result.order
+    interval = ""
+    if math.isfinite(order.low):
+        interval = f" (95% bootstrap interval {order.low:.3f}-{order.high:.3f}, {order.n_boot} resamples)"
+    print(f"model: {result.model}")
+    print(f"gamma_c (largest change of mean Omega): {_number(order.gamma_c)}{interval}")
+    print(f"gamma_c of the spike count: {_number(result.spikes.gamma_c)}; "
+          f"of the effective rank: {_number(result.rank.gamma_c)}")
+    header = f"{'layer':>5} {'gamma':>6} {'Omega':>7} {'dip p':>7} {'spikes':>6} {'MP edge':>10} " \
+             f"{'sigma2':>10} {'eff.rank':>9} {'PR':>8}"
+    print(header)
+    capped = False
+    for row, item in zip(payload["layers"], result.layers, strict=True):
+        mark = " " if item.spectrum.converged or item.spectrum.rank < 2 else "*"
+        capped |= mark == "*"
+        print(f"{row['layer']:>5} {_number(row['gamma'], 3):>6} {_number(row['omega_mean'], 4):>7} "
+              f"{_number(row['dip_p'], 3):>7} {row['n_spikes']:>5}{mark} {_number(row['mp_edge'], 4, 'g'):>10} "
+              f"{_number(row['sigma2'], 4, 'g'):>10} {_number(row['effective_rank'], 1):>9} "
+              f"{_number(row['participation_ratio'], 1):>8}")
+    if capped:
+        print("* no Marchenko-Pastur bulk: the robust fit called half of the eigenvalues spikes and stopped")
+    dims = {item.dim for item in result.layers}
+    if len(dims) == 1:
+        from magdash.phase_omega import isotropic_omega_mean
+
+        print(f"isotropic-Gaussian baseline: Omega = {isotropic_omega_mean(dims.pop()):.4f}, no spikes")
+
+
+def _number(value: float, digits: int = 3, style: str = "f") -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:.{digits}{style}}"

@@ -1,0 +1,204 @@
+"""Stimuli input for the dashboard: carrier uploads, the magnitude editor, tokenization preview.
+
+Uploads are validated with one message per problem that says what to fix (not UTF-8, binary,
+empty lines, missing or repeated ``{n}``, duplicates, too long; see
+:func:`magdash.stimuli.carrier_problems`), numbered as the user sees the file (lines of a .txt,
+rows of a .csv). The tokenization preview shows, for a loaded model, every token that overlaps
+each number and the one whose vector is stored (Cacioli 2026, arXiv 2604.04469: the last token
+overlapping the number's characters).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from magdash.errors import StimulusError
+from magdash.stimuli import (
+    PAPER_SET_NAME,
+    PLACEHOLDER,
+    POSITIONS,
+    StimulusSet,
+    carrier_problems,
+    parse_magnitudes,
+    validate_magnitudes,
+)
+from magdash.store import ModelRecord, Store
+
+# -- stimuli input -----------------------------------------------------------------------
+
+CARRIER_COLUMNS = ("carrier", "carriers", "sentence", "sentences", "template", "text")
+"""CSV header names taken as the carrier column (else the first column is used)."""
+
+
+@dataclass(frozen=True)
+class CarrierInput:
+    """Carrier sentences read from an upload or a text box, and what is wrong with them."""
+
+    carriers: list[str]
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and bool(self.carriers)
+
+
+def decode_upload(data: bytes, filename: str) -> tuple[str | None, list[str]]:
+    """UTF-8 text of an upload (a BOM is dropped), or a problem saying what to fix."""
+    if b"\0" in data:
+        return None, [f"{filename} looks binary: upload a text file (.txt or .csv) saved as UTF-8"]
+    try:
+        return data.decode("utf-8-sig"), []
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        return None, [f"{filename} is not UTF-8 (first bad byte on line {line}): save it as UTF-8 text and upload it again"]
+
+
+def carriers_from_text(text: str) -> CarrierInput:
+    """One carrier per line; trailing blank lines are ignored, everything else is checked."""
+    lines = [line.rstrip("\r") for line in text.split("\n")]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return CarrierInput(lines, carrier_problems(lines))
+
+
+def carriers_from_csv(text: str) -> CarrierInput:
+    """The carrier column of a CSV: a column named carrier/sentence/template/text, else the first.
+
+    A first row without ``{n}`` in that column is taken as a header and skipped. Problems name
+    the CSV's own row numbers (the header is row 1).
+    """
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as error:
+        return CarrierInput([], [f"cannot read the CSV ({error}): give one carrier per row"])
+    while rows and not any(cell.strip() for cell in rows[-1]):
+        rows.pop()
+    if not rows:
+        return CarrierInput([], ["the CSV is empty: give one carrier sentence per row"])
+    header = [cell.strip().lower() for cell in rows[0]]
+    named = [i for i, cell in enumerate(header) if cell in CARRIER_COLUMNS]
+    column = named[0] if named else 0
+    has_header = bool(named) or (bool(rows[0]) and PLACEHOLDER not in rows[0][0])
+    body = rows[1:] if has_header else rows
+    carriers = [row[column] if column < len(row) else "" for row in body]
+    shift = 1 if has_header else 0
+    problems = [
+        _LINE_NUMBER.sub(lambda match: f"row {int(match.group(1)) + shift}", problem)
+        for problem in carrier_problems(carriers)
+    ]
+    return CarrierInput(carriers, problems)
+
+
+_LINE_NUMBER = re.compile(r"\bline (\d+)")
+
+
+def read_carrier_upload(filename: str, data: bytes) -> CarrierInput:
+    """Carriers from an uploaded .txt (one per line) or .csv (a carrier column)."""
+    text, problems = decode_upload(data, filename)
+    if text is None:
+        return CarrierInput([], problems)
+    if filename.lower().endswith(".csv"):
+        return carriers_from_csv(text)
+    return carriers_from_text(text)
+
+
+MAGNITUDE_MODES = ("paper", "list", "range")
+
+
+def magnitudes_from_editor(mode: str, *, text: str = "", first: int = 1, last: int = 100, step: int = 1) -> list[int]:
+    """The magnitude set of the editor: the paper's 26, a list/range spec, or first..last by step."""
+    if mode == "paper":
+        return parse_magnitudes(PAPER_SET_NAME)
+    if mode == "list":
+        return parse_magnitudes(text)
+    if mode == "range":
+        if step < 1:
+            raise StimulusError(f"step {step} must be at least 1")
+        if last < first:
+            raise StimulusError(f"the range runs backwards ({first} to {last}): swap the two ends")
+        if (last - first) // step > 1_000_000:
+            raise StimulusError("the range holds over a million numbers: narrow it or take a larger step")
+        return validate_magnitudes(range(first, last + 1, step))
+    raise StimulusError(f"unknown magnitude mode {mode!r}: use one of {', '.join(MAGNITUDE_MODES)}")
+
+
+def build_stimulus_set(name: str, carriers: Sequence[str], magnitudes: Sequence[int], store: Store | None = None) -> StimulusSet:
+    """A stimulus set ready to save; a name already stored with other content is refused."""
+    stimuli = StimulusSet(name.strip(), tuple(carriers), tuple(magnitudes))
+    taken = store is not None and stimuli.name in store.stimulus_set_names()
+    if taken and store.stimulus_set(stimuli.name).content_hash != stimuli.content_hash:
+        raise StimulusError(f"a different stimulus set named {stimuli.name!r} is already stored: choose another name")
+    return stimuli
+
+
+def preview_items(stimuli: StimulusSet, limit: int = 60):
+    """The items of a tokenization preview: every carrier with a spread of magnitudes."""
+    magnitudes = list(stimuli.magnitudes)
+    if len(stimuli.items) <= limit:
+        return list(stimuli.items)
+    per_carrier = max(1, limit // len(stimuli.carriers))
+    picks = sorted({magnitudes[round(i * (len(magnitudes) - 1) / max(per_carrier - 1, 1))] for i in range(per_carrier)})
+    chosen = set(picks)
+    return [item for item in stimuli.items if item.magnitude in chosen]
+
+
+def tokenization_preview(loaded, items, position: str = "last") -> pd.DataFrame:
+    """Which tokens each number maps to for a loaded model.
+
+    Columns: magnitude, carrier, sentence, number_tokens (every token overlapping the number,
+    joined by " + "), n_number_tokens, kept (the token(s) whose vector is stored at
+    ``position``), tokens (the whole sentence, " | "-separated).
+    """
+    from magdash.extract import locate_numbers
+
+    if position not in POSITIONS:
+        raise StimulusError(f"unknown token position {position!r}: use one of {', '.join(POSITIONS)}")
+    token_ids, overlapping = locate_numbers(loaded, items, "mean")
+    _, kept = locate_numbers(loaded, items, position)
+    tokenizer = loaded.tokenizer
+    rows = []
+    for item, ids, overlap, keep in zip(items, token_ids, overlapping, kept, strict=True):
+        pieces = tokenizer.convert_ids_to_tokens(ids)
+        rows.append(
+            {
+                "magnitude": item.magnitude,
+                "carrier": item.carrier_index + 1,
+                "sentence": item.sentence,
+                "number_tokens": " + ".join(pieces[i] for i in overlap),
+                "n_number_tokens": len(overlap),
+                "kept": " + ".join(pieces[i] for i in keep),
+                "tokens": " | ".join(pieces),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def split_summary(preview: pd.DataFrame) -> str:
+    """One sentence on how numbers split into tokens, e.g. "4 of 26 numbers span several tokens"."""
+    if preview.empty:
+        return "nothing to preview"
+    per_number = preview.drop_duplicates("magnitude")
+    several = per_number[per_number["n_number_tokens"] > 1]
+    if several.empty:
+        return f"every one of the {len(per_number)} numbers shown is a single token"
+    examples = ", ".join(f"{int(r.magnitude)} → {r.number_tokens}" for r in several.head(3).itertuples())
+    return f"{len(several)} of {len(per_number)} numbers shown span several tokens (e.g. {examples})"
+
+
+def tokenizer_specs(records: Iterable[ModelRecord], cached: Sequence[str]) -> list[str]:
+    """Model specs whose tokenizer can be previewed: built-ins, stored models' sources, the HF cache."""
+    from magdash.models import BUILTIN_MODELS
+
+    specs = list(BUILTIN_MODELS)
+    for record in records:
+        kind, _, where = record.source.partition(":")
+        if kind in ("builtin", "hf-cache", "folder") and where and where not in specs:
+            specs.append(where)
+    specs += [repo for repo in cached if repo not in specs]
+    return specs

@@ -1,0 +1,35 @@
+"""Compare: any two models on the same stimuli: layerwise alpha deltas with CIs, Wilcoxon."""
+
+import streamlit as st
+
+import ui_support as ui
+from magdash import dashboard as db
+
+ctx = ui.require_data("a comparison")
+view = ctx.view
+st.title("Compare two models")
+st.caption(
+    "Base vs instruct, trained vs its random-weight control, two families: alpha of model A minus "
+    "model B per layer (models of different depth are aligned by gamma = l / L), with a bootstrap "
+    "CI that resamples magnitudes jointly, and a Wilcoxon signed-rank test over A's core layers."
+)
+partners = [name for name in ctx.inventory.models_sharing(view.stimuli) if name != view.model]
+if not partners:
+    st.info(ui.plain(
+        f"{view.model} is the only model with the stimulus set {view.stimuli!r}. Extract a second "
+        "model on it, for example its @random control, to compare."
+    ))
+    st.page_link("pages/extract.py", label="Extract another model", icon=":material/download:")
+    st.stop()
+
+st.markdown(f"Model A: **{ui.plain(view.model)}** (choose it in the sidebar)")
+other_key = ui.view_key("other", (view.model, view.other))
+st.selectbox("Model B", partners, index=partners.index(view.other), key=other_key,
+             on_change=ui.view_setter("other", other_key))
+key = db.comparison_key(view, ctx.inventory)
+with st.spinner(f"Comparing {view.model} with {view.other} (first time only; cached in the store)…"):
+    ui.comparison_for(key)
+ui.say(ui.compute("comparison_sentence", key, view.measure))
+axis = db.depth_axis([ctx.inventory.record(view.model), ctx.inventory.record(view.other)])
+ui.figure("compare_figure", key, view.measure, axis, name=f"compare-{view.model}-vs-{view.other}-{view.measure}")
+ui.table("comparison_table", key, view.measure, name=f"compare-{view.model}-vs-{view.other}-{view.measure}-table")

@@ -1,0 +1,60 @@
+"""Frequency (E5): V per magnitude against log corpus frequency, Spearman rho per layer."""
+
+import streamlit as st
+
+import ui_support as ui
+from magdash import dashboard as db
+from magdash.errors import MagdashError
+from magdash.frequency_sources import read_counts_csv, save_source
+
+ctx = ui.require_data("the frequency analysis")
+view = ctx.view
+st.title("Variability and corpus frequency (E5)")
+st.caption(
+    "The paper explains anti-scalar variability by frequency: frequent (small) numbers occur in "
+    "more varied contexts. Per layer, Spearman rho of V(n) with log(count(n) + 1); the partial rho "
+    "controls for log n, since frequency falls with magnitude."
+)
+stamp = db.store_stamp(view.store)
+sources = ui.frequency_sources_for(view.store, stamp)
+left, right = st.columns([2, 1])
+with left:
+    name = st.selectbox("Frequency source", list(sources["name"]), key="fq_source")
+    note = sources.loc[sources["name"] == name, "note"].iloc[0]
+    if note:
+        st.caption(note)
+    zero = st.toggle("Count numbers missing from the source as 0", key="fq_zero",
+                     help="Otherwise magnitudes the source does not cover stop the analysis with a message")
+with right, st.expander("Add a source from a CSV (number,count)"):
+    upload = st.file_uploader("Counts CSV", type=["csv"], key="fq_upload")
+    new_name = st.text_input("Source name", key="fq_name")
+    if st.button("Save source", disabled=upload is None or not new_name, key="fq_save"):
+        try:
+            save_source(ctx.store, read_counts_csv(upload.getvalue(), name=new_name, origin=upload.name))
+            st.success(ui.plain(f"Saved source {new_name!r}."))
+            st.rerun()
+        except MagdashError as error:
+            ui.show_error(error)
+
+key = db.analysis_key(view, ctx.inventory)
+source = db.SourceKey(view.store, name, stamp)
+missing = "zero" if zero else "error"
+try:
+    with st.spinner(f"Analysing {view.model} (first time only)…"):
+        ui.analysis_for(key)
+    table = ui.cached("e5_table", key, source, view.measure, missing)
+except MagdashError as error:
+    ui.show_error(error)
+    st.stop()
+ui.say(ui.compute("e5_sentence", table, source))
+ui.figure("frequency_rho_figure", table, name=f"e5-rho-{view.model}-{name}", data=table)
+
+layer = ui.layer_picker(ctx)
+frame = ui.cached("frequency_scatter_frame", key, source, view.measure, layer, missing)
+ui.figure("frequency_scatter_figure", frame, table, layer, ctx.record.layer_labels[layer],
+          name=f"e5-scatter-{view.model}-{name}-layer{layer}", data=frame)
+ui.table(table, name=f"e5-{view.model}-{name}")
+
+st.subheader(ui.plain(f"Distribution of the counts ({name})"))
+ui.figure("frequency_counts_figure", source, name=f"counts-{name}")
+ui.table("frequency_fit_table", source, name=f"count-fits-{name}")

@@ -1,0 +1,29 @@
+"""Geometry: centroid RDM heatmap, RSA against log-ratio vs linear models, PC1 vs log n."""
+
+import streamlit as st
+
+import ui_support as ui
+from magdash import dashboard as db
+
+ctx = ui.require_data("the geometry analysis")
+view = ctx.view
+st.title("Log-compressive geometry")
+st.caption(
+    "Distances between magnitude centroids follow |log a - log b| (Weber-Fechner) better than "
+    "|a - b| when the code is log-compressive (Cacioli, arXiv 2603.20642)."
+)
+key = db.analysis_key(view, ctx.inventory)
+with st.spinner(f"Analysing {view.model} (first time only)…"):
+    ui.analysis_for(key)
+metric = st.radio("Distance", ("euclidean", "cosine"), horizontal=True, key="geo_metric")
+ui.figure("rsa_figure", key, metric, name=f"rsa-{view.model}-{metric}")
+
+layer = ui.layer_picker(ctx)
+layer_arg = db.layer_key(view, ctx.inventory, layer)
+left, right = st.columns(2)
+with left:
+    ui.figure("rdm_figure", layer_arg, metric, name=f"rdm-{view.model}-layer{layer}-{metric}")
+with right:
+    ui.figure("pc1_figure", layer_arg, name=f"pc1-{view.model}-layer{layer}")
+st.subheader("Geometry by layer")
+ui.table("geometry_table", key, name=f"geometry-{view.model}")

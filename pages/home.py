@@ -1,0 +1,63 @@
+"""Home: what the store holds; on an empty store, one button runs the paper's protocol."""
+
+import streamlit as st
+
+import ui_support as ui
+from magdash import dashboard as db
+from magdash.dashboard_jobs import FIRST_RUN_MODELS, first_run_job
+from magdash.stimuli import PAPER_SET_NAME
+
+ctx = ui.context()
+st.title("magdash")
+st.caption(
+    "Geometry and noise of number representations in transformer language models "
+    "(Cacioli 2026, arXiv 2604.04469 and 2603.20642; Alpay & Kilictas, arXiv 2601.19942)."
+)
+
+if ctx.error:
+    ui.nothing_to_show(ctx, "the dashboard")
+    st.stop()
+
+job = ui.job_panel(ctx.view.store)
+running = job is not None and not job.finished
+started = [name for name in FIRST_RUN_MODELS if name in ctx.inventory.records]
+unfinished = [name for name in FIRST_RUN_MODELS if PAPER_SET_NAME not in ctx.inventory.complete_sets.get(name, [])]
+
+if not ctx.has_data or (started and unfinished):
+    st.subheader("First run")
+    st.write(
+        "Run the paper's protocol on the built-in model (all-MiniLM-L6-v2) and its random-weight "
+        "control: 26 magnitudes x 5 carrier sentences, every layer, then the scaling fits, H1–H4 "
+        "and the comparison. It takes well under a minute on a CPU; nothing is downloaded."
+    )
+    if st.button("Run the paper's protocol on minilm and minilm@random", type="primary",
+                 disabled=running, icon=":material/play_arrow:", key="first_run"):
+        ui.start_job(ctx.view.store, first_run_job(ctx.store, db.analysis_params(ctx.view)))
+        st.rerun()
+    st.caption("Or extract any model on the Extract page, or with the CLI: `python -m magdash extract --model minilm`.")
+
+if not ctx.has_data:
+    st.stop()
+
+view, record = ctx.view, ctx.record
+st.subheader(ui.plain(f"Results: {view.model} on {view.stimuli}"))
+key = db.analysis_key(view, ctx.inventory)
+with st.spinner(f"Analysing {view.model} (first time only; the result is cached in the store)…"):
+    ui.figure("profile_figure", key, view.measure, name=f"alpha-profile-{view.model}")
+    ui.say(ui.compute("fit_summary", key, view.measure))
+if view.other:
+    with st.spinner(f"Comparing {view.model} with {view.other}…"):
+        ui.say(ui.compute("comparison_sentence", db.comparison_key(view, ctx.inventory), view.measure))
+    st.page_link("pages/compare.py", label="Compare the two models layer by layer", icon=":material/compare_arrows:")
+
+st.subheader("What the store holds")
+st.caption(ui.plain(f"Store: {view.store}"))
+ui.table(db.inventory_table(ctx.inventory), name="store-models")
+if not ctx.inventory.incomplete.empty:
+    st.info("Unfinished extractions resume where they stopped: start them again on the Extract page.")
+
+st.subheader("Next")
+left, middle, right = st.columns(3)
+left.page_link("pages/scaling.py", label="Scaling: V vs n and alpha by layer", icon=":material/show_chart:")
+middle.page_link("pages/weber.py", label="Weber: H1–H4, noise models, E3, E4", icon=":material/rule:")
+right.page_link("pages/geometry.py", label="Geometry: RDMs, RSA, PC1", icon=":material/scatter_plot:")

@@ -1,0 +1,36 @@
+"""Scaling: log-log V vs n at a layer, alpha by layer with CI bands, the per-layer fit table."""
+
+import streamlit as st
+
+import ui_support as ui
+from magdash import dashboard as db
+from magdash.dashboard_figures import CARRIER_MEASURES
+from magdash.tables import measure_label
+
+ctx = ui.require_data("the scaling analysis")
+view = ctx.view
+st.title("Scaling of variability with magnitude")
+st.caption(
+    "log V = log k + alpha log n per layer (Cacioli 2026): alpha = 1 is scalar variability "
+    "(Weber's law), alpha = 0 constant noise; the paper finds alpha slightly below 0."
+)
+key = db.analysis_key(view, ctx.inventory)
+with st.spinner(f"Analysing {view.model} (first time only; cached in the store)…"):
+    ui.analysis_for(key)
+
+layer = ui.layer_picker(ctx)
+carriers = st.toggle("Show the carriers' own distances", value=True, key="sc_carriers",
+                     disabled=view.measure not in CARRIER_MEASURES,
+                     help="Faint points: each carrier's distance to the centroid (their mean is V_eucl)")
+layer_arg = db.layer_key(view, ctx.inventory, layer) if carriers and view.measure in CARRIER_MEASURES else None
+ui.figure("scaling_figure", key, view.measure, layer, layer_arg,
+          name=f"scaling-{view.model}-{view.measure}-layer{layer}")
+
+st.subheader("Alpha by layer")
+ui.say(ui.compute("fit_summary", key, view.measure))
+ui.figure("profile_figure", key, view.measure, name=f"alpha-profile-{view.model}")
+
+st.subheader(f"Per-layer fits of {measure_label(view.measure)}")
+st.caption("alpha, CI from 10,000 bootstrap resamples of the (log n, log V) pairs, Theil-Sen slope, "
+           "R², p; empty cells: no fit (V = 0 or fewer than 5 usable points).")
+ui.table("fit_table", key, view.measure, name=f"fits-{view.model}-{view.measure}")

@@ -1,0 +1,96 @@
+"""Stimuli: carrier sentences (upload or type), the magnitude set, tokenization preview."""
+
+import pandas as pd
+import streamlit as st
+
+import ui_support as ui
+from magdash import dashboard_stimuli as ds
+from magdash.errors import MagdashError
+from magdash.stimuli import PAPER_CARRIERS, POSITIONS
+
+ctx = ui.context()
+st.title("Stimuli")
+st.caption(
+    "A stimulus set is every carrier sentence with every magnitude written in digits in place "
+    "of {n}. Define one here, save it, then extract it on the Extract page."
+)
+if ctx.error:
+    ui.nothing_to_show(ctx, "saving stimuli")
+    st.stop()
+
+st.subheader("1. Carrier sentences")
+CARRIER_SOURCES = {"paper": "The paper's 5", "upload": "Upload .txt or .csv", "type": "Type them"}
+carrier_source = st.radio("Carriers from", list(CARRIER_SOURCES), format_func=CARRIER_SOURCES.get,
+                          horizontal=True, key="st_carrier_source")
+carriers = ds.CarrierInput(list(PAPER_CARRIERS))
+if carrier_source == "upload":
+    upload = st.file_uploader("Carrier file", type=["txt", "csv"], key="st_upload",
+                              help=".txt: one sentence per line. .csv: a column named carrier (or the first column).")
+    carriers = ds.read_carrier_upload(upload.name, upload.getvalue()) if upload is not None else ds.CarrierInput([])
+    if upload is None:
+        st.info("Upload a file with one sentence per line; write {n} where the number goes.")
+elif carrier_source == "type":
+    text = st.text_area("One sentence per line, {n} where the number goes", key="st_text",
+                        value="\n".join(PAPER_CARRIERS), height=160)
+    carriers = ds.carriers_from_text(text)
+for problem in carriers.problems:
+    st.error(ui.plain(problem))
+if carriers.carriers:
+    ui.table(pd.DataFrame({"carrier": carriers.carriers}), name="carriers")
+
+st.subheader("2. Magnitudes")
+MODES = {"paper": "The paper's 26", "list": "List or ranges", "range": "From, to, step"}
+mode = st.radio("Magnitudes from", list(MODES), format_func=MODES.get, horizontal=True, key="st_mode")
+magnitudes, magnitude_problem = [], None
+try:
+    if mode == "list":
+        spec = st.text_input("Magnitudes", value="1-10,15,20,50,100", key="st_list",
+                             help="Whole numbers, ranges like 1-1000, commas; 'paper' adds the paper's set")
+        magnitudes = ds.magnitudes_from_editor("list", text=spec)
+    elif mode == "range":
+        a, b, c = st.columns(3)
+        first = a.number_input("From", min_value=1, value=1, step=1, key="st_first")
+        last = b.number_input("To", min_value=1, value=100, step=1, key="st_last")
+        step = c.number_input("Step", min_value=1, value=1, step=1, key="st_step")
+        magnitudes = ds.magnitudes_from_editor("range", first=int(first), last=int(last), step=int(step))
+    else:
+        magnitudes = ds.magnitudes_from_editor("paper")
+except MagdashError as error:
+    magnitude_problem = str(error)
+    st.error(ui.plain(magnitude_problem))
+if magnitudes:
+    shown = ", ".join(map(str, magnitudes[:40])) + (" …" if len(magnitudes) > 40 else "")
+    st.caption(f"{len(magnitudes)} magnitudes: {shown}")
+
+st.subheader("3. Save")
+name = st.text_input("Stimulus set name", value="my-stimuli", key="st_name")
+ready = carriers.ok and bool(magnitudes) and magnitude_problem is None
+if ready:
+    st.caption(f"{len(carriers.carriers)} carriers x {len(magnitudes)} magnitudes = "
+               f"{len(carriers.carriers) * len(magnitudes)} sentences")
+if st.button("Save stimulus set", disabled=not ready, key="st_save", icon=":material/save:"):
+    try:
+        stimuli = ds.build_stimulus_set(name, carriers.carriers, magnitudes, ctx.store)
+        ctx.store.register_stimulus_set(stimuli)
+        st.success(ui.plain(f"Saved {stimuli.name!r}: extract it on the Extract page."))
+    except MagdashError as error:
+        ui.show_error(error)
+
+st.subheader("4. Tokenization preview")
+st.caption("Which tokens each number becomes for a model, and which token's vector is stored.")
+specs = ds.tokenizer_specs(ctx.inventory.records.values(), ui.cached_repos())
+a, b = st.columns(2)
+preview_spec = a.selectbox("Model", specs, key="st_preview_model")
+position = b.selectbox("Token position", POSITIONS, key="st_preview_position")
+if not ready:
+    st.info("Fix the carriers and magnitudes above to preview their tokens.")
+elif st.toggle("Show the tokenization", key="st_preview_on", help="Loads the model's tokenizer and weights once"):
+    try:
+        preview_set = ds.build_stimulus_set("preview", carriers.carriers, magnitudes)
+        with st.spinner(f"Loading {preview_spec}…"):
+            loaded = ui.loaded_model(preview_spec)
+        preview = ds.tokenization_preview(loaded, ds.preview_items(preview_set), position)
+        ui.say(ds.split_summary(preview))
+        ui.table(preview, name=f"tokenization-{preview_spec}")
+    except MagdashError as error:
+        ui.show_error(error)

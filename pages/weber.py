@@ -1,0 +1,48 @@
+"""Weber: alpha against the Weber window, CV vs n, H1-H4 across models, noise models, E3, E4."""
+
+import streamlit as st
+
+import ui_support as ui
+from magdash import dashboard as db
+from magdash.tables import measure_label
+
+ctx = ui.require_data("the Weber analysis")
+view = ctx.view
+st.title("Weber's law and scalar variability")
+st.caption(
+    "Scalar variability predicts alpha inside the Weber window [0.8, 1.2] and a flat coefficient "
+    "of variation. Hypotheses over the core layers: H1 alpha > 0, H2 alpha in the window, "
+    "H3 alpha < 1, H4 alpha changes with depth."
+)
+models = ctx.inventory.models_sharing(view.stimuli)
+keys = {name: db.analysis_key(view, ctx.inventory, name) for name in models}
+with st.spinner(f"Analysing {len(keys)} model(s) on {view.stimuli} (first time only)…"):
+    for analysis in keys.values():
+        ui.analysis_for(analysis)
+records = [ctx.inventory.record(name) for name in models]
+results = ui.results_arg(keys)
+key = keys[view.model]
+
+ui.figure("weber_figure", results, view.measure, db.depth_axis(records), name=f"weber-window-{view.measure}")
+
+st.subheader("Hypotheses across models")
+st.caption(ui.plain(f"{measure_label(view.measure)} on {view.stimuli}; a programme verdict needs a majority of models."))
+ui.table("verdict_table", results, view.measure, name=f"verdicts-{view.measure}")
+
+st.subheader(ui.plain(f"Coefficient of variation ({view.model})"))
+ui.figure("cv_figure", key, name=f"cv-{view.model}")
+
+st.subheader(ui.plain(f"Noise models by AICc ({view.model})"))
+st.caption("constant, scalar (k n), log-scalar (k log n + c) and power law, fitted to V(n); descriptive.")
+ui.figure("noise_figure", key, view.measure, name=f"noise-models-{view.model}-{view.measure}")
+ui.table("noise_table", key, view.measure, name=f"noise-aicc-{view.model}-{view.measure}")
+
+left, right = st.columns(2)
+with left:
+    st.subheader("E3: boundary magnitudes")
+    st.caption("Core-layer alphas refitted without 9, 10 and 100.")
+    ui.figure("e3_figure", key, name=f"e3-{view.model}")
+with right:
+    st.subheader("E4: on- vs off-axis")
+    st.caption("Scaling of the variance along the magnitude axis (PC1) and off it.")
+    ui.figure("e4_figure", key, name=f"e4-{view.model}")

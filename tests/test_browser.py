@@ -1,0 +1,116 @@
+"""End to end in a real browser: ``streamlit run app.py`` on a loopback port, Debian's Chromium
+driven by Playwright. From an empty store: the first-run button, its progress, the alpha
+profile drawn, a page switch, a screenshot.
+
+Skipped (with the reason) only when /usr/bin/chromium is missing outside CI; with ``CI`` set a
+missing browser is a failure. No browser is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+FIRST_RUN_TIMEOUT_MS = 300_000
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def require_chromium() -> None:
+    if Path(CHROMIUM).is_file():
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"CI is set but {CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
+    pytest.skip(f"{CHROMIUM} is not installed; run `apt-get install -y chromium` to run the browser test")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until_healthy(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited with status {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"streamlit did not answer on {url} within {timeout:.0f} s")
+
+
+@pytest.fixture
+def app_server(tmp_path):
+    require_chromium()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = open(tmp_path / "streamlit.log", "wb")  # noqa: SIM115 - closed below
+    env = {**os.environ, "MAGDASH_STORE": str(tmp_path / "store.duckdb"), "HF_HUB_OFFLINE": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true",
+         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_until_healthy(url, process)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+        log.close()
+
+
+def test_first_run_then_page_switch_in_chromium(app_server, tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(app_server, wait_until="domcontentloaded")
+            button = page.get_by_role("button", name="Run the paper's protocol on minilm and minilm@random")
+            button.click()
+            expect(page.get_by_text("first run: minilm and its random control —")).to_be_visible(timeout=30_000)
+            expect(page.get_by_role("button", name="Cancel")).to_be_visible()
+            # The run ends, the page reruns once and draws the results.
+            expect(page.get_by_text("Results: minilm on paper")).to_be_visible(timeout=FIRST_RUN_TIMEOUT_MS)
+            profile = page.locator("[data-testid=stVegaLiteChart]").filter(
+                has_text="Scaling exponent alpha by layer"
+            )
+            expect(profile).to_have_count(1, timeout=30_000)
+            expect(profile.locator("svg path").first).to_be_attached()
+            expect(page.get_by_test_id("stDownloadButton").filter(has_text="PNG").first).to_be_visible()
+
+            page.locator("[data-testid=stSidebarNav]").get_by_role("link", name="Scaling").click()
+            expect(page.get_by_role("heading", name="Scaling of variability with magnitude")).to_be_visible(timeout=30_000)
+            expect(page.locator("[data-testid=stVegaLiteChart]")).to_have_count(2, timeout=60_000)
+            assert "/scaling" in page.url and "model=minilm" in page.url
+            assert page.locator("[data-testid=stException]").count() == 0
+            shot = tmp_path / "scaling.png"
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+        finally:
+            browser.close()
