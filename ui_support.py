@@ -19,6 +19,7 @@ strings go into widgets, tables or code blocks.
 from __future__ import annotations
 
 import dataclasses
+import html
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -405,8 +406,14 @@ def report_button(context: AppContext) -> None:
     keys = {name: db.analysis_key(view, inventory, name) for name in inventory.models_sharing(view.stimuli)}
     comparison = db.comparison_key(view, inventory) if view.other else None
     query = db.view_to_query(view)
+    def build() -> str:
+        try:
+            return figs.dashboard_report(store, keys, comparison, view=query)
+        except MagdashError as error:  # a download cannot show st.error: say it in the file
+            return f"<!DOCTYPE html><meta charset=utf-8><p>No report: {html.escape(str(error))}</p>"
+
     st.download_button(
-        "Report (HTML)", data=lambda: figs.dashboard_report(store, keys, comparison, view=query),
+        "Report (HTML)", data=build,
         file_name=f"magdash-report-{report.safe_filename(view.stimuli)}.html", mime="text/html",
         on_click="ignore", key="report", icon=":material/description:", width="stretch",
         help=f"All figures, the verdict table and a run manifest for the {len(keys)} model(s) on "

@@ -53,6 +53,7 @@ def main() -> None:
         accumulator = LayerAccumulator(args.dim)
         for start in range(0, args.tokens, BATCH):
             accumulator.add(vectors[start:start + BATCH])
+        accumulator.covariance()  # merges the rows still buffered, so they count as accumulation
         accumulated = time.perf_counter()
         sample = accumulator.finish(layer)
         diagonalised = time.perf_counter()

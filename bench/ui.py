@@ -93,7 +93,7 @@ def measure(at, repeats: int, *, cold: bool) -> dict[str, list[float]]:
         slider = next(w for w in at.select_slider if w.label == "Layer")
         if option == slider.value:
             continue
-        kind = "seen layer" if option in seen else "new layer"
+        kind = "seen layer" if cold or option in seen else "new layer"
         prepare()
         timings[kind].append(timed(lambda slider=slider, option=option: slider.set_value(option).run()))
         seen.add(option)
@@ -131,10 +131,10 @@ def main() -> int:
     failed = False
     for kind, label in labels.items():
         median = statistics.median(warm[kind])
-        cold_ms = statistics.median(cold["seen layer" if kind == "new layer" else kind])
+        cold_ms = statistics.median(cold["page switch" if kind == "page switch" else "seen layer"])
         failed |= median >= TARGET_MS
         print(f"{label:<30}{median:>11.0f}{cold_ms:>10.0f}{cold_ms / median:>12.1f}x{median / TARGET_MS:>10.2f}x")
-    print("(cold has no 'not seen' case: every cold layer change reads its layer again)")
+    print("(cold: caches cleared, so every layer change reads its layer and builds its chart again)")
     print("target: under 300 ms each —", "missed" if failed else "met")
     return 1 if failed else 0
 

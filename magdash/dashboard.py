@@ -20,7 +20,6 @@ figures and tables in :mod:`magdash.dashboard_figures`.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -36,8 +35,6 @@ from magdash.fits import DEFAULT_N_BOOT
 from magdash.hypotheses import default_core_layers
 from magdash.stimuli import PAPER_SET_NAME
 from magdash.store import ModelRecord, Store, default_store_path
-
-log = logging.getLogger(__name__)
 
 # -- pages -------------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ other_key = ui.view_key("other", (view.model, view.other))
 st.selectbox("Model B", partners, index=partners.index(view.other), key=other_key,
              on_change=ui.view_setter("other", other_key))
 key = db.comparison_key(view, ctx.inventory)
-with st.spinner(f"Comparing {view.model} with {view.other} (first time only; cached in the store)…"):
+with st.spinner(ui.plain(f"Comparing {view.model} with {view.other} (first time only; cached in the store)…")):
     ui.comparison_for(key)
 ui.say(ui.compute("comparison_sentence", key, view.measure))
 axis = db.depth_axis([ctx.inventory.record(view.model), ctx.inventory.record(view.other)])

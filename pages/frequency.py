@@ -40,7 +40,7 @@ key = db.analysis_key(view, ctx.inventory)
 source = db.SourceKey(view.store, name, stamp)
 missing = "zero" if zero else "error"
 try:
-    with st.spinner(f"Analysing {view.model} (first time only)…"):
+    with st.spinner(ui.plain(f"Analysing {view.model} (first time only)…")):
         ui.analysis_for(key)
     table = ui.cached("e5_table", key, source, view.measure, missing)
 except MagdashError as error:

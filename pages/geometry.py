@@ -13,7 +13,7 @@ st.caption(
     "|a - b| when the code is log-compressive (Cacioli, arXiv 2603.20642)."
 )
 key = db.analysis_key(view, ctx.inventory)
-with st.spinner(f"Analysing {view.model} (first time only)…"):
+with st.spinner(ui.plain(f"Analysing {view.model} (first time only)…")):
     ui.analysis_for(key)
 metric = st.radio("Distance", ("euclidean", "cosine"), horizontal=True, key="geo_metric")
 ui.figure("rsa_figure", key, metric, name=f"rsa-{view.model}-{metric}")

@@ -39,14 +39,14 @@ if not ctx.has_data or (started and unfinished):
 if not ctx.has_data:
     st.stop()
 
-view, record = ctx.view, ctx.record
+view = ctx.view
 st.subheader(ui.plain(f"Results: {view.model} on {view.stimuli}"))
 key = db.analysis_key(view, ctx.inventory)
-with st.spinner(f"Analysing {view.model} (first time only; the result is cached in the store)…"):
+with st.spinner(ui.plain(f"Analysing {view.model} (first time only; the result is cached in the store)…")):
     ui.figure("profile_figure", key, view.measure, name=f"alpha-profile-{view.model}")
     ui.say(ui.compute("fit_summary", key, view.measure))
 if view.other:
-    with st.spinner(f"Comparing {view.model} with {view.other}…"):
+    with st.spinner(ui.plain(f"Comparing {view.model} with {view.other}…")):
         ui.say(ui.compute("comparison_sentence", db.comparison_key(view, ctx.inventory), view.measure))
     st.page_link("pages/compare.py", label="Compare the two models layer by layer", icon=":material/compare_arrows:")
 

@@ -15,7 +15,7 @@ st.caption(
     "(Weber's law), alpha = 0 constant noise; the paper finds alpha slightly below 0."
 )
 key = db.analysis_key(view, ctx.inventory)
-with st.spinner(f"Analysing {view.model} (first time only; cached in the store)…"):
+with st.spinner(ui.plain(f"Analysing {view.model} (first time only; cached in the store)…")):
     ui.analysis_for(key)
 
 layer = ui.layer_picker(ctx)

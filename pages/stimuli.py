@@ -87,7 +87,7 @@ if not ready:
 elif st.toggle("Show the tokenization", key="st_preview_on", help="Loads the model's tokenizer and weights once"):
     try:
         preview_set = ds.build_stimulus_set("preview", carriers.carriers, magnitudes)
-        with st.spinner(f"Loading {preview_spec}…"):
+        with st.spinner(ui.plain(f"Loading {preview_spec}…")):
             loaded = ui.loaded_model(preview_spec)
         preview = ds.tokenization_preview(loaded, ds.preview_items(preview_set), position)
         ui.say(ds.split_summary(preview))

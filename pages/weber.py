@@ -16,7 +16,7 @@ st.caption(
 )
 models = ctx.inventory.models_sharing(view.stimuli)
 keys = {name: db.analysis_key(view, ctx.inventory, name) for name in models}
-with st.spinner(f"Analysing {len(keys)} model(s) on {view.stimuli} (first time only)…"):
+with st.spinner(ui.plain(f"Analysing {len(keys)} model(s) on {view.stimuli} (first time only)…")):
     for analysis in keys.values():
         ui.analysis_for(analysis)
 records = [ctx.inventory.record(name) for name in models]

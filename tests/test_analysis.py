@@ -102,13 +102,14 @@ def test_readable_table_and_user_errors(store, rng, capsys):
 def test_results_are_cached_and_keyed_by_every_parameter(store, rng, monkeypatch):
     import_model(store, "planted", rng, alpha=-0.05)
     reads = []
-    original = store.read_layer
+    original = store.read_layers
 
-    def counting_read(name, stimuli, layer):
-        reads.append(layer)
-        return original(name, stimuli, layer)
+    def counting_read(name, stimuli, layers=None):
+        for data in original(name, stimuli, layers):
+            reads.append(data.layer)
+            yield data
 
-    monkeypatch.setattr(store, "read_layer", counting_read)
+    monkeypatch.setattr(store, "read_layers", counting_read)
     first = analyze(store, "planted", params=FAST)
     assert reads == list(range(7)) and not first.from_cache  # one layer at a time, once each
     second = analyze(store, "planted", params=FAST)
