@@ -82,12 +82,12 @@ def job_registry() -> JobRegistry:
     return JobRegistry()
 
 
-@st.cache_resource(show_spinner=False, max_entries=2)
-def loaded_model(spec: str):
-    """A loaded model for the tokenization preview (kept for the next preview)."""
-    from magdash.models import load_model
+@st.cache_resource(show_spinner=False, max_entries=4)
+def tokenizer_for(spec: str):
+    """A model's tokenizer alone, for the tokenization preview (no weights are loaded)."""
+    from magdash.models import load_tokenizer
 
-    return load_model(spec, device="cpu")
+    return load_tokenizer(spec)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

@@ -65,7 +65,8 @@ def main() -> None:
         timings["eigenvalues"] += diagonalised - accumulated
         timings["fit + Omega summary"] += finished - diagonalised
         wrong += fit.n_spikes != layer % 6
-        print(f"layer {layer:2d}: {finished - started:5.2f} s, {fit.n_spikes} spikes "
+        print(f"layer {layer:2d}: {finished - started:5.2f} s (accumulate {accumulated - started:.2f}, "
+              f"eigenvalues {diagonalised - accumulated:.2f}), {fit.n_spikes} spikes "
               f"(planted {layer % 6}), path {'Gram' if args.tokens < args.dim else 'covariance'}",
               flush=True)
     total = sum(timings.values())

@@ -69,7 +69,7 @@ from magdash.measures import MEASURES, LayerVectors
 
 log = logging.getLogger(__name__)
 
-ANALYSIS_VERSION = "2"
+ANALYSIS_VERSION = "3"
 """Bump whenever a change to the analysis code can change a result: old cache entries die."""
 
 PRIMARY_MEASURES = ("eucl", "residual", "proj")

@@ -80,16 +80,22 @@ ISOTROPIC_OMEGA_BASELINE = 1.0 - math.sqrt(2.0 / math.pi)
 
 LAYER_TITLE = "layer (0 = embeddings)"
 GAMMA_TITLE = "depth fraction gamma = l / L"
-ALPHA_TITLE = "alpha (slope of log V on log n)"
+ALPHA_TITLE = "alpha (log-log slope)"
 NO_FIT_TEXT = "no fit: V = 0 or fewer than 5 usable points"
 
 MEASURE_UNITS = {
-    "V_eucl": "V_eucl (mean distance to centroid, activation units)",
-    "V_residual": "V_residual (mean distance after removing sentence identity)",
-    "V_proj": "V_proj (SD along PC1, activation units)",
-    "V_pairwise": "V_pairwise (mean pairwise distance, activation units)",
-    "V_trace": "V_trace (trace of carrier covariance, squared units)",
+    "V_eucl": "V_eucl: mean distance to the centroid, activation units",
+    "V_residual": "V_residual: mean distance after removing sentence identity",
+    "V_proj": "V_proj: SD along PC1, activation units",
+    "V_pairwise": "V_pairwise: mean pairwise distance, activation units",
+    "V_trace": "V_trace: trace of the carrier covariance, squared units",
 }
+"""What each measure is and its unit: for subtitles and tooltips, too long for an axis title."""
+
+MAX_AXIS_TITLE = 28
+"""Longest axis title, in characters. Streamlit fits the whole chart (titles included) into
+its height, so a y title longer than the plot shrinks the plot to a strip and pushes the chart
+title out of the frame; units and explanations go to the subtitle or the tooltip instead."""
 
 
 # -- helpers -----------------------------------------------------------------------------
@@ -393,8 +399,10 @@ def scaling_scatter(
         y_scale = alt.Scale(
             type="log", zero=False, domain=[float(observed.min()) / 1.5, float(observed.max()) * 1.5]
         )
+    if label in MEASURE_UNITS:
+        notes.insert(0, MEASURE_UNITS[label])
     x = alt.X("magnitude:Q", scale=alt.Scale(type="log"), title="magnitude n (log scale)")
-    y_title = f"{MEASURE_UNITS.get(label, label)}, log scale"
+    y_title = f"{label} (log scale)"
     y = alt.Y("V:Q", scale=y_scale, title=y_title)
     layers: list[alt.Chart] = []
     if len(shown):
@@ -600,7 +608,7 @@ def cv_chart(
         frame["label"] = frame["layer"].astype(str)
     frame = frame.loc[:, ["layer", "label", "magnitude", "cv"]]
     x = alt.X("magnitude:Q", scale=alt.Scale(type="log"), title="magnitude n (log scale)")
-    y = alt.Y("cv:Q", title="CV = V_eucl / ||centroid|| (unitless)")
+    y = alt.Y("cv:Q", title="CV = V_eucl / ||centroid||")
     color = alt.Color("layer:Q", scale=alt.Scale(scheme="viridis", reverse=True), title="layer")
     data = inline_data(frame[frame["magnitude"] > 0])
     line = alt.Chart(data).mark_line(invalid=PATH_INVALID, strokeWidth=1.2).encode(
@@ -650,7 +658,7 @@ def e4_chart(
         frame.loc[:, ["layer", "label", "axis", "alpha"]],
         x=DepthAxis.of(frame["layer"], "layer", LAYER_TITLE).encoding(),
         y_field="alpha",
-        y_title="alpha of variance vs n (log-log)",
+        y_title="alpha of variance",
         color=color,
         tooltip=[
             alt.Tooltip("axis:N"),
@@ -857,7 +865,7 @@ def compare_profiles(
         delta_frame,
         x=axis.encoding(),
         y_field="delta",
-        y_title=f"delta alpha ({model_a} - {model_b})",
+        y_title="delta alpha",
         color=delta_color,
         tooltip=[
             alt.Tooltip("layer_a:Q", title=f"layer of {model_a}"),
@@ -949,13 +957,13 @@ def rsa_by_layer(
         frame.loc[:, list(dict.fromkeys(["layer", "label", x_field, "model_rdm", "rho"]))],
         x=axis.encoding(),
         y_field="rho",
-        y_title="Spearman rho (centroid RDM vs model RDM)",
+        y_title="Spearman rho",
         color=color,
         tooltip=[
             alt.Tooltip("model_rdm:N", title="model RDM"),
             alt.Tooltip("layer:Q"),
             alt.Tooltip("label:N"),
-            alt.Tooltip("rho:Q", format=".3f"),
+            alt.Tooltip("rho:Q", title="Spearman rho (centroid RDM vs model RDM)", format=".3f"),
         ],
         detail="model_rdm",
     )
@@ -981,7 +989,7 @@ def pc1_vs_logn(
     frame = _finite(pc1, "magnitude", positive=True).loc[:, ["magnitude", "pc1"]]
     data = inline_data(frame)
     x = alt.X("magnitude:Q", scale=alt.Scale(type="log"), title="magnitude n (log scale)")
-    y = alt.Y("pc1:Q", title="centroid coordinate on PC1 (activation units)")
+    y = alt.Y("pc1:Q", title="PC1 coordinate")
     line = alt.Chart(data).mark_line(color="#999999", invalid=PATH_INVALID).encode(
         x=x, y=y, order="magnitude:Q"
     )
@@ -991,7 +999,7 @@ def pc1_vs_logn(
         .encode(
             x=x,
             y=y,
-            tooltip=[alt.Tooltip("magnitude:Q", title="n"), alt.Tooltip("pc1:Q", format=".4g")],
+            tooltip=[alt.Tooltip("magnitude:Q", title="n"), alt.Tooltip("pc1:Q", title="PC1 coordinate (activation units)", format=".4g")],
         )
     )
     text = title or "Centroid PC1 coordinate against log n"
@@ -1022,7 +1030,7 @@ def frequency_loglog(
     if len(shown) < len(counts):
         notes.append(f"{len(counts) - len(shown)} number(s) with count 0 not drawn (log axis)")
     x = alt.X("number:Q", scale=alt.Scale(type="log"), title="integer n (log scale)")
-    y_title = "occurrences in the corpus (log scale)"
+    y_title = "corpus count (log scale)"
     layers = [
         alt.Chart(inline_data(shown))
         .mark_circle(size=12, opacity=0.6, color="#555555", invalid=POINT_INVALID)
@@ -1068,7 +1076,7 @@ def variability_vs_frequency(
     shown = shown.assign(count_plus_one=shown["count"].astype(float) + 1.0)
     data = inline_data(shown)
     x = alt.X("count_plus_one:Q", scale=alt.Scale(type="log"), title="corpus count + 1 (log)")
-    y = alt.Y("V:Q", title=MEASURE_UNITS["V_eucl"])
+    y = alt.Y("V:Q", title="V_eucl")
     points = alt.Chart(data).mark_point(
         filled=True, size=50, color=MEASURE_COLORS["V_eucl"], invalid=POINT_INVALID
     ).encode(
@@ -1077,7 +1085,7 @@ def variability_vs_frequency(
         tooltip=[
             alt.Tooltip("magnitude:Q", title="n"),
             alt.Tooltip("count:Q", format=",d"),
-            alt.Tooltip("V:Q", format=".4g"),
+            alt.Tooltip("V:Q", title=MEASURE_UNITS["V_eucl"], format=".4g"),
         ],
     )
     labels = alt.Chart(data).mark_text(dx=6, dy=-6, fontSize=9, color="#555555").encode(
@@ -1115,13 +1123,13 @@ def frequency_rho_by_layer(
         data.loc[:, list(dict.fromkeys(["model", "layer", "label", x_field, "rho"]))],
         x=axis.encoding(),
         y_field="rho",
-        y_title="Spearman rho (V_eucl vs log(count + 1))",
+        y_title="Spearman rho",
         color=alt.Color("model:N", scale=_scale(models, MODEL_COLORS), title="model"),
         tooltip=[
             alt.Tooltip("model:N"),
             alt.Tooltip("layer:Q"),
             alt.Tooltip("label:N"),
-            alt.Tooltip("rho:Q", format=".3f"),
+            alt.Tooltip("rho:Q", title="Spearman rho (V_eucl vs log(count + 1))", format=".3f"),
         ],
         detail="model",
     )
@@ -1194,13 +1202,13 @@ def order_parameter_chart(
         data.loc[:, ["series", "gamma", "layer", "m", "ci_low", "ci_high"]],
         x=DepthAxis.of(data["gamma"], "gamma", GAMMA_TITLE).encoding(),
         y_field="m",
-        y_title="m(gamma) = mean object integrity Omega",
+        y_title="m(gamma) = mean Omega",
         color=color,
         tooltip=[
             alt.Tooltip("series:N", title="model"),
             alt.Tooltip("gamma:Q", format=".3f"),
             alt.Tooltip("layer:Q"),
-            alt.Tooltip("m:Q", format=".4f"),
+            alt.Tooltip("m:Q", title="m = mean object integrity Omega", format=".4f"),
             alt.Tooltip("ci_low:Q", title="CI low", format=".4f"),
             alt.Tooltip("ci_high:Q", title="CI high", format=".4f"),
         ],
@@ -1286,7 +1294,7 @@ def spectrum_chart(
     _require(spikes, ["rank", "eigenvalue"], "spectrum_chart")
     scale = alt.Scale(type="log") if log_x else alt.Scale(zero=False)
     x_title = "eigenvalue" + (" (log scale)" if log_x else "")
-    y_title = "density per unit eigenvalue"
+    y_title = "density"
     bars = _finite(histogram, "low", "high", "density", positive=log_x)
     bar_columns = [c for c in ("low", "high", "count", "density") if c in bars]
     layers: list[alt.Chart] = [
@@ -1301,7 +1309,7 @@ def spectrum_chart(
                 alt.Tooltip("low:Q", title="from", format=".4g"),
                 alt.Tooltip("high:Q", title="to", format=".4g"),
                 *([alt.Tooltip("count:Q", format=",d")] if "count" in bars else []),
-                alt.Tooltip("density:Q", format=".4g"),
+                alt.Tooltip("density:Q", title="density per unit eigenvalue", format=".4g"),
             ],
         )
     ]

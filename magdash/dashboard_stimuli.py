@@ -148,8 +148,8 @@ def preview_items(stimuli: StimulusSet, limit: int = 60):
     return [item for item in stimuli.items if item.magnitude in chosen]
 
 
-def tokenization_preview(loaded, items, position: str = "last") -> pd.DataFrame:
-    """Which tokens each number maps to for a loaded model.
+def tokenization_preview(tokenizer, items, position: str = "last") -> pd.DataFrame:
+    """Which tokens each number maps to for a model's fast tokenizer (or a loaded model).
 
     Columns: magnitude, carrier, sentence, number_tokens (every token overlapping the number,
     joined by " + "), n_number_tokens, kept (the token(s) whose vector is stored at
@@ -159,9 +159,9 @@ def tokenization_preview(loaded, items, position: str = "last") -> pd.DataFrame:
 
     if position not in POSITIONS:
         raise StimulusError(f"unknown token position {position!r}: use one of {', '.join(POSITIONS)}")
-    token_ids, overlapping = locate_numbers(loaded, items, "mean")
-    _, kept = locate_numbers(loaded, items, position)
-    tokenizer = loaded.tokenizer
+    token_ids, overlapping = locate_numbers(tokenizer, items, "mean")
+    _, kept = locate_numbers(tokenizer, items, position)
+    tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
     rows = []
     for item, ids, overlap, keep in zip(items, token_ids, overlapping, kept, strict=True):
         pieces = tokenizer.convert_ids_to_tokens(ids)

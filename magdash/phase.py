@@ -20,7 +20,6 @@ vectors or a model's forward passes live in :mod:`magdash.phase_run`.
 
 from __future__ import annotations
 
-import io
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -30,36 +29,24 @@ import numpy as np
 import pandas as pd
 
 from magdash.errors import AnalysisError
-from magdash.phase_accumulate import LayerAccumulator, LayerSample
+from magdash.phase_accumulate import LayerSample
 from magdash.phase_omega import (
     OMEGA_HISTOGRAM_EDGES,
     OMEGA_QUANTILES,
     OmegaSummary,
-    dip_test,
     isotropic_omega_mean,
     isotropic_omega_std,
-    omega,
     summarize_omega,
 )
 from magdash.phase_spectrum import (
     SpectrumFit,
-    effective_rank,
     fit_spectrum,
     isotropic_spectrum_baseline,
     marchenko_pastur_density,
-    participation_ratio,
 )
 
-__all__ = [
-    "LayerAccumulator", "LayerDiagnostics", "LayerSample", "OmegaSummary", "PhaseResult",
-    "SpectrumFit", "Transition", "analyze_samples", "bootstrap_order_transition", "chunk_text",
-    "depth_curves_frame", "depth_fraction", "dip_test", "effective_rank", "eigenvalue_frame",
-    "fit_spectrum", "isotropic_omega_mean", "isotropic_omega_std", "largest_change",
-    "layer_frame", "omega", "omega_histogram_frame", "participation_ratio", "phase_summary",
-    "samples_from_bytes", "samples_to_bytes", "spectrum_frame", "summarize_omega",
-]
-
 BASELINE_SERIES = "isotropic Gaussian"
+
 # Bootstrap resample-count matrices are built in blocks of at most this many cells.
 _BOOTSTRAP_BLOCK_CELLS = 4_000_000
 
@@ -189,7 +176,9 @@ def _bootstrap_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) 
     out = np.empty((n_boot, values.shape[1]))
     for start in range(0, n_boot, block):
         rows = min(block, n_boot - start)
-        picks = rng.integers(0, n, size=(rows, n)) + (np.arange(rows) * n)[:, None]
+        # int32 is enough: a block never has more than _BOOTSTRAP_BLOCK_CELLS cells.
+        picks = rng.integers(0, n, size=(rows, n), dtype=np.int32)
+        picks += (np.arange(rows, dtype=np.int32) * n)[:, None]
         counts = np.bincount(picks.ravel(), minlength=rows * n).reshape(rows, n).astype(np.float64)
         totals = n if weights is None else counts @ weights
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -366,35 +355,6 @@ def phase_summary(result: PhaseResult) -> dict:
         for row in table.itertuples(index=False)
     ]
     return {"model": result.model, "gamma_c": result.gamma_c, "layers": layers}
-
-
-# -- cache payload --------------------------------------------------------------------------
-
-
-def samples_to_bytes(samples: Sequence[LayerSample], n_blocks: int) -> bytes:
-    """npz payload (no pickle) of the layers' eigenvalues, Omega values and counts."""
-    arrays: dict[str, np.ndarray] = {
-        "n_blocks": np.array(n_blocks, dtype=np.int64),
-        "layers": np.array([s.layer for s in samples], dtype=np.int64),
-        "dims": np.array([s.dim for s in samples], dtype=np.int64),
-        "counts": np.array([s.count for s in samples], dtype=np.int64),
-    }
-    for index, sample in enumerate(samples):
-        arrays[f"eigenvalues_{index}"] = np.asarray(sample.eigenvalues, dtype=np.float64)
-        arrays[f"omegas_{index}"] = np.asarray(sample.omegas, dtype=np.float32)
-    buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
-    return buffer.getvalue()
-
-
-def samples_from_bytes(payload: bytes) -> tuple[list[LayerSample], int]:
-    """Inverse of :func:`samples_to_bytes`: (samples, n_blocks)."""
-    with np.load(io.BytesIO(payload), allow_pickle=False) as data:
-        samples = [
-            LayerSample(int(layer), int(dim), int(count), data[f"eigenvalues_{i}"], data[f"omegas_{i}"])
-            for i, (layer, dim, count) in enumerate(zip(data["layers"], data["dims"], data["counts"], strict=True))
-        ]
-        return samples, int(data["n_blocks"])
 
 
 # -- prompt texts ---------------------------------------------------------------------------

@@ -27,6 +27,8 @@ float64 scatter matrix itself).
 
 from __future__ import annotations
 
+import io
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -142,3 +144,29 @@ class LayerAccumulator:
             )
         self.mean += delta * (n_b / total)
         self.count = total
+
+
+def samples_to_bytes(samples: Sequence[LayerSample], n_blocks: int) -> bytes:
+    """npz payload (no pickle) of the layers' eigenvalues, Omega values and counts."""
+    arrays: dict[str, np.ndarray] = {
+        "n_blocks": np.array(n_blocks, dtype=np.int64),
+        "layers": np.array([s.layer for s in samples], dtype=np.int64),
+        "dims": np.array([s.dim for s in samples], dtype=np.int64),
+        "counts": np.array([s.count for s in samples], dtype=np.int64),
+    }
+    for index, sample in enumerate(samples):
+        arrays[f"eigenvalues_{index}"] = np.asarray(sample.eigenvalues, dtype=np.float64)
+        arrays[f"omegas_{index}"] = np.asarray(sample.omegas, dtype=np.float32)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def samples_from_bytes(payload: bytes) -> tuple[list[LayerSample], int]:
+    """Inverse of :func:`samples_to_bytes`: (samples, n_blocks)."""
+    with np.load(io.BytesIO(payload), allow_pickle=False) as data:
+        samples = [
+            LayerSample(int(layer), int(dim), int(count), data[f"eigenvalues_{i}"], data[f"omegas_{i}"])
+            for i, (layer, dim, count) in enumerate(zip(data["layers"], data["dims"], data["counts"], strict=True))
+        ]
+        return samples, int(data["n_blocks"])

@@ -25,8 +25,8 @@ import logging
 from collections.abc import Callable, Sequence
 
 from magdash.errors import AnalysisError, StoreError
-from magdash.phase import PhaseResult, analyze_samples, chunk_text, samples_from_bytes, samples_to_bytes
-from magdash.phase_accumulate import LayerAccumulator, LayerSample
+from magdash.phase import PhaseResult, analyze_samples, chunk_text
+from magdash.phase_accumulate import LayerAccumulator, LayerSample, samples_from_bytes, samples_to_bytes
 
 log = logging.getLogger(__name__)
 

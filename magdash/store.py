@@ -40,6 +40,9 @@ DEFAULT_STORE = Path("cache") / "magdash.duckdb"
 STORE_ENV = "MAGDASH_STORE"
 LOCK_TIMEOUT_ENV = "MAGDASH_LOCK_TIMEOUT"
 DEFAULT_LOCK_TIMEOUT_S = 120.0
+# Hidden-state floats barely compress, yet analysing them for compression made every
+# checkpoint (each connection close) several times slower; see bench/extract.py.
+_CONNECTION_CONFIG = {"force_compression": "uncompressed"}
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
@@ -190,7 +193,7 @@ class Store:
         delay = 0.02
         while True:
             try:
-                return duckdb.connect(str(self.path))
+                return duckdb.connect(str(self.path), config=_CONNECTION_CONFIG)
             except duckdb.IOException as error:
                 if not _is_lock_conflict(error):
                     raise StoreError(

@@ -84,12 +84,12 @@ preview_spec = a.selectbox("Model", specs, key="st_preview_model")
 position = b.selectbox("Token position", POSITIONS, key="st_preview_position")
 if not ready:
     st.info("Fix the carriers and magnitudes above to preview their tokens.")
-elif st.toggle("Show the tokenization", key="st_preview_on", help="Loads the model's tokenizer and weights once"):
+elif st.toggle("Show the tokenization", key="st_preview_on", help="Loads the model's tokenizer (not its weights)"):
     try:
         preview_set = ds.build_stimulus_set("preview", carriers.carriers, magnitudes)
         with st.spinner(ui.plain(f"Loading {preview_spec}…")):
-            loaded = ui.loaded_model(preview_spec)
-        preview = ds.tokenization_preview(loaded, ds.preview_items(preview_set), position)
+            tokenizer = ui.tokenizer_for(preview_spec)
+        preview = ds.tokenization_preview(tokenizer, ds.preview_items(preview_set), position)
         ui.say(ds.split_summary(preview))
         ui.table(preview, name=f"tokenization-{preview_spec}")
     except MagdashError as error:

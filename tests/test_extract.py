@@ -196,3 +196,32 @@ def test_tokenizer_alone_locates_numbers_like_the_model(tiny_llama):
     with_tokenizer = locate_numbers(load_tokenizer(str(tiny_llama)), items, "mean")
     assert with_model == with_tokenizer
     assert with_tokenizer[1][1] == [3, 4]
+
+
+def test_tokenizer_without_offsets_gets_a_clear_error(tiny_llama, monkeypatch):
+    import transformers
+
+    from magdash.errors import ModelLoadError
+    from magdash.models import load_tokenizer
+
+    class SlowTokenizer:
+        is_fast = False
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: SlowTokenizer())
+    with pytest.raises(ModelLoadError, match="no offset mapping"):
+        load_tokenizer(str(tiny_llama))
+    with pytest.raises(ModelLoadError, match="no offset mapping"):
+        load_model(str(tiny_llama), device="cpu")
+
+
+def test_pickle_only_checkpoints_are_refused(tmp_path):
+    from magdash.errors import ModelLoadError
+    from magdash.models import resolve_model
+
+    folder = tmp_path / "pickled"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "llama", "architectures": ["LlamaForCausalLM"]}')
+    (folder / "pytorch_model.bin").write_bytes(b"not loaded")
+    with pytest.raises(ModelLoadError, match="pickle"):
+        resolve_model(str(folder))
+    assert resolve_model(str(folder), allow_pickle=True).uses_pickle

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -56,8 +57,11 @@ def test_hypotheses_hand_computed():
     t1 = stats.ttest_1samp(core, 1.0)
     assert (result.h1_t, result.h1_p) == pytest.approx((t0.statistic, t0.pvalue))
     assert (result.h2_t, result.h2_p) == pytest.approx((t1.statistic, t1.pvalue))
-    rho = stats.spearmanr([2, 3, 4, 5], core)
-    assert (result.h4_rho, result.h4_p) == pytest.approx((rho.statistic, rho.pvalue))
+    rho = stats.spearmanr([2, 3, 4, 5], core).statistic
+    # exact p over the 24 orderings of four layers, enumerated independently
+    orderings = [stats.spearmanr([2, 3, 4, 5], core[list(p)]).statistic for p in itertools.permutations(range(4))]
+    exact_p = np.mean(np.abs(orderings) >= abs(rho) - 1e-12)
+    assert (result.h4_rho, result.h4_p) == pytest.approx((rho, exact_p))
     assert result.verdicts() == {"H1": True, "H2": True, "H3": False, "H4": False}
 
 
@@ -149,3 +153,23 @@ def test_paired_wilcoxon_edge_cases():
     reference = stats.wilcoxon([1.0, 2.0, 4.0, 6.0], [0.0, 0.5, 1.0, 1.0])
     assert n_pairs == 4 and p_value == pytest.approx(reference.pvalue)
     assert statistic == pytest.approx(reference.statistic)
+
+
+def test_spearman_trend_is_exact_for_few_layers():
+    from magdash.hypotheses import spearman_trend
+
+    rho, p = spearman_trend(np.array([3.0, 4.0, 5.0]), np.array([-0.04, -0.03, -0.02]))
+    assert rho == pytest.approx(1.0)
+    assert p == pytest.approx(2 / 6)  # two of the six orderings reach |rho| = 1
+    rho, p = spearman_trend(np.arange(5.0), np.array([0.1, 0.3, 0.2, 0.5, 0.4]))
+    assert rho == pytest.approx(0.8)
+    assert p == pytest.approx(16 / 120)  # sum d^2 <= 4 (8 orderings) or >= 36 (8 more) out of 5!
+    many = np.arange(20.0)
+    rho, p = spearman_trend(many, many**2)
+    assert rho == pytest.approx(1.0) and p < 1e-10
+
+
+def test_three_ordered_core_layers_do_not_support_h4():
+    result = evaluate_hypotheses(np.array([0.0, 0.0, 0.0, -0.04, -0.03, -0.02]), [3, 4, 5])
+    assert result.h4_rho == pytest.approx(1.0)
+    assert not result.h4 and result.h4_p == pytest.approx(1 / 3)

@@ -21,11 +21,9 @@ from magdash.phase import (
     layer_frame,
     omega_histogram_frame,
     phase_summary,
-    samples_from_bytes,
-    samples_to_bytes,
     spectrum_frame,
 )
-from magdash.phase_accumulate import LayerAccumulator, LayerSample
+from magdash.phase_accumulate import LayerAccumulator, LayerSample, samples_from_bytes, samples_to_bytes
 from magdash.phase_omega import dip_test, isotropic_omega_mean, isotropic_omega_std, omega, summarize_omega
 from magdash.phase_spectrum import (
     covariance_eigenvalues,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -56,6 +57,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MagdashError as error:
         print(f"magdash: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader (``| head``) left early; say nothing more to a closed pipe.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the closed stream for good
+        return 0
     except KeyboardInterrupt:
         print("magdash: interrupted; what was stored so far is kept", file=sys.stderr)
         return 130
