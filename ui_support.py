@@ -208,7 +208,8 @@ def figure(builder: str, *args: Any, name: str, data: pd.DataFrame | None = None
     except MagdashError as error:
         show_error(error)
         return None
-    st.vega_lite_chart(spec, width="stretch")
+    compound = "vconcat" in spec or "hconcat" in spec
+    st.vega_lite_chart(spec, width="content" if compound else "stretch")
     slug = report.safe_filename(name)
     columns = st.columns([1, 1, 1, 5] if data is not None else [1, 1, 6])
     columns[0].download_button(

@@ -1203,6 +1203,9 @@ def order_parameter_chart(
         x=DepthAxis.of(data["gamma"], "gamma", GAMMA_TITLE).encoding(),
         y_field="m",
         y_title="m(gamma) = mean Omega",
+        # Omega sits in a narrow range (about 0.2 for isotropic vectors): a zero-based axis
+        # would flatten the curves and their CIs into one line.
+        y_scale=alt.Scale(zero=False),
         color=color,
         tooltip=[
             alt.Tooltip("series:N", title="model"),

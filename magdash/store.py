@@ -130,22 +130,24 @@ def _encode_vectors(vectors: np.ndarray) -> pa.Array:
     )
 
 
-def _decode_vectors(blobs: pa.ChunkedArray, dim: int) -> np.ndarray:
-    """Rows of float32 blobs as one (n, dim) array, copying each chunk's data buffer once."""
-    out = np.empty((len(blobs), dim), dtype=np.float32)
-    row = 0
+def _decode_vectors_into(out: np.ndarray, rows: np.ndarray, blobs: pa.ChunkedArray) -> None:
+    """Write float32 blob ``i`` into ``out[rows[i]]`` (``out`` is (n, dim)), chunk by chunk.
+
+    Each chunk's data buffer is viewed in place, so a layer is copied once, straight to its
+    final position, and never held twice.
+    """
+    dim = out.shape[1]
     width = dim * 4
+    start = 0
     for chunk in blobs.chunks:
         if chunk.null_count:
             raise StoreError("the store holds an empty vector; run extract again to repair it")
         offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1, offset=chunk.offset * 4)
-        lengths = np.diff(offsets)
-        if len(chunk) and not np.all(lengths == width):
+        if len(chunk) and not np.all(np.diff(offsets) == width):
             raise StoreError(f"stored vectors are not {dim}-dimensional float32; the store is damaged")
         data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8, count=len(chunk) * width, offset=int(offsets[0]))
-        out[row:row + len(chunk)] = data.view("<f4").reshape(len(chunk), dim)
-        row += len(chunk)
-    return out
+        out[rows[start:start + len(chunk)]] = data.view("<f4").reshape(len(chunk), dim)
+        start += len(chunk)
 
 
 def vector_table(model_id: str, layer: int) -> str:
@@ -475,7 +477,7 @@ class Store:
             if not 0 <= layer < record.n_layers:
                 raise StoreError(f"layer {layer} does not exist for {name!r}: use 0..{record.n_layers - 1}")
         n_magnitudes, n_carriers = len(stimulus_set.magnitudes), len(stimulus_set.carriers)
-        position = {item.key: divmod(index, n_carriers) for index, item in enumerate(stimulus_set.items)}
+        position = {item.key: index for index, item in enumerate(stimulus_set.items)}
         for layer in layers:
             table = vector_table(record.model_id, layer)
             with self._connect() as connection:
@@ -494,11 +496,11 @@ class Store:
                     f"model {name!r} has {rows.num_rows} of {n_magnitudes * n_carriers} vectors of "
                     f"stimulus set {stimuli!r} at layer {layer}; run extract again to finish it"
                 )
-            flat = _decode_vectors(rows.column("vec"), record.hidden_size)
             vectors = np.empty((n_magnitudes, n_carriers, record.hidden_size), dtype=np.float32)
-            targets = [position[key] for key in rows.column("item_key").to_pylist()]
-            vectors[tuple(np.array(targets).T)] = flat
-            del flat
+            targets = np.fromiter((position[key] for key in rows.column("item_key").to_pylist()), dtype=np.int64)
+            _decode_vectors_into(vectors.reshape(-1, record.hidden_size), targets, rows.column("vec"))
+            # Let the fetched rows go before the caller works on this layer.
+            del rows
             yield LayerData(
                 layer=layer,
                 label=record.layer_labels[layer],

@@ -167,7 +167,11 @@ def test_scaling_scatter_layers_encodings_and_hidden_points(result):
     assert point["encoding"]["shape"]["scale"]["domain"] == list(tables.POINT_STATUS[:2])
     text, subtitle = title_text(spec)
     assert "L3" in text and "V_eucl" in text
-    assert subtitle == ["1 magnitude(s) with V <= 0 or no value not drawn (no logarithm)"]
+    assert subtitle == [
+        charts.MEASURE_UNITS["V_eucl"], "1 magnitude(s) with V <= 0 or no value not drawn (no logarithm)"
+    ]
+    # The unit lives in the subtitle; the axis keeps a short title (Streamlit fits it in the height).
+    assert point["encoding"]["y"]["title"] == "V_eucl (log scale)"
     # The y domain follows the points and carriers, not the alpha = 1 reference line.
     low, high = point["encoding"]["y"]["scale"]["domain"]
     observed = np.concatenate([[r["V"] for r in drawn], carriers["distance"]])
@@ -407,7 +411,8 @@ def test_compare_profiles_two_panels_with_delta_band():
     assert len(top_rows) == 10 and {r["model"] for r in top_rows} == {"instruct", "base"}
     area = of_type(bottom, "area")[0]
     assert (area["encoding"]["y"]["field"], area["encoding"]["y2"]["field"]) == ("ci_low", "ci_high")
-    assert of_type(bottom, "line")[0]["encoding"]["y"]["title"] == "delta alpha (instruct - base)"
+    assert of_type(bottom, "line")[0]["encoding"]["y"]["title"] == "delta alpha"
+    assert "instruct minus base" in bottom["title"]["text"]
     assert [r["layer_a"] for r in rows(spec, of_type(bottom, "rect")[0])] == [2, 3, 4]  # core band
     assert [r["layer_a"] for r in rows(spec, of_type(bottom, "rect")[1])] == [0]  # no fit
     assert title_text(spec) == ("instruct vs base: V_eucl", ["Wilcoxon p = 0.03"])
@@ -655,3 +660,45 @@ def test_every_chart_renders_to_svg_offline(result):
 def test_container_width_is_accepted(result):
     spec = charts.alpha_profile(result.fits, width="container").to_dict()
     assert spec["width"] == "container"
+
+
+def axis_titles(node) -> list[str]:
+    """Every x/y axis title set anywhere in a spec."""
+    found = []
+    if isinstance(node, dict):
+        encoding = node.get("encoding", {})
+        for channel in ("x", "y"):
+            title = encoding.get(channel, {}).get("title") if isinstance(encoding.get(channel), dict) else None
+            if isinstance(title, str):
+                found.append(title)
+        for value in node.values():
+            found += axis_titles(value)
+    elif isinstance(node, list):
+        for item in node:
+            found += axis_titles(item)
+    return found
+
+
+def test_axis_titles_are_short_enough_for_streamlit(result):
+    """Streamlit fits a chart, titles included, into its height: a long y title squashes the plot."""
+    points = tables.scaling_points(result, "eucl", 3)
+    gamma = np.linspace(0, 1, 5)
+    order = pd.DataFrame({"gamma": gamma, "m": 0.2 + 0.1 * gamma, "ci_low": 0.19, "ci_high": 0.31, "series": "trained"})
+    rho = pd.DataFrame({"layer": [0, 1, 2], "rho": [0.1, 0.8, 0.85]})
+    frequency = pd.DataFrame({"magnitude": [1.0, 2.0], "count": [9, 99], "V": [1.0, 3.0]})
+    built = [
+        charts.scaling_scatter(points, tables.scaling_lines(points, result.fit("eucl", 3))),
+        charts.alpha_profile(result.fits),
+        charts.weber_window(tables.models_fit_table({"a": result})),
+        charts.cv_chart(tables.cv_frame(result, layers=[1, 2])),
+        charts.e4_chart(tables.e4_frame(result)),
+        charts.compare_profiles(_comparison_frame()),
+        charts.rsa_by_layer(tables.rsa_frame(result)),
+        charts.frequency_rho_by_layer(rho),
+        charts.variability_vs_frequency(frequency),
+        charts.order_parameter_chart(order),
+    ]
+    titles = [title for chart in built for title in axis_titles(chart.to_dict())]
+    assert "V_eucl (log scale)" in titles and charts.ALPHA_TITLE in titles
+    too_long = sorted({t for t in titles if len(t) > charts.MAX_AXIS_TITLE})
+    assert too_long == []
