@@ -232,6 +232,7 @@ class LoadedModel:
     n_blocks: int
     hidden_size: int
     max_length: int
+    is_causal: bool = False
 
     @property
     def layer_labels(self) -> tuple[str, ...]:
@@ -369,7 +370,19 @@ def load_model(
         n_blocks=n_blocks,
         hidden_size=hidden_size,
         max_length=max_length,
+        is_causal=is_causal_lm(config),
     )
+
+
+_CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
+
+
+def is_causal_lm(config) -> bool:
+    """Whether every position sees only itself and earlier tokens (decoder-only LMs)."""
+    if getattr(config, "is_encoder_decoder", False):
+        return False
+    architectures = getattr(config, "architectures", None) or []
+    return bool(architectures) and all(name.endswith(_CAUSAL_SUFFIXES) for name in architectures)
 
 
 def describe_environment() -> dict:

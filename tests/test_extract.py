@@ -225,3 +225,22 @@ def test_pickle_only_checkpoints_are_refused(tmp_path):
     with pytest.raises(ModelLoadError, match="pickle"):
         resolve_model(str(folder))
     assert resolve_model(str(folder), allow_pickle=True).uses_pickle
+
+
+def test_causal_models_skip_the_words_after_the_number(tiny_llama, tmp_path):
+    from magdash.extract import drop_tokens_after_number
+    from magdash.store import Store
+
+    loaded = load_model(str(tiny_llama), device="cpu")
+    assert loaded.is_causal and not load_model("minilm", device="cpu").is_causal
+    items = list(SMALL_SET.items)
+    token_ids, number_tokens = locate_numbers(loaded, items, "mean")
+    cut = drop_tokens_after_number(token_ids, number_tokens)
+    assert sum(map(len, cut)) < sum(map(len, token_ids))
+    full = forward_number_vectors(loaded, token_ids, number_tokens)
+    np.testing.assert_allclose(forward_number_vectors(loaded, cut, number_tokens), full, atol=2e-5)
+    store = Store(tmp_path / "causal.duckdb")
+    result = extract(loaded, SMALL_SET, store, position="mean")
+    stored = np.stack([layer.vectors for layer in store.read_layers(result.name, "small")], axis=2)
+    order = [SMALL_SET.magnitudes.index(i.magnitude) * 3 + i.carrier_index for i in items]
+    np.testing.assert_allclose(stored.reshape(15, -1, 32)[order], full, atol=2e-5)
