@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -395,5 +395,5 @@ def describe_environment() -> dict:
             versions[package] = version(package)
         except PackageNotFoundError:
             continue
-    versions["python"] = os.sys.version.split()[0]
+    versions["python"] = sys.version.split()[0]
     return versions
