@@ -605,15 +605,7 @@ class ComparisonResult:
             "stimuli": self.stimuli,
             "core_layers": list(self.core_layers),
             "measures": {
-                name: {
-                    "mean_alpha_a": item.mean_alpha_a,
-                    "mean_alpha_b": item.mean_alpha_b,
-                    "mean_delta": item.mean_delta,
-                    "wilcoxon_statistic": item.wilcoxon_statistic,
-                    "wilcoxon_p": item.wilcoxon_p,
-                    "n_pairs": item.n_pairs,
-                    "layers": item.layers.to_dict(orient="records"),
-                }
+                name: {**item.summary(), "layers": item.layers.to_dict(orient="records")}
                 for name, item in self.measures.items()
             },
         }

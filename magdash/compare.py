@@ -128,6 +128,17 @@ class ModelComparison:
     wilcoxon_p: float
     n_pairs: int
 
+    def summary(self) -> dict[str, float | int]:
+        """The core-layer summary: mean alphas, mean delta and the Wilcoxon test."""
+        return {
+            "mean_alpha_a": self.mean_alpha_a,
+            "mean_alpha_b": self.mean_alpha_b,
+            "mean_delta": self.mean_delta,
+            "wilcoxon_statistic": self.wilcoxon_statistic,
+            "wilcoxon_p": self.wilcoxon_p,
+            "n_pairs": self.n_pairs,
+        }
+
 
 def compare_models(
     magnitudes: np.ndarray,

@@ -165,22 +165,24 @@ def view_from_query(query: Mapping[str, str | Sequence[str]], store: str | None 
         except ValueError:
             notes.append(f"core band {values['core']!r} in the link is not FIRST-LAST; using the default band")
     if values["layer"]:
-        try:
-            layer = int(values["layer"])
-            if layer < 0:
-                raise ValueError
-            changes["layer"] = layer
-        except ValueError:
+        if (layer := _non_negative_int(values["layer"])) is None:
             notes.append(f"layer {values['layer']!r} in the link is not a layer index; using the default layer")
+        else:
+            changes["layer"] = layer
     if values["boot"]:
-        try:
-            n_boot = int(values["boot"])
-            if n_boot < 0:
-                raise ValueError
-            changes["n_boot"] = n_boot
-        except ValueError:
+        if (n_boot := _non_negative_int(values["boot"])) is None:
             notes.append(f"bootstrap size {values['boot']!r} in the link is not a whole number >= 0; using {DEFAULT_N_BOOT}")
+        else:
+            changes["n_boot"] = n_boot
     return dataclasses.replace(view, **changes), notes
+
+
+def _non_negative_int(text: str) -> int | None:
+    try:
+        number = int(text)
+    except ValueError:
+        return None
+    return number if number >= 0 else None
 
 
 def view_to_query(view: ViewState, store: str | None = None) -> dict[str, str]:

@@ -11,6 +11,7 @@ kept as soon as it exists, so whole sequences are never held, and are always rem
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -160,9 +161,15 @@ def _weighted_reducer(weights) -> Callable[[object], object]:
 
 
 def _accepts_position_ids(model) -> bool:
+    return _forward_takes_position_ids(type(model))
+
+
+@functools.cache
+def _forward_takes_position_ids(model_class: type) -> bool:
+    """Read once per model class: inspecting the signature on every batch is wasted work."""
     import inspect
 
-    return "position_ids" in inspect.signature(model.forward).parameters
+    return "position_ids" in inspect.signature(model_class.forward).parameters
 
 
 def forward_number_vectors(

@@ -406,12 +406,7 @@ def comparison_summary(comparison: ComparisonResult) -> pd.DataFrame:
             "model_a": comparison.model_a,
             "model_b": comparison.model_b,
             "measure": measure_label(name),
-            "mean_alpha_a": item.mean_alpha_a,
-            "mean_alpha_b": item.mean_alpha_b,
-            "mean_delta": item.mean_delta,
-            "wilcoxon_statistic": item.wilcoxon_statistic,
-            "wilcoxon_p": item.wilcoxon_p,
-            "n_pairs": item.n_pairs,
+            **item.summary(),
         }
         for name, item in comparison.measures.items()
     ]
