@@ -378,6 +378,9 @@ def sidebar(context: AppContext) -> None:
         sets_key = view_key("stimuli", (view.model, view.stimuli))
         st.selectbox("Stimulus set", sets, index=sets.index(view.stimuli), key=sets_key,
                      on_change=view_setter("stimuli", sets_key))
+        overflow = inventory.overflow_warning(view.model, view.stimuli)
+        if overflow:
+            st.warning(plain(overflow), icon=":material/warning:")
         measure_key = view_key("measure", view.measure)
         st.selectbox("Measure", db.MEASURE_CHOICES, index=db.MEASURE_CHOICES.index(view.measure), key=measure_key,
                      format_func=measure_label, on_change=view_setter("measure", measure_key),

@@ -66,10 +66,11 @@ from magdash.hypotheses import (
     programme_verdict,
 )
 from magdash.measures import MEASURES, LayerVectors
+from magdash.overflow import count_nonfinite, nonfinite_warning
 
 log = logging.getLogger(__name__)
 
-ANALYSIS_VERSION = "3"
+ANALYSIS_VERSION = "4"
 """Bump whenever a change to the analysis code can change a result: old cache entries die."""
 
 PRIMARY_MEASURES = ("eucl", "residual", "proj")
@@ -169,11 +170,17 @@ class AnalysisResult:
     noise_models: pd.DataFrame
     geometry: pd.DataFrame
     cv_trend: pd.DataFrame
+    nonfinite_layers: dict[int, int] = field(default_factory=dict)
     from_cache: bool = field(default=False, compare=False)
 
     @property
     def n_layers(self) -> int:
         return len(self.layer_labels)
+
+    def warnings(self) -> list[str]:
+        """What the reader must know before trusting the numbers (flagged Inf/NaN layers)."""
+        warning = nonfinite_warning(self.model or "the model", self.nonfinite_layers)
+        return [warning] if warning else []
 
     def alphas(self, measure: str) -> np.ndarray:
         """OLS alpha per layer for ``measure`` (NaN where there is no fit)."""
@@ -238,6 +245,7 @@ class AnalysisResult:
             "noise_models": _frame_to_plain(self.noise_models),
             "geometry": _frame_to_plain(self.geometry),
             "cv_trend": _frame_to_plain(self.cv_trend),
+            "nonfinite_layers": self.nonfinite_layers,
         }
         return zlib.compress(json.dumps(_plain(document), allow_nan=True).encode(), 6)
 
@@ -270,6 +278,7 @@ class AnalysisResult:
             noise_models=_frame_from_plain(document["noise_models"]),
             geometry=_frame_from_plain(document["geometry"]),
             cv_trend=_frame_from_plain(document["cv_trend"]),
+            nonfinite_layers={int(k): int(v) for k, v in document["nonfinite_layers"].items()},
             from_cache=True,
         )
 
@@ -316,6 +325,13 @@ class LayerMeasurement:
     values: dict[str, np.ndarray]
     geometry: LayerGeometry
 
+    @classmethod
+    def left_out(cls, measures: Sequence[str], n_magnitudes: int) -> LayerMeasurement:
+        """A layer kept out of every fit: NaN everywhere, which every fit reads as no fit."""
+        names = dict.fromkeys([*measures, "on_axis", "off_axis", "cv"])
+        geometry = LayerGeometry(*[math.nan] * len(dataclasses.fields(LayerGeometry)))
+        return cls({name: np.full(n_magnitudes, math.nan) for name in names}, geometry)
+
 
 def measure_layer(
     vectors: np.ndarray,
@@ -348,7 +364,9 @@ def run_analysis(
     """The whole analysis from an iterable of (label, vectors) per layer, in layer order.
 
     ``vectors`` has shape (n_magnitudes, n_carriers, d); each layer is dropped once measured,
-    so a generator that reads one layer at a time keeps memory at one layer.
+    so a generator that reads one layer at a time keeps memory at one layer. A layer holding an
+    Inf or NaN vector (float16 overflow) is left out of every fit and listed in
+    ``nonfinite_layers`` (see :mod:`magdash.overflow`).
     """
     magnitudes = np.asarray(magnitudes, dtype=np.float64)
     if n_layers is not None:
@@ -356,12 +374,18 @@ def run_analysis(
     models = ModelRdms.for_magnitudes(magnitudes)
     labels: list[str] = []
     measured: list[LayerMeasurement] = []
+    nonfinite: dict[int, int] = {}
     for index, (label, vectors) in enumerate(layers):
         if vectors.shape[0] != magnitudes.size:
             raise AnalysisError(
                 f"layer {index} has {vectors.shape[0]} magnitudes, expected {magnitudes.size}"
             )
-        measured.append(measure_layer(vectors, magnitudes, params.measures, models))
+        bad = count_nonfinite(vectors)
+        if bad:
+            nonfinite[index] = bad
+            measured.append(LayerMeasurement.left_out(params.measures, magnitudes.size))
+        else:
+            measured.append(measure_layer(vectors, magnitudes, params.measures, models))
         labels.append(label)
         del vectors
         if progress is not None:
@@ -376,7 +400,7 @@ def run_analysis(
     geometry = pd.DataFrame([dataclasses.asdict(layer.geometry) for layer in measured])
     geometry.insert(0, "layer", np.arange(len(labels)))
     geometry.insert(1, "label", labels)
-    return _fit_everything(
+    result = _fit_everything(
         model=model,
         stimuli=stimuli,
         n_blocks=n_blocks,
@@ -387,6 +411,8 @@ def run_analysis(
         values=values,
         geometry=geometry,
     )
+    result.nonfinite_layers = nonfinite
+    return result
 
 
 def _bootstrap_layers(params: AnalysisParams, core: Sequence[int], n_layers: int) -> set[int]:

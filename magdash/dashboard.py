@@ -33,8 +33,9 @@ from magdash.analysis import PRIMARY_MEASURES, AnalysisParams
 from magdash.errors import MagdashError
 from magdash.fits import DEFAULT_N_BOOT
 from magdash.hypotheses import default_core_layers
+from magdash.overflow import nonfinite_warning
 from magdash.stimuli import PAPER_SET_NAME
-from magdash.store import ModelRecord, Store, default_store_path
+from magdash.store import ModelRecord, Store, default_store_path, nonfinite_counts_in
 
 # -- pages -------------------------------------------------------------------------------
 
@@ -236,6 +237,7 @@ class StoreInventory:
     complete_sets: dict[str, list[str]]
     progress: pd.DataFrame
     stimulus_sets: list[str]
+    nonfinite: pd.DataFrame  # Store.nonfinite_summary()
 
     @property
     def is_empty(self) -> bool:
@@ -260,6 +262,10 @@ class StoreInventory:
         except KeyError:
             known = ", ".join(self.records) or "none yet"
             raise MagdashError(f"no model named {name!r} in this store (stored: {known})") from None
+
+    def overflow_warning(self, model: str, stimuli: str) -> str | None:
+        """The Inf/NaN warning for (model, stimuli), or None when no stored vector is flagged."""
+        return nonfinite_warning(model, nonfinite_counts_in(self.nonfinite, model, stimuli))
 
     def data_token(self, model: str, stimuli: str) -> str:
         """Changes exactly when the vectors of (model, stimuli) can have changed."""
@@ -288,6 +294,7 @@ def read_inventory(store: Store) -> StoreInventory:
         complete_sets=complete,
         progress=store.extraction_progress(),
         stimulus_sets=store.stimulus_set_names(),
+        nonfinite=store.nonfinite_summary(),
     )
 
 

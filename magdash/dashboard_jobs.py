@@ -280,8 +280,14 @@ def model_spec(source: str, value: str, *, control: bool = False, seed: int = 0)
         raise MagdashError(f"no model chosen: give {what}")
     if source == "folder":
         path = Path(value).expanduser()
-        if not path.is_dir():
-            raise MagdashError(f"folder {value!r} does not exist: give the folder holding config.json and *.safetensors")
+        try:
+            is_folder = path.is_dir()
+        except OSError as error:  # e.g. a name too long for the file system
+            raise MagdashError(f"cannot use {value!r} as a folder ({error.strerror}): give the folder holding "
+                               "config.json and *.safetensors") from None
+        if not is_folder:
+            problem = "is a file, not a folder" if path.is_file() else "does not exist"
+            raise MagdashError(f"folder {value!r} {problem}: give the folder holding config.json and *.safetensors")
         value = str(path.resolve())
     if control:
         value = f"{value}@random" if seed == 0 else f"{value}@random:{int(seed)}"

@@ -25,6 +25,7 @@ from magdash.stimuli import (
     POSITIONS,
     StimulusSet,
     carrier_problems,
+    paper_stimuli,
     parse_magnitudes,
     validate_magnitudes,
 )
@@ -34,6 +35,9 @@ from magdash.store import ModelRecord, Store
 
 CARRIER_COLUMNS = ("carrier", "carriers", "sentence", "sentences", "template", "text")
 """CSV header names taken as the carrier column (else the first column is used)."""
+
+MAX_PROBLEMS_SHOWN = 10
+"""Problems shown one by one; a file with thousands of bad lines gets a count of the rest."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,14 @@ def decode_upload(data: bytes, filename: str) -> tuple[str | None, list[str]]:
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         return None, [f"{filename} is not UTF-8 (first bad byte on line {line}): save it as UTF-8 text and upload it again"]
+
+
+def problems_to_show(problems: Sequence[str], limit: int = MAX_PROBLEMS_SHOWN) -> list[str]:
+    """The first ``limit`` problems and, when there are more, one line that counts the rest."""
+    if len(problems) <= limit:
+        return list(problems)
+    rest = len(problems) - limit
+    return [*problems[:limit], f"and {rest} more problem{'s' if rest > 1 else ''}: fix the ones above first"]
 
 
 def carriers_from_text(text: str) -> CarrierInput:
@@ -129,8 +141,12 @@ def magnitudes_from_editor(mode: str, *, text: str = "", first: int = 1, last: i
 
 
 def build_stimulus_set(name: str, carriers: Sequence[str], magnitudes: Sequence[int], store: Store | None = None) -> StimulusSet:
-    """A stimulus set ready to save; a name already stored with other content is refused."""
+    """A stimulus set ready to save; a name already stored with other content is refused, and so
+    is the name of the paper's set for anything but the paper's stimuli (the Extract page and the
+    first-run protocol rely on that name)."""
     stimuli = StimulusSet(name.strip(), tuple(carriers), tuple(magnitudes))
+    if stimuli.name == PAPER_SET_NAME and stimuli.content_hash != paper_stimuli().content_hash:
+        raise StimulusError(f"the name {PAPER_SET_NAME!r} is kept for the paper's stimuli: choose another name")
     taken = store is not None and stimuli.name in store.stimulus_set_names()
     if taken and store.stimulus_set(stimuli.name).content_hash != stimuli.content_hash:
         raise StimulusError(f"a different stimulus set named {stimuli.name!r} is already stored: choose another name")

@@ -193,9 +193,13 @@ def forward_number_vectors(
     with capture_layers(loaded, _weighted_reducer(batch.weights)) as captured, torch.inference_mode():
         try:
             loaded.model(**kwargs)
-        except torch.OutOfMemoryError:
+        except (torch.OutOfMemoryError, MemoryError, RuntimeError) as error:
+            if not _is_out_of_memory(error):
+                raise
             raise MagdashError(
-                "out of memory during the forward pass: lower --batch-size or use --dtype float16"
+                f"out of memory in the forward pass of a batch of {len(token_ids)} sentences: lower "
+                "--batch-size or use --dtype bfloat16; everything stored so far is kept and the next "
+                "run carries on from there"
             ) from None
         missing = [layer for layer in range(n_layers) if layer not in captured]
         if missing:
@@ -204,6 +208,16 @@ def forward_number_vectors(
                 "this architecture is not supported yet"
             )
         return torch.stack([captured[layer] for layer in range(n_layers)], dim=1).numpy()
+
+
+def _is_out_of_memory(error: BaseException) -> bool:
+    """CUDA and MPS raise torch.OutOfMemoryError; the CPU allocator raises a RuntimeError."""
+    import torch
+
+    if isinstance(error, (torch.OutOfMemoryError, MemoryError)):
+        return True
+    text = str(error).lower()
+    return "can't allocate memory" in text or "out of memory" in text
 
 
 def locate_numbers(

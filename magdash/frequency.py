@@ -256,7 +256,10 @@ def e5_from_store(
     values, labels, magnitudes = {}, {}, None
     for data in store.read_layers(model, stimuli, layers):
         layer = data.layer
-        values[layer] = compute_measure(measure, data.vectors)
+        # A layer holding Inf/NaN vectors (magdash.overflow) gets no correlation: NaN V.
+        values[layer] = (
+            np.full(len(data.magnitudes), np.nan) if data.n_nonfinite else compute_measure(measure, data.vectors)
+        )
         labels[layer] = data.label
         magnitudes = data.magnitudes
     table = e5_correlation(magnitudes, values, frequency, n_boot=n_boot, seed=seed, missing=missing)

@@ -223,13 +223,15 @@ def count_corpus(
     ``progress(bytes_done, bytes_total)`` is called after each file.
     """
     options = options or CountOptions()
+    if threads is not None and threads < 1:
+        raise FrequencyError(f"threads must be at least 1, got {threads} (leave it out to use every core)")
     files = [detect_format(path, options.fmt) for path in expand_inputs(inputs)]
     started = time.perf_counter()
     tally = _Tally(options)
     total_bytes = sum(f.size for f in files)
     done_bytes = 0
     with duckdb.connect(":memory:") as connection:
-        if threads:
+        if threads is not None:
             connection.execute(f"SET threads = {int(threads)}")
         connection.execute("SET preserve_insertion_order = false")
         for corpus_file in files:

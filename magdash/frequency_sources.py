@@ -118,6 +118,8 @@ def read_counts_csv(data, *, name: str, origin: str | None = None) -> FrequencyS
     such as ``12.0`` are accepted as integers. Every problem is reported with its CSV line.
     """
     raw, origin = _read_bytes(data, origin)
+    if b"\0" in raw:
+        raise FrequencyError(f"{origin}: looks binary, not a CSV; give a text file with a header line number,count")
     text = raw.decode("utf-8-sig", errors="replace")
     comments = [line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#")]
     try:
@@ -225,7 +227,12 @@ def corpus_source(counted: CorpusCounts, name: str) -> FrequencySource:
 
 
 def load_source(name: str, store=None) -> FrequencySource:
-    """A built-in source, or one from the store."""
+    """A built-in source, or one from the store.
+
+    Names are stripped as :func:`check_source_name` strips them when a source is saved, so
+    " mine " finds the source saved as "mine".
+    """
+    name = name.strip() if isinstance(name, str) else name
     if name in BUILTIN_SOURCES:
         return builtin_source(name)
     if store is None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -88,6 +88,7 @@ class PhaseResult:
     order: Transition  # m(gamma) = mean Omega, bootstrap interval over vectors
     spikes: Transition  # spike count, point estimate
     rank: Transition  # effective rank, point estimate
+    nonfinite_layers: dict[int, int] = field(default_factory=dict)  # layer -> Inf/NaN vectors; left out
 
     @property
     def gamma_c(self) -> float:
@@ -197,15 +198,20 @@ def analyze_samples(
 ) -> PhaseResult:
     """Every per-layer diagnostic and the three transitions from the layers' samples.
 
-    The spike-count and effective-rank transitions are point estimates: resampling vectors
+    Layers whose sample met Inf or NaN vectors are left out and listed in ``nonfinite_layers``
+    (see :mod:`magdash.overflow`). The spike-count and effective-rank transitions are point estimates: resampling vectors
     with replacement duplicates some of them, which lowers the rank and the effective sample
     size of the covariance and so biases exactly the spectral quantities measured (and in
     all-token mode the vectors are not kept). Sampling noise in the spike count is already
     bounded by the Tracy-Widom margin.
     """
-    ordered = sorted(samples, key=lambda s: s.layer)
+    nonfinite = {s.layer: s.nonfinite for s in samples if s.nonfinite}
+    ordered = sorted((s for s in samples if not s.nonfinite), key=lambda s: s.layer)
     if not ordered:
-        raise AnalysisError("no layers to analyse")
+        raise AnalysisError(
+            "no layers to analyse" if not nonfinite else
+            "every layer holds Inf/NaN activations (float16 overflow?); extract again in bfloat16 or float32"
+        )
     layers = tuple(
         LayerDiagnostics(
             layer=s.layer,
@@ -226,6 +232,7 @@ def analyze_samples(
         order=bootstrap_order_transition([s.omegas for s in ordered], gammas, n_boot=n_boot, seed=seed),
         spikes=Transition(*largest_change(gammas, [d.spectrum.n_spikes for d in layers])),
         rank=Transition(*largest_change(gammas, [d.spectrum.effective_rank for d in layers])),
+        nonfinite_layers=nonfinite,
     )
 
 

@@ -35,6 +35,7 @@ import numpy as np
 import scipy.linalg.blas
 
 from magdash.errors import AnalysisError
+from magdash.overflow import nonfinite_rows
 from magdash.phase_omega import omega
 from magdash.phase_spectrum import covariance_eigenvalues, gram_eigenvalues
 
@@ -50,6 +51,7 @@ class LayerSample:
     count: int
     eigenvalues: np.ndarray  # non-zero covariance eigenvalues (ddof=1), descending, float64
     omegas: np.ndarray  # Omega of every vector, float32, in arrival order
+    nonfinite: int = 0  # vectors left out for holding Inf or NaN (magdash.overflow)
 
 
 @dataclass
@@ -63,6 +65,7 @@ class LayerAccumulator:
     _pending: list[np.ndarray] = field(default_factory=list, repr=False)
     _pending_rows: int = 0
     _omegas: list[np.ndarray] = field(default_factory=list, repr=False)
+    nonfinite: int = 0
 
     def __post_init__(self) -> None:
         if self.dim < 1:
@@ -70,7 +73,11 @@ class LayerAccumulator:
         self.mean = np.zeros(self.dim, dtype=np.float64)
 
     def add(self, vectors: np.ndarray) -> None:
-        """Fold a batch of vectors of shape (n, d) into the statistics."""
+        """Fold a batch of vectors of shape (n, d) into the statistics.
+
+        Vectors holding Inf or NaN are counted in ``nonfinite`` and left out, so one overflowed
+        token cannot poison the layer's statistics; the layer is then flagged downstream.
+        """
         batch = np.asarray(vectors)
         if batch.ndim != 2 or batch.shape[1] != self.dim:
             raise AnalysisError(
@@ -79,10 +86,12 @@ class LayerAccumulator:
         if batch.shape[0] == 0:
             return
         batch = batch.astype(np.float32, copy=True)
-        if not np.isfinite(batch).all():
-            raise AnalysisError(
-                "hidden states contain NaN or infinite values; run the model in float32"
-            )
+        bad = nonfinite_rows(batch)
+        if bad.any():
+            self.nonfinite += int(bad.sum())
+            batch = batch[~bad]
+            if batch.shape[0] == 0:
+                return
         self._omegas.append(omega(batch).astype(np.float32))
         self._pending.append(batch)
         self._pending_rows += batch.shape[0]
@@ -120,7 +129,10 @@ class LayerAccumulator:
         return covariance_eigenvalues(self.covariance(), self.count)
 
     def finish(self, layer: int) -> LayerSample:
-        return LayerSample(layer, self.dim, self.total, self.eigenvalues(), self.omegas())
+        if self.total == 0 and self.nonfinite:
+            # Every vector overflowed: nothing to summarise, the layer is only flagged.
+            return LayerSample(layer, self.dim, 0, np.zeros(0), np.zeros(0, dtype=np.float32), self.nonfinite)
+        return LayerSample(layer, self.dim, self.total, self.eigenvalues(), self.omegas(), self.nonfinite)
 
     def _merge_pending(self) -> None:
         if not self._pending:
@@ -153,6 +165,7 @@ def samples_to_bytes(samples: Sequence[LayerSample], n_blocks: int) -> bytes:
         "layers": np.array([s.layer for s in samples], dtype=np.int64),
         "dims": np.array([s.dim for s in samples], dtype=np.int64),
         "counts": np.array([s.count for s in samples], dtype=np.int64),
+        "nonfinite": np.array([s.nonfinite for s in samples], dtype=np.int64),
     }
     for index, sample in enumerate(samples):
         arrays[f"eigenvalues_{index}"] = np.asarray(sample.eigenvalues, dtype=np.float64)
@@ -165,8 +178,9 @@ def samples_to_bytes(samples: Sequence[LayerSample], n_blocks: int) -> bytes:
 def samples_from_bytes(payload: bytes) -> tuple[list[LayerSample], int]:
     """Inverse of :func:`samples_to_bytes`: (samples, n_blocks)."""
     with np.load(io.BytesIO(payload), allow_pickle=False) as data:
+        columns = zip(data["layers"], data["dims"], data["counts"], data["nonfinite"], strict=True)
         samples = [
-            LayerSample(int(layer), int(dim), int(count), data[f"eigenvalues_{i}"], data[f"omegas_{i}"])
-            for i, (layer, dim, count) in enumerate(zip(data["layers"], data["dims"], data["counts"], strict=True))
+            LayerSample(int(layer), int(dim), int(count), data[f"eigenvalues_{i}"], data[f"omegas_{i}"], int(bad))
+            for i, (layer, dim, count, bad) in enumerate(columns)
         ]
         return samples, int(data["n_blocks"])

@@ -30,7 +30,7 @@ from magdash.phase_accumulate import LayerAccumulator, LayerSample, samples_from
 
 log = logging.getLogger(__name__)
 
-PHASE_VERSION = 1
+PHASE_VERSION = 2
 ProgressCallback = Callable[[int, int], None]
 
 
@@ -59,7 +59,7 @@ def number_token_samples(store, name: str, stimuli: str, progress: ProgressCallb
     samples = []
     for layer in range(record.n_layers):
         data = store.read_layer(name, stimuli, layer)
-        accumulator = LayerAccumulator(record.hidden_size)
+        accumulator = LayerAccumulator(record.hidden_size)  # counts and leaves out Inf/NaN vectors
         accumulator.add(data.vectors.reshape(-1, record.hidden_size))
         samples.append(accumulator.finish(layer))
         if progress:

@@ -18,7 +18,14 @@ from magdash.errors import StimulusError
 
 PLACEHOLDER = "{n}"
 MAX_CARRIER_CHARS = 500
+MAX_CARRIERS = 10_000
+# The largest carrier file that can hold MAX_CARRIERS lines of MAX_CARRIER_CHARS characters
+# (4 bytes per character in the worst UTF-8 case, plus a CRLF line end).
+MAX_CARRIER_FILE_BYTES = MAX_CARRIERS * (4 * MAX_CARRIER_CHARS + 2)
 MAX_MAGNITUDE = 10**12
+MAX_MAGNITUDE_COUNT = 1_000_000
+# Past this a set costs minutes and gigabytes before extraction starts, and terabytes stored.
+MAX_SENTENCES = 1_000_000
 
 PAPER_MAGNITUDES: tuple[int, ...] = (
     *range(1, 11), 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 150, 200, 300, 500, 700, 1000,
@@ -67,6 +74,13 @@ class StimulusSet:
         validate_set_name(self.name)
         object.__setattr__(self, "carriers", tuple(validate_carriers(self.carriers)))
         object.__setattr__(self, "magnitudes", tuple(validate_magnitudes(self.magnitudes)))
+        sentences = len(self.carriers) * len(self.magnitudes)
+        if sentences > MAX_SENTENCES:
+            raise StimulusError(
+                f"{len(self.magnitudes):,} magnitudes x {len(self.carriers):,} carriers make "
+                f"{sentences:,} sentences: keep a stimulus set to {MAX_SENTENCES:,} at most "
+                "(fewer magnitudes or carriers)"
+            )
         items = tuple(
             make_item(magnitude, index, carrier)
             for magnitude in self.magnitudes
@@ -109,6 +123,8 @@ def carrier_problems(carriers: Sequence[str]) -> list[str]:
     problems: list[str] = []
     if not carriers:
         return ["no carrier sentences: give at least one line containing {n}"]
+    if len(carriers) > MAX_CARRIERS:
+        return [f"{len(carriers):,} carrier sentences: give at most {MAX_CARRIERS:,}"]
     seen: dict[str, int] = {}
     for line_number, carrier in enumerate(carriers, start=1):
         where = f"line {line_number}"
@@ -153,9 +169,17 @@ def read_carrier_file(path: str) -> list[str]:
     """Carriers from a UTF-8 text file, one per line."""
     try:
         with open(path, "rb") as handle:
-            raw = handle.read(MAX_CARRIER_CHARS * 10_001)
+            # One byte past the limit tells a file that is too large from one that just fits.
+            raw = handle.read(MAX_CARRIER_FILE_BYTES + 1)
     except OSError as error:
         raise StimulusError(f"cannot read carrier file {path!r}: {error.strerror}") from None
+    except ValueError as error:  # a path with a NUL character
+        raise StimulusError(f"cannot read carrier file {path!r}: {error}") from None
+    if len(raw) > MAX_CARRIER_FILE_BYTES:
+        raise StimulusError(
+            f"carrier file {path!r} is over {MAX_CARRIER_FILE_BYTES / 1e6:.0f} MB: give at most "
+            f"{MAX_CARRIERS:,} sentences of up to {MAX_CARRIER_CHARS} characters, one per line"
+        )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -184,6 +208,25 @@ def validate_magnitudes(magnitudes: Iterable[int]) -> list[int]:
     return values
 
 
+def _clip(text: str, limit: int = 60) -> str:
+    """``text`` for a message: whole when short, else its start and how long it is."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def _whole_number(digits: str) -> int:
+    """``int(digits)``, refusing numbers far outside the magnitude range before converting them.
+
+    Python refuses to convert strings of over 4,300 digits (a ValueError), and no magnitude
+    needs more than the 13 digits of MAX_MAGNITUDE.
+    """
+    significant = digits.lstrip("+-").lstrip("0")
+    if len(significant) > len(str(MAX_MAGNITUDE)):
+        raise StimulusError(
+            f"magnitude {_clip(digits, 20)!r} is out of range: use whole numbers from 1 to {MAX_MAGNITUDE}"
+        )
+    return int(digits)
+
+
 def parse_magnitudes(spec: str) -> list[int]:
     """Parse a magnitude spec: ``paper``, ``1-1000``, ``1,2,5,10`` or a mix (``1-10,20,50``)."""
     if not isinstance(spec, str) or not spec.strip():
@@ -193,22 +236,25 @@ def parse_magnitudes(spec: str) -> list[int]:
         token = part.strip()
         if token.lower() == PAPER_SET_NAME:
             values.extend(PAPER_MAGNITUDES)
-            continue
-        if match := _RANGE.match(token):
-            low, high = int(match.group(1)), int(match.group(2))
+        elif match := _RANGE.match(token):
+            low, high = _whole_number(match.group(1)), _whole_number(match.group(2))
             if low > high:
                 raise StimulusError(f"range {token!r} runs backwards: write it as {high}-{low}")
-            if high - low > 1_000_000:
+            if high - low > MAX_MAGNITUDE_COUNT:
                 raise StimulusError(f"range {token!r} holds over a million numbers: narrow it")
             values.extend(range(low, high + 1))
-            continue
-        if match := _NUMBER.match(token):
-            values.append(int(match.group(1)))
-            continue
-        raise StimulusError(
-            f"cannot read {token!r} in magnitude spec {spec!r}: "
-            "use whole numbers, ranges like 1-1000, commas, or 'paper'"
-        )
+        elif match := _NUMBER.match(token):
+            values.append(_whole_number(match.group(1)))
+        else:
+            raise StimulusError(
+                f"cannot read {_clip(token, 30)!r} in magnitude spec {_clip(spec)!r}: "
+                "use whole numbers, ranges like 1-1000, commas, or 'paper'"
+            )
+        # Checked as the list grows, so "1-1000000,1-1000000,..." stops early.
+        if len(values) > MAX_MAGNITUDE_COUNT + 1:
+            raise StimulusError(
+                f"magnitude spec {_clip(spec)!r} lists over a million numbers: narrow it"
+            )
     return validate_magnitudes(values)
 
 

@@ -10,6 +10,13 @@ DuckDB lets one process at a time hold a file open for writing. The store theref
 keeps a connection: every operation opens one, does its work and closes it, retrying while
 another process holds the lock. A CLI extraction and the dashboard can share one store; each
 waits at most for the other's current batch.
+
+The store records its schema version in ``meta``. A store of an older version is migrated
+forward in one transaction when it is first opened (so a failed migration leaves it as it was);
+a newer one, a DuckDB file that is not a magdash store, or a damaged file is refused with a
+message and left untouched. Storage failures while writing (a full disk, a damaged file) become
+a :class:`~magdash.errors.StoreError`; the transaction under way is rolled back, so what was
+stored before it is kept.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -31,11 +38,13 @@ import pandas as pd
 import pyarrow as pa
 
 from magdash.errors import StoreError
+from magdash.overflow import nonfinite_rows
 from magdash.stimuli import StimulusSet
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: the first release. 2: adds ``nonfinite``, the vectors holding Inf or NaN, per layer."""
 DEFAULT_STORE = Path("cache") / "magdash.duckdb"
 STORE_ENV = "MAGDASH_STORE"
 LOCK_TIMEOUT_ENV = "MAGDASH_LOCK_TIMEOUT"
@@ -65,6 +74,16 @@ _SCHEMA = (
         name VARCHAR PRIMARY KEY, provenance VARCHAR,
         created_at TIMESTAMP DEFAULT current_timestamp)""",
     "CREATE TABLE IF NOT EXISTS frequency_counts (source VARCHAR, number BIGINT, count BIGINT)",
+    "CREATE TABLE IF NOT EXISTS nonfinite (model_id VARCHAR, layer INTEGER, item_key VARCHAR)",
+)
+# Failures of the storage itself rather than of a statement: they are reported as StoreError.
+_STORAGE_ERRORS = (
+    duckdb.IOException,
+    duckdb.SerializationException,
+    duckdb.InternalException,
+    duckdb.FatalException,
+    duckdb.OutOfMemoryException,
+    duckdb.PermissionException,
 )
 
 # One lock per store file inside this process: DuckDB refuses a second connection with a
@@ -104,6 +123,7 @@ class LayerData:
     magnitudes: np.ndarray
     carriers: list[str]
     vectors: np.ndarray  # (n_magnitudes, n_carriers, d) float32
+    n_nonfinite: int = 0  # vectors holding Inf or NaN (see magdash.overflow)
 
 
 def default_store_path() -> Path:
@@ -182,9 +202,35 @@ class Store:
         with _process_lock(key):
             connection = self._open_with_retry()
             try:
-                yield connection
-            finally:
-                connection.close()
+                try:
+                    yield connection
+                finally:
+                    connection.close()
+            except _STORAGE_ERRORS as error:
+                raise self._storage_error(error) from None
+
+    def _storage_error(self, error: duckdb.Error) -> StoreError:
+        """The message for a failure of the store file itself, saying what was kept and what to do."""
+        first_line = str(error).splitlines()[0]
+        text = str(error).lower()
+        where = repr(str(self.path))
+        if "no space left" in text or "file too large" in text or "disk quota" in text:
+            return StoreError(
+                f"the disk is full: could not write store {where} ({first_line}). Everything stored "
+                "before this write is kept; free some space (or move the store with --store) and run "
+                "again to carry on where it stopped"
+            )
+        if isinstance(error, duckdb.OutOfMemoryException):
+            return StoreError(
+                f"DuckDB ran out of memory working on store {where} ({first_line}). Everything stored "
+                "before is kept; free memory or lower --batch-size and run again"
+            )
+        if "permission denied" in text or isinstance(error, duckdb.PermissionException):
+            return StoreError(f"cannot write store {where}: permission denied; point --store at a file you can write")
+        return StoreError(
+            f"store {where} is damaged or unreadable ({first_line}); magdash has not changed it. "
+            "Restore it from a copy, or point --store at another file"
+        )
 
     def _open_with_retry(self) -> duckdb.DuckDBPyConnection:
         try:
@@ -222,24 +268,52 @@ class Store:
             try:
                 yield connection
             except BaseException:
-                connection.rollback()
+                # A failed write may already have aborted the transaction; the original error matters.
+                with suppress(duckdb.Error):
+                    connection.rollback()
                 raise
             connection.commit()
 
     def _ensure_schema(self) -> None:
+        """Create a new store, migrate an older one, or refuse a file magdash cannot read right."""
         with self._transaction() as connection:
-            for statement in _SCHEMA:
-                connection.execute(statement)
-            row = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if row is None:
-                connection.execute(
-                    "INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]
-                )
-            elif int(row[0]) > SCHEMA_VERSION:
-                raise StoreError(
-                    f"store {str(self.path)!r} was written by a newer magdash (schema {row[0]}, "
-                    f"this one reads {SCHEMA_VERSION}): upgrade magdash"
-                )
+            tables = {
+                row[0] for row in connection.execute(
+                    "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
+                ).fetchall()
+            }
+            if not tables:
+                for statement in _SCHEMA:
+                    connection.execute(statement)
+                connection.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+                return
+            version = self._stored_schema_version(connection, tables)
+            for step in range(version, SCHEMA_VERSION):
+                log.warning("migrating store %s from schema %d to %d", self.path, step, step + 1)
+                _MIGRATIONS[step](connection)
+                connection.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(step + 1)])
+
+    def _stored_schema_version(self, connection: duckdb.DuckDBPyConnection, tables: set[str]) -> int:
+        where = repr(str(self.path))
+        if "meta" not in tables or "models" not in tables:
+            listed = ", ".join(sorted(tables)[:5]) + (" ..." if len(tables) > 5 else "")
+            raise StoreError(
+                f"{where} is a DuckDB file but not a magdash store (it has tables {listed}); "
+                "magdash has not changed it: point --store at another file"
+            )
+        row = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        version = row[0] if row is not None else None
+        if version is None or not str(version).isdigit() or int(version) < 1:
+            raise StoreError(
+                f"store {where} records no valid schema version ({version!r}); magdash has not "
+                "changed it: point --store at another file"
+            )
+        if int(version) > SCHEMA_VERSION:
+            raise StoreError(
+                f"store {where} was written by a newer magdash (schema {version}, this one reads "
+                f"up to {SCHEMA_VERSION}): upgrade magdash"
+            )
+        return int(version)
 
     def schema_version(self) -> int:
         with self._connect() as connection:
@@ -310,9 +384,14 @@ class Store:
                 " is_random, fingerprint, transformers_version, created_at FROM models ORDER BY name"
             ).df()
             progress = self._progress_query(connection)
+            flagged = connection.execute(
+                "SELECT model_id, list(DISTINCT layer ORDER BY layer) AS layers FROM nonfinite GROUP BY model_id"
+            ).fetchall()
         complete = progress[progress["done"] == progress["total"]]
         sets = complete.groupby("model_id")["set_name"].apply(lambda s: ", ".join(sorted(s)))
         models["stimulus_sets"] = models["model_id"].map(sets).fillna("")
+        layers = {model_id: ", ".join(map(str, flagged_layers)) for model_id, flagged_layers in flagged}
+        models["nonfinite_layers"] = models["model_id"].map(layers).fillna("")
         return models
 
     def _progress_query(self, connection: duckdb.DuckDBPyConnection) -> pd.DataFrame:
@@ -455,10 +534,26 @@ class Store:
                 connection.register("batch_rows", pa.table({"item_key": keys, "vec": _encode_vectors(kept[:, layer])}))
                 connection.execute(f"INSERT INTO {table} SELECT * FROM batch_rows")
                 connection.unregister("batch_rows")
+            flagged_items, flagged_layers = np.nonzero(nonfinite_rows(kept))
+            _insert_nonfinite(connection, model_id, flagged_layers.tolist(), [item_keys[keep[i]] for i in flagged_items])
             connection.register("batch_done", pa.table({"model_id": [model_id] * len(keys), "item_key": keys}))
             connection.execute("INSERT INTO done SELECT * FROM batch_done")
             connection.unregister("batch_done")
         return len(keep)
+
+    def nonfinite_summary(self) -> pd.DataFrame:
+        """(name, set_name, layer, vectors): how many stored vectors hold Inf or NaN, where any do."""
+        with self._connect() as connection:
+            return connection.execute(
+                "SELECT m.name, i.set_name, n.layer, count(*) AS vectors FROM nonfinite n "
+                "JOIN models m ON m.model_id = n.model_id JOIN stimulus_items i ON i.item_key = n.item_key "
+                "GROUP BY m.name, i.set_name, n.layer ORDER BY m.name, i.set_name, n.layer"
+            ).df()
+
+    def nonfinite_counts(self, name: str, stimuli: str) -> dict[int, int]:
+        """Layer -> how many of the stimulus set's stored vectors hold Inf or NaN (flagged layers only)."""
+        self.model_record(name)  # an unknown model is an error, not "nothing flagged"
+        return nonfinite_counts_in(self.nonfinite_summary(), name, stimuli)
 
     def read_layer(self, name: str, stimuli: str, layer: int) -> LayerData:
         """One layer's vectors as a (n_magnitudes, n_carriers, d) float32 array."""
@@ -507,6 +602,7 @@ class Store:
                 magnitudes=np.asarray(stimulus_set.magnitudes, dtype=np.float64),
                 carriers=list(stimulus_set.carriers),
                 vectors=vectors,
+                n_nonfinite=int(nonfinite_rows(vectors).sum()),
             )
 
     def data_fingerprint(self, name: str, stimuli: str) -> str:
@@ -627,6 +723,54 @@ class Store:
             "carriers": np.asarray(layers[0].carriers, dtype=str),
             "layer_labels": np.asarray(record.layer_labels, dtype=str),
         }
+
+
+def nonfinite_counts_in(summary: pd.DataFrame, name: str, stimuli: str) -> dict[int, int]:
+    """Layer -> flagged vectors of (``name``, ``stimuli``) in a :meth:`Store.nonfinite_summary`."""
+    rows = summary[(summary["name"] == name) & (summary["set_name"] == stimuli)]
+    return {int(layer): int(count) for layer, count in zip(rows["layer"], rows["vectors"], strict=True)}
+
+
+def _insert_nonfinite(
+    connection: duckdb.DuckDBPyConnection, model_id: str, layers: Sequence[int], item_keys: Sequence[str]
+) -> None:
+    """Flag the vectors at (``layers[i]``, ``item_keys[i]``) of ``model_id`` as non-finite."""
+    if not len(item_keys):
+        return
+    connection.register("new_flags", pa.table({
+        "model_id": pa.array([model_id] * len(item_keys), pa.string()),
+        "layer": pa.array(layers, pa.int32()),
+        "item_key": pa.array(item_keys, pa.string()),
+    }))
+    connection.execute("INSERT INTO nonfinite SELECT * FROM new_flags")
+    connection.unregister("new_flags")
+
+
+def _flag_stored_nonfinite_vectors(connection: duckdb.DuckDBPyConnection) -> None:
+    """Migration 1 -> 2: create ``nonfinite`` and fill it by scanning every stored vector once."""
+    connection.execute("CREATE TABLE nonfinite (model_id VARCHAR, layer INTEGER, item_key VARCHAR)")
+    tables = {row[0] for row in connection.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    models = connection.execute("SELECT model_id, hidden_size, layer_labels FROM models").fetchall()
+    for model_id, hidden_size, layer_labels in models:
+        layers, keys = [], []
+        for layer in range(len(json.loads(layer_labels))):
+            table = vector_table(model_id, layer)
+            if table not in tables:
+                continue
+            reader = connection.sql(f"SELECT item_key, vec FROM {table}").to_arrow_reader(1 << 14)
+            for batch in reader:
+                vectors = np.empty((batch.num_rows, int(hidden_size)), dtype=np.float32)
+                _decode_vectors_into(vectors, np.arange(batch.num_rows), pa.chunked_array([batch.column(1)]))
+                batch_keys = batch.column(0).to_pylist()
+                for row in np.flatnonzero(nonfinite_rows(vectors)):
+                    layers.append(layer)
+                    keys.append(batch_keys[row])
+        # Written after the scans: a new statement on this connection would end the open reader.
+        _insert_nonfinite(connection, model_id, layers, keys)
+
+
+_MIGRATIONS = {1: _flag_stored_nonfinite_vectors}
+"""Schema version -> the step that brings a store of that version to the next one."""
 
 
 def _imported_block_count(layer_labels: Sequence[str]) -> int:

@@ -67,7 +67,7 @@ except MagdashError as error:
 if st.button("Extract", type="primary", disabled=running or spec is None, icon=":material/play_arrow:", key="ex_start"):
     try:
         stimuli = paper_stimuli() if stimuli_name == PAPER_SET_NAME else ctx.store.stimulus_set(stimuli_name)
-        request = ExtractionRequest(spec=spec, stimuli=stimuli, name=name or None, dtype=dtype, device=device,
+        request = ExtractionRequest(spec=spec, stimuli=stimuli, name=name.strip() or None, dtype=dtype, device=device,
                                     position=position, batch_size=int(batch_size))
         ui.start_job(ctx.view.store, extraction_job(ctx.store, request))
         st.rerun()

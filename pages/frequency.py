@@ -21,17 +21,20 @@ left, right = st.columns([2, 1])
 with left:
     name = st.selectbox("Frequency source", list(sources["name"]), key="fq_source")
     note = sources.loc[sources["name"] == name, "note"].iloc[0]
-    if note:
-        st.caption(note)
+    if note:  # provenance notes quote the uploaded file's name and comments: user text
+        st.caption(ui.plain(note))
     zero = st.toggle("Count numbers missing from the source as 0", key="fq_zero",
                      help="Otherwise magnitudes the source does not cover stop the analysis with a message")
 with right, st.expander("Add a source from a CSV (number,count)"):
+    if saved := st.session_state.pop("fq_saved", None):  # said after the rerun that lists the new source
+        st.success(ui.plain(saved))
     upload = st.file_uploader("Counts CSV", type=["csv"], key="fq_upload")
     new_name = st.text_input("Source name", key="fq_name")
     if st.button("Save source", disabled=upload is None or not new_name, key="fq_save"):
         try:
-            save_source(ctx.store, read_counts_csv(upload.getvalue(), name=new_name, origin=upload.name))
-            st.success(ui.plain(f"Saved source {new_name!r}."))
+            new_source = read_counts_csv(upload.getvalue(), name=new_name, origin=upload.name)
+            save_source(ctx.store, new_source)
+            st.session_state["fq_saved"] = f"Saved source {new_source.name.strip()!r}: choose it above."
             st.rerun()
         except MagdashError as error:
             ui.show_error(error)

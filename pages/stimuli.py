@@ -33,7 +33,7 @@ elif carrier_source == "type":
     text = st.text_area("One sentence per line, {n} where the number goes", key="st_text",
                         value="\n".join(PAPER_CARRIERS), height=160)
     carriers = ds.carriers_from_text(text)
-for problem in carriers.problems:
+for problem in ds.problems_to_show(carriers.problems):
     st.error(ui.plain(problem))
 if carriers.carriers:
     ui.table(pd.DataFrame({"carrier": carriers.carriers}), name="carriers")

@@ -17,8 +17,18 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from hypothesis import HealthCheck, settings  # noqa: E402
+
 from magdash.stimuli import PAPER_CARRIERS  # noqa: E402
 from magdash.store import Store  # noqa: E402
+
+# CI replays the same generated cases on every run so that a red build is reproducible; a
+# developer's run explores new ones. Entry points are slow (processes, stores), hence no deadline.
+settings.register_profile(
+    "magdash", deadline=None, derandomize=bool(os.environ.get("CI")), print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("magdash")
 
 SPECIAL_TOKENS = ["<pad>", "<s>", "</s>", "<unk>"]
 
@@ -100,3 +110,14 @@ def store(tmp_path) -> Store:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20260404)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    from tests.casecount import CASES
+
+    if not CASES:
+        return
+    terminalreporter.section("bad-input cases tried")
+    for entry_point, count in sorted(CASES.items()):
+        terminalreporter.write_line(f"{count:7d}  {entry_point}")
+    terminalreporter.write_line(f"{sum(CASES.values()):7d}  in all")

@@ -232,10 +232,41 @@ def test_accumulator_rejects_bad_input():
     accumulator = LayerAccumulator(4)
     with pytest.raises(AnalysisError, match="shape"):
         accumulator.add(np.zeros((3, 5)))
-    with pytest.raises(AnalysisError, match="NaN"):
-        accumulator.add(np.full((2, 4), np.nan))
     accumulator.add(np.zeros((0, 4)))
     assert accumulator.total == 0 and accumulator.eigenvalues().size == 0
+
+
+def test_accumulator_sets_nonfinite_vectors_aside(rng):
+    clean = rng.normal(size=(6, 4))
+    poisoned = np.vstack([clean[:3], [[np.inf, 0, 0, 0]], clean[3:], np.full((1, 4), np.nan)])
+    accumulator, reference = LayerAccumulator(4), LayerAccumulator(4)
+    accumulator.add(poisoned)
+    reference.add(clean)
+    sample = accumulator.finish(2)
+    assert (sample.count, sample.nonfinite) == (6, 2)
+    np.testing.assert_allclose(sample.eigenvalues, reference.finish(2).eigenvalues)
+    np.testing.assert_array_equal(sample.omegas, reference.finish(2).omegas)
+    overflowed = LayerAccumulator(4)
+    overflowed.add(np.full((3, 4), np.inf))
+    assert (overflowed.finish(0).count, overflowed.finish(0).nonfinite) == (0, 3)
+
+
+def test_layers_with_nonfinite_vectors_are_left_out_and_listed(rng):
+    samples = []
+    for layer in range(5):
+        accumulator = LayerAccumulator(8)
+        vectors = rng.normal(size=(40, 8))
+        if layer == 3:
+            vectors[5, 2] = np.inf
+        accumulator.add(vectors)
+        samples.append(accumulator.finish(layer))
+    result = analyze_samples(samples, n_blocks=4, n_boot=50)
+    assert [item.layer for item in result.layers] == [0, 1, 2, 4]
+    assert result.nonfinite_layers == {3: 1}
+    restored, _ = samples_from_bytes(samples_to_bytes(samples, 4))
+    assert [s.nonfinite for s in restored] == [0, 0, 0, 1, 0]
+    with pytest.raises(AnalysisError, match="every layer holds Inf/NaN"):
+        analyze_samples([samples[3]], n_blocks=4, n_boot=0)
 
 
 # -- depth, transitions, frames ----------------------------------------------------------------

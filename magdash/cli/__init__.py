@@ -57,6 +57,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MagdashError as error:
         print(f"magdash: error: {error}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print(
+            "magdash: error: out of memory; everything already stored is kept. Free memory, or lower "
+            "--batch-size (extract) or --n-boot (analyses), and run again",
+            file=sys.stderr,
+        )
+        return 2
     except BrokenPipeError:
         # The reader (``| head``) left early; say nothing more to a closed pipe.
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the closed stream for good

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from magdash.cli.common import add_store_option, open_store, print_json
+from magdash.cli.common import add_store_option, flagged_layer_warnings, open_store, print_json, warn
 from magdash.errors import AnalysisError
 
 
@@ -113,6 +113,7 @@ def run_analyze(args: argparse.Namespace) -> int:
 
     params = _params(args)
     result = analyze(open_store(args), args.model, args.stimuli, params)
+    warn(result.warnings())
     if args.json:
         print_json(result.to_json())
         return 0
@@ -125,7 +126,9 @@ def run_compare(args: argparse.Namespace) -> int:
 
     if len(args.model) != 2:
         raise AnalysisError(f"compare needs exactly two models (--model A --model B), got {len(args.model)}")
-    result = compare(open_store(args), args.model[0], args.model[1], args.stimuli, _params(args))
+    store = open_store(args)
+    result = compare(store, args.model[0], args.model[1], args.stimuli, _params(args))
+    warn(flagged_layer_warnings(store, args.model, result.stimuli))
     if args.json:
         print_json(result.to_json())
         return 0

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from magdash.errors import MagdashError
 from magdash.jsonio import to_jsonable
 
 
@@ -19,10 +21,34 @@ def add_store_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def check_name(name: str | None, option: str, example: str) -> str | None:
+    """A model or stimulus set name from the command line; a blank one is refused, not stored.
+
+    Any other text is stored and listed exactly as given (every query is parameterised).
+    """
+    if name is not None and not name.strip():
+        raise MagdashError(f"{option} {name!r} is blank: give a name, e.g. {option} {example}")
+    return name
+
+
 def open_store(args: argparse.Namespace):
     from magdash.store import Store
 
     return Store(args.store)
+
+
+def warn(lines: Iterable[str | None]) -> None:
+    """Warnings go to stderr, so ``--json`` output on stdout stays machine-readable."""
+    for line in lines:
+        if line:
+            print(f"magdash: warning: {line}", file=sys.stderr)
+
+
+def flagged_layer_warnings(store, models: Sequence[str], stimuli: str) -> list[str | None]:
+    """The Inf/NaN warning of each stored model on ``stimuli`` (None where nothing is flagged)."""
+    from magdash.overflow import nonfinite_warning
+
+    return [nonfinite_warning(model, store.nonfinite_counts(model, stimuli)) for model in models]
 
 
 def print_json(payload: Any) -> None:

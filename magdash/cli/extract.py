@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from magdash.cli.common import add_store_option, open_store
+from magdash.cli.common import add_store_option, check_name, flagged_layer_warnings, open_store, warn
 from magdash.errors import StimulusError
 from magdash.stimuli import PAPER_CARRIERS, PAPER_SET_NAME, POSITIONS, StimulusSet, parse_magnitudes, read_carrier_file
 
@@ -35,32 +35,47 @@ def register(subparsers) -> None:
 
 def stimulus_set_from_args(args: argparse.Namespace, store) -> StimulusSet:
     """The stimulus set named or described on the command line."""
-    custom = args.carriers is not None or args.magnitudes is not None
-    if not custom:
-        name = args.stimuli or PAPER_SET_NAME
-        if name == PAPER_SET_NAME or name not in store.stimulus_set_names():
-            if name != PAPER_SET_NAME:
-                raise StimulusError(
-                    f"no stored stimulus set {name!r}: give --carriers and/or --magnitudes to define it"
-                )
-            from magdash.stimuli import paper_stimuli
+    return custom_stimulus_set(args) or named_stimulus_set(args, store)
 
-            return paper_stimuli()
-        return store.stimulus_set(name)
-    carriers = read_carrier_file(args.carriers) if args.carriers else list(PAPER_CARRIERS)
-    magnitudes = parse_magnitudes(args.magnitudes) if args.magnitudes else parse_magnitudes("paper")
+
+def custom_stimulus_set(args: argparse.Namespace) -> StimulusSet | None:
+    """The set described by --carriers and/or --magnitudes (None when neither is given).
+
+    It needs no store, so a bad carrier file or magnitude spec is refused before the store is
+    opened or created.
+    """
+    if args.carriers is None and args.magnitudes is None:
+        return None
+    carriers = read_carrier_file(args.carriers) if args.carriers is not None else list(PAPER_CARRIERS)
+    magnitudes = parse_magnitudes(args.magnitudes if args.magnitudes is not None else PAPER_SET_NAME)
     provisional = StimulusSet("custom", tuple(carriers), tuple(magnitudes))
-    name = args.stimuli or f"custom-{provisional.content_hash[:8]}"
+    name = f"custom-{provisional.content_hash[:8]}" if args.stimuli is None else args.stimuli
     if name == PAPER_SET_NAME and provisional.content_hash != StimulusSet(PAPER_SET_NAME, PAPER_CARRIERS, tuple(parse_magnitudes("paper"))).content_hash:
         raise StimulusError("the name 'paper' is kept for the paper's stimuli: choose another --stimuli name")
     return StimulusSet(name, tuple(carriers), tuple(magnitudes))
 
 
+def named_stimulus_set(args: argparse.Namespace, store) -> StimulusSet:
+    """The paper's set, or the stored set named by --stimuli."""
+    name = PAPER_SET_NAME if args.stimuli is None else args.stimuli
+    if name == PAPER_SET_NAME or name not in store.stimulus_set_names():
+        if name != PAPER_SET_NAME:
+            raise StimulusError(
+                f"no stored stimulus set {name!r}: give --carriers and/or --magnitudes to define it"
+            )
+        from magdash.stimuli import paper_stimuli
+
+        return paper_stimuli()
+    return store.stimulus_set(name)
+
+
 def run(args: argparse.Namespace) -> int:
     from magdash.extract import extract
 
+    check_name(args.name, "--name", "llama3-8b")
+    custom = custom_stimulus_set(args)
     store = open_store(args)
-    stimuli = stimulus_set_from_args(args, store)
+    stimuli = custom or named_stimulus_set(args, store)
     bar = None
 
     def progress(done: int, total: int) -> None:
@@ -90,4 +105,5 @@ def run(args: argparse.Namespace) -> int:
             f"{result.name} / {result.stimuli}: extracted {result.extracted} sentences "
             f"({result.already_stored} were stored) in {result.seconds:.1f} s -> {store.path}"
         )
+    warn(flagged_layer_warnings(store, [result.name], result.stimuli))
     return 0

@@ -6,7 +6,7 @@ import argparse
 import math
 from pathlib import Path
 
-from magdash.cli.common import add_store_option, open_store, print_json
+from magdash.cli.common import add_store_option, flagged_layer_warnings, open_store, print_json, warn
 from magdash.errors import AnalysisError
 
 
@@ -173,6 +173,7 @@ def run_corr(args: argparse.Namespace) -> int:
     table = e5_from_store(store, args.model, source, stimuli=args.stimuli, layers=layers,
                           n_boot=args.n_boot, seed=args.seed, missing=args.missing)
     summary = e5_summary(table)
+    warn(flagged_layer_warnings(store, [args.model], store.resolve_stimuli(args.model, args.stimuli)))
     if args.json:
         print_json({"model": args.model, "source": source.name, "layers": table.to_dict("records"), "summary": summary})
         return 0

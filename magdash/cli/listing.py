@@ -25,8 +25,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({
             "store": str(store.path),
-            "models": models[["name", "source", "architecture", "n_blocks", "hidden_size", "dtype",
-                              "position", "is_random", "fingerprint", "stimulus_sets"]].to_dict("records"),
+            "models": models[["name", "source", "architecture", "n_blocks", "hidden_size", "dtype", "position",
+                              "is_random", "fingerprint", "stimulus_sets", "nonfinite_layers"]].to_dict("records"),
             "progress": progress.to_dict("records"),
             "stimulus_sets": sets,
             "available_models": available,
@@ -40,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
         for row in models.itertuples():
             print(f"  {row.name:30s} {row.architecture:24s} {row.n_blocks:3d} blocks  d={row.hidden_size:<5d} "
                   f"{row.dtype:9s} sets: {row.stimulus_sets or '-'}")
+            if row.nonfinite_layers:
+                print(f"  {'':30s} Inf/NaN vectors at layers {row.nonfinite_layers}: left out of every fit")
         partial = progress[progress["done"] < progress["total"]]
         for row in partial.itertuples():
             print(f"  unfinished: {row.name} / {row.set_name}: {row.done} of {row.total} (run extract again)")

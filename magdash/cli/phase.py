@@ -11,7 +11,7 @@ import argparse
 import math
 from pathlib import Path
 
-from magdash.cli.common import add_store_option, open_store, print_json
+from magdash.cli.common import add_store_option, open_store, print_json, warn
 from magdash.errors import AnalysisError
 
 
@@ -51,6 +51,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from magdash.overflow import nonfinite_warning
     from magdash.phase import phase_summary
 
     if args.n_boot < 0:
@@ -62,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         main, control = _texts_results(args, text, store, options)
     else:
         main, control = _stored_results(args, store, options)
+    warn(nonfinite_warning(result.model, result.nonfinite_layers) for result in (main, control) if result)
     payload = phase_summary(main)
     if control is not None:
         payload["control"] = phase_summary(control)

@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from magdash.cli.common import add_store_option, open_store
+from magdash.cli.common import add_store_option, check_name, open_store
 from magdash.errors import StoreError
 
 
@@ -44,6 +44,8 @@ def run_export(args: argparse.Namespace) -> int:
 def run_import(args: argparse.Namespace) -> int:
     from magdash.store import read_npz
 
+    check_name(args.name, "--name", "llama3-8b")
+    check_name(args.stimuli, "--stimuli", "my-stimuli")
     arrays = read_npz(args.file)
     store = open_store(args)
     record, stimuli = store.import_arrays(
