@@ -11,6 +11,7 @@ kept as soon as it exists, so whole sequences are never held, and are always rem
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import time
@@ -308,7 +309,11 @@ def extract(
     already = total - len(missing)
     if progress:
         progress(already, total)
-    if not missing and store.find_model_by_id(model_id) is not None:
+    stored_as = store.find_model_by_id(model_id)
+    if not missing and stored_as is not None:
+        if stored_as != name:
+            # The same vectors under one more name: nothing to run, but the name must exist.
+            store.register_model(dataclasses.replace(store.model_record(stored_as), name=name))
         return ExtractionResult(name, stimuli.name, model_id, total, already, 0, time.perf_counter() - started)
     loaded = model if isinstance(model, LoadedModel) else load_model(
         source, dtype=dtype, device=device, device_map=device_map,

@@ -199,6 +199,8 @@ def e5_correlation(
         raise FrequencyError(f"confidence must be between 0 and 1, got {confidence}")
     if n_boot < 0:
         raise FrequencyError(f"n_boot must be >= 0, got {n_boot}")
+    if seed < 0:
+        raise FrequencyError(f"seed must be >= 0, got {seed}")
     log_counts = np.log1p(counts_for_magnitudes(magnitudes, counts, missing))
     with np.errstate(divide="ignore"):
         log_n = np.log(magnitudes)

@@ -37,6 +37,9 @@ OPENWEBTEXT = "openwebtext-500k"
 BUILTIN_SOURCES = (WORDFREQ, OPENWEBTEXT)
 DEFAULT_SOURCE = WORDFREQ
 WORDFREQ_SCALE = 1e9
+MAX_CSV_VALUE = 2**53
+"""Numbers and counts of a CSV are read as floats (so ``12.0`` is 12): beyond 2**53 they lose digits."""
+MAX_SOURCE_NAME = 100
 _OPENWEBTEXT_FILE = "openwebtext_integer_counts.csv"
 WORDFREQ_NOTE = (
     "estimate, not a count: wordfreq bins multi-digit numbers by their number of digits and "
@@ -126,6 +129,11 @@ def read_counts_csv(data, *, name: str, origin: str | None = None) -> FrequencyS
         frame = pd.read_csv(io.StringIO(text), comment="#", dtype=str, skip_blank_lines=True, keep_default_na=False)
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as error:
         raise FrequencyError(f"{origin}: not a readable CSV ({str(error).splitlines()[0]}); write a header line number,count") from None
+    if not isinstance(frame.index, pd.RangeIndex):  # pandas took the surplus leading fields as an index
+        raise FrequencyError(
+            f"{origin}: line {_first_data_line(text)} has more fields than the header; give one number and one "
+            "count per line, without thousands separators (1000, not 1,000)"
+        )
     frame.columns = [str(c).strip().lower() for c in frame.columns]
     missing = [c for c in ("number", "count") if c not in frame.columns]
     if missing:
@@ -201,6 +209,13 @@ def _integer_column(values: pd.Series, label: str, origin: str, first_line: int)
             f"{origin}: {label} {cleaned.iloc[row]!r} on line {first_line + row} is not an integer; "
             f"every {label} must be a whole number"
         )
+    huge = numeric.abs() > MAX_CSV_VALUE
+    if huge.any():
+        row = int(np.flatnonzero(huge.to_numpy())[0])
+        raise FrequencyError(
+            f"{origin}: {label} {cleaned.iloc[row][:30]!r} on line {first_line + row} is too large; "
+            f"use whole numbers up to {MAX_CSV_VALUE:,}"
+        )
     return numeric.to_numpy(dtype=np.float64).astype(np.int64)
 
 
@@ -213,6 +228,8 @@ def check_source_name(name: str) -> str:
         raise FrequencyError("a frequency source needs a name")
     if name in BUILTIN_SOURCES:
         raise FrequencyError(f"{name!r} is a built-in source; choose another name")
+    if len(name) > MAX_SOURCE_NAME:
+        raise FrequencyError(f"a frequency source name of {len(name):,} characters: use at most {MAX_SOURCE_NAME}")
     return name
 
 

@@ -327,7 +327,7 @@ def load_model(
             )
     except ValueError as error:
         message = str(error).splitlines()[0]
-        if "trust_remote_code" in message:
+        if "trust_remote_code" in str(error) or "contains custom code" in str(error):
             raise ModelLoadError(
                 f"{source.spec!r} needs code shipped with the model; pass --trust-remote-code only if you trust it"
             ) from None

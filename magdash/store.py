@@ -190,7 +190,17 @@ class Store:
         if lock_timeout_s is None:
             lock_timeout_s = float(os.environ.get(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT_S))
         self.lock_timeout_s = lock_timeout_s
-        if self.path.exists() and self.path.is_dir():
+        try:
+            is_folder = self.path.is_dir()
+            self._lock_key = str(self.path.resolve())
+        except (OSError, ValueError) as error:
+            # A name too long for the file system, or one with a NUL byte, cannot be a file.
+            shown = str(self.path) if len(str(self.path)) <= 80 else str(self.path)[:77] + "..."
+            reason = error.strerror if isinstance(error, OSError) else str(error)
+            raise StoreError(
+                f"cannot use {shown!r} as a store file ({reason}); give a path such as cache/magdash.duckdb"
+            ) from None
+        if is_folder:
             raise StoreError(f"store path {str(self.path)!r} is a folder: give a file name such as magdash.duckdb")
         self._ensure_schema()
 
@@ -198,8 +208,7 @@ class Store:
 
     @contextmanager
     def _connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        key = str(self.path.resolve())
-        with _process_lock(key):
+        with _process_lock(self._lock_key):
             connection = self._open_with_retry()
             try:
                 try:

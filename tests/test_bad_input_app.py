@@ -47,6 +47,7 @@ from magdash.stimuli import (
     PAPER_SET_NAME,
     PLACEHOLDER,
     StimulusSet,
+    carrier_problems,
 )
 from magdash.store import Store
 from tests.casecount import record
@@ -215,7 +216,9 @@ def test_store_path_that_is_not_a_store_is_refused_and_nothing_is_touched(kind, 
     assert contents(store_path) == good_before
 
 
-@pytest.mark.parametrize("text", [*HOSTILE, LONG, "nul\0byte.duckdb", "   "])
+@pytest.mark.parametrize("text", [
+    "missing/deep/folders/new.duckdb", *HOSTILE, "   ", LONG, "nul\0byte.duckdb",
+])
 def test_store_path_with_hostile_text_opens_a_new_store_or_says_why_not(text, store_path, tmp_path, monkeypatch):
     """A new path starts an empty store (README); a path the file system refuses gets a message.
     Either way the path is shown literally and the previous store is untouched."""
@@ -228,11 +231,14 @@ def test_store_path_with_hostile_text_opens_a_new_store_or_says_why_not(text, st
     if not text.strip():  # a blank field means the default store ($MAGDASH_STORE)
         assert widget(at.sidebar.selectbox, "Model").value == SEED_MODEL
     else:
-        sidebar = messages(at.sidebar.error) + messages(at.sidebar.info)
-        assert any("no complete extraction" in m or "store" in m.lower() for m in sidebar), sidebar
+        created = any("no complete extraction" in m for m in messages(at.sidebar.info))
+        assert created or at.sidebar.error, said(at)[:500]
         at.switch_page("pages/scaling.py").run()
         assert_clean(at, text)
-        assert literal_in(text, at.main.info) or literal_in(text, at.main.error), said(at)[:500]
+        if created:  # the empty page names the new store, literally
+            assert literal_in(text, at.main.info), said(at)[:500]
+        else:
+            assert any("The store cannot be opened" in m for m in messages(at.main.error)), said(at)[:500]
     assert contents(store_path) == good_before
 
 
@@ -242,9 +248,10 @@ def test_generated_store_paths(store_path, tmp_path, monkeypatch):
     folder = tmp_path / "generated"
     folder.mkdir()
 
-    # No "/" in a generated name, so every path stays inside ``folder`` (or is ``folder`` itself).
+    # No "/" in a generated name, so every path stays inside ``folder`` (or is ``folder`` itself);
+    # no NUL and at most 240 bytes: those two are cases of the test above.
     @APP_CASES
-    @given(st.text(st.characters(exclude_characters="/", exclude_categories=("Cs",)), min_size=1, max_size=80))
+    @given(st.text(st.characters(exclude_characters="/\0", exclude_categories=("Cs",)), min_size=1, max_size=60))
     def check(name):
         record("app sidebar store path")
         widget(at.sidebar.text_input, "Store").set_value(f"{folder}/{name}").run()
@@ -318,9 +325,10 @@ def test_extract_store_as_names_are_saved_verbatim_and_shown_literally(tiny_llam
     widget(at.radio, "Model from").set_value("folder").run()
     widget(at.text_input, "Model folder").set_value(str(tiny_llama)).run()
     registry = ui_support.job_registry()
-    names = [HOSTILE[0], HOSTILE[2], SEED_MODEL]
-    for name in names:
+    # (token position, name): each position is another model identity, so each name is new.
+    for position, name in [("last", SEED_MODEL), ("last", HOSTILE[0]), ("first", HOSTILE[2]), ("mean", "   ")]:
         record("app extract store-as name")
+        widget(at.selectbox, "Token position").set_value(position).run()
         widget(at.text_input, "Store as").set_value(name).run()
         widget(at.button, "Extract").click().run()
         snapshot = registry.get(str(store_path)).wait(120)
@@ -331,27 +339,20 @@ def test_extract_store_as_names_are_saved_verbatim_and_shown_literally(tiny_llam
             assert any("different model named 'seed'" in m for m in messages(at.main.error)), said(at)
         else:
             assert snapshot.state == "done", snapshot.message
-            assert literal_in(f"extract {name}: finished", at.main.success), messages(at.main.success)
+            shown_name = name.strip() or str(tiny_llama)  # the job is labelled with the spec
+            assert literal_in(f"extract {shown_name}: finished", at.main.success), messages(at.main.success)
         registry.forget(str(store_path))
-        # Each name is a new model of the same weights: the first is extracted, the second reuses it.
-    record("app extract store-as name")
-    widget(at.text_input, "Store as").set_value("   ").run()
-    widget(at.button, "Extract").click().run()
-    assert registry.get(str(store_path)).wait(120).state == "done"
-    registry.forget(str(store_path))
-    store = Store(store_path)
-    stored = set(store.model_names())
-    assert {SEED_MODEL, HOSTILE[0]} <= stored, stored
-    assert "   " not in stored and "" not in stored
+    stored = Store(store_path).model_names()
+    assert sorted(stored) == sorted([SEED_MODEL, HOSTILE[0], HOSTILE[2], f"{tiny_llama}:mean"])
     for vectors, again in zip(seed_before, seed_vectors(store_path), strict=True):
         np.testing.assert_array_equal(vectors, again)
     # The sidebar offers the stored names as they are; Home shows the chosen one literally.
     at.run()
-    assert HOSTILE[0] in widget(at.sidebar.selectbox, "Model").options
-    widget(at.sidebar.selectbox, "Model").set_value(HOSTILE[0]).run()
+    assert set(stored) == set(widget(at.sidebar.selectbox, "Model").options)
+    widget(at.sidebar.selectbox, "Model").set_value(HOSTILE[2]).run()
     at.switch_page("pages/home.py").run()
     assert_clean(at)
-    assert literal_in(f"Results: {HOSTILE[0]} on {PAPER_SET_NAME}", at.subheader)
+    assert literal_in(f"Results: {HOSTILE[2]} on {PAPER_SET_NAME}", at.subheader), [h.value for h in at.subheader]
 
 
 # -- Stimuli: carrier upload ------------------------------------------------------------------------
@@ -449,7 +450,8 @@ def test_carrier_upload_parser_on_any_bytes(data, suffix):
 
 
 @PARSER_CASES
-@given(rows=st.lists(st.lists(st.text(st.characters(exclude_categories=("Cs",)), max_size=20), min_size=1, max_size=3),
+@given(rows=st.lists(st.lists(st.text(st.characters(exclude_characters="\0", exclude_categories=("Cs",)), max_size=20),
+                              min_size=1, max_size=3),
                      min_size=1, max_size=8))
 def test_carrier_csv_round_trip(rows):
     """Any CSV a spreadsheet writes: the carrier column comes back cell for cell."""
@@ -459,7 +461,7 @@ def test_carrier_csv_round_trip(rows):
     csv.writer(buffer).writerows(rows)
     result = ds.read_carrier_upload("carriers.csv", buffer.getvalue().encode())
     assert result.carriers == [row[0] for row in rows[1:]]
-    assert result.ok == (not ds.carrier_problems(result.carriers))
+    assert result.ok == (not carrier_problems(result.carriers))
 
 
 def test_problems_are_capped_for_display():
@@ -481,7 +483,7 @@ def test_stimuli_text_area_bad_and_hostile_text(store_path, monkeypatch):
     bad = {
         "": "no carrier sentences", "no placeholder here": "has no {n}", "{n}{n}": "2 {n} placeholders",
         "A {n}\n\nB {n}": "line 2 is empty", LONG + " {n}": f"under {MAX_CARRIER_CHARS}",
-        "\n".join(HOSTILE): "line 1 has no {n}", "{N} {{n}} { n }": "has no {n}",
+        "\n".join(HOSTILE): "line 1 has no {n}", "{N} { n } {m}": "has no {n}",
     }
     for text, expected in bad.items():
         record("app stimuli carrier text")
@@ -516,16 +518,18 @@ def test_carrier_text_parser_on_any_text(text):
     if result.ok:
         assert all(c.count(PLACEHOLDER) == 1 and len(c) <= MAX_CARRIER_CHARS for c in result.carriers)
         assert len(set(result.carriers)) == len(result.carriers)
+        StimulusSet("typed", tuple(result.carriers), (7,))
     else:
-        assert result.problems or not result.carriers
+        with pytest.raises(StimulusError):
+            StimulusSet("typed", tuple(result.carriers), (7,))
 
 
 BAD_MAGNITUDES = {
     "": "empty magnitude spec", "abc": "cannot read", "10-1": "runs backwards", "0": "not positive",
     "-5": "not positive", "1e3": "cannot read", "1.5": "cannot read", "1,,2": "cannot read",
-    "99999999999999": "too large", "9" * 5000: "out of range", "1-2000000": "over a million",
+    "99999999999999": "out of range", "9" * 5000: "out of range", "1-2000000": "over a million",
     "1-1000000,1000001-2000000": "over a million", "1 - 2 - 3": "cannot read",
-    HOSTILE[0]: "cannot read", HOSTILE[1]: "cannot read", "１２３": "cannot read",
+    HOSTILE[0]: "cannot read", HOSTILE[1]: "cannot read", "1-5,x": "cannot read",
 }
 
 
@@ -573,7 +577,7 @@ def test_magnitude_spec_parser(spec):
         assert str(error)
         return
     assert values == sorted(set(values)) and 1 <= len(values) <= 1_000_000
-    assert 1 <= values[0] and values[-1] <= MAX_MAGNITUDE
+    assert values[0] >= 1 and values[-1] <= MAX_MAGNITUDE
 
 
 @PARSER_CASES
@@ -589,6 +593,7 @@ def test_magnitude_range_parser(first, last, step):
 
 
 def test_stimuli_set_name(store_path, monkeypatch):
+    seed_before = seed_vectors(store_path)
     at = open_app(store_path, monkeypatch, page="pages/stimuli.py")
     widget(at.radio, "Carriers from").set_value("type").run()
     widget(at.text_area, "One sentence per line, {n} where the number goes").set_value("I have {n} pens.").run()
@@ -620,7 +625,7 @@ def test_stimuli_set_name(store_path, monkeypatch):
         assert Store(store_path).stimulus_set(name).carriers == ("I have {n} pens.",)
     at.switch_page("pages/extract.py").run()
     assert set(HOSTILE) <= set(widget(at.main.selectbox, "Stimulus set").options)
-    for vectors, again in zip(seed_vectors(store_path), seed_vectors(store_path), strict=True):
+    for vectors, again in zip(seed_before, seed_vectors(store_path), strict=True):
         np.testing.assert_array_equal(vectors, again)
     assert Store(store_path).model_names() == [SEED_MODEL]
 
@@ -658,7 +663,7 @@ BAD_COUNTS = {
     "missing count": (b"number,count\n1,2\n5\n", "on line 3 is not an integer"),
     "extra fields": (b"number,count\n1,2,3,4\n", "fields"),
     "thousands separator": (b"number,count\n1,000,5\n", "fields"),
-    "hostile markup": ("number,count\n<script>alert(1)</script>,1\n".encode(), "is not an integer"),
+    "hostile markup": (b"number,count\n<script>alert(1)</script>,1\n", "is not an integer"),
 }
 
 
@@ -680,7 +685,8 @@ def test_frequency_counts_upload_bad_files(store_path, monkeypatch):
 
 def test_frequency_source_names_and_provenance_shown_literally(store_path, monkeypatch):
     at = open_app(store_path, monkeypatch, page="pages/frequency.py")
-    good = b"# counted by hand: [click](javascript:alert(1)) <b>bold</b>\nnumber,count\n1,10\n2,5\n3,1\n"
+    rows = "".join(f"{n},{1000 // n}\n" for n in PAPER_MAGNITUDES)
+    good = f"# counted by hand: [click](javascript:alert(1)) <b>bold</b>\nnumber,count\n{rows}".encode()
     at.file_uploader[0].set_value(("<img src=x onerror=alert(1)>.csv", good, "text/csv")).run()
     before = contents(store_path)
     for name, expected in {"   ": "needs a name", "wordfreq": "built-in source", LONG: "at most 100"}.items():
@@ -701,7 +707,7 @@ def test_frequency_source_names_and_provenance_shown_literally(store_path, monke
     assert_clean(at)
     # The source's note quotes the file name and its comment: shown as text, not as a link or HTML.
     assert literal_in("<img src=x onerror=alert(1)>.csv: counted by hand: [click](javascript:alert(1)) <b>bold</b>",
-                      at.main.caption), [c.value for c in at.main.caption]
+                      at.main.get("caption")), [c.value for c in at.main.get("caption")]
     assert literal_in(f"Distribution of the counts ({HOSTILE[2].strip()})", at.subheader)
     stored = Store(store_path).list_frequency_sources()
     assert set(stored["name"]) == {SEED_SOURCE, *(name.strip() for name in HOSTILE)}
@@ -762,6 +768,8 @@ def test_counts_csv_parser_on_any_bytes(data):
         source = read_counts_csv(data, name="x", origin="upload.csv")
     except FrequencyError as error:
         assert str(error).startswith("upload.csv: "), str(error)
+        if "negative" in str(error):  # not a misread of a number too large for 64 bits
+            assert b"-" in data, str(error)
         return
     counts = source.counts
     assert counts["number"].is_unique and counts["number"].is_monotonic_increasing
@@ -829,27 +837,44 @@ def _python_files() -> list[Path]:
             *sorted((ROOT / "magdash").rglob("*.py"))]
 
 
+def _raw_html_uses(path: Path) -> list[str]:
+    """Calls and imports in a file that would put raw HTML on a page: st.html, components.html,
+    any unsafe_allow_html= other than False, and the streamlit.components module."""
+    found = []
+    label = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        where = f"{label}:{getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "html":
+                found.append(f"{where}: {ast.unparse(node.func)}(...)")
+            for keyword in node.keywords:
+                harmless = isinstance(keyword.value, ast.Constant) and keyword.value.value is False
+                if keyword.arg in ("unsafe_allow_html", "unsafe_allow_javascript") and not harmless:
+                    found.append(f"{where}: {keyword.arg}={ast.unparse(keyword.value)}")
+        elif isinstance(node, ast.Import):
+            found += [f"{where}: import {a.name}" for a in node.names if a.name.startswith("streamlit.components")]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [f"{node.module}.{a.name}" for a in node.names]
+            found += [f"{where}: from {node.module} import ..." for n in names if n.startswith("streamlit.components")]
+    return found
+
+
 def test_no_page_or_module_renders_raw_html():
-    offenders = []
-    for path in _python_files():
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
-            where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}"
-            if isinstance(node, ast.Call):
-                func = node.func
-                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-                if name == "html" or (name == "markdown" and isinstance(func, ast.Attribute) and func.value is not None
-                                      and getattr(func.value, "id", "") in ("components",)):
-                    offenders.append(f"{where}: {ast.unparse(func)}(...)")
-                for keyword in node.keywords:
-                    if keyword.arg in ("unsafe_allow_html", "unsafe_allow_javascript"):
-                        offenders.append(f"{where}: {keyword.arg}=")
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
-                if any(module.startswith("streamlit.components") for module in modules):
-                    offenders.append(f"{where}: imports streamlit.components")
+    files = _python_files()
+    assert {"app.py", "ui_support.py", "home.py", "stimuli.py", "store.py"} <= {path.name for path in files}
+    offenders = [use for path in files for use in _raw_html_uses(path)]
     assert not offenders, offenders
-    assert len(_python_files()) > 20  # the walk saw the pages and the package
+
+
+def test_the_raw_html_check_finds_what_it_looks_for(tmp_path):
+    probe = tmp_path / "page.py"
+    probe.write_text(
+        "import streamlit as st\nimport streamlit.components.v1 as components\n"
+        "st.html('<b>x</b>')\nst.markdown(x, unsafe_allow_html=True)\ncomponents.html(x)\n"
+        "st.markdown(x, unsafe_allow_html=False)\n",
+        encoding="utf-8",
+    )
+    assert len(_raw_html_uses(probe)) == 4
 
 
 def test_server_config_binds_to_localhost_and_caps_uploads():

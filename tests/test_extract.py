@@ -69,6 +69,16 @@ def test_padding_does_not_change_vectors(tiny_mistral, position, padding_side):
         np.testing.assert_allclose(batched[row], alone, atol=2e-5)
 
 
+def test_stored_vectors_under_a_new_name_register_that_name(tiny_llama, tmp_path):
+    from magdash.store import Store
+
+    store = Store(tmp_path / "store.duckdb")
+    extract(str(tiny_llama), SMALL_SET, store, name="first", device="cpu")
+    again = extract(str(tiny_llama), SMALL_SET, store, name="second", device="cpu")
+    assert again.extracted == 0 and store.model_names() == ["first", "second"]
+    np.testing.assert_array_equal(store.read_layer("second", "small", 2).vectors, store.read_layer("first", "small", 2).vectors)
+
+
 def test_extract_is_content_addressed_and_resumes(tiny_llama, tmp_path):
     from magdash.store import Store
 

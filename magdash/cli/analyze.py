@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from magdash.cli.common import add_store_option, flagged_layer_warnings, open_store, print_json, warn
+from magdash.cli.common import add_store_option, check_seed, flagged_layer_warnings, open_store, print_json, warn
 from magdash.errors import AnalysisError
 
 
@@ -87,7 +87,7 @@ def _params(args: argparse.Namespace):
         measures=tuple(_split(args.measures, str, "--measures")),
         core_layers=None if args.core is None else tuple(parse_layer_range(args.core)),
         n_boot=args.n_boot,
-        seed=args.seed,
+        seed=check_seed(args.seed),
         window=_window(args.window),
         boundary=tuple(_split(args.boundary, float, "--boundary")),
         bootstrap_layers=args.bootstrap_layers,

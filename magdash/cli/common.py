@@ -31,6 +31,13 @@ def check_name(name: str | None, option: str, example: str) -> str | None:
     return name
 
 
+def check_seed(seed: int) -> int:
+    """A bootstrap seed from the command line: NumPy's generators take only seeds >= 0."""
+    if seed < 0:
+        raise MagdashError(f"--seed must be 0 or more, got {seed}")
+    return seed
+
+
 def open_store(args: argparse.Namespace):
     from magdash.store import Store
 

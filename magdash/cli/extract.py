@@ -70,12 +70,13 @@ def named_stimulus_set(args: argparse.Namespace, store) -> StimulusSet:
 
 
 def run(args: argparse.Namespace) -> int:
-    from magdash.extract import extract
-
     check_name(args.name, "--name", "llama3-8b")
     custom = custom_stimulus_set(args)
     store = open_store(args)
     stimuli = custom or named_stimulus_set(args, store)
+    # Imported only now: torch takes seconds to import, and bad input needs no model.
+    from magdash.extract import extract
+
     bar = None
 
     def progress(done: int, total: int) -> None:

@@ -6,7 +6,7 @@ import argparse
 import math
 from pathlib import Path
 
-from magdash.cli.common import add_store_option, flagged_layer_warnings, open_store, print_json, warn
+from magdash.cli.common import add_store_option, check_seed, flagged_layer_warnings, open_store, print_json, warn
 from magdash.errors import AnalysisError
 
 
@@ -171,7 +171,7 @@ def run_corr(args: argparse.Namespace) -> int:
     layers = parse_layer_range(args.layers) if args.layers else None
     source = load_source(args.source, store)
     table = e5_from_store(store, args.model, source, stimuli=args.stimuli, layers=layers,
-                          n_boot=args.n_boot, seed=args.seed, missing=args.missing)
+                          n_boot=args.n_boot, seed=check_seed(args.seed), missing=args.missing)
     summary = e5_summary(table)
     warn(flagged_layer_warnings(store, [args.model], store.resolve_stimuli(args.model, args.stimuli)))
     if args.json:

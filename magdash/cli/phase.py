@@ -11,7 +11,7 @@ import argparse
 import math
 from pathlib import Path
 
-from magdash.cli.common import add_store_option, open_store, print_json, warn
+from magdash.cli.common import add_store_option, check_seed, open_store, print_json, warn
 from magdash.errors import AnalysisError
 
 
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if args.n_boot < 0:
         raise AnalysisError("--n-boot must be 0 or more")
     store = open_store(args)
-    options = {"n_boot": args.n_boot, "seed": args.seed, "use_cache": not args.no_cache}
+    options = {"n_boot": args.n_boot, "seed": check_seed(args.seed), "use_cache": not args.no_cache}
     if args.prompts is not None:
         text = _read_prompts(args.prompts)
         main, control = _texts_results(args, text, store, options)

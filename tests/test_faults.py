@@ -1,0 +1,499 @@
+"""Faults during extraction: SIGKILL at random points, a full disk, running out of memory.
+
+Every fault must leave a store that opens and is consistent (one row per item in ``done`` and
+in every layer's vector table, vectors only for done items), and a resumed run must end with
+exactly the store of a clean run: the same rows everywhere and bitwise-equal vectors.
+
+The child processes run ``tests/fault_child.py``, which flushes every batch (so kills land
+inside write transactions often), logs its phases for the parent, and can limit the file size
+(a full disk without root) or the address space (running out of memory).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+from magdash.errors import MagdashError
+from magdash.stimuli import PAPER_CARRIERS, StimulusSet, parse_magnitudes
+from magdash.store import Store, vector_table
+
+REPO = Path(__file__).resolve().parents[1]
+SET_NAME = "faults"
+MAGNITUDES = "1-100"  # x the paper's 5 carriers = 500 sentences
+BATCH = 8
+STIMULI = StimulusSet(SET_NAME, PAPER_CARRIERS, tuple(parse_magnitudes(MAGNITUDES)))
+N_ITEMS = len(STIMULI.items)
+KILLS = 20
+CHILD_TIMEOUT_S = 300
+
+
+# -- child processes -----------------------------------------------------------------------
+
+
+def _extract_args(model: Path, store: Path, *, batch: int = BATCH, magnitudes: str = MAGNITUDES) -> list[str]:
+    return [
+        "extract", "--model", str(model), "--stimuli", SET_NAME, "--magnitudes", magnitudes,
+        "--batch-size", str(batch), "--device", "cpu", "--quiet", "--store", str(store),
+    ]
+
+
+def _child_command(args: list[str], *, events: Path | None = None, fsize: int | None = None,
+                   as_headroom: int | None = None) -> list[str]:
+    command = [sys.executable, "-m", "tests.fault_child"]
+    if events is not None:
+        command += ["--events", str(events)]
+    if fsize is not None:
+        command += ["--fsize", str(fsize)]
+    if as_headroom is not None:
+        command += ["--as-headroom", str(as_headroom)]
+    return command + ["--", *args]
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    return env
+
+
+def _run_child(args: list[str], **options) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        _child_command(args, **options), cwd=REPO, env=_child_env(), capture_output=True, text=True,
+        timeout=CHILD_TIMEOUT_S,
+    )
+
+
+def _read_events(path: Path) -> list[tuple[float, str, str]]:
+    """(wall time, event, argument) per line the child wrote; a torn last line is left out."""
+    if not path.exists():
+        return []
+    events = []
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            events.append((float(parts[0]), parts[1], parts[2] if len(parts) > 2 else ""))
+    return events
+
+
+# -- reading stores (only while no child runs) ------------------------------------------------
+
+
+def _done_count(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with duckdb.connect(str(path), read_only=True) as connection:
+        tables = {r[0] for r in connection.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        if "done" not in tables:
+            return 0
+        return connection.execute("SELECT count(*) FROM done").fetchone()[0]
+
+
+def _snapshot(path: Path) -> dict[str, list[tuple]]:
+    """Every table's rows, sorted, without timestamp columns (read-only)."""
+    snapshot = {}
+    with duckdb.connect(str(path), read_only=True) as connection:
+        tables = [r[0] for r in connection.execute(
+            "SELECT table_name FROM duckdb_tables() ORDER BY table_name").fetchall()]
+        for table in tables:
+            columns = [r[0] for r in connection.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE table_name = ? "
+                "AND data_type NOT LIKE 'TIMESTAMP%' ORDER BY column_index", [table]).fetchall()]
+            listed = ", ".join(f'"{c}"' for c in columns)
+            snapshot[table] = connection.execute(f'SELECT {listed} FROM "{table}" ORDER BY ALL').fetchall()
+    return snapshot
+
+
+def _consistency_problems(path: Path) -> list[str]:
+    """What is inconsistent in a store: duplicates, vectors without done or done without vectors."""
+    problems = []
+    with duckdb.connect(str(path), read_only=True) as connection:
+        tables = {r[0] for r in connection.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        models = connection.execute("SELECT name, model_id, layer_labels FROM models").fetchall()
+        total, distinct = connection.execute(
+            "SELECT count(*), count(DISTINCT (model_id, item_key)) FROM done").fetchone()
+        if total != distinct:
+            problems.append(f"done has {total} rows for {distinct} items")
+        orphans = connection.execute(
+            "SELECT count(*) FROM done WHERE item_key NOT IN (SELECT item_key FROM stimulus_items)").fetchone()[0]
+        if orphans:
+            problems.append(f"{orphans} done rows name no stimulus item")
+        for name, model_id, labels in models:
+            done = {r[0] for r in connection.execute(
+                "SELECT item_key FROM done WHERE model_id = ?", [model_id]).fetchall()}
+            n_layers = len(json.loads(labels))
+            for layer in range(n_layers):
+                table = vector_table(model_id, layer)
+                if table not in tables:
+                    if done:
+                        problems.append(f"{name} layer {layer}: no vector table but {len(done)} done items")
+                    continue
+                rows, keys = connection.execute(
+                    f"SELECT count(*), count(DISTINCT item_key) FROM {table}").fetchone()
+                if rows != keys:
+                    problems.append(f"{name} layer {layer}: {rows} rows for {keys} items (duplicates)")
+                stored = {r[0] for r in connection.execute(f"SELECT item_key FROM {table}").fetchall()}
+                if stored != done:
+                    problems.append(
+                        f"{name} layer {layer}: {len(stored - done)} vectors without done, "
+                        f"{len(done - stored)} done items without a vector")
+    return problems
+
+
+def _assert_same_as_clean(clean: Path, other: Path, context: str = "") -> None:
+    """Same rows in every table, one row per item everywhere, and bitwise-equal vectors."""
+    assert _consistency_problems(other) == [], context
+    expected, got = _snapshot(clean), _snapshot(other)
+    assert sorted(got) == sorted(expected), f"tables differ {context}"
+    for table in expected:
+        assert len(got[table]) == len(expected[table]), f"{table}: {len(got[table])} rows, clean has {len(expected[table])} {context}"
+        assert got[table] == expected[table], f"{table} differs from the clean run {context}"
+    with duckdb.connect(str(other), read_only=True) as connection:
+        assert connection.execute("SELECT count(*) FROM done").fetchone()[0] == N_ITEMS, context
+    clean_store, other_store = Store(clean), Store(other)
+    (name,) = clean_store.model_names()
+    assert other_store.model_names() == [name]
+    for a, b in zip(clean_store.read_layers(name, SET_NAME), other_store.read_layers(name, SET_NAME), strict=True):
+        assert a.vectors.shape == b.vectors.shape == (len(STIMULI.magnitudes), len(STIMULI.carriers), a.vectors.shape[2])
+        assert np.array_equal(a.vectors.view(np.uint32), b.vectors.view(np.uint32)), f"layer {a.layer} {context}"
+    exported_a, exported_b = clean_store.export_arrays(name, SET_NAME), other_store.export_arrays(name, SET_NAME)
+    assert np.array_equal(exported_a["per_carrier"].view(np.uint32), exported_b["per_carrier"].view(np.uint32))
+
+
+# -- the clean run ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def clean_store(tiny_llama, tmp_path_factory) -> Path:
+    """The clean run's store, extracted in this process (child processes give the same bits)."""
+    from magdash.extract import extract
+
+    path = tmp_path_factory.mktemp("clean") / "clean.duckdb"
+    result = extract(str(tiny_llama), STIMULI, Store(path), batch_size=BATCH, device="cpu")
+    assert (result.extracted, result.already_stored) == (N_ITEMS, 0)
+    assert _consistency_problems(path) == []
+    assert _done_count(path) == N_ITEMS
+    return path
+
+
+# -- SIGKILL ------------------------------------------------------------------------------------
+
+# How long each phase of a child usually takes, until children have been timed: from the start
+# of the process to the harness's first line, from there to the model load (imports, store,
+# stimuli), the load (torch and transformers imports, weights), from the load to the end of the
+# first write, and one write transaction.
+_DEFAULT_GAPS = {"popen": 0.15, "start": 0.8, "load-begin": 4.0, "loaded": 0.3, "write-begin": 0.05}
+
+
+class _PhaseTimes:
+    """Lengths of the phases after each anchor event, measured on the children so far."""
+
+    def __init__(self):
+        self.samples: dict[str, list[float]] = {anchor: [] for anchor in _DEFAULT_GAPS}
+
+    def gap(self, anchor: str) -> float:
+        samples = self.samples[anchor]
+        return float(np.median(samples)) if samples else _DEFAULT_GAPS[anchor]
+
+    def learn(self, started: float, events: list[tuple[float, str, str]]) -> None:
+        first = {}
+        for t, name, _ in events:
+            first.setdefault(name, t)
+        writes = [(b, e) for (b, nb, _), (e, ne, _) in zip(events, events[1:], strict=False) if nb == "write-begin" and ne == "write-end"]
+        if "start" in first:
+            self.samples["popen"].append(first["start"] - started)
+        if "start" in first and "load-begin" in first:
+            self.samples["start"].append(first["load-begin"] - first["start"])
+        if "load-begin" in first and "loaded" in first:
+            self.samples["load-begin"].append(first["loaded"] - first["load-begin"])
+        if "loaded" in first and writes:
+            self.samples["loaded"].append(writes[0][1] - first["loaded"])
+        self.samples["write-begin"] += [e - b for b, e in writes]
+
+
+def _kill_at(args: list[str], events: Path, anchor: str, count: int, extra: float, log: Path) -> dict:
+    """Start a child, SIGKILL it ``extra`` s after its ``count``-th ``anchor`` event; what happened."""
+    with open(log, "w") as output:
+        started = time.time()
+        process = subprocess.Popen(_child_command(args, events=events), cwd=REPO, env=_child_env(),
+                                   stdout=output, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + CHILD_TIMEOUT_S
+            if anchor != "popen":
+                while process.poll() is None and time.monotonic() < deadline:
+                    if sum(1 for _, name, _ in _read_events(events) if name == anchor) >= count:
+                        break
+                    time.sleep(0.005)
+            end = time.monotonic() + extra
+            while process.poll() is None and time.monotonic() < end:
+                time.sleep(min(0.005, max(0.0, end - time.monotonic())))
+            killed_at = time.time() - started
+            if process.poll() is None:
+                process.send_signal(signal.SIGKILL)
+            returncode = process.wait(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    seen = _read_events(events)
+    return {
+        "anchor": f"{anchor}#{count}" if anchor == "write-begin" else anchor,
+        "extra_ms": round(extra * 1000), "at_s": round(killed_at, 2), "started": started,
+        "phase": seen[-1][1] if seen else "interpreter", "rc": returncode, "events": seen,
+        "writes": _writes(seen),
+        "output": log.read_text()[-2000:] if returncode != -signal.SIGKILL else "",
+    }
+
+
+def _writes(events: list[tuple[float, str, str]]) -> list[tuple[int, int | None]]:
+    """(items handed to write_vectors, items it wrote or None when the write never ended) per write."""
+    writes: list[tuple[int, int | None]] = []
+    for _, name, argument in events:
+        if name == "write-begin":
+            writes.append((int(argument), None))
+        elif name == "write-end" and writes:
+            writes[-1] = (writes[-1][0], int(argument))
+    return writes
+
+
+def _accounting_problems(writes: list[tuple[int, int | None]], stored_before: int, stored_after: int) -> list[str]:
+    """Did a run store only what was missing, each committed batch once?
+
+    Every write that returned must have written all it was handed (``write_vectors`` skips
+    items already stored, so fewer means the run redid stored work), and what the run added
+    to the store is its returned writes, plus the last batch when the kill came after its commit.
+    """
+    problems = [f"wrote {w} of {h} handed" for h, w in writes if w is not None and w != h]
+    returned = sum(w for _, w in writes if w is not None)
+    unfinished = [h for h, w in writes if w is None]
+    possible = {returned} | ({returned + unfinished[-1]} if unfinished else set())
+    if len(unfinished) > 1 or stored_after - stored_before not in possible:
+        problems.append(f"stored {stored_before} -> {stored_after} after writes {writes}")
+    return problems
+
+
+@pytest.mark.slow
+def test_twenty_sigkills_and_resumes_give_exactly_the_clean_store(tiny_llama, clean_store, tmp_path):
+    rng = random.Random(20260405)
+    store = tmp_path / "killed.duckdb"
+    args = _extract_args(tiny_llama, store)
+    startup_anchors = ["popen", "start", "load-begin", "loaded"]
+    phases = _PhaseTimes()
+    kills = []
+    for index in range(KILLS):
+        stored = _done_count(store)
+        writes_left = math.ceil((N_ITEMS - stored) / BATCH)
+        if index < 3 or writes_left < 2 or rng.random() < 0.35:
+            # Interpreter start; imports, store and stimuli; torch import and model load; first batch.
+            anchor = rng.choice(startup_anchors[:3] if index < 3 else startup_anchors)
+            count = 1
+        else:
+            # Inside (mostly) the count-th write transaction; about 1/kills-left of what is missing.
+            anchor = "write-begin"
+            count = rng.randint(1, max(1, min(writes_left - 1, round(2 * writes_left / (KILLS - index)))))
+        extra = rng.random() * phases.gap(anchor)
+        events = tmp_path / f"kill{index:02d}.events"
+        record = _kill_at(args, events, anchor, count, extra, tmp_path / f"kill{index:02d}.log")
+        record["stored_before"], record["stored"] = stored, _done_count(store)
+        phases.learn(record["started"], record["events"])
+        kills.append(record)
+
+    table = "\n".join(
+        f"kill {i:2d}: {k['anchor']:<15} +{k['extra_ms']:4d} ms at {k['at_s']:5.2f} s, phase {k['phase']:<11} "
+        f"rc {k['rc']}, stored {k['stored_before']} -> {k['stored']}" for i, k in enumerate(kills)
+    )
+    (tmp_path / "kills.txt").write_text(table + "\n")  # kept by pytest for a look after the run
+    crashed = [(i, k["rc"], k["output"]) for i, k in enumerate(kills) if k["rc"] != -signal.SIGKILL]
+    assert crashed == [], f"children that were not killed but ended on their own:\n{table}"
+    progress = [k["stored"] for k in kills]
+    assert progress == sorted(progress), f"a kill lost stored items:\n{table}"
+    assert sum(p == 0 for p in progress) >= 2, f"too few kills before anything was stored:\n{table}"
+    assert sum(0 < p < N_ITEMS for p in progress) >= 5, f"too few kills mid-run:\n{table}"
+    assert sum(k["phase"] == "write-begin" for k in kills) >= 3, f"too few kills inside a write:\n{table}"
+    assert sum(k["phase"] in ("interpreter", "start", "load-begin") for k in kills) >= 3, \
+        f"too few kills during start-up and model load:\n{table}"
+    assert progress[-1] < N_ITEMS, f"the kills left nothing for the last run:\n{table}"
+    for index, kill in enumerate(kills):
+        problems = _accounting_problems(kill["writes"], kill["stored_before"], kill["stored"])
+        assert problems == [], f"kill {index}: {problems}\n{table}"
+
+    events = tmp_path / "final.events"
+    final = _run_child(args, events=events)
+    assert final.returncode == 0, final.stderr[-3000:]
+    assert f"extracted {N_ITEMS - progress[-1]} sentences ({progress[-1]} were stored)" in final.stdout, final.stdout
+    final_writes = _writes(_read_events(events))
+    assert all(w is not None for _, w in final_writes), final_writes
+    assert _accounting_problems(final_writes, progress[-1], N_ITEMS) == []
+    _assert_same_as_clean(clean_store, store, context=f"\n{table}")
+
+
+# -- disk full ------------------------------------------------------------------------------------
+
+_ERROR_LINE = re.compile(r"^magdash: error: .+")
+
+
+def _assert_reports_disk_full(result: subprocess.CompletedProcess) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    observed = f"rc {result.returncode}, stderr:\n{result.stderr[-4000:]}"
+    assert result.returncode == 2, observed
+    assert "Traceback" not in result.stderr, observed
+    assert len(lines) == 1 and _ERROR_LINE.match(lines[0]), observed
+    message = lines[0].lower()
+    assert re.search(r"disk is full|no space|could not write|cannot write", message), observed
+    assert "kept" in message, observed  # what was stored is kept
+    assert "free" in message or "--store" in message, observed  # what to do
+    return lines[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("fsize", "when"),
+    [
+        # Bytes a file may hold: the store's file cannot even be created.
+        (5_000, "creating the store"),
+        # The first transaction (the schema) cannot reach the write-ahead log.
+        (13_000, "the first transaction"),
+        # DuckDB's checkpoints stop at the limit, the write-ahead log grows to it mid-run.
+        (300_000, "mid-run"),
+    ],
+)
+def test_a_full_disk_is_reported_and_the_store_stays_usable(tiny_llama, clean_store, tmp_path, fsize, when, capsys):
+    store = tmp_path / "full.duckdb"
+    events = tmp_path / "full.events"
+    args = _extract_args(tiny_llama, store)
+    result = _run_child(args, events=events, fsize=fsize)
+    _assert_reports_disk_full(result)
+    writes = _writes(_read_events(events))
+    stored = 0
+    if store.exists():
+        assert _consistency_problems(store) == [], f"{when}: {result.stderr[-2000:]}"
+        stored = _done_count(store)
+    if when == "mid-run":
+        assert 0 < stored < N_ITEMS and any(written is None for _, written in writes), (stored, writes)
+        assert stored == sum(written for _, written in writes if written is not None)
+    # The store opens, and the same command without the limit carries on and completes.
+    Store(store)
+    from magdash.cli import main
+
+    assert main(args) == 0
+    assert f"({stored} were stored)" in capsys.readouterr().out
+    _assert_same_as_clean(clean_store, store, context=when)
+
+
+# -- out of memory ----------------------------------------------------------------------------------
+
+
+def _failing_model(inner, fail_at: int, fault):
+    """``inner`` whose ``fail_at``-th forward pass calls ``fault`` (which raises)."""
+    import torch
+
+    class FailingModel(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner, self.calls = inner, 0
+
+        def forward(self, input_ids=None, attention_mask=None, position_ids=None):
+            self.calls += 1
+            if self.calls == fail_at:
+                fault()
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids)
+
+        def get_input_embeddings(self):
+            return self.inner.get_input_embeddings()
+
+    return FailingModel()
+
+
+def _raise_memory_error():
+    raise MemoryError()
+
+
+def _raise_cpu_allocator_error():
+    import torch
+
+    torch.empty(1 << 50, dtype=torch.uint8)  # the real "DefaultCPUAllocator: can't allocate memory"
+
+
+def _raise_torch_out_of_memory():
+    import torch
+
+    raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.11 GiB total capacity)")
+
+
+def _raise_other_runtime_error():
+    raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (8x32 and 64x32)")
+
+
+FAIL_AT = 3
+
+
+@pytest.mark.parametrize(
+    "fault", [_raise_memory_error, _raise_cpu_allocator_error, _raise_torch_out_of_memory],
+    ids=["MemoryError", "DefaultCPUAllocator", "torch.OutOfMemoryError"],
+)
+def test_out_of_memory_in_a_forward_pass_is_reported_and_resumable(tiny_llama, clean_store, tmp_path, fault):
+    from magdash.extract import extract
+    from magdash.models import load_model
+
+    loaded = load_model(str(tiny_llama), device="cpu")
+    failing = dataclasses.replace(loaded, model=_failing_model(loaded.model, FAIL_AT, fault))
+    store = Store(tmp_path / "oom.duckdb")
+    with pytest.raises(MagdashError) as raised:
+        extract(failing, STIMULI, store, batch_size=BATCH, device="cpu")
+    message = str(raised.value)
+    assert "out of memory" in message.lower() and "--batch-size" in message, message
+    assert type(raised.value).__name__ != "ExtractionCancelled"
+    # The batches before the failing one are stored, nothing else.
+    assert _done_count(store.path) == (FAIL_AT - 1) * BATCH
+    assert _consistency_problems(store.path) == []
+    resumed = extract(str(tiny_llama), STIMULI, store, batch_size=BATCH, device="cpu")
+    assert (resumed.already_stored, resumed.extracted) == ((FAIL_AT - 1) * BATCH, N_ITEMS - (FAIL_AT - 1) * BATCH)
+    _assert_same_as_clean(clean_store, store.path, context=fault.__name__)
+
+
+def test_other_runtime_errors_are_not_reported_as_out_of_memory(tiny_llama, tmp_path):
+    from magdash.extract import extract
+    from magdash.models import load_model
+
+    loaded = load_model(str(tiny_llama), device="cpu")
+    failing = dataclasses.replace(loaded, model=_failing_model(loaded.model, FAIL_AT, _raise_other_runtime_error))
+    store = Store(tmp_path / "bug.duckdb")
+    with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
+        extract(failing, STIMULI, store, batch_size=BATCH, device="cpu")
+    assert _done_count(store.path) == (FAIL_AT - 1) * BATCH
+    assert _consistency_problems(store.path) == []
+
+
+@pytest.mark.slow
+def test_running_out_of_address_space_in_a_large_batch_is_reported(tmp_path):
+    from tests.conftest import build_tiny_model
+
+    # One block of width 1024: a batch of all 5,000 sentences needs an MLP activation of about
+    # 5,000 x 8 tokens x 2,048 x 4 bytes = 330 MB, well above the 200 MB of headroom left
+    # after the model is loaded; small batches run fine within that headroom.
+    model = build_tiny_model(tmp_path / "wide-llama", "llama", n_blocks=1, hidden=1024)
+    store = tmp_path / "oom.duckdb"
+    args = _extract_args(model, store, batch=5000, magnitudes="1-1000")
+    result = _run_child(args, as_headroom=200 << 20, events=tmp_path / "oom.events")
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    observed = f"rc {result.returncode}, stderr:\n{result.stderr[-4000:]}"
+    assert result.returncode == 2, observed
+    assert "Traceback" not in result.stderr, observed
+    assert len(lines) == 1 and _ERROR_LINE.match(lines[0]), observed
+    assert "out of memory" in lines[0] and "--batch-size" in lines[0], observed
+    assert any(name == "as-limit" for _, name, _ in _read_events(tmp_path / "oom.events"))
+    Store(store)
+    assert _consistency_problems(store) == []
+    assert _done_count(store) == 0
