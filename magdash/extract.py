@@ -331,9 +331,11 @@ def extract(
 
     def flush() -> None:
         nonlocal pending_keys, pending_vectors, last_flush
-        if pending_keys:
-            store.write_vectors(model_id, pending_keys, np.concatenate(pending_vectors))
-        pending_keys, pending_vectors, last_flush = [], [], time.perf_counter()
+        # Taken out first: after a failed write the ``finally`` below must not try it again.
+        keys, vectors, pending_keys, pending_vectors = pending_keys, pending_vectors, [], []
+        if keys:
+            store.write_vectors(model_id, keys, np.concatenate(vectors))
+        last_flush = time.perf_counter()
 
     try:
         for start in range(0, len(order), batch_size):

@@ -82,7 +82,8 @@ def counts_for_magnitudes(
         raise FrequencyError(f"missing must be one of {', '.join(MISSING_POLICIES)}, not {missing!r}")
     series = as_count_series(counts)
     magnitudes = np.asarray(magnitudes, dtype=np.float64)
-    integral = np.isfinite(magnitudes) & (magnitudes == np.round(magnitudes))
+    # Beyond int64 no source has a count (and the cast below would wrap around).
+    integral = np.isfinite(magnitudes) & (magnitudes == np.round(magnitudes)) & (np.abs(magnitudes) < 2.0**63)
     keys = np.where(integral, magnitudes, -1).astype(np.int64)
     found = integral & np.isin(keys, series.index.to_numpy())
     if not found.all() and missing == "error":
@@ -202,7 +203,7 @@ def e5_correlation(
     if seed < 0:
         raise FrequencyError(f"seed must be >= 0, got {seed}")
     log_counts = np.log1p(counts_for_magnitudes(magnitudes, counts, missing))
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # log of 0 or of a negative magnitude
         log_n = np.log(magnitudes)
     tail = (1.0 - confidence) / 2.0 * 100.0
     rows = []

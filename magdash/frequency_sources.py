@@ -316,6 +316,7 @@ def as_count_series(counts: FrequencySource | pd.DataFrame | pd.Series | dict) -
         raise FrequencyError(f"cannot read counts from {type(counts).__name__}")
     series.index = pd.Index(np.asarray(series.index, dtype=np.int64), name="number")
     values = pd.to_numeric(series, errors="coerce")
-    if values.isna().any() or (values < 0).any() or (values != np.round(values)).any():
+    finite = np.isfinite(values.to_numpy(dtype=np.float64, na_value=np.nan))
+    if not finite.all() or (values < 0).any() or (values != np.round(values)).any():
         raise FrequencyError("counts must be whole numbers >= 0")
     return values.astype(np.int64).sort_index().rename("count")

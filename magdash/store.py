@@ -140,6 +140,43 @@ def _is_lock_conflict(error: Exception) -> bool:
     return "lock" in message and ("conflicting" in message or "could not set" in message)
 
 
+def _disk_is_full(error: Exception) -> bool:
+    text = str(error).lower()
+    return "no space left" in text or "file too large" in text or "disk quota" in text
+
+
+# DuckDB writes a main header and two database headers, 4 KiB each, before any data block.
+_DUCKDB_HEADERS_BYTES = 3 * 4096
+
+
+def _remove_if_creation_was_interrupted(path: Path) -> None:
+    """Delete a store file that provably holds no data, so a run killed while creating the store
+    does not block every later run: the file is empty or a DuckDB header cut short, there is no
+    write-ahead log beside it, and no process has it open (DuckDB holds an fcntl lock on it).
+    Any other file is left for DuckDB to open or refuse.
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows: no fcntl, so no safe way to know the file is unused
+        return
+    try:
+        size = path.stat().st_size
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if size >= _DUCKDB_HEADERS_BYTES or Path(f"{path}.wal").exists():
+        return
+    try:
+        with open(path, "rb+") as handle:
+            if size and handle.read(12)[8:12] != b"DUCK":
+                return
+            # Fails while another process holds the file: it is creating the store right now.
+            fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            log.warning("store %s holds no data (its creation was interrupted); starting it afresh", path)
+            path.unlink()
+    except OSError:
+        return
+
+
 def _encode_vectors(vectors: np.ndarray) -> pa.Array:
     """One little-endian float32 blob per row, built without a Python object per row."""
     rows = np.ascontiguousarray(vectors, dtype="<f4")
@@ -215,15 +252,19 @@ class Store:
                     yield connection
                 finally:
                     connection.close()
-            except _STORAGE_ERRORS as error:
-                raise self._storage_error(error) from None
+            except duckdb.Error as error:
+                # A commit that cannot write its log fails as a TransactionException, which
+                # otherwise means a conflict: only the text tells a full disk apart.
+                if isinstance(error, _STORAGE_ERRORS) or _disk_is_full(error):
+                    raise self._storage_error(error) from None
+                raise
 
     def _storage_error(self, error: duckdb.Error) -> StoreError:
         """The message for a failure of the store file itself, saying what was kept and what to do."""
         first_line = str(error).splitlines()[0]
         text = str(error).lower()
         where = repr(str(self.path))
-        if "no space left" in text or "file too large" in text or "disk quota" in text:
+        if _disk_is_full(error):
             return StoreError(
                 f"the disk is full: could not write store {where} ({first_line}). Everything stored "
                 "before this write is kept; free some space (or move the store with --store) and run "
@@ -246,12 +287,19 @@ class Store:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise StoreError(f"cannot create the store folder {str(self.path.parent)!r}: {error.strerror}") from None
+        _remove_if_creation_was_interrupted(self.path)
         deadline = time.monotonic() + self.lock_timeout_s
         delay = 0.02
         while True:
+            existed = self.path.exists()
             try:
                 return duckdb.connect(str(self.path), config=_CONNECTION_CONFIG)
             except duckdb.IOException as error:
+                if _disk_is_full(error):
+                    if not existed:  # a header cut short by the full disk: leave nothing behind
+                        for leftover in (self.path, Path(f"{self.path}.wal")):
+                            leftover.unlink(missing_ok=True)
+                    raise self._storage_error(error) from None
                 if not _is_lock_conflict(error):
                     raise StoreError(
                         f"cannot open store {str(self.path)!r}: it is not a readable DuckDB file "

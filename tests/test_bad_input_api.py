@@ -596,7 +596,7 @@ def _arrays_for(name: str) -> np.ndarray:
 NAME_BATCHES = st.lists(NAMES, min_size=1, max_size=4, unique=True)
 
 
-@settings(max_examples=20)
+@settings(max_examples=12)
 @given(NAME_BATCHES)
 def test_model_names_round_trip_exactly(base_store, base_contents, names):
     with tempfile.TemporaryDirectory() as folder:
@@ -619,7 +619,7 @@ def test_model_names_round_trip_exactly(base_store, base_contents, names):
         assert_nothing_lost(store_contents(path), base_contents)
 
 
-@settings(max_examples=20)
+@settings(max_examples=15)
 @given(NAME_BATCHES)
 def test_stimulus_set_names_round_trip_exactly(base_store, base_contents, names):
     with tempfile.TemporaryDirectory() as folder:
@@ -641,7 +641,7 @@ def test_stimulus_set_names_round_trip_exactly(base_store, base_contents, names)
         assert_nothing_lost(store_contents(path), base_contents)
 
 
-@settings(max_examples=20)
+@settings(max_examples=12)
 @given(NAME_BATCHES)
 def test_frequency_source_names_round_trip(base_store, base_contents, names):
     from magdash.frequency import FrequencySource, load_source, save_source

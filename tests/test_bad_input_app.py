@@ -180,7 +180,8 @@ def _foreign_duckdb(path: Path) -> None:
 NOT_A_STORE = {
     "folder": lambda path, good: path.mkdir(),
     "text file": lambda path, good: path.write_text("just some notes\n"),
-    "empty file": lambda path, good: path.write_bytes(b""),
+    # (An empty file holds no data and becomes a new store: see tests/test_faults.py.)
+    "zeroed file": lambda path, good: path.write_bytes(bytes(40_000)),
     "random bytes": lambda path, good: path.write_bytes(np.random.default_rng(5).bytes(40_000)),
     "truncated store": lambda path, good: path.write_bytes(good.read_bytes()[: good.stat().st_size // 3]),
     "foreign DuckDB file": lambda path, good: _foreign_duckdb(path),
