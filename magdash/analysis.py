@@ -112,6 +112,12 @@ class AnalysisParams:
             )
         if self.n_boot < 0:
             raise AnalysisError(f"--n-boot must be 0 or more, got {self.n_boot}")
+        if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise AnalysisError(f"the seed must be a whole number >= 0, got {self.seed!r}")
+        if self.core_layers is not None and not all(
+            isinstance(layer, (int, np.integer)) for layer in self.core_layers
+        ):
+            raise AnalysisError(f"core layers must be layer indices, got {self.core_layers!r}")
         if not 0 < self.ci < 1:
             raise AnalysisError(f"the confidence level must lie between 0 and 1, got {self.ci}")
         low, high = (float(v) for v in self.window)

@@ -22,8 +22,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from magdash.errors import MagdashError, ModelLoadError
-from magdash.models import LoadedModel, default_name, load_model, resolve_model, transformers_version
-from magdash.stimuli import StimulusItem, StimulusSet, token_indices_for_span
+from magdash.models import (
+    DTYPES,
+    LoadedModel,
+    default_name,
+    load_model,
+    pick_device,
+    resolve_model,
+    transformers_version,
+)
+from magdash.stimuli import POSITIONS, StimulusItem, StimulusSet, token_indices_for_span
 from magdash.store import ModelRecord, Store
 
 log = logging.getLogger(__name__)
@@ -294,10 +302,19 @@ def extract(
     returns with ``cancelled=True``.
     """
     started = time.perf_counter()
+    # Every option is checked before anything is stored, so a refused call leaves no trace.
     if batch_size < 1:
         raise MagdashError("batch size must be at least 1")
     if padding_side not in ("left", "right"):
         raise MagdashError("padding side must be 'left' or 'right'")
+    if position not in POSITIONS:
+        raise MagdashError(f"unknown token position {position!r}: use one of {', '.join(POSITIONS)}")
+    if dtype not in DTYPES:
+        raise MagdashError(f"unknown dtype {dtype!r}: use one of {', '.join(DTYPES)}")
+    if device_map not in (None, "auto"):
+        raise MagdashError(f"unknown device map {device_map!r}: use 'auto' or none")
+    if not isinstance(model, LoadedModel):
+        pick_device(device)
     source = model.source if isinstance(model, LoadedModel) else resolve_model(model, allow_pickle=allow_pickle)
     if isinstance(model, LoadedModel):
         dtype = model.dtype

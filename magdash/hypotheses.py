@@ -48,12 +48,18 @@ def default_core_layers(n_blocks: int) -> list[int]:
     return list(range(n_blocks // 2, n_blocks))
 
 
+MAX_LAYERS = 10_000
+"""More layers than any model has: a longer range is a typo, refused before it is built."""
+
+
 def parse_layer_range(text: str) -> list[int]:
     """Parse ``"START-END"`` (inclusive) or ``"A,B,C"`` into layer indices."""
     text = text.strip()
     try:
         if "-" in text:
             start, end = (int(part) for part in text.split("-", 1))
+            if end - start >= MAX_LAYERS:
+                raise AnalysisError(f"layers {text!r} span more than {MAX_LAYERS} layers; no model has that many")
             layers = list(range(start, end + 1))
         else:
             layers = [int(part) for part in text.split(",") if part.strip()]

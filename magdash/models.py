@@ -206,6 +206,10 @@ def pick_device(device: str = "auto") -> str:
     import torch
 
     if device != "auto":
+        try:
+            torch.device(device)
+        except (RuntimeError, TypeError):
+            raise ModelLoadError(f"unknown device {device!r}: use auto, cpu, cuda, cuda:N or mps") from None
         if device.startswith("cuda") and not torch.cuda.is_available():
             raise ModelLoadError(f"device {device!r} asked for but CUDA is not available: use --device cpu")
         if device == "mps" and not torch.backends.mps.is_available():

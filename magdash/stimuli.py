@@ -111,11 +111,14 @@ def make_item(magnitude: int, carrier_index: int, carrier: str) -> StimulusItem:
     return StimulusItem(magnitude, carrier_index, sentence, start, start + len(number))
 
 
+MAX_SET_NAME_CHARS = 100
+
+
 def validate_set_name(name: str) -> None:
     if not isinstance(name, str) or not name.strip():
         raise StimulusError("a stimulus set needs a non-empty name")
-    if len(name) > 100:
-        raise StimulusError(f"stimulus set name is {len(name)} characters; use at most 100")
+    if len(name) > MAX_SET_NAME_CHARS:
+        raise StimulusError(f"stimulus set name is {len(name)} characters; use at most {MAX_SET_NAME_CHARS}")
 
 
 def carrier_problems(carriers: Sequence[str]) -> list[str]:
@@ -208,9 +211,9 @@ def validate_magnitudes(magnitudes: Iterable[int]) -> list[int]:
     return values
 
 
-def _clip(text: str, limit: int = 60) -> str:
-    """``text`` for a message: whole when short, else its start and how long it is."""
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+def _shown(text: str, limit: int = 60) -> str:
+    """``text`` quoted for a message: whole when short, else its start and how long it is."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text):,} characters)"
 
 
 def _whole_number(digits: str) -> int:
@@ -222,7 +225,7 @@ def _whole_number(digits: str) -> int:
     significant = digits.lstrip("+-").lstrip("0")
     if len(significant) > len(str(MAX_MAGNITUDE)):
         raise StimulusError(
-            f"magnitude {_clip(digits, 20)!r} is out of range: use whole numbers from 1 to {MAX_MAGNITUDE}"
+            f"magnitude {_shown(digits, 20)} is out of range: use whole numbers from 1 to {MAX_MAGNITUDE}"
         )
     return int(digits)
 
@@ -239,22 +242,20 @@ def parse_magnitudes(spec: str) -> list[int]:
         elif match := _RANGE.match(token):
             low, high = _whole_number(match.group(1)), _whole_number(match.group(2))
             if low > high:
-                raise StimulusError(f"range {token!r} runs backwards: write it as {high}-{low}")
-            if high - low > MAX_MAGNITUDE_COUNT:
-                raise StimulusError(f"range {token!r} holds over a million numbers: narrow it")
+                raise StimulusError(f"range {_shown(token)} runs backwards: write it as {high}-{low}")
+            if high - low + 1 > MAX_MAGNITUDE_COUNT:
+                raise StimulusError(f"range {_shown(token)} holds over a million numbers: narrow it")
             values.extend(range(low, high + 1))
         elif match := _NUMBER.match(token):
             values.append(_whole_number(match.group(1)))
         else:
             raise StimulusError(
-                f"cannot read {_clip(token, 30)!r} in magnitude spec {_clip(spec)!r}: "
+                f"cannot read {_shown(token, 30)} in magnitude spec {_shown(spec)}: "
                 "use whole numbers, ranges like 1-1000, commas, or 'paper'"
             )
         # Checked as the list grows, so "1-1000000,1-1000000,..." stops early.
-        if len(values) > MAX_MAGNITUDE_COUNT + 1:
-            raise StimulusError(
-                f"magnitude spec {_clip(spec)!r} lists over a million numbers: narrow it"
-            )
+        if len(values) > MAX_MAGNITUDE_COUNT:
+            raise StimulusError(f"magnitude spec {_shown(spec)} lists over a million numbers: narrow it")
     return validate_magnitudes(values)
 
 

@@ -140,6 +140,12 @@ def _is_lock_conflict(error: Exception) -> bool:
     return "lock" in message and ("conflicting" in message or "could not set" in message)
 
 
+def _is_storage_failure(error: duckdb.Error) -> bool:
+    """A failure of the file rather than of a statement. DuckDB raises its bare ``Error`` for a
+    block whose checksum does not match (a damaged file)."""
+    return isinstance(error, _STORAGE_ERRORS) or type(error) in (duckdb.Error, duckdb.DatabaseError) or _disk_is_full(error)
+
+
 def _disk_is_full(error: Exception) -> bool:
     text = str(error).lower()
     return "no space left" in text or "file too large" in text or "disk quota" in text
@@ -255,7 +261,7 @@ class Store:
             except duckdb.Error as error:
                 # A commit that cannot write its log fails as a TransactionException, which
                 # otherwise means a conflict: only the text tells a full disk apart.
-                if isinstance(error, _STORAGE_ERRORS) or _disk_is_full(error):
+                if _is_storage_failure(error):
                     raise self._storage_error(error) from None
                 raise
 
@@ -278,8 +284,8 @@ class Store:
         if "permission denied" in text or isinstance(error, duckdb.PermissionException):
             return StoreError(f"cannot write store {where}: permission denied; point --store at a file you can write")
         return StoreError(
-            f"store {where} is damaged or unreadable ({first_line}); magdash has not changed it. "
-            "Restore it from a copy, or point --store at another file"
+            f"store {where} is damaged or unreadable ({first_line}); the operation was rolled back. "
+            "Restore the store from a copy, or point --store at another file"
         )
 
     def _open_with_retry(self) -> duckdb.DuckDBPyConnection:
@@ -386,23 +392,13 @@ class Store:
         checkpoints never share cache entries and nothing stored is overwritten.
         """
         with self._transaction() as connection:
-            row = connection.execute(
-                "SELECT model_id, fingerprint, dtype FROM models WHERE name = ?", [record.name]
-            ).fetchone()
-            if row is not None:
-                if row[0] == record.model_id:
-                    return
-                raise StoreError(
-                    f"the store already holds a different model named {record.name!r} "
-                    f"(fingerprint {row[1][:12]}, {row[2]}); pass --name to store this one under another name"
-                )
-            values = asdict(record)
-            values["layer_labels"] = json.dumps(list(record.layer_labels))
-            columns = list(values)
-            connection.execute(
-                f"INSERT INTO models ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                [values[c] for c in columns],
-            )
+            _register_model(connection, record)
+
+    def register(self, stimuli: StimulusSet, record: ModelRecord) -> None:
+        """Register a stimulus set and a model in one transaction: if either is refused, neither is stored."""
+        with self._transaction() as connection:
+            _register_stimulus_set(connection, stimuli)
+            _register_model(connection, record)
 
     def model_record(self, name: str) -> ModelRecord:
         with self._connect() as connection:
@@ -477,33 +473,7 @@ class Store:
     def register_stimulus_set(self, stimuli: StimulusSet) -> None:
         """Store a stimulus set; the same content again is a no-op, a changed one is refused."""
         with self._transaction() as connection:
-            row = connection.execute(
-                "SELECT content_hash FROM stimulus_sets WHERE name = ?", [stimuli.name]
-            ).fetchone()
-            if row is not None:
-                if row[0] == stimuli.content_hash:
-                    return
-                raise StoreError(
-                    f"a different stimulus set named {stimuli.name!r} is already stored; "
-                    "choose another name with --stimuli"
-                )
-            connection.execute(
-                "INSERT INTO stimulus_sets (name, content_hash, carriers, magnitudes) VALUES (?, ?, ?, ?)",
-                [stimuli.name, stimuli.content_hash, json.dumps(list(stimuli.carriers)),
-                 json.dumps(list(stimuli.magnitudes))],
-            )
-            items = pa.table({
-                "set_name": [stimuli.name] * len(stimuli.items),
-                "magnitude": [item.magnitude for item in stimuli.items],
-                "carrier_index": [item.carrier_index for item in stimuli.items],
-                "item_key": [item.key for item in stimuli.items],
-                "sentence": [item.sentence for item in stimuli.items],
-                "span_start": [item.start for item in stimuli.items],
-                "span_end": [item.end for item in stimuli.items],
-            })
-            connection.register("new_items", items)
-            connection.execute("INSERT INTO stimulus_items SELECT * FROM new_items")
-            connection.unregister("new_items")
+            _register_stimulus_set(connection, stimuli)
 
     def stimulus_set(self, name: str) -> StimulusSet:
         with self._connect() as connection:
@@ -753,14 +723,14 @@ class Store:
         digest.update(json.dumps([magnitudes, carriers, layer_labels]).encode())
         fingerprint = f"sha256:{digest.hexdigest()[:32]}"
         model_id = hashlib.sha1(f"{fingerprint}|import".encode()).hexdigest()[:20]
-        stimulus_set = StimulusSet(stimuli or _import_set_name(name, carriers, magnitudes), tuple(carriers), tuple(magnitudes))
-        self.register_stimulus_set(stimulus_set)
+        set_name = stimuli or _import_set_name(name, carriers, magnitudes, fingerprint)
+        stimulus_set = StimulusSet(set_name, tuple(carriers), tuple(magnitudes))
         record = ModelRecord(
             name=name, model_id=model_id, source=source, fingerprint=fingerprint, dtype="float32",
             transformers_version="", architecture="imported", n_blocks=_imported_block_count(layer_labels),
             hidden_size=dim, layer_labels=tuple(layer_labels), position="imported", is_random=False,
         )
-        self.register_model(record)
+        self.register(stimulus_set, record)
         index = {(item.magnitude, item.carrier_index): item.key for item in stimulus_set.items}
         keys = [index[(m, c)] for m in stimulus_set.magnitudes for c in range(n_carriers)]
         order = np.argsort(magnitudes, kind="stable")
@@ -780,6 +750,57 @@ class Store:
             "carriers": np.asarray(layers[0].carriers, dtype=str),
             "layer_labels": np.asarray(record.layer_labels, dtype=str),
         }
+
+
+def _register_model(connection: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:
+    row = connection.execute(
+        "SELECT model_id, fingerprint, dtype FROM models WHERE name = ?", [record.name]
+    ).fetchone()
+    if row is not None:
+        if row[0] == record.model_id:
+            return
+        raise StoreError(
+            f"the store already holds a different model named {record.name!r} "
+            f"(fingerprint {row[1][:12]}, {row[2]}); pass --name to store this one under another name"
+        )
+    values = asdict(record)
+    values["layer_labels"] = json.dumps(list(record.layer_labels))
+    columns = list(values)
+    connection.execute(
+        f"INSERT INTO models ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+        [values[c] for c in columns],
+    )
+
+
+def _register_stimulus_set(connection: duckdb.DuckDBPyConnection, stimuli: StimulusSet) -> None:
+    from magdash.stimuli import PAPER_SET_NAME, paper_stimuli
+
+    if stimuli.name == PAPER_SET_NAME and stimuli.content_hash != paper_stimuli().content_hash:
+        # Every paper extraction and the dashboard's first run look the paper's set up by name.
+        raise StoreError("the name 'paper' is kept for the paper's stimuli: choose another stimulus set name")
+    row = connection.execute("SELECT content_hash FROM stimulus_sets WHERE name = ?", [stimuli.name]).fetchone()
+    if row is not None:
+        if row[0] == stimuli.content_hash:
+            return
+        raise StoreError(
+            f"a different stimulus set named {stimuli.name!r} is already stored; choose another name with --stimuli"
+        )
+    connection.execute(
+        "INSERT INTO stimulus_sets (name, content_hash, carriers, magnitudes) VALUES (?, ?, ?, ?)",
+        [stimuli.name, stimuli.content_hash, json.dumps(list(stimuli.carriers)), json.dumps(list(stimuli.magnitudes))],
+    )
+    items = pa.table({
+        "set_name": [stimuli.name] * len(stimuli.items),
+        "magnitude": [item.magnitude for item in stimuli.items],
+        "carrier_index": [item.carrier_index for item in stimuli.items],
+        "item_key": [item.key for item in stimuli.items],
+        "sentence": [item.sentence for item in stimuli.items],
+        "span_start": [item.start for item in stimuli.items],
+        "span_end": [item.end for item in stimuli.items],
+    })
+    connection.register("new_items", items)
+    connection.execute("INSERT INTO stimulus_items SELECT * FROM new_items")
+    connection.unregister("new_items")
 
 
 def nonfinite_counts_in(summary: pd.DataFrame, name: str, stimuli: str) -> dict[int, int]:
@@ -836,12 +857,14 @@ def _imported_block_count(layer_labels: Sequence[str]) -> int:
     return max(len(layer_labels) - extra, 1)
 
 
-def _import_set_name(name: str, carriers: Sequence[str], magnitudes: Sequence[int]) -> str:
-    from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES, PAPER_SET_NAME
+def _import_set_name(name: str, carriers: Sequence[str], magnitudes: Sequence[int], fingerprint: str) -> str:
+    from magdash.stimuli import MAX_SET_NAME_CHARS, PAPER_CARRIERS, PAPER_MAGNITUDES, PAPER_SET_NAME
 
     if tuple(carriers) == PAPER_CARRIERS and tuple(sorted(magnitudes)) == PAPER_MAGNITUDES:
         return PAPER_SET_NAME
-    return f"{name}-stimuli"
+    derived = f"{name}-stimuli"
+    # A model name too long to carry a set name must not be refused for a name the user never gave.
+    return derived if len(derived) <= MAX_SET_NAME_CHARS else f"import-{fingerprint.removeprefix('sha256:')[:16]}"
 
 
 def validate_import_arrays(
@@ -901,6 +924,17 @@ def validate_import_arrays(
 
 def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """Load an npz without pickle; StoreError for unreadable files or a missing per_carrier."""
+    try:
+        with open(path, "rb") as handle:
+            signature = handle.read(6)
+    except FileNotFoundError:
+        raise StoreError(f"no file {str(path)!r}") from None
+    except (OSError, ValueError) as error:
+        raise StoreError(f"cannot read {str(path)!r}: {getattr(error, 'strerror', None) or error}") from None
+    if signature.startswith(b"\x93NUMPY"):
+        raise StoreError(f"{str(path)!r} is a single .npy array; save the arrays together with numpy.savez")
+    if signature[:4] not in (b"PK\x03\x04", b"PK\x05\x06"):  # a zip archive, as every .npz is
+        raise StoreError(f"{str(path)!r} is not an .npz file (not a zip archive); save it with numpy.savez")
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {key: data[key] for key in data.files}

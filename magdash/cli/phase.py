@@ -56,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.n_boot < 0:
         raise AnalysisError("--n-boot must be 0 or more")
-    store = open_store(args)
     options = {"n_boot": args.n_boot, "seed": check_seed(args.seed), "use_cache": not args.no_cache}
+    store = open_store(args)
     if args.prompts is not None:
         text = _read_prompts(args.prompts)
         main, control = _texts_results(args, text, store, options)
