@@ -25,7 +25,7 @@ from magdash.stimuli import (
     POSITIONS,
     StimulusSet,
     carrier_problems,
-    paper_stimuli,
+    check_reserved_name,
     parse_magnitudes,
     validate_magnitudes,
 )
@@ -145,8 +145,7 @@ def build_stimulus_set(name: str, carriers: Sequence[str], magnitudes: Sequence[
     is the name of the paper's set for anything but the paper's stimuli (the Extract page and the
     first-run protocol rely on that name)."""
     stimuli = StimulusSet(name.strip(), tuple(carriers), tuple(magnitudes))
-    if stimuli.name == PAPER_SET_NAME and stimuli.content_hash != paper_stimuli().content_hash:
-        raise StimulusError(f"the name {PAPER_SET_NAME!r} is kept for the paper's stimuli: choose another name")
+    check_reserved_name(stimuli)
     taken = store is not None and stimuli.name in store.stimulus_set_names()
     if taken and store.stimulus_set(stimuli.name).content_hash != stimuli.content_hash:
         raise StimulusError(f"a different stimulus set named {stimuli.name!r} is already stored: choose another name")

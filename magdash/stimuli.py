@@ -99,6 +99,13 @@ def paper_stimuli() -> StimulusSet:
     return StimulusSet(PAPER_SET_NAME, PAPER_CARRIERS, PAPER_MAGNITUDES)
 
 
+def check_reserved_name(stimuli: StimulusSet) -> None:
+    """Refuse the name 'paper' for any other content: paper extractions and the dashboard's first
+    run look the paper's set up by that name."""
+    if stimuli.name == PAPER_SET_NAME and stimuli.content_hash != paper_stimuli().content_hash:
+        raise StimulusError(f"the name {PAPER_SET_NAME!r} is kept for the paper's stimuli: choose another name")
+
+
 def format_number(magnitude: int) -> str:
     """Numbers are written in plain digits, as in the paper (no separators)."""
     return str(int(magnitude))

@@ -773,11 +773,9 @@ def _register_model(connection: duckdb.DuckDBPyConnection, record: ModelRecord) 
 
 
 def _register_stimulus_set(connection: duckdb.DuckDBPyConnection, stimuli: StimulusSet) -> None:
-    from magdash.stimuli import PAPER_SET_NAME, paper_stimuli
+    from magdash.stimuli import check_reserved_name
 
-    if stimuli.name == PAPER_SET_NAME and stimuli.content_hash != paper_stimuli().content_hash:
-        # Every paper extraction and the dashboard's first run look the paper's set up by name.
-        raise StoreError("the name 'paper' is kept for the paper's stimuli: choose another stimulus set name")
+    check_reserved_name(stimuli)
     row = connection.execute("SELECT content_hash FROM stimulus_sets WHERE name = ?", [stimuli.name]).fetchone()
     if row is not None:
         if row[0] == stimuli.content_hash:

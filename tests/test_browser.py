@@ -9,52 +9,18 @@ missing browser is a failure. No browser is ever downloaded.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, free_port, require_chromium, wait_until_healthy
+
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 FIRST_RUN_TIMEOUT_MS = 300_000
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-def require_chromium() -> None:
-    if Path(CHROMIUM).is_file():
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"CI is set but {CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
-    pytest.skip(f"{CHROMIUM} is not installed; run `apt-get install -y chromium` to run the browser test")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_until_healthy(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited with status {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise RuntimeError(f"streamlit did not answer on {url} within {timeout:.0f} s")
 
 
 @pytest.fixture

@@ -20,11 +20,9 @@ import itertools
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import duckdb
@@ -33,11 +31,9 @@ import pytest
 
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES, PAPER_SET_NAME, paper_stimuli
 from magdash.store import Store, vector_table
+from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, free_port, require_chromium, wait_until_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 BASE_MODEL = "tiny"          # extracted before the test, on the paper's stimuli
 IMPORTED_MODEL = "imported"  # random arrays, imported before the test
 WRITER_MODEL = "tiny-wide"   # what the CLI writer extracts during the test
@@ -208,34 +204,6 @@ PAGES = {  # url path -> the page's title
     "": "magdash", "scaling": "Scaling of variability with magnitude", "weber": "Weber's law and scalar variability",
     "geometry": "Log-compressive geometry", "compare": "Compare two models", "frequency": "Variability and corpus frequency (E5)",
 }
-
-
-def require_chromium() -> None:
-    if Path(CHROMIUM).is_file():
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"CI is set but {CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
-    pytest.skip(f"{CHROMIUM} is not installed; run `apt-get install -y chromium` to run the browser test")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_until_healthy(url: str, process: subprocess.Popen, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited with status {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise RuntimeError(f"streamlit did not answer on {url} within {timeout:.0f} s")
 
 
 async def browse(context, url: str, start: int, writer: subprocess.Popen, problems: list[str]) -> tuple[int, int]:

@@ -7,7 +7,15 @@ import sys
 
 from magdash.cli.common import add_store_option, check_name, flagged_layer_warnings, open_store, warn
 from magdash.errors import StimulusError
-from magdash.stimuli import PAPER_CARRIERS, PAPER_SET_NAME, POSITIONS, StimulusSet, parse_magnitudes, read_carrier_file
+from magdash.stimuli import (
+    PAPER_CARRIERS,
+    PAPER_SET_NAME,
+    POSITIONS,
+    StimulusSet,
+    check_reserved_name,
+    parse_magnitudes,
+    read_carrier_file,
+)
 
 
 def register(subparsers) -> None:
@@ -33,11 +41,6 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def stimulus_set_from_args(args: argparse.Namespace, store) -> StimulusSet:
-    """The stimulus set named or described on the command line."""
-    return custom_stimulus_set(args) or named_stimulus_set(args, store)
-
-
 def custom_stimulus_set(args: argparse.Namespace) -> StimulusSet | None:
     """The set described by --carriers and/or --magnitudes (None when neither is given).
 
@@ -50,9 +53,9 @@ def custom_stimulus_set(args: argparse.Namespace) -> StimulusSet | None:
     magnitudes = parse_magnitudes(args.magnitudes if args.magnitudes is not None else PAPER_SET_NAME)
     provisional = StimulusSet("custom", tuple(carriers), tuple(magnitudes))
     name = f"custom-{provisional.content_hash[:8]}" if args.stimuli is None else args.stimuli
-    if name == PAPER_SET_NAME and provisional.content_hash != StimulusSet(PAPER_SET_NAME, PAPER_CARRIERS, tuple(parse_magnitudes("paper"))).content_hash:
-        raise StimulusError("the name 'paper' is kept for the paper's stimuli: choose another --stimuli name")
-    return StimulusSet(name, tuple(carriers), tuple(magnitudes))
+    stimuli = StimulusSet(name, tuple(carriers), tuple(magnitudes))
+    check_reserved_name(stimuli)
+    return stimuli
 
 
 def named_stimulus_set(args: argparse.Namespace, store) -> StimulusSet:

@@ -1,0 +1,48 @@
+"""What the real-browser tests share: Debian's Chromium (never downloaded), a free loopback port
+and waiting for a ``streamlit run`` server to answer."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def require_chromium() -> None:
+    """Skip (with the reason) when Chromium is missing outside CI; under CI that is a failure."""
+    if Path(CHROMIUM).is_file():
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"CI is set but {CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
+    pytest.skip(f"{CHROMIUM} is not installed; run `apt-get install -y chromium` to run the browser test")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until_healthy(url: str, process: subprocess.Popen, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited with status {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"streamlit did not answer on {url} within {timeout:.0f} s")
