@@ -38,7 +38,7 @@ import pandas as pd
 import pyarrow as pa
 
 from magdash.errors import StoreError
-from magdash.overflow import nonfinite_rows
+from magdash.overflow import count_nonfinite, nonfinite_rows
 from magdash.stimuli import StimulusSet
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,12 @@ class LayerData:
     magnitudes: np.ndarray
     carriers: list[str]
     vectors: np.ndarray  # (n_magnitudes, n_carriers, d) float32
-    n_nonfinite: int = 0  # vectors holding Inf or NaN (see magdash.overflow)
+
+    @property
+    def n_nonfinite(self) -> int:
+        """How many vectors hold Inf or NaN (magdash.overflow). Counted when asked, not on every
+        read: the analysis checks the arrays it is given itself."""
+        return count_nonfinite(self.vectors)
 
 
 def default_store_path() -> Path:
@@ -629,7 +634,6 @@ class Store:
                 magnitudes=np.asarray(stimulus_set.magnitudes, dtype=np.float64),
                 carriers=list(stimulus_set.carriers),
                 vectors=vectors,
-                n_nonfinite=int(nonfinite_rows(vectors).sum()),
             )
 
     def data_fingerprint(self, name: str, stimuli: str) -> str:

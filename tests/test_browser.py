@@ -9,15 +9,11 @@ missing browser is a failure. No browser is ever downloaded.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, free_port, require_chromium, wait_until_healthy
+from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, require_chromium, streamlit_server
 
-ROOT = Path(__file__).resolve().parents[1]
 FIRST_RUN_TIMEOUT_MS = 300_000
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -26,27 +22,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 @pytest.fixture
 def app_server(tmp_path):
     require_chromium()
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = open(tmp_path / "streamlit.log", "wb")  # noqa: SIM115 - closed below
     env = {**os.environ, "MAGDASH_STORE": str(tmp_path / "store.duckdb"), "HF_HUB_OFFLINE": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true",
-         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    try:
-        wait_until_healthy(url, process)
+    with streamlit_server(env, tmp_path / "streamlit.log") as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
-        log.close()
 
 
 def test_first_run_then_page_switch_in_chromium(app_server, tmp_path):

@@ -31,7 +31,7 @@ import pytest
 
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES, PAPER_SET_NAME, paper_stimuli
 from magdash.store import Store, vector_table
-from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, free_port, require_chromium, wait_until_healthy
+from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, require_chromium, streamlit_server
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE_MODEL = "tiny"          # extracted before the test, on the paper's stimuli
@@ -249,20 +249,10 @@ def test_app_sessions_while_the_cli_writes(store_path, tiny_llama, tmp_path):
     carriers = tmp_path / "carriers.txt"
     carriers.write_text("\n".join(WRITER_CARRIERS) + "\n", encoding="utf-8")
     before = {model: layer_digests(store_path, model) for model in (BASE_MODEL, IMPORTED_MODEL)}
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
     env = {**child_env(), "MAGDASH_STORE": str(store_path)}
-    log = open(tmp_path / "streamlit.log", "wb")  # noqa: SIM115 - closed below
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true",
-         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
     writer = None
     problems: list[str] = []
-    try:
-        wait_until_healthy(url, server)
+    with streamlit_server(env, tmp_path / "streamlit.log") as url:
 
         async def run() -> list[tuple[int, int]]:
             nonlocal writer
@@ -278,19 +268,13 @@ def test_app_sessions_while_the_cli_writes(store_path, tiny_llama, tmp_path):
                 finally:
                     await browser.close()
 
-        views = asyncio.run(run())
-        assert writer.wait(WAIT_S) == 0, (tmp_path / "writer.err").read_text()
-    finally:
-        if writer is not None and writer.poll() is None:
-            writer.kill()
-            writer.wait(10)
-        server.terminate()
         try:
-            server.wait(15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(5)
-        log.close()
+            views = asyncio.run(run())
+            assert writer.wait(WAIT_S) == 0, (tmp_path / "writer.err").read_text()
+        finally:
+            if writer is not None and writer.poll() is None:
+                writer.kill()
+                writer.wait(10)
     assert not problems, problems
     assert all(during >= 1 and after == 2 for during, after in views), views
     server_log = (tmp_path / "streamlit.log").read_text(errors="replace")
