@@ -16,6 +16,11 @@ on/off-axis variances, the coefficient of variation and the centroid geometry
 The bootstrap CI runs on the core layers by default (``bootstrap_layers="core"``, like the
 paper's script); "all" gives CI bands on every layer, "none" skips it.
 
+``AnalysisParams.conventions`` chooses magdash's statistical conventions (the default) or those
+of the paper's script (``"paper"``), which reproduce its numbers exactly; every difference is
+listed in :mod:`magdash.conventions`. The paper's consistency checks run in both
+(``AnalysisResult.checks``; tripped ones are in :meth:`AnalysisResult.warnings`).
+
 A result is cached in the store under a key hashing the data fingerprint of (model, stimuli),
 every parameter and :data:`ANALYSIS_VERSION`, so asking again returns it without recomputing;
 new vectors, other parameters or a new analysis version give a new key. The cache payload
@@ -42,6 +47,7 @@ import pandas as pd
 from scipy import stats
 
 from magdash.compare import BOOTSTRAP_LAYER_CHOICES, ModelComparison, compare_models
+from magdash.conventions import MAGDASH, ConsistencyChecks, Conventions, consistency_checks, get_conventions
 from magdash.errors import AnalysisError
 from magdash.fits import (
     DEFAULT_N_BOOT,
@@ -56,6 +62,7 @@ from magdash.geometry import LayerGeometry, ModelRdms, layer_geometry
 from magdash.hypotheses import (
     DEFAULT_BOUNDARY,
     DEFAULT_WINDOW,
+    HYPOTHESES,
     AxisSpecificity,
     BoundarySensitivity,
     HypothesisResult,
@@ -70,7 +77,7 @@ from magdash.overflow import count_nonfinite, nonfinite_warning
 
 log = logging.getLogger(__name__)
 
-ANALYSIS_VERSION = "4"
+ANALYSIS_VERSION = "5"
 """Bump whenever a change to the analysis code can change a result: old cache entries die."""
 
 PRIMARY_MEASURES = ("eucl", "residual", "proj")
@@ -78,7 +85,6 @@ OUTLIER_RULE_MEASURES = frozenset({"eucl", "residual"})
 """Measures fitted with the 3x-median outlier rule (the paper: V_eucl and V_residual)."""
 
 FIT_COLUMNS = [f.name for f in dataclasses.fields(ScalingFit)]
-JSON_FIT_KEYS = ("alpha", "alpha_theil_sen", "ci_low", "ci_high", "r2", "p", "n_points")
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -90,14 +96,18 @@ class AnalysisParams:
     measures: tuple[str, ...] = PRIMARY_MEASURES
     core_layers: tuple[int, ...] | None = None  # None: floor(L/2) .. L-1
     n_boot: int = DEFAULT_N_BOOT
-    seed: int = 0
+    seed: int | None = None  # None: the conventions' seed (magdash 0, paper 42)
     ci: float = 0.95
     window: tuple[float, float] = DEFAULT_WINDOW
     boundary: tuple[float, ...] = DEFAULT_BOUNDARY
     bootstrap_layers: str = "core"
     outlier_factor: float = OUTLIER_FACTOR
+    conventions: str = MAGDASH  # "magdash" or "paper" (magdash.conventions)
 
     def __post_init__(self) -> None:
+        rules = get_conventions(self.conventions)
+        if self.seed is None:
+            object.__setattr__(self, "seed", rules.default_seed)
         measures = tuple(dict.fromkeys(self.measures))
         unknown = [m for m in measures if m not in MEASURES]
         if not measures or unknown:
@@ -114,6 +124,8 @@ class AnalysisParams:
             raise AnalysisError(f"--n-boot must be 0 or more, got {self.n_boot}")
         if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise AnalysisError(f"the seed must be a whole number >= 0, got {self.seed!r}")
+        if rules.bootstrap_stream == "legacy" and self.seed >= 2**32:
+            raise AnalysisError(f"the paper's conventions take seeds below 2**32, got {self.seed}")
         if self.core_layers is not None and not all(
             isinstance(layer, (int, np.integer)) for layer in self.core_layers
         ):
@@ -135,6 +147,11 @@ class AnalysisParams:
             if not core:
                 raise AnalysisError("the core band is empty; choose at least one layer")
             object.__setattr__(self, "core_layers", core)
+
+    @property
+    def rules(self) -> Conventions:
+        """The statistical conventions these parameters follow."""
+        return get_conventions(self.conventions)
 
     def core_for(self, n_blocks: int, n_layers: int) -> list[int]:
         """The core band for a model with ``n_blocks`` blocks and ``n_layers`` stored layers."""
@@ -158,7 +175,7 @@ class AnalysisResult:
     :class:`~magdash.fits.ScalingFit` fields (NaN where there is no fit) plus label and core.
     ``noise_models`` has one row per (measure, layer, noise model). ``geometry`` one row per
     layer (:class:`~magdash.geometry.LayerGeometry` fields), ``cv_trend`` the Spearman
-    correlation of CV(n) with n per layer.
+    correlation of CV(n) with n per layer, ``checks`` the paper's consistency checks.
     """
 
     model: str
@@ -176,6 +193,7 @@ class AnalysisResult:
     noise_models: pd.DataFrame
     geometry: pd.DataFrame
     cv_trend: pd.DataFrame
+    checks: ConsistencyChecks
     nonfinite_layers: dict[int, int] = field(default_factory=dict)
     from_cache: bool = field(default=False, compare=False)
 
@@ -184,9 +202,11 @@ class AnalysisResult:
         return len(self.layer_labels)
 
     def warnings(self) -> list[str]:
-        """What the reader must know before trusting the numbers (flagged Inf/NaN layers)."""
+        """What the reader must know before trusting the numbers: flagged Inf/NaN layers and
+        the paper's consistency checks that tripped."""
         warning = nonfinite_warning(self.model or "the model", self.nonfinite_layers)
-        return [warning] if warning else []
+        name = self.model or "the model"
+        return ([warning] if warning else []) + [f"{name}: {line}" for line in self.checks.warnings()]
 
     def alphas(self, measure: str) -> np.ndarray:
         """OLS alpha per layer for ``measure`` (NaN where there is no fit)."""
@@ -208,28 +228,43 @@ class AnalysisResult:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The CLI's ``analyze --json`` shape (NaN stays NaN here; the CLI writes null)."""
+        """The CLI's ``analyze --json`` shape (NaN stays NaN here; the CLI writes null).
+
+        Per layer and measure every :class:`~magdash.fits.ScalingFit` field; per measure the
+        H1–H4 verdicts (``H1``..``H4``) with every statistic of
+        :class:`~magdash.hypotheses.HypothesisResult`, E3, and the noise-model rows of each
+        layer; E4, the consistency checks, the warnings and the parameters once.
+        """
         layers = []
         for layer, label in enumerate(self.layer_labels):
             entry: dict[str, Any] = {"layer": layer, "label": label}
             for measure in self.params.measures:
-                fit = self.fit(measure, layer)
-                entry[measure] = {key: getattr(fit, key) for key in JSON_FIT_KEYS}
+                entry[measure] = dataclasses.asdict(self.fit(measure, layer))
             layers.append(entry)
         hypotheses = {}
         for measure in self.params.measures:
             result = self.hypotheses[measure]
-            hypotheses[measure] = {
-                **result.verdicts(),
-                "mean_alpha": result.mean_alpha,
-                "positive_layers": result.positive_layers,
-            }
+            statistics = {k: v for k, v in dataclasses.asdict(result).items() if k.upper() not in HYPOTHESES}
+            hypotheses[measure] = {**result.verdicts(), **statistics}
+        noise = {
+            measure: rows.drop(columns="measure").to_dict(orient="records")
+            for measure, rows in self.noise_models.groupby("measure", sort=False)
+        }
         return {
             "model": self.model,
             "stimuli": self.stimuli,
+            "conventions": self.params.conventions,
+            "n_blocks": self.n_blocks,
             "core_layers": list(self.core_layers),
             "layers": layers,
             "hypotheses": hypotheses,
+            "e3": {measure: dataclasses.asdict(item) for measure, item in self.e3.items()},
+            "e4": dataclasses.asdict(self.e4),
+            "noise_models": noise,
+            "checks": dataclasses.asdict(self.checks),
+            "warnings": self.warnings(),
+            "nonfinite_layers": dict(self.nonfinite_layers),
+            "params": dataclasses.asdict(self.params),
         }
 
     # -- cache payload -----------------------------------------------------------------
@@ -251,6 +286,7 @@ class AnalysisResult:
             "noise_models": _frame_to_plain(self.noise_models),
             "geometry": _frame_to_plain(self.geometry),
             "cv_trend": _frame_to_plain(self.cv_trend),
+            "checks": self.checks,
             "nonfinite_layers": self.nonfinite_layers,
         }
         return zlib.compress(json.dumps(_plain(document), allow_nan=True).encode(), 6)
@@ -284,6 +320,7 @@ class AnalysisResult:
             noise_models=_frame_from_plain(document["noise_models"]),
             geometry=_frame_from_plain(document["geometry"]),
             cv_trend=_frame_from_plain(document["cv_trend"]),
+            checks=ConsistencyChecks(**document["checks"]),
             nonfinite_layers={int(k): int(v) for k, v in document["nonfinite_layers"].items()},
             from_cache=True,
         )
@@ -442,6 +479,7 @@ def _fit_everything(
     geometry: pd.DataFrame,
 ) -> AnalysisResult:
     n_layers = len(labels)
+    rules = params.rules
     with_ci = _bootstrap_layers(params, core, n_layers)
     core_set = set(core)
     fit_rows = []
@@ -460,6 +498,7 @@ def _fit_everything(
                 seed=params.seed,
                 ci=params.ci,
                 outlier_factor=params.outlier_factor,
+                stream=rules.bootstrap_stream,
             )
             fit_rows.append(
                 {
@@ -471,16 +510,38 @@ def _fit_everything(
                 }
             )
             mask, _ = scaling_mask(
-                magnitudes, v, drop_outliers=drop, outlier_factor=params.outlier_factor
+                magnitudes,
+                v,
+                drop_outliers=drop and rules.noise_outlier_rule,
+                outlier_factor=params.outlier_factor,
             )
-            for row in noise_model_rows(magnitudes, v, mask=mask):
+            for row in noise_model_rows(magnitudes, v, mask=mask, scoring=rules.noise_scoring):
                 noise_rows.append({"measure": measure, "layer": layer, **row})
         alphas = np.array([row["alpha"] for row in fit_rows if row["measure"] == measure])
-        hypotheses[measure] = evaluate_hypotheses(alphas, core, window=params.window)
+        hypotheses[measure] = evaluate_hypotheses(
+            alphas,
+            core,
+            window=params.window,
+            h4_all_layers=rules.h4_all_layers,
+            h4_exact_p=rules.h4_exact_p,
+        )
         e3[measure] = boundary_sensitivity(
-            magnitudes, values[measure], core, drop_outliers=drop, boundary=params.boundary
+            magnitudes,
+            values[measure],
+            core,
+            drop_outliers=drop,
+            boundary=params.boundary,
+            refit_drop_outliers=drop and rules.e3_outlier_rule,
         )
     e4 = axis_specificity(magnitudes, values["on_axis"], values["off_axis"], core)
+    fits = pd.DataFrame(fit_rows)
+    eucl = fits[fits["measure"] == "eucl"].sort_values("layer")
+    checks = consistency_checks(
+        {m: fits.loc[fits["measure"] == m].sort_values("layer")["alpha"].to_numpy() for m in params.measures},
+        eucl["alpha_theil_sen"].to_numpy() if len(eucl) else None,
+        core,
+        rules,
+    )
     return AnalysisResult(
         model=model,
         stimuli=stimuli,
@@ -490,13 +551,14 @@ def _fit_everything(
         core_layers=core,
         params=params,
         values=values,
-        fits=pd.DataFrame(fit_rows),
+        fits=fits,
         hypotheses=hypotheses,
         e3=e3,
         e4=e4,
         noise_models=pd.DataFrame(noise_rows, columns=["measure", "layer", *NOISE_MODEL_COLUMNS]),
         geometry=geometry,
         cv_trend=_cv_trend(magnitudes, values["cv"]),
+        checks=checks,
     )
 
 
@@ -629,12 +691,14 @@ class ComparisonResult:
     stimuli: str
     core_layers: list[int]
     measures: dict[str, ModelComparison]
+    conventions: str = MAGDASH
 
     def to_json(self) -> dict[str, Any]:
         return {
             "model_a": self.model_a,
             "model_b": self.model_b,
             "stimuli": self.stimuli,
+            "conventions": self.conventions,
             "core_layers": list(self.core_layers),
             "measures": {
                 name: {**item.summary(), "layers": item.layers.to_dict(orient="records")}
@@ -649,6 +713,7 @@ class ComparisonResult:
                 "model_b": self.model_b,
                 "stimuli": self.stimuli,
                 "core_layers": self.core_layers,
+                "conventions": self.conventions,
                 "measures": {
                     name: {
                         **{
@@ -677,6 +742,7 @@ class ComparisonResult:
             stimuli=document["stimuli"],
             core_layers=list(document["core_layers"]),
             measures=measures,
+            conventions=document["conventions"],
         )
 
 
@@ -727,16 +793,17 @@ def compare(
             n_blocks_a=record_a.n_blocks,
             n_blocks_b=record_b.n_blocks,
             measure=measure,
-            drop_outliers=measure in OUTLIER_RULE_MEASURES,
+            drop_outliers=measure in OUTLIER_RULE_MEASURES and params.rules.e6_outlier_rule,
             core_layers=result_a.core_layers,
             n_boot=params.n_boot,
             seed=params.seed,
             ci=params.ci,
             bootstrap_layers=params.bootstrap_layers,
             outlier_factor=params.outlier_factor,
+            stream=params.rules.bootstrap_stream,
         )
         for measure in params.measures
     }
-    result = ComparisonResult(model_a, model_b, stimuli, result_a.core_layers, measures)
+    result = ComparisonResult(model_a, model_b, stimuli, result_a.core_layers, measures, params.conventions)
     store.put_result(key, "compare", result.to_payload())
     return result

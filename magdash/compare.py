@@ -73,6 +73,7 @@ def slope_difference(
     seed: int = 0,
     ci: float = 0.95,
     outlier_factor: float = OUTLIER_FACTOR,
+    stream: str = "generator",
 ) -> tuple[float, float, float, float, float]:
     """(alpha_a, alpha_b, delta, ci_low, ci_high) for one pair of layers on the same magnitudes.
 
@@ -93,7 +94,7 @@ def slope_difference(
     log_a = _safe_log(values_a, mask_a)
     log_b = _safe_log(values_b, mask_b)
     differences = []
-    for counts in resample_counts(magnitudes.size, n_boot, seed):
+    for counts in resample_counts(magnitudes.size, n_boot, seed, stream=stream):
         differences.append(
             weighted_slopes(log_n, log_a, counts * mask_a)
             - weighted_slopes(log_n, log_b, counts * mask_b)
@@ -155,11 +156,13 @@ def compare_models(
     ci: float = 0.95,
     bootstrap_layers: str = "core",
     outlier_factor: float = OUTLIER_FACTOR,
+    stream: str = "generator",
 ) -> ModelComparison:
     """Compare two models' per-layer V arrays (shape (n_layers, n_magnitudes)) for one measure.
 
     ``core_layers`` are model A's indices (default its core band). ``bootstrap_layers``
-    chooses where the joint-resampling CI is computed: "core" (default), "all" or "none".
+    chooses where the joint-resampling CI is computed: "core" (default), "all" or "none";
+    ``stream`` which random indices it draws (:mod:`magdash.fits`).
     """
     values_a = np.asarray(values_a, dtype=np.float64)
     values_b = np.asarray(values_b, dtype=np.float64)
@@ -195,6 +198,7 @@ def compare_models(
                 seed=seed,
                 ci=ci,
                 outlier_factor=outlier_factor,
+                stream=stream,
             )
         )
     columns = ["alpha_a", "alpha_b", "delta", "ci_low", "ci_high"]

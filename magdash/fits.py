@@ -21,6 +21,11 @@ drawn), and its OLS slope has the closed form
 so all resamples come from the products ``W @ [1, x, y, x^2, xy]`` instead of a Python loop.
 A resample that drew a single distinct log n has no slope (NaN) and is left out of the
 percentiles (``nanpercentile``).
+
+Which indices are drawn is the bootstrap *stream*: ``"generator"`` (magdash's convention) draws
+them from ``numpy.random.default_rng(seed)``; ``"legacy"`` (the paper's) from a fresh
+``numpy.random.RandomState(seed)`` per fitted series, resample after resample, each
+``randint(0, n, n)``: the same indices as the paper's loop, so the same CI.
 """
 
 from __future__ import annotations
@@ -42,6 +47,9 @@ DEFAULT_N_BOOT = 10_000
 
 # Resample rows per chunk are chosen so a chunk holds about this many counts (bounded memory).
 _BOOT_CHUNK_ELEMENTS = 1_000_000
+BOOTSTRAP_STREAMS = ("generator", "legacy")
+LEGACY_SEED_LIMIT = 2**32
+"""numpy's RandomState takes seeds below 2**32."""
 
 
 @dataclass(frozen=True)
@@ -159,19 +167,33 @@ def theil_sen(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.median((y[second] - y[first])[distinct] / dx[distinct]))
 
 
-def resample_counts(n_points: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
+def _index_draws(seed: int, stream: str):
+    """``draw(rows, n)``: the next ``rows`` resamples of n indices from the chosen stream."""
+    if stream == "generator":
+        generator = np.random.default_rng(seed)
+        return lambda rows, n: generator.integers(0, n, size=(rows, n))
+    if stream == "legacy":
+        if not 0 <= seed < LEGACY_SEED_LIMIT:
+            raise AnalysisError(f"the paper's bootstrap takes seeds from 0 to {LEGACY_SEED_LIMIT - 1}, got {seed}")
+        # Drawing (rows, n) at once consumes the stream exactly as rows calls of randint(0, n, n).
+        legacy = np.random.RandomState(seed)
+        return lambda rows, n: legacy.randint(0, n, size=(rows, n))
+    raise AnalysisError(f"unknown bootstrap stream {stream!r}; choose from {', '.join(BOOTSTRAP_STREAMS)}")
+
+
+def resample_counts(n_points: int, n_boot: int, seed: int, *, stream: str = "generator") -> Iterator[np.ndarray]:
     """Bootstrap resamples as count matrices, in chunks of rows of shape (b, n_points).
 
     Row r holds how many times each point was drawn in resample r (n_points draws with
-    replacement, uniform). The index stream is ``default_rng(seed).integers`` drawn chunk by
-    chunk, so the same (n_points, n_boot, seed) always gives the same resamples.
+    replacement, uniform). The indices come from ``stream`` (module docstring) drawn chunk by
+    chunk, so the same (n_points, n_boot, seed, stream) always gives the same resamples.
     """
-    rng = np.random.default_rng(seed)
+    draw = _index_draws(seed, stream)
     step = max(1, min(n_boot, _BOOT_CHUNK_ELEMENTS // max(1, n_points)))
     done = 0
     while done < n_boot:
         rows = min(step, n_boot - done)
-        indices = rng.integers(0, n_points, size=(rows, n_points))
+        indices = draw(rows, n_points)
         indices += (np.arange(rows) * n_points)[:, np.newaxis]
         counts = np.bincount(indices.ravel(), minlength=rows * n_points)
         yield counts.reshape(rows, n_points).astype(np.float64)
@@ -213,12 +235,14 @@ def _distinct_drawn(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return np.count_nonzero(drawn.astype(np.float64) @ membership, axis=1)
 
 
-def bootstrap_slopes(x: np.ndarray, y: np.ndarray, *, n_boot: int, seed: int) -> np.ndarray:
+def bootstrap_slopes(
+    x: np.ndarray, y: np.ndarray, *, n_boot: int, seed: int, stream: str = "generator"
+) -> np.ndarray:
     """``n_boot`` bootstrap OLS slopes of y on x (resampling the (x, y) pairs); NaN if degenerate."""
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     return np.concatenate(
-        [weighted_slopes(x, y, counts) for counts in resample_counts(x.size, n_boot, seed)]
+        [weighted_slopes(x, y, counts) for counts in resample_counts(x.size, n_boot, seed, stream=stream)]
     )
 
 
@@ -243,10 +267,12 @@ def fit_scaling(
     seed: int = 0,
     ci: float = 0.95,
     outlier_factor: float = OUTLIER_FACTOR,
+    stream: str = "generator",
 ) -> ScalingFit:
     """Fit log V = log k + alpha log n: OLS, Theil–Sen and a bootstrap percentile CI.
 
-    ``n_boot=0`` skips the bootstrap (CI NaN). See the module docstring for the point rules.
+    ``n_boot=0`` skips the bootstrap (CI NaN). See the module docstring for the point rules and
+    the bootstrap ``stream``.
     """
     if n_boot < 0:
         raise AnalysisError(f"the number of bootstrap resamples must be >= 0, got {n_boot}")
@@ -266,7 +292,7 @@ def fit_scaling(
     ci_low = ci_high = math.nan
     if n_boot > 0:
         ci_low, ci_high = percentile_interval(
-            bootstrap_slopes(log_n, log_v, n_boot=n_boot, seed=seed), ci
+            bootstrap_slopes(log_n, log_v, n_boot=n_boot, seed=seed, stream=stream), ci
         )
     return ScalingFit(
         alpha=line.slope,
@@ -291,8 +317,13 @@ _FORMULAS = {
     "power_law": "V = k n^alpha",
 }
 
-# Mean parameters plus one for the residual variance.
-_N_PARAMS = {"constant": 2, "scalar": 2, "log_scalar": 3, "power_law": 3}
+NOISE_SCORINGS = ("gaussian", "paper")
+# Parameters counted by each scoring: "gaussian" counts the mean parameters plus the residual
+# variance; the paper's script counts the mean parameters only, and the power law as two.
+_N_PARAMS = {
+    "gaussian": {"constant": 2, "scalar": 2, "log_scalar": 3, "power_law": 3},
+    "paper": {"constant": 1, "scalar": 1, "log_scalar": 2, "power_law": 2},
+}
 
 NOISE_MODEL_COLUMNS = [
     "model", "formula", "k", "c", "alpha", "n_params", "n_points", "rss", "aicc",
@@ -315,8 +346,27 @@ def aicc_gaussian(rss: float, n_points: int, n_params: int) -> float:
     return -2.0 * log_likelihood + penalty
 
 
+def aicc_paper(rss: float, n_points: int, n_params: int) -> float:
+    """AICc as the paper's script scores it: ``n log(RSS/n + 1e-30) + 2k + 2k(k+1)/max(n-k-1, 1)``.
+
+    The constant terms of the Gaussian likelihood are left out (they cancel between models of
+    the same points) and k does not count the residual variance.
+    """
+    if not math.isfinite(rss):
+        return math.nan
+    penalty = 2.0 * n_params + 2.0 * n_params * (n_params + 1) / max(n_points - n_params - 1, 1)
+    return n_points * math.log(rss / n_points + 1e-30) + penalty
+
+
+_AICC = {"gaussian": aicc_gaussian, "paper": aicc_paper}
+
+
 def compare_noise_models(
-    magnitudes: np.ndarray, values: np.ndarray, *, mask: np.ndarray | None = None
+    magnitudes: np.ndarray,
+    values: np.ndarray,
+    *,
+    mask: np.ndarray | None = None,
+    scoring: str = "gaussian",
 ) -> pd.DataFrame:
     """Descriptive AICc comparison of four noise models of V against n (one row per model).
 
@@ -329,18 +379,30 @@ def compare_noise_models(
     scale, with i.i.d. Gaussian residuals: RSS is always sum (V - V_hat)^2; the power law's
     prediction is back-transformed, ``V_hat = exp(intercept) n^alpha``. The power law is
     therefore not the V-scale least-squares fit, which makes its AICc slightly pessimistic;
-    this follows the paper's script. Parameter counts include the residual variance
-    (constant 2, scalar 2, log_scalar 3, power_law 3). ``weight`` is the Akaike weight,
-    ``delta_aicc`` the distance to the best model. Points: ``mask`` (default all), V > 0 and
-    n > 0; fewer than 5 gives NaN scores. Columns: :data:`NOISE_MODEL_COLUMNS`.
+    this follows the paper's script. ``weight`` is the Akaike weight, ``delta_aicc`` the
+    distance to the best model. Points: ``mask`` (default all), V > 0 and n > 0; fewer than 5
+    gives NaN scores. Columns: :data:`NOISE_MODEL_COLUMNS`.
+
+    ``scoring="gaussian"`` (magdash): :func:`aicc_gaussian`, parameter counts including the
+    residual variance (constant 2, scalar 2, log_scalar 3, power_law 3), scalar k by least
+    squares through the origin. ``scoring="paper"``: :func:`aicc_paper`, counts 1, 1, 2, 2,
+    and the scalar k as the paper's script fits it, mean(V / n). With an outlier the two can
+    pick different best models.
     """
-    return pd.DataFrame(noise_model_rows(magnitudes, values, mask=mask), columns=NOISE_MODEL_COLUMNS)
+    rows = noise_model_rows(magnitudes, values, mask=mask, scoring=scoring)
+    return pd.DataFrame(rows, columns=NOISE_MODEL_COLUMNS)
 
 
 def noise_model_rows(
-    magnitudes: np.ndarray, values: np.ndarray, *, mask: np.ndarray | None = None
+    magnitudes: np.ndarray,
+    values: np.ndarray,
+    *,
+    mask: np.ndarray | None = None,
+    scoring: str = "gaussian",
 ) -> list[dict[str, Any]]:
     """The rows of :func:`compare_noise_models` as dicts (cheap to collect over many layers)."""
+    if scoring not in NOISE_SCORINGS:
+        raise AnalysisError(f"unknown noise-model scoring {scoring!r}; choose from {', '.join(NOISE_SCORINGS)}")
     magnitudes = np.asarray(magnitudes, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
     keep = np.isfinite(values) & (values > 0) & np.isfinite(magnitudes) & (magnitudes > 0)
@@ -349,12 +411,12 @@ def noise_model_rows(
     n = int(np.count_nonzero(keep))
     nan = math.nan
     if n < MIN_POINTS:
-        return _noise_rows({name: (nan, nan, nan, nan) for name in NOISE_MODELS}, n)
+        return _noise_rows({name: (nan, nan, nan, nan) for name in NOISE_MODELS}, n, scoring)
     mags = magnitudes[keep]
     v = values[keep]
     log_n = np.log(mags)
     constant = float(v.mean())
-    k_scalar = float(v @ mags / (mags @ mags))
+    k_scalar = float((v / mags).mean()) if scoring == "paper" else float(v @ mags / (mags @ mags))
     log_line = ols(log_n, v)
     power = ols(log_n, np.log(v))
     k_power = math.exp(power.intercept)
@@ -369,7 +431,7 @@ def noise_model_rows(
         ),
         "power_law": (k_power, nan, power.slope, _rss(v, k_power * mags**power.slope)),
     }
-    return _noise_rows(fitted, n)
+    return _noise_rows(fitted, n, scoring)
 
 
 def _rss(observed: np.ndarray, predicted: np.ndarray | float) -> float:
@@ -378,12 +440,13 @@ def _rss(observed: np.ndarray, predicted: np.ndarray | float) -> float:
 
 
 def _noise_rows(
-    fitted: dict[str, tuple[float, float, float, float]], n_points: int
+    fitted: dict[str, tuple[float, float, float, float]], n_points: int, scoring: str
 ) -> list[dict[str, Any]]:
     rows = []
+    aicc = _AICC[scoring]
     for name in NOISE_MODELS:
         k, c, alpha, rss = fitted[name]
-        n_params = _N_PARAMS[name]
+        n_params = _N_PARAMS[scoring][name]
         rows.append(
             {
                 "model": name,
@@ -394,7 +457,7 @@ def _noise_rows(
                 "n_params": n_params,
                 "n_points": n_points,
                 "rss": rss,
-                "aicc": aicc_gaussian(rss, n_points, n_params),
+                "aicc": aicc(rss, n_points, n_params),
                 "delta_aicc": math.nan,
                 "weight": math.nan,
             }

@@ -270,14 +270,32 @@ def e5_from_store(
     return table
 
 
-def e5_summary(table: pd.DataFrame, alpha: float = 0.05) -> dict:
-    """Mean rho and partial rho over the layers that have one (the paper reports the mean rho)."""
+def e5_summary(table: pd.DataFrame, alpha: float = 0.05, conventions: str = "magdash") -> dict:
+    """The E5 summary over the layers that have a rho (the paper reports the mean rho).
+
+    ``significant_layers`` counts p < ``alpha`` of either sign under magdash's conventions, and
+    only positive correlations (rho > 0 and p < ``alpha``) under the paper's
+    (:mod:`magdash.conventions`). ``median_rho`` and the ``best_layer`` (largest |rho|, the
+    first on ties, with its ``best_rho`` and ``best_p``) are the paper's other two figures.
+    """
+    from magdash.conventions import get_conventions
+
+    positive_only = get_conventions(conventions).e5_positive_only
     finite = table[np.isfinite(table["rho"])]
+    significant = finite["p"] < alpha
+    if positive_only:
+        significant &= finite["rho"] > 0
+    best = finite.loc[finite["rho"].abs().idxmax()] if len(finite) else None
     return {
         "layers": int(len(table)),
         "layers_with_rho": int(len(finite)),
         "mean_rho": float(finite["rho"].mean()) if len(finite) else math.nan,
+        "median_rho": float(finite["rho"].median()) if len(finite) else math.nan,
         "mean_partial_rho": float(np.nanmean(table["partial_rho"])) if np.isfinite(table["partial_rho"]).any() else math.nan,
-        "significant_layers": int((finite["p"] < alpha).sum()),
+        "significant_layers": int(significant.sum()),
         "significant_partial_layers": int((table["partial_p"] < alpha).sum()),
+        "significance": "rho > 0 and p < alpha" if positive_only else "p < alpha",
+        "best_layer": int(best["layer"]) if best is not None else None,
+        "best_rho": float(best["rho"]) if best is not None else math.nan,
+        "best_p": float(best["p"]) if best is not None else math.nan,
     }

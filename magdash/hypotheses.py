@@ -7,8 +7,11 @@ For one model and one measure, with alpha_l the scaling exponent of core layer l
 - H2 scalar variability: alpha inside the Weber window (default [0.8, 1.2], inclusive) at a
   majority of core layers (t-test against 1 reported alongside);
 - H3 sub-scalar: alpha < 1 at a majority of core layers;
-- H4 alpha changes with depth: Spearman correlation of alpha with layer index over the core
-  layers, significant at ``significance`` (default 0.05, two-sided).
+- H4 alpha changes with depth: Spearman correlation of alpha with layer index, significant at
+  ``significance`` (default 0.05, two-sided). magdash's convention correlates over the core
+  layers that have a fit, with an exact p for up to 8 layers; the paper's script correlates over
+  every stored layer 0..L with scipy's asymptotic p, and any layer without a fit makes it NaN
+  (``h4_layers`` says which layers were used).
 
 "Majority" means strictly more than half of the core layers asked for. A core layer without a
 fit (too few points, V = 0) counts as not supporting any hypothesis, so missing data can never
@@ -106,6 +109,7 @@ class HypothesisResult:
     h4: bool
     h4_rho: float
     h4_p: float
+    h4_layers: list[int]
 
     def verdicts(self) -> dict[str, bool]:
         return {"H1": self.h1, "H2": self.h2, "H3": self.h3, "H4": self.h4}
@@ -147,14 +151,31 @@ def spearman_trend(depth: np.ndarray, values: np.ndarray) -> tuple[float, float]
     return rho, exact_p
 
 
+def depth_trend_all_layers(alphas: np.ndarray) -> tuple[float, float]:
+    """H4 as the paper's script computes it: Spearman of every layer's alpha with its index.
+
+    scipy's asymptotic p; NaN when a layer has no fit or the alphas are all equal.
+    """
+    alphas = np.asarray(alphas, dtype=np.float64)
+    if alphas.size < 3 or not np.isfinite(alphas).all() or np.ptp(alphas) == 0:
+        return math.nan, math.nan
+    result = stats.spearmanr(np.arange(alphas.size), alphas)
+    return float(result.statistic), float(result.pvalue)
+
+
 def evaluate_hypotheses(
     alphas: np.ndarray,
     core_layers: Sequence[int],
     *,
     window: tuple[float, float] = DEFAULT_WINDOW,
     significance: float = 0.05,
+    h4_all_layers: bool = False,
+    h4_exact_p: bool = True,
 ) -> HypothesisResult:
-    """H1–H4 from ``alphas`` indexed by layer (NaN = no fit) over ``core_layers``."""
+    """H1–H4 from ``alphas`` indexed by layer (NaN = no fit) over ``core_layers``.
+
+    ``h4_all_layers`` and ``h4_exact_p`` choose the H4 convention (module docstring).
+    """
     low, high = float(window[0]), float(window[1])
     if not low <= high:
         raise AnalysisError(f"the Weber window must be LOW,HIGH with LOW <= HIGH, got {window}")
@@ -170,9 +191,18 @@ def evaluate_hypotheses(
     h1_t, h1_p = _t_test(fitted, 0.0)
     h2_t, h2_p = _t_test(fitted, 1.0)
     rho = rho_p = math.nan
-    if fitted.size >= 3 and np.ptp(fitted) > 0:
-        depth = np.asarray(core, dtype=np.float64)[valid]
-        rho, rho_p = spearman_trend(depth, fitted)
+    if h4_all_layers:
+        h4_layers = list(range(alphas.size))
+        rho, rho_p = depth_trend_all_layers(alphas)
+    else:
+        h4_layers = [layer for layer, ok in zip(core, valid, strict=True) if ok]
+        if fitted.size >= 3 and np.ptp(fitted) > 0:
+            depth = np.asarray(h4_layers, dtype=np.float64)
+            if h4_exact_p:
+                rho, rho_p = spearman_trend(depth, fitted)
+            else:
+                result = stats.spearmanr(depth, fitted)
+                rho, rho_p = float(result.statistic), float(result.pvalue)
     return HypothesisResult(
         core_layers=core,
         n_valid=int(fitted.size),
@@ -192,6 +222,7 @@ def evaluate_hypotheses(
         h4=bool(math.isfinite(rho_p) and rho_p < significance),
         h4_rho=rho,
         h4_p=rho_p,
+        h4_layers=h4_layers,
     )
 
 
@@ -239,13 +270,15 @@ def boundary_sensitivity(
     *,
     drop_outliers: bool,
     boundary: Sequence[float] = DEFAULT_BOUNDARY,
+    refit_drop_outliers: bool | None = None,
 ) -> BoundarySensitivity:
     """E3: refit each core layer after removing the boundary magnitudes (default 9, 10, 100).
 
-    ``values`` has shape (n_layers, n_magnitudes). Both fits apply the same point rules
-    (``drop_outliers``, V > 0, >= 5 points), the outlier median taken over the points that
-    remain, so that only the boundary set differs between them (the paper's script skipped
-    the outlier rule in E3). Boundary magnitudes absent from the stimuli are ignored;
+    ``values`` has shape (n_layers, n_magnitudes). By default both fits apply the same point
+    rules (``drop_outliers``, V > 0, >= 5 points), the outlier median taken over the points
+    that remain, so that only the boundary set differs between them. The paper's script
+    refits without the outlier rule and compares with the core alphas fitted with it:
+    ``refit_drop_outliers=False``. Boundary magnitudes absent from the stimuli are ignored;
     ``dropped`` lists those removed.
     """
     magnitudes = np.asarray(magnitudes, dtype=np.float64)
@@ -258,9 +291,10 @@ def boundary_sensitivity(
         fit_scaling(magnitudes, values[layer], drop_outliers=drop_outliers, n_boot=0).alpha
         for layer in core
     ]
+    refit_rule = drop_outliers if refit_drop_outliers is None else refit_drop_outliers
     without_fit = [
         fit_scaling(
-            magnitudes[keep], values[layer][keep], drop_outliers=drop_outliers, n_boot=0
+            magnitudes[keep], values[layer][keep], drop_outliers=refit_rule, n_boot=0
         ).alpha
         for layer in core
     ]

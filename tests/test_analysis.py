@@ -24,8 +24,19 @@ from magdash.errors import AnalysisError
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 
 MAGNITUDES = np.array(PAPER_MAGNITUDES, dtype=np.float64)
+# Keys of the first release's --json: every one must stay.
 FIT_KEYS = {"alpha", "alpha_theil_sen", "ci_low", "ci_high", "r2", "p", "n_points"}
 HYPOTHESIS_KEYS = {"H1", "H2", "H3", "H4", "mean_alpha", "positive_layers"}
+TOP_KEYS = {"model", "stimuli", "core_layers", "layers", "hypotheses"}
+# Added so that --json carries everything the text output and the API have.
+NEW_FIT_KEYS = {"intercept", "se", "n_outliers"}
+NEW_HYPOTHESIS_KEYS = {
+    "h1_t", "h1_p", "h2_t", "h2_p", "h4_rho", "h4_p", "h4_layers", "n_valid", "median_alpha",
+    "in_window_layers", "below_one_layers", "window", "core_layers",
+}
+NEW_TOP_KEYS = {
+    "conventions", "n_blocks", "e3", "e4", "noise_models", "checks", "warnings", "nonfinite_layers", "params",
+}
 
 
 def planted_arrays(rng, alpha: float, n_blocks: int = 6, dim: int = 256, post_norm: bool = False):
@@ -59,14 +70,15 @@ def test_planted_exponent_round_trips_through_store_and_cli(store, rng, capsys):
     status = main(["analyze", "--model", "planted", "--store", str(store.path), "--json", "--n-boot", "500"])
     assert status == 0
     document = json.loads(capsys.readouterr().out)
-    assert set(document) == {"model", "stimuli", "core_layers", "layers", "hypotheses"}
+    assert set(document) == TOP_KEYS | NEW_TOP_KEYS
     assert document["model"] == "planted" and document["stimuli"] == "paper"
+    assert document["conventions"] == "magdash" and document["params"]["seed"] == 0
     assert document["core_layers"] == [3, 4, 5]  # floor(6/2) .. 5
     assert [entry["layer"] for entry in document["layers"]] == list(range(7))
     for entry in document["layers"]:
         assert set(entry) == {"layer", "label", "eucl", "residual", "proj"}
         for measure in ("eucl", "residual", "proj"):
-            assert set(entry[measure]) == FIT_KEYS
+            assert set(entry[measure]) == FIT_KEYS | NEW_FIT_KEYS
     embeddings = document["layers"][0]
     assert embeddings["label"] == "embeddings"
     for measure in ("eucl", "residual", "proj"):  # V = 0: no fit, written as null
@@ -80,10 +92,25 @@ def test_planted_exponent_round_trips_through_store_and_cli(store, rng, capsys):
             assert entry["eucl"]["ci_low"] < entry["eucl"]["alpha"] < entry["eucl"]["ci_high"]
     for measure in ("eucl", "residual", "proj"):
         verdict = document["hypotheses"][measure]
-        assert set(verdict) == HYPOTHESIS_KEYS
+        assert set(verdict) == HYPOTHESIS_KEYS | NEW_HYPOTHESIS_KEYS
         assert verdict["H1"] is False and verdict["H2"] is False and verdict["H3"] is True
+        assert verdict["h1_t"] < 0 and 0 <= verdict["h1_p"] <= 1 and verdict["h4_layers"] == [3, 4, 5]
+        assert document["e3"][measure]["layers"] == [3, 4, 5]
+        rows = document["noise_models"][measure]
+        assert len(rows) == 7 * 4 and {row["model"] for row in rows} == {"constant", "scalar", "log_scalar", "power_law"}
+        assert all(row["aicc"] is None for row in rows if row["layer"] == 0)  # V = 0: nothing to score
     assert document["hypotheses"]["eucl"]["mean_alpha"] == pytest.approx(-0.1, abs=0.02)
     assert document["hypotheses"]["eucl"]["positive_layers"] == 0
+    assert document["e4"]["n_pairs"] == 3 and document["e4"]["mean_alpha_on"] < 0
+    assert set(document["checks"]) == {"ols_theil_sen", "ols_theil_sen_layers", "raw_residual", "raw_proj"}
+    assert document["warnings"] == [] and document["nonfinite_layers"] == {}
+    # the JSON holds what the API holds, number for number
+    result = analyze(store, "planted", params=AnalysisParams(n_boot=500))
+    assert result.from_cache
+    fit = result.fit("eucl", 4)
+    assert document["layers"][4]["eucl"]["intercept"] == pytest.approx(fit.intercept, abs=1e-12)
+    assert document["layers"][4]["eucl"]["se"] == pytest.approx(fit.se, abs=1e-12)
+    assert document["hypotheses"]["residual"]["h2_t"] == pytest.approx(result.hypotheses["residual"].h2_t, abs=1e-9)
 
 
 def test_readable_table_and_user_errors(store, rng, capsys):

@@ -10,6 +10,7 @@ import argparse
 import math
 
 from magdash.cli.common import add_store_option, check_seed, flagged_layer_warnings, open_store, print_json, warn
+from magdash.conventions import CONVENTION_NAMES
 from magdash.errors import AnalysisError
 
 
@@ -55,7 +56,10 @@ def _add_analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--n-boot", type=int, default=10_000, metavar="N", help="bootstrap resamples (0: no CI)"
     )
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="bootstrap seed")
+    parser.add_argument(
+        "--seed", type=int, default=None, metavar="S",
+        help="bootstrap seed (default: 0, or 42 with --conventions paper)",
+    )
     parser.add_argument(
         "--window", default="0.8,1.2", metavar="LO,HI", help="Weber window for H2 (default 0.8,1.2)"
     )
@@ -77,6 +81,13 @@ def _add_analysis_options(parser: argparse.ArgumentParser) -> None:
         metavar="LIST",
         help="magnitudes dropped in the E3 sensitivity refit (default 9,10,100)",
     )
+    parser.add_argument(
+        "--conventions",
+        choices=CONVENTION_NAMES,
+        default="magdash",
+        help="statistical conventions: magdash's (default) or those of the paper's script, which "
+        "reproduce its numbers exactly (see docs/science.md)",
+    )
 
 
 def _params(args: argparse.Namespace):
@@ -87,10 +98,11 @@ def _params(args: argparse.Namespace):
         measures=tuple(_split(args.measures, str, "--measures")),
         core_layers=None if args.core is None else tuple(parse_layer_range(args.core)),
         n_boot=args.n_boot,
-        seed=check_seed(args.seed),
+        seed=None if args.seed is None else check_seed(args.seed),
         window=_window(args.window),
         boundary=tuple(_split(args.boundary, float, "--boundary")),
         bootstrap_layers=args.bootstrap_layers,
+        conventions=args.conventions,
     )
 
 
@@ -146,13 +158,29 @@ def _interval(low: float, high: float) -> str:
     return f"[{low:+.3f}, {high:+.3f}]"
 
 
+def _layer_list(layers) -> str:
+    layers = list(layers)
+    if not layers:
+        return "none"
+    if layers == list(range(layers[0], layers[-1] + 1)):
+        return f"{layers[0]}..{layers[-1]}"
+    return ", ".join(map(str, layers))
+
+
+def _best_noise_models(result, measure: str) -> str:
+    """How often each noise model is the best by AICc over the core layers."""
+    rows = result.noise_models
+    rows = rows[(rows["measure"] == measure) & rows["layer"].isin(result.core_layers) & (rows["delta_aicc"] == 0)]
+    counts = rows["model"].value_counts()
+    return ", ".join(f"{name} {count}" for name, count in counts.items()) or "none (too few points)"
+
+
 def _print_analysis(result) -> None:
     measures = result.params.measures
     print(f"model: {result.model}   stimuli: {result.stimuli}   "
           f"{len(result.magnitudes)} magnitudes, {result.n_layers} layers")
-    print(f"core layers: {result.core_layers[0]}..{result.core_layers[-1]}"
-          if result.core_layers == list(range(result.core_layers[0], result.core_layers[-1] + 1))
-          else f"core layers: {result.core_layers}")
+    print(f"core layers: {_layer_list(result.core_layers)}   conventions: {result.params.rules.description} "
+          f"(bootstrap seed {result.params.seed})")
     print("alpha per layer (OLS of log V on log n; 95% bootstrap CI where computed; — = no fit)")
     header = f"{'layer':>5} {'label':<18}" + "".join(f" {_title(m):>31}" for m in measures)
     print(header)
@@ -176,19 +204,34 @@ def _print_analysis(result) -> None:
         print(f"  H2 alpha in [{low}, {high}]: {h.in_window_layers}/{n} layers -> {verdict[h.h2]} "
               f"(t vs 1 = {_number(h.h2_t, 2)}, p = {h.h2_p:.3g})")
         print(f"  H3 alpha < 1:          {h.below_one_layers}/{n} layers -> {verdict[h.h3]}")
-        print(f"  H4 alpha vs depth:     Spearman rho = {_number(h.h4_rho, 3)}, p = {h.h4_p:.3g} "
-              f"-> {verdict[h.h4]}")
+        all_layers = result.params.rules.h4_all_layers
+        scope = "all layers" if all_layers else "fitted core layers"
+        undefined = " (undefined: a layer has no fit)" if all_layers and not math.isfinite(h.h4_rho) else ""
+        print(f"  H4 alpha vs depth:     Spearman rho = {_number(h.h4_rho, 3)}, p = {_p(h.h4_p)} "
+              f"over {scope} {_layer_list(h.h4_layers)} -> {verdict[h.h4]}{undefined}")
         e3 = result.e3[measure]
         dropped = ", ".join(f"{m:g}" for m in e3.dropped) or "none present"
         print(f"  E3 without {dropped}: mean alpha {_number(e3.mean_alpha_without)} "
               f"(shift {_number(e3.mean_shift)})")
+        print(f"  noise models, best by AICc over the core layers: {_best_noise_models(result, measure)}")
     e4 = result.e4
     print(f"E4 on-axis alpha {_number(e4.mean_alpha_on)} vs off-axis {_number(e4.mean_alpha_off)} "
           f"(ratio {e4.ratio:.2f}x, Wilcoxon p = {e4.wilcoxon_p:.3g}, {e4.n_pairs} layers)")
+    checks = result.checks
+    print(f"checks: mean |OLS - Theil-Sen| {_plain(checks.ols_theil_sen)} (layers {_layer_list(checks.ols_theil_sen_layers)}), "
+          f"raw-residual {_plain(checks.raw_residual)}, raw-proj {_plain(checks.raw_proj)}")
+
+
+def _p(value: float) -> str:
+    return "—" if not math.isfinite(value) else f"{value:.3g}"
+
+
+def _plain(value: float) -> str:
+    return "—" if not math.isfinite(value) else f"{value:.4f}"
 
 
 def _print_comparison(result) -> None:
-    print(f"{result.model_a} minus {result.model_b}   stimuli: {result.stimuli}")
+    print(f"{result.model_a} minus {result.model_b}   stimuli: {result.stimuli}   conventions: {result.conventions}")
     for measure, item in result.measures.items():
         print(f"\n[{_title(measure)}] mean alpha over core layers: "
               f"{_number(item.mean_alpha_a)} vs {_number(item.mean_alpha_b)} "

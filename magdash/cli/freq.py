@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 from magdash.cli.common import add_store_option, check_seed, flagged_layer_warnings, open_store, print_json, warn
+from magdash.conventions import CONVENTION_NAMES
 from magdash.errors import AnalysisError
 
 
@@ -63,6 +64,10 @@ def register(subparsers) -> None:
     corr.add_argument("--missing", choices=("error", "zero"), default="error", help="a magnitude without a count: fail (default) or count 0")
     corr.add_argument("--n-boot", type=int, default=10_000, help="bootstrap resamples for the CI (default 10000)")
     corr.add_argument("--seed", type=int, default=0)
+    corr.add_argument(
+        "--conventions", choices=CONVENTION_NAMES, default="magdash",
+        help="which layers count as significant: p < .05 (magdash) or rho > 0 and p < .05 (the paper's script)",
+    )
     corr.add_argument("--json", action="store_true")
     add_store_option(corr)
     corr.set_defaults(func=run_corr)
@@ -172,7 +177,7 @@ def run_corr(args: argparse.Namespace) -> int:
     source = load_source(args.source, store)
     table = e5_from_store(store, args.model, source, stimuli=args.stimuli, layers=layers,
                           n_boot=args.n_boot, seed=check_seed(args.seed), missing=args.missing)
-    summary = e5_summary(table)
+    summary = e5_summary(table, conventions=args.conventions)
     warn(flagged_layer_warnings(store, [args.model], store.resolve_stimuli(args.model, args.stimuli)))
     if args.json:
         print_json({"model": args.model, "source": source.name, "layers": table.to_dict("records"), "summary": summary})
@@ -185,8 +190,12 @@ def run_corr(args: argparse.Namespace) -> int:
         print(f"{row.layer:5d}  {_fmt(row.rho, '7.3f')} {_fmt(row.p, '9.2g')}  "
               f"[{_fmt(row.ci_low, '6.3f')}, {_fmt(row.ci_high, '6.3f')}]  "
               f"{_fmt(row.partial_rho, '7.3f')} {_fmt(row.partial_p, '9.2g')}  {row.n}")
-    print(f"mean rho {_fmt(summary['mean_rho'], '.3f')} over {summary['layers_with_rho']} layers; "
-          f"mean partial rho (given log n) {_fmt(summary['mean_partial_rho'], '.3f')}")
+    print(f"mean rho {_fmt(summary['mean_rho'], '.3f')}, median {_fmt(summary['median_rho'], '.3f')} over "
+          f"{summary['layers_with_rho']} layers; mean partial rho (given log n) {_fmt(summary['mean_partial_rho'], '.3f')}")
+    if summary["best_layer"] is not None:
+        print(f"significant ({summary['significance'].replace('alpha', '.05')}): {summary['significant_layers']} layers; "
+              f"largest |rho| at layer {summary['best_layer']} (rho {_fmt(summary['best_rho'], '.3f')}, "
+              f"p {_fmt(summary['best_p'], '.2g')})")
     return 0
 
 
