@@ -143,13 +143,20 @@ def magnitudes_from_editor(mode: str, *, text: str = "", first: int = 1, last: i
 def build_stimulus_set(name: str, carriers: Sequence[str], magnitudes: Sequence[int], store: Store | None = None) -> StimulusSet:
     """A stimulus set ready to save; a name already stored with other content is refused, and so
     is the name of the paper's set for anything but the paper's stimuli (the Extract page and the
-    first-run protocol rely on that name)."""
+    first-run protocol rely on that name) and a second name for sentences already stored."""
     stimuli = StimulusSet(name.strip(), tuple(carriers), tuple(magnitudes))
     check_reserved_name(stimuli)
     taken = store is not None and stimuli.name in store.stimulus_set_names()
     if taken and store.stimulus_set(stimuli.name).content_hash != stimuli.content_hash:
         raise StimulusError(f"a different stimulus set named {stimuli.name!r} is already stored: choose another name")
+    if store is not None and not taken and (stored := store.known_as(stimuli).name) != stimuli.name:
+        raise StimulusError(f"these sentences are already stored as the set {stored!r}: choose that set instead")
     return stimuli
+
+
+def preview_set(carriers: Sequence[str], magnitudes: Sequence[int]) -> StimulusSet:
+    """The sentences to preview, checked like a set to save but under no name rule (never stored)."""
+    return StimulusSet("preview", tuple(carriers), tuple(magnitudes))
 
 
 def preview_items(stimuli: StimulusSet, limit: int = 60):

@@ -243,11 +243,17 @@ class LoadedModel:
         return layer_labels(self.n_blocks, self.final_norm is not None)
 
 
+POST_NORM_LABEL = "final norm (post-norm)"
+"""The label of a layer holding the output of the final norm (transformers' ``hidden_states[-1]``)."""
+LAST_LAYER_CHOICES = ("block", "post-norm")
+"""What the last layer of imported hidden states is: a block's output, or the final norm's."""
+
+
 def layer_labels(n_blocks: int, has_final_norm: bool) -> tuple[str, ...]:
     labels = ["embeddings"] + [f"block {i}" for i in range(1, n_blocks + 1)]
     if has_final_norm:
         labels[-1] = f"block {n_blocks} (pre-norm residual)"
-        labels.append("final norm (post-norm)")
+        labels.append(POST_NORM_LABEL)
     return tuple(labels)
 
 

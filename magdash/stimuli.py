@@ -99,11 +99,21 @@ def paper_stimuli() -> StimulusSet:
     return StimulusSet(PAPER_SET_NAME, PAPER_CARRIERS, PAPER_MAGNITUDES)
 
 
+def is_paper_content(stimuli: StimulusSet) -> bool:
+    """The paper's 26 magnitudes x 5 carriers, whatever the set is called."""
+    return stimuli.content_hash == paper_stimuli().content_hash
+
+
 def check_reserved_name(stimuli: StimulusSet) -> None:
-    """Refuse the name 'paper' for any other content: paper extractions and the dashboard's first
-    run look the paper's set up by that name."""
-    if stimuli.name == PAPER_SET_NAME and stimuli.content_hash != paper_stimuli().content_hash:
+    """The name 'paper' belongs to the paper's stimuli and they to it: paper extractions and the
+    dashboard's first run look the paper's set up by that name, and one content is one set."""
+    if stimuli.name == PAPER_SET_NAME and not is_paper_content(stimuli):
         raise StimulusError(f"the name {PAPER_SET_NAME!r} is kept for the paper's stimuli: choose another name")
+    if stimuli.name != PAPER_SET_NAME and is_paper_content(stimuli):
+        raise StimulusError(
+            f"these are the paper's stimuli, stored under the name {PAPER_SET_NAME!r}: use that name "
+            f"rather than {stimuli.name!r}"
+        )
 
 
 def format_number(magnitude: int) -> str:

@@ -38,13 +38,15 @@ import pandas as pd
 import pyarrow as pa
 
 from magdash.errors import StoreError
+from magdash.models import LAST_LAYER_CHOICES, POST_NORM_LABEL
 from magdash.overflow import count_nonfinite, nonfinite_rows
 from magdash.stimuli import StimulusSet
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
-"""1: the first release. 2: adds ``nonfinite``, the vectors holding Inf or NaN, per layer."""
+SCHEMA_VERSION = 3
+"""1: the first release. 2: adds ``nonfinite``, the vectors holding Inf or NaN, per layer.
+3: one stimulus set per content (sets with the same sentences merged; the paper's named 'paper')."""
 DEFAULT_STORE = Path("cache") / "magdash.duckdb"
 STORE_ENV = "MAGDASH_STORE"
 LOCK_TIMEOUT_ENV = "MAGDASH_LOCK_TIMEOUT"
@@ -479,9 +481,23 @@ class Store:
     # -- stimulus sets -----------------------------------------------------------------
 
     def register_stimulus_set(self, stimuli: StimulusSet) -> None:
-        """Store a stimulus set; the same content again is a no-op, a changed one is refused."""
+        """Store a stimulus set; the same content again is a no-op, a changed one is refused, and
+        so is a new name for sentences stored under another (one content is one set: see
+        :meth:`known_as`)."""
         with self._transaction() as connection:
             _register_stimulus_set(connection, stimuli)
+
+    def known_as(self, stimuli: StimulusSet) -> StimulusSet:
+        """``stimuli`` under the name its sentences are stored as, when that is another name.
+
+        For names magdash chose itself (a default), so that the same sentences never become a
+        second set: a model would then have both, and every analysis would ask which one.
+        """
+        with self._connect() as connection:
+            stored = _stored_name_for_content(connection, stimuli.content_hash)
+        if stored is None or stored == stimuli.name:
+            return stimuli
+        return StimulusSet(stored, stimuli.carriers, stimuli.magnitudes)
 
     def stimulus_set(self, name: str) -> StimulusSet:
         with self._connect() as connection:
@@ -706,35 +722,48 @@ class Store:
         self,
         name: str,
         per_carrier: np.ndarray,
-        magnitudes: Sequence[float],
+        magnitudes: Sequence[float] | None,
         *,
         carriers: Sequence[str] | None = None,
         layer_labels: Sequence[str] | None = None,
         stimuli: str | None = None,
         source: str = "import",
+        n_blocks: int | None = None,
+        last_layer: str = "block",
     ) -> tuple[ModelRecord, str]:
         """Store hidden states extracted elsewhere as model ``name``.
 
         ``per_carrier`` has shape (n_magnitudes, n_carriers, n_layers, d). Carriers that are
         templates with ``{n}`` keep their sentences (and so match a stimulus set extracted here,
-        such as the paper's); other labels become templates ``"<label> {n}"``. The model's
-        identity is a hash of the arrays, so importing the same file twice is a no-op.
+        such as the paper's); other labels become templates ``"<label> {n}"``. Without a
+        ``stimuli`` name the set takes the name its sentences are already stored under, else
+        'paper' for the paper's, else ``<name>-stimuli``. ``last_layer="post-norm"`` says the
+        last stored layer is the output of the final norm with no pre-norm copy before it (the
+        paper's files: transformers' ``hidden_states[-1]``): it is labelled so, and the model
+        has one block fewer than layers past the embeddings, which keeps it out of the default
+        core band. ``n_blocks`` gives the block count otherwise read from the labels. The
+        model's identity is a hash of the arrays, so importing the same file twice is a no-op.
         Returns the stored record and the stimulus set's name.
         """
         per_carrier, magnitudes, carriers, layer_labels = validate_import_arrays(
             per_carrier, magnitudes, carriers, layer_labels
         )
         n_magnitudes, n_carriers, n_layers, dim = per_carrier.shape
+        layer_labels, n_blocks = _imported_layers(layer_labels, n_blocks, last_layer)
         digest = hashlib.sha256()
         digest.update(np.ascontiguousarray(per_carrier).tobytes())
-        digest.update(json.dumps([magnitudes, carriers, layer_labels]).encode())
+        digest.update(json.dumps([magnitudes, carriers, layer_labels, n_blocks]).encode())
         fingerprint = f"sha256:{digest.hexdigest()[:32]}"
         model_id = hashlib.sha1(f"{fingerprint}|import".encode()).hexdigest()[:20]
-        set_name = stimuli or _import_set_name(name, carriers, magnitudes, fingerprint)
-        stimulus_set = StimulusSet(set_name, tuple(carriers), tuple(magnitudes))
+        if stimuli is not None:
+            stimulus_set = StimulusSet(stimuli, tuple(carriers), tuple(magnitudes))
+        else:
+            stimulus_set = self.known_as(
+                StimulusSet(_import_set_name(name, carriers, magnitudes, fingerprint), tuple(carriers), tuple(magnitudes))
+            )
         record = ModelRecord(
             name=name, model_id=model_id, source=source, fingerprint=fingerprint, dtype="float32",
-            transformers_version="", architecture="imported", n_blocks=_imported_block_count(layer_labels),
+            transformers_version="", architecture="imported", n_blocks=n_blocks,
             hidden_size=dim, layer_labels=tuple(layer_labels), position="imported", is_random=False,
         )
         self.register(stimulus_set, record)
@@ -748,7 +777,8 @@ class Store:
         return record, stimulus_set.name
 
     def export_arrays(self, name: str, stimuli: str) -> dict[str, np.ndarray]:
-        """The reference layout: per_carrier (n_magnitudes, n_carriers, n_layers, d) and labels."""
+        """The reference layout: per_carrier (n_magnitudes, n_carriers, n_layers, d), labels and
+        the block count (so that an import gives back the same core band)."""
         record = self.model_record(name)
         layers = list(self.read_layers(name, stimuli))
         return {
@@ -756,6 +786,7 @@ class Store:
             "magnitudes": layers[0].magnitudes,
             "carriers": np.asarray(layers[0].carriers, dtype=str),
             "layer_labels": np.asarray(record.layer_labels, dtype=str),
+            "n_blocks": np.asarray(record.n_blocks),
         }
 
 
@@ -790,6 +821,12 @@ def _register_stimulus_set(connection: duckdb.DuckDBPyConnection, stimuli: Stimu
         raise StoreError(
             f"a different stimulus set named {stimuli.name!r} is already stored; choose another name with --stimuli"
         )
+    stored = _stored_name_for_content(connection, stimuli.content_hash)
+    if stored is not None:
+        raise StoreError(
+            f"the stored stimulus set {stored!r} holds these same sentences: use the name {stored!r} "
+            "(or leave the name out) rather than a second name for them"
+        )
     connection.execute(
         "INSERT INTO stimulus_sets (name, content_hash, carriers, magnitudes) VALUES (?, ?, ?, ?)",
         [stimuli.name, stimuli.content_hash, json.dumps(list(stimuli.carriers)), json.dumps(list(stimuli.magnitudes))],
@@ -806,6 +843,13 @@ def _register_stimulus_set(connection: duckdb.DuckDBPyConnection, stimuli: Stimu
     connection.register("new_items", items)
     connection.execute("INSERT INTO stimulus_items SELECT * FROM new_items")
     connection.unregister("new_items")
+
+
+def _stored_name_for_content(connection: duckdb.DuckDBPyConnection, content_hash: str) -> str | None:
+    row = connection.execute(
+        "SELECT name FROM stimulus_sets WHERE content_hash = ? ORDER BY created_at, name LIMIT 1", [content_hash]
+    ).fetchone()
+    return None if row is None else row[0]
 
 
 def nonfinite_counts_in(summary: pd.DataFrame, name: str, stimuli: str) -> dict[int, int]:
@@ -852,14 +896,76 @@ def _flag_stored_nonfinite_vectors(connection: duckdb.DuckDBPyConnection) -> Non
         _insert_nonfinite(connection, model_id, layers, keys)
 
 
-_MIGRATIONS = {1: _flag_stored_nonfinite_vectors}
+def _merge_duplicate_stimulus_sets(connection: duckdb.DuckDBPyConnection) -> None:
+    """Migration 2 -> 3: one stimulus set per content.
+
+    Earlier releases stored the same sentences under several names (an import without carriers
+    made a set per model), and every model then listed all of them, so an analysis without
+    ``--stimuli`` could not choose. Each group of sets with the same content keeps one name:
+    'paper' for the paper's sentences (a lone set of them is renamed 'paper'), else the set
+    stored first. The vectors are keyed by sentence, not by set, so none move; analyses cached
+    under a dropped name are simply computed again under the kept one.
+    """
+    from magdash.stimuli import PAPER_SET_NAME, paper_stimuli
+
+    paper_hash = paper_stimuli().content_hash
+    rows = connection.execute("SELECT name, content_hash FROM stimulus_sets ORDER BY created_at, name").fetchall()
+    names = {name for name, _ in rows}
+    groups: dict[str, list[str]] = {}
+    for name, content in rows:
+        groups.setdefault(content, []).append(name)
+    for content, members in groups.items():
+        is_paper = content == paper_hash
+        keep = PAPER_SET_NAME if is_paper and PAPER_SET_NAME in members else members[0]
+        dropped = [name for name in members if name != keep]
+        for name in dropped:
+            connection.execute("DELETE FROM stimulus_items WHERE set_name = ?", [name])
+            connection.execute("DELETE FROM stimulus_sets WHERE name = ?", [name])
+        if dropped:
+            log.warning("stimulus sets %s hold the same sentences as %r and are merged into it", dropped, keep)
+        if is_paper and keep != PAPER_SET_NAME and PAPER_SET_NAME not in names:
+            log.warning("stimulus set %r holds the paper's sentences: it is renamed %r", keep, PAPER_SET_NAME)
+            connection.execute(
+                "INSERT INTO stimulus_sets SELECT ?, content_hash, carriers, magnitudes, created_at "
+                "FROM stimulus_sets WHERE name = ?",
+                [PAPER_SET_NAME, keep],
+            )
+            connection.execute("DELETE FROM stimulus_sets WHERE name = ?", [keep])
+            connection.execute("UPDATE stimulus_items SET set_name = ? WHERE set_name = ?", [PAPER_SET_NAME, keep])
+
+
+_MIGRATIONS = {1: _flag_stored_nonfinite_vectors, 2: _merge_duplicate_stimulus_sets}
 """Schema version -> the step that brings a store of that version to the next one."""
 
+def _imported_layers(
+    layer_labels: Sequence[str], n_blocks: int | None, last_layer: str
+) -> tuple[list[str], int]:
+    """The labels and block count of imported layers.
 
-def _imported_block_count(layer_labels: Sequence[str]) -> int:
-    """Blocks behind imported layers: all but the embeddings, and a trailing post-norm layer."""
-    extra = 2 if len(layer_labels) > 2 and "post-norm" in layer_labels[-1].lower() else 1
-    return max(len(layer_labels) - extra, 1)
+    ``last_layer="post-norm"``: the last layer is the final norm's output of the last block,
+    L = n_layers - 1. Else ``n_blocks`` when given, else read from the labels: all layers but
+    the embeddings, and but a trailing post-norm layer (a magdash export: L+1 is post-norm).
+    """
+    labels = list(layer_labels)
+    n_layers = len(labels)
+    if last_layer not in LAST_LAYER_CHOICES:
+        raise StoreError(f"last layer must be one of {', '.join(LAST_LAYER_CHOICES)}, got {last_layer!r}")
+    if last_layer == "post-norm":
+        if n_layers < 3:
+            raise StoreError(f"{n_layers} layers cannot end in a post-norm layer: it needs the embeddings and two more")
+        if n_blocks is not None and int(n_blocks) != n_layers - 1:
+            raise StoreError(
+                f"the file says {int(n_blocks)} blocks, but a post-norm last layer after {n_layers - 1} layers "
+                f"means {n_layers - 1}: leave out the post-norm option or fix n_blocks"
+            )
+        labels[-1] = POST_NORM_LABEL
+        return labels, n_layers - 1
+    if n_blocks is not None:
+        if not 1 <= int(n_blocks) <= n_layers - 1:
+            raise StoreError(f"n_blocks is {int(n_blocks)}: with {n_layers} layers it must be 1..{n_layers - 1}")
+        return labels, int(n_blocks)
+    extra = 2 if n_layers > 2 and "post-norm" in labels[-1].lower() else 1
+    return labels, max(n_layers - extra, 1)
 
 
 def _import_set_name(name: str, carriers: Sequence[str], magnitudes: Sequence[int], fingerprint: str) -> str:
@@ -874,7 +980,7 @@ def _import_set_name(name: str, carriers: Sequence[str], magnitudes: Sequence[in
 
 def validate_import_arrays(
     per_carrier: np.ndarray,
-    magnitudes: Sequence[float],
+    magnitudes: Sequence[float] | None,
     carriers: Sequence[str] | None,
     layer_labels: Sequence[str] | None,
 ) -> tuple[np.ndarray, list[int], list[str], list[str]]:
@@ -893,6 +999,11 @@ def validate_import_arrays(
     array = array.astype(np.float32, copy=False)
     if not np.isfinite(array).any():
         raise StoreError("per_carrier holds no finite values (all NaN or infinite)")
+    if magnitudes is None:
+        raise StoreError(
+            "the file has no 'magnitudes' array: say which magnitude each row of per_carrier is "
+            "(e.g. --magnitudes paper for the paper's files)"
+        )
     magnitude_array = np.asarray(magnitudes).ravel()
     if magnitude_array.dtype.kind not in "fiu":
         raise StoreError("magnitudes must be numbers")
@@ -951,7 +1062,35 @@ def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
         raise StoreError(f"{str(path)!r} is not a readable .npz file ({error})") from None
     except Exception as error:  # noqa: BLE001 - zipfile raises many kinds for corrupt archives
         raise StoreError(f"{str(path)!r} is not a readable .npz file ({type(error).__name__})") from None
-    for required in ("per_carrier", "magnitudes"):
-        if required not in arrays:
-            raise StoreError(f"{str(path)!r} has no {required!r} array (it has: {', '.join(arrays) or 'nothing'})")
+    if "per_carrier" not in arrays:
+        raise StoreError(f"{str(path)!r} has no 'per_carrier' array (it has: {', '.join(arrays) or 'nothing'})")
     return arrays
+
+
+def import_inputs(
+    arrays: dict[str, np.ndarray], magnitudes: Sequence[int] | None = None, carriers: Sequence[str] | None = None
+) -> tuple[np.ndarray | None, np.ndarray | list[str] | None, int | None]:
+    """(magnitudes, carriers, n_blocks) for an import of ``arrays`` (as :func:`read_npz` gives them).
+
+    ``magnitudes`` and ``carriers`` given by the user fill in what the file lacks (the paper's
+    files hold neither) and must agree with what it has.
+    """
+    stored_magnitudes = arrays.get("magnitudes")
+    if magnitudes is not None and stored_magnitudes is not None:
+        if np.asarray(stored_magnitudes).ravel().tolist() != list(magnitudes):
+            raise StoreError("the file's magnitudes differ from those given: leave out --magnitudes or fix the file")
+    stored_carriers = arrays.get("carriers")
+    if carriers is not None and stored_carriers is not None:
+        if [str(c) for c in np.asarray(stored_carriers).ravel()] != list(carriers):
+            raise StoreError("the file's carriers differ from those given: leave out --carriers or fix the file")
+    n_blocks = arrays.get("n_blocks")
+    if n_blocks is not None:
+        n_blocks_array = np.asarray(n_blocks)
+        if n_blocks_array.shape != () or n_blocks_array.dtype.kind not in "iu":
+            raise StoreError("n_blocks in the file must be a single whole number")
+        n_blocks = int(n_blocks_array)
+    return (
+        stored_magnitudes if stored_magnitudes is not None else (None if magnitudes is None else np.asarray(magnitudes)),
+        stored_carriers if stored_carriers is not None else (None if carriers is None else list(carriers)),
+        n_blocks,
+    )

@@ -86,7 +86,7 @@ if not ready:
     st.info("Fix the carriers and magnitudes above to preview their tokens.")
 elif st.toggle("Show the tokenization", key="st_preview_on", help="Loads the model's tokenizer (not its weights)"):
     try:
-        preview_set = ds.build_stimulus_set("preview", carriers.carriers, magnitudes)
+        preview_set = ds.preview_set(carriers.carriers, magnitudes)
         with st.spinner(ui.plain(f"Loading {preview_spec}…")):
             tokenizer = ui.tokenizer_for(preview_spec)
         preview = ds.tokenization_preview(tokenizer, ds.preview_items(preview_set), position)

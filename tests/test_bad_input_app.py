@@ -609,13 +609,22 @@ def test_stimuli_set_name(store_path, monkeypatch):
         assert_clean(at, name)
         assert any(expected in m for m in messages(at.main.error)), (name[:40], messages(at.main.error))
         assert contents(store_path) == before, name[:40]
-    for name in [*HOSTILE, "b" * 100]:
+    # Each name gets sentences of its own (the same sentences under a second name are refused).
+    widget(at.radio, "Magnitudes from").set_value("list").run()
+    for index, name in enumerate([*HOSTILE, "b" * 100]):
         record("app stimuli set name")
+        widget(at.text_input, "Magnitudes").set_value(f"1-{3 + index}").run()
         widget(at.text_input, "Stimulus set name").set_value(name).run()
         widget(at.button, save).click().run()
         assert_clean(at, name)
         assert literal_in(f"Saved {name!r}", at.main.success), (name, messages(at.main.success), messages(at.main.error))
         assert Store(store_path).stimulus_set(name).carriers == ("I have {n} pens.",)
+    # The first name's sentences under a new name: refused, naming the set that holds them.
+    widget(at.text_input, "Magnitudes").set_value("1-3").run()
+    widget(at.text_input, "Stimulus set name").set_value("copy").run()
+    widget(at.button, save).click().run()
+    assert any("already stored as the set" in m for m in messages(at.main.error)), messages(at.main.error)
+    assert "copy" not in Store(store_path).stimulus_set_names()
     # The same name for other content is refused; the stored set stays as it was.
     widget(at.text_area, "One sentence per line, {n} where the number goes").set_value("You have {n} pens.").run()
     for name in HOSTILE[:2]:

@@ -334,7 +334,10 @@ def test_import_refuses_a_taken_name_and_keeps_both_the_store_and_the_old_model(
     record("cli import npz")
     path = copy_store(files["store"], tmp_path)
     before = file_state(path)
-    assert_refused(run_cli("import", files["npz"], "--name", "base", "--stimuli", "fresh-set", "--store", path),
+    # other sentences than the stored set's, so that only the model name stands in the way
+    npz = _npz(tmp_path, per_carrier=np.random.default_rng(3).normal(size=BASE_SHAPE),
+               magnitudes=[m + 1000 for m in MAGNITUDES], carriers=CARRIERS)
+    assert_refused(run_cli("import", npz, "--name", "base", "--stimuli", "fresh-set", "--store", path),
                    "already holds a different model named 'base'")
     assert file_state(path) == before, "the refused import registered its stimulus set anyway"
 
@@ -620,10 +623,13 @@ def test_a_schema_1_store_is_read_with_its_data_intact(files, tmp_path):
 # -- hostile names ----------------------------------------------------------------------------------
 
 
-def _name_npz(folder: Path, name: str) -> Path:
+def _name_npz(folder: Path, name: str, *, own_magnitudes: bool = False) -> Path:
+    """Vectors seeded by ``name``; with ``own_magnitudes`` on magnitudes of the name's own, so
+    that each name has its own sentences (one content is one stimulus set)."""
     seed = int(hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:12], 16)
     values = np.random.default_rng(seed).normal(size=BASE_SHAPE)
-    return _npz(folder, per_carrier=values, magnitudes=MAGNITUDES, carriers=CARRIERS)
+    magnitudes = [m + 100 * (1 + seed % 10_000) for m in MAGNITUDES] if own_magnitudes else MAGNITUDES
+    return _npz(folder, per_carrier=values, magnitudes=magnitudes, carriers=CARRIERS)
 
 
 def listing(path: Path) -> dict:
@@ -663,8 +669,8 @@ def test_stimulus_set_names_are_stored_exactly_or_refused(files, names):
             record("cli stimulus set name")
             before = file_state(path)
             model = "model-" + hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-            result = run_cli("import", _name_npz(Path(folder), name), "--name", model, f"--stimuli={name}",
-                             "--store", path)
+            result = run_cli("import", _name_npz(Path(folder), name, own_magnitudes=True), "--name", model,
+                             f"--stimuli={name}", "--store", path)
             if result.code != 0 or not name.strip():
                 assert_refused(result, "blank" if not name.strip() else "")
                 assert file_state(path) == before

@@ -35,10 +35,15 @@ def test_extract_list_export_import(filled_store, tmp_path, capsys):
         assert data["per_carrier"].dtype == np.float32
         assert list(data["magnitudes"]) == [1, 2, 3, 4, 5, 6]
         assert data["layer_labels"][-1] == "final norm (post-norm)"
+    capsys.readouterr()
     assert main(["import", str(out), "--name", "again", "--store", str(filled_store)]) == 0
+    # the same sentences are one stimulus set: the import joins "six"
+    assert "stimulus set 'six'" in capsys.readouterr().out
     store = Store(filled_store)
-    np.testing.assert_array_equal(store.read_layer("again", "again-stimuli", 3).vectors,
+    assert store.stimulus_sets_for("tiny") == store.stimulus_sets_for("again") == ["six"]
+    np.testing.assert_array_equal(store.read_layer("again", "six", 3).vectors,
                                   store.read_layer("tiny", "six", 3).vectors)
+    assert store.model_record("again").n_blocks == store.model_record("tiny").n_blocks
 
 
 def test_import_needs_only_per_carrier_and_magnitudes(tmp_path, capsys):

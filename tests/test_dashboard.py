@@ -406,6 +406,10 @@ def test_saving_under_a_taken_name_with_other_content_is_refused(tmp_path):
     assert ds.build_stimulus_set("mine", ["A {n}."], [1, 2], store).name == "mine"  # same content: fine
     with pytest.raises(StimulusError, match="already stored"):
         ds.build_stimulus_set("mine", ["B {n}."], [1, 2], store)
+    # the same sentences under a second name: one content is one set
+    with pytest.raises(StimulusError, match="already stored as the set 'mine'"):
+        ds.build_stimulus_set("yours", ["A {n}."], [2, 1], store)
+    assert store.stimulus_set_names() == ["mine"]
 
 
 def test_preview_items_spread_over_the_magnitudes():

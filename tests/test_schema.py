@@ -29,6 +29,19 @@ def v1_store(tmp_path) -> Path:
     return path
 
 
+@pytest.fixture
+def v2_store(tmp_path) -> Path:
+    path = tmp_path / "v2.duckdb"
+    with gzip.open(DATA / "store_v2.duckdb.gz", "rb") as source, open(path, "wb") as target:
+        shutil.copyfileobj(source, target)
+    return path
+
+
+def stored_sets(path: Path) -> dict[str, str]:
+    with duckdb.connect(str(path), read_only=True) as connection:
+        return dict(connection.execute("SELECT name, content_hash FROM stimulus_sets").fetchall())
+
+
 def stored_version(path: Path) -> str:
     with duckdb.connect(str(path), read_only=True) as connection:
         return connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
@@ -43,7 +56,7 @@ def test_the_fixture_is_a_schema_1_store(v1_store):
 
 def test_a_schema_1_store_migrates_with_every_vector_intact(v1_store):
     store = Store(v1_store)
-    assert store.schema_version() == SCHEMA_VERSION == 2
+    assert store.schema_version() == SCHEMA_VERSION == 3
     expected = np.load(DATA / "store_v1_expected.npz")
     np.testing.assert_array_equal(store.export_arrays("tiny", "six")["per_carrier"], expected["tiny"])
     np.testing.assert_array_equal(store.export_arrays("with-nan", "six")["per_carrier"], expected["with_nan"])
@@ -88,7 +101,7 @@ def test_a_failed_migration_leaves_the_store_as_it_was(v1_store, monkeypatch):
 
 @pytest.mark.parametrize(
     ("version", "message"),
-    [("3", "newer magdash"), ("99", "newer magdash"), ("two", "no valid schema version"), ("0", "no valid schema")],
+    [("4", "newer magdash"), ("99", "newer magdash"), ("two", "no valid schema version"), ("0", "no valid schema")],
 )
 def test_unreadable_versions_are_refused_untouched(tmp_path, version, message, capsys):
     path = tmp_path / "store.duckdb"
@@ -132,3 +145,50 @@ def test_opening_a_current_store_writes_nothing(tmp_path):
     store = Store(path)
     assert store.schema_version() == SCHEMA_VERSION and store.get_result("k") == b"payload"
     assert path.read_bytes() == before
+
+
+def test_the_v2_fixture_holds_one_content_under_two_names(v2_store):
+    assert stored_version(v2_store) == "2"
+    sets = stored_sets(v2_store)
+    assert set(sets) == {"first-stimuli", "second-stimuli", "mine"}
+    assert sets["first-stimuli"] == sets["second-stimuli"]
+
+
+def test_a_schema_2_store_keeps_one_set_per_content_with_every_vector_intact(v2_store, capsys):
+    with duckdb.connect(str(v2_store), read_only=True) as connection:
+        done_before = connection.execute("SELECT count(*) FROM done").fetchone()[0]
+    store = Store(v2_store)
+    assert store.schema_version() == SCHEMA_VERSION == 3
+    assert store.stimulus_set_names() == ["first-stimuli", "paper"]
+    assert store.stimulus_sets_for("first") == store.stimulus_sets_for("second") == ["first-stimuli"]
+    assert store.stimulus_sets_for("third") == ["paper"]  # the paper's sentences go by their name
+    expected = np.load(DATA / "store_v2_expected.npz")
+    for name, stimuli in (("first", "first-stimuli"), ("second", "first-stimuli"), ("third", "paper")):
+        np.testing.assert_array_equal(store.export_arrays(name, stimuli)["per_carrier"], expected[name])
+    with duckdb.connect(str(v2_store), read_only=True) as connection:
+        assert connection.execute("SELECT count(*) FROM done").fetchone()[0] == done_before
+        items = connection.execute("SELECT set_name, count(*) FROM stimulus_items GROUP BY set_name ORDER BY 1").fetchall()
+    assert items == [("first-stimuli", 18), ("paper", 130)]
+    # the model imported alone no longer has "several stimulus sets"
+    assert main(["analyze", "--model", "second", "--store", str(v2_store), "--n-boot", "0", "--json"]) == 0
+    assert '"stimuli": "first-stimuli"' in capsys.readouterr().out
+    # and the same sentences under a new name are refused, leaving the store as it is
+    with pytest.raises(StoreError, match="'first-stimuli' holds these same sentences"):
+        store.import_arrays("fourth", expected["first"], (1, 2, 5, 10, 50, 100), stimuli="again")
+    assert store.stimulus_set_names() == ["first-stimuli", "paper"] and "fourth" not in store.model_names()
+
+
+def test_a_failed_merge_leaves_the_store_as_it_was(v2_store, monkeypatch):
+    before = stored_sets(v2_store)
+
+    def merge_then_fail(connection):
+        connection.execute("DELETE FROM stimulus_items WHERE set_name = 'second-stimuli'")
+        connection.execute("DELETE FROM stimulus_sets WHERE name = 'second-stimuli'")
+        raise OSError("simulated crash half-way through the migration")
+
+    monkeypatch.setitem(store_module._MIGRATIONS, 2, merge_then_fail)
+    with pytest.raises(OSError, match="simulated"):
+        Store(v2_store)
+    assert stored_version(v2_store) == "2" and stored_sets(v2_store) == before
+    monkeypatch.undo()
+    assert Store(v2_store).stimulus_sets_for("second") == ["first-stimuli"]

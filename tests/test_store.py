@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from magdash.errors import StoreError
+from magdash.errors import MagdashError, StoreError
 from magdash.stimuli import StimulusSet
 from magdash.store import ModelRecord, Store, read_npz
 
@@ -129,7 +129,7 @@ def test_import_export_round_trip(store, rng, tmp_path):
     assert again.model_id == record.model_id
     path = tmp_path / "out.npz"
     np.savez(path, **exported)
-    assert set(read_npz(path)) == {"per_carrier", "magnitudes", "carriers", "layer_labels"}
+    assert set(read_npz(path)) == {"per_carrier", "magnitudes", "carriers", "layer_labels", "n_blocks"}
 
 
 @pytest.mark.parametrize(
@@ -223,3 +223,109 @@ def test_threads_share_a_store_while_one_writes(tmp_path, rng):
         thread.join()
     assert errors == []
     assert store.get_result("k19") == b"payload"
+
+
+def test_the_same_sentences_are_one_stimulus_set(store, rng, capsys):
+    from magdash.cli import main
+
+    first, first_set = store.import_arrays("first", rng.normal(size=(6, 3, 3, 4)), [1, 2, 3, 4, 5, 6])
+    second, second_set = store.import_arrays("second", rng.normal(size=(6, 3, 3, 4)), [1, 2, 3, 4, 5, 6])
+    assert first_set == second_set == "first-stimuli"
+    assert store.stimulus_set_names() == ["first-stimuli"]
+    assert store.stimulus_sets_for("first") == store.stimulus_sets_for("second") == ["first-stimuli"]
+    # each model analyses without naming its stimulus set
+    for name in ("first", "second"):
+        assert main(["analyze", "--model", name, "--store", str(store.path), "--n-boot", "0", "--json"]) == 0
+    capsys.readouterr()
+    # a new name for the same sentences is refused, and nothing is stored
+    with pytest.raises(StoreError, match="'first-stimuli' holds these same sentences: use the name 'first-stimuli'"):
+        store.import_arrays("third", rng.normal(size=(6, 3, 3, 4)), [1, 2, 3, 4, 5, 6], stimuli="renamed")
+    assert store.model_names() == ["first", "second"] and store.stimulus_set_names() == ["first-stimuli"]
+    # other sentences are another set
+    _, other = store.import_arrays("third", rng.normal(size=(6, 3, 3, 4)), [1, 2, 3, 4, 5, 7])
+    assert other == "third-stimuli"
+    assert store.known_as(StimulusSet("anything", store.stimulus_set("first-stimuli").carriers, (1, 2, 3, 4, 5, 6))).name == "first-stimuli"
+
+
+def test_an_extraction_without_a_set_name_joins_the_stored_set_of_its_sentences(store):
+    from magdash.cli.extract import custom_stimulus_set
+
+    class Args:
+        carriers = None
+        magnitudes = "1-6"
+        stimuli = None
+
+    stimuli = custom_stimulus_set(Args())
+    store.register_stimulus_set(StimulusSet("mine", stimuli.carriers, stimuli.magnitudes))
+    assert stimuli.name.startswith("custom-") and store.known_as(stimuli).name == "mine"
+    Args.magnitudes = "paper"
+    assert custom_stimulus_set(Args()).name == "paper"
+    Args.stimuli = "my-paper"
+    with pytest.raises(MagdashError, match="the paper's stimuli, stored under the name 'paper'"):
+        custom_stimulus_set(Args())
+
+
+def _paper_file(path, rng, n_layers=33, dim=8):
+    """The layout of the paper's hidden_states.npz: per_carrier (26, 5, 33, d), centroids and
+    icc_per_layer, no magnitudes, carriers or labels."""
+    from magdash.stimuli import PAPER_MAGNITUDES
+
+    per_carrier = rng.normal(size=(len(PAPER_MAGNITUDES), 5, n_layers, dim)).astype(np.float32)
+    per_carrier *= np.asarray(PAPER_MAGNITUDES, dtype=np.float32)[:, None, None, None] ** -0.05
+    np.savez_compressed(path, per_carrier=per_carrier, centroids=per_carrier.mean(axis=1),
+                        icc_per_layer=np.zeros(n_layers))
+    return per_carrier
+
+
+def test_the_papers_npz_layout_imports_with_one_command(store, rng, tmp_path, capsys):
+    from magdash.analysis import AnalysisParams, analyze
+    from magdash.cli import main
+    from magdash.models import POST_NORM_LABEL
+
+    path = tmp_path / "hidden_states.npz"
+    per_carrier = _paper_file(path, rng)
+    base = ["import", str(path), "--store", str(store.path)]
+    assert main([*base, "--name", "llama"]) == 2
+    assert "no 'magnitudes' array" in capsys.readouterr().err and store.model_names() == []
+    assert main([*base, "--name", "llama", "--magnitudes", "paper", "--carriers", "paper", "--last-layer", "post-norm"]) == 0
+    out = capsys.readouterr().out
+    assert "stimulus set 'paper'" in out and "33 layers, 32 blocks" in out and "default core layers 16..31" in out
+    record = store.model_record("llama")
+    assert record.n_blocks == 32 and record.n_layers == 33
+    assert record.layer_labels[-1] == POST_NORM_LABEL and record.layer_labels[31] == "layer 31"
+    np.testing.assert_array_equal(store.read_layer("llama", "paper", 32).vectors, per_carrier[:, :, 32])
+    result = analyze(store, "llama", params=AnalysisParams(n_boot=0, conventions="paper"))
+    assert result.core_layers == list(range(16, 32)) and result.stimuli == "paper"
+    assert result.hypotheses["eucl"].h4_layers == list(range(33))
+    # exported and imported again, it keeps its block count (and so its core band)
+    exported = tmp_path / "again.npz"
+    assert main(["export", "--model", "llama", "--out", str(exported), "--store", str(store.path)]) == 0
+    assert main(["import", str(exported), "--name", "again", "--store", str(store.path)]) == 0
+    assert store.model_record("again").n_blocks == 32
+    assert store.model_record("again").layer_labels == record.layer_labels
+
+
+def test_import_options_must_agree_with_the_file(store, rng, tmp_path, capsys):
+    from magdash.cli import main
+
+    path = tmp_path / "six.npz"
+    np.savez(path, per_carrier=rng.normal(size=(6, 2, 3, 4)), magnitudes=np.arange(1, 7),
+             carriers=np.array(["A {n}.", "B {n}."]))
+    base = ["import", str(path), "--name", "m", "--store", str(store.path)]
+    assert main([*base, "--magnitudes", "1-7"]) == 2
+    assert "magnitudes differ" in capsys.readouterr().err
+    carriers = tmp_path / "carriers.txt"
+    carriers.write_text("A {n}.\nC {n}.\n")
+    assert main([*base, "--carriers", str(carriers)]) == 2
+    assert "carriers differ" in capsys.readouterr().err
+    assert main([*base, "--last-layer", "post-norm", "--magnitudes", "1-6"]) == 0
+    assert store.model_record("m").n_blocks == 2 and store.model_names() == ["m"]
+    bare = tmp_path / "bare.npz"
+    np.savez(bare, per_carrier=rng.normal(size=(6, 2, 3, 4)))
+    assert main(["import", str(bare), "--name", "n", "--magnitudes", "1-6", "--carriers", str(carriers),
+                 "--store", str(store.path)]) == 0
+    assert store.stimulus_set(store.stimulus_sets_for("n")[0]).carriers == ("A {n}.", "C {n}.")
+    with pytest.raises(StoreError, match="n_blocks is 3: with 3 layers it must be 1..2"):
+        store.import_arrays("x", rng.normal(size=(6, 2, 3, 4)), [1, 2, 3, 4, 5, 6], n_blocks=3)
+    with pytest.raises(StoreError, match="cannot end in a post-norm layer"):
+        store.import_arrays("x", rng.normal(size=(6, 2, 2, 4)), [1, 2, 3, 4, 5, 6], last_layer="post-norm")

@@ -13,6 +13,7 @@ from magdash.stimuli import (
     POSITIONS,
     StimulusSet,
     check_reserved_name,
+    is_paper_content,
     parse_magnitudes,
     read_carrier_file,
 )
@@ -52,7 +53,9 @@ def custom_stimulus_set(args: argparse.Namespace) -> StimulusSet | None:
     carriers = read_carrier_file(args.carriers) if args.carriers is not None else list(PAPER_CARRIERS)
     magnitudes = parse_magnitudes(args.magnitudes if args.magnitudes is not None else PAPER_SET_NAME)
     provisional = StimulusSet("custom", tuple(carriers), tuple(magnitudes))
-    name = f"custom-{provisional.content_hash[:8]}" if args.stimuli is None else args.stimuli
+    name = args.stimuli
+    if name is None:
+        name = PAPER_SET_NAME if is_paper_content(provisional) else f"custom-{provisional.content_hash[:8]}"
     stimuli = StimulusSet(name, tuple(carriers), tuple(magnitudes))
     check_reserved_name(stimuli)
     return stimuli
@@ -77,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
     custom = custom_stimulus_set(args)
     store = open_store(args)
     stimuli = custom or named_stimulus_set(args, store)
+    if args.stimuli is None:
+        # A name magdash chose gives way to the name these sentences are already stored under.
+        stimuli = store.known_as(stimuli)
     # Imported only now: torch takes seconds to import, and bad input needs no model.
     from magdash.extract import extract
 

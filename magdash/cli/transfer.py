@@ -9,6 +9,7 @@ import numpy as np
 
 from magdash.cli.common import add_store_option, check_name, open_store
 from magdash.errors import StoreError
+from magdash.models import LAST_LAYER_CHOICES
 
 
 def register(subparsers) -> None:
@@ -19,10 +20,31 @@ def register(subparsers) -> None:
     add_store_option(export)
     export.set_defaults(func=run_export)
 
-    imported = subparsers.add_parser("import", help="store hidden states from an .npz as a model")
+    imported = subparsers.add_parser(
+        "import", help="store hidden states from an .npz as a model",
+        description="Store per_carrier (n_magnitudes, n_carriers, n_layers, d) from an .npz as a model. The paper's "
+        "hidden_states.npz: --magnitudes paper --carriers paper --last-layer post-norm.",
+    )
     imported.add_argument("file", metavar="FILE.npz")
     imported.add_argument("--name", required=True, help="model name in the store")
-    imported.add_argument("--stimuli", default=None, help="stimulus set name (default: paper if it matches, else NAME-stimuli)")
+    imported.add_argument(
+        "--stimuli", default=None,
+        help="stimulus set name (default: the set already holding these sentences, paper for the paper's, else NAME-stimuli)",
+    )
+    imported.add_argument(
+        "--magnitudes", metavar="SPEC", default=None,
+        help="the magnitudes of per_carrier's rows, ascending (e.g. paper, 1-1000), for a file without 'magnitudes'",
+    )
+    imported.add_argument(
+        "--carriers", metavar="FILE|paper", default=None,
+        help="the carrier sentences of per_carrier's columns, for a file without 'carriers': 'paper' or a text file, "
+        "one sentence with {n} per line (default: carrier 1 {n}, carrier 2 {n}, ...)",
+    )
+    imported.add_argument(
+        "--last-layer", choices=LAST_LAYER_CHOICES, default="block",
+        help="post-norm: the last stored layer is the final norm's output (transformers' hidden_states[-1], as in the "
+        "paper's files); it is labelled so and kept out of the default core band",
+    )
     add_store_option(imported)
     imported.set_defaults(func=run_import)
 
@@ -42,16 +64,30 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from magdash.store import read_npz
+    from magdash.hypotheses import default_core_layers
+    from magdash.stimuli import PAPER_CARRIERS, PAPER_SET_NAME, parse_magnitudes, read_carrier_file
+    from magdash.store import import_inputs, read_npz
 
     check_name(args.name, "--name", "llama3-8b")
     check_name(args.stimuli, "--stimuli", "my-stimuli")
+    magnitudes = None if args.magnitudes is None else parse_magnitudes(args.magnitudes)
+    carriers = None
+    if args.carriers is not None:
+        carriers = list(PAPER_CARRIERS) if args.carriers == PAPER_SET_NAME else read_carrier_file(args.carriers)
     arrays = read_npz(args.file)
+    magnitudes, carriers, n_blocks = import_inputs(arrays, magnitudes, carriers)
     store = open_store(args)
     record, stimuli = store.import_arrays(
-        args.name, arrays["per_carrier"], arrays["magnitudes"],
-        carriers=arrays.get("carriers"), layer_labels=arrays.get("layer_labels"),
+        args.name, arrays["per_carrier"], magnitudes,
+        carriers=carriers, layer_labels=arrays.get("layer_labels"),
         stimuli=args.stimuli, source=f"import:{os.path.basename(args.file)}",
+        n_blocks=n_blocks, last_layer=args.last_layer,
     )
-    print(f"imported {args.file} as {record.name!r} (stimulus set {stimuli!r}, {record.n_layers} layers, d={record.hidden_size})")
+    core = "none (fewer than 2 blocks)"
+    if record.n_blocks >= 2:
+        layers = default_core_layers(record.n_blocks)
+        core = f"{layers[0]}..{layers[-1]}"
+    print(f"imported {args.file} as {record.name!r} (stimulus set {stimuli!r}, {record.n_layers} layers, "
+          f"{record.n_blocks} blocks, d={record.hidden_size}; default core layers {core}; "
+          f"last layer: {record.layer_labels[-1]})")
     return 0
