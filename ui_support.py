@@ -394,6 +394,14 @@ def sidebar(context: AppContext) -> None:
             help=f"Hypotheses and means use these layers. Default for {record.n_blocks} blocks: "
                  f"{db.core_band(dataclasses.replace(view, core=None), record)}.",
         )
+        conventions_key = view_key("conventions", view.conventions)
+        st.radio(
+            "Conventions", db.CONVENTION_NAMES, index=db.CONVENTION_NAMES.index(view.conventions),
+            key=conventions_key, horizontal=True, format_func=db.CONVENTION_LABELS.get,
+            on_change=view_setter("conventions", conventions_key),
+            help="magdash's statistics, or the conventions of the paper's script (its bootstrap draws, H4 over all "
+                 "layers, its AICc, no outlier rule in E3/E6), which reproduce its numbers exactly. See docs/science.md.",
+        )
         with st.expander("Analysis settings"):
             boot_key = view_key("n_boot", view.n_boot)
             st.number_input("Bootstrap resamples", min_value=0, max_value=100_000, value=view.n_boot, step=1000,

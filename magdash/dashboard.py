@@ -3,7 +3,8 @@
 The dashboard (``app.py`` and ``pages/``) keeps widgets and layout only; everything it decides
 lives here, free of Streamlit, so it can be tested directly:
 
-- :class:`ViewState`: the global choices (store, model, stimulus set, measure, core band) and
+- :class:`ViewState`: the global choices (store, model, stimulus set, measure, core band,
+  statistical conventions) and
   the page choices worth bookmarking (layer, second model, bootstrap size), read from and
   written to the URL query string (:func:`view_from_query`, :func:`view_to_query`) and
   repaired against what the store holds (:func:`reconcile_view`);
@@ -30,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from magdash.analysis import PRIMARY_MEASURES, AnalysisParams
+from magdash.conventions import CONVENTION_NAMES, MAGDASH
 from magdash.errors import MagdashError
 from magdash.fits import DEFAULT_N_BOOT
 from magdash.hypotheses import default_core_layers
@@ -74,6 +76,18 @@ def page_groups(pages: Sequence[PageSpec] = PAGES, *, root: str | os.PathLike = 
     return groups
 
 
+SCIENCE_NOTES = Path(__file__).resolve().parent.parent / "docs" / "science.md"
+
+
+def science_notes() -> str | None:
+    """docs/science.md — how every number is computed, the two conventions, the known
+    differences from the paper — when the repository is at hand (None for a bare install)."""
+    try:
+        return SCIENCE_NOTES.read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
 # -- view state --------------------------------------------------------------------------
 
 MEASURE_CHOICES = ("eucl", "residual", "proj", "pairwise", "trace")
@@ -82,7 +96,10 @@ MEASURE_CHOICES = ("eucl", "residual", "proj", "pairwise", "trace")
 DASHBOARD_BOOTSTRAP_LAYERS = "all"
 """The dashboard bootstraps every layer, so the alpha profile has CI bands at every depth."""
 
-QUERY_KEYS = ("store", "model", "stimuli", "measure", "core", "layer", "vs", "boot")
+QUERY_KEYS = ("store", "model", "stimuli", "measure", "core", "layer", "vs", "boot", "conv")
+
+CONVENTION_LABELS = {"magdash": "magdash", "paper": "the paper's script"}
+"""How the sidebar names each set of statistical conventions."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +107,8 @@ class ViewState:
     """What the user is looking at. ``None`` means "the default for this model/store".
 
     ``core`` is an inclusive layer band (first, last) and only set when it differs from the
-    model's default band floor(L/2) .. L-1; ``other`` is the second model of Compare.
+    model's default band floor(L/2) .. L-1; ``other`` is the second model of Compare;
+    ``conventions`` magdash's statistical conventions or the paper's (:mod:`magdash.conventions`).
     """
 
     store: str
@@ -101,6 +119,7 @@ class ViewState:
     layer: int | None = None
     other: str | None = None
     n_boot: int = DEFAULT_N_BOOT
+    conventions: str = MAGDASH
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
@@ -175,6 +194,14 @@ def view_from_query(query: Mapping[str, str | Sequence[str]], store: str | None 
             notes.append(f"bootstrap size {values['boot']!r} in the link is not a whole number >= 0; using {DEFAULT_N_BOOT}")
         else:
             changes["n_boot"] = n_boot
+    if values["conv"]:
+        if values["conv"] in CONVENTION_NAMES:
+            changes["conventions"] = values["conv"]
+        else:
+            notes.append(
+                f"conventions {values['conv']!r} in the link are unknown; showing magdash's "
+                f"(choose from {', '.join(CONVENTION_NAMES)})"
+            )
     return dataclasses.replace(view, **changes), notes
 
 
@@ -205,6 +232,8 @@ def view_to_query(view: ViewState, store: str | None = None) -> dict[str, str]:
         query["vs"] = view.other
     if view.n_boot != DEFAULT_N_BOOT:
         query["boot"] = str(view.n_boot)
+    if view.conventions != MAGDASH:
+        query["conv"] = view.conventions
     return query
 
 
@@ -369,6 +398,7 @@ def analysis_params(view: ViewState) -> AnalysisParams:
         core_layers=core,
         n_boot=view.n_boot,
         bootstrap_layers=DASHBOARD_BOOTSTRAP_LAYERS,
+        conventions=view.conventions,
     )
 
 

@@ -21,7 +21,13 @@ import pandas as pd
 from magdash import charts, report, tables
 from magdash.analysis import PRIMARY_MEASURES, AnalysisResult, ComparisonResult
 from magdash.dashboard import AnalysisKey, ComparisonKey
-from magdash.frequency import counts_for_magnitudes, distribution_plot_data, e5_correlation, fit_distributions
+from magdash.frequency import (
+    counts_for_magnitudes,
+    distribution_plot_data,
+    e5_correlation,
+    e5_summary,
+    fit_distributions,
+)
 from magdash.frequency_sources import FrequencySource
 from magdash.geometry import centroid_rdm, pc1_coordinates
 from magdash.measures import centroids
@@ -71,7 +77,10 @@ def profile_measures(measure: str) -> list[str]:
 def profile_figure(result: AnalysisResult, measure: str = "eucl") -> alt.LayerChart:
     """Alpha by layer for the primary measures with bootstrap CI bands, core band shaded."""
     band = f"core layers {result.core_layers[0]}-{result.core_layers[-1]}" if result.core_layers else "no core band"
-    subtitle = f"{result.model} on {result.stimuli}; {band}; {result.params.n_boot:,} bootstrap resamples"
+    subtitle = (
+        f"{result.model} on {result.stimuli}; {band}; {result.params.n_boot:,} bootstrap resamples; "
+        f"{result.params.rules.description}"
+    )
     return charts.alpha_profile(
         tables.fit_table(result), measures=profile_measures(measure), subtitle=subtitle, width="container"
     )
@@ -217,14 +226,20 @@ def e5_table(result: AnalysisResult, source: FrequencySource, measure: str, miss
     return table
 
 
-def e5_sentence(table: pd.DataFrame, source: FrequencySource) -> str:
-    core = table[table["core"]]
-    rho = core["rho"].to_numpy(dtype=np.float64)
-    mean = float(np.nanmean(rho)) if np.isfinite(rho).any() else math.nan
-    return (
-        f"Mean Spearman rho over the core layers: {fmt(mean)} (source {source.name}, "
-        f"{len(source.counts):,} numbers, {source.total:,} occurrences)."
+def e5_sentence(table: pd.DataFrame, source: FrequencySource, conventions: str = "magdash") -> str:
+    """The E5 summary over the core layers, significance counted by ``conventions``."""
+    summary = e5_summary(table[table["core"]].reset_index(drop=True), conventions=conventions)
+    sentence = (
+        f"Mean Spearman rho over the core layers: {fmt(summary['mean_rho'])}, median {fmt(summary['median_rho'])} "
+        f"(source {source.name}, {len(source.counts):,} numbers, {source.total:,} occurrences)."
     )
+    if summary["best_layer"] is not None:
+        significance = summary["significance"].replace("alpha", ".05")
+        sentence += (
+            f" {summary['significant_layers']} of {summary['layers_with_rho']} layers significant ({significance}); "
+            f"largest |rho| at layer {summary['best_layer']}."
+        )
+    return sentence
 
 
 def frequency_rho_figure(table: pd.DataFrame) -> alt.LayerChart:

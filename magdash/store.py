@@ -1076,13 +1076,19 @@ def import_inputs(
     files hold neither) and must agree with what it has.
     """
     stored_magnitudes = arrays.get("magnitudes")
-    if magnitudes is not None and stored_magnitudes is not None:
-        if np.asarray(stored_magnitudes).ravel().tolist() != list(magnitudes):
-            raise StoreError("the file's magnitudes differ from those given: leave out --magnitudes or fix the file")
+    if (
+        magnitudes is not None
+        and stored_magnitudes is not None
+        and np.asarray(stored_magnitudes).ravel().tolist() != list(magnitudes)
+    ):
+        raise StoreError("the file's magnitudes differ from those given: leave out --magnitudes or fix the file")
     stored_carriers = arrays.get("carriers")
-    if carriers is not None and stored_carriers is not None:
-        if [str(c) for c in np.asarray(stored_carriers).ravel()] != list(carriers):
-            raise StoreError("the file's carriers differ from those given: leave out --carriers or fix the file")
+    if (
+        carriers is not None
+        and stored_carriers is not None
+        and [str(c) for c in np.asarray(stored_carriers).ravel()] != list(carriers)
+    ):
+        raise StoreError("the file's carriers differ from those given: leave out --carriers or fix the file")
     n_blocks = arrays.get("n_blocks")
     if n_blocks is not None:
         n_blocks_array = np.asarray(n_blocks)

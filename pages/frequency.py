@@ -49,7 +49,7 @@ try:
 except MagdashError as error:
     ui.show_error(error)
     st.stop()
-ui.say(ui.compute("e5_sentence", table, source))
+ui.say(ui.compute("e5_sentence", table, source, view.conventions))
 ui.figure("frequency_rho_figure", table, name=f"e5-rho-{view.model}-{name}", data=table)
 
 layer = ui.layer_picker(ctx)

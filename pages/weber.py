@@ -28,6 +28,8 @@ ui.figure("weber_figure", results, view.measure, db.depth_axis(records), name=f"
 st.subheader("Hypotheses across models")
 st.caption(ui.plain(f"{measure_label(view.measure)} on {view.stimuli}; a programme verdict needs a majority of models."))
 ui.table("verdict_table", results, view.measure, name=f"verdicts-{view.measure}")
+for warning in ui.analysis_for(key).checks.warnings():  # the paper's consistency checks
+    st.warning(ui.plain(f"{view.model}: {warning}"))
 
 st.subheader(ui.plain(f"Coefficient of variation ({view.model})"))
 ui.figure("cv_figure", key, name=f"cv-{view.model}")
@@ -46,3 +48,7 @@ with right:
     st.subheader("E4: on- vs off-axis")
     st.caption("Scaling of the variance along the magnitude axis (PC1) and off it.")
     ui.figure("e4_figure", key, name=f"e4-{view.model}")
+
+if notes := db.science_notes():
+    with st.expander("How these numbers are computed, and the paper's conventions (docs/science.md)"):
+        st.markdown(notes)

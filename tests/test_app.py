@@ -220,6 +220,21 @@ def test_measure_model_and_core_band_changes_rerun_cleanly(populated, monkeypatc
     assert widget(at.sidebar.select_slider, "Core layers").value == (2, 4)
 
 
+def test_the_conventions_setting_lands_in_the_url_and_in_the_figures(populated, monkeypatch):
+    at = open_app(populated, monkeypatch, page="pages/scaling.py")
+    assert "magdash's conventions" in json.dumps(chart_specs(at)[1]["title"])
+    widget(at.sidebar.radio, "Conventions").set_value("paper").run()
+    assert not at.exception and at.query_params["conv"] == "paper"
+    assert "the conventions of the paper's script" in json.dumps(chart_specs(at)[1]["title"])
+    at.switch_page("pages/weber.py").run()  # kept across pages
+    assert not at.exception and widget(at.sidebar.radio, "Conventions").value == "paper"
+    science = [e for e in at.expander if "docs/science.md" in e.label]
+    assert len(science) == 1 and "Two conventions" in " ".join(m.value for m in science[0].markdown)
+    bookmarked = open_app(populated, monkeypatch, query={"conv": "paper"}, page="pages/frequency.py")
+    assert widget(bookmarked.sidebar.radio, "Conventions").value == "paper"
+    assert "(rho > 0 and p < .05)" in texts(bookmarked)
+
+
 def test_a_bookmarked_view_opens_as_it_was_shared(populated, monkeypatch):
     query = {"model": "minilm@random", "measure": "residual", "layer": "2", "vs": "minilm"}
     at = open_app(populated, monkeypatch, query=query, page="pages/compare.py")

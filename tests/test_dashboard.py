@@ -79,10 +79,10 @@ def test_every_page_file_exists_and_groups_follow_the_issue_order():
 
 def test_view_round_trips_through_the_query_string():
     view = db.ViewState(store="/data/s.duckdb", model="llama", stimuli="paper", measure="proj",
-                        core=(2, 5), layer=4, other="llama@random", n_boot=500)
+                        core=(2, 5), layer=4, other="llama@random", n_boot=500, conventions="paper")
     query = db.view_to_query(view, store="/default.duckdb")
     assert query == {"store": "/data/s.duckdb", "model": "llama", "stimuli": "paper", "measure": "proj",
-                     "core": "2-5", "layer": "4", "vs": "llama@random", "boot": "500"}
+                     "core": "2-5", "layer": "4", "vs": "llama@random", "boot": "500", "conv": "paper"}
     back, notes = db.view_from_query(query, store="/default.duckdb")
     assert back == view and notes == []
 
@@ -93,10 +93,11 @@ def test_defaults_stay_out_of_the_query_string():
 
 def test_bad_link_values_fall_back_to_defaults_with_a_message():
     view, notes = db.view_from_query(
-        {"measure": "bogus", "core": "5-2", "layer": "-1", "boot": "many"}, store="/s.duckdb"
+        {"measure": "bogus", "core": "5-2", "layer": "-1", "boot": "many", "conv": "nature"}, store="/s.duckdb"
     )
-    assert (view.measure, view.core, view.layer, view.n_boot) == ("eucl", None, None, 10_000)
-    assert len(notes) == 4
+    assert (view.measure, view.core, view.layer, view.n_boot, view.conventions) == ("eucl", None, None, 10_000, "magdash")
+    assert len(notes) == 5
+    assert any("'nature'" in note and "magdash, paper" in note for note in notes)
     assert any("bogus" in note and "eucl" in note for note in notes)
 
 
@@ -518,7 +519,11 @@ def test_e5_covers_every_layer_and_missing_counts_are_explained(planted, planted
     assert np.isnan(table.loc[0, "rho"])  # V = 0 at the embeddings
     # V_eucl = n**0.5 is monotone in n; counts mostly fall with n: rho is strongly negative.
     assert table.loc[1, "rho"] < -0.5
-    assert "Mean Spearman rho over the core layers" in figs.e5_sentence(table, source)
+    own, paper = figs.e5_sentence(table, source), figs.e5_sentence(table, source, "paper")
+    assert "Mean Spearman rho over the core layers" in own
+    # negative correlations are significant for magdash, not in the paper's convention
+    assert "(p < .05)" in own and "0 of" not in own
+    assert "0 of 2 layers significant (rho > 0 and p < .05)" in paper
     small = dataclasses.replace(source, counts=source.counts[source.counts["number"] <= 100])
     with pytest.raises(MagdashError, match="1000|missing|150"):
         figs.e5_table(result, small, "eucl")
