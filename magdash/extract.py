@@ -232,7 +232,7 @@ def _is_out_of_memory(error: BaseException) -> bool:
 def locate_numbers(
     model: LoadedModel | object, items: Sequence[StimulusItem], position: str
 ) -> tuple[list[list[int]], list[list[int]]]:
-    """Token ids and number-token indices of each item (per SPEC §1: last overlapping token).
+    """Token ids and number-token indices of each item (docs/science.md: the last overlapping token).
 
     ``model`` is a loaded model or just its fast tokenizer (enough for a tokenization preview).
     """
