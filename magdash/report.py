@@ -468,8 +468,8 @@ def _verdict_section(results: Mapping[str, Any], measures: Sequence[str]) -> Rep
         text=[
             "Over each model's core layers: H1 alpha > 0, H2 alpha in the Weber window "
             f"[{low:g}, {high:g}], H3 alpha < 1 (each needs a majority of core layers), H4 alpha "
-            "changes with depth (Spearman). The programme row supports a hypothesis when a "
-            "majority of models do."
+            f"changes with depth (Spearman over the layers in h4_layers). The programme row supports "
+            f"a hypothesis when a majority of models do. Statistics follow {first.params.rules.description}."
         ],
         tables=[
             (f"H1-H4 for {tables.measure_label(measure)}", tables.verdict_table(results, measure))

@@ -333,11 +333,23 @@ def noise_summary(results: Mapping[str, AnalysisResult], measure: str = "eucl") 
 # -- hypotheses --------------------------------------------------------------------------
 
 
+def layer_span(layers: Sequence[int]) -> str:
+    """Layers as "3..5" when consecutive, else "3, 5, 6" ("none" when empty)."""
+    layers = list(layers)
+    if not layers:
+        return "none"
+    if layers == list(range(layers[0], layers[-1] + 1)):
+        return f"{layers[0]}..{layers[-1]}"
+    return ", ".join(map(str, layers))
+
+
 def verdict_table(results: Mapping[str, AnalysisResult], measure: str = "eucl") -> pd.DataFrame:
     """H1–H4 for each model and, last, the programme verdict (a majority of models).
 
     Columns: model, mean_alpha, positive_layers, in_window_layers, below_one_layers,
-    core_layers, H1, H2, H3, H4 (booleans), h1_p, h2_p, h4_rho, h4_p. The programme row has
+    core_layers, H1, H2, H3, H4 (booleans), h1_p, h2_p, h4_rho, h4_p, h4_layers (the layers the
+    H4 correlation ran over: the fitted core layers, or every layer in the paper's conventions,
+    as "first..last"). The programme row has
     model "programme (majority of N models)", the hypothesis columns as "k/N" support strings
     and the per-model numbers empty.
     """
@@ -363,6 +375,7 @@ def verdict_table(results: Mapping[str, AnalysisResult], measure: str = "eucl") 
                 "h2_p": h.h2_p,
                 "h4_rho": h.h4_rho,
                 "h4_p": h.h4_p,
+                "h4_layers": layer_span(h.h4_layers),
             }
         )
     table = pd.DataFrame(rows)

@@ -630,6 +630,9 @@ def test_verdict_table_has_a_programme_row(result):
     expected = ("supported (3/3)" if h3 else "not supported (0/3)")
     assert table.loc[3, "H3"] == expected
     assert table.loc[0, "mean_alpha"] == pytest.approx(result.hypotheses["eucl"].mean_alpha)
+    core = result.core_layers
+    assert table.loc[0, "h4_layers"] == f"{core[0]}..{core[-1]}"  # names the layers H4 ran over
+    assert tables.layer_span([3, 5, 6]) == "3, 5, 6" and tables.layer_span([]) == "none"
     with pytest.raises(AnalysisError, match="pairwise"):
         tables.verdict_table({"a": result}, "pairwise")
 

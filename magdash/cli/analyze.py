@@ -158,15 +158,6 @@ def _interval(low: float, high: float) -> str:
     return f"[{low:+.3f}, {high:+.3f}]"
 
 
-def _layer_list(layers) -> str:
-    layers = list(layers)
-    if not layers:
-        return "none"
-    if layers == list(range(layers[0], layers[-1] + 1)):
-        return f"{layers[0]}..{layers[-1]}"
-    return ", ".join(map(str, layers))
-
-
 def _best_noise_models(result, measure: str) -> str:
     """How often each noise model is the best by AICc over the core layers."""
     rows = result.noise_models
@@ -176,10 +167,12 @@ def _best_noise_models(result, measure: str) -> str:
 
 
 def _print_analysis(result) -> None:
+    from magdash.tables import layer_span
+
     measures = result.params.measures
     print(f"model: {result.model}   stimuli: {result.stimuli}   "
           f"{len(result.magnitudes)} magnitudes, {result.n_layers} layers")
-    print(f"core layers: {_layer_list(result.core_layers)}   conventions: {result.params.rules.description} "
+    print(f"core layers: {layer_span(result.core_layers)}   conventions: {result.params.rules.description} "
           f"(bootstrap seed {result.params.seed})")
     print("alpha per layer (OLS of log V on log n; 95% bootstrap CI where computed; — = no fit)")
     header = f"{'layer':>5} {'label':<18}" + "".join(f" {_title(m):>31}" for m in measures)
@@ -208,7 +201,7 @@ def _print_analysis(result) -> None:
         scope = "all layers" if all_layers else "fitted core layers"
         undefined = " (undefined: a layer has no fit)" if all_layers and not math.isfinite(h.h4_rho) else ""
         print(f"  H4 alpha vs depth:     Spearman rho = {_number(h.h4_rho, 3)}, p = {_p(h.h4_p)} "
-              f"over {scope} {_layer_list(h.h4_layers)} -> {verdict[h.h4]}{undefined}")
+              f"over {scope} {layer_span(h.h4_layers)} -> {verdict[h.h4]}{undefined}")
         e3 = result.e3[measure]
         dropped = ", ".join(f"{m:g}" for m in e3.dropped) or "none present"
         print(f"  E3 without {dropped}: mean alpha {_number(e3.mean_alpha_without)} "
@@ -218,7 +211,7 @@ def _print_analysis(result) -> None:
     print(f"E4 on-axis alpha {_number(e4.mean_alpha_on)} vs off-axis {_number(e4.mean_alpha_off)} "
           f"(ratio {e4.ratio:.2f}x, Wilcoxon p = {e4.wilcoxon_p:.3g}, {e4.n_pairs} layers)")
     checks = result.checks
-    print(f"checks: mean |OLS - Theil-Sen| {_plain(checks.ols_theil_sen)} (layers {_layer_list(checks.ols_theil_sen_layers)}), "
+    print(f"checks: mean |OLS - Theil-Sen| {_plain(checks.ols_theil_sen)} (layers {layer_span(checks.ols_theil_sen_layers)}), "
           f"raw-residual {_plain(checks.raw_residual)}, raw-proj {_plain(checks.raw_proj)}")
 
 
