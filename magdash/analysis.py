@@ -204,8 +204,8 @@ class AnalysisResult:
     def warnings(self) -> list[str]:
         """What the reader must know before trusting the numbers: flagged Inf/NaN layers and
         the paper's consistency checks that tripped."""
-        warning = nonfinite_warning(self.model or "the model", self.nonfinite_layers)
         name = self.model or "the model"
+        warning = nonfinite_warning(name, self.nonfinite_layers)
         return ([warning] if warning else []) + [f"{name}: {line}" for line in self.checks.warnings()]
 
     def alphas(self, measure: str) -> np.ndarray:

@@ -404,11 +404,18 @@ class Store:
         with self._transaction() as connection:
             _register_model(connection, record)
 
-    def register(self, stimuli: StimulusSet, record: ModelRecord) -> None:
-        """Register a stimulus set and a model in one transaction: if either is refused, neither is stored."""
+    def register(self, stimuli: StimulusSet, record: ModelRecord, *, join_stored: bool = False) -> str:
+        """Register a stimulus set and a model in one transaction: if either is refused, neither is stored.
+
+        With ``join_stored`` (for a set name magdash chose) sentences already stored under another
+        name join that set. Returns the name the set is stored under.
+        """
         with self._transaction() as connection:
+            if join_stored:
+                stimuli = _as_stored(connection, stimuli)
             _register_stimulus_set(connection, stimuli)
             _register_model(connection, record)
+        return stimuli.name
 
     def model_record(self, name: str) -> ModelRecord:
         with self._connect() as connection:
@@ -494,10 +501,7 @@ class Store:
         second set: a model would then have both, and every analysis would ask which one.
         """
         with self._connect() as connection:
-            stored = _stored_name_for_content(connection, stimuli.content_hash)
-        if stored is None or stored == stimuli.name:
-            return stimuli
-        return StimulusSet(stored, stimuli.carriers, stimuli.magnitudes)
+            return _as_stored(connection, stimuli)
 
     def stimulus_set(self, name: str) -> StimulusSet:
         with self._connect() as connection:
@@ -755,18 +759,14 @@ class Store:
         digest.update(json.dumps([magnitudes, carriers, layer_labels, n_blocks]).encode())
         fingerprint = f"sha256:{digest.hexdigest()[:32]}"
         model_id = hashlib.sha1(f"{fingerprint}|import".encode()).hexdigest()[:20]
-        if stimuli is not None:
-            stimulus_set = StimulusSet(stimuli, tuple(carriers), tuple(magnitudes))
-        else:
-            stimulus_set = self.known_as(
-                StimulusSet(_import_set_name(name, carriers, magnitudes, fingerprint), tuple(carriers), tuple(magnitudes))
-            )
+        set_name = stimuli if stimuli is not None else _import_set_name(name, carriers, magnitudes, fingerprint)
+        stimulus_set = StimulusSet(set_name, tuple(carriers), tuple(magnitudes))
         record = ModelRecord(
             name=name, model_id=model_id, source=source, fingerprint=fingerprint, dtype="float32",
             transformers_version="", architecture="imported", n_blocks=n_blocks,
             hidden_size=dim, layer_labels=tuple(layer_labels), position="imported", is_random=False,
         )
-        self.register(stimulus_set, record)
+        set_name = self.register(stimulus_set, record, join_stored=stimuli is None)
         index = {(item.magnitude, item.carrier_index): item.key for item in stimulus_set.items}
         keys = [index[(m, c)] for m in stimulus_set.magnitudes for c in range(n_carriers)]
         order = np.argsort(magnitudes, kind="stable")
@@ -774,7 +774,7 @@ class Store:
         chunk = max(1, (64 << 20) // max(1, n_layers * dim * 4))
         for start in range(0, len(keys), chunk):
             self.write_vectors(model_id, keys[start:start + chunk], flat[start:start + chunk])
-        return record, stimulus_set.name
+        return record, set_name
 
     def export_arrays(self, name: str, stimuli: str) -> dict[str, np.ndarray]:
         """The reference layout: per_carrier (n_magnitudes, n_carriers, n_layers, d), labels and
@@ -850,6 +850,14 @@ def _stored_name_for_content(connection: duckdb.DuckDBPyConnection, content_hash
         "SELECT name FROM stimulus_sets WHERE content_hash = ? ORDER BY created_at, name LIMIT 1", [content_hash]
     ).fetchone()
     return None if row is None else row[0]
+
+
+def _as_stored(connection: duckdb.DuckDBPyConnection, stimuli: StimulusSet) -> StimulusSet:
+    """``stimuli`` renamed to the stored set holding the same sentences, if there is one."""
+    stored = _stored_name_for_content(connection, stimuli.content_hash)
+    if stored is None or stored == stimuli.name:
+        return stimuli
+    return StimulusSet(stored, stimuli.carriers, stimuli.magnitudes)
 
 
 def nonfinite_counts_in(summary: pd.DataFrame, name: str, stimuli: str) -> dict[int, int]:
@@ -936,6 +944,7 @@ def _merge_duplicate_stimulus_sets(connection: duckdb.DuckDBPyConnection) -> Non
 
 _MIGRATIONS = {1: _flag_stored_nonfinite_vectors, 2: _merge_duplicate_stimulus_sets}
 """Schema version -> the step that brings a store of that version to the next one."""
+
 
 def _imported_layers(
     layer_labels: Sequence[str], n_blocks: int | None, last_layer: str
