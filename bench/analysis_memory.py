@@ -6,13 +6,13 @@ is 328 MB in float32. Each side runs in a fresh subprocess that reports its own 
 set size from ``resource.getrusage``, doing the full analysis (3 measures on every layer,
 10,000-resample bootstrap on the core layers, E3, E4, noise models, geometry):
 
-* ``generated``: :func:`magdash.analysis.run_analysis` over layers generated one at a time in
+* ``generated``: :func:`magdash.variability.analysis.run_analysis` over layers generated one at a time in
   the process (no store): the floor set by the analysis itself;
 * ``store``: the same model written through the store's write API
   (``Store.register_stimulus_set``, ``register_model``, ``write_vectors``), then
-  :func:`magdash.analysis.analyze`, which reads it back with ``Store.read_layer``.
+  :func:`magdash.variability.analysis.analyze`, which reads it back with ``Store.read_layer``.
 
-Target (issue 3): peak RSS under 2 GB.
+Target: peak RSS under 2 GB.
 Run: ``python bench/analysis_memory.py [--magnitudes 1000] [--store PATH] [--keep] [--skip-store]``;
 a store already built at PATH is reused (it takes about 11 GB of disk at full size).
 """
@@ -94,8 +94,8 @@ def generated_layers(n_magnitudes: int, seed: int = 0):
 
 def analyse(source: str, path: Path | None, n_magnitudes: int, n_boot: int) -> None:
     """Child process: run the analysis and print a JSON line with peak RSS and timings."""
-    from magdash.analysis import AnalysisParams, analyze, run_analysis
     from magdash.store import Store
+    from magdash.variability.analysis import AnalysisParams, analyze, run_analysis
 
     started = time.perf_counter()
     params = AnalysisParams(n_boot=n_boot)

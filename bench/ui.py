@@ -9,7 +9,7 @@ those of a user moving around a dashboard they have opened: medians of ``--repea
 Side by side, the same interactions with Streamlit's data caches cleared before each run show
 what the caches buy (the store's own analysis cache stays warm in both).
 
-Target (issue 4): under 300 ms for each.
+Target: under 300 ms for each.
 Run: ``python bench/ui.py [--repeats 15] [--store PATH]``.
 """
 
@@ -50,7 +50,7 @@ def steady_apptest():
 
 def populated_store(path: Path) -> None:
     from magdash import dashboard as db
-    from magdash.dashboard_jobs import run_first_protocol
+    from magdash.dashboard.jobs import run_first_protocol
     from magdash.store import Store
 
     started = time.perf_counter()

@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-import ui_support as ui
-from magdash.dashboard_jobs import ExtractionRequest, extraction_job, model_spec
+from magdash.dashboard.jobs import ExtractionRequest, extraction_job, model_spec
 from magdash.errors import MagdashError
 from magdash.models import BUILTIN_MODELS, DTYPES, default_name
 from magdash.stimuli import PAPER_SET_NAME, POSITIONS, paper_stimuli
+from pages import ui
 
 ctx = ui.context()
 st.title("Extract hidden states")

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-import ui_support as ui
 from magdash import dashboard as db
-from magdash.dashboard_jobs import FIRST_RUN_MODELS, first_run_job
+from magdash.dashboard.jobs import FIRST_RUN_MODELS, first_run_job
 from magdash.stimuli import PAPER_SET_NAME
+from pages import ui
 
 ctx = ui.context()
 st.title("magdash")

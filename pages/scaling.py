@@ -2,10 +2,9 @@
 
 import streamlit as st
 
-import ui_support as ui
 from magdash import dashboard as db
-from magdash.dashboard_figures import CARRIER_MEASURES
-from magdash.tables import measure_label
+from magdash.presentation.tables import CARRIER_MEASURES, measure_label
+from pages import ui
 
 ctx = ui.require_data("the scaling analysis")
 view = ctx.view

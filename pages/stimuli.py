@@ -3,10 +3,10 @@
 import pandas as pd
 import streamlit as st
 
-import ui_support as ui
-from magdash import dashboard_stimuli as ds
+from magdash.dashboard import stimuli as ds
 from magdash.errors import MagdashError
 from magdash.stimuli import PAPER_CARRIERS, POSITIONS
+from pages import ui
 
 ctx = ui.context()
 st.title("Stimuli")

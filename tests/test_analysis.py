@@ -9,19 +9,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from magdash.analysis import (
+from magdash.cli import main
+from magdash.errors import AnalysisError
+from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
+from magdash.variability.analysis import (
     AnalysisParams,
     AnalysisResult,
     ComparisonResult,
     analysis_key,
     analyze,
     compare,
-    programme_verdicts,
     run_analysis,
 )
-from magdash.cli import main
-from magdash.errors import AnalysisError
-from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
+from magdash.variability.hypotheses import programme_verdict
 
 MAGNITUDES = np.array(PAPER_MAGNITUDES, dtype=np.float64)
 FIT_KEYS = {"alpha", "alpha_theil_sen", "ci_low", "ci_high", "r2", "p", "n_points"}
@@ -245,7 +245,7 @@ def test_programme_verdict_across_models(store, rng):
     import_model(store, "three", rng, alpha=0.9, n_blocks=4, dim=64)
     params = AnalysisParams(n_boot=0, measures=("eucl",))
     results = [analyze(store, name, params=params) for name in ("one", "two", "three")]
-    verdicts = programme_verdicts(results)["eucl"].set_index("hypothesis")
+    verdicts = programme_verdict({r.model: r.hypotheses["eucl"] for r in results}).set_index("hypothesis")
     assert verdicts.loc["H1", "supporting_models"] == 1 and not verdicts.loc["H1", "supported"]
     assert verdicts.loc["H2", "models"] == "three" and not verdicts.loc["H2", "supported"]
     assert verdicts.loc["H3", "supporting_models"] == 3 and verdicts.loc["H3", "supported"]

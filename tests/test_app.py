@@ -11,10 +11,10 @@ import pytest
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest, app_test
 
-import ui_support
 from magdash import dashboard as db
-from magdash.dashboard_jobs import run_first_protocol
+from magdash.dashboard.jobs import run_first_protocol
 from magdash.store import Store
+from pages import ui
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
@@ -122,7 +122,7 @@ def test_first_run_button_shows_progress_and_cancels(tmp_path, monkeypatch):
     at = open_app(path, monkeypatch)
     widget(at.button, "Run the paper's protocol on minilm and minilm@random").click().run()
     assert not at.exception
-    job = ui_support.job_registry().get(path)
+    job = ui.job_registry().get(path)
     assert job is not None
     assert at.get("progress"), "a running job shows a progress bar"
     assert "Cancel" in labels(at.button)
@@ -141,7 +141,7 @@ def test_a_failing_extraction_shows_a_message_not_a_traceback(tmp_path, monkeypa
     assert widget(at.button, "Extract").disabled
     widget(at.text_input, "Model folder").set_value(str(tmp_path)).run()  # a folder, but no model
     widget(at.button, "Extract").click().run()
-    job = ui_support.job_registry().get(str(tmp_path / "s.duckdb"))
+    job = ui.job_registry().get(str(tmp_path / "s.duckdb"))
     assert job.wait(60).state == "failed"
     at.run()
     assert not at.exception
@@ -155,7 +155,7 @@ def test_extract_page_runs_a_model_and_the_pages_show_it(tiny_llama, tmp_path, m
     widget(at.radio, "Model from").set_value("folder").run()
     widget(at.text_input, "Model folder").set_value(str(tiny_llama)).run()
     widget(at.button, "Extract").click().run()
-    snapshot = ui_support.job_registry().get(path).wait(120)
+    snapshot = ui.job_registry().get(path).wait(120)
     assert snapshot.state == "done", snapshot.message
     at.run()
     assert any("finished" in shown(success) for success in at.success)

@@ -711,7 +711,7 @@ ANALYSIS_PARAMS = st.fixed_dictionaries({}, optional={
        stimuli=st.sampled_from([None, BASE_SET, "nope"]))
 def test_analyze_gives_a_result_or_a_message(base_store, params, model, stimuli):
     record("api analyze")
-    from magdash.analysis import AnalysisParams, analyze
+    from magdash.variability.analysis import AnalysisParams, analyze
 
     with tempfile.TemporaryDirectory() as folder:
         path = copy_store(base_store, Path(folder))
@@ -730,7 +730,7 @@ def test_analyze_gives_a_result_or_a_message(base_store, params, model, stimuli)
 @pytest.mark.parametrize("core", [(99,), (-1,), (0, 4), ()])
 def test_analyze_refuses_a_core_band_outside_the_model(base_store, base_contents, core):
     record("api analyze")
-    from magdash.analysis import AnalysisParams, analyze
+    from magdash.variability.analysis import AnalysisParams, analyze
 
     with pytest.raises(MagdashError, match="core"):
         analyze(Store(base_store), "base", BASE_SET, AnalysisParams(core_layers=core, n_boot=0))
@@ -740,7 +740,7 @@ def test_analyze_refuses_a_core_band_outside_the_model(base_store, base_contents
 def test_analyze_refuses_a_negative_seed_with_a_message(base_store, base_contents):
     """NumPy's generators take only seeds >= 0; a negative one must be refused, not crash."""
     record("api analyze")
-    from magdash.analysis import AnalysisParams, analyze
+    from magdash.variability.analysis import AnalysisParams, analyze
 
     with pytest.raises(MagdashError, match="seed"):
         analyze(Store(base_store), "base", BASE_SET, AnalysisParams(seed=-1, n_boot=10))
@@ -752,7 +752,7 @@ def test_analyze_refuses_a_negative_seed_with_a_message(base_store, base_content
 ])
 def test_compare_refuses_unknown_models_and_sets(base_store, base_contents, model_a, model_b, stimuli):
     record("api compare")
-    from magdash.analysis import AnalysisParams, compare
+    from magdash.variability.analysis import AnalysisParams, compare
 
     with pytest.raises(MagdashError):
         compare(Store(base_store), model_a, model_b, stimuli, AnalysisParams(n_boot=0))

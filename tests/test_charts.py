@@ -1,5 +1,5 @@
-"""Charts (magdash.charts) tested on their Vega-Lite specs and rendered scenegraphs, and the
-tidy-table builders behind them (magdash.tables) on planted and hand-computed cases.
+"""Charts (magdash.presentation.charts) tested on their Vega-Lite specs and rendered scenegraphs, and the
+tidy-table builders behind them (magdash.presentation.tables) on planted and hand-computed cases.
 
 The scenegraph comes from vl-convert's Vega engine, offline: it shows what is actually drawn,
 so "a missing alpha is never drawn as a number" is checked on the rendered marks.
@@ -15,15 +15,15 @@ import pandas as pd
 import pytest
 import vl_convert as vlc
 
-from magdash import charts, tables
-from magdash.analysis import AnalysisParams, run_analysis
 from magdash.errors import AnalysisError
-from magdash.fits import ScalingFit
-from magdash.geometry import centroid_rdm, pc1_coordinates
-from magdash.measures import v_eucl, v_residual
-from magdash.phase_omega import OMEGA_HISTOGRAM_EDGES, summarize_omega
-from magdash.phase_spectrum import fit_spectrum, gram_eigenvalues
+from magdash.phase.omega import OMEGA_HISTOGRAM_EDGES, summarize_omega
+from magdash.phase.spectrum import fit_spectrum, gram_eigenvalues
+from magdash.presentation import charts, tables
 from magdash.store import LayerData
+from magdash.variability.analysis import AnalysisParams, run_analysis
+from magdash.variability.fits import ScalingFit
+from magdash.variability.geometry import centroid_rdm, pc1_coordinates
+from magdash.variability.measures import v_eucl, v_residual
 
 MAGNITUDES = np.array(
     [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 150, 200, 300, 500, 700, 1000],
@@ -576,9 +576,9 @@ def test_rank_chart_lines_per_series_and_quantity():
 @pytest.fixture(scope="module")
 def phase_result():
     """Diagnostics of 3 depth layers plus a post-norm extra layer (no depth fraction)."""
-    from magdash.phase import analyze_samples
-    from magdash.phase_accumulate import LayerSample
-    from magdash.phase_omega import omega
+    from magdash.phase import PhaseParams, analyze_samples
+    from magdash.phase.accumulate import LayerSample
+    from magdash.phase.omega import omega
 
     rng = np.random.default_rng(3)
     samples = []
@@ -586,7 +586,7 @@ def phase_result():
         vectors = rng.normal(size=(300, 16))
         vectors[:, : layer + 1] *= 1 + 4 * layer  # sparser, more spiked with depth
         samples.append(LayerSample(layer, 16, 300, gram_eigenvalues(vectors), omega(vectors).astype(np.float32)))
-    return analyze_samples(samples, n_blocks=2, model="tiny", n_boot=50)
+    return analyze_samples(samples, n_blocks=2, params=PhaseParams(n_boot=50), model="tiny")
 
 
 def test_phase_result_adapters_feed_the_depth_charts(phase_result):

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from magdash.compare import align_by_depth, compare_models, slope_difference
 from magdash.errors import AnalysisError
-from magdash.fits import fit_scaling
+from magdash.variability.compare import align_by_depth, compare_models, slope_difference
+from magdash.variability.fits import fit_scaling
 
 MAGNITUDES = np.array(
     [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 150, 200, 300, 500,

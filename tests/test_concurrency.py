@@ -117,7 +117,7 @@ def assert_complete_and_nothing_lost(path: Path, before: dict[str, list[str]]) -
 READER = r"""
 import hashlib, json, sys, time
 from pathlib import Path
-from magdash.analysis import AnalysisParams, analyze
+from magdash.variability.analysis import AnalysisParams, analyze
 from magdash.store import Store
 
 path, stop, expected = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3])

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from magdash.errors import AnalysisError
-from magdash.fits import (
+from magdash.variability.fits import (
     NOISE_MODEL_COLUMNS,
     ScalingFit,
     aicc_gaussian,
@@ -106,7 +106,7 @@ def test_bootstrap_is_seeded_and_chunking_does_not_matter(rng, monkeypatch):
     assert (a.ci_low, a.ci_high) != (c.ci_low, c.ci_high)
     counts = np.concatenate(list(resample_counts(26, 500, seed=3)))
     assert counts.shape == (500, 26) and np.all(counts.sum(axis=1) == 26)
-    import magdash.fits as fits_module
+    import magdash.variability.fits as fits_module
 
     monkeypatch.setattr(fits_module, "_BOOT_CHUNK_ELEMENTS", 26 * 7)  # chunks of 7 resamples
     chunked = np.concatenate(list(resample_counts(26, 500, seed=3)))

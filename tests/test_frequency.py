@@ -18,7 +18,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from magdash import frequency_corpus
 from magdash.errors import MagdashError
 from magdash.frequency import (
     OPENWEBTEXT,
@@ -41,7 +40,8 @@ from magdash.frequency import (
     read_counts_csv,
     save_source,
 )
-from magdash.frequency_rule import (
+from magdash.frequency import corpus as frequency_corpus
+from magdash.frequency.rule import (
     BLANK_LINE,
     DIGIT_RUN,
     DIGIT_TOKEN,

@@ -10,7 +10,7 @@ from scipy import stats
 from scipy.spatial.distance import cdist
 
 from magdash.errors import AnalysisError
-from magdash.geometry import ModelRdms, centroid_rdm, layer_geometry, model_rdm, pc1_coordinates, rsa
+from magdash.variability.geometry import ModelRdms, centroid_rdm, layer_geometry, model_rdm, pc1_coordinates, rsa
 
 MAGNITUDES = np.array(
     [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 150, 200, 300, 500,

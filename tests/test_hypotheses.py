@@ -10,13 +10,13 @@ import pytest
 from scipy import stats
 
 from magdash.errors import AnalysisError
-from magdash.hypotheses import (
+from magdash.params import parse_layers
+from magdash.variability.hypotheses import (
     axis_specificity,
     boundary_sensitivity,
     default_core_layers,
     evaluate_hypotheses,
     paired_wilcoxon,
-    parse_layer_range,
     programme_verdict,
 )
 
@@ -35,12 +35,12 @@ def test_default_core_layers():
         default_core_layers(1)
 
 
-def test_parse_layer_range():
-    assert parse_layer_range("16-31") == list(range(16, 32))
-    assert parse_layer_range("4,6, 8") == [4, 6, 8]
+def test_parse_layers():
+    assert parse_layers("16-31") == list(range(16, 32))
+    assert parse_layers("4,6, 8") == [4, 6, 8]
     for bad in ("a-b", "", "-3"):
         with pytest.raises(AnalysisError):
-            parse_layer_range(bad)
+            parse_layers(bad)
 
 
 def test_hypotheses_hand_computed():
@@ -156,7 +156,7 @@ def test_paired_wilcoxon_edge_cases():
 
 
 def test_spearman_trend_is_exact_for_few_layers():
-    from magdash.hypotheses import spearman_trend
+    from magdash.variability.hypotheses import spearman_trend
 
     rho, p = spearman_trend(np.array([3.0, 4.0, 5.0]), np.array([-0.04, -0.03, -0.02]))
     assert rho == pytest.approx(1.0)

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from magdash import measures
 from magdash.errors import AnalysisError
-from magdash.fits import fit_scaling
-from magdash.measures import (
+from magdash.variability import measures
+from magdash.variability.fits import fit_scaling
+from magdash.variability.measures import (
     MEASURES,
     centroids,
     compute_measure,

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from magdash.analysis import AnalysisParams, analyze, run_analysis
 from magdash.cli import main
 from magdash.extract import extract
 from magdash.overflow import count_nonfinite, nonfinite_rows, nonfinite_warning
 from magdash.stimuli import PAPER_CARRIERS, StimulusSet
 from magdash.store import Store
+from magdash.variability.analysis import AnalysisParams, analyze, run_analysis
 from tests.conftest import build_tiny_model
 
 MAGNITUDES = tuple(range(1, 31))

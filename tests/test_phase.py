@@ -9,23 +9,18 @@ import pytest
 from scipy import integrate
 
 from magdash.errors import AnalysisError
-from magdash.phase import (
-    BASELINE_SERIES,
+from magdash.phase.accumulate import LayerAccumulator, LayerSample, samples_from_bytes, samples_to_bytes
+from magdash.phase.diagnostics import (
+    PhaseParams,
     analyze_samples,
     bootstrap_order_transition,
-    chunk_text,
-    depth_curves_frame,
     depth_fraction,
-    eigenvalue_frame,
     largest_change,
     layer_frame,
-    omega_histogram_frame,
     phase_summary,
-    spectrum_frame,
 )
-from magdash.phase_accumulate import LayerAccumulator, LayerSample, samples_from_bytes, samples_to_bytes
-from magdash.phase_omega import dip_test, isotropic_omega_mean, isotropic_omega_std, omega, summarize_omega
-from magdash.phase_spectrum import (
+from magdash.phase.omega import dip_test, isotropic_omega_mean, isotropic_omega_std, omega, summarize_omega
+from magdash.phase.spectrum import (
     covariance_eigenvalues,
     effective_rank,
     fit_spectrum,
@@ -36,6 +31,7 @@ from magdash.phase_spectrum import (
     participation_ratio,
     tracy_widom_threshold,
 )
+from magdash.phase.texts import chunk_text
 
 NULL_OMEGA = 1.0 - math.sqrt(2.0 / math.pi)
 
@@ -260,13 +256,13 @@ def test_layers_with_nonfinite_vectors_are_left_out_and_listed(rng):
             vectors[5, 2] = np.inf
         accumulator.add(vectors)
         samples.append(accumulator.finish(layer))
-    result = analyze_samples(samples, n_blocks=4, n_boot=50)
+    result = analyze_samples(samples, n_blocks=4, params=PhaseParams(n_boot=50))
     assert [item.layer for item in result.layers] == [0, 1, 2, 4]
     assert result.nonfinite_layers == {3: 1}
     restored, _ = samples_from_bytes(samples_to_bytes(samples, 4))
     assert [s.nonfinite for s in restored] == [0, 0, 0, 1, 0]
     with pytest.raises(AnalysisError, match="every layer holds Inf/NaN"):
-        analyze_samples([samples[3]], n_blocks=4, n_boot=0)
+        analyze_samples([samples[3]], n_blocks=4, params=PhaseParams(n_boot=0))
 
 
 # -- depth, transitions, frames ----------------------------------------------------------------
@@ -302,7 +298,7 @@ def planted_model(n_blocks: int = 10, count: int = 400, dim: int = 64, seed: int
 
 
 def test_planted_transition_at_half_depth_is_found():
-    result = analyze_samples(planted_model(), 10, model="planted", n_boot=300, seed=1)
+    result = analyze_samples(planted_model(), 10, PhaseParams(n_boot=300, seed=1), model="planted")
     assert result.gamma_c == pytest.approx(0.5)
     assert result.order.change > 0.3
     assert result.order.low == pytest.approx(0.5) and result.order.high == pytest.approx(0.5)
@@ -329,25 +325,13 @@ def test_bootstrap_interval_widens_for_a_weak_step_and_handles_unequal_layers():
 
 def test_frames_summary_and_cache_payload():
     samples = planted_model(n_blocks=4, count=120, dim=32)
-    result = analyze_samples(samples, 4, model="m", n_boot=50)
+    result = analyze_samples(samples, 4, PhaseParams(n_boot=50), model="m")
     table = layer_frame(result)
     assert list(table["layer"]) == list(range(6))
     for column in ("gamma", "omega_mean", "omega_q05", "omega_q95", "dip_p", "n_spikes", "mp_edge",
                    "sigma2", "effective_rank", "participation_ratio"):
         assert column in table
-    spectrum = spectrum_frame(result, 1)
-    assert set(spectrum["series"]) == {"eigenvalues", "Marchenko-Pastur"}
-    curve = spectrum[spectrum["series"] == "Marchenko-Pastur"]
-    assert np.trapezoid(curve["density"], curve["x"]) == pytest.approx(1.0, abs=0.05)
-    scree = eigenvalue_frame(result, 3)
-    assert scree["is_spike"].sum() == result.diagnostics(3).spectrum.n_spikes
-    histogram = omega_histogram_frame(result)
-    widths = histogram["bin_right"] - histogram["bin_left"]
-    masses = histogram.assign(mass=histogram["density"] * widths).groupby("layer")["mass"].sum()
-    assert masses.to_numpy() == pytest.approx(1.0)
-    curves = depth_curves_frame({"m": result, "m@random": result})
-    baseline = curves[(curves["series"] == BASELINE_SERIES) & (curves["metric"] == "omega_mean")]
-    assert baseline["value"].to_numpy() == pytest.approx(isotropic_omega_mean(32))
+    assert table["baseline_omega_mean"].to_numpy() == pytest.approx(isotropic_omega_mean(32))
     summary = phase_summary(result)
     assert set(summary) == {"model", "gamma_c", "layers"}
     assert set(summary["layers"][0]) == {"layer", "gamma", "omega_mean", "dip_p", "n_spikes", "mp_edge",

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from magdash.cli import main
-from magdash.phase_omega import isotropic_omega_mean
-from magdash.phase_run import control_name, phase_from_store, phase_from_texts
+from magdash.models import control_name
+from magdash.phase import PhaseParams
+from magdash.phase.omega import isotropic_omega_mean
+from magdash.phase.run import phase_from_store, phase_from_texts
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 
 LAYER_KEYS = {"layer", "gamma", "omega_mean", "dip_p", "n_spikes", "mp_edge", "sigma2",
@@ -89,13 +91,13 @@ def test_missing_control_and_text_output(store, capsys):
 
 
 def test_results_are_cached_in_the_store(phase_store, monkeypatch):
-    first = phase_from_store(phase_store, "planted", n_boot=0)
+    first = phase_from_store(phase_store, "planted", params=PhaseParams(n_boot=0))
 
     def no_reading(*_args, **_kwargs):
         raise AssertionError("vectors read although the samples are cached")
 
     monkeypatch.setattr(type(phase_store), "read_layer", no_reading)
-    again = phase_from_store(phase_store, "planted", n_boot=0)
+    again = phase_from_store(phase_store, "planted", params=PhaseParams(n_boot=0))
     for before, after in zip(first.samples, again.samples, strict=True):
         np.testing.assert_array_equal(before.eigenvalues, after.eigenvalues)
 
@@ -115,7 +117,7 @@ def test_prompts_run_every_token_through_the_model(tiny_llama, tmp_path, capsys,
     assert payload["layers"][4]["gamma"] is None
     assert math.isfinite(payload["gamma_c"]) and payload["control"]["model"].endswith("@random")
 
-    result = phase_from_texts(str(tiny_llama), text, max_length=64, n_boot=0, device="cpu")
+    result = phase_from_texts(str(tiny_llama), text, max_length=64, params=PhaseParams(n_boot=0), device="cpu")
     tokenizer = AutoTokenizer.from_pretrained(tiny_llama)
     n_tokens = len(tokenizer(text, add_special_tokens=False)["input_ids"])
     assert {s.count for s in result.samples} == {n_tokens}  # every real token, no specials

@@ -1,4 +1,4 @@
-"""Export (magdash.report): PNG/SVG/CSV bytes, offline conversion, and the HTML report's
+"""Export (magdash.presentation.report): PNG/SVG/CSV bytes, offline conversion, and the HTML report's
 escaping, self-containment and embedded manifest."""
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from magdash import charts, report
-from magdash.analysis import AnalysisParams
 from magdash.errors import AnalysisError
 from magdash.jsonio import to_jsonable
+from magdash.presentation import charts, export, report
+from magdash.presentation.formatting import MISSING
+from magdash.variability.analysis import AnalysisParams
 
 HOSTILE = "<script>alert(1)</script>"
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -50,20 +51,20 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 def test_png_has_the_signature_a_plausible_size_and_scales():
     chart = small_chart()
-    two = report.chart_to_png(chart)
+    two = export.chart_to_png(chart)
     assert two.startswith(PNG_SIGNATURE)
     assert 5_000 < len(two) < 5_000_000
-    one = report.chart_to_png(chart, scale=1)
+    one = export.chart_to_png(chart, scale=1)
     width_two, height_two = png_size(two)
     width_one, height_one = png_size(one)
     assert width_one >= 300 and width_two == pytest.approx(2 * width_one, abs=2)
     assert height_two == pytest.approx(2 * height_one, abs=2)
     with pytest.raises(AnalysisError, match="scale must be positive"):
-        report.chart_to_png(chart, scale=0)
+        export.chart_to_png(chart, scale=0)
 
 
 def test_svg_parses_as_xml_and_keeps_hostile_text_as_text():
-    svg = report.chart_to_svg(small_chart(title=HOSTILE))
+    svg = export.chart_to_svg(small_chart(title=HOSTILE))
     root = ET.fromstring(svg)
     assert root.tag.endswith("svg")
     assert HOSTILE not in svg
@@ -72,8 +73,8 @@ def test_svg_parses_as_xml_and_keeps_hostile_text_as_text():
 
 
 def test_container_width_is_fixed_for_export():
-    spec = report.chart_spec(small_chart(width="container"))
-    assert spec["width"] == report.EXPORT_WIDTH
+    spec = export.chart_spec(small_chart(width="container"))
+    assert spec["width"] == export.EXPORT_WIDTH
     compare = charts.compare_profiles(
         pd.DataFrame(
             {
@@ -84,23 +85,23 @@ def test_container_width_is_fixed_for_export():
         ),
         width="container",
     )
-    nested = report.chart_spec(compare)
-    assert [panel["width"] for panel in nested["vconcat"]] == [report.EXPORT_WIDTH] * 2
-    root = ET.fromstring(report.chart_to_svg(compare))
-    assert float(root.get("width")) > report.EXPORT_WIDTH
+    nested = export.chart_spec(compare)
+    assert [panel["width"] for panel in nested["vconcat"]] == [export.EXPORT_WIDTH] * 2
+    root = ET.fromstring(export.chart_to_svg(compare))
+    assert float(root.get("width")) > export.EXPORT_WIDTH
 
 
 def test_conversion_never_fetches_external_data():
     chart = alt.Chart("https://example.invalid/data.csv").mark_point().encode(x="a:Q")
     with pytest.raises(AnalysisError, match="not allowed"):
-        report.chart_to_svg(chart)
+        export.chart_to_svg(chart)
     with pytest.raises(AnalysisError, match="not allowed"):
-        report.chart_to_png(chart)
+        export.chart_to_png(chart)
 
 
 def test_table_to_csv_round_trips_text_and_missing_values():
     frame = pd.DataFrame({"model": [HOSTILE, "alpha α, \"quoted\""], "alpha": [-0.05, np.nan], "n": [16, 0]})
-    data = report.table_to_csv(frame)
+    data = export.table_to_csv(frame)
     assert data.decode("utf-8").splitlines()[0] == "model,alpha,n"
     back = pd.read_csv(StringIO(data.decode("utf-8")))
     assert back["model"].tolist() == frame["model"].tolist()
@@ -109,9 +110,9 @@ def test_table_to_csv_round_trips_text_and_missing_values():
 
 
 def test_safe_filename():
-    assert report.safe_filename(HOSTILE) == "script_alert_1_script"
-    assert report.safe_filename("meta-llama/Meta-Llama-3-8B@random") == "meta-llama_Meta-Llama-3-8B_random"
-    assert report.safe_filename("../..") == "magdash"
+    assert export.safe_filename(HOSTILE) == "script_alert_1_script"
+    assert export.safe_filename("meta-llama/Meta-Llama-3-8B@random") == "meta-llama_Meta-Llama-3-8B_random"
+    assert export.safe_filename("../..") == "magdash"
 
 
 # -- the HTML document -------------------------------------------------------------------------
@@ -157,7 +158,7 @@ def test_report_html_escapes_user_text_everywhere():
         assert f">{title}</h2>" in document
     assert f"<td class=\"text\">{ESCAPED}</td>" in document
     assert f"<th>{ESCAPED}</th>" in document
-    assert '<td class="na">n/a</td>' in document and '<td class="text">yes</td>' in document
+    assert f'<td class="na">{MISSING}</td>' in document and '<td class="text">yes</td>' in document
     tags = _parse(document)
     scripts = [attrs for tag, attrs in tags if tag == "script"]
     assert scripts == [{"type": "application/json", "id": "magdash-manifest"}]

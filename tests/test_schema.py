@@ -12,11 +12,10 @@ import duckdb
 import numpy as np
 import pytest
 
-from magdash import store as store_module
-from magdash.analysis import AnalysisParams, analyze
 from magdash.cli import main
 from magdash.errors import StoreError
-from magdash.store import SCHEMA_VERSION, Store
+from magdash.store import SCHEMA_VERSION, Store, schema
+from magdash.variability.analysis import AnalysisParams, analyze
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -74,7 +73,7 @@ def test_a_failed_migration_leaves_the_store_as_it_was(v1_store, monkeypatch):
         connection.execute("DELETE FROM done")
         raise OSError("simulated crash half-way through the migration")
 
-    monkeypatch.setitem(store_module._MIGRATIONS, 1, migrate_then_fail)
+    monkeypatch.setitem(schema.MIGRATIONS, 1, migrate_then_fail)
     with pytest.raises(OSError, match="simulated"):
         Store(v1_store)
     assert stored_version(v1_store) == "1"
