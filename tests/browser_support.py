@@ -38,7 +38,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_until_healthy(url: str, process: subprocess.Popen, timeout: float = 90.0) -> None:
+def wait_until_healthy(url: str, process: subprocess.Popen, timeout: float = 300.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:

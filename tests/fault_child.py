@@ -1,13 +1,20 @@
 """Child process for tests/test_faults.py: ``magdash`` run with faults prepared.
 
-    python -m tests.fault_child [--events FILE] [--fsize BYTES] [--as-headroom BYTES] -- ARGS...
+    python -m tests.fault_child [--events FILE] [--die-at EVENT[#N]] [--halt-at EVENT[#N]]
+                                [--fsize BYTES] [--as-headroom BYTES] -- ARGS...
 
 runs ``magdash ARGS...`` (the CLI's ``main``) with results flushed after every batch
-(``FLUSH_SECONDS = 0``), so a kill lands inside a write transaction often, and:
+(``FLUSH_SECONDS = 0``), and:
 
-* ``--events FILE``: appends ``TIME EVENT`` lines (``start``, ``load-begin``, ``loaded``,
-  ``write-begin N``, ``write-end N``) with unbuffered writes, so the parent can time a kill
-  and tell where it landed;
+* ``--events FILE``: appends ``TIME EVENT [ARG]`` lines with unbuffered writes, so the parent
+  can tell where the child was: ``start`` (before any import), ``load-begin``, ``loaded``,
+  ``write-begin ITEMS`` (a batch handed to the store), ``in-write LAYER`` (inside the write
+  transaction, before that layer's vectors are inserted) and ``write-end WRITTEN`` (committed);
+* ``--die-at EVENT#N``: the child SIGKILLs itself on its N-th EVENT (default 1), right after
+  logging it, so a kill lands exactly in the phase that event belongs to, however fast the
+  machine is;
+* ``--halt-at EVENT#N``: the child stops itself (SIGSTOP) on its N-th EVENT, so a kill the
+  parent sends at a random moment lands no later than that point;
 * ``--fsize BYTES``: no file may grow beyond BYTES (``RLIMIT_FSIZE``) and SIGXFSZ is ignored,
   so a write past it fails with EFBIG as on a full disk instead of killing the process;
 * ``--as-headroom BYTES``: once the model is loaded, the address space is limited to what
@@ -34,9 +41,18 @@ def _vm_size_bytes() -> int:
     raise RuntimeError("no VmSize in /proc/self/status")
 
 
+def _event_target(text: str | None) -> tuple[str, int] | None:
+    if text is None:
+        return None
+    name, _, count = text.partition("#")
+    return name, int(count or 1)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="fault_child")
     parser.add_argument("--events")
+    parser.add_argument("--die-at", type=_event_target)
+    parser.add_argument("--halt-at", type=_event_target)
     parser.add_argument("--fsize", type=int)
     parser.add_argument("--as-headroom", type=int)
     parser.add_argument("args", nargs=argparse.REMAINDER)
@@ -47,9 +63,16 @@ def main(argv: list[str]) -> int:
     if options.events:
         events = os.open(options.events, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
-    def event(text: str) -> None:
+    seen: dict[str, int] = {}
+
+    def event(name: str, argument: object = "") -> None:
         if events is not None:
-            os.write(events, f"{time.time():.3f} {text}\n".encode())
+            os.write(events, f"{time.time():.3f} {name} {argument}".rstrip().encode() + b"\n")
+        seen[name] = seen.get(name, 0) + 1
+        if options.die_at == (name, seen[name]):
+            os.kill(os.getpid(), signal.SIGKILL)
+        if options.halt_at == (name, seen[name]):
+            os.kill(os.getpid(), signal.SIGSTOP)
 
     event("start")
     if options.fsize is not None:
@@ -57,12 +80,14 @@ def main(argv: list[str]) -> int:
         resource.setrlimit(resource.RLIMIT_FSIZE, (options.fsize, options.fsize))
 
     import magdash.extract
+    import magdash.store.database
     from magdash.cli import main as magdash_main
     from magdash.store import Store
 
     magdash.extract.FLUSH_SECONDS = 0.0
     original_load = magdash.extract.load_model
     original_write = Store.write_vectors
+    original_encode = magdash.store.database.encode_vectors
 
     def load_model(*a, **k):
         event("load-begin")
@@ -71,13 +96,24 @@ def main(argv: list[str]) -> int:
         if options.as_headroom is not None:
             limit = _vm_size_bytes() + options.as_headroom
             resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
-            event(f"as-limit {limit}")
+            event("as-limit", limit)
         return loaded
 
     def write_vectors(self, model_id, item_keys, vectors):
-        event(f"write-begin {len(item_keys)}")
-        written = original_write(self, model_id, item_keys, vectors)
-        event(f"write-end {written}")
+        event("write-begin", len(item_keys))
+        layers = iter(range(vectors.shape[1]))
+
+        def encode_vectors(layer_vectors):
+            # Called once per layer inside the write transaction, before the layer's insert.
+            event("in-write", next(layers))
+            return original_encode(layer_vectors)
+
+        magdash.store.database.encode_vectors = encode_vectors
+        try:
+            written = original_write(self, model_id, item_keys, vectors)
+        finally:
+            magdash.store.database.encode_vectors = original_encode
+        event("write-end", written)
         return written
 
     magdash.extract.load_model = load_model

@@ -57,7 +57,7 @@ def populated(tmp_path_factory) -> str:
 
 def open_app(store: str, monkeypatch, query: dict | None = None, page: str | None = None) -> AppTest:
     monkeypatch.setenv("MAGDASH_STORE", store)
-    at = AppTest.from_file(str(APP), default_timeout=180)
+    at = AppTest.from_file(str(APP), default_timeout=300)
     if query:
         at.query_params.update(query)
     at.run()
@@ -127,7 +127,7 @@ def test_first_run_button_shows_progress_and_cancels(tmp_path, monkeypatch):
     assert at.get("progress"), "a running job shows a progress bar"
     assert "Cancel" in labels(at.button)
     job.cancel()
-    assert job.wait(120).state == "cancelled"
+    assert job.wait(300).state == "cancelled"
     at.run()
     assert any("cancelled" in shown(warning) for warning in at.warning)
     assert "Dismiss" in labels(at.button)
@@ -142,7 +142,7 @@ def test_a_failing_extraction_shows_a_message_not_a_traceback(tmp_path, monkeypa
     widget(at.text_input, "Model folder").set_value(str(tmp_path)).run()  # a folder, but no model
     widget(at.button, "Extract").click().run()
     job = ui.job_registry().get(str(tmp_path / "s.duckdb"))
-    assert job.wait(60).state == "failed"
+    assert job.wait(300).state == "failed"
     at.run()
     assert not at.exception
     assert any("has no config.json" in shown(error) for error in at.error)
@@ -155,7 +155,7 @@ def test_extract_page_runs_a_model_and_the_pages_show_it(tiny_llama, tmp_path, m
     widget(at.radio, "Model from").set_value("folder").run()
     widget(at.text_input, "Model folder").set_value(str(tiny_llama)).run()
     widget(at.button, "Extract").click().run()
-    snapshot = ui.job_registry().get(path).wait(120)
+    snapshot = ui.job_registry().get(path).wait(300)
     assert snapshot.state == "done", snapshot.message
     at.run()
     assert any("finished" in shown(success) for success in at.success)

@@ -112,7 +112,7 @@ def store_path(seeded, tmp_path) -> Path:
 
 def open_app(store: Path, monkeypatch, page: str | None = None) -> AppTest:
     monkeypatch.setenv("MAGDASH_STORE", str(store))
-    at = AppTest.from_file(str(APP), default_timeout=120)
+    at = AppTest.from_file(str(APP), default_timeout=300)
     at.query_params["boot"] = "0"  # no bootstrap: the pages' analyses take milliseconds
     at.run()
     if page:
@@ -308,7 +308,7 @@ def test_extract_model_folder_bad_input(store_path, tmp_path, monkeypatch):
             assert any(expected in m for m in messages(at.info)), (case, messages(at.info))
         else:  # the job starts and fails with a message, without touching the store
             button.click().run()
-            snapshot = registry.get(str(store_path)).wait(60)
+            snapshot = registry.get(str(store_path)).wait(300)
             assert snapshot.state == "failed", (case, snapshot)
             at.run()
             assert_clean(at, case)
@@ -332,7 +332,7 @@ def test_extract_store_as_names_are_saved_verbatim_and_shown_literally(tiny_llam
         widget(at.selectbox, "Token position").set_value(position).run()
         widget(at.text_input, "Store as").set_value(name).run()
         widget(at.button, "Extract").click().run()
-        snapshot = registry.get(str(store_path)).wait(120)
+        snapshot = registry.get(str(store_path)).wait(300)
         at.run()
         assert_clean(at, name)
         if name == SEED_MODEL:
@@ -820,7 +820,7 @@ def test_hostile_query_string_in_the_app(store_path, monkeypatch):
     monkeypatch.setenv("MAGDASH_STORE", str(store_path))
     for value in HOSTILE:
         record("app URL query")
-        at = AppTest.from_file(str(APP), default_timeout=120)
+        at = AppTest.from_file(str(APP), default_timeout=300)
         at.query_params.update({"model": value, "measure": value, "core": value, "layer": value, "boot": value})
         at.run()
         assert_clean(at, value)
@@ -834,8 +834,7 @@ def test_hostile_query_string_in_the_app(store_path, monkeypatch):
 
 
 def _python_files() -> list[Path]:
-    return [ROOT / "app.py", ROOT / "ui_support.py", *sorted((ROOT / "pages").glob("*.py")),
-            *sorted((ROOT / "magdash").rglob("*.py"))]
+    return [ROOT / "app.py", *sorted((ROOT / "pages").rglob("*.py")), *sorted((ROOT / "magdash").rglob("*.py"))]
 
 
 def _raw_html_uses(path: Path) -> list[str]:
@@ -862,7 +861,7 @@ def _raw_html_uses(path: Path) -> list[str]:
 
 def test_no_page_or_module_renders_raw_html():
     files = _python_files()
-    assert {"app.py", "ui_support.py", "home.py", "stimuli.py", "store.py"} <= {path.name for path in files}
+    assert {"app.py", "widgets.py", "home.py", "stimuli.py", "database.py"} <= {path.name for path in files}
     offenders = [use for path in files for use in _raw_html_uses(path)]
     assert not offenders, offenders
 

@@ -804,12 +804,12 @@ def test_the_real_program_behaves_like_main(files, tmp_path, case):
     """``python -m magdash`` gives the same exit status and message as main(), and no traceback."""
     record("cli real program")
     argv = [str(arg) for arg in REAL_PROGRAM_CASES[case](files, tmp_path)]
-    real = subprocess.run([sys.executable, "-m", "magdash", *argv], capture_output=True, text=True, timeout=120)
+    real = subprocess.run([sys.executable, "-m", "magdash", *argv], capture_output=True, text=True, timeout=300)
     assert "Traceback" not in real.stderr, real.stderr
     if case == "name":
         assert real.returncode == 0, real.stderr
         listed = subprocess.run([sys.executable, "-m", "magdash", "list", "--json", "--store", argv[-1]],
-                                capture_output=True, text=True, timeout=120)
+                                capture_output=True, text=True, timeout=300)
         assert SQL_NAME in {model["name"] for model in json.loads(listed.stdout)["models"]}
         return
     in_process = run_cli(*argv)

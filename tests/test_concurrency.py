@@ -9,7 +9,12 @@ browser contexts) navigating between the data pages and reloading while a CLI ex
 writes; no page may show an exception or an error box.
 
 Afterwards the new extraction is complete, with exactly one row per item in every layer table,
-and the vectors stored before are unchanged. Waits have generous timeouts; nothing is timed.
+and the vectors stored before are unchanged.
+
+Nothing depends on how fast the machine is: the CLI writer runs under ``tests/fault_child.py``
+and stops itself after its first committed batch, and is let go only once every reader (or
+browser session) has read the half-written store; after that readers and writers run freely
+side by side. Waits have generous timeouts and nothing is timed.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -72,10 +78,28 @@ def layer_digests(path: Path, model: str, stimuli: str = PAPER_SET_NAME) -> list
     return [hashlib.sha256(layer.vectors.tobytes()).hexdigest() for layer in Store(path).read_layers(model, stimuli)]
 
 
-def writer_command(tiny_llama: Path, store: Path, carriers: Path) -> list[str]:
-    return [sys.executable, "-m", "magdash", "extract", "--model", str(tiny_llama), "--name", WRITER_MODEL,
+def writer_command(tiny_llama: Path, store: Path, carriers: Path, events: Path) -> list[str]:
+    """The CLI extraction, stopping itself (SIGSTOP) once its first batch is committed."""
+    return [sys.executable, "-m", "tests.fault_child", "--events", str(events), "--halt-at", "write-end#1", "--",
+            "extract", "--model", str(tiny_llama), "--name", WRITER_MODEL,
             "--stimuli", WRITER_SET, "--carriers", str(carriers), "--magnitudes", WRITER_MAGNITUDES,
             "--store", str(store), "--device", "cpu", "--batch-size", "16", "--quiet"]
+
+
+def writer_halted(events: Path) -> bool:
+    """Has the writer committed its first batch (and stopped itself there)?"""
+    return events.exists() and any(line.split()[1:2] == ["write-end"] for line in events.read_text().splitlines())
+
+
+def wait_for(condition, what: str, process: subprocess.Popen | None = None) -> None:
+    """Poll ``condition`` until it holds; fail if ``process`` ends first or after WAIT_S (a hang)."""
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"{what}: the process ended first with status {process.returncode}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not after {WAIT_S} s")
+        time.sleep(0.05)
 
 
 def child_env() -> dict[str, str]:
@@ -115,17 +139,15 @@ def assert_complete_and_nothing_lost(path: Path, before: dict[str, list[str]]) -
 # -- (a) processes without a browser ----------------------------------------------------------------
 
 READER = r"""
-import hashlib, json, sys, time
+import hashlib, json, os, sys
 from pathlib import Path
 from magdash.variability.analysis import AnalysisParams, analyze
 from magdash.store import Store
 
-path, stop, expected = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3])
-iterations, seen_done, spans = 0, {}, []
-deadline = time.monotonic() + 240
-while time.monotonic() < deadline:
+path, stop, counter, expected = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), json.loads(sys.argv[4])
+iterations, seen_done, partly_done = 0, {}, set()
+while True:
     stopping = stop.exists()
-    started = time.time()
     store = Store(path)  # what the dashboard does for every session
     names = set(store.list_models()["name"])
     assert set(expected) <= names, names
@@ -134,18 +156,25 @@ while time.monotonic() < deadline:
         assert row.done >= seen_done.get(key, 0), (key, row.done, seen_done.get(key))  # progress never goes back
         assert row.done <= row.total, (key, row.done, row.total)
         seen_done[key] = row.done
+        if 0 < row.done < row.total:
+            partly_done.add(key)
     for model, digests in expected.items():
         got = [hashlib.sha256(layer.vectors.tobytes()).hexdigest() for layer in store.read_layers(model, "paper")]
         assert got == digests, f"{model}: vectors changed while reading"
         # The second pass recomputes and rewrites the cached analysis: readers write too.
         result = analyze(store, model, "paper", AnalysisParams(n_boot=0), use_cache=iterations != 1)
         assert result is not None
-    spans.append((started, time.time()))
     iterations += 1
+    counter.with_suffix(".tmp").write_text(str(iterations))
+    os.replace(counter.with_suffix(".tmp"), counter)  # the parent sees whole iterations only
     if stopping and iterations >= 2:
         break
-print(json.dumps({"iterations": iterations, "spans": spans, "progress": seen_done}))
+print(json.dumps({"iterations": iterations, "progress": seen_done, "partly_done": sorted(partly_done)}))
 """
+
+
+def iterations_done(counter: Path) -> int:
+    return int(counter.read_text()) if counter.exists() else 0
 
 
 @pytest.mark.slow
@@ -166,18 +195,25 @@ def test_readers_and_writers_in_separate_processes(store_path, tiny_llama, tmp_p
             process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=stdout, stderr=stderr)
         return process, out, err
 
-    readers = [spawn([sys.executable, "-c", READER, str(store_path), str(stop), json.dumps(before)], f"reader{i}")
-               for i in range(3)]
+    counters = [tmp_path / f"reader{i}.count" for i in range(3)]
+    readers = [spawn([sys.executable, "-c", READER, str(store_path), str(stop), str(counter), json.dumps(before)],
+                     f"reader{i}") for i, counter in enumerate(counters)]
+    events = tmp_path / "extract.events"
     try:
-        writer_start = time.time()
         writers = [
-            spawn(writer_command(tiny_llama, store_path, carriers), "extract"),
+            spawn(writer_command(tiny_llama, store_path, carriers, events), "extract"),
             spawn([sys.executable, "-m", "magdash", "import", str(npz), "--name", "imported-later",
                    "--store", str(store_path)], "import"),
         ]
+        extraction = writers[0][0]
+        wait_for(lambda: writer_halted(events), "the extraction's first commit", extraction)
+        # Every reader runs a whole pass over the half-written store before the writer goes on.
+        halted_at = [iterations_done(counter) for counter in counters]
+        for (reader, _, _), counter, before_halt in zip(readers, counters, halted_at, strict=True):
+            wait_for(lambda c=counter, n=before_halt: iterations_done(c) >= n + 2, "a reader's pass", reader)
+        extraction.send_signal(signal.SIGCONT)
         for process, _, err in writers:
             assert process.wait(WAIT_S) == 0, err.read_text()
-        writer_end = time.time()
     finally:
         stop.touch()
         for process, _, _ in readers:
@@ -190,9 +226,9 @@ def test_readers_and_writers_in_separate_processes(store_path, tiny_llama, tmp_p
         assert process.returncode == 0, err.read_text()[-4000:]
         summary = json.loads(out.read_text())
         assert summary["iterations"] >= 2
-        # Each reader was reading while the writers wrote (they started before the writers).
-        assert any(start < writer_end and end > writer_start for start, end in summary["spans"])
-        assert summary["progress"].get(f"{WRITER_MODEL}|{WRITER_SET}", 0) <= len(WRITER_CARRIERS) * 200
+        # Each reader read the store while the extraction was part-way through.
+        assert f"{WRITER_MODEL}|{WRITER_SET}" in summary["partly_done"], summary
+        assert summary["progress"].get(f"{WRITER_MODEL}|{WRITER_SET}", 0) == len(WRITER_CARRIERS) * 200
     assert_complete_and_nothing_lost(store_path, before)
     imported = Store(store_path).extraction_progress().set_index("name").loc["imported-later"]
     assert imported["done"] == imported["total"] == 40 * 3
@@ -206,24 +242,25 @@ PAGES = {  # url path -> the page's title
 }
 
 
-async def browse(context, url: str, start: int, writer: subprocess.Popen, problems: list[str]) -> tuple[int, int]:
+async def browse(context, url: str, start: int, writer: subprocess.Popen, events: Path,
+                 views_while_halted: list[int], index: int, problems: list[str]) -> tuple[int, int]:
     """Visit the pages in turn, reloading every other one, until two views after the writer has
-    finished; note every exception or error box. Returns the page views begun while the writer
-    ran and after."""
+    finished; note every exception or error box. ``views_while_halted[index]`` counts the views
+    begun after the writer stopped itself part-way. Returns the page views begun while the writer
+    ran (or waited) and after it finished."""
     from playwright.async_api import expect
 
     page = await context.new_page()
     paths = list(PAGES)
     views_during, views_after = 0, 0
-    deadline = time.monotonic() + WAIT_S
     for offset in itertools.count():
         path = paths[(start + offset) % len(paths)]
         finished = writer.poll() is not None
+        halted = not finished and writer_halted(events)
         await page.goto(f"{url}/{path}?boot=0", wait_until="domcontentloaded")
         if offset % 2:  # the same page again: a new script run of this session
             await page.reload(wait_until="domcontentloaded")
         await expect(page.get_by_role("heading", name=PAGES[path], exact=True)).to_be_visible(timeout=WAIT_S * 1000)
-        await page.wait_for_timeout(300)
         await page.wait_for_function(
             "() => !document.querySelector('[data-testid=stStatusWidgetRunningIcon]')"
             " && !document.querySelector('[data-testid=stStatusWidgetRunningManIcon]')",
@@ -234,10 +271,21 @@ async def browse(context, url: str, start: int, writer: subprocess.Popen, proble
                 problems.append(f"/{path} ({selector}): {text[:400]}")
         views_during += not finished
         views_after += finished
-        if views_after >= 2 or time.monotonic() > deadline:
+        views_while_halted[index] += halted
+        if views_after >= 2:
             break
     await page.close()
     return views_during, views_after
+
+
+async def release_when_every_session_has_seen_it(writer: subprocess.Popen, views_while_halted: list[int]) -> None:
+    """Let the writer go on (SIGCONT) once each session has viewed a page of the half-written store."""
+    deadline = time.monotonic() + WAIT_S
+    while min(views_while_halted) < 1:
+        if writer.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"the sessions did not view the half-written store: {views_while_halted}")
+        await asyncio.sleep(0.05)
+    writer.send_signal(signal.SIGCONT)
 
 
 @pytest.mark.browser
@@ -260,11 +308,15 @@ def test_app_sessions_while_the_cli_writes(store_path, tiny_llama, tmp_path):
                 browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 try:
                     contexts = [await browser.new_context(viewport={"width": 1200, "height": 900}) for _ in range(3)]
+                    events = tmp_path / "writer.events"
                     with open(tmp_path / "writer.err", "wb") as stderr:
-                        writer = subprocess.Popen(writer_command(tiny_llama, store_path, carriers), cwd=ROOT, env=env,
-                                                  stdout=subprocess.DEVNULL, stderr=stderr)
-                    return await asyncio.gather(*(browse(context, url, i * 2, writer, problems)
-                                                  for i, context in enumerate(contexts)))
+                        writer = subprocess.Popen(writer_command(tiny_llama, store_path, carriers, events), cwd=ROOT,
+                                                  env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+                    views_while_halted = [0] * len(contexts)
+                    views = asyncio.gather(*(browse(context, url, i * 2, writer, events, views_while_halted, i, problems)
+                                             for i, context in enumerate(contexts)))
+                    await release_when_every_session_has_seen_it(writer, views_while_halted)
+                    return await views
                 finally:
                     await browser.close()
 

@@ -226,7 +226,7 @@ def test_eta_uses_the_rate_since_the_first_report():
 
 
 def _run(job):
-    snapshot = job.start().wait(timeout=10)
+    snapshot = job.start().wait(timeout=300)
     assert snapshot.finished
     return snapshot
 
@@ -284,9 +284,9 @@ def test_cancel_stops_a_job_at_its_next_checkpoint():
         return None, True
 
     job = jobs.Job("slow", work).start()
-    assert started.wait(5)
+    assert started.wait(300)
     job.cancel()
-    snapshot = job.wait(5)
+    snapshot = job.wait(300)
     assert snapshot.state == "cancelled" and "resume" in snapshot.message
 
 
@@ -295,7 +295,7 @@ def test_registry_allows_one_running_job_per_store():
     release = threading.Event()
 
     def work(context):
-        release.wait(5)
+        release.wait(300)
         return None, False
 
     first = registry.start("store", jobs.Job("first", work))
@@ -304,7 +304,7 @@ def test_registry_allows_one_running_job_per_store():
     registry.forget("store")
     assert registry.get("store") is first  # a running job is never forgotten
     release.set()
-    first.wait(5)
+    first.wait(300)
     registry.forget("store")
     assert registry.get("store") is None
 

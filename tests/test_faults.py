@@ -189,11 +189,21 @@ def clean_store(tiny_llama, tmp_path_factory) -> Path:
 
 
 # -- SIGKILL ------------------------------------------------------------------------------------
+#
+# Every kill is placed by the child's own events, never by how long a step takes, so where the
+# kills land is the same on a quiet machine and a busy one:
+# * aimed kills: the child SIGKILLs itself on a named event (start-up, model load, inside the
+#   N-th write transaction before a given layer's insert, just after the N-th commit), and the
+#   test checks exactly what the store must hold after each;
+# * timed kills: the parent sends SIGKILL a random delay after a random event, for points no
+#   event names (the interpreter's start, imports, the middle of a forward pass or a commit).
+#   The child stops itself at a later event, so the kill lands no later than there, whatever
+#   the delay; only the store's accounting is checked for these.
 
-# How long each phase of a child usually takes, until children have been timed: from the start
-# of the process to the harness's first line, from there to the model load (imports, store,
-# stimuli), the load (torch and transformers imports, weights), from the load to the end of the
-# first write, and one write transaction.
+STARTUP_EVENTS = ("start", "load-begin", "loaded")
+
+# How long each phase of a child usually takes until children have been timed; timed kills
+# draw their delay from these, so a busy machine only moves where inside the phase they land.
 _DEFAULT_GAPS = {"popen": 0.15, "start": 0.8, "load-begin": 4.0, "loaded": 0.3, "write-begin": 0.05}
 
 
@@ -211,48 +221,91 @@ class _PhaseTimes:
         first = {}
         for t, name, _ in events:
             first.setdefault(name, t)
-        writes = [(b, e) for (b, nb, _), (e, ne, _) in zip(events, events[1:], strict=False) if nb == "write-begin" and ne == "write-end"]
+        begins = [t for t, name, _ in events if name == "write-begin"]
+        ends = [t for t, name, _ in events if name == "write-end"]
         if "start" in first:
             self.samples["popen"].append(first["start"] - started)
         if "start" in first and "load-begin" in first:
             self.samples["start"].append(first["load-begin"] - first["start"])
         if "load-begin" in first and "loaded" in first:
             self.samples["load-begin"].append(first["loaded"] - first["load-begin"])
-        if "loaded" in first and writes:
-            self.samples["loaded"].append(writes[0][1] - first["loaded"])
-        self.samples["write-begin"] += [e - b for b, e in writes]
+        if "loaded" in first and ends:
+            self.samples["loaded"].append(ends[0] - first["loaded"])
+        self.samples["write-begin"] += [end - begin for begin, end in zip(begins, ends, strict=False)]
 
 
-def _kill_at(args: list[str], events: Path, anchor: str, count: int, extra: float, log: Path) -> dict:
-    """Start a child, SIGKILL it ``extra`` s after its ``count``-th ``anchor`` event; what happened."""
+@dataclasses.dataclass(frozen=True)
+class _Kill:
+    """Where one kill is aimed. ``die_at`` for an aimed kill, ``anchor`` and ``delay`` for a timed one."""
+
+    kind: str  # "startup", "in-write", "after-commit" or "timed"
+    die_at: str | None = None
+    halt_at: str | None = None
+    anchor: str | None = None
+    delay: float = 0.0
+
+    def describe(self) -> str:
+        if self.die_at:
+            return f"{self.kind} at {self.die_at}"
+        return f"{self.kind} {self.anchor} + {round(self.delay * 1000)} ms (halt at {self.halt_at})"
+
+
+def _kill_plan(rng: random.Random) -> list[str]:
+    """The kinds of the 20 kills: start-up first (nothing stored yet), then a commit, so every
+    later kill is mid-run; the rest shuffled."""
+    startup = list(STARTUP_EVENTS)
+    rng.shuffle(startup)
+    rest = ["in-write"] * 5 + ["after-commit"] * 3 + ["startup"] * 2 + ["timed"] * (KILLS - 14)
+    rng.shuffle(rest)
+    return [f"startup:{name}" for name in startup] + ["after-commit"] + rest
+
+
+def _aim(kind: str, rng: random.Random, writes_left: int, kills_left: int, n_layers: int, phases: _PhaseTimes) -> _Kill:
+    """Place a kill of ``kind`` so that it leaves at least one write for the runs after it."""
+    # Up to about twice this kill's share of the writes that are left, never the last one.
+    most = max(1, min(writes_left - 1, round(2 * writes_left / kills_left)))
+    if kind.startswith("startup"):
+        event = kind.partition(":")[2] or rng.choice(STARTUP_EVENTS)
+        return _Kill("startup", die_at=f"{event}#1")
+    if kind == "in-write":
+        write, layer = rng.randint(1, most), rng.randrange(n_layers)
+        return _Kill("in-write", die_at=f"in-write#{(write - 1) * n_layers + layer + 1}")
+    if kind == "after-commit":
+        return _Kill("after-commit", die_at=f"write-end#{rng.randint(1, most)}")
+    anchor = rng.choice(["popen", *STARTUP_EVENTS, "write-begin"])
+    count = rng.randint(1, most) if anchor == "write-begin" else 1
+    halt = f"write-end#{count if anchor == 'write-begin' else 1}"
+    delay = rng.random() * phases.gap(anchor)
+    return _Kill("timed", halt_at=halt, anchor=f"{anchor}#{count}", delay=delay)
+
+
+def _run_and_kill(args: list[str], kill: _Kill, events: Path, log: Path) -> dict:
+    """Run a child with ``kill`` in place and wait until it is dead; what happened."""
+    command = _child_command(args, events=events)
+    command[command.index("--"):command.index("--")] = (
+        ["--die-at", kill.die_at] if kill.die_at else ["--halt-at", kill.halt_at])
     with open(log, "w") as output:
         started = time.time()
-        process = subprocess.Popen(_child_command(args, events=events), cwd=REPO, env=_child_env(),
-                                   stdout=output, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, cwd=REPO, env=_child_env(), stdout=output, stderr=subprocess.STDOUT)
         try:
-            deadline = time.monotonic() + CHILD_TIMEOUT_S
-            if anchor != "popen":
-                while process.poll() is None and time.monotonic() < deadline:
-                    if sum(1 for _, name, _ in _read_events(events) if name == anchor) >= count:
+            if kill.anchor is not None:
+                anchor, _, count = kill.anchor.partition("#")
+                deadline = time.monotonic() + CHILD_TIMEOUT_S
+                while anchor != "popen" and process.poll() is None and time.monotonic() < deadline:
+                    if sum(name == anchor for _, name, _ in _read_events(events)) >= int(count):
                         break
                     time.sleep(0.005)
-            end = time.monotonic() + extra
-            while process.poll() is None and time.monotonic() < end:
-                time.sleep(min(0.005, max(0.0, end - time.monotonic())))
-            killed_at = time.time() - started
-            if process.poll() is None:
-                process.send_signal(signal.SIGKILL)
-            returncode = process.wait(timeout=60)
+                time.sleep(kill.delay)
+                process.send_signal(signal.SIGKILL)  # a child stopped at its halt event dies too
+            returncode = process.wait(timeout=CHILD_TIMEOUT_S)
         finally:
             if process.poll() is None:
                 process.kill()
                 process.wait()
     seen = _read_events(events)
     return {
-        "anchor": f"{anchor}#{count}" if anchor == "write-begin" else anchor,
-        "extra_ms": round(extra * 1000), "at_s": round(killed_at, 2), "started": started,
-        "phase": seen[-1][1] if seen else "interpreter", "rc": returncode, "events": seen,
-        "writes": _writes(seen),
+        "started": started, "rc": returncode, "events": seen, "writes": _writes(seen),
+        "last": f"{seen[-1][1]} {seen[-1][2]}".strip() if seen else "interpreter",
         "output": log.read_text()[-2000:] if returncode != -signal.SIGKILL else "",
     }
 
@@ -284,50 +337,60 @@ def _accounting_problems(writes: list[tuple[int, int | None]], stored_before: in
     return problems
 
 
+def _aimed_kill_problems(kill: _Kill, record: dict) -> list[str]:
+    """What an aimed kill's store must show: the event it died on last, and exactly the commits
+    before it (a write killed inside its transaction adds nothing)."""
+    name, _, count = kill.die_at.partition("#")
+    died_on = [event for event in record["events"] if event[1] == name]
+    problems = []
+    if len(died_on) != int(count) or record["events"][-1] != died_on[-1]:
+        problems.append(f"did not die on its {count}th {name!r}: last event {record['last']!r}")
+    committed = sum(w for _, w in record["writes"] if w is not None)
+    if record["stored"] - record["stored_before"] != committed:
+        problems.append(f"stored {record['stored_before']} -> {record['stored']} with {committed} committed")
+    if kill.kind == "startup" and record["writes"]:
+        problems.append(f"wrote before its start-up kill: {record['writes']}")
+    if kill.kind == "in-write" and (not record["writes"] or record["writes"][-1][1] is not None):
+        problems.append(f"was not inside a write: {record['writes']}")
+    if kill.kind == "after-commit" and (not record["writes"] or record["writes"][-1][1] is None):
+        problems.append(f"did not commit its last write: {record['writes']}")
+    return problems
+
+
 @pytest.mark.slow
 def test_twenty_sigkills_and_resumes_give_exactly_the_clean_store(tiny_llama, clean_store, tmp_path):
     rng = random.Random(20260405)
     store = tmp_path / "killed.duckdb"
     args = _extract_args(tiny_llama, store)
-    startup_anchors = ["popen", "start", "load-begin", "loaded"]
+    with duckdb.connect(str(clean_store), read_only=True) as connection:
+        n_layers = len(json.loads(connection.execute("SELECT layer_labels FROM models").fetchone()[0]))
     phases = _PhaseTimes()
-    kills = []
-    for index in range(KILLS):
+    kills, records = [], []
+    for index, kind in enumerate(_kill_plan(rng)):
         stored = _done_count(store)
-        writes_left = math.ceil((N_ITEMS - stored) / BATCH)
-        if index < 3 or writes_left < 2 or rng.random() < 0.5:
-            # Interpreter start; imports, store and stimuli; torch import and model load; first batch.
-            anchor = rng.choice(startup_anchors[:3] if index < 3 else startup_anchors)
-            count = 1
-        else:
-            # Inside (mostly) the count-th write transaction; about 1/kills-left of what is missing.
-            anchor = "write-begin"
-            count = rng.randint(1, max(1, min(writes_left - 1, round(2 * writes_left / (KILLS - index)))))
-        extra = rng.random() * phases.gap(anchor)
-        events = tmp_path / f"kill{index:02d}.events"
-        record = _kill_at(args, events, anchor, count, extra, tmp_path / f"kill{index:02d}.log")
+        kill = _aim(kind, rng, math.ceil((N_ITEMS - stored) / BATCH), KILLS - index, n_layers, phases)
+        record = _run_and_kill(args, kill, tmp_path / f"kill{index:02d}.events", tmp_path / f"kill{index:02d}.log")
         record["stored_before"], record["stored"] = stored, _done_count(store)
         phases.learn(record["started"], record["events"])
-        kills.append(record)
+        kills.append(kill)
+        records.append(record)
 
     table = "\n".join(
-        f"kill {i:2d}: {k['anchor']:<15} +{k['extra_ms']:4d} ms at {k['at_s']:5.2f} s, phase {k['phase']:<11} "
-        f"rc {k['rc']}, stored {k['stored_before']} -> {k['stored']}" for i, k in enumerate(kills)
+        f"kill {i:2d}: {kill.describe():<48} last event {r['last']:<14} rc {r['rc']}, "
+        f"stored {r['stored_before']} -> {r['stored']}" for i, (kill, r) in enumerate(zip(kills, records, strict=True))
     )
     (tmp_path / "kills.txt").write_text(table + "\n")  # kept by pytest for a look after the run
-    crashed = [(i, k["rc"], k["output"]) for i, k in enumerate(kills) if k["rc"] != -signal.SIGKILL]
+    crashed = [(i, r["rc"], r["output"]) for i, r in enumerate(records) if r["rc"] != -signal.SIGKILL]
     assert crashed == [], f"children that were not killed but ended on their own:\n{table}"
-    progress = [k["stored"] for k in kills]
-    assert progress == sorted(progress), f"a kill lost stored items:\n{table}"
-    assert sum(p == 0 for p in progress) >= 2, f"too few kills before anything was stored:\n{table}"
-    assert sum(0 < p < N_ITEMS for p in progress) >= 5, f"too few kills mid-run:\n{table}"
-    assert sum(k["phase"] == "write-begin" for k in kills) >= 3, f"too few kills inside a write:\n{table}"
-    assert sum(k["phase"] in ("interpreter", "start", "load-begin") for k in kills) >= 3, \
-        f"too few kills during start-up and model load:\n{table}"
-    assert progress[-1] < N_ITEMS, f"the kills left nothing for the last run:\n{table}"
-    for index, kill in enumerate(kills):
-        problems = _accounting_problems(kill["writes"], kill["stored_before"], kill["stored"])
+    for index, (kill, record) in enumerate(zip(kills, records, strict=True)):
+        problems = _accounting_problems(record["writes"], record["stored_before"], record["stored"])
+        if kill.die_at:
+            problems += _aimed_kill_problems(kill, record)
         assert problems == [], f"kill {index}: {problems}\n{table}"
+    progress = [record["stored"] for record in records]
+    assert progress[:3] == [0, 0, 0], f"the start-up kills stored something:\n{table}"
+    assert all(0 < stored < N_ITEMS for stored in progress[3:]), f"a kill was not mid-run:\n{table}"
+    assert progress == sorted(progress), f"a kill lost stored items:\n{table}"
 
     events = tmp_path / "final.events"
     final = _run_child(args, events=events)

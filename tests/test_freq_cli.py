@@ -136,7 +136,7 @@ def test_module_entry_point_prints_clean_errors(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("", encoding="utf-8")
     result = subprocess.run([sys.executable, "-m", "magdash", "freq", "count", str(empty),
-                             "--store", str(tmp_path / "s.duckdb")], capture_output=True, text=True, timeout=120)
+                             "--store", str(tmp_path / "s.duckdb")], capture_output=True, text=True, timeout=300)
     assert result.returncode == 2
     assert result.stderr.startswith("magdash: error: no documents")
     assert "Traceback" not in result.stderr

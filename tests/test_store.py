@@ -1,10 +1,11 @@
 """The store: schema, content addressing, transactions, concurrency, npz round trips."""
 
+import logging
 import subprocess
 import sys
 import textwrap
 import threading
-import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -150,26 +151,49 @@ def test_bad_import_arrays(store, array, magnitudes, message):
 
 def test_reader_waits_for_a_writer_in_another_process(tmp_path, rng):
     path = tmp_path / "shared.duckdb"
-    store = Store(path, lock_timeout_s=30)
+    store = Store(path, lock_timeout_s=300)
     _fill(store, _record(), rng)
     holder = textwrap.dedent(f"""
-        import duckdb, sys, time
+        import duckdb, sys
         connection = duckdb.connect({str(path)!r})
         connection.begin()
         connection.execute("INSERT INTO results VALUES ('held', 'x', 'y'::BLOB, now())")
         print('locked', flush=True)
-        time.sleep(1.5)
+        sys.stdin.readline()  # hold the lock until the parent says so
         connection.commit()
         connection.close()
     """)
-    process = subprocess.Popen([sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True)
-    assert process.stdout.readline().strip() == "locked"
-    started = time.monotonic()
-    layer = store.read_layer("m", "tiny", 2)
-    waited = time.monotonic() - started
-    process.wait(timeout=30)
+    waiting = threading.Event()
+
+    class WaitSeen(logging.Handler):
+        def emit(self, record):
+            if "busy in another process" in record.getMessage():
+                waiting.set()
+
+    handler = WaitSeen()
+    store_log = logging.getLogger("magdash.store")
+    store_log.addHandler(handler)
+    previous_level = store_log.level
+    store_log.setLevel(logging.INFO)
+    process = subprocess.Popen([sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().strip() == "locked"
+        with ThreadPoolExecutor(1) as pool:
+            reading = pool.submit(store.read_layer, "m", "tiny", 2)
+            # The reader meets the other process's lock and waits; only then is the lock let go.
+            assert waiting.wait(300), "the reader never reported waiting for the lock"
+            assert not reading.done()
+            process.stdin.write("release\n")
+            process.stdin.flush()
+            layer = reading.result(timeout=300)
+        assert process.wait(timeout=60) == 0
+    finally:
+        store_log.removeHandler(handler)
+        store_log.setLevel(previous_level)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
     assert layer.vectors.shape == (3, 2, 4)
-    assert waited > 0.5
     assert store.get_result("held") == b"y"
 
 

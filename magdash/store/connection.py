@@ -28,6 +28,7 @@ DEFAULT_STORE = Path("cache") / "magdash.duckdb"
 STORE_ENV = "MAGDASH_STORE"
 LOCK_TIMEOUT_ENV = "MAGDASH_LOCK_TIMEOUT"
 DEFAULT_LOCK_TIMEOUT_S = 120.0
+_FIRST_RETRY_DELAY_S = 0.02
 # Hidden-state floats barely compress, yet analysing them for compression made every
 # checkpoint (each connection close) several times slower; see bench/extract.py.
 _CONNECTION_CONFIG = {"force_compression": "uncompressed"}
@@ -172,7 +173,7 @@ class StoreFile:
             raise StoreError(f"cannot create the store folder {str(self.path.parent)!r}: {error.strerror}") from None
         _remove_if_creation_was_interrupted(self.path)
         deadline = time.monotonic() + self.lock_timeout_s
-        delay = 0.02
+        delay = _FIRST_RETRY_DELAY_S
         while True:
             existed = self.path.exists()
             try:
@@ -193,6 +194,8 @@ class StoreFile:
                         f"store {str(self.path)!r} stayed busy for {self.lock_timeout_s:.0f} s "
                         "(another process is writing to it); try again when it finishes"
                     ) from None
+                if delay == _FIRST_RETRY_DELAY_S:
+                    log.info("store %s is busy in another process; waiting up to %.0f s", self.path, self.lock_timeout_s)
                 time.sleep(delay)
                 delay = min(delay * 1.5, 0.5)
             except duckdb.Error as error:
