@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import weakref
 
 import numpy as np
 import pandas as pd
@@ -195,6 +196,23 @@ def test_run_analysis_without_a_store_and_progress(rng):
     assert result.alphas("trace")[2] == pytest.approx(1.0, abs=0.06)  # a variance: 2 alpha
     with pytest.raises(AnalysisError, match="unknown measure"):
         AnalysisParams(measures=("eucl", "bogus"))
+
+
+def test_run_analysis_lets_go_of_each_layer_before_reading_the_next(rng):
+    held_while_reading = []
+    handed_out = []
+
+    def layers():
+        for layer in range(5):
+            # Counted when the analysis asks for the next layer, i.e. before it is read.
+            held_while_reading.append(sum(ref() is not None for ref in handed_out))
+            vectors = rng.normal(size=(MAGNITUDES.size, 5, 8)) * (layer > 0)
+            handed_out.append(weakref.ref(vectors))
+            yield f"layer {layer}", vectors
+            del vectors
+
+    run_analysis(layers(), MAGNITUDES, n_blocks=4, params=AnalysisParams(n_boot=0))
+    assert held_while_reading == [0] * 5
 
 
 def test_compare_through_store_and_cli(store, rng, capsys):

@@ -20,6 +20,7 @@ from magdash.errors import MagdashError, StimulusError
 from magdash.frequency.sources import builtin_source
 from magdash.params import parse_band
 from magdash.presentation import export, report
+from magdash.presentation.formatting import MISSING
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES, StimulusSet
 from magdash.store import Store
 from magdash.variability.analysis import PRIMARY_MEASURES, analyze
@@ -195,6 +196,20 @@ def test_reconcile_drops_a_core_band_equal_to_the_default(planted_view):
     assert view.core is None and notes == []
     view, _ = db.reconcile_view(db.ViewState(store="s", core=(2, 3)), inventory)
     assert view.core == (2, 3)
+
+
+def test_suffixed_models_default_to_their_own_control(tmp_path):
+    # Home and Compare compare a model with its @random control; for a float16 or first-token
+    # extraction that control is stored as minilm@random:float16:first, not minilm:float16:first@random.
+    store = Store(tmp_path / "suffixed.duckdb")
+    arrays, magnitudes = planted_arrays()
+    for name in ("aaa", "minilm:float16:first", "minilm@random:float16:first", "minilm@random"):
+        store.import_arrays(name, arrays, magnitudes, carriers=PAPER_CARRIERS)
+    inventory = db.read_inventory(store)
+    view, _ = db.reconcile_view(db.ViewState(store=str(store.path), model="minilm:float16:first"), inventory)
+    assert view.other == "minilm@random:float16:first"
+    keys = db.phase_keys(view, inventory)
+    assert keys[db.CONTROL_SERIES].model == "minilm@random:float16:first"
 
 
 def test_reconcile_on_an_empty_store(tmp_path):
@@ -446,8 +461,8 @@ def test_planted_alpha_reaches_the_scaling_figure(planted, planted_view):
         assert result.fit("eucl", layer).alpha == pytest.approx(alpha, abs=1e-6)
     spec = figs.scaling_figure(result, "eucl", 1).to_dict()
     assert "alpha = 0.500" in json.dumps(spec)
-    empty = json.dumps(figs.scaling_figure(result, "eucl", 0).to_dict())
-    assert "alpha undefined" in empty  # V = 0 at the embeddings: never shown as a number
+    empty = json.dumps(figs.scaling_figure(result, "eucl", 0).to_dict(), ensure_ascii=False)
+    assert f"alpha = {MISSING}" in empty  # V = 0 at the embeddings: never shown as a number
     assert "Mean alpha of V_eucl over the 2 core layers: 0.5000 (2/2" in figs.fit_summary(result, "eucl")
     table = figs.fit_table(result, "eucl")
     assert np.isnan(table.loc[table["layer"] == 0, "alpha"].item())

@@ -8,8 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from magdash.cli import main
+from magdash import dashboard as db
+from magdash.cli import build_parser, main
+from magdash.cli import phase as phase_command
 from magdash.models import control_name
+from magdash.params import DEFAULT_N_BOOT
 from magdash.phase import PhaseParams
 from magdash.phase.omega import isotropic_omega_mean
 from magdash.phase.run import phase_from_store, phase_from_texts
@@ -90,6 +93,19 @@ def test_missing_control_and_text_output(store, capsys):
     assert "isotropic-Gaussian baseline" in out
 
 
+def test_the_cli_and_the_app_give_gamma_c_the_same_interval(phase_store, capsys):
+    # Both take their phase parameters from PhaseParams: the same resamples, so the same interval.
+    cli = phase_command.params_from(build_parser().parse_args(["phase", "--model", "planted"]))
+    inventory = db.read_inventory(phase_store)
+    view, _ = db.reconcile_view(db.ViewState(store=str(phase_store.path), model="planted"), inventory)
+    app = db.phase_keys(view, inventory)[db.TRAINED_SERIES].params
+    assert cli == app == PhaseParams() and cli.n_boot == DEFAULT_N_BOOT
+    assert main(["phase", "--model", "planted", "--store", str(phase_store.path)]) == 0
+    order = phase_from_store(phase_store, "planted", params=app).order
+    expected = f"(95% bootstrap interval {order.low:.3f}-{order.high:.3f}, {DEFAULT_N_BOOT} resamples)"
+    assert expected in capsys.readouterr().out
+
+
 def test_results_are_cached_in_the_store(phase_store, monkeypatch):
     first = phase_from_store(phase_store, "planted", params=PhaseParams(n_boot=0))
 
@@ -97,6 +113,7 @@ def test_results_are_cached_in_the_store(phase_store, monkeypatch):
         raise AssertionError("vectors read although the samples are cached")
 
     monkeypatch.setattr(type(phase_store), "read_layer", no_reading)
+    monkeypatch.setattr(type(phase_store), "read_layers", no_reading)
     again = phase_from_store(phase_store, "planted", params=PhaseParams(n_boot=0))
     for before, after in zip(first.samples, again.samples, strict=True):
         np.testing.assert_array_equal(before.eigenvalues, after.eigenvalues)

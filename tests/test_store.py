@@ -5,6 +5,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -223,3 +224,15 @@ def test_threads_share_a_store_while_one_writes(tmp_path, rng):
         thread.join()
     assert errors == []
     assert store.get_result("k19") == b"payload"
+
+
+def test_read_layers_holds_no_layer_it_has_handed_out(store, rng):
+    # While the next layer is read, the previous one must be free unless the caller keeps it.
+    _fill(store, _record(n_blocks=3), rng)
+    layers = store.read_layers("m", "tiny")
+    handed_out = []
+    for data in layers:
+        handed_out.append(weakref.ref(data.vectors))
+        del data
+        assert handed_out[-1]() is None, f"layer {len(handed_out) - 1} is still held by the reader"
+    assert len(handed_out) == 4

@@ -24,7 +24,7 @@ from magdash.frequency.sources import FrequencySource
 from magdash.phase import PhaseResult, Transition, layer_frame
 from magdash.phase.omega import isotropic_omega_mean
 from magdash.presentation import charts, report, tables
-from magdash.presentation.formatting import format_number, format_p
+from magdash.presentation.formatting import MISSING, format_number, format_p
 from magdash.presentation.tables import CARRIER_MEASURES
 from magdash.store import LayerData, Store
 from magdash.variability.analysis import PRIMARY_MEASURES, AnalysisResult, ComparisonResult
@@ -52,7 +52,7 @@ def scaling_figure(result: AnalysisResult, measure: str, layer: int, layer_data:
         ci = f", 95% CI [{fmt(fit.ci_low)}, {fmt(fit.ci_high)}]" if math.isfinite(fit.ci_low) else ""
         subtitle = f"alpha = {fmt(fit.alpha)}{ci}, R² = {fmt(fit.r2)}, {fit.n_points} points, {fit.n_outliers} outliers"
     else:
-        subtitle = f"no fit at this layer: alpha undefined ({fit.n_points} usable points; V = 0 or fewer than 5)"
+        subtitle = f"no fit at this layer: alpha = {MISSING} ({fit.n_points} usable points; V = 0 or fewer than 5)"
     return charts.scaling_scatter(points, lines, carriers=carriers, subtitle=subtitle, width="container")
 
 
