@@ -371,26 +371,9 @@ class Store:
 
     # -- npz import and export -----------------------------------------------------------
 
-    def import_arrays(
-        self,
-        name: str,
-        per_carrier: np.ndarray,
-        magnitudes: Sequence[float],
-        *,
-        carriers: Sequence[str] | None = None,
-        layer_labels: Sequence[str] | None = None,
-        stimuli: str | None = None,
-        source: str = "import",
-    ) -> tuple[ModelRecord, str]:
-        """Store hidden states extracted elsewhere as model ``name`` (see :func:`magdash.store.npz.import_arrays`)."""
-        return npz.import_arrays(
-            self, name, per_carrier, magnitudes, carriers=carriers, layer_labels=layer_labels,
-            stimuli=stimuli, source=source,
-        )
-
-    def export_arrays(self, name: str, stimuli: str) -> dict[str, np.ndarray]:
-        """The reference layout of a stored model (see :func:`magdash.store.npz.export_arrays`)."""
-        return npz.export_arrays(self, name, stimuli)
+    # Stored through register() and write_vectors(): the npz layout speaks no SQL of its own.
+    import_arrays = npz.import_arrays
+    export_arrays = npz.export_arrays
 
 
 def _register_model(connection: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:

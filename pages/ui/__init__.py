@@ -31,12 +31,14 @@ from pages.ui.caches import (
 from pages.ui.session import AppContext, build_navigation, context, end_run, update_view, view_key, view_setter
 from pages.ui.sidebar import setup
 from pages.ui.widgets import (
+    analysed,
     figure,
     job_panel,
     layer_picker,
     nothing_to_show,
     plain,
     require_data,
+    require_store,
     say,
     show_error,
     start_job,
@@ -44,8 +46,8 @@ from pages.ui.widgets import (
 )
 
 __all__ = [
-    "AppContext", "analysis_for", "build_navigation", "cached", "cached_repos", "comparison_for", "compute", "context", "end_run",
+    "AppContext", "analysed", "analysis_for", "build_navigation", "cached", "cached_repos", "comparison_for", "compute", "context", "end_run",
     "figure", "frequency_source_for", "frequency_sources_for", "job_panel", "job_registry", "layer_for", "phase_for",
-    "layer_picker", "nothing_to_show", "plain", "require_data", "results_arg", "say", "setup", "show_error",
+    "layer_picker", "nothing_to_show", "plain", "require_data", "require_store", "results_arg", "say", "setup", "show_error",
     "start_job", "store_for", "table", "tokenizer_for", "update_view", "view_key", "view_setter",
 ]

@@ -7,6 +7,7 @@ strings go into widgets, tables or Markdown escaped by :func:`plain`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -16,7 +17,7 @@ from magdash import dashboard as db
 from magdash.dashboard.jobs import Job, JobSnapshot, format_seconds
 from magdash.errors import MagdashError
 from magdash.presentation import export
-from pages.ui.caches import _figure_spec, cached, job_registry
+from pages.ui.caches import _figure_spec, analysis_for, cached, job_registry
 from pages.ui.session import AppContext, context, view_key, view_setter
 
 SEEN_JOBS_KEY = "magdash_seen_jobs"
@@ -90,11 +91,28 @@ def nothing_to_show(context: AppContext, what: str) -> None:
 
 def require_data(what: str) -> AppContext:
     """The context, or an explanation and ``st.stop()`` when there is nothing to show."""
+    return _required(what, lambda ctx: ctx.has_data)
+
+
+def require_store(what: str) -> AppContext:
+    """The context, or an explanation and ``st.stop()`` when the store cannot be opened."""
+    return _required(what, lambda ctx: not ctx.error)
+
+
+def _required(what: str, ready: Callable[[AppContext], bool]) -> AppContext:
     ctx = context()
-    if not ctx.has_data:
+    if not ready(ctx):
         nothing_to_show(ctx, what)
         st.stop()
     return ctx
+
+
+def analysed(ctx: AppContext) -> db.AnalysisKey:
+    """The key of the view's analysis, run now (with a spinner) unless it is cached."""
+    key = db.analysis_key(ctx.view, ctx.inventory)
+    with st.spinner(plain(f"Analysing {ctx.view.model} (first time only; the result is cached in the store)…")):
+        analysis_for(key)
+    return key
 
 
 def plain(text: Any) -> str:
