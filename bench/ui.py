@@ -35,16 +35,12 @@ SWITCH_PAGES = tuple(
 
 
 def steady_apptest():
-    """AppTest that behaves like a running server for multipage apps (see tests/test_app.py)."""
-    from streamlit.runtime.pages_manager import PagesManager
+    """AppTest that behaves like a running server for multipage apps (see tests/support.py)."""
     from streamlit.testing.v1 import AppTest, app_test
 
-    class SteadyPagesManager(PagesManager):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            PagesManager.uses_pages_directory = False
+    from tests.support import running_server_pages_manager
 
-    app_test.PagesManager = SteadyPagesManager
+    app_test.PagesManager = running_server_pages_manager
     return AppTest
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import APP, ROOT
+
 PACKAGE = ROOT / "magdash"
 STATISTICS_AND_PRESENTATION = ("variability", "frequency", "phase", "presentation")
 HEAVY = ("torch", "transformers")
@@ -165,7 +166,7 @@ def test_browsing_a_store_loads_neither_torch_nor_transformers(tmp_path):
         store.import_arrays(name, rng.normal(size=shape).astype(np.float32), PAPER_MAGNITUDES, carriers=PAPER_CARRIERS)
     counts = "number,count\n" + "\n".join(f"{n},{2000 // n}" for n in PAPER_MAGNITUDES)
     save_source(store, read_counts_csv(counts.encode(), name="counts"))
-    script = BROWSE.format(heavy=HEAVY, app=str(ROOT / "app.py"))
+    script = BROWSE.format(heavy=HEAVY, app=str(APP))
     child = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=900,
         env={**os.environ, "MAGDASH_STORE": str(store.path)},

@@ -574,7 +574,7 @@ def test_other_runtime_errors_are_not_reported_as_out_of_memory(tiny_llama, tmp_
 
 @pytest.mark.slow
 def test_running_out_of_address_space_in_a_large_batch_is_reported(tmp_path):
-    from tests.conftest import build_tiny_model
+    from tests.support import build_tiny_model
 
     # One block of width 1024: a batch of all 5,000 sentences needs an MLP activation of about
     # 5,000 x 8 tokens x 2,048 x 4 bytes = 330 MB, well above the 200 MB of headroom left

@@ -13,7 +13,7 @@ Every refusal must be exit status 2 with one line ``magdash: error: ...`` on std
 leave the store file byte for byte as it was. The commands run in-process through
 :func:`magdash.cli.main` (fast); :func:`test_the_real_program_behaves_like_main` shows that the
 real program gives the same exit status and message. Each generated case is counted with
-:func:`tests.casecount.record`.
+:func:`tests.support.record`.
 """
 
 from __future__ import annotations
@@ -41,14 +41,14 @@ from magdash.cli import main
 from magdash.errors import MagdashError
 from magdash.stimuli import MAX_CARRIERS, PAPER_CARRIERS, StimulusSet, parse_magnitudes
 from magdash.store import Store
-from tests.casecount import record
-from tests.test_bad_input_api import (
+from tests.support import (
     ARBITRARY_SPECS,
     BASE_SET,
     BASE_SHAPE,
     CARRIER_FILE_BYTES,
     CARRIERS,
     CSV_BYTES,
+    DATA,
     MAGNITUDES,
     NAME_BATCHES,
     build_base_store,
@@ -59,11 +59,11 @@ from tests.test_bad_input_api import (
     npz_payloads,
     payload_arrays,
     payload_must_be_refused,
+    record,
     save_npz,
 )
 
 MISSING_MODEL = "no-such-model-anywhere"
-DATA = Path(__file__).parent / "data"
 
 
 @dataclass

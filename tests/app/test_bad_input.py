@@ -10,7 +10,7 @@ directly, the app itself a few per field, since every AppTest run costs a fracti
 Expected every time: no exception on the page; a message that says what to fix, or the right
 result when the input is in fact valid; user text shown literally (escaped for Markdown, never
 HTML); and the store's tables unchanged by rejected input. Every case is counted
-(tests/casecount.py) and the totals are printed at the end of the run.
+(tests/support.py) and the totals are printed at the end of the run.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import ast
 import csv
 import hashlib
 import io
-import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -29,8 +28,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from streamlit.runtime.pages_manager import PagesManager
-from streamlit.testing.v1 import AppTest, app_test
+from streamlit.testing.v1 import AppTest
 
 from magdash import dashboard as db
 from magdash.dashboard import stimuli as ds
@@ -50,10 +48,9 @@ from magdash.stimuli import (
 from magdash.store import Store
 from magdash.variability.analysis import analyze
 from pages import ui
-from tests.casecount import record
+from tests import support
+from tests.support import ROOT, assert_clean, record, shown, widget
 
-ROOT = Path(__file__).resolve().parents[1]
-APP = ROOT / "app.py"
 SEED_MODEL = "seed"
 SEED_SOURCE = "seed-counts"
 
@@ -73,20 +70,6 @@ PARSER_CASES = settings(max_examples=300)
 
 
 # -- the app under AppTest ----------------------------------------------------------------------
-
-
-class SteadyPagesManager(PagesManager):
-    """Keep Streamlit's "classic pages/ folder" flag cleared between AppTest runs, as a running
-    server does after its first ``st.navigation`` call (see tests/test_app.py)."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-
-@pytest.fixture(autouse=True)
-def steady_server(monkeypatch):
-    monkeypatch.setattr(app_test, "PagesManager", SteadyPagesManager)
 
 
 @pytest.fixture(scope="module")
@@ -111,29 +94,8 @@ def store_path(seeded, tmp_path) -> Path:
 
 
 def open_app(store: Path, monkeypatch, page: str | None = None) -> AppTest:
-    monkeypatch.setenv("MAGDASH_STORE", str(store))
-    at = AppTest.from_file(str(APP), default_timeout=300)
-    at.query_params["boot"] = "0"  # no bootstrap: the pages' analyses take milliseconds
-    at.run()
-    if page:
-        at.switch_page(page).run()
-    assert_clean(at)
-    return at
-
-
-def assert_clean(at: AppTest, case: object = "") -> None:
-    assert not at.exception, (repr(case)[:200], [e.message[:500] for e in at.exception])
-
-
-def widget(elements, label: str):
-    matches = [element for element in elements if element.label == label]
-    assert len(matches) == 1, f"no single widget {label!r} in {[e.label for e in elements]}"
-    return matches[0]
-
-
-def shown(element) -> str:
-    """What a Markdown element shows: user text is escaped for Markdown, the escapes vanish."""
-    return re.sub(r"\\(.)", r"\1", str(element.value))
+    """The app on ``store`` with no bootstrap: the pages' analyses take milliseconds."""
+    return support.open_app(store, monkeypatch, query={"boot": "0"}, page=page)
 
 
 def messages(elements) -> list[str]:
@@ -817,13 +779,10 @@ def test_query_string_parser(query):
 
 def test_hostile_query_string_in_the_app(store_path, monkeypatch):
     before = contents(store_path)
-    monkeypatch.setenv("MAGDASH_STORE", str(store_path))
     for value in HOSTILE:
         record("app URL query")
-        at = AppTest.from_file(str(APP), default_timeout=300)
-        at.query_params.update({"model": value, "measure": value, "core": value, "layer": value, "boot": value})
-        at.run()
-        assert_clean(at, value)
+        query = dict.fromkeys(("model", "measure", "core", "layer", "boot"), value)
+        at = support.open_app(store_path, monkeypatch, query=query)
         warnings = at.sidebar.warning
         assert literal_in(repr(value), warnings), messages(warnings)
         assert widget(at.sidebar.selectbox, "Model").value == SEED_MODEL

@@ -16,8 +16,7 @@ from magdash.cli import main
 from magdash.errors import StoreError
 from magdash.store import SCHEMA_VERSION, Store, schema
 from magdash.variability.analysis import AnalysisParams, analyze
-
-DATA = Path(__file__).resolve().parent / "data"
+from tests.support import DATA
 
 
 @pytest.fixture

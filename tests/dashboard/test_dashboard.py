@@ -24,8 +24,8 @@ from magdash.presentation.formatting import MISSING
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES, StimulusSet
 from magdash.store import Store
 from magdash.variability.analysis import PRIMARY_MEASURES, analyze
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PLANTED_ALPHA = (0.5, 0.5, -0.2)  # blocks 1..3; the embedding layer has V = 0 (no fit)
 
 

@@ -4,20 +4,17 @@ built-in model and its random control; widget changes rerun cleanly; the URL kee
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
-from streamlit.runtime.pages_manager import PagesManager
-from streamlit.testing.v1 import AppTest, app_test
+from streamlit.testing.v1 import AppTest
 
 from magdash import dashboard as db
 from magdash.dashboard.jobs import run_first_protocol
 from magdash.store import Store
 from pages import ui
+from tests.support import ROOT, labels, open_app, shown, widget
 
-ROOT = Path(__file__).resolve().parents[1]
-APP = ROOT / "app.py"
 PAGES = [page.file for page in db.PAGES if (ROOT / page.file).is_file()]
 DATA_PAGES = [page for page in PAGES if Path(page).stem not in ("home", "extract", "stimuli")]
 
@@ -29,23 +26,6 @@ EXPECTED_CHARTS = {
 EXPECTED_TABLES = {"home": 1, "scaling": 1, "weber": 2, "frequency": 2, "compare": 1, "geometry": 1}
 
 
-class SteadyPagesManager(PagesManager):
-    """AppTest resets Streamlit's "classic pages/ folder" flag before every run, so each run
-    behaves like a fresh server's first request (page file without app.py, which the app
-    recovers from with a rerun that drops widget triggers). A running server clears the flag
-    at its first ``st.navigation`` call; this keeps it cleared, as on a running server."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-
-@pytest.fixture(autouse=True)
-def steady_server(request, monkeypatch):
-    if "fresh_server" not in request.node.name:
-        monkeypatch.setattr(app_test, "PagesManager", SteadyPagesManager)
-
-
 @pytest.fixture(scope="module")
 def populated(tmp_path_factory) -> str:
     """The first-run protocol (minilm + minilm@random), exactly what the Home button runs."""
@@ -55,35 +35,8 @@ def populated(tmp_path_factory) -> str:
     return str(path)
 
 
-def open_app(store: str, monkeypatch, query: dict | None = None, page: str | None = None) -> AppTest:
-    monkeypatch.setenv("MAGDASH_STORE", store)
-    at = AppTest.from_file(str(APP), default_timeout=300)
-    if query:
-        at.query_params.update(query)
-    at.run()
-    if page:
-        at.switch_page(page).run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
-
-
 def chart_specs(at: AppTest) -> list[dict]:
     return [json.loads(element.proto.spec) for element in at.get("vega_lite_chart")]
-
-
-def labels(elements) -> list[str]:
-    return [element.label for element in elements]
-
-
-def widget(elements, label: str):
-    matches = [element for element in elements if element.label == label]
-    assert len(matches) == 1, f"no single widget {label!r} in {labels(elements)}"
-    return matches[0]
-
-
-def shown(element) -> str:
-    """What a Markdown element shows: user text is escaped for Markdown, the escapes vanish."""
-    return re.sub(r"\\(.)", r"\1", str(element.value))
 
 
 def texts(at: AppTest) -> str:
@@ -184,8 +137,7 @@ def test_every_page_on_the_populated_store(page, populated, monkeypatch):
 def test_a_bookmark_opened_on_a_fresh_server_goes_through_the_app(populated, monkeypatch):
     # The first request of a fresh server runs a page file alone; the page declares the
     # navigation and reruns, so the sidebar and the bookmarked view are there.
-    PagesManager.uses_pages_directory = None
-    at = open_app(populated, monkeypatch, query={"layer": "2"}, page="pages/scaling.py")
+    at = open_app(populated, monkeypatch, query={"layer": "2"}, page="pages/scaling.py", fresh_server=True)
     assert widget(at.sidebar.selectbox, "Model").value == "minilm"
     assert widget(at.select_slider, "Layer").value == "2 · block 2"
     assert len(at.get("vega_lite_chart")) == 2

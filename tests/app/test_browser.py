@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, require_chromium, streamlit_server
+from tests.support import CHROMIUM, CHROMIUM_ARGS, require_chromium, streamlit_server
 
 FIRST_RUN_TIMEOUT_MS = 540_000
 

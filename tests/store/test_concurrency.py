@@ -37,9 +37,8 @@ import pytest
 
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES, PAPER_SET_NAME, paper_stimuli
 from magdash.store import Store, vector_table
-from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, require_chromium, streamlit_server
+from tests.support import CHROMIUM, CHROMIUM_ARGS, ROOT, require_chromium, streamlit_server
 
-ROOT = Path(__file__).resolve().parents[1]
 BASE_MODEL = "tiny"          # extracted before the test, on the paper's stimuli
 IMPORTED_MODEL = "imported"  # random arrays, imported before the test
 WRITER_MODEL = "tiny-wide"   # what the CLI writer extracts during the test
