@@ -70,9 +70,10 @@ def capture_only(loaded, chunks: list[str], batch_size: int) -> None:
 
 
 def diagnostics(loaded, chunks: list[str], batch_size: int) -> None:
+    from magdash.phase import PhaseParams
     from magdash.phase.run import phase_from_texts
 
-    phase_from_texts(loaded, chunks, batch_size=batch_size, n_boot=1000)
+    phase_from_texts(loaded, chunks, batch_size=batch_size, params=PhaseParams(n_boot=1000))
 
 
 def main() -> None:

@@ -420,7 +420,7 @@ LAYER_LABEL_KINDS = (None, "ok", "repeated", "short", "long")
 
 @st.composite
 def npz_payloads(draw) -> dict:
-    """Arrays for an npz import, good and bad, with what the issue's rules say must happen."""
+    """Arrays for an npz import, good and bad, with what the import rules say must happen."""
     if draw(st.booleans()):
         shape = tuple(draw(st.integers(1, high)) for high in (7, 3, 4, 5))
     else:
@@ -498,7 +498,7 @@ def payload_arrays(payload: dict) -> dict[str, np.ndarray]:
 
 
 def payload_must_be_refused(arrays: dict[str, np.ndarray]) -> bool:
-    """The issue's rules for an import, stated independently of the code under test."""
+    """The import rules, stated independently of the code under test."""
     if "per_carrier" not in arrays or "magnitudes" not in arrays:
         return True
     values = arrays["per_carrier"]

@@ -31,6 +31,8 @@ from magdash.errors import MagdashError
 from magdash.stimuli import PAPER_CARRIERS, StimulusSet, parse_magnitudes
 from magdash.store import Store, vector_table
 
+pytestmark = pytest.mark.faults
+
 REPO = Path(__file__).resolve().parents[1]
 SET_NAME = "faults"
 MAGNITUDES = "1-100"  # x the paper's 5 carriers = 500 sentences

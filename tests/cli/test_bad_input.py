@@ -1,6 +1,6 @@
 """Bad input at every CLI subcommand, generated with hypothesis: exit 2, one line, nothing lost.
 
-Covered, per the issue: carrier files for ``extract --carriers`` (binary, invalid UTF-8, tens of
+Covered: carrier files for ``extract --carriers`` (binary, invalid UTF-8, tens of
 MB, empty, blank, no or two ``{n}``, other braces, 10,000 lines, a folder, a missing file);
 ``--magnitudes`` specs; npz files for ``import`` (shapes, empty axes, dtypes, pickles, NaN/Inf,
 zero variance, magnitudes, carriers and labels that do not fit, truncated or foreign files);

@@ -1,4 +1,4 @@
-"""The extract / list / export / import commands, including every bad input the issue names."""
+"""The extract / list / export / import commands, including every bad input the README names."""
 
 import json
 import subprocess

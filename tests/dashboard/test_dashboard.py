@@ -70,7 +70,7 @@ def planted_view(planted):
 # -- pages and view state ------------------------------------------------------------------
 
 
-def test_every_page_file_exists_and_groups_follow_the_issue_order():
+def test_every_page_file_exists_and_groups_follow_the_navigation_order():
     groups = db.page_groups(root=ROOT)
     assert list(groups) == [g for g in ("Data", "Noise", "Geometry", "Depth") if g in groups]
     assert [p.title for p in groups["Data"]] == ["Home", "Extract", "Stimuli"]
