@@ -65,6 +65,8 @@ from tests.support import (
     store_contents,
 )
 
+pytestmark = pytest.mark.bad_input
+
 # -- the store every module starts from ---------------------------------------------------
 
 

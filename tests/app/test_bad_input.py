@@ -51,6 +51,8 @@ from pages import ui
 from tests import support
 from tests.support import ROOT, assert_clean, record, shown, widget
 
+pytestmark = pytest.mark.bad_input
+
 SEED_MODEL = "seed"
 SEED_SOURCE = "seed-counts"
 

@@ -63,6 +63,8 @@ from tests.support import (
     save_npz,
 )
 
+pytestmark = pytest.mark.bad_input
+
 MISSING_MODEL = "no-such-model-anywhere"
 
 

@@ -101,6 +101,7 @@ def test_repeated_extract_is_a_no_op(filled_store, tiny_llama, capsys):
     assert "already stored" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_reading_while_a_cli_extraction_writes(tmp_path, tiny_llama):
     path = tmp_path / "busy.duckdb"
     writer = subprocess.Popen(
