@@ -19,7 +19,6 @@ import ast
 import csv
 import hashlib
 import io
-import shutil
 import tomllib
 from pathlib import Path
 
@@ -49,7 +48,7 @@ from magdash.store import Store
 from magdash.variability.analysis import analyze
 from pages import ui
 from tests import support
-from tests.support import ROOT, assert_clean, record, shown, widget
+from tests.support import ROOT, assert_clean, copy_store, record, shown, widget
 
 pytestmark = pytest.mark.bad_input
 
@@ -90,9 +89,7 @@ def seeded(tmp_path_factory) -> Path:
 @pytest.fixture
 def store_path(seeded, tmp_path) -> Path:
     """This test's own copy of the seeded store."""
-    path = tmp_path / "store.duckdb"
-    shutil.copyfile(seeded, path)
-    return path
+    return copy_store(seeded, tmp_path)
 
 
 def open_app(store: Path, monkeypatch, page: str | None = None) -> AppTest:

@@ -24,7 +24,6 @@ import hashlib
 import itertools
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -37,7 +36,7 @@ import pytest
 
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES, PAPER_SET_NAME, paper_stimuli
 from magdash.store import Store, vector_table
-from tests.support import CHROMIUM, CHROMIUM_ARGS, ROOT, require_chromium, streamlit_server
+from tests.support import CHROMIUM, CHROMIUM_ARGS, ROOT, copy_store, require_chromium, streamlit_server
 
 BASE_MODEL = "tiny"          # extracted before the test, on the paper's stimuli
 IMPORTED_MODEL = "imported"  # random arrays, imported before the test
@@ -68,9 +67,7 @@ def base_store(tmp_path_factory, tiny_llama) -> Path:
 
 @pytest.fixture
 def store_path(base_store, tmp_path) -> Path:
-    path = tmp_path / "store.duckdb"
-    shutil.copyfile(base_store, path)
-    return path
+    return copy_store(base_store, tmp_path)
 
 
 def layer_digests(path: Path, model: str, stimuli: str = PAPER_SET_NAME) -> list[str]:
