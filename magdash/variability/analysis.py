@@ -623,7 +623,8 @@ class ComparisonResult:
                     }
                     for name, item in self.measures.items()
                 },
-            }
+            },
+            keep_nan=True,
         )
         return zlib.compress(json.dumps(document, allow_nan=True).encode(), 6)
 
