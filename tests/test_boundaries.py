@@ -93,6 +93,14 @@ def duckdb_imports(files, root: Path = ROOT) -> list[str]:
     ]
 
 
+def test_every_folder_of_python_modules_is_a_regular_package():
+    # setuptools' find_packages (pyproject.toml) installs only folders with an __init__.py: a
+    # namespace package would import from a checkout and vanish from an installed wheel.
+    folders = {path.parent for path in package_files()}
+    assert PACKAGE / "store" in folders
+    assert sorted(label(folder) for folder in folders if not (folder / "__init__.py").is_file()) == []
+
+
 def test_magdash_never_imports_streamlit():
     assert not streamlit_imports(package_files())
 
