@@ -1,14 +1,14 @@
 """magdash dashboard entry point: ``streamlit run app.py``.
 
 Builds the navigation (Data · Noise · Geometry · Depth) over the files in ``pages/`` and the
-sidebar of global choices shared by every page (``ui_support.setup``). The store is
+sidebar of global choices shared by every page (``pages.ui.setup``). The store is
 ``$MAGDASH_STORE`` or ``cache/magdash.duckdb`` unless the URL or the sidebar names another.
 """
 
 import streamlit as st
 
-import ui_support as ui
 from magdash.errors import MagdashError
+from pages import ui
 
 st.set_page_config(page_title="magdash", page_icon=":material/functions:", layout="wide")
 navigation = ui.build_navigation()

@@ -4,7 +4,7 @@ Workload: a synthetic 32-block model (33 layers: embeddings + 32 blocks), d = 40
 paper's 26 magnitudes x 5 carriers, with a planted exponent alpha = -0.05. Both sides get the
 same in-memory vectors (no store I/O is timed) and do the paper's analysis:
 
-* ``magdash``: :func:`magdash.analysis.run_analysis` — V_eucl, V_residual, V_proj on every
+* ``magdash``: :func:`magdash.variability.analysis.run_analysis` — V_eucl, V_residual, V_proj on every
   layer, OLS + Theil–Sen fits, a 10,000-resample bootstrap on the core layers (16..31), H1–H4,
   E3, E4, AICc noise models, and the centroid geometry (RSA, PC1), which the baseline skips;
 * ``loop``: the reference script's pattern — the same three measures, ``linregress``, a
@@ -13,7 +13,7 @@ same in-memory vectors (no store I/O is timed) and do the paper's analysis:
 
 Each resample of the loop draws its indices from ``default_rng(seed)`` exactly as magdash's
 vectorised bootstrap does, so the two CIs must agree to rounding: the benchmark checks it.
-Targets (issue 3): magdash under 2 s on 2 cores and at least 20x faster than the loop.
+Targets: magdash under 2 s on 2 cores and at least 20x faster than the loop.
 Run: ``python bench/analysis.py [--n-boot 10000] [--repeats 3]``.
 """
 
@@ -58,7 +58,7 @@ def synthetic_layers(dim: int, n_carriers: int = 5, alpha: float = -0.05, seed: 
 
 
 def run_magdash(layers, n_boot: int, n_blocks: int = N_BLOCKS):
-    from magdash.analysis import AnalysisParams, run_analysis
+    from magdash.variability.analysis import AnalysisParams, run_analysis
 
     started = time.perf_counter()
     result = run_analysis(iter(layers), MAGNITUDES, n_blocks=n_blocks, params=AnalysisParams(n_boot=n_boot))

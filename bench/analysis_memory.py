@@ -1,4 +1,4 @@
-"""Memory benchmark: analysing a large model keeps one layer in memory at a time.
+"""Memory benchmark: analysing a large model holds one layer in memory at a time.
 
 Workload: a synthetic model — magnitudes 1..1000 x 20 carriers x 33 layers x d = 4096
 (660,000 float32 vectors, 10.8 GB) — with a planted exponent alpha = -0.05. One layer alone
@@ -6,13 +6,17 @@ is 328 MB in float32. Each side runs in a fresh subprocess that reports its own 
 set size from ``resource.getrusage``, doing the full analysis (3 measures on every layer,
 10,000-resample bootstrap on the core layers, E3, E4, noise models, geometry):
 
-* ``generated``: :func:`magdash.analysis.run_analysis` over layers generated one at a time in
+* ``generated``: :func:`magdash.variability.analysis.run_analysis` over layers generated one at a time in
   the process (no store): the floor set by the analysis itself;
 * ``store``: the same model written through the store's write API
   (``Store.register_stimulus_set``, ``register_model``, ``write_vectors``), then
-  :func:`magdash.analysis.analyze`, which reads it back with ``Store.read_layer``.
+  :func:`magdash.variability.analysis.analyze`, which reads it back with ``Store.read_layers``.
 
-Target (issue 3): peak RSS under 2 GB.
+Peak RSS is the child's own high-water mark (``VmHWM``): ``ru_maxrss`` would also count the
+parent's, which Linux carries into a child it spawns, and the parent is large after building
+the store.
+
+Target: peak RSS under 2 GB.
 Run: ``python bench/analysis_memory.py [--magnitudes 1000] [--store PATH] [--keep] [--skip-store]``;
 a store already built at PATH is reused (it takes about 11 GB of disk at full size).
 """
@@ -92,10 +96,21 @@ def generated_layers(n_magnitudes: int, seed: int = 0):
         del vectors
 
 
+def peak_rss_mib() -> float:
+    """This process's peak resident set (VmHWM, reset at exec), in MiB."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux, where /proc exists
+
+
 def analyse(source: str, path: Path | None, n_magnitudes: int, n_boot: int) -> None:
     """Child process: run the analysis and print a JSON line with peak RSS and timings."""
-    from magdash.analysis import AnalysisParams, analyze, run_analysis
     from magdash.store import Store
+    from magdash.variability.analysis import AnalysisParams, analyze, run_analysis
 
     started = time.perf_counter()
     params = AnalysisParams(n_boot=n_boot)
@@ -105,9 +120,8 @@ def analyse(source: str, path: Path | None, n_magnitudes: int, n_boot: int) -> N
         magnitudes = np.arange(1, n_magnitudes + 1, dtype=np.float64)
         result = run_analysis(generated_layers(n_magnitudes), magnitudes, n_blocks=N_BLOCKS, params=params)
     seconds = time.perf_counter() - started
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     print(json.dumps({
-        "peak_rss_mib": peak_kib / 1024,
+        "peak_rss_mib": peak_rss_mib(),
         "seconds": seconds,
         "mean_core_alpha_eucl": result.hypotheses["eucl"].mean_alpha,
         "n_layers": result.n_layers,

@@ -14,7 +14,7 @@ side by side, each started fresh, repeated, and reported as medians:
 * ``lean-loop``: the same loop stripped to its minimum — one tokenization, the bare
   ``AutoModel`` — to show how much of the gap is the loop itself.
 
-Targets (issue 2): magdash within 1.25x of the floor, at least 5x faster than the loop.
+Targets: magdash within 1.25x of the floor, at least 5x faster than the loop.
 Run: ``python bench/extract.py [--repeats 3] [--magnitudes 1-1000]``.
 """
 

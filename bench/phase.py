@@ -2,16 +2,16 @@
 
 Workload: a document of carrier sentences (the paper's five, numbers 1, 2, 3, ...) long
 enough for ``--tokens`` real tokens (10,000 by default), cut to the model's context with
-:func:`magdash.phase_run.document_chunks`. Three runs over the same chunks, in one process,
+:func:`magdash.phase.run.document_chunks`. Three runs over the same chunks, in one process,
 interleaved and repeated, medians reported:
 
 * ``forward``: the same sorted batches through the model, nothing captured;
 * ``capture``: :func:`magdash.extract.capture_all_tokens` with a consumer that does nothing
   (hooks, pad/special masking, copies to the CPU);
-* ``diagnostics``: :func:`magdash.phase_run.phase_from_texts` — capture, online covariance and
+* ``diagnostics``: :func:`magdash.phase.run.phase_from_texts` — capture, online covariance and
   Omega per layer, eigenvalues, MP fits, dip tests and the 1,000-resample gamma_c bootstrap.
 
-Target (issue 6): diagnostics <= 1.5x forward.
+Target: diagnostics <= 1.5x forward.
 Run: ``python bench/phase.py [--tokens 10000] [--repeats 3]``.
 """
 
@@ -27,7 +27,7 @@ TARGET_RATIO = 1.5
 
 
 def make_chunks(loaded, tokens: int) -> tuple[list[str], int]:
-    from magdash.phase_run import document_chunks
+    from magdash.phase.run import document_chunks
     from magdash.stimuli import PAPER_CARRIERS
 
     sentences, n = [], 0
@@ -70,9 +70,10 @@ def capture_only(loaded, chunks: list[str], batch_size: int) -> None:
 
 
 def diagnostics(loaded, chunks: list[str], batch_size: int) -> None:
-    from magdash.phase_run import phase_from_texts
+    from magdash.phase import PhaseParams
+    from magdash.phase.run import phase_from_texts
 
-    phase_from_texts(loaded, chunks, batch_size=batch_size, n_boot=1000)
+    phase_from_texts(loaded, chunks, batch_size=batch_size, params=PhaseParams(n_boot=1000))
 
 
 def main() -> None:

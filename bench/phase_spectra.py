@@ -1,4 +1,4 @@
-"""Spectra of every layer of a synthetic 4096-d, 33-layer model (issue 6 speed target).
+"""Spectra of every layer of a synthetic 4096-d, 33-layer model (speed target: under 3 minutes).
 
 Per layer, N = 10,000 token vectors (float32, an isotropic bulk with a few planted spikes and
 a non-zero mean) are fed in batches of 1,024 to a ``LayerAccumulator`` (online float64
@@ -18,9 +18,9 @@ import time
 
 import numpy as np
 
-from magdash.phase_accumulate import LayerAccumulator
-from magdash.phase_omega import summarize_omega
-from magdash.phase_spectrum import fit_spectrum
+from magdash.phase.accumulate import LayerAccumulator
+from magdash.phase.omega import summarize_omega
+from magdash.phase.spectrum import fit_spectrum
 
 TARGET_SECONDS = 180.0
 BATCH = 1024

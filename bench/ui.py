@@ -9,7 +9,7 @@ those of a user moving around a dashboard they have opened: medians of ``--repea
 Side by side, the same interactions with Streamlit's data caches cleared before each run show
 what the caches buy (the store's own analysis cache stays warm in both).
 
-Target (issue 4): under 300 ms for each.
+Target: under 300 ms for each.
 Run: ``python bench/ui.py [--repeats 15] [--store PATH]``.
 """
 
@@ -35,22 +35,18 @@ SWITCH_PAGES = tuple(
 
 
 def steady_apptest():
-    """AppTest that behaves like a running server for multipage apps (see tests/test_app.py)."""
-    from streamlit.runtime.pages_manager import PagesManager
+    """AppTest that behaves like a running server for multipage apps (see tests/support.py)."""
     from streamlit.testing.v1 import AppTest, app_test
 
-    class SteadyPagesManager(PagesManager):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            PagesManager.uses_pages_directory = False
+    from tests.support import running_server_pages_manager
 
-    app_test.PagesManager = SteadyPagesManager
+    app_test.PagesManager = running_server_pages_manager
     return AppTest
 
 
 def populated_store(path: Path) -> None:
     from magdash import dashboard as db
-    from magdash.dashboard_jobs import run_first_protocol
+    from magdash.dashboard.jobs import run_first_protocol
     from magdash.store import Store
 
     started = time.perf_counter()

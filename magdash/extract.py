@@ -31,19 +31,15 @@ from magdash.models import (
     resolve_model,
     transformers_version,
 )
+from magdash.params import ProgressCallback
 from magdash.stimuli import POSITIONS, StimulusItem, StimulusSet, token_indices_for_span
 from magdash.store import ModelRecord, Store
 
 log = logging.getLogger(__name__)
 
-ProgressCallback = Callable[[int, int], None]
 DEFAULT_BATCH_SIZE = 32
 FLUSH_SECONDS = 2.0
 FLUSH_ITEMS = 1024
-
-
-class ExtractionCancelled(MagdashError):
-    """Raised inside a run when the caller asked it to stop; what was done is stored."""
 
 
 @dataclass(frozen=True)
@@ -232,7 +228,8 @@ def _is_out_of_memory(error: BaseException) -> bool:
 def locate_numbers(
     model: LoadedModel | object, items: Sequence[StimulusItem], position: str
 ) -> tuple[list[list[int]], list[list[int]]]:
-    """Token ids and number-token indices of each item (docs/science.md: the last overlapping token).
+    """Token ids and number-token indices of each item (by default the last token overlapping the number,
+    as in Cacioli 2026, arXiv 2604.04469; docs/science.md).
 
     ``model`` is a loaded model or just its fast tokenizer (enough for a tokenization preview).
     """

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from magdash.errors import ModelLoadError
+from magdash.stimuli import POSITIONS
 
 log = logging.getLogger(__name__)
 
@@ -200,6 +201,22 @@ def default_name(spec: str, dtype: str, position: str) -> str:
     if position != "last":
         name += f":{position}"
     return name
+
+
+def control_name(name: str) -> str:
+    """Store name of the ``@random`` control of the model stored as ``name``.
+
+    The suffixes :func:`default_name` appends (a dtype, then a token position) stay after the
+    marker, as extracting the control with the same options names it: ``minilm:float16`` ->
+    ``minilm@random:float16``. A control's own name is returned unchanged.
+    """
+    spec, suffix = name, ""
+    for options in (POSITIONS, DTYPES):
+        for option in options:
+            if spec.endswith(f":{option}") and len(spec) > len(option) + 1:
+                spec, suffix = spec[: -len(option) - 1], f":{option}{suffix}"
+                break
+    return name if RANDOM_SUFFIX in spec else f"{spec}{RANDOM_SUFFIX}{suffix}"
 
 
 def pick_device(device: str = "auto") -> str:

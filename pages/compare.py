@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-import ui_support as ui
 from magdash import dashboard as db
+from pages import ui
 
 ctx = ui.require_data("a comparison")
 view = ctx.view

@@ -2,22 +2,19 @@
 
 import streamlit as st
 
-import ui_support as ui
-from magdash.dashboard_jobs import ExtractionRequest, extraction_job, model_spec
+from magdash.dashboard.jobs import ExtractionRequest, extraction_job, model_spec
 from magdash.errors import MagdashError
 from magdash.models import BUILTIN_MODELS, DTYPES, default_name
 from magdash.stimuli import PAPER_SET_NAME, POSITIONS, paper_stimuli
+from pages import ui
 
-ctx = ui.context()
 st.title("Extract hidden states")
 st.caption(
     "One forward pass per sentence; the vector of the number's token is kept at every layer "
     "(layer 0 = embeddings, the last block before the final norm, plus the post-norm output). "
     "What is already stored is skipped, so a cancelled or killed run resumes."
 )
-if ctx.error:
-    ui.nothing_to_show(ctx, "extraction")
-    st.stop()
+ctx = ui.require_store("extraction")
 
 job = ui.job_panel(ctx.view.store)
 running = job is not None and not job.finished

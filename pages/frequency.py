@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-import ui_support as ui
 from magdash import dashboard as db
 from magdash.errors import MagdashError
-from magdash.frequency_sources import read_counts_csv, save_source
+from magdash.frequency.sources import read_counts_csv, save_source
+from pages import ui
 
 ctx = ui.require_data("the frequency analysis")
 view = ctx.view

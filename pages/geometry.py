@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-import ui_support as ui
 from magdash import dashboard as db
+from pages import ui
 
 ctx = ui.require_data("the geometry analysis")
 view = ctx.view
@@ -12,9 +12,7 @@ st.caption(
     "Distances between magnitude centroids follow |log a - log b| (Weber-Fechner) better than "
     "|a - b| when the code is log-compressive (Cacioli, arXiv 2603.20642)."
 )
-key = db.analysis_key(view, ctx.inventory)
-with st.spinner(ui.plain(f"Analysing {view.model} (first time only)…")):
-    ui.analysis_for(key)
+key = ui.analysed(ctx)
 metric = st.radio("Distance", ("euclidean", "cosine"), horizontal=True, key="geo_metric")
 ui.figure("rsa_figure", key, metric, name=f"rsa-{view.model}-{metric}")
 

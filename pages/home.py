@@ -2,21 +2,17 @@
 
 import streamlit as st
 
-import ui_support as ui
 from magdash import dashboard as db
-from magdash.dashboard_jobs import FIRST_RUN_MODELS, first_run_job
+from magdash.dashboard.jobs import FIRST_RUN_MODELS, first_run_job
 from magdash.stimuli import PAPER_SET_NAME
+from pages import ui
 
-ctx = ui.context()
 st.title("magdash")
 st.caption(
     "Geometry and noise of number representations in transformer language models "
     "(Cacioli 2026, arXiv 2604.04469 and 2603.20642; Alpay & Kilictas, arXiv 2601.19942)."
 )
-
-if ctx.error:
-    ui.nothing_to_show(ctx, "the dashboard")
-    st.stop()
+ctx = ui.require_store("the dashboard")
 
 job = ui.job_panel(ctx.view.store)
 running = job is not None and not job.finished

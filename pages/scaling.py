@@ -2,10 +2,9 @@
 
 import streamlit as st
 
-import ui_support as ui
 from magdash import dashboard as db
-from magdash.dashboard_figures import CARRIER_MEASURES
-from magdash.tables import measure_label
+from magdash.presentation.tables import CARRIER_MEASURES, measure_label
+from pages import ui
 
 ctx = ui.require_data("the scaling analysis")
 view = ctx.view
@@ -14,9 +13,7 @@ st.caption(
     "log V = log k + alpha log n per layer (Cacioli 2026): alpha = 1 is scalar variability "
     "(Weber's law), alpha = 0 constant noise; the paper finds alpha slightly below 0."
 )
-key = db.analysis_key(view, ctx.inventory)
-with st.spinner(ui.plain(f"Analysing {view.model} (first time only; cached in the store)…")):
-    ui.analysis_for(key)
+key = ui.analysed(ctx)
 
 layer = ui.layer_picker(ctx)
 carriers = st.toggle("Show the carriers' own distances", value=True, key="sc_carriers",

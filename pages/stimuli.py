@@ -3,20 +3,17 @@
 import pandas as pd
 import streamlit as st
 
-import ui_support as ui
-from magdash import dashboard_stimuli as ds
+from magdash.dashboard import stimuli as ds
 from magdash.errors import MagdashError
 from magdash.stimuli import PAPER_CARRIERS, POSITIONS
+from pages import ui
 
-ctx = ui.context()
 st.title("Stimuli")
 st.caption(
     "A stimulus set is every carrier sentence with every magnitude written in digits in place "
     "of {n}. Define one here, save it, then extract it on the Extract page."
 )
-if ctx.error:
-    ui.nothing_to_show(ctx, "saving stimuli")
-    st.stop()
+ctx = ui.require_store("saving stimuli")
 
 st.subheader("1. Carrier sentences")
 CARRIER_SOURCES = {"paper": "The paper's 5", "upload": "Upload .txt or .csv", "type": "Type them"}

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-import ui_support as ui
 from magdash import dashboard as db
-from magdash.tables import measure_label
+from magdash.presentation.tables import measure_label
+from pages import ui
 
 ctx = ui.require_data("the Weber analysis")
 view = ctx.view

@@ -80,14 +80,14 @@ def main(argv: list[str]) -> int:
         resource.setrlimit(resource.RLIMIT_FSIZE, (options.fsize, options.fsize))
 
     import magdash.extract
-    import magdash.store
+    import magdash.store.database
     from magdash.cli import main as magdash_main
     from magdash.store import Store
 
     magdash.extract.FLUSH_SECONDS = 0.0
     original_load = magdash.extract.load_model
     original_write = Store.write_vectors
-    original_encode = magdash.store._encode_vectors
+    original_encode = magdash.store.database.encode_vectors
 
     def load_model(*a, **k):
         event("load-begin")
@@ -108,11 +108,11 @@ def main(argv: list[str]) -> int:
             event("in-write", next(layers))
             return original_encode(layer_vectors)
 
-        magdash.store._encode_vectors = encode_vectors
+        magdash.store.database.encode_vectors = encode_vectors
         try:
             written = original_write(self, model_id, item_keys, vectors)
         finally:
-            magdash.store._encode_vectors = original_encode
+            magdash.store.database.encode_vectors = original_encode
         event("write-end", written)
         return written
 

@@ -9,9 +9,8 @@ frequency functions and ``to_jsonable``.
 The property everywhere: a call either succeeds with a sane result or raises a
 :class:`~magdash.errors.MagdashError` with a message; never another exception. Calls that are
 refused leave the store exactly as it was (every table's rows compared before and after).
-Each generated case is counted with :func:`tests.casecount.record`.
-
-The strategies and store helpers here are shared with ``test_bad_input_cli.py``.
+Each generated case is counted with :func:`tests.support.record`; the strategies and the store
+they start from are in :mod:`tests.support`, shared with the CLI's and the app's bad-input suites.
 """
 
 from __future__ import annotations
@@ -19,12 +18,10 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import shutil
 import tempfile
 import zipfile
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pandas as pd
 import pytest
@@ -33,64 +30,44 @@ from hypothesis import strategies as st
 
 from magdash.errors import MagdashError, StimulusError, StoreError
 from magdash.stimuli import (
-    MAX_CARRIER_CHARS,
     MAX_CARRIER_FILE_BYTES,
     MAX_CARRIERS,
     MAX_MAGNITUDE,
     PAPER_MAGNITUDES,
-    PLACEHOLDER,
     StimulusSet,
     parse_carrier_text,
     parse_magnitudes,
     read_carrier_file,
 )
 from magdash.store import Store, read_npz, validate_import_arrays
-from tests.casecount import record
+from tests.support import (
+    ARBITRARY_SPECS,
+    BASE_SET,
+    BASE_SHAPE,
+    CARRIER_FILE_BYTES,
+    CARRIER_LINES,
+    CARRIER_TEXTS,
+    CARRIERS,
+    CSV_BYTES,
+    MAGNITUDES,
+    NAME_BATCHES,
+    NAMES,
+    build_base_store,
+    copy_store,
+    expected_carriers,
+    expected_carriers_from_bytes,
+    file_state,
+    magnitude_specs,
+    npz_payloads,
+    payload_arrays,
+    payload_must_be_refused,
+    record,
+    store_contents,
+)
+
+pytestmark = pytest.mark.bad_input
 
 # -- the store every module starts from ---------------------------------------------------
-
-MAGNITUDES = (1, 2, 3, 5, 8, 13)
-CARRIERS = ("There are {n} items.", "The count reached {n}.", "{n} was the value.")
-BASE_SET = "base-set"
-BASE_SHAPE = (len(MAGNITUDES), len(CARRIERS), 4, 8)  # magnitudes, carriers, layers, d
-
-
-def build_base_store(path: Path) -> Path:
-    """A small real store: models "base" and "other" on one set, a frequency source "toy"."""
-    store = Store(path)
-    rng = np.random.default_rng(20260404)
-    for name in ("base", "other"):
-        store.import_arrays(name, rng.normal(size=BASE_SHAPE), MAGNITUDES, carriers=CARRIERS, stimuli=BASE_SET)
-    counts = pd.DataFrame({"number": MAGNITUDES, "count": [600, 500, 400, 300, 200, 100]})
-    store.put_frequency_source("toy", counts, {"kind": "csv", "note": "made by the bad-input tests"})
-    return path
-
-
-def store_contents(path: Path) -> dict[str, list[str]]:
-    """Every table's rows (sorted), read through a read-only connection that cannot change the file."""
-    connection = duckdb.connect(str(path), read_only=True)
-    try:
-        tables = [row[0] for row in connection.execute(
-            "SELECT table_name FROM duckdb_tables() ORDER BY table_name").fetchall()]
-        return {table: sorted(map(repr, connection.execute(f'SELECT * FROM "{table}"').fetchall()))
-                for table in tables}
-    finally:
-        connection.close()
-
-
-def file_state(path: Path) -> tuple[bytes, bool]:
-    """The store file's bytes and whether a write-ahead log sits beside it.
-
-    A refused call must not write at all, so comparing bytes is the strict check, and cheap.
-    """
-    path = Path(path)
-    return path.read_bytes(), Path(f"{path}.wal").exists()
-
-
-def copy_store(source: Path, folder: Path) -> Path:
-    target = Path(folder) / "store.duckdb"
-    shutil.copyfile(source, target)
-    return target
 
 
 @pytest.fixture(scope="module")
@@ -111,54 +88,9 @@ def assert_clear_message(error: BaseException) -> None:
 
 # -- magnitude specs ----------------------------------------------------------------------
 
-_SPACES = st.sampled_from(["", " ", "  ", "\t"])
-
-
-def _padded(text: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
-    return st.tuples(_SPACES, text, _SPACES).map("".join)
-
 
 # Pieces with the numbers they must stand for ...
-_VALID_NUMBER = st.integers(1, MAX_MAGNITUDE).flatmap(
-    lambda n: st.sampled_from([str(n), f"+{n}", f"00{n}"]).map(lambda text, n=n: (text, {n}))
-)
-_VALID_RANGE = st.tuples(st.integers(1, 5000), st.integers(0, 300)).map(
-    lambda pair: (f"{pair[0]} - {pair[0] + pair[1]}" if pair[1] % 2 else f"{pair[0]}-{pair[0] + pair[1]}",
-                  set(range(pair[0], pair[0] + pair[1] + 1)))
-)
-_PAPER = st.sampled_from(["paper", "PAPER", "Paper"]).map(lambda text: (text, set(PAPER_MAGNITUDES)))
-VALID_PIECES = st.one_of(_VALID_NUMBER, _VALID_RANGE, _PAPER)
 # ... and pieces no spec may contain.
-INVALID_PIECES = st.one_of(
-    st.sampled_from([
-        "", "0", "-0", "00", "x", "1.5", "1e3", "1--2", "-", "1-", "-1-2", "1 2", "½", "∞", "nan", "inf",
-        "0-5", "5-3", "1-2000002", "9" * 5000, "1-" + "9" * 5000, "-" + "9" * 5000, "papers", "1_000",
-        "0x10", "10000000000000", "\x00", "1\x00", "paper-5",
-    ]),
-    st.integers(max_value=0).map(str),
-    st.integers(MAX_MAGNITUDE + 1).map(str),
-    st.tuples(st.integers(2, 10**6), st.integers(1, 10**6)).map(lambda p: f"{p[0] + p[1]}-{p[0]}"),
-)
-
-
-@st.composite
-def magnitude_specs(draw) -> tuple[str, set[int] | None]:
-    """A spec from the grammar and the set it stands for (None: it must be refused)."""
-    pieces = draw(st.lists(st.one_of(VALID_PIECES.map(lambda p: (p, True)),
-                                     INVALID_PIECES.map(lambda text: ((text, set()), False))),
-                           min_size=1, max_size=6))
-    spaced = [(draw(_padded(st.just(text))), values, ok) for (text, values), ok in pieces]
-    spec = ",".join(text for text, _, _ in spaced)
-    if not all(ok for _, _, ok in spaced):
-        return spec, None
-    return spec, set().union(*(values for _, values, _ in spaced))
-
-
-ARBITRARY_SPECS = st.one_of(
-    st.text(max_size=60),
-    st.text(alphabet="0123456789-+, \tpaerPAER.x", max_size=40),
-    st.lists(st.integers(-5, 10**14).map(str), max_size=6).map(",".join),
-)
 
 
 def check_magnitudes_or_refusal(spec: str) -> list[int] | None:
@@ -204,48 +136,6 @@ def test_huge_magnitude_specs_are_refused_quickly(spec):
 
 
 # -- carrier text and files ----------------------------------------------------------------
-
-_CARRIER_PIECES = st.sampled_from([
-    "There are", " ", "items", ".", "{n}", "{n}", "{", "}", "{N}", "{{n}}", "{0}", "{}", "\t", "é", "😀", "\\",
-    "'", '"', "\r", "x" * 250,
-])
-CARRIER_LINES = st.lists(_CARRIER_PIECES, max_size=6).map("".join)
-CARRIER_TEXTS = st.one_of(
-    st.tuples(st.lists(CARRIER_LINES, max_size=8), st.sampled_from(["\n", "\r\n"]),
-              st.sampled_from(["", "\n", "\n\n  \n"])).map(lambda t: t[1].join(t[0]) + t[2]),
-    st.text(max_size=200),
-)
-CARRIER_FILE_BYTES = st.one_of(
-    CARRIER_TEXTS.map(lambda text: text.encode("utf-8")),
-    CARRIER_TEXTS.map(lambda text: b"\xef\xbb\xbf" + text.encode("utf-8")),  # a BOM
-    CARRIER_TEXTS.map(lambda text: text.encode("utf-16")),  # NUL bytes throughout
-    st.binary(max_size=400),
-)
-
-
-def expected_carriers(text: str) -> list[str] | None:
-    """The carriers a text stands for, by the documented rules; None when it must be refused.
-
-    One sentence per line (LF or CRLF; carriage returns ending a line are dropped), trailing blank lines ignored; each line non-blank with
-    exactly one {n}, at most MAX_CARRIER_CHARS characters, no repeats, at most MAX_CARRIERS lines.
-    """
-    lines = [line.rstrip("\r") for line in text.split("\n")]
-    while lines and not lines[-1].strip():
-        lines.pop()
-    if not lines or len(lines) > MAX_CARRIERS or len(set(lines)) != len(lines):
-        return None
-    for line in lines:
-        if not line.strip() or line.count(PLACEHOLDER) != 1 or len(line) > MAX_CARRIER_CHARS:
-            return None
-    return lines
-
-
-def expected_carriers_from_bytes(data: bytes) -> list[str] | None:
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return None
-    return None if "\0" in text else expected_carriers(text)
 
 
 @settings(max_examples=300)
@@ -325,15 +215,6 @@ def test_ten_thousand_carriers_are_accepted(tmp_path):
 
 # -- StimulusSet -----------------------------------------------------------------------------
 
-NAMES = st.one_of(
-    st.sampled_from([
-        "x'); DROP TABLE models; --", 'x"; DROP TABLE stimulus_sets; --', "' OR '1'='1", "\\", "\\'", "%", "_",
-        "a\nb", "a\r\nb", "\t", "é", "😀", "名前", "\u202eevil", "a\x00b", "", " ", "   ", "x" * 10_000, "NULL",
-        "null", "None", "-", "--name", "vec_0_0", "models", "meta", "paper", "custom-00000000",
-    ]),
-    st.text(max_size=40),
-)
-
 
 @settings(max_examples=150)
 @given(
@@ -356,127 +237,6 @@ def test_stimulus_set_builds_consistent_items_or_refuses(name, carriers, magnitu
 
 
 # -- npz payloads -------------------------------------------------------------------------------
-
-VALUE_KINDS = ("float32", "float64", "float16", "int32", "uint8", "bool", "complex64", "str", "datetime", "object")
-FILLS = ("normal", "zeros", "constant", "all_nan", "all_inf", "partial_nan", "partial_inf", "overflow_all",
-         "overflow_some")
-MAGNITUDE_KINDS = ("ok", "ok_float", "ok_column", "short", "long", "duplicate", "fraction", "negative", "zero", "nan",
-                   "inf", "too_large", "string", "bool", "missing")
-CARRIER_KINDS = (None, "templates", "labels", "mixed", "blank", "short", "long", "duplicate", "two_placeholders",
-                 "too_long", "numbers")
-LAYER_LABEL_KINDS = (None, "ok", "repeated", "short", "long")
-
-
-@st.composite
-def npz_payloads(draw) -> dict:
-    """Arrays for an npz import, good and bad, with what the issue's rules say must happen."""
-    if draw(st.booleans()):
-        shape = tuple(draw(st.integers(1, high)) for high in (7, 3, 4, 5))
-    else:
-        shape = tuple(draw(st.lists(st.integers(0, 3), max_size=5)))
-    return {
-        "shape": shape,
-        "kind": draw(st.sampled_from(VALUE_KINDS)),
-        "fill": draw(st.sampled_from(FILLS)),
-        "magnitudes": draw(st.sampled_from(MAGNITUDE_KINDS)),
-        "carriers": draw(st.sampled_from(CARRIER_KINDS)),
-        "layer_labels": draw(st.sampled_from(LAYER_LABEL_KINDS)),
-        "seed": draw(st.integers(0, 2**32 - 1)),
-    }
-
-
-def payload_arrays(payload: dict) -> dict[str, np.ndarray]:
-    """The arrays of a payload, as an npz would hold them."""
-    rng = np.random.default_rng(payload["seed"])
-    shape = payload["shape"]
-    values = rng.normal(size=shape)
-    fill = payload["fill"]
-    flat = values.reshape(-1)
-    if fill == "zeros":
-        values = np.zeros(shape)
-    elif fill == "constant":
-        values = np.full(shape, 3.25)
-    elif fill in ("all_nan", "all_inf", "overflow_all"):
-        values = np.full(shape, {"all_nan": np.nan, "all_inf": -np.inf, "overflow_all": 1e300}[fill])
-    elif fill in ("partial_nan", "partial_inf", "overflow_some") and flat.size > 1:
-        flat[rng.integers(0, flat.size)] = {"partial_nan": np.nan, "partial_inf": np.inf, "overflow_some": -1e300}[fill]
-    kind = payload["kind"]
-    with np.errstate(invalid="ignore", over="ignore"):
-        if kind == "str":
-            per_carrier = values.astype(str)
-        elif kind == "datetime":
-            per_carrier = np.zeros(shape, dtype="datetime64[s]")
-        elif kind == "object":
-            per_carrier = values.astype(object)
-        elif kind in ("int32", "uint8"):
-            per_carrier = np.nan_to_num(values, nan=0, posinf=7, neginf=0).clip(0, 200).astype(kind)
-        else:
-            per_carrier = values.astype(kind)
-    arrays = {"per_carrier": per_carrier}
-    n_magnitudes = shape[0] if shape else 1
-    n_carriers = shape[1] if len(shape) > 1 else 1
-    n_layers = shape[2] if len(shape) > 2 else 1
-    magnitudes = np.arange(1, n_magnitudes + 1) * 3
-    chosen = payload["magnitudes"]
-    variants = {
-        "ok": magnitudes, "ok_float": magnitudes.astype(float), "ok_column": magnitudes.reshape(-1, 1),
-        "short": magnitudes[:-1], "long": np.append(magnitudes, 10_000), "duplicate": np.ones_like(magnitudes),
-        "fraction": magnitudes + 0.5, "negative": -magnitudes, "zero": magnitudes - 3,
-        "nan": np.where(magnitudes == 3, np.nan, magnitudes), "inf": np.where(magnitudes == 3, np.inf, magnitudes),
-        "too_large": magnitudes + MAX_MAGNITUDE, "string": magnitudes.astype(str), "bool": magnitudes > 0,
-    }
-    if chosen != "missing":
-        arrays["magnitudes"] = variants[chosen]
-    templates = [f"Sentence {i} has {{n}}." for i in range(n_carriers)]
-    carrier_variants = {
-        "templates": templates, "labels": [f"label {i}" for i in range(n_carriers)],
-        "mixed": [t if i % 2 else f"label {i}" for i, t in enumerate(templates)], "blank": [""] + templates[1:],
-        "short": templates[:-1], "long": [*templates, "extra {n}"], "duplicate": ["same {n}"] * n_carriers,
-        "two_placeholders": ["{n} or {n}"] + templates[1:], "too_long": ["x" * 600 + " {n}"] + templates[1:],
-        "numbers": list(range(100, 100 + n_carriers)),
-    }
-    if payload["carriers"] is not None:
-        arrays["carriers"] = np.asarray(carrier_variants[payload["carriers"]])
-    label_variants = {
-        "ok": [f"layer {i}" for i in range(n_layers)], "repeated": ["same"] * n_layers,
-        "short": [f"layer {i}" for i in range(n_layers - 1)], "long": [f"layer {i}" for i in range(n_layers + 1)],
-    }
-    if payload["layer_labels"] is not None:
-        arrays["layer_labels"] = np.asarray(label_variants[payload["layer_labels"]])
-    return arrays
-
-
-def payload_must_be_refused(arrays: dict[str, np.ndarray]) -> bool:
-    """The issue's rules for an import, stated independently of the code under test."""
-    if "per_carrier" not in arrays or "magnitudes" not in arrays:
-        return True
-    values = arrays["per_carrier"]
-    if values.dtype.kind not in "fiu" or values.ndim != 4 or 0 in values.shape:
-        return True
-    with np.errstate(over="ignore"):
-        if not np.isfinite(values.astype(np.float32)).any():
-            return True  # all non-finite (NaN, Inf, or float32 overflow)
-    n_magnitudes, n_carriers, n_layers, _ = values.shape
-    magnitudes = np.asarray(arrays["magnitudes"]).ravel()
-    if magnitudes.dtype.kind not in "fiu" or magnitudes.size != n_magnitudes:
-        return True
-    if not np.isfinite(magnitudes).all() or (magnitudes <= 0).any() or (magnitudes != np.round(magnitudes)).any():
-        return True
-    if len(set(magnitudes.tolist())) != magnitudes.size or magnitudes.max() > MAX_MAGNITUDE:
-        return True
-    if "carriers" in arrays:
-        labels = [str(c) for c in np.asarray(arrays["carriers"]).ravel()]
-        if len(labels) != n_carriers or any(label.count(PLACEHOLDER) > 1 for label in labels):
-            return True
-        templates = [label if PLACEHOLDER in label else f"{label} {PLACEHOLDER}" for label in labels]
-        if len(set(templates)) != len(templates) or any(len(t) > MAX_CARRIER_CHARS for t in templates):
-            return True
-    return "layer_labels" in arrays and np.asarray(arrays["layer_labels"]).size != n_layers
-
-
-def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> Path:
-    np.savez(path, **arrays)  # object arrays are pickled, as a careless exporter would do
-    return path
 
 
 @settings(max_examples=120, suppress_health_check=[HealthCheck.too_slow])
@@ -593,7 +353,6 @@ def _arrays_for(name: str) -> np.ndarray:
 
 
 # Several names per case: one copy of the store then serves them all.
-NAME_BATCHES = st.lists(NAMES, min_size=1, max_size=4, unique=True)
 
 
 @settings(max_examples=12)
@@ -713,7 +472,7 @@ ANALYSIS_PARAMS = st.fixed_dictionaries({}, optional={
        stimuli=st.sampled_from([None, BASE_SET, "nope"]))
 def test_analyze_gives_a_result_or_a_message(base_store, params, model, stimuli):
     record("api analyze")
-    from magdash.analysis import AnalysisParams, analyze
+    from magdash.variability.analysis import AnalysisParams, analyze
 
     with tempfile.TemporaryDirectory() as folder:
         path = copy_store(base_store, Path(folder))
@@ -732,7 +491,7 @@ def test_analyze_gives_a_result_or_a_message(base_store, params, model, stimuli)
 @pytest.mark.parametrize("core", [(99,), (-1,), (0, 4), ()])
 def test_analyze_refuses_a_core_band_outside_the_model(base_store, base_contents, core):
     record("api analyze")
-    from magdash.analysis import AnalysisParams, analyze
+    from magdash.variability.analysis import AnalysisParams, analyze
 
     with pytest.raises(MagdashError, match="core"):
         analyze(Store(base_store), "base", BASE_SET, AnalysisParams(core_layers=core, n_boot=0))
@@ -742,7 +501,7 @@ def test_analyze_refuses_a_core_band_outside_the_model(base_store, base_contents
 def test_analyze_refuses_a_negative_seed_with_a_message(base_store, base_contents):
     """NumPy's generators take only seeds >= 0; a negative one must be refused, not crash."""
     record("api analyze")
-    from magdash.analysis import AnalysisParams, analyze
+    from magdash.variability.analysis import AnalysisParams, analyze
 
     with pytest.raises(MagdashError, match="seed"):
         analyze(Store(base_store), "base", BASE_SET, AnalysisParams(seed=-1, n_boot=10))
@@ -754,7 +513,7 @@ def test_analyze_refuses_a_negative_seed_with_a_message(base_store, base_content
 ])
 def test_compare_refuses_unknown_models_and_sets(base_store, base_contents, model_a, model_b, stimuli):
     record("api compare")
-    from magdash.analysis import AnalysisParams, compare
+    from magdash.variability.analysis import AnalysisParams, compare
 
     with pytest.raises(MagdashError):
         compare(Store(base_store), model_a, model_b, stimuli, AnalysisParams(n_boot=0))
@@ -762,19 +521,6 @@ def test_compare_refuses_unknown_models_and_sets(base_store, base_contents, mode
 
 
 # -- frequency ---------------------------------------------------------------------------------
-
-_CSV_CELLS = st.sampled_from(["1", "2", "3", "12.0", "-4", "0", "1e3", "x", "", " 7 ", "nan", "inf", "9" * 30,
-                              "2.5", '"5"', "1,2"])
-CSV_TEXTS = st.one_of(
-    st.tuples(
-        st.sampled_from(["number,count", "Number , Count", "count,number", "n,c", "", "# comment\nnumber,count",
-                         "number;count"]),
-        st.lists(st.tuples(_CSV_CELLS, _CSV_CELLS).map(",".join), max_size=6),
-    ).map(lambda t: "\n".join([t[0], *t[1]])),
-    st.text(max_size=80),
-)
-CSV_BYTES = st.one_of(CSV_TEXTS.map(str.encode), st.binary(max_size=200),
-                      CSV_TEXTS.map(lambda text: text.encode("utf-16")))
 
 
 @settings(max_examples=200)

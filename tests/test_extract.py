@@ -164,7 +164,7 @@ def _tiny_from_config(folder, family):
         Qwen2ForCausalLM,
     )
 
-    from tests.conftest import build_tokenizer
+    from tests.support import build_tokenizer
 
     folder.mkdir(parents=True, exist_ok=True)
     build_tokenizer(folder, digit_chunk=1)

@@ -31,6 +31,8 @@ from magdash.errors import MagdashError
 from magdash.stimuli import PAPER_CARRIERS, StimulusSet, parse_magnitudes
 from magdash.store import Store, vector_table
 
+pytestmark = pytest.mark.faults
+
 REPO = Path(__file__).resolve().parents[1]
 SET_NAME = "faults"
 MAGNITUDES = "1-100"  # x the paper's 5 carriers = 500 sentences
@@ -574,7 +576,7 @@ def test_other_runtime_errors_are_not_reported_as_out_of_memory(tiny_llama, tmp_
 
 @pytest.mark.slow
 def test_running_out_of_address_space_in_a_large_batch_is_reported(tmp_path):
-    from tests.conftest import build_tiny_model
+    from tests.support import build_tiny_model
 
     # One block of width 1024: a batch of all 5,000 sentences needs an MLP activation of about
     # 5,000 x 8 tokens x 2,048 x 4 bytes = 330 MB, well above the 200 MB of headroom left

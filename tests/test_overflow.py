@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from magdash.analysis import AnalysisParams, analyze, run_analysis
 from magdash.cli import main
 from magdash.extract import extract
 from magdash.overflow import count_nonfinite, nonfinite_rows, nonfinite_warning
 from magdash.stimuli import PAPER_CARRIERS, StimulusSet
 from magdash.store import Store
-from tests.conftest import build_tiny_model
+from magdash.variability.analysis import AnalysisParams, analyze, run_analysis
+from tests.support import APP, build_tiny_model
 
 MAGNITUDES = tuple(range(1, 31))
 
@@ -149,7 +149,7 @@ def test_the_app_shows_the_warning_in_the_sidebar(overflow_store, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("MAGDASH_STORE", str(overflow_store))
-    app = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=300)
+    app = AppTest.from_file(str(APP), default_timeout=300)
     app.query_params.update({"model": "fp16", "stimuli": "s"})
     app.run()
     assert not app.exception

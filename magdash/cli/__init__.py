@@ -8,6 +8,7 @@ never a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
@@ -28,21 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module_name in SUBCOMMAND_MODULES:
-        module = _load_subcommand(module_name)
-        if module is not None:
-            module.register(subparsers)
+        importlib.import_module(f"magdash.cli.{module_name}").register(subparsers)
     return parser
-
-
-def _load_subcommand(module_name: str):
-    import importlib
-
-    try:
-        return importlib.import_module(f"magdash.cli.{module_name}")
-    except ModuleNotFoundError as error:
-        if error.name == f"magdash.cli.{module_name}":
-            return None
-        raise
 
 
 def main(argv: Sequence[str] | None = None) -> int:

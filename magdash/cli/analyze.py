@@ -10,12 +10,14 @@ import argparse
 import math
 
 from magdash.cli.common import add_store_option, check_seed, flagged_layer_warnings, open_store, print_json, warn
-from magdash.conventions import CONVENTION_NAMES
 from magdash.errors import AnalysisError
+from magdash.params import DEFAULT_N_BOOT
+from magdash.presentation.formatting import MISSING, format_number
+from magdash.variability.conventions import CONVENTION_NAMES
 
 
 def _title(measure: str) -> str:
-    from magdash.measures import MEASURES
+    from magdash.variability.measures import MEASURES
 
     return MEASURES[measure].title if measure in MEASURES else measure
 
@@ -54,7 +56,8 @@ def _add_analysis_options(parser: argparse.ArgumentParser) -> None:
         "--core", metavar="START-END", default=None, help="core layers (default floor(L/2)..L-1)"
     )
     parser.add_argument(
-        "--n-boot", type=int, default=10_000, metavar="N", help="bootstrap resamples (0: no CI)"
+        "--n-boot", type=int, default=DEFAULT_N_BOOT, metavar="N",
+        help=f"bootstrap resamples (default {DEFAULT_N_BOOT}; 0: no CI)"
     )
     parser.add_argument(
         "--seed", type=int, default=None, metavar="S",
@@ -91,12 +94,12 @@ def _add_analysis_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _params(args: argparse.Namespace):
-    from magdash.analysis import AnalysisParams
-    from magdash.hypotheses import parse_layer_range
+    from magdash.params import parse_layers
+    from magdash.variability.analysis import AnalysisParams
 
     return AnalysisParams(
         measures=tuple(_split(args.measures, str, "--measures")),
-        core_layers=None if args.core is None else tuple(parse_layer_range(args.core)),
+        core_layers=None if args.core is None else tuple(parse_layers(args.core)),
         n_boot=args.n_boot,
         seed=None if args.seed is None else check_seed(args.seed),
         window=_window(args.window),
@@ -121,7 +124,7 @@ def _window(text: str) -> tuple[float, float]:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    from magdash.analysis import analyze
+    from magdash.variability.analysis import analyze
 
     params = _params(args)
     result = analyze(open_store(args), args.model, args.stimuli, params)
@@ -134,7 +137,7 @@ def run_analyze(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from magdash.analysis import compare
+    from magdash.variability.analysis import compare
 
     if len(args.model) != 2:
         raise AnalysisError(f"compare needs exactly two models (--model A --model B), got {len(args.model)}")
@@ -149,7 +152,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def _number(value: float, digits: int = 4) -> str:
-    return "—" if value is None or not math.isfinite(value) else f"{value:+.{digits}f}"
+    return format_number(value, f"+.{digits}f")
 
 
 def _interval(low: float, high: float) -> str:
@@ -167,14 +170,14 @@ def _best_noise_models(result, measure: str) -> str:
 
 
 def _print_analysis(result) -> None:
-    from magdash.tables import layer_span
+    from magdash.presentation.tables import layer_span
 
     measures = result.params.measures
     print(f"model: {result.model}   stimuli: {result.stimuli}   "
           f"{len(result.magnitudes)} magnitudes, {result.n_layers} layers")
     print(f"core layers: {layer_span(result.core_layers)}   conventions: {result.params.rules.description} "
           f"(bootstrap seed {result.params.seed})")
-    print("alpha per layer (OLS of log V on log n; 95% bootstrap CI where computed; — = no fit)")
+    print(f"alpha per layer (OLS of log V on log n; 95% bootstrap CI where computed; {MISSING} = no fit)")
     header = f"{'layer':>5} {'label':<18}" + "".join(f" {_title(m):>31}" for m in measures)
     print(header)
     for layer, label in enumerate(result.layer_labels):
@@ -193,14 +196,14 @@ def _print_analysis(result) -> None:
         verdict = {True: "supported", False: "not supported"}
         print(f"[{_title(measure)}] mean alpha {_number(h.mean_alpha)} over {h.n_valid}/{n} fitted core layers")
         print(f"  H1 alpha > 0:          {h.positive_layers}/{n} layers -> {verdict[h.h1]} "
-              f"(t vs 0 = {_number(h.h1_t, 2)}, p = {h.h1_p:.3g})")
+              f"(t vs 0 = {_number(h.h1_t, 2)}, p = {format_number(h.h1_p, '.3g')})")
         print(f"  H2 alpha in [{low}, {high}]: {h.in_window_layers}/{n} layers -> {verdict[h.h2]} "
-              f"(t vs 1 = {_number(h.h2_t, 2)}, p = {h.h2_p:.3g})")
+              f"(t vs 1 = {_number(h.h2_t, 2)}, p = {format_number(h.h2_p, '.3g')})")
         print(f"  H3 alpha < 1:          {h.below_one_layers}/{n} layers -> {verdict[h.h3]}")
         all_layers = result.params.rules.h4_all_layers
         scope = "all layers" if all_layers else "fitted core layers"
         undefined = " (undefined: a layer has no fit)" if all_layers and not math.isfinite(h.h4_rho) else ""
-        print(f"  H4 alpha vs depth:     Spearman rho = {_number(h.h4_rho, 3)}, p = {_p(h.h4_p)} "
+        print(f"  H4 alpha vs depth:     Spearman rho = {_number(h.h4_rho, 3)}, p = {format_number(h.h4_p, '.3g')} "
               f"over {scope} {layer_span(h.h4_layers)} -> {verdict[h.h4]}{undefined}")
         e3 = result.e3[measure]
         dropped = ", ".join(f"{m:g}" for m in e3.dropped) or "none present"
@@ -209,18 +212,11 @@ def _print_analysis(result) -> None:
         print(f"  noise models, best by AICc over the core layers: {_best_noise_models(result, measure)}")
     e4 = result.e4
     print(f"E4 on-axis alpha {_number(e4.mean_alpha_on)} vs off-axis {_number(e4.mean_alpha_off)} "
-          f"(ratio {e4.ratio:.2f}x, Wilcoxon p = {e4.wilcoxon_p:.3g}, {e4.n_pairs} layers)")
+          f"(ratio {format_number(e4.ratio, '.2f')}x, Wilcoxon p = {format_number(e4.wilcoxon_p, '.3g')}, {e4.n_pairs} layers)")
     checks = result.checks
-    print(f"checks: mean |OLS - Theil-Sen| {_plain(checks.ols_theil_sen)} (layers {layer_span(checks.ols_theil_sen_layers)}), "
-          f"raw-residual {_plain(checks.raw_residual)}, raw-proj {_plain(checks.raw_proj)}")
-
-
-def _p(value: float) -> str:
-    return "—" if not math.isfinite(value) else f"{value:.3g}"
-
-
-def _plain(value: float) -> str:
-    return "—" if not math.isfinite(value) else f"{value:.4f}"
+    print(f"checks: mean |OLS - Theil-Sen| {format_number(checks.ols_theil_sen, '.4f')} "
+          f"(layers {layer_span(checks.ols_theil_sen_layers)}), raw-residual {format_number(checks.raw_residual, '.4f')}, "
+          f"raw-proj {format_number(checks.raw_proj, '.4f')}")
 
 
 def _print_comparison(result) -> None:
@@ -228,7 +224,7 @@ def _print_comparison(result) -> None:
     for measure, item in result.measures.items():
         print(f"\n[{_title(measure)}] mean alpha over core layers: "
               f"{_number(item.mean_alpha_a)} vs {_number(item.mean_alpha_b)} "
-              f"(delta {_number(item.mean_delta)}; Wilcoxon p = {item.wilcoxon_p:.3g}, {item.n_pairs} pairs)")
+              f"(delta {_number(item.mean_delta)}; Wilcoxon p = {format_number(item.wilcoxon_p, '.3g')}, {item.n_pairs} pairs)")
         print(f"{'layer A':>8} {'layer B':>8} {'gamma':>6} {'alpha A':>9} {'alpha B':>9} {'delta':>9}  CI")
         for row in item.layers.itertuples(index=False):
             marker = "*" if row.core else " "

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 from magdash.cli.common import add_store_option, check_seed, flagged_layer_warnings, open_store, print_json, warn
-from magdash.conventions import CONVENTION_NAMES
 from magdash.errors import AnalysisError
+from magdash.params import DEFAULT_N_BOOT
+from magdash.presentation.formatting import format_number
+from magdash.variability.conventions import CONVENTION_NAMES
 
 
 def register(subparsers) -> None:
@@ -62,7 +63,8 @@ def register(subparsers) -> None:
     corr.add_argument("--stimuli", default=None, help="stimulus set (default: the model's only or the paper's set)")
     corr.add_argument("--layers", default=None, help="START-END or A,B,C (default: core layers floor(L/2)..L-1)")
     corr.add_argument("--missing", choices=("error", "zero"), default="error", help="a magnitude without a count: fail (default) or count 0")
-    corr.add_argument("--n-boot", type=int, default=10_000, help="bootstrap resamples for the CI (default 10000)")
+    corr.add_argument("--n-boot", type=int, default=DEFAULT_N_BOOT,
+                      help=f"bootstrap resamples for the CI (default {DEFAULT_N_BOOT})")
     corr.add_argument("--seed", type=int, default=0)
     corr.add_argument(
         "--conventions", choices=CONVENTION_NAMES, default="magdash",
@@ -168,12 +170,12 @@ def run_fits(args: argparse.Namespace) -> int:
 
 def run_corr(args: argparse.Namespace) -> int:
     from magdash.frequency import e5_from_store, e5_summary, load_source
-    from magdash.hypotheses import parse_layer_range
+    from magdash.params import parse_layers
 
     if args.n_boot < 0:
         raise AnalysisError("--n-boot must be >= 0")
     store = open_store(args)
-    layers = parse_layer_range(args.layers) if args.layers else None
+    layers = parse_layers(args.layers) if args.layers else None
     source = load_source(args.source, store)
     table = e5_from_store(store, args.model, source, stimuli=args.stimuli, layers=layers,
                           n_boot=args.n_boot, seed=check_seed(args.seed), missing=args.missing)
@@ -187,20 +189,14 @@ def run_corr(args: argparse.Namespace) -> int:
     print(f"E5 for {args.model!r} with source {source.name!r}: Spearman rho of V_eucl(n) with log(count+1)")
     print(f"{'layer':>5s}  {'rho':>7s} {'p':>9s}  {'95% CI':>17s}  {'partial':>7s} {'p':>9s}  n")
     for row in table.itertuples():
-        print(f"{row.layer:5d}  {_fmt(row.rho, '7.3f')} {_fmt(row.p, '9.2g')}  "
-              f"[{_fmt(row.ci_low, '6.3f')}, {_fmt(row.ci_high, '6.3f')}]  "
-              f"{_fmt(row.partial_rho, '7.3f')} {_fmt(row.partial_p, '9.2g')}  {row.n}")
-    print(f"mean rho {_fmt(summary['mean_rho'], '.3f')}, median {_fmt(summary['median_rho'], '.3f')} over "
-          f"{summary['layers_with_rho']} layers; mean partial rho (given log n) {_fmt(summary['mean_partial_rho'], '.3f')}")
+        print(f"{row.layer:5d}  {format_number(row.rho, '7.3f')} {format_number(row.p, '9.2g')}  "
+              f"[{format_number(row.ci_low, '6.3f')}, {format_number(row.ci_high, '6.3f')}]  "
+              f"{format_number(row.partial_rho, '7.3f')} {format_number(row.partial_p, '9.2g')}  {row.n}")
+    print(f"mean rho {format_number(summary['mean_rho'], '.3f')}, median {format_number(summary['median_rho'], '.3f')} "
+          f"over {summary['layers_with_rho']} layers; mean partial rho (given log n) "
+          f"{format_number(summary['mean_partial_rho'], '.3f')}")
     if summary["best_layer"] is not None:
         print(f"significant ({summary['significance'].replace('alpha', '.05')}): {summary['significant_layers']} layers; "
-              f"largest |rho| at layer {summary['best_layer']} (rho {_fmt(summary['best_rho'], '.3f')}, "
-              f"p {_fmt(summary['best_p'], '.2g')})")
+              f"largest |rho| at layer {summary['best_layer']} (rho {format_number(summary['best_rho'], '.3f')}, "
+              f"p {format_number(summary['best_p'], '.2g')})")
     return 0
-
-
-def _fmt(value: float, spec: str) -> str:
-    if value is None or not math.isfinite(value):
-        width = spec.split(".")[0]
-        return f"{'n/a':>{width}s}" if width else "n/a"
-    return format(value, spec)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from magdash.cli.common import add_store_option, check_seed, open_store, print_json, warn
 from magdash.errors import AnalysisError
+from magdash.phase.diagnostics import PhaseParams
+from magdash.presentation.formatting import format_number
 
 
 def register(subparsers) -> None:
@@ -37,8 +39,8 @@ def register(subparsers) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output (NaN as null)")
     parser.add_argument("--control", action="store_true",
                         help="also analyse the model's @random control (reported under 'control')")
-    parser.add_argument("--n-boot", type=int, default=1000, metavar="N",
-                        help="bootstrap resamples for the gamma_c interval (0: none)")
+    parser.add_argument("--n-boot", type=int, default=PhaseParams().n_boot, metavar="N",
+                        help=f"bootstrap resamples for the gamma_c interval (default {PhaseParams().n_boot}; 0: none)")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="bootstrap seed")
     parser.add_argument("--no-cache", action="store_true", help="recompute even if cached")
     parser.add_argument("--max-length", type=int, default=None, metavar="T",
@@ -54,9 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from magdash.overflow import nonfinite_warning
     from magdash.phase import phase_summary
 
-    if args.n_boot < 0:
-        raise AnalysisError("--n-boot must be 0 or more")
-    options = {"n_boot": args.n_boot, "seed": check_seed(args.seed), "use_cache": not args.no_cache}
+    options = {"params": params_from(args), "use_cache": not args.no_cache}
     store = open_store(args)
     if args.prompts is not None:
         text = _read_prompts(args.prompts)
@@ -77,8 +77,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def params_from(args: argparse.Namespace) -> PhaseParams:
+    """The phase parameters the options ask for (the rest are :class:`PhaseParams`'s defaults)."""
+    return PhaseParams(n_boot=args.n_boot, seed=check_seed(args.seed))
+
+
 def _stored_results(args, store, options):
-    from magdash.phase_run import phase_from_store, stored_control
+    from magdash.phase.run import phase_from_store, stored_control
 
     main = phase_from_store(store, args.model, args.stimuli, **options)
     control = stored_control(store, args.model, args.stimuli, **options) if args.control else None
@@ -87,7 +92,7 @@ def _stored_results(args, store, options):
 
 def _texts_results(args, text: str, store, options):
     from magdash.models import RANDOM_SUFFIX, split_random_suffix
-    from magdash.phase_run import phase_from_texts
+    from magdash.phase.run import phase_from_texts
 
     run_options = dict(store=store, dtype=args.dtype, device=args.device, batch_size=args.batch_size,
                        max_length=args.max_length, **options)
@@ -133,12 +138,10 @@ def _print_result(result, payload: dict) -> None:
         print("* no Marchenko-Pastur bulk: the robust fit called half of the eigenvalues spikes and stopped")
     dims = {item.dim for item in result.layers}
     if len(dims) == 1:
-        from magdash.phase_omega import isotropic_omega_mean
+        from magdash.phase.omega import isotropic_omega_mean
 
         print(f"isotropic-Gaussian baseline: Omega = {isotropic_omega_mean(dims.pop()):.4f}, no spikes")
 
 
 def _number(value: float, digits: int = 3, style: str = "f") -> str:
-    if value is None or not math.isfinite(value):
-        return "-"
-    return f"{value:.{digits}{style}}"
+    return format_number(value, f".{digits}{style}")

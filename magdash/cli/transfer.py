@@ -64,9 +64,9 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from magdash.hypotheses import default_core_layers
     from magdash.stimuli import PAPER_CARRIERS, PAPER_SET_NAME, parse_magnitudes, read_carrier_file
     from magdash.store import import_inputs, read_npz
+    from magdash.variability.hypotheses import default_core_layers
 
     check_name(args.name, "--name", "llama3-8b")
     check_name(args.stimuli, "--stimuli", "my-stimuli")

@@ -1,0 +1,56 @@
+"""The dashboard's logic, free of Streamlit: the pages in ``pages/`` hold widgets and layout only.
+
+- :mod:`~magdash.dashboard.navigation`: the pages, their groups and URL paths, the science notes;
+- :mod:`~magdash.dashboard.view`: the view state, the URL query string, the view's parameters;
+- :mod:`~magdash.dashboard.inventory`: what a store holds, with data tokens;
+- :mod:`~magdash.dashboard.keys`: hashable keys of what each figure is drawn from;
+- :mod:`~magdash.dashboard.jobs`: background extractions and the first-run protocol;
+- :mod:`~magdash.dashboard.stimuli`: carrier uploads, the magnitude editor, tokenization preview;
+- :mod:`~magdash.dashboard.figures`: every figure and table a page shows, with its subtitle.
+
+The first four are gathered here (``from magdash import dashboard as db``).
+"""
+
+from magdash.dashboard.inventory import StoreInventory, inventory_table, is_control, read_inventory, store_stamp
+from magdash.dashboard.keys import (
+    CONTROL_SERIES,
+    TRAINED_SERIES,
+    AnalysisKey,
+    ComparisonKey,
+    LayerKey,
+    PhaseKey,
+    SourceKey,
+    analysis_key,
+    comparison_key,
+    depth_axis,
+    layer_key,
+    phase_keys,
+)
+from magdash.dashboard.navigation import PAGES, SCIENCE_NOTES, PageSpec, page_groups, science_notes
+from magdash.dashboard.view import (
+    CONVENTION_LABELS,
+    DASHBOARD_BOOTSTRAP_LAYERS,
+    MEASURE_CHOICES,
+    QUERY_KEYS,
+    ViewState,
+    analysis_params,
+    core_band,
+    default_layer,
+    default_store,
+    escape_markdown,
+    layer_from_option,
+    layer_options,
+    phase_params,
+    reconcile_view,
+    view_from_query,
+    view_to_query,
+)
+
+__all__ = [
+    "CONTROL_SERIES", "CONVENTION_LABELS", "DASHBOARD_BOOTSTRAP_LAYERS", "MEASURE_CHOICES", "PAGES", "QUERY_KEYS",
+    "SCIENCE_NOTES", "TRAINED_SERIES", "AnalysisKey", "ComparisonKey", "LayerKey", "PageSpec", "PhaseKey",
+    "SourceKey", "StoreInventory", "ViewState", "analysis_key", "analysis_params", "comparison_key", "core_band",
+    "default_layer", "default_store", "depth_axis", "escape_markdown", "inventory_table", "is_control",
+    "layer_from_option", "layer_key", "layer_options", "page_groups", "phase_keys", "phase_params", "read_inventory",
+    "reconcile_view", "science_notes", "store_stamp", "view_from_query", "view_to_query",
+]

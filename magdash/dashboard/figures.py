@@ -1,0 +1,365 @@
+"""The dashboard's figures and tables, built from analysis results with charts and tables.
+
+Each builder takes results (:class:`~magdash.variability.analysis.AnalysisResult`,
+:class:`~magdash.variability.analysis.ComparisonResult`, :class:`~magdash.store.LayerData`, frequency
+sources) and returns an Altair chart or a DataFrame, with the short explanatory subtitle the
+page shows (the numbers a reader needs to read the figure). Data shaping is
+:mod:`magdash.presentation.tables`, drawing :mod:`magdash.presentation.charts`; the few computations here are the ones a
+single figure needs from one layer's vectors (centroid RDM, PC1 coordinates; Cacioli, arXiv
+2603.20642) or from a frequency source (E5 over all layers; Cacioli, arXiv 2604.04469).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from magdash.dashboard.keys import AnalysisKey, ComparisonKey
+from magdash.frequency import (
+    counts_for_magnitudes,
+    distribution_plot_data,
+    e5_correlation,
+    e5_summary,
+    fit_distributions,
+)
+from magdash.frequency.sources import FrequencySource
+from magdash.phase import PhaseResult, Transition, layer_frame
+from magdash.phase.omega import isotropic_omega_mean
+from magdash.presentation import charts, report, tables
+from magdash.presentation.formatting import MISSING, format_number, format_p
+from magdash.presentation.tables import CARRIER_MEASURES
+from magdash.store import LayerData, Store
+from magdash.variability.analysis import PRIMARY_MEASURES, AnalysisResult, ComparisonResult
+from magdash.variability.geometry import centroid_rdm, pc1_coordinates
+from magdash.variability.measures import centroids
+
+
+def fmt(value: float, digits: int = 3) -> str:
+    """A number for a sentence (:data:`~magdash.presentation.formatting.MISSING` when there is none)."""
+    return format_number(value, f".{digits}f")
+
+
+# -- scaling -----------------------------------------------------------------------------
+
+
+def scaling_figure(result: AnalysisResult, measure: str, layer: int, layer_data: LayerData | None = None) -> alt.LayerChart:
+    """Log-log V vs n at one layer with the OLS line, alpha = 1 and alpha = 0 references."""
+    points = tables.scaling_points(result, measure, layer)
+    fit = result.fit(measure, layer)
+    lines = tables.scaling_lines(points, fit)
+    carriers = None
+    if layer_data is not None and measure in CARRIER_MEASURES:
+        carriers = tables.carrier_distances(layer_data, measure)
+    if fit.has_fit:
+        ci = f", 95% CI [{fmt(fit.ci_low)}, {fmt(fit.ci_high)}]" if math.isfinite(fit.ci_low) else ""
+        subtitle = f"alpha = {fmt(fit.alpha)}{ci}, R² = {fmt(fit.r2)}, {fit.n_points} points, {fit.n_outliers} outliers"
+    else:
+        subtitle = f"no fit at this layer: alpha = {MISSING} ({fit.n_points} usable points; V = 0 or fewer than 5)"
+    return charts.scaling_scatter(points, lines, carriers=carriers, subtitle=subtitle, width="container")
+
+
+def profile_measures(measure: str) -> list[str]:
+    """The three primary measures, plus the chosen one when it is secondary."""
+    return list(PRIMARY_MEASURES) + ([measure] if measure not in PRIMARY_MEASURES else [])
+
+
+def profile_figure(result: AnalysisResult, measure: str = "eucl") -> alt.LayerChart:
+    """Alpha by layer for the primary measures with bootstrap CI bands, core band shaded."""
+    band = f"core layers {result.core_layers[0]}-{result.core_layers[-1]}" if result.core_layers else "no core band"
+    subtitle = (
+        f"{result.model} on {result.stimuli}; {band}; {result.params.n_boot:,} bootstrap resamples; "
+        f"{result.params.rules.description}"
+    )
+    return charts.alpha_profile(
+        tables.fit_table(result), measures=profile_measures(measure), subtitle=subtitle, width="container"
+    )
+
+
+def fit_table(result: AnalysisResult, measure: str | None = None) -> pd.DataFrame:
+    """The per-layer fit table (one measure, or all)."""
+    table = tables.fit_table(result)
+    if measure is not None:
+        table = table[table["measure"] == measure]
+    return table.drop(columns=["measure"]).reset_index(drop=True)
+
+
+def fit_summary(result: AnalysisResult, measure: str) -> str:
+    """One sentence on the core-layer alphas of a measure (paper's Table 1 style)."""
+    h = result.hypotheses[measure]
+    return (
+        f"Mean alpha of {tables.measure_label(measure)} over the {len(h.core_layers)} core layers: "
+        f"{fmt(h.mean_alpha, 4)} ({h.positive_layers}/{len(h.core_layers)} layers with alpha > 0)."
+    )
+
+
+# -- Weber -------------------------------------------------------------------------------
+
+
+def weber_figure(results: Mapping[str, AnalysisResult], measure: str, x: str = "layer") -> alt.LayerChart:
+    """Alpha per layer of every model against the Weber window of the analysis."""
+    first = next(iter(results.values()))
+    return charts.weber_window(
+        tables.models_fit_table(results), first.params.window, measure=measure, x=x, width="container"
+    )
+
+
+def cv_figure(result: AnalysisResult) -> alt.LayerChart:
+    """CV(n) at the core layers (Weber's law: flat)."""
+    trend = result.cv_trend.set_index("layer").loc[result.core_layers, "spearman"]
+    subtitle = f"core layers; mean Spearman rho of CV with n: {fmt(float(np.nanmean(trend)) if trend.notna().any() else math.nan)}"
+    return charts.cv_chart(tables.cv_frame(result, result.core_layers), subtitle=subtitle, width="container")
+
+
+def verdict_table(results: Mapping[str, AnalysisResult], measure: str) -> pd.DataFrame:
+    """H1-H4 per model and the programme verdict; booleans read as supported / not supported."""
+    table = tables.verdict_table(results, measure)
+    hypotheses = ["H1", "H2", "H3", "H4"]
+    for hypothesis in hypotheses:
+        table[hypothesis] = table[hypothesis].map(
+            lambda v: "supported" if v is True else "not supported" if v is False else v
+        )
+    # The verdicts first: the numbers behind them follow.
+    return table[["model", *hypotheses, *[c for c in table.columns if c not in ("model", *hypotheses)]]]
+
+
+def noise_figure(result: AnalysisResult, measure: str) -> alt.LayerChart:
+    return charts.noise_model_chart(tables.noise_frame(result), measure=measure, width="container")
+
+
+def noise_table(result: AnalysisResult, measure: str) -> pd.DataFrame:
+    """AICc of the four noise models at every core layer of one measure."""
+    frame = tables.noise_frame(result)
+    frame = frame[(frame["measure"] == measure) & frame["core"]]
+    return frame.drop(columns=["measure", "core", "model"]).reset_index(drop=True)
+
+
+def e3_figure(result: AnalysisResult) -> alt.LayerChart:
+    return charts.e3_chart(tables.e3_frame(result), width="container")
+
+
+def e4_figure(result: AnalysisResult) -> alt.LayerChart:
+    e4 = result.e4
+    subtitle = (
+        f"mean alpha on-axis {fmt(e4.mean_alpha_on)} vs off-axis {fmt(e4.mean_alpha_off)} "
+        f"(ratio {fmt(e4.ratio, 2)}x); Wilcoxon p = {format_p(e4.wilcoxon_p)} over {e4.n_pairs} core layers"
+    )
+    return charts.e4_chart(tables.e4_frame(result), subtitle=subtitle, width="container")
+
+
+# -- compare -----------------------------------------------------------------------------
+
+
+def comparison_sentence(comparison: ComparisonResult, measure: str) -> str:
+    item = comparison.measures[measure]
+    return (
+        f"Over {comparison.model_a}'s {len(item.core_layers)} core layers: mean alpha "
+        f"{fmt(item.mean_alpha_a, 4)} ({comparison.model_a}) vs {fmt(item.mean_alpha_b, 4)} "
+        f"({comparison.model_b}), mean difference {fmt(item.mean_delta, 4)}; Wilcoxon signed-rank "
+        f"W = {fmt(item.wilcoxon_statistic, 1)}, p = {format_p(item.wilcoxon_p)} ({item.n_pairs} pairs)."
+    )
+
+
+def compare_figure(comparison: ComparisonResult, measure: str, x: str = "layer") -> alt.VConcatChart:
+    item = comparison.measures[measure]
+    subtitle = f"Wilcoxon over core layers: p = {format_p(item.wilcoxon_p)} ({item.n_pairs} pairs)"
+    # Stacked panels cannot share a container width (each would take all of it), so the
+    # figure has a fixed width and is drawn at its own size.
+    return charts.compare_profiles(tables.comparison_frame(comparison, measure), x=x, subtitle=subtitle, width=560)
+
+
+def comparison_table(comparison: ComparisonResult, measure: str) -> pd.DataFrame:
+    return tables.comparison_frame(comparison, measure)
+
+
+# -- geometry ----------------------------------------------------------------------------
+
+
+def rdm_figure(layer_data: LayerData, metric: str) -> alt.Chart:
+    rdm = centroid_rdm(centroids(layer_data.vectors), metric)
+    return charts.rdm_heatmap(
+        tables.rdm_frame(rdm, layer_data.magnitudes), metric=metric, subtitle=f"layer {layer_data.layer} ({layer_data.label})"
+    )
+
+
+def rsa_figure(result: AnalysisResult, metric: str) -> alt.LayerChart:
+    return charts.rsa_by_layer(tables.rsa_frame(result), metric=metric, width="container")
+
+
+def pc1_figure(layer_data: LayerData) -> alt.LayerChart:
+    pc1 = pc1_coordinates(centroids(layer_data.vectors), layer_data.magnitudes)
+    subtitle = (
+        f"layer {layer_data.layer} ({layer_data.label}): Pearson r with log n = {fmt(pc1.pearson)}, "
+        f"Spearman = {fmt(pc1.spearman)}; PC1 explains {fmt(100 * pc1.explained, 1)}% of the centroid variance"
+    )
+    return charts.pc1_vs_logn(tables.pc1_frame(pc1, layer_data.magnitudes), subtitle=subtitle, width="container")
+
+
+def geometry_table(result: AnalysisResult) -> pd.DataFrame:
+    table = result.geometry.copy()
+    table.insert(2, "core", table["layer"].isin(result.core_layers))
+    return table
+
+
+# -- frequency (E5) ----------------------------------------------------------------------
+
+
+def e5_table(result: AnalysisResult, source: FrequencySource, measure: str, missing: str = "error") -> pd.DataFrame:
+    """E5 at every layer: Spearman rho of V(n) with log(count(n) + 1), CI, partial rho given log n."""
+    table = e5_correlation(
+        result.magnitudes, result.values[measure], source, n_boot=result.params.n_boot,
+        seed=result.params.seed, missing=missing,
+    )
+    table.insert(0, "model", result.model)
+    table.insert(2, "label", [result.layer_labels[layer] for layer in table["layer"]])
+    table.insert(3, "core", table["layer"].isin(result.core_layers))
+    return table
+
+
+def e5_sentence(table: pd.DataFrame, source: FrequencySource, conventions: str = "magdash") -> str:
+    """The E5 summary over the core layers, significance counted by ``conventions``."""
+    summary = e5_summary(table[table["core"]].reset_index(drop=True), conventions=conventions)
+    sentence = (
+        f"Mean Spearman rho over the core layers: {fmt(summary['mean_rho'])}, median {fmt(summary['median_rho'])} "
+        f"(source {source.name}, {len(source.counts):,} numbers, {source.total:,} occurrences)."
+    )
+    if summary["best_layer"] is not None:
+        significance = summary["significance"].replace("alpha", ".05")
+        sentence += (
+            f" {summary['significant_layers']} of {summary['layers_with_rho']} layers significant ({significance}); "
+            f"largest |rho| at layer {summary['best_layer']}."
+        )
+    return sentence
+
+
+def frequency_rho_figure(table: pd.DataFrame) -> alt.LayerChart:
+    return charts.frequency_rho_by_layer(table, width="container")
+
+
+def frequency_scatter_frame(result: AnalysisResult, source: FrequencySource, measure: str, layer: int, missing: str = "error") -> pd.DataFrame:
+    """magnitude, count, V at one layer (the points of the E5 scatter)."""
+    counts = counts_for_magnitudes(result.magnitudes, source, missing)
+    return pd.DataFrame(
+        {"magnitude": result.magnitudes, "count": np.asarray(counts, dtype=np.float64), "V": result.values[measure][layer]}
+    )
+
+
+def frequency_scatter_figure(frame: pd.DataFrame, table: pd.DataFrame, layer: int, label: str) -> alt.LayerChart:
+    row = table[table["layer"] == layer]
+    rho = float(row["rho"].iloc[0]) if len(row) else math.nan
+    p = float(row["p"].iloc[0]) if len(row) else math.nan
+    subtitle = f"layer {layer} ({label}): Spearman rho = {fmt(rho)}, p = {format_p(p)}"
+    return charts.variability_vs_frequency(frame, subtitle=subtitle, width="container")
+
+
+def frequency_fit_table(source: FrequencySource) -> pd.DataFrame:
+    return fit_distributions(source)
+
+
+def frequency_counts_figure(source: FrequencySource) -> alt.LayerChart:
+    """Counts of 1..N on log-log axes with the power-law, exponential and log-log OLS fits."""
+    plot = distribution_plot_data(source)
+    fit_columns = [c for c in plot.columns if c not in ("number", "count", "proportion")]
+    total = float(plot.loc[(plot["number"] >= 1) & (plot["count"] > 0), "count"].sum())
+    curves = plot.melt(id_vars=["number"], value_vars=fit_columns, var_name="model", value_name="predicted")
+    # The fits are on the proportion scale; multiply back to counts to share the axis.
+    curves["predicted"] = curves["predicted"] * total
+    return charts.frequency_loglog(plot[["number", "count"]], curves, subtitle=f"source {source.name}", width="container")
+
+
+
+# -- the one-click report ------------------------------------------------------------------
+
+
+def dashboard_report(store: Store, keys: Mapping[str, AnalysisKey], comparison: ComparisonKey | None = None,
+                     *, view: Mapping[str, str] | None = None) -> str:
+    """The self-contained HTML report of the models on the view's stimulus set.
+
+    Every figure of :func:`magdash.presentation.report.analysis_sections` (verdicts, scaling, Weber window,
+    noise models, E3, E4, geometry, the comparison), the verdict tables and the run manifest;
+    the view's query string goes into the manifest so the dashboard view can be reopened.
+    Analyses come from the store's cache when present.
+    """
+    from magdash.variability.analysis import analyze, compare
+
+    results = {name: analyze(store, key.model, key.stimuli, key.params) for name, key in keys.items()}
+    comparisons = []
+    if comparison is not None:
+        comparisons.append(compare(store, comparison.model_a, comparison.model_b, comparison.stimuli, comparison.params))
+    sections = report.analysis_sections(results, comparisons)
+    manifest = report.build_manifest(store, results, extra={"dashboard_view": dict(view or {})})
+    return report.build_report_html(sections, manifest)
+
+
+# -- depth (phase diagnostics; Alpay & Kilictas, arXiv 2601.19942) ------------------------
+
+
+def _trained(results: Mapping[str, PhaseResult]) -> PhaseResult:
+    return next(iter(results.values()))
+
+
+def _interval(transition: Transition) -> tuple[float, float] | None:
+    return (transition.low, transition.high) if math.isfinite(transition.low) else None
+
+
+def phase_sentence(results: Mapping[str, PhaseResult]) -> str:
+    """gamma_c of each series with its bootstrap interval, in words."""
+    parts = []
+    for series, result in results.items():
+        order = result.order
+        interval = f" [{fmt(order.low, 2)}, {fmt(order.high, 2)}]" if math.isfinite(order.low) else ""
+        parts.append(f"{series} ({result.model}): gamma_c = {fmt(order.gamma_c, 2)}{interval}")
+    return (
+        "Depth of the largest change of m(gamma), with its bootstrap interval over vectors — "
+        + "; ".join(parts)
+        + ". The paper reports gamma_c ≈ 0.42 for models of 1.5B-30B parameters and none for small ones."
+    )
+
+
+def order_figure(results: Mapping[str, PhaseResult]) -> alt.LayerChart:
+    trained = _trained(results)
+    dim = trained.layers[0].dim
+    return charts.order_parameter_chart(
+        tables.order_parameter_frame(results), baseline=isotropic_omega_mean(dim),
+        gamma_c=trained.order.gamma_c, gamma_c_interval=_interval(trained.order),
+        subtitle=f"{trained.model}; dotted: isotropic Gaussian in d = {dim}", width="container",
+    )
+
+
+def omega_figure(results: Mapping[str, PhaseResult]) -> alt.Chart:
+    trained = _trained(results)
+    return charts.omega_heatmap(
+        tables.phase_omega_histogram(trained), subtitle=f"{trained.model}, {trained.layers[0].count} vectors per layer",
+        width="container",
+    )
+
+
+def spectrum_figure(results: Mapping[str, PhaseResult], layer: int) -> alt.LayerChart:
+    trained = _trained(results)
+    fit = trained.diagnostics(layer).spectrum
+    histogram, mp, spikes = tables.phase_spectrum_frames(trained, layer)
+    subtitle = (
+        f"layer {layer}: q = d/N = {fmt(fit.q, 2)}, sigma² = {fmt(fit.sigma2, 4)}, bulk edge {fmt(fit.mp_edge, 4)}"
+        + ("" if fit.converged else "; the fit did not converge (no MP bulk with a few spikes)")
+    )
+    return charts.spectrum_chart(
+        histogram, mp, spikes, edge=fit.mp_edge, threshold=fit.spike_threshold, subtitle=subtitle, width="container"
+    )
+
+
+def rank_figure(results: Mapping[str, PhaseResult]) -> alt.LayerChart:
+    trained = _trained(results)
+    return charts.rank_chart(
+        tables.rank_frame(results), gamma_c=trained.order.gamma_c, gamma_c_interval=_interval(trained.order),
+        width="container",
+    )
+
+
+def phase_table(results: Mapping[str, PhaseResult]) -> pd.DataFrame:
+    """Every per-layer diagnostic of every series, with the isotropic-Gaussian expectations."""
+    return pd.concat(
+        [layer_frame(result).assign(series=series) for series, result in results.items()], ignore_index=True
+    )

@@ -1,0 +1,133 @@
+"""What a store holds, read once per change of the store file.
+
+A data token per (model, stimulus set) changes only when the vectors behind it change, so
+cached analyses survive unrelated writes (such as the analysis cache itself).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from magdash.errors import MagdashError
+from magdash.overflow import nonfinite_warning
+from magdash.store import ModelRecord, Store, nonfinite_counts_in
+
+
+def store_stamp(path: str | os.PathLike) -> tuple[int, int, int, int]:
+    """(mtime, size) of the store file and its write-ahead log: changes whenever anything is written.
+
+    Reading a DuckDB file changes neither, so the inventory is re-read only after a write (an
+    extraction here or in a CLI, a new frequency source, a cached analysis).
+    """
+    stamp: list[int] = []
+    for candidate in (Path(path), Path(f"{path}.wal")):
+        try:
+            info = candidate.stat()
+            stamp += [info.st_mtime_ns, info.st_size]
+        except OSError:
+            stamp += [0, -1]
+    return tuple(stamp)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class StoreInventory:
+    """What a store holds: models, their complete stimulus sets and extraction progress."""
+
+    path: str
+    models: pd.DataFrame
+    records: dict[str, ModelRecord]
+    complete_sets: dict[str, list[str]]
+    progress: pd.DataFrame
+    stimulus_sets: list[str]
+    nonfinite: pd.DataFrame  # Store.nonfinite_summary()
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.records
+
+    @property
+    def usable_models(self) -> list[str]:
+        """Models with at least one completely extracted stimulus set (trained models first)."""
+        names = [name for name, sets in self.complete_sets.items() if sets]
+        return sorted(names, key=lambda n: (is_control(self.records[n]), n))
+
+    @property
+    def incomplete(self) -> pd.DataFrame:
+        """(name, set_name, done, total) of extractions that stopped before the end."""
+        if self.progress.empty:
+            return self.progress
+        return self.progress[self.progress["done"] < self.progress["total"]].reset_index(drop=True)
+
+    def record(self, name: str) -> ModelRecord:
+        try:
+            return self.records[name]
+        except KeyError:
+            known = ", ".join(self.records) or "none yet"
+            raise MagdashError(f"no model named {name!r} in this store (stored: {known})") from None
+
+    def overflow_warning(self, model: str, stimuli: str) -> str | None:
+        """The Inf/NaN warning for (model, stimuli), or None when no stored vector is flagged."""
+        return nonfinite_warning(model, nonfinite_counts_in(self.nonfinite, model, stimuli))
+
+    def data_token(self, model: str, stimuli: str) -> str:
+        """Changes exactly when the vectors of (model, stimuli) can have changed."""
+        record = self.record(model)
+        rows = self.progress[(self.progress["name"] == model) & (self.progress["set_name"] == stimuli)]
+        done = int(rows["done"].iloc[0]) if len(rows) else 0
+        return f"{record.model_id}|{stimuli}|{done}"
+
+    def models_sharing(self, stimuli: str) -> list[str]:
+        """Usable models that have ``stimuli`` completely extracted."""
+        return [name for name in self.usable_models if stimuli in self.complete_sets[name]]
+
+
+def read_inventory(store: Store) -> StoreInventory:
+    """Everything the sidebar and the home page need, in a handful of queries."""
+    models = store.list_models()
+    records = {name: store.model_record(name) for name in models["name"]}
+    complete = {
+        name: sorted(s for s in (sets or "").split(", ") if s)
+        for name, sets in zip(models["name"], models["stimulus_sets"], strict=True)
+    }
+    return StoreInventory(
+        path=str(store.path),
+        models=models,
+        records=records,
+        complete_sets=complete,
+        progress=store.extraction_progress(),
+        stimulus_sets=store.stimulus_set_names(),
+        nonfinite=store.nonfinite_summary(),
+    )
+
+
+def is_control(record: ModelRecord) -> bool:
+    """A random-weight control: extracted with ``@random``, or imported under such a name."""
+    return record.is_random or "@random" in record.name
+
+
+
+def inventory_table(inventory: StoreInventory) -> pd.DataFrame:
+    """The home page's model table: one row per stored model with its sets and progress."""
+    if inventory.is_empty:
+        return pd.DataFrame(columns=["model", "architecture", "blocks", "width", "dtype", "position", "control", "complete sets", "unfinished"])
+    rows = []
+    for name, record in inventory.records.items():
+        unfinished = inventory.incomplete[inventory.incomplete["name"] == name]
+        rows.append(
+            {
+                "model": name,
+                "architecture": record.architecture,
+                "blocks": record.n_blocks,
+                "width": record.hidden_size,
+                "dtype": record.dtype,
+                "position": record.position,
+                "control": "random weights" if is_control(record) else "",
+                "complete sets": ", ".join(inventory.complete_sets.get(name, [])),
+                "unfinished": ", ".join(f"{r.set_name} ({r.done}/{r.total})" for r in unfinished.itertuples()),
+            }
+        )
+    return pd.DataFrame(rows)

@@ -1,0 +1,352 @@
+"""Background jobs of the dashboard: extractions and the first-run protocol.
+
+A :class:`Job` runs its work in a daemon thread and reports steps and progress; the page polls
+:meth:`Job.snapshot` to draw a progress bar with a count and an ETA (:class:`EtaClock`), and a
+Cancel button sets the stop flag that :func:`magdash.extract.extract` polls between batches, so
+a cancelled run keeps what it stored and resumes where it stopped. Errors become messages that
+say what to do (:func:`explain_error`); the page never sees a traceback. A
+:class:`JobRegistry` allows one running job per store, since DuckDB has one writer at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from magdash.errors import MagdashError
+from magdash.stimuli import StimulusSet, paper_stimuli
+from magdash.store import Store
+from magdash.variability.analysis import AnalysisParams
+
+log = logging.getLogger(__name__)
+
+
+# -- background jobs ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobSnapshot:
+    """A consistent copy of a job's state for drawing a progress bar."""
+
+    label: str
+    state: str  # running | done | cancelled | failed
+    step: str
+    step_index: int
+    n_steps: int
+    done: int
+    total: int
+    elapsed_s: float
+    eta_s: float | None
+    message: str
+    result: Any = None
+
+    @property
+    def finished(self) -> bool:
+        return self.state != "running"
+
+    @property
+    def fraction(self) -> float:
+        """Overall progress in [0, 1]: finished steps plus the current one's share."""
+        if self.state == "done":
+            return 1.0
+        within = self.done / self.total if self.total else 0.0
+        return min(1.0, (self.step_index + within) / max(self.n_steps, 1))
+
+    def progress_text(self) -> str:
+        """"Step 1/3 · extracting minilm: 40/130 · 3 s elapsed · about 7 s left"."""
+        parts = []
+        if self.n_steps > 1:
+            parts.append(f"step {min(self.step_index + 1, self.n_steps)}/{self.n_steps}")
+        if self.step:
+            parts.append(f"{self.step}: {self.done}/{self.total}" if self.total else self.step)
+        parts.append(f"{format_seconds(self.elapsed_s)} elapsed")
+        if self.eta_s is not None and self.state == "running":
+            parts.append(f"about {format_seconds(self.eta_s)} left")
+        return " · ".join(parts)
+
+
+def format_seconds(seconds: float) -> str:
+    seconds = max(0.0, float(seconds))
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+class EtaClock:
+    """Estimates the time left from the rate since the first progress report of a step.
+
+    The first report of a step (what was already stored) sets the baseline, so a resumed run
+    is not credited with instant progress.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._start: tuple[float, int] | None = None
+
+    def reset(self) -> None:
+        self._start = None
+
+    def update(self, done: int, total: int) -> float | None:
+        now = self._clock()
+        if self._start is None or done < self._start[1]:
+            self._start = (now, done)
+            return None
+        started, first_done = self._start
+        if done <= first_done or now <= started:
+            return None
+        rate = (done - first_done) / (now - started)
+        return max(0.0, (total - done) / rate)
+
+
+class JobContext:
+    """What a job's work function sees: steps, progress reports and the stop request.
+
+    Without a job (``JobContext()``) every report is dropped and nothing asks to stop, so the
+    same work function also runs synchronously (tests, benchmarks).
+    """
+
+    def __init__(self, job: Job | None = None):
+        self._job = job
+
+    def step(self, name: str, total: int = 0) -> None:
+        if self._job is not None:
+            self._job._begin_step(name, total)
+
+    def progress(self, done: int, total: int) -> None:
+        if self._job is not None:
+            self._job._report(done, total)
+
+    def should_stop(self) -> bool:
+        return self._job is not None and self._job._stop.is_set()
+
+
+class Job:
+    """Runs ``work(context)`` in a daemon thread; the UI polls :meth:`snapshot`.
+
+    A :class:`~magdash.errors.MagdashError` becomes a readable message (with a hint for out of
+    memory); anything else is logged with its traceback and reported as an unexpected error, so
+    the page never shows a traceback. ``work`` returns ``(result, cancelled)``.
+    """
+
+    def __init__(self, label: str, work: Callable[[JobContext], tuple[Any, bool]], *, n_steps: int = 1,
+                 clock: Callable[[], float] = time.monotonic):
+        self.label = label
+        self._work = work
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._eta = EtaClock(clock)
+        self._started = clock()
+        self._ended: float | None = None
+        self._state = "running"
+        self._step, self._step_index, self._n_steps = "", -1, n_steps
+        self._done = self._total = 0
+        self._eta_s: float | None = None
+        self._message = ""
+        self._result: Any = None
+        self._thread = threading.Thread(target=self._run, name=f"magdash-job-{label}", daemon=True)
+
+    def start(self) -> Job:
+        self._thread.start()
+        return self
+
+    def cancel(self) -> None:
+        """Ask the job to stop at its next checkpoint; what it finished stays stored."""
+        self._stop.set()
+
+    def wait(self, timeout: float | None = None) -> JobSnapshot:
+        self._thread.join(timeout)
+        return self.snapshot()
+
+    def _begin_step(self, name: str, total: int) -> None:
+        with self._lock:
+            self._step_index = min(self._step_index + 1, self._n_steps - 1)
+            self._step, self._done, self._total, self._eta_s = name, 0, total, None
+            self._eta.reset()
+
+    def _report(self, done: int, total: int) -> None:
+        eta = self._eta.update(done, total)
+        with self._lock:
+            self._done, self._total, self._eta_s = done, total, eta
+
+    def _run(self) -> None:
+        state, message, result = "done", "", None
+        try:
+            result, cancelled = self._work(JobContext(self))
+            if cancelled:
+                state, message = "cancelled", "cancelled: what was finished is stored; start again to resume"
+        except MagdashError as error:
+            state, message = "failed", explain_error(error)
+        except MemoryError:
+            state, message = "failed", explain_error(MemoryError())
+        except Exception as error:  # noqa: BLE001 - a page must show a message, never a traceback
+            log.exception("job %s failed", self.label)
+            state, message = "failed", explain_error(error)
+        with self._lock:
+            self._state, self._message, self._result = state, message, result
+            self._ended = self._clock()
+
+    def snapshot(self) -> JobSnapshot:
+        with self._lock:
+            end = self._ended if self._ended is not None else self._clock()
+            return JobSnapshot(
+                label=self.label,
+                state=self._state,
+                step=self._step,
+                step_index=max(self._step_index, 0),
+                n_steps=self._n_steps,
+                done=self._done,
+                total=self._total,
+                elapsed_s=end - self._started,
+                eta_s=self._eta_s,
+                message=self._message,
+                result=self._result,
+            )
+
+
+OUT_OF_MEMORY_HINT = "choose a smaller dtype (float16 or bfloat16) or a smaller batch size, then start again"
+
+
+def explain_error(error: BaseException) -> str:
+    """A message for the page: MagdashError text as is, out of memory with what to change."""
+    text = str(error).strip() if isinstance(error, MagdashError) else ""
+    description = f"{type(error).__name__} {error}".lower()
+    if isinstance(error, MemoryError) or "out of memory" in description or "outofmemory" in description:
+        return f"{text} — {OUT_OF_MEMORY_HINT}" if text else f"out of memory: {OUT_OF_MEMORY_HINT}"
+    if text:
+        return text
+    detail = str(error).splitlines()[0] if str(error) else "no message"
+    return f"unexpected error ({type(error).__name__}: {detail}); see the server log"
+
+
+class JobRegistry:
+    """At most one running job per key (a store path: DuckDB has one writer at a time)."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, Job] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Job | None:
+        with self._lock:
+            return self._jobs.get(key)
+
+    def start(self, key: str, job: Job) -> Job:
+        with self._lock:
+            current = self._jobs.get(key)
+            if current is not None and not current.snapshot().finished:
+                raise MagdashError(
+                    f"{current.label!r} is still running on this store: wait for it or cancel it first"
+                )
+            self._jobs[key] = job
+        return job.start()
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is not None and job.snapshot().finished:
+                del self._jobs[key]
+
+
+# -- extraction and the first-run protocol -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExtractionRequest:
+    """One extraction as chosen on the Extract page."""
+
+    spec: str
+    stimuli: StimulusSet
+    name: str | None = None
+    dtype: str = "float32"
+    device: str = "auto"
+    position: str = "last"
+    batch_size: int = 32
+
+
+def model_spec(source: str, value: str, *, control: bool = False, seed: int = 0) -> str:
+    """The model spec for the Extract page's choice (built-in, cache, folder) and control flag."""
+    value = (value or "").strip()
+    if not value:
+        what = {"folder": "a model folder path", "cache": "a model from the list"}.get(source, "a model")
+        raise MagdashError(f"no model chosen: give {what}")
+    if source == "folder":
+        path = Path(value).expanduser()
+        try:
+            is_folder = path.is_dir()
+        except OSError as error:  # e.g. a name too long for the file system
+            raise MagdashError(f"cannot use {value!r} as a folder ({error.strerror}): give the folder holding "
+                               "config.json and *.safetensors") from None
+        if not is_folder:
+            problem = "is a file, not a folder" if path.is_file() else "does not exist"
+            raise MagdashError(f"folder {value!r} {problem}: give the folder holding config.json and *.safetensors")
+        value = str(path.resolve())
+    if control:
+        value = f"{value}@random" if seed == 0 else f"{value}@random:{int(seed)}"
+    return value
+
+
+def extraction_job(store: Store, request: ExtractionRequest) -> Job:
+    """A job that extracts ``request`` into ``store`` (resumes, can be cancelled)."""
+    from magdash.extract import extract
+
+    def work(context: JobContext) -> tuple[Any, bool]:
+        context.step(f"extracting {request.name or request.spec}", len(request.stimuli.items))
+        result = extract(
+            request.spec, request.stimuli, store, name=request.name or None, dtype=request.dtype,
+            device=request.device, position=request.position, batch_size=request.batch_size,
+            progress=context.progress, should_stop=context.should_stop,
+        )
+        return result, result.cancelled
+
+    return Job(f"extract {request.name or request.spec}", work)
+
+
+FIRST_RUN_MODELS = ("minilm", "minilm@random")
+
+
+def run_first_protocol(store: Store, params: AnalysisParams, context: JobContext | None = None) -> bool:
+    """The paper's protocol on the built-in model and its control: extract, analyse, compare.
+
+    Analyses use ``params`` (the dashboard's), so the pages find them in the store's cache.
+    Returns False when it was asked to stop (what was finished is stored).
+    """
+    from magdash.extract import extract
+    from magdash.variability.analysis import analyze, compare
+
+    context = context or JobContext()
+    stimuli = paper_stimuli()
+    for spec in FIRST_RUN_MODELS:
+        context.step(f"extracting {spec}", len(stimuli.items))
+        result = extract(spec, stimuli, store, progress=context.progress, should_stop=context.should_stop)
+        if result.cancelled:
+            return False
+    for spec in FIRST_RUN_MODELS:
+        if context.should_stop():
+            return False
+        context.step(f"analysing {spec}", 0)
+        analyze(store, spec, stimuli.name, params, progress=context.progress)
+    context.step(f"comparing {FIRST_RUN_MODELS[0]} with its control", 0)
+    compare(store, FIRST_RUN_MODELS[0], FIRST_RUN_MODELS[1], stimuli.name, params)
+    return True
+
+
+FIRST_RUN_STEPS = 2 * len(FIRST_RUN_MODELS) + 1
+
+
+def first_run_job(store: Store, params: AnalysisParams) -> Job:
+    """:func:`run_first_protocol` as a background job with progress and Cancel."""
+
+    def work(context: JobContext) -> tuple[Any, bool]:
+        finished = run_first_protocol(store, params, context)
+        return (FIRST_RUN_MODELS if finished else None), not finished
+
+    return Job("first run: minilm and its random control", work, n_steps=FIRST_RUN_STEPS)

@@ -1,0 +1,246 @@
+"""The view: what the user is looking at, kept in the URL and repaired against the store.
+
+:class:`ViewState` holds the global choices (store, model, stimulus set, measure, core band,
+statistical conventions) and the page choices worth bookmarking (layer, second model, bootstrap size), read from and
+written to the URL query string (:func:`view_from_query`, :func:`view_to_query`) and repaired
+against what the store holds (:func:`reconcile_view`). The analysis and phase parameters of a
+view are built here, from the same params dataclasses as the CLI's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from magdash.dashboard.inventory import StoreInventory
+from magdash.errors import MagdashError
+from magdash.models import control_name
+from magdash.params import DEFAULT_N_BOOT, parse_band
+from magdash.phase.diagnostics import PhaseParams
+from magdash.stimuli import PAPER_SET_NAME
+from magdash.store import ModelRecord, default_store_path
+from magdash.variability.analysis import PRIMARY_MEASURES, AnalysisParams
+from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH
+from magdash.variability.hypotheses import default_core_layers
+
+MEASURE_CHOICES = ("eucl", "residual", "proj", "pairwise", "trace")
+"""Measures offered in the sidebar: the paper's three plus its two secondary ones."""
+
+DASHBOARD_BOOTSTRAP_LAYERS = "all"
+"""The dashboard bootstraps every layer, so the alpha profile has CI bands at every depth."""
+
+QUERY_KEYS = ("store", "model", "stimuli", "measure", "core", "layer", "vs", "boot", "conv")
+
+CONVENTION_LABELS = {"magdash": "magdash", "paper": "the paper's script"}
+"""How the sidebar names each set of statistical conventions."""
+
+
+@dataclass(frozen=True)
+class ViewState:
+    """What the user is looking at. ``None`` means "the default for this model/store".
+
+    ``core`` is an inclusive layer band (first, last) and only set when it differs from the
+    model's default band floor(L/2) .. L-1; ``other`` is the second model of Compare;
+    ``conventions`` magdash's statistical conventions or the paper's
+    (:mod:`magdash.variability.conventions`).
+    """
+
+    store: str
+    model: str | None = None
+    stimuli: str | None = None
+    measure: str = "eucl"
+    core: tuple[int, int] | None = None
+    layer: int | None = None
+    other: str | None = None
+    n_boot: int = DEFAULT_N_BOOT
+    conventions: str = MAGDASH
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` shown literally by a Markdown renderer (names, paths, messages from user input).
+
+    Streamlit never renders HTML here, but Markdown would still turn ``[x](url)`` into a link
+    or ``![x](url)`` into an image fetch; a backslash before every special character prevents it.
+    """
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
+
+
+def default_store() -> str:
+    return str(default_store_path())
+
+
+def _first(value: str | Sequence[str] | None) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return value[-1] if len(value) else None
+
+
+def view_from_query(query: Mapping[str, str | Sequence[str]], store: str | None = None) -> tuple[ViewState, list[str]]:
+    """A view from URL query parameters, and a message for every value that had to be ignored."""
+    notes: list[str] = []
+    values = {key: _first(query.get(key)) for key in QUERY_KEYS}
+    view = ViewState(store=(values["store"] or "").strip() or store or default_store())
+    changes: dict[str, Any] = {}
+    for key in ("model", "stimuli"):
+        if values[key]:
+            changes[key] = values[key]
+    if values["vs"]:
+        changes["other"] = values["vs"]
+    if values["measure"]:
+        if values["measure"] in MEASURE_CHOICES:
+            changes["measure"] = values["measure"]
+        else:
+            notes.append(
+                f"measure {values['measure']!r} in the link is unknown; showing "
+                f"{view.measure} (choose from {', '.join(MEASURE_CHOICES)})"
+            )
+    if values["core"]:
+        try:
+            changes["core"] = parse_band(values["core"])
+        except MagdashError:
+            notes.append(f"core band {values['core']!r} in the link is not FIRST-LAST; using the default band")
+    if values["layer"]:
+        if (layer := _non_negative_int(values["layer"])) is None:
+            notes.append(f"layer {values['layer']!r} in the link is not a layer index; using the default layer")
+        else:
+            changes["layer"] = layer
+    if values["boot"]:
+        if (n_boot := _non_negative_int(values["boot"])) is None:
+            notes.append(f"bootstrap size {values['boot']!r} in the link is not a whole number >= 0; using {DEFAULT_N_BOOT}")
+        else:
+            changes["n_boot"] = n_boot
+    if values["conv"]:
+        if values["conv"] in CONVENTION_NAMES:
+            changes["conventions"] = values["conv"]
+        else:
+            notes.append(
+                f"conventions {values['conv']!r} in the link are unknown; showing magdash's "
+                f"(choose from {', '.join(CONVENTION_NAMES)})"
+            )
+    return dataclasses.replace(view, **changes), notes
+
+
+def _non_negative_int(text: str) -> int | None:
+    try:
+        number = int(text)
+    except ValueError:
+        return None
+    return number if number >= 0 else None
+
+
+def view_to_query(view: ViewState, store: str | None = None) -> dict[str, str]:
+    """The query string of a view: only what differs from the defaults."""
+    query: dict[str, str] = {}
+    if view.store != (store or default_store()):
+        query["store"] = view.store
+    if view.model:
+        query["model"] = view.model
+    if view.stimuli:
+        query["stimuli"] = view.stimuli
+    if view.measure != "eucl":
+        query["measure"] = view.measure
+    if view.core is not None:
+        query["core"] = f"{view.core[0]}-{view.core[1]}"
+    if view.layer is not None:
+        query["layer"] = str(view.layer)
+    if view.other:
+        query["vs"] = view.other
+    if view.n_boot != DEFAULT_N_BOOT:
+        query["boot"] = str(view.n_boot)
+    if view.conventions != MAGDASH:
+        query["conv"] = view.conventions
+    return query
+
+
+def reconcile_view(view: ViewState, inventory: StoreInventory) -> tuple[ViewState, list[str]]:
+    """Repair a view against what the store holds; one message per choice that had to change."""
+    notes: list[str] = []
+    usable = inventory.usable_models
+    if not usable:
+        return dataclasses.replace(view, model=None, stimuli=None, core=None, layer=None, other=None), notes
+    model = view.model
+    if model not in usable:
+        if model:
+            notes.append(f"model {model!r} is not (completely) in this store; showing {usable[0]!r}")
+        model = usable[0]
+    sets = inventory.complete_sets[model]
+    stimuli = view.stimuli
+    if stimuli not in sets:
+        if stimuli:
+            notes.append(f"{model!r} has no complete stimulus set {stimuli!r}; showing {_preferred_set(sets)!r}")
+        stimuli = _preferred_set(sets)
+    record = inventory.record(model)
+    core = view.core
+    if core is not None:
+        if core[1] >= record.n_layers or core[0] > core[1]:
+            notes.append(f"core band {core[0]}-{core[1]} does not fit {model!r} (layers 0..{record.n_layers - 1}); using its default band")
+            core = None
+        elif list(range(core[0], core[1] + 1)) == default_core_layers(record.n_blocks):
+            core = None
+    layer = view.layer
+    if layer is not None and layer >= record.n_layers:
+        notes.append(f"layer {layer} does not exist in {model!r}; showing the default layer")
+        layer = None
+    other = view.other
+    partners = [name for name in inventory.models_sharing(stimuli) if name != model]
+    if other not in partners:
+        if other:
+            notes.append(f"{other!r} cannot be compared with {model!r} on {stimuli!r}; choose another model")
+        control = control_name(model)
+        other = control if control in partners else (partners[0] if partners else None)
+    return dataclasses.replace(view, model=model, stimuli=stimuli, core=core, layer=layer, other=other), notes
+
+
+def _preferred_set(sets: Sequence[str]) -> str:
+    return PAPER_SET_NAME if PAPER_SET_NAME in sets else sets[0]
+
+
+def core_band(view: ViewState, record: ModelRecord) -> tuple[int, int]:
+    """The inclusive core band shown for a model: the view's choice, else the default."""
+    if view.core is not None:
+        return view.core
+    default = default_core_layers(record.n_blocks)
+    return default[0], default[-1]
+
+
+def phase_params(view: ViewState) -> PhaseParams:
+    """The phase parameters of a view: the sidebar's bootstrap size, the rest as in the CLI."""
+    return PhaseParams(n_boot=view.n_boot)
+
+
+def analysis_params(view: ViewState) -> AnalysisParams:
+    """The analysis parameters of a view; the default band is passed as None to share caches."""
+    measures = PRIMARY_MEASURES if view.measure in PRIMARY_MEASURES else (*PRIMARY_MEASURES, view.measure)
+    core = None if view.core is None else tuple(range(view.core[0], view.core[1] + 1))
+    return AnalysisParams(
+        measures=measures,
+        core_layers=core,
+        n_boot=view.n_boot,
+        bootstrap_layers=DASHBOARD_BOOTSTRAP_LAYERS,
+        conventions=view.conventions,
+    )
+
+
+def default_layer(view: ViewState, record: ModelRecord) -> int:
+    """The layer shown when none is chosen: the middle of the core band."""
+    if view.layer is not None and view.layer < record.n_layers:
+        return view.layer
+    first, last = core_band(view, record)
+    return (first + last) // 2
+
+
+def layer_options(record: ModelRecord) -> list[str]:
+    """Readable layer choices: ``"3 · block 3"``; the index comes first so it parses back."""
+    return [f"{index} · {label}" for index, label in enumerate(record.layer_labels)]
+
+
+def layer_from_option(option: str) -> int:
+    return int(option.split("·", 1)[0].strip())

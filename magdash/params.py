@@ -1,0 +1,50 @@
+"""Defaults and input rules shared by every analysis, its CLI command and its page.
+
+Each analysis has a params dataclass shared by the CLI, the Python API and the app
+(:class:`magdash.variability.analysis.AnalysisParams`, :class:`magdash.phase.run.PhaseParams`);
+the values they have in common are defined here once, with the parser of layer bands that the
+CLI options and the dashboard's URL share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from magdash.errors import AnalysisError
+
+DEFAULT_N_BOOT = 10_000
+"""Bootstrap resamples of every interval, as in the paper's script (Cacioli 2026)."""
+
+ProgressCallback = Callable[[int, int], None]
+"""Called as ``progress(done, total)`` while an extraction or analysis runs."""
+
+MAX_LAYERS = 10_000
+"""More layers than any model has: a longer range is a typo, refused before it is built."""
+
+
+def parse_layers(text: str) -> list[int]:
+    """Parse ``"START-END"`` (inclusive) or ``"A,B,C"`` into layer indices."""
+    text = text.strip()
+    try:
+        if "-" in text:
+            start, end = (int(part) for part in text.split("-", 1))
+            if end - start >= MAX_LAYERS:
+                raise AnalysisError(f"layers {text!r} span more than {MAX_LAYERS} layers; no model has that many")
+            layers = list(range(start, end + 1))
+        else:
+            layers = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise AnalysisError(
+            f"cannot read layers {text!r}; write START-END (e.g. 16-31) or a list (16,20,24)"
+        ) from None
+    if not layers or min(layers) < 0:
+        raise AnalysisError(f"layers {text!r} must name at least one layer index >= 0")
+    return layers
+
+
+def parse_band(text: str) -> tuple[int, int]:
+    """A band of consecutive layers, ``"3-5"`` -> (3, 5) or ``"4"`` -> (4, 4), read by :func:`parse_layers`."""
+    layers = parse_layers(text)
+    if layers != list(range(layers[0], layers[-1] + 1)):
+        raise AnalysisError(f"layers {text.strip()!r} are not one band of consecutive layers; write FIRST-LAST")
+    return layers[0], layers[-1]

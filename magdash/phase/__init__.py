@@ -1,0 +1,28 @@
+"""Depth-wise "phase transition" diagnostics of hidden states (Alpay & Kilictas, arXiv 2601.19942).
+
+- :mod:`~magdash.phase.omega`: object integrity Omega, its distribution and the dip test;
+- :mod:`~magdash.phase.spectrum`: covariance spectra, the Marchenko-Pastur fit, spikes,
+  effective rank and participation ratio;
+- :mod:`~magdash.phase.accumulate`: per-layer samples, streamed (online covariance) so that
+  all-token runs keep no vectors;
+- :mod:`~magdash.phase.diagnostics`: every per-layer diagnostic and gamma_c from the samples,
+  with :class:`PhaseParams`;
+- :mod:`~magdash.phase.texts`: prompt documents cut to a model's context;
+- :mod:`~magdash.phase.run`: runs over stored vectors or a model's forward passes, cached.
+"""
+
+from magdash.phase.diagnostics import (
+    LayerDiagnostics,
+    PhaseParams,
+    PhaseResult,
+    Transition,
+    analyze_samples,
+    layer_frame,
+    phase_summary,
+)
+from magdash.phase.run import PHASE_VERSION, phase_from_store, phase_from_texts, stored_control
+
+__all__ = [
+    "PHASE_VERSION", "LayerDiagnostics", "PhaseParams", "PhaseResult", "Transition", "analyze_samples",
+    "layer_frame", "phase_from_store", "phase_from_texts", "phase_summary", "stored_control",
+]

@@ -1,0 +1,312 @@
+"""Depth-wise "phase transition" diagnostics of hidden states (Alpay & Kilictas, arXiv 2601.19942).
+
+Per layer l of a model with L blocks, at depth fraction gamma = l / L, over a set of vectors
+(the number-token vectors of a stimulus set, or every token of a prompt set):
+
+- the Omega distribution (:mod:`magdash.phase.omega`): mean m(gamma), SD, quantiles,
+  histogram, Hartigan's dip test;
+- the covariance spectrum of the centred vectors against the Marchenko-Pastur law
+  (:mod:`magdash.phase.spectrum`): sigma^2, bulk edge, Tracy-Widom margin, spikes, largest
+  gap, effective rank, participation ratio;
+- gamma_c, the depth of the largest change of m(gamma) (:func:`largest_change`), with a
+  bootstrap interval over vectors, and the same for the spike count and the effective rank.
+
+Layers past L (the post-norm extra layer) get gamma = NaN: they are reported but take no part
+in gamma_c, which is about the residual stream. The vectors are reduced to
+:class:`~magdash.phase.accumulate.LayerSample` (eigenvalues, Omega values, counts), which is
+what gets cached; everything here is recomputed from it in milliseconds. Runs over stored
+vectors or a model's forward passes live in :mod:`magdash.phase.run`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from magdash.errors import AnalysisError
+from magdash.params import DEFAULT_N_BOOT
+from magdash.phase.accumulate import LayerSample
+from magdash.phase.omega import (
+    OMEGA_QUANTILES,
+    OmegaSummary,
+    isotropic_omega_mean,
+    isotropic_omega_std,
+    summarize_omega,
+)
+from magdash.phase.spectrum import (
+    TRACY_WIDOM_1_QUANTILES,
+    SpectrumFit,
+    fit_spectrum,
+    isotropic_spectrum_baseline,
+)
+
+# Bootstrap resample-count matrices are built in blocks of at most this many cells.
+_BOOTSTRAP_BLOCK_CELLS = 4_000_000
+
+
+@dataclass(frozen=True)
+class PhaseParams:
+    """Every choice that changes a phase result, shared by the CLI, the API and the app.
+
+    ``n_boot`` resamples of the vectors give the gamma_c interval at ``confidence`` (seeded by
+    ``seed``); ``level`` is the Tracy-Widom quantile of the spike margin. The cached samples do
+    not depend on these, so changing them costs no model run or store read.
+    """
+
+    n_boot: int = DEFAULT_N_BOOT
+    seed: int = 0
+    confidence: float = 0.95
+    level: float = 0.99
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n_boot, bool) or not isinstance(self.n_boot, (int, np.integer)) or self.n_boot < 0:
+            raise AnalysisError(f"--n-boot must be 0 or more, got {self.n_boot!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise AnalysisError(f"--seed must be 0 or more, got {self.seed!r}")
+        if not 0 < self.confidence < 1:
+            raise AnalysisError(f"the confidence level must lie between 0 and 1, got {self.confidence}")
+        if self.level not in TRACY_WIDOM_1_QUANTILES:
+            raise AnalysisError(
+                f"the Tracy-Widom level must be one of {sorted(TRACY_WIDOM_1_QUANTILES)}, got {self.level}"
+            )
+        object.__setattr__(self, "n_boot", int(self.n_boot))
+        object.__setattr__(self, "seed", int(self.seed))
+
+
+@dataclass(frozen=True)
+class LayerDiagnostics:
+    layer: int
+    gamma: float
+    dim: int
+    count: int
+    omega: OmegaSummary
+    spectrum: SpectrumFit
+
+
+@dataclass(frozen=True)
+class Transition:
+    """Depth of the largest change of a per-layer curve, with its percentile interval.
+
+    ``gamma_c`` is the depth fraction of the layer *after* the largest absolute change between
+    consecutive layers, i.e. the first depth at which the new value is reached; ``change`` is
+    that signed change. ``low``/``high`` are NaN when no bootstrap was run.
+    """
+
+    gamma_c: float
+    change: float
+    low: float = math.nan
+    high: float = math.nan
+    n_boot: int = 0
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    """Diagnostics of every layer of one model, and the three transition depths."""
+
+    model: str
+    n_blocks: int
+    samples: tuple[LayerSample, ...]
+    layers: tuple[LayerDiagnostics, ...]
+    order: Transition  # m(gamma) = mean Omega, bootstrap interval over vectors
+    spikes: Transition  # spike count, point estimate
+    rank: Transition  # effective rank, point estimate
+    nonfinite_layers: dict[int, int] = field(default_factory=dict)  # layer -> Inf/NaN vectors; left out
+
+    @property
+    def gamma_c(self) -> float:
+        return self.order.gamma_c
+
+    def sample(self, layer: int) -> LayerSample:
+        for sample in self.samples:
+            if sample.layer == layer:
+                return sample
+        raise AnalysisError(f"no layer {layer}: layers are {[s.layer for s in self.samples]}")
+
+    def diagnostics(self, layer: int) -> LayerDiagnostics:
+        for item in self.layers:
+            if item.layer == layer:
+                return item
+        raise AnalysisError(f"no layer {layer}: layers are {[d.layer for d in self.layers]}")
+
+
+def depth_fraction(layer: int, n_blocks: int) -> float:
+    """gamma = l / L for the residual stream (0 = embeddings, 1 = last block), NaN past it."""
+    if n_blocks < 1:
+        raise AnalysisError(f"a model needs at least one block, got {n_blocks}")
+    return layer / n_blocks if 0 <= layer <= n_blocks else math.nan
+
+
+def largest_change(gammas: Sequence[float], values: Sequence[float]) -> tuple[float, float]:
+    """(gamma_c, signed change) of the largest |change| between consecutive depths.
+
+    Layers with a NaN depth or value are left out; ties go to the shallowest. NaN when fewer
+    than two layers remain.
+    """
+    gamma = np.asarray(gammas, dtype=np.float64)
+    value = np.asarray(values, dtype=np.float64)
+    keep = np.isfinite(gamma) & np.isfinite(value)
+    order = np.argsort(gamma[keep], kind="stable")
+    gamma, value = gamma[keep][order], value[keep][order]
+    if gamma.size < 2:
+        return math.nan, math.nan
+    steps = np.diff(value)
+    index = int(np.argmax(np.abs(steps)))
+    return float(gamma[index + 1]), float(steps[index])
+
+
+def bootstrap_order_transition(
+    omegas: Sequence[np.ndarray],
+    gammas: Sequence[float],
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> Transition:
+    """gamma_c of m(gamma) = mean Omega, with a percentile bootstrap interval over vectors.
+
+    m(gamma) needs only the Omega values, so the bootstrap resamples those. When every layer
+    holds the same vectors (same count: the same tokens seen at every depth) one resample of
+    vector indices is shared by all layers, keeping the dependence between depths; otherwise
+    each layer is resampled on its own. Resample means are computed as count matrices times
+    the Omega matrix, so the cost is O(n_boot x N) whatever the number of layers.
+    """
+    means = np.array([np.nanmean(v) if np.isfinite(v).any() else math.nan for v in omegas])
+    gamma_c, change = largest_change(gammas, means)
+    if n_boot < 1 or not math.isfinite(gamma_c):
+        return Transition(gamma_c, change)
+    rng = np.random.default_rng(seed)
+    lengths = {len(v) for v in omegas}
+    if len(lengths) == 1:
+        replicates = _bootstrap_means(np.column_stack(omegas), n_boot, rng)
+    else:
+        replicates = np.column_stack(
+            [_bootstrap_means(np.asarray(v)[:, None], n_boot, rng)[:, 0] for v in omegas]
+        )
+    gamma_star = np.array([largest_change(gammas, row)[0] for row in replicates])
+    gamma_star = gamma_star[np.isfinite(gamma_star)]
+    tail = (1.0 - confidence) / 2
+    low, high = np.quantile(gamma_star, [tail, 1.0 - tail], method="inverted_cdf")
+    return Transition(gamma_c, change, float(low), float(high), n_boot)
+
+
+def _bootstrap_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """(n_boot, k) means of the columns of ``values`` (n, k) over resampled rows, NaN-aware."""
+    finite = np.isfinite(values)
+    filled = np.where(finite, values, 0.0).astype(np.float64)
+    weights = None if finite.all() else finite.astype(np.float64)
+    n = values.shape[0]
+    block = max(1, min(n_boot, _BOOTSTRAP_BLOCK_CELLS // max(n, 1)))
+    out = np.empty((n_boot, values.shape[1]))
+    for start in range(0, n_boot, block):
+        rows = min(block, n_boot - start)
+        # int32 is enough: a block never has more than _BOOTSTRAP_BLOCK_CELLS cells.
+        picks = rng.integers(0, n, size=(rows, n), dtype=np.int32)
+        picks += (np.arange(rows, dtype=np.int32) * n)[:, None]
+        counts = np.bincount(picks.ravel(), minlength=rows * n).reshape(rows, n).astype(np.float64)
+        totals = n if weights is None else counts @ weights
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[start:start + rows] = (counts @ filled) / totals
+    return out
+
+
+def analyze_samples(
+    samples: Sequence[LayerSample],
+    n_blocks: int,
+    params: PhaseParams | None = None,
+    *,
+    model: str = "",
+) -> PhaseResult:
+    """Every per-layer diagnostic and the three transitions from the layers' samples.
+
+    Layers whose sample met Inf or NaN vectors are left out and listed in ``nonfinite_layers``
+    (see :mod:`magdash.overflow`). The spike-count and effective-rank transitions are point
+    estimates: resampling vectors with replacement duplicates some of them, which lowers the rank and the effective sample
+    size of the covariance and so biases exactly the spectral quantities measured (and in
+    all-token mode the vectors are not kept). Sampling noise in the spike count is already
+    bounded by the Tracy-Widom margin.
+    """
+    params = params or PhaseParams()
+    nonfinite = {s.layer: s.nonfinite for s in samples if s.nonfinite}
+    ordered = sorted((s for s in samples if not s.nonfinite), key=lambda s: s.layer)
+    if not ordered:
+        raise AnalysisError(
+            "no layers to analyse" if not nonfinite else
+            "every layer holds Inf/NaN activations (float16 overflow?); extract again in bfloat16 or float32"
+        )
+    layers = tuple(
+        LayerDiagnostics(
+            layer=s.layer,
+            gamma=depth_fraction(s.layer, n_blocks),
+            dim=s.dim,
+            count=s.count,
+            omega=summarize_omega(s.omegas),
+            spectrum=fit_spectrum(s.eigenvalues, s.dim, s.count, level=params.level),
+        )
+        for s in ordered
+    )
+    gammas = [d.gamma for d in layers]
+    return PhaseResult(
+        model=model,
+        n_blocks=n_blocks,
+        samples=tuple(ordered),
+        layers=layers,
+        order=bootstrap_order_transition(
+            [s.omegas for s in ordered], gammas, n_boot=params.n_boot, seed=params.seed, confidence=params.confidence
+        ),
+        spikes=Transition(*largest_change(gammas, [d.spectrum.n_spikes for d in layers])),
+        rank=Transition(*largest_change(gammas, [d.spectrum.effective_rank for d in layers])),
+        nonfinite_layers=nonfinite,
+    )
+
+
+# -- tidy tables for the Depth page and the CLI -------------------------------------------
+
+
+def _quantile_column(prob: float) -> str:
+    return f"omega_q{round(prob * 100):02d}"
+
+
+def layer_frame(result: PhaseResult) -> pd.DataFrame:
+    """One row per layer: every scalar diagnostic plus the isotropic-Gaussian expectations."""
+    rows = []
+    for item in result.layers:
+        fit, summary = item.spectrum, item.omega
+        baseline = isotropic_spectrum_baseline(item.dim, item.count)
+        row = {
+            "model": result.model, "layer": item.layer, "gamma": item.gamma, "dim": item.dim,
+            "n_vectors": item.count, "omega_mean": summary.mean, "omega_std": summary.std,
+        }
+        row |= {_quantile_column(p): summary.quantiles[p] for p in OMEGA_QUANTILES}
+        row |= {
+            "dip": summary.dip, "dip_p": summary.dip_p, "rank": fit.rank, "q": fit.q,
+            "sigma2": fit.sigma2, "mp_edge": fit.mp_edge, "tw_margin": fit.tw_margin,
+            "n_spikes": fit.n_spikes, "largest_gap": fit.largest_gap, "gap_rank": fit.gap_rank,
+            "effective_rank": fit.effective_rank, "participation_ratio": fit.participation_ratio,
+            "mp_converged": fit.converged,
+            "baseline_omega_mean": isotropic_omega_mean(item.dim),
+            "baseline_omega_std": isotropic_omega_std(item.dim),
+            "baseline_effective_rank": baseline["effective_rank"],
+            "baseline_participation_ratio": baseline["participation_ratio"],
+        }
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+SUMMARY_FIELDS = ("omega_mean", "dip_p", "n_spikes", "mp_edge", "sigma2", "effective_rank",
+                  "participation_ratio")
+
+
+def phase_summary(result: PhaseResult) -> dict:
+    """The CLI's JSON shape: {"model", "gamma_c", "layers": [{layer, gamma, ...}]}."""
+    table = layer_frame(result)
+    layers = [
+        {"layer": int(row.layer), "gamma": float(row.gamma)}
+        | {name: (int(getattr(row, name)) if name == "n_spikes" else float(getattr(row, name)))
+           for name in SUMMARY_FIELDS}
+        for row in table.itertuples(index=False)
+    ]
+    return {"model": result.model, "gamma_c": result.gamma_c, "layers": layers}

@@ -1,0 +1,83 @@
+"""Export: charts as PNG and SVG, tables as CSV, file names from user text.
+
+Charts are converted with ``vl-convert`` (a bundled Vega engine, no browser), offline: every
+chart of :mod:`magdash.presentation.charts` carries its data inline and the conversion is
+called with ``allowed_base_urls=[]``, so a spec that names any URL fails instead of fetching it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import vl_convert as vlc
+
+from magdash.errors import AnalysisError
+
+EXPORT_WIDTH = 720
+"""Pixel width given to charts whose width is "container" (a static image has no container)."""
+
+
+def chart_spec(chart: alt.TopLevelMixin | Mapping[str, Any]) -> dict[str, Any]:
+    """The Vega-Lite spec of ``chart`` ready for static export ("container" widths fixed).
+
+    Altair's schema validation is skipped (it costs about as much as the rendering itself);
+    an invalid spec still fails, in vl-convert, as an :class:`AnalysisError`.
+    """
+    if hasattr(chart, "to_dict"):
+        return _fix_container_width(chart.to_dict(validate=False))
+    return _fix_container_width(json.loads(json.dumps(chart)))
+
+
+def _fix_container_width(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            key: EXPORT_WIDTH if key == "width" and value == "container" else _fix_container_width(value)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_fix_container_width(item) for item in node]
+    return node
+
+
+def _vegalite_version() -> str | None:
+    """The Vega-Lite version Altair writes for, when vl-convert has it (else its default)."""
+    major_minor = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+    return major_minor if major_minor in vlc.get_vegalite_versions() else None
+
+
+def chart_to_svg(chart: alt.TopLevelMixin | Mapping[str, Any]) -> str:
+    """The chart as an SVG document (offline: any external data URL is an error)."""
+    try:
+        return vlc.vegalite_to_svg(
+            chart_spec(chart), vl_version=_vegalite_version(), allowed_base_urls=[]
+        )
+    except ValueError as error:
+        raise AnalysisError(f"the chart could not be exported as SVG: {error}") from error
+
+
+def chart_to_png(chart: alt.TopLevelMixin | Mapping[str, Any], scale: float = 2.0) -> bytes:
+    """The chart as PNG bytes, ``scale`` times its pixel size (2 = sharp on high-DPI screens)."""
+    if not scale > 0:
+        raise AnalysisError(f"the PNG scale must be positive, got {scale}")
+    try:
+        return vlc.vegalite_to_png(
+            chart_spec(chart), vl_version=_vegalite_version(), scale=scale, allowed_base_urls=[]
+        )
+    except ValueError as error:
+        raise AnalysisError(f"the chart could not be exported as PNG: {error}") from error
+
+
+def table_to_csv(frame: pd.DataFrame) -> bytes:
+    """UTF-8 CSV of a table, without the index; missing values are empty cells."""
+    return frame.to_csv(index=False, lineterminator="\n").encode("utf-8")
+
+
+def safe_filename(text: str, default: str = "magdash") -> str:
+    """A download file name stem from user text (model names may contain anything)."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._-")
+    return stem[:120] or default

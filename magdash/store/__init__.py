@@ -1,0 +1,23 @@
+"""The DuckDB store: one :class:`Store` that owns every SQL statement on a store file.
+
+- :mod:`~magdash.store.database`: the :class:`Store` and its queries;
+- :mod:`~magdash.store.connection`: opening the file, DuckDB's lock, retry, storage failures;
+- :mod:`~magdash.store.schema`: tables, schema version, migrations;
+- :mod:`~magdash.store.codec`: one table per (model, layer), vectors as float32 blobs;
+- :mod:`~magdash.store.npz`: npz files in and out;
+- :mod:`~magdash.store.keys`: keys of cached results;
+- :mod:`~magdash.store.records`: what the store hands out (:class:`ModelRecord`, :class:`LayerData`).
+"""
+
+from magdash.store.codec import vector_table
+from magdash.store.connection import DEFAULT_STORE, STORE_ENV, default_store_path
+from magdash.store.database import Store, nonfinite_counts_in
+from magdash.store.keys import result_key
+from magdash.store.npz import import_inputs, read_npz, validate_import_arrays
+from magdash.store.records import LayerData, ModelRecord
+from magdash.store.schema import SCHEMA_VERSION
+
+__all__ = [
+    "DEFAULT_STORE", "SCHEMA_VERSION", "STORE_ENV", "LayerData", "ModelRecord", "Store", "default_store_path",
+    "import_inputs", "nonfinite_counts_in", "read_npz", "result_key", "validate_import_arrays", "vector_table",
+]

@@ -1,0 +1,220 @@
+"""Opening a store file: DuckDB's one-writer lock, retry, and storage failures as messages.
+
+DuckDB lets one process at a time hold a file open for writing. A store therefore never keeps
+a connection: every operation opens one, does its work and closes it, retrying while another
+process holds the lock. A CLI extraction and the dashboard can share one store; each waits at
+most for the other's current batch. Storage failures while writing (a full disk, a damaged
+file) become a :class:`~magdash.errors.StoreError` that says what was kept and what to do; the
+transaction under way is rolled back, so what was stored before it is kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import duckdb
+
+from magdash.errors import StoreError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_STORE = Path("cache") / "magdash.duckdb"
+STORE_ENV = "MAGDASH_STORE"
+LOCK_TIMEOUT_ENV = "MAGDASH_LOCK_TIMEOUT"
+DEFAULT_LOCK_TIMEOUT_S = 120.0
+_FIRST_RETRY_DELAY_S = 0.02
+# Hidden-state floats barely compress, yet analysing them for compression made every
+# checkpoint (each connection close) several times slower; see bench/extract.py.
+_CONNECTION_CONFIG = {"force_compression": "uncompressed"}
+
+# Failures of the storage itself rather than of a statement: they are reported as StoreError.
+_STORAGE_ERRORS = (
+    duckdb.IOException,
+    duckdb.SerializationException,
+    duckdb.InternalException,
+    duckdb.FatalException,
+    duckdb.OutOfMemoryException,
+    duckdb.PermissionException,
+)
+
+# One lock per store file inside this process: DuckDB refuses a second connection with a
+# different configuration, and Streamlit serves every browser session from one process.
+_PROCESS_LOCKS: dict[str, threading.RLock] = {}
+_PROCESS_LOCKS_GUARD = threading.Lock()
+
+
+def default_store_path() -> Path:
+    return Path(os.environ.get(STORE_ENV) or DEFAULT_STORE)
+
+
+def _process_lock(path: str) -> threading.RLock:
+    with _PROCESS_LOCKS_GUARD:
+        return _PROCESS_LOCKS.setdefault(path, threading.RLock())
+
+
+def _is_lock_conflict(error: Exception) -> bool:
+    message = str(error).lower()
+    return "lock" in message and ("conflicting" in message or "could not set" in message)
+
+
+def _is_storage_failure(error: duckdb.Error) -> bool:
+    """A failure of the file rather than of a statement. DuckDB raises its bare ``Error`` for a
+    block whose checksum does not match (a damaged file)."""
+    return isinstance(error, _STORAGE_ERRORS) or type(error) in (duckdb.Error, duckdb.DatabaseError) or _disk_is_full(error)
+
+
+def _disk_is_full(error: Exception) -> bool:
+    text = str(error).lower()
+    return "no space left" in text or "file too large" in text or "disk quota" in text
+
+
+# DuckDB writes a main header and two database headers, 4 KiB each, before any data block.
+_DUCKDB_HEADERS_BYTES = 3 * 4096
+
+
+def _remove_if_creation_was_interrupted(path: Path) -> None:
+    """Delete a store file that provably holds no data, so a run killed while creating the store
+    does not block every later run: the file is empty or a DuckDB header cut short, there is no
+    write-ahead log beside it, and no process has it open (DuckDB holds an fcntl lock on it).
+    Any other file is left for DuckDB to open or refuse.
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows: no fcntl, so no safe way to know the file is unused
+        return
+    try:
+        size = path.stat().st_size
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if size >= _DUCKDB_HEADERS_BYTES or Path(f"{path}.wal").exists():
+        return
+    try:
+        with open(path, "rb+") as handle:
+            if size and handle.read(12)[8:12] != b"DUCK":
+                return
+            # Fails while another process holds the file: it is creating the store right now.
+            fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            log.warning("store %s holds no data (its creation was interrupted); starting it afresh", path)
+            path.unlink()
+    except OSError:
+        return
+
+
+class StoreFile:
+    """One store file: short connections and transactions on it, with lock retry."""
+
+    def __init__(self, path: str | os.PathLike | None = None, *, lock_timeout_s: float | None = None):
+        self.path = Path(path) if path else default_store_path()
+        if lock_timeout_s is None:
+            lock_timeout_s = float(os.environ.get(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT_S))
+        self.lock_timeout_s = lock_timeout_s
+        try:
+            is_folder = self.path.is_dir()
+            self._lock_key = str(self.path.resolve())
+        except (OSError, ValueError) as error:
+            # A name too long for the file system, or one with a NUL byte, cannot be a file.
+            shown = str(self.path) if len(str(self.path)) <= 80 else str(self.path)[:77] + "..."
+            reason = error.strerror if isinstance(error, OSError) else str(error)
+            raise StoreError(
+                f"cannot use {shown!r} as a store file ({reason}); give a path such as cache/magdash.duckdb"
+            ) from None
+        if is_folder:
+            raise StoreError(f"store path {str(self.path)!r} is a folder: give a file name such as magdash.duckdb")
+
+    @contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with _process_lock(self._lock_key):
+            connection = self._open_with_retry()
+            try:
+                try:
+                    yield connection
+                finally:
+                    connection.close()
+            except duckdb.Error as error:
+                # A commit that cannot write its log fails as a TransactionException, which
+                # otherwise means a conflict: only the text tells a full disk apart.
+                if _is_storage_failure(error):
+                    raise self._storage_error(error) from None
+                raise
+
+    def _storage_error(self, error: duckdb.Error) -> StoreError:
+        """The message for a failure of the store file itself, saying what was kept and what to do."""
+        first_line = str(error).splitlines()[0]
+        text = str(error).lower()
+        where = repr(str(self.path))
+        if _disk_is_full(error):
+            return StoreError(
+                f"the disk is full: could not write store {where} ({first_line}). Everything stored "
+                "before this write is kept; free some space (or move the store with --store) and run "
+                "again to carry on where it stopped"
+            )
+        if isinstance(error, duckdb.OutOfMemoryException):
+            return StoreError(
+                f"DuckDB ran out of memory working on store {where} ({first_line}). Everything stored "
+                "before is kept; free memory or lower --batch-size and run again"
+            )
+        if "permission denied" in text or isinstance(error, duckdb.PermissionException):
+            return StoreError(f"cannot write store {where}: permission denied; point --store at a file you can write")
+        return StoreError(
+            f"store {where} is damaged or unreadable ({first_line}); the operation was rolled back. "
+            "Restore the store from a copy, or point --store at another file"
+        )
+
+    def _open_with_retry(self) -> duckdb.DuckDBPyConnection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreError(f"cannot create the store folder {str(self.path.parent)!r}: {error.strerror}") from None
+        _remove_if_creation_was_interrupted(self.path)
+        deadline = time.monotonic() + self.lock_timeout_s
+        delay = _FIRST_RETRY_DELAY_S
+        while True:
+            existed = self.path.exists()
+            try:
+                return duckdb.connect(str(self.path), config=_CONNECTION_CONFIG)
+            except duckdb.IOException as error:
+                if _disk_is_full(error):
+                    if not existed:  # a header cut short by the full disk: leave nothing behind
+                        for leftover in (self.path, Path(f"{self.path}.wal")):
+                            leftover.unlink(missing_ok=True)
+                    raise self._storage_error(error) from None
+                if not _is_lock_conflict(error):
+                    raise StoreError(
+                        f"cannot open store {str(self.path)!r}: it is not a readable DuckDB file "
+                        f"({str(error).splitlines()[0]}); point --store at another file"
+                    ) from None
+                if time.monotonic() > deadline:
+                    raise StoreError(
+                        f"store {str(self.path)!r} stayed busy for {self.lock_timeout_s:.0f} s "
+                        "(another process is writing to it); try again when it finishes"
+                    ) from None
+                if delay == _FIRST_RETRY_DELAY_S:
+                    log.info("store %s is busy in another process; waiting up to %.0f s", self.path, self.lock_timeout_s)
+                time.sleep(delay)
+                delay = min(delay * 1.5, 0.5)
+            except duckdb.Error as error:
+                raise StoreError(
+                    f"cannot open store {str(self.path)!r}: {str(error).splitlines()[0]}; "
+                    "point --store at another file"
+                ) from None
+
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self.connect() as connection:
+            connection.begin()
+            try:
+                yield connection
+            except BaseException:
+                # A failed write may already have aborted the transaction; the original error matters.
+                with suppress(duckdb.Error):
+                    connection.rollback()
+                raise
+            connection.commit()
+

@@ -1,0 +1,469 @@
+"""The one :class:`Store`: every SQL statement on a magdash store file.
+
+Vectors are content-addressed. A stored vector is keyed by the model's identity
+(``model_id``: weights fingerprint, dtype, transformers version, token position) and the
+stimulus item's key (sentence text plus the number's character span), so extracting what is
+stored is a no-op and a killed run resumes with only what is missing. Each batch is written in
+one transaction together with its completion markers, so a crash never leaves half a batch.
+
+Connections, locking and retry are :mod:`magdash.store.connection`'s, the schema and its
+migrations :mod:`magdash.store.schema`'s, the vector layout :mod:`magdash.store.codec`'s and
+the npz layout :mod:`magdash.store.npz`'s.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from magdash.errors import StoreError
+from magdash.overflow import nonfinite_rows
+from magdash.stimuli import StimulusSet, check_reserved_name
+from magdash.store import npz
+from magdash.store.codec import decode_vectors_into, encode_vectors, vector_table
+from magdash.store.connection import StoreFile
+from magdash.store.records import LayerData, ModelRecord
+from magdash.store.schema import ensure_schema, insert_nonfinite, schema_version
+
+# Rows decoded at a time when a layer is read: bounds what is held beside the layer itself.
+_READ_BATCH_BYTES = 32 << 20
+
+
+class Store:
+    """A magdash store file. Cheap to create; holds no connection between calls."""
+
+    def __init__(self, path: str | os.PathLike | None = None, *, lock_timeout_s: float | None = None):
+        self._file = StoreFile(path, lock_timeout_s=lock_timeout_s)
+        self.path = self._file.path
+        self.lock_timeout_s = self._file.lock_timeout_s
+        ensure_schema(self._file)
+
+    def schema_version(self) -> int:
+        return schema_version(self._file)
+
+    # -- models ------------------------------------------------------------------------
+
+    def register_model(self, record: ModelRecord) -> None:
+        """Add a model under its name; the same identity again is a no-op.
+
+        A different checkpoint under a taken name is refused rather than mixed in, so two
+        checkpoints never share cache entries and nothing stored is overwritten.
+        """
+        with self._file.transaction() as connection:
+            _register_model(connection, record)
+
+    def register(self, stimuli: StimulusSet, record: ModelRecord, *, join_stored: bool = False) -> str:
+        """Register a stimulus set and a model in one transaction: if either is refused, neither is stored.
+
+        With ``join_stored`` (for a set name magdash chose) sentences already stored under another
+        name join that set. Returns the name the set is stored under.
+        """
+        with self._file.transaction() as connection:
+            if join_stored:
+                stimuli = _as_stored(connection, stimuli)
+            _register_stimulus_set(connection, stimuli)
+            _register_model(connection, record)
+        return stimuli.name
+
+    def model_record(self, name: str) -> ModelRecord:
+        with self._file.connect() as connection:
+            row = connection.execute(
+                "SELECT name, model_id, source, fingerprint, dtype, transformers_version, architecture,"
+                " n_blocks, hidden_size, layer_labels, position, is_random FROM models WHERE name = ?",
+                [name],
+            ).fetchone()
+        if row is None:
+            known = ", ".join(self.model_names()) or "none yet"
+            raise StoreError(f"no model named {name!r} in the store (stored: {known}); extract or import it first")
+        return ModelRecord(
+            name=row[0], model_id=row[1], source=row[2], fingerprint=row[3], dtype=row[4],
+            transformers_version=row[5], architecture=row[6], n_blocks=int(row[7]),
+            hidden_size=int(row[8]), layer_labels=tuple(json.loads(row[9])), position=row[10],
+            is_random=bool(row[11]),
+        )
+
+    def find_model_by_id(self, model_id: str) -> str | None:
+        with self._file.connect() as connection:
+            row = connection.execute(
+                "SELECT name FROM models WHERE model_id = ? ORDER BY created_at LIMIT 1", [model_id]
+            ).fetchone()
+        return None if row is None else row[0]
+
+    def model_names(self) -> list[str]:
+        with self._file.connect() as connection:
+            rows = connection.execute("SELECT name FROM models ORDER BY name").fetchall()
+        return [r[0] for r in rows]
+
+    def list_models(self) -> pd.DataFrame:
+        """Every stored model with its identity and the stimulus sets it has, complete or not."""
+        with self._file.connect() as connection:
+            models = connection.execute(
+                "SELECT name, model_id, source, architecture, n_blocks, hidden_size, dtype, position,"
+                " is_random, fingerprint, transformers_version, created_at FROM models ORDER BY name"
+            ).df()
+            progress = self._progress_query(connection)
+            flagged = connection.execute(
+                "SELECT model_id, list(DISTINCT layer ORDER BY layer) AS layers FROM nonfinite GROUP BY model_id"
+            ).fetchall()
+        complete = progress[progress["done"] == progress["total"]]
+        sets = complete.groupby("model_id")["set_name"].apply(lambda s: ", ".join(sorted(s)))
+        models["stimulus_sets"] = models["model_id"].map(sets).fillna("")
+        layers = {model_id: ", ".join(map(str, flagged_layers)) for model_id, flagged_layers in flagged}
+        models["nonfinite_layers"] = models["model_id"].map(layers).fillna("")
+        return models
+
+    def _progress_query(self, connection: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+        return connection.execute(
+            """
+            WITH totals AS (SELECT set_name, count(*) AS total FROM stimulus_items GROUP BY set_name),
+                 hits AS (
+                    SELECT d.model_id, i.set_name, count(*) AS done
+                    FROM done d JOIN stimulus_items i ON i.item_key = d.item_key
+                    GROUP BY d.model_id, i.set_name)
+            SELECT h.model_id, h.set_name, h.done, t.total
+            FROM hits h JOIN totals t USING (set_name)
+            """
+        ).df()
+
+    def extraction_progress(self) -> pd.DataFrame:
+        """One row per (model, stimulus set) with stored and total item counts."""
+        with self._file.connect() as connection:
+            progress = self._progress_query(connection)
+            names = connection.execute("SELECT name, model_id FROM models").df()
+        merged = names.merge(progress, on="model_id")
+        return merged[["name", "set_name", "done", "total"]].sort_values(["name", "set_name"], ignore_index=True)
+
+    # -- stimulus sets -----------------------------------------------------------------
+
+    def register_stimulus_set(self, stimuli: StimulusSet) -> None:
+        """Store a stimulus set; the same content again is a no-op, a changed one is refused, and
+        so is a new name for sentences stored under another (one content is one set: see
+        :meth:`known_as`)."""
+        with self._file.transaction() as connection:
+            _register_stimulus_set(connection, stimuli)
+
+    def known_as(self, stimuli: StimulusSet) -> StimulusSet:
+        """``stimuli`` under the name its sentences are stored as, when that is another name.
+
+        For names magdash chose itself (a default), so that the same sentences never become a
+        second set: a model would then have both, and every analysis would ask which one.
+        """
+        with self._file.connect() as connection:
+            return _as_stored(connection, stimuli)
+
+    def stimulus_set(self, name: str) -> StimulusSet:
+        with self._file.connect() as connection:
+            row = connection.execute(
+                "SELECT carriers, magnitudes FROM stimulus_sets WHERE name = ?", [name]
+            ).fetchone()
+        if row is None:
+            known = ", ".join(self.stimulus_set_names()) or "none yet"
+            raise StoreError(f"no stimulus set named {name!r} in the store (stored: {known})")
+        return StimulusSet(name, tuple(json.loads(row[0])), tuple(json.loads(row[1])))
+
+    def stimulus_set_names(self) -> list[str]:
+        with self._file.connect() as connection:
+            rows = connection.execute("SELECT name FROM stimulus_sets ORDER BY name").fetchall()
+        return [r[0] for r in rows]
+
+    def stimulus_sets_for(self, name: str) -> list[str]:
+        """The stimulus sets completely extracted for model ``name``."""
+        model_id = self.model_record(name).model_id
+        with self._file.connect() as connection:
+            progress = self._progress_query(connection)
+        rows = progress[(progress["model_id"] == model_id) & (progress["done"] == progress["total"])]
+        return sorted(rows["set_name"])
+
+    def resolve_stimuli(self, name: str, stimuli: str | None) -> str:
+        """The stimulus set to use: the one asked for, else the model's only complete set."""
+        available = self.stimulus_sets_for(name)
+        if stimuli is not None:
+            if stimuli not in available:
+                listed = ", ".join(available) or "none"
+                raise StoreError(
+                    f"model {name!r} has no complete stimulus set {stimuli!r} (it has: {listed}); "
+                    "extract it first"
+                )
+            return stimuli
+        if len(available) == 1:
+            return available[0]
+        if not available:
+            raise StoreError(f"model {name!r} has no complete stimulus set yet; run extract first")
+        raise StoreError(
+            f"model {name!r} has several stimulus sets ({', '.join(available)}); choose one with --stimuli"
+        )
+
+    # -- vectors -----------------------------------------------------------------------
+
+    def missing_item_keys(self, model_id: str, set_name: str) -> set[str]:
+        with self._file.connect() as connection:
+            rows = connection.execute(
+                "SELECT item_key FROM stimulus_items WHERE set_name = ? "
+                "EXCEPT SELECT item_key FROM done WHERE model_id = ?",
+                [set_name, model_id],
+            ).fetchall()
+        return {r[0] for r in rows}
+
+    def write_vectors(self, model_id: str, item_keys: Sequence[str], vectors: np.ndarray) -> int:
+        """Store ``vectors`` (n_items, n_layers, d) for ``item_keys`` in one transaction.
+
+        Items already marked done (another run got there first) are skipped, so concurrent
+        extractions of the same model never duplicate rows. Returns how many items were written.
+        """
+        vectors = np.asarray(vectors)
+        if vectors.ndim != 3 or vectors.shape[0] != len(item_keys):
+            raise ValueError("vectors must have shape (len(item_keys), n_layers, d)")
+        with self._file.transaction() as connection:
+            connection.register("batch_keys", pa.table({"item_key": list(item_keys)}))
+            already = {
+                r[0] for r in connection.execute(
+                    "SELECT d.item_key FROM done d JOIN batch_keys b USING (item_key) WHERE d.model_id = ?",
+                    [model_id],
+                ).fetchall()
+            }
+            connection.unregister("batch_keys")
+            keep = []
+            for index, key in enumerate(item_keys):
+                if key not in already:
+                    already.add(key)
+                    keep.append(index)
+            if not keep:
+                return 0
+            kept = vectors[keep]
+            keys = pa.array([item_keys[i] for i in keep])
+            for layer in range(vectors.shape[1]):
+                table = vector_table(model_id, layer)
+                connection.execute(f"CREATE TABLE IF NOT EXISTS {table} (item_key VARCHAR, vec BLOB)")
+                connection.register("batch_rows", pa.table({"item_key": keys, "vec": encode_vectors(kept[:, layer])}))
+                connection.execute(f"INSERT INTO {table} SELECT * FROM batch_rows")
+                connection.unregister("batch_rows")
+            flagged_items, flagged_layers = np.nonzero(nonfinite_rows(kept))
+            insert_nonfinite(connection, model_id, flagged_layers.tolist(), [item_keys[keep[i]] for i in flagged_items])
+            connection.register("batch_done", pa.table({"model_id": [model_id] * len(keys), "item_key": keys}))
+            connection.execute("INSERT INTO done SELECT * FROM batch_done")
+            connection.unregister("batch_done")
+        return len(keep)
+
+    def nonfinite_summary(self) -> pd.DataFrame:
+        """(name, set_name, layer, vectors): how many stored vectors hold Inf or NaN, where any do."""
+        with self._file.connect() as connection:
+            return connection.execute(
+                "SELECT m.name, i.set_name, n.layer, count(*) AS vectors FROM nonfinite n "
+                "JOIN models m ON m.model_id = n.model_id JOIN stimulus_items i ON i.item_key = n.item_key "
+                "GROUP BY m.name, i.set_name, n.layer ORDER BY m.name, i.set_name, n.layer"
+            ).df()
+
+    def nonfinite_counts(self, name: str, stimuli: str) -> dict[int, int]:
+        """Layer -> how many of the stimulus set's stored vectors hold Inf or NaN (flagged layers only)."""
+        self.model_record(name)  # an unknown model is an error, not "nothing flagged"
+        return nonfinite_counts_in(self.nonfinite_summary(), name, stimuli)
+
+    def read_layer(self, name: str, stimuli: str, layer: int) -> LayerData:
+        """One layer's vectors as a (n_magnitudes, n_carriers, d) float32 array."""
+        return next(self.read_layers(name, stimuli, [layer]))
+
+    def read_layers(self, name: str, stimuli: str, layers: Sequence[int] | None = None) -> Iterator[LayerData]:
+        """Yield layers one at a time (all by default).
+
+        This generator keeps no reference to a layer it has yielded, and a layer's rows are
+        decoded in batches straight into its array, so while the next layer is read memory holds
+        that layer, one batch of rows, and whatever the caller still keeps of the previous one.
+        Each layer is read on its own short connection, so a writer in another process waits at
+        most for one layer read, never for the caller's work between layers.
+        """
+        record = self.model_record(name)
+        stimulus_set = self.stimulus_set(stimuli)
+        layers = range(record.n_layers) if layers is None else list(layers)
+        for layer in layers:
+            if not 0 <= layer < record.n_layers:
+                raise StoreError(f"layer {layer} does not exist for {name!r}: use 0..{record.n_layers - 1}")
+        position = {item.key: index for index, item in enumerate(stimulus_set.items)}
+        for layer in layers:
+            yield self._read_layer(record, stimulus_set, position, layer)
+
+    def _read_layer(
+        self, record: ModelRecord, stimulus_set: StimulusSet, position: dict[str, int], layer: int
+    ) -> LayerData:
+        n_magnitudes, n_carriers = len(stimulus_set.magnitudes), len(stimulus_set.carriers)
+        vectors = np.empty((n_magnitudes, n_carriers, record.hidden_size), dtype=np.float32)
+        flat = vectors.reshape(-1, record.hidden_size)
+        table = vector_table(record.model_id, layer)
+        found = 0
+        with self._file.connect() as connection:
+            exists = connection.execute(
+                "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [table]
+            ).fetchall()[0][0]
+            if exists:
+                reader = connection.sql(
+                    f"SELECT item_key, vec FROM {table} "
+                    "WHERE item_key IN (SELECT item_key FROM stimulus_items WHERE set_name = ?)",
+                    params=[stimulus_set.name],
+                ).to_arrow_reader(max(1, _READ_BATCH_BYTES // (4 * record.hidden_size)))
+                for batch in reader:
+                    keys = batch.column(0).to_pylist()
+                    if found + len(keys) <= len(flat):
+                        targets = np.fromiter((position[key] for key in keys), dtype=np.int64, count=len(keys))
+                        decode_vectors_into(flat, targets, pa.chunked_array([batch.column(1)]))
+                    found += len(keys)
+        if found != len(flat):
+            raise StoreError(
+                f"model {record.name!r} has {found} of {len(flat)} vectors of stimulus set "
+                f"{stimulus_set.name!r} at layer {layer}; run extract again to finish it"
+            )
+        return LayerData(
+            layer=layer,
+            label=record.layer_labels[layer],
+            magnitudes=np.asarray(stimulus_set.magnitudes, dtype=np.float64),
+            carriers=list(stimulus_set.carriers),
+            vectors=vectors,
+        )
+
+    def data_fingerprint(self, name: str, stimuli: str) -> str:
+        """Changes whenever the vectors behind (model, stimulus set) can have changed."""
+        record = self.model_record(name)
+        stimulus_set = self.stimulus_set(stimuli)
+        missing = len(self.missing_item_keys(record.model_id, stimuli))
+        payload = f"{record.model_id}|{stimulus_set.content_hash}|{missing}"
+        return hashlib.sha1(payload.encode()).hexdigest()[:20]
+
+    # -- analysis cache ----------------------------------------------------------------
+
+    def get_result(self, key: str) -> bytes | None:
+        with self._file.connect() as connection:
+            row = connection.execute("SELECT payload FROM results WHERE key = ?", [key]).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def put_result(self, key: str, kind: str, payload: bytes) -> None:
+        with self._file.transaction() as connection:
+            connection.execute("DELETE FROM results WHERE key = ?", [key])
+            connection.execute("INSERT INTO results (key, kind, payload) VALUES (?, ?, ?)", [key, kind, payload])
+
+    # -- frequency sources -------------------------------------------------------------
+
+    def put_frequency_source(self, name: str, counts: pd.DataFrame, provenance: dict) -> None:
+        """Store (or replace) a frequency source: ``counts`` has columns number and count."""
+        if not isinstance(name, str) or not name.strip():
+            raise StoreError("a frequency source needs a non-empty name")
+        table = pa.table({
+            "source": [name] * len(counts),
+            "number": pd.to_numeric(counts["number"]).astype("int64").to_numpy(),
+            "count": pd.to_numeric(counts["count"]).astype("int64").to_numpy(),
+        })
+        with self._file.transaction() as connection:
+            connection.execute("DELETE FROM frequency_counts WHERE source = ?", [name])
+            connection.execute("DELETE FROM frequency_sources WHERE name = ?", [name])
+            connection.execute(
+                "INSERT INTO frequency_sources (name, provenance) VALUES (?, ?)", [name, json.dumps(provenance)]
+            )
+            connection.register("new_counts", table)
+            connection.execute("INSERT INTO frequency_counts SELECT * FROM new_counts")
+            connection.unregister("new_counts")
+
+    def get_frequency_source(self, name: str) -> tuple[pd.DataFrame, dict]:
+        with self._file.connect() as connection:
+            row = connection.execute("SELECT provenance FROM frequency_sources WHERE name = ?", [name]).fetchone()
+            if row is None:
+                raise StoreError(f"no frequency source named {name!r} in the store")
+            counts = connection.execute(
+                "SELECT number, count FROM frequency_counts WHERE source = ? ORDER BY number", [name]
+            ).df()
+        return counts, json.loads(row[0])
+
+    def list_frequency_sources(self) -> pd.DataFrame:
+        with self._file.connect() as connection:
+            return connection.execute(
+                """
+                SELECT s.name, count(c.number) AS n_numbers, coalesce(sum(c.count), 0) AS total, s.provenance
+                FROM frequency_sources s LEFT JOIN frequency_counts c ON c.source = s.name
+                GROUP BY s.name, s.provenance ORDER BY s.name
+                """
+            ).df()
+
+    # -- npz import and export -----------------------------------------------------------
+
+    # Stored through register() and write_vectors(): the npz layout speaks no SQL of its own.
+    import_arrays = npz.import_arrays
+    export_arrays = npz.export_arrays
+
+
+def _register_model(connection: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:
+    row = connection.execute(
+        "SELECT model_id, fingerprint, dtype FROM models WHERE name = ?", [record.name]
+    ).fetchone()
+    if row is not None:
+        if row[0] == record.model_id:
+            return
+        raise StoreError(
+            f"the store already holds a different model named {record.name!r} "
+            f"(fingerprint {row[1][:12]}, {row[2]}); pass --name to store this one under another name"
+        )
+    values = asdict(record)
+    values["layer_labels"] = json.dumps(list(record.layer_labels))
+    columns = list(values)
+    connection.execute(
+        f"INSERT INTO models ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+        [values[c] for c in columns],
+    )
+
+
+def _register_stimulus_set(connection: duckdb.DuckDBPyConnection, stimuli: StimulusSet) -> None:
+    check_reserved_name(stimuli)
+    row = connection.execute("SELECT content_hash FROM stimulus_sets WHERE name = ?", [stimuli.name]).fetchone()
+    if row is not None:
+        if row[0] == stimuli.content_hash:
+            return
+        raise StoreError(
+            f"a different stimulus set named {stimuli.name!r} is already stored; choose another name with --stimuli"
+        )
+    stored = _stored_name_for_content(connection, stimuli.content_hash)
+    if stored is not None:
+        raise StoreError(
+            f"the stored stimulus set {stored!r} holds these same sentences: use the name {stored!r} "
+            "(or leave the name out) rather than a second name for them"
+        )
+    connection.execute(
+        "INSERT INTO stimulus_sets (name, content_hash, carriers, magnitudes) VALUES (?, ?, ?, ?)",
+        [stimuli.name, stimuli.content_hash, json.dumps(list(stimuli.carriers)), json.dumps(list(stimuli.magnitudes))],
+    )
+    items = pa.table({
+        "set_name": [stimuli.name] * len(stimuli.items),
+        "magnitude": [item.magnitude for item in stimuli.items],
+        "carrier_index": [item.carrier_index for item in stimuli.items],
+        "item_key": [item.key for item in stimuli.items],
+        "sentence": [item.sentence for item in stimuli.items],
+        "span_start": [item.start for item in stimuli.items],
+        "span_end": [item.end for item in stimuli.items],
+    })
+    connection.register("new_items", items)
+    connection.execute("INSERT INTO stimulus_items SELECT * FROM new_items")
+    connection.unregister("new_items")
+
+
+def _stored_name_for_content(connection: duckdb.DuckDBPyConnection, content_hash: str) -> str | None:
+    row = connection.execute(
+        "SELECT name FROM stimulus_sets WHERE content_hash = ? ORDER BY created_at, name LIMIT 1", [content_hash]
+    ).fetchone()
+    return None if row is None else row[0]
+
+
+def _as_stored(connection: duckdb.DuckDBPyConnection, stimuli: StimulusSet) -> StimulusSet:
+    """``stimuli`` renamed to the stored set holding the same sentences, if there is one."""
+    stored = _stored_name_for_content(connection, stimuli.content_hash)
+    if stored is None or stored == stimuli.name:
+        return stimuli
+    return StimulusSet(stored, stimuli.carriers, stimuli.magnitudes)
+
+
+def nonfinite_counts_in(summary: pd.DataFrame, name: str, stimuli: str) -> dict[int, int]:
+    """Layer -> flagged vectors of (``name``, ``stimuli``) in a :meth:`Store.nonfinite_summary`."""
+    rows = summary[(summary["name"] == name) & (summary["set_name"] == stimuli)]
+    return {int(layer): int(count) for layer, count in zip(rows["layer"], rows["vectors"], strict=True)}
+

@@ -1,0 +1,264 @@
+"""Hidden states as npz files: reading one safely, checking its arrays, and the import/export
+layout shared with the paper's scripts (``per_carrier`` of shape (n_magnitudes, n_carriers,
+n_layers, d), and optional ``magnitudes``, ``carriers``, ``layer_labels`` and ``n_blocks``:
+the paper's own files hold only ``per_carrier``, and the user says what the rest is).
+
+Files are read without pickle. An import is stored through :class:`~magdash.store.Store`
+like an extraction, under a model identity hashed from the arrays, so importing the same file
+twice is a no-op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from magdash.errors import StoreError
+from magdash.models import LAST_LAYER_CHOICES, POST_NORM_LABEL
+from magdash.stimuli import (
+    MAX_SET_NAME_CHARS,
+    PAPER_CARRIERS,
+    PAPER_MAGNITUDES,
+    PAPER_SET_NAME,
+    PLACEHOLDER,
+    StimulusSet,
+)
+from magdash.store.records import ModelRecord
+
+if TYPE_CHECKING:
+    from magdash.store.database import Store
+
+
+def import_arrays(
+    store: Store,
+    name: str,
+    per_carrier: np.ndarray,
+    magnitudes: Sequence[float] | None,
+    *,
+    carriers: Sequence[str] | None = None,
+    layer_labels: Sequence[str] | None = None,
+    stimuli: str | None = None,
+    source: str = "import",
+    n_blocks: int | None = None,
+    last_layer: str = "block",
+) -> tuple[ModelRecord, str]:
+    """Store hidden states extracted elsewhere as model ``name``.
+
+    ``per_carrier`` has shape (n_magnitudes, n_carriers, n_layers, d). Carriers that are
+    templates with ``{n}`` keep their sentences (and so match a stimulus set extracted here,
+    such as the paper's); other labels become templates ``"<label> {n}"``. Without a
+    ``stimuli`` name the set takes the name its sentences are already stored under, else
+    'paper' for the paper's, else ``<name>-stimuli``. ``last_layer="post-norm"`` says the
+    last stored layer is the output of the final norm with no pre-norm copy before it (the
+    paper's files: transformers' ``hidden_states[-1]``): it is labelled so, and the model
+    has one block fewer than layers past the embeddings, which keeps it out of the default
+    core band. ``n_blocks`` gives the block count otherwise read from the labels. The
+    model's identity is a hash of the arrays, so importing the same file twice is a no-op.
+    Returns the stored record and the stimulus set's name.
+    """
+    per_carrier, magnitudes, carriers, layer_labels = validate_import_arrays(
+        per_carrier, magnitudes, carriers, layer_labels
+    )
+    n_magnitudes, n_carriers, n_layers, dim = per_carrier.shape
+    layer_labels, n_blocks = _imported_layers(layer_labels, n_blocks, last_layer)
+    digest = hashlib.sha256()
+    digest.update(np.ascontiguousarray(per_carrier).tobytes())
+    digest.update(json.dumps([magnitudes, carriers, layer_labels, n_blocks]).encode())
+    fingerprint = f"sha256:{digest.hexdigest()[:32]}"
+    model_id = hashlib.sha1(f"{fingerprint}|import".encode()).hexdigest()[:20]
+    set_name = stimuli if stimuli is not None else _import_set_name(name, carriers, magnitudes, fingerprint)
+    stimulus_set = StimulusSet(set_name, tuple(carriers), tuple(magnitudes))
+    record = ModelRecord(
+        name=name, model_id=model_id, source=source, fingerprint=fingerprint, dtype="float32",
+        transformers_version="", architecture="imported", n_blocks=n_blocks,
+        hidden_size=dim, layer_labels=tuple(layer_labels), position="imported", is_random=False,
+    )
+    set_name = store.register(stimulus_set, record, join_stored=stimuli is None)
+    index = {(item.magnitude, item.carrier_index): item.key for item in stimulus_set.items}
+    keys = [index[(m, c)] for m in stimulus_set.magnitudes for c in range(n_carriers)]
+    order = np.argsort(magnitudes, kind="stable")
+    flat = per_carrier[order].reshape(n_magnitudes * n_carriers, n_layers, dim)
+    chunk = max(1, (64 << 20) // max(1, n_layers * dim * 4))
+    for start in range(0, len(keys), chunk):
+        store.write_vectors(model_id, keys[start:start + chunk], flat[start:start + chunk])
+    return record, set_name
+
+
+def export_arrays(store: Store, name: str, stimuli: str) -> dict[str, np.ndarray]:
+    """The reference layout: per_carrier (n_magnitudes, n_carriers, n_layers, d), labels and
+    the block count (so that an import gives back the same core band)."""
+    record = store.model_record(name)
+    layers = list(store.read_layers(name, stimuli))
+    return {
+        "per_carrier": np.stack([layer.vectors for layer in layers], axis=2).astype(np.float32),
+        "magnitudes": layers[0].magnitudes,
+        "carriers": np.asarray(layers[0].carriers, dtype=str),
+        "layer_labels": np.asarray(record.layer_labels, dtype=str),
+        "n_blocks": np.asarray(record.n_blocks),
+    }
+
+
+def _imported_layers(
+    layer_labels: Sequence[str], n_blocks: int | None, last_layer: str
+) -> tuple[list[str], int]:
+    """The labels and block count of imported layers.
+
+    ``last_layer="post-norm"``: the last layer is the final norm's output of the last block,
+    L = n_layers - 1. Else ``n_blocks`` when given, else read from the labels: all layers but
+    the embeddings, and but a trailing post-norm layer (a magdash export: L+1 is post-norm).
+    """
+    labels = list(layer_labels)
+    n_layers = len(labels)
+    if last_layer not in LAST_LAYER_CHOICES:
+        raise StoreError(f"last layer must be one of {', '.join(LAST_LAYER_CHOICES)}, got {last_layer!r}")
+    if last_layer == "post-norm":
+        if n_layers < 3:
+            raise StoreError(f"{n_layers} layers cannot end in a post-norm layer: it needs the embeddings and two more")
+        if n_blocks is not None and int(n_blocks) != n_layers - 1:
+            raise StoreError(
+                f"the file says {int(n_blocks)} blocks, but a post-norm last layer after {n_layers - 1} layers "
+                f"means {n_layers - 1}: leave out the post-norm option or fix n_blocks"
+            )
+        labels[-1] = POST_NORM_LABEL
+        return labels, n_layers - 1
+    if n_blocks is not None:
+        if not 1 <= int(n_blocks) <= n_layers - 1:
+            raise StoreError(f"n_blocks is {int(n_blocks)}: with {n_layers} layers it must be 1..{n_layers - 1}")
+        return labels, int(n_blocks)
+    extra = 2 if n_layers > 2 and "post-norm" in labels[-1].lower() else 1
+    return labels, max(n_layers - extra, 1)
+
+
+def _import_set_name(name: str, carriers: Sequence[str], magnitudes: Sequence[int], fingerprint: str) -> str:
+    if tuple(carriers) == PAPER_CARRIERS and tuple(sorted(magnitudes)) == PAPER_MAGNITUDES:
+        return PAPER_SET_NAME
+    derived = f"{name}-stimuli"
+    # A model name too long to carry a set name must not be refused for a name the user never gave.
+    return derived if len(derived) <= MAX_SET_NAME_CHARS else f"import-{fingerprint.removeprefix('sha256:')[:16]}"
+
+
+def validate_import_arrays(
+    per_carrier: np.ndarray,
+    magnitudes: Sequence[float] | None,
+    carriers: Sequence[str] | None,
+    layer_labels: Sequence[str] | None,
+) -> tuple[np.ndarray, list[int], list[str], list[str]]:
+    """Check an imported array set and fill in optional labels; raise StoreError saying what to fix."""
+    array = np.asarray(per_carrier)
+    if array.dtype.kind not in "fiu":
+        raise StoreError(f"per_carrier holds {array.dtype} values: it must be a float array")
+    if array.ndim != 4:
+        raise StoreError(
+            f"per_carrier has shape {array.shape}: it must be (n_magnitudes, n_carriers, n_layers, d)"
+        )
+    if min(array.shape) < 1:
+        raise StoreError(f"per_carrier has an empty axis {array.shape}")
+    array = array.astype(np.float32, copy=False)
+    if not np.isfinite(array).any():
+        raise StoreError("per_carrier holds no finite values (all NaN or infinite)")
+    if magnitudes is None:
+        raise StoreError(
+            "the file has no 'magnitudes' array: say which magnitude each row of per_carrier is "
+            "(e.g. --magnitudes paper for the paper's files)"
+        )
+    magnitude_array = np.asarray(magnitudes).ravel()
+    if magnitude_array.dtype.kind not in "fiu":
+        raise StoreError("magnitudes must be numbers")
+    if len(magnitude_array) != array.shape[0]:
+        raise StoreError(
+            f"{len(magnitude_array)} magnitudes for {array.shape[0]} rows of per_carrier: they must match"
+        )
+    if not np.all(np.isfinite(magnitude_array)) or np.any(magnitude_array <= 0):
+        raise StoreError("magnitudes must be positive numbers")
+    if np.any(magnitude_array != np.round(magnitude_array)):
+        raise StoreError("magnitudes must be whole numbers")
+    magnitude_list = [int(m) for m in magnitude_array]
+    if len(set(magnitude_list)) != len(magnitude_list):
+        raise StoreError("magnitudes repeat: each row of per_carrier needs its own magnitude")
+    n_carriers, n_layers = array.shape[1], array.shape[2]
+    if carriers is None:
+        labels = [f"carrier {i + 1}" for i in range(n_carriers)]
+    else:
+        labels = [str(c) for c in np.asarray(carriers).ravel()]
+        if len(labels) != n_carriers:
+            raise StoreError(f"{len(labels)} carriers for {n_carriers} columns of per_carrier: they must match")
+    if not all(label.count(PLACEHOLDER) == 1 for label in labels):
+        labels = [f"{label} {PLACEHOLDER}" if PLACEHOLDER not in label else label for label in labels]
+    if len(set(labels)) != len(labels):
+        raise StoreError("carrier labels repeat: give each carrier its own label")
+    if layer_labels is None:
+        layer_names = ["embeddings"] + [f"layer {i}" for i in range(1, n_layers)]
+    else:
+        layer_names = [str(label) for label in np.asarray(layer_labels).ravel()]
+        if len(layer_names) != n_layers:
+            raise StoreError(f"{len(layer_names)} layer labels for {n_layers} layers: they must match")
+    return array, magnitude_list, labels, layer_names
+
+
+def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Load an npz without pickle; StoreError for unreadable files or a missing per_carrier."""
+    try:
+        with open(path, "rb") as handle:
+            signature = handle.read(6)
+    except FileNotFoundError:
+        raise StoreError(f"no file {str(path)!r}") from None
+    except (OSError, ValueError) as error:
+        raise StoreError(f"cannot read {str(path)!r}: {getattr(error, 'strerror', None) or error}") from None
+    if signature.startswith(b"\x93NUMPY"):
+        raise StoreError(f"{str(path)!r} is a single .npy array; save the arrays together with numpy.savez")
+    if signature[:4] not in (b"PK\x03\x04", b"PK\x05\x06"):  # a zip archive, as every .npz is
+        raise StoreError(f"{str(path)!r} is not an .npz file (not a zip archive); save it with numpy.savez")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {key: data[key] for key in data.files}
+    except FileNotFoundError:
+        raise StoreError(f"no file {str(path)!r}") from None
+    except ValueError as error:
+        raise StoreError(f"cannot read {str(path)!r} without pickle ({error}); save plain arrays") from None
+    except (OSError, EOFError) as error:
+        raise StoreError(f"{str(path)!r} is not a readable .npz file ({error})") from None
+    except Exception as error:  # noqa: BLE001 - zipfile raises many kinds for corrupt archives
+        raise StoreError(f"{str(path)!r} is not a readable .npz file ({type(error).__name__})") from None
+    if "per_carrier" not in arrays:
+        raise StoreError(f"{str(path)!r} has no 'per_carrier' array (it has: {', '.join(arrays) or 'nothing'})")
+    return arrays
+
+
+def import_inputs(
+    arrays: dict[str, np.ndarray], magnitudes: Sequence[int] | None = None, carriers: Sequence[str] | None = None
+) -> tuple[np.ndarray | None, np.ndarray | list[str] | None, int | None]:
+    """(magnitudes, carriers, n_blocks) for an import of ``arrays`` (as :func:`read_npz` gives them).
+
+    ``magnitudes`` and ``carriers`` given by the user fill in what the file lacks (the paper's
+    files hold neither) and must agree with what it has.
+    """
+    stored_magnitudes = arrays.get("magnitudes")
+    if (
+        magnitudes is not None
+        and stored_magnitudes is not None
+        and np.asarray(stored_magnitudes).ravel().tolist() != list(magnitudes)
+    ):
+        raise StoreError("the file's magnitudes differ from those given: leave out --magnitudes or fix the file")
+    stored_carriers = arrays.get("carriers")
+    if (
+        carriers is not None
+        and stored_carriers is not None
+        and [str(c) for c in np.asarray(stored_carriers).ravel()] != list(carriers)
+    ):
+        raise StoreError("the file's carriers differ from those given: leave out --carriers or fix the file")
+    n_blocks = arrays.get("n_blocks")
+    if n_blocks is not None:
+        n_blocks_array = np.asarray(n_blocks)
+        if n_blocks_array.shape != () or n_blocks_array.dtype.kind not in "iu":
+            raise StoreError("n_blocks in the file must be a single whole number")
+        n_blocks = int(n_blocks_array)
+    return (
+        stored_magnitudes if stored_magnitudes is not None else (None if magnitudes is None else np.asarray(magnitudes)),
+        stored_carriers if stored_carriers is not None else (None if carriers is None else list(carriers)),
+        n_blocks,
+    )

@@ -1,0 +1,48 @@
+"""What the store hands out: a stored model's identity and one layer's vectors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from magdash.overflow import count_nonfinite
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """A model as stored: its user-facing name and everything that identifies its vectors."""
+
+    name: str
+    model_id: str
+    source: str
+    fingerprint: str
+    dtype: str
+    transformers_version: str
+    architecture: str
+    n_blocks: int
+    hidden_size: int
+    layer_labels: tuple[str, ...]
+    position: str = "last"
+    is_random: bool = False
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.layer_labels)
+
+
+@dataclass(frozen=True)
+class LayerData:
+    """One layer's number-token vectors for a stimulus set."""
+
+    layer: int
+    label: str
+    magnitudes: np.ndarray
+    carriers: list[str]
+    vectors: np.ndarray  # (n_magnitudes, n_carriers, d) float32
+
+    @property
+    def n_nonfinite(self) -> int:
+        """How many vectors hold Inf or NaN (magdash.overflow). Counted when asked, not on every
+        read: the analysis checks the arrays it is given itself."""
+        return count_nonfinite(self.vectors)

@@ -1,0 +1,16 @@
+"""Scalar variability of number representations (Cacioli 2026, arXiv 2604.04469; geometry:
+arXiv 2603.20642), the steps of one analysis:
+
+- :mod:`~magdash.variability.measures`: V_eucl, V_residual, V_proj, V_pairwise, V_trace, CV and
+  the on/off-axis variances, arrays in, arrays out;
+- :mod:`~magdash.variability.fits`: OLS and Theil-Sen slopes of log V on log n, the vectorised
+  bootstrap, the outlier rule, AICc noise models;
+- :mod:`~magdash.variability.hypotheses`: the core band, H1-H4, E3, E4, the programme verdict;
+- :mod:`~magdash.variability.compare`: two models by depth fraction, joint-bootstrap slope
+  differences, Wilcoxon;
+- :mod:`~magdash.variability.geometry`: centroid RDMs, RSA, PC1;
+- :mod:`~magdash.variability.conventions`: magdash's conventions and the paper script's, each
+  one table of rules, and the paper's consistency checks;
+- :mod:`~magdash.variability.analysis`: all of them over a stored model, with
+  :class:`~magdash.variability.analysis.AnalysisParams`, cached in the store.
+"""

@@ -1,0 +1,779 @@
+"""The scalar-variability analysis of one model on one stimulus set, cached in the store.
+
+:func:`analyze` reads the stored vectors one layer at a time (memory stays bounded by a
+single layer), computes the chosen variability measures (:mod:`magdash.variability.measures`), the E4
+on/off-axis variances, the coefficient of variation and the centroid geometry
+(:mod:`magdash.variability.geometry`) of that layer, and then fits and tests everything from the small
+(n_layers x n_magnitudes) arrays of V:
+
+- per layer and measure: the scaling fit (:func:`magdash.variability.fits.fit_scaling`; the 3x-median
+  outlier rule for V_eucl and V_residual only, as in the paper) and the AICc noise-model
+  comparison on the same points;
+- per measure: H1–H4 over the core layers and the E3 boundary sensitivity
+  (:mod:`magdash.variability.hypotheses`); E4 once per model;
+- per layer: the Spearman correlation of CV(n) with n (the paper's CV check).
+
+The bootstrap CI runs on the core layers by default (``bootstrap_layers="core"``, like the
+paper's script); "all" gives CI bands on every layer, "none" skips it.
+
+``AnalysisParams.conventions`` chooses magdash's statistical conventions (the default) or those
+of the paper's script (``"paper"``), which reproduce its numbers exactly; every difference is
+listed in :mod:`magdash.variability.conventions`. The paper's consistency checks run in both
+(``AnalysisResult.checks``; tripped ones are in :meth:`AnalysisResult.warnings`).
+
+A result is cached in the store under a key hashing the data fingerprint of (model, stimuli),
+every parameter and :data:`ANALYSIS_VERSION`, so asking again returns it without recomputing;
+new vectors, other parameters or a new analysis version give a new key. The cache payload
+is compressed JSON (never pickle: a shared store must not be able to run code).
+
+:func:`compare` runs the same for two models on the same stimuli and compares their alphas
+layer by layer (:mod:`magdash.variability.compare`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from magdash.errors import AnalysisError
+from magdash.jsonio import to_jsonable
+from magdash.overflow import count_nonfinite, nonfinite_warning
+from magdash.params import DEFAULT_N_BOOT, ProgressCallback
+from magdash.store.keys import result_key
+from magdash.variability.compare import BOOTSTRAP_LAYER_CHOICES, ModelComparison, compare_models
+from magdash.variability.conventions import (
+    MAGDASH,
+    ConsistencyChecks,
+    Conventions,
+    consistency_checks,
+    get_conventions,
+)
+from magdash.variability.fits import (
+    NOISE_MODEL_COLUMNS,
+    OUTLIER_FACTOR,
+    OUTLIER_RULE_MEASURES,
+    ScalingFit,
+    fit_scaling,
+    noise_model_rows,
+    scaling_mask,
+)
+from magdash.variability.geometry import LayerGeometry, ModelRdms, layer_geometry
+from magdash.variability.hypotheses import (
+    DEFAULT_BOUNDARY,
+    DEFAULT_WINDOW,
+    HYPOTHESES,
+    AxisSpecificity,
+    BoundarySensitivity,
+    HypothesisResult,
+    axis_specificity,
+    boundary_sensitivity,
+    default_core_layers,
+    evaluate_hypotheses,
+)
+from magdash.variability.measures import MEASURES, LayerVectors
+
+log = logging.getLogger(__name__)
+
+ANALYSIS_VERSION = "5"
+"""Bump whenever a change to the analysis code can change a result: old cache entries die."""
+
+PRIMARY_MEASURES = ("eucl", "residual", "proj")
+
+FIT_COLUMNS = [f.name for f in dataclasses.fields(ScalingFit)]
+
+
+@dataclass(frozen=True)
+class AnalysisParams:
+    """Every choice that can change a result (all of them enter the cache key)."""
+
+    measures: tuple[str, ...] = PRIMARY_MEASURES
+    core_layers: tuple[int, ...] | None = None  # None: floor(L/2) .. L-1
+    n_boot: int = DEFAULT_N_BOOT
+    seed: int | None = None  # None: the conventions' seed (magdash 0, paper 42)
+    ci: float = 0.95
+    window: tuple[float, float] = DEFAULT_WINDOW
+    boundary: tuple[float, ...] = DEFAULT_BOUNDARY
+    bootstrap_layers: str = "core"
+    outlier_factor: float = OUTLIER_FACTOR
+    conventions: str = MAGDASH  # "magdash" or "paper" (magdash.variability.conventions)
+
+    def __post_init__(self) -> None:
+        rules = get_conventions(self.conventions)
+        if self.seed is None:
+            object.__setattr__(self, "seed", rules.default_seed)
+        measures = tuple(dict.fromkeys(self.measures))
+        unknown = [m for m in measures if m not in MEASURES]
+        if not measures or unknown:
+            raise AnalysisError(
+                f"unknown measure(s) {', '.join(unknown) or '(none given)'}; choose from "
+                f"{', '.join(MEASURES)}"
+            )
+        if self.bootstrap_layers not in BOOTSTRAP_LAYER_CHOICES:
+            raise AnalysisError(
+                f"bootstrap layers must be one of {', '.join(BOOTSTRAP_LAYER_CHOICES)}, "
+                f"got {self.bootstrap_layers!r}"
+            )
+        if self.n_boot < 0:
+            raise AnalysisError(f"--n-boot must be 0 or more, got {self.n_boot}")
+        if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise AnalysisError(f"the seed must be a whole number >= 0, got {self.seed!r}")
+        if rules.bootstrap_stream == "legacy" and self.seed >= 2**32:
+            raise AnalysisError(f"the paper's conventions take seeds below 2**32, got {self.seed}")
+        if self.core_layers is not None and not all(
+            isinstance(layer, (int, np.integer)) for layer in self.core_layers
+        ):
+            raise AnalysisError(f"core layers must be layer indices, got {self.core_layers!r}")
+        if not 0 < self.ci < 1:
+            raise AnalysisError(f"the confidence level must lie between 0 and 1, got {self.ci}")
+        low, high = (float(v) for v in self.window)
+        if not low <= high:
+            raise AnalysisError(f"the Weber window needs LOW <= HIGH, got {low},{high}")
+        if self.outlier_factor <= 0:
+            raise AnalysisError(f"the outlier factor must be positive, got {self.outlier_factor}")
+        object.__setattr__(self, "measures", measures)
+        object.__setattr__(self, "window", (low, high))
+        object.__setattr__(self, "boundary", tuple(float(b) for b in self.boundary))
+        object.__setattr__(self, "n_boot", int(self.n_boot))
+        object.__setattr__(self, "seed", int(self.seed))
+        if self.core_layers is not None:
+            core = tuple(sorted({int(layer) for layer in self.core_layers}))
+            if not core:
+                raise AnalysisError("the core band is empty; choose at least one layer")
+            object.__setattr__(self, "core_layers", core)
+
+    @property
+    def rules(self) -> Conventions:
+        """The statistical conventions these parameters follow."""
+        return get_conventions(self.conventions)
+
+    def core_for(self, n_blocks: int, n_layers: int) -> list[int]:
+        """The core band for a model with ``n_blocks`` blocks and ``n_layers`` stored layers."""
+        core = list(self.core_layers) if self.core_layers is not None else None
+        if core is None:
+            core = default_core_layers(n_blocks)
+        outside = [layer for layer in core if not 0 <= layer < n_layers]
+        if outside:
+            raise AnalysisError(
+                f"core layers {outside} do not exist: this model has layers 0..{n_layers - 1}"
+            )
+        return core
+
+
+@dataclass
+class AnalysisResult:
+    """Everything the analysis knows about one model on one stimulus set.
+
+    ``values[measure]`` is V with shape (n_layers, n_magnitudes) for every requested measure
+    plus "on_axis", "off_axis" and "cv". ``fits`` has one row per (measure, layer) with the
+    :class:`~magdash.variability.fits.ScalingFit` fields (NaN where there is no fit) plus label and core.
+    ``noise_models`` has one row per (measure, layer, noise model). ``geometry`` one row per
+    layer (:class:`~magdash.variability.geometry.LayerGeometry` fields), ``cv_trend`` the Spearman
+    correlation of CV(n) with n per layer, ``checks`` the paper's consistency checks.
+    """
+
+    model: str
+    stimuli: str
+    n_blocks: int
+    layer_labels: list[str]
+    magnitudes: np.ndarray
+    core_layers: list[int]
+    params: AnalysisParams
+    values: dict[str, np.ndarray]
+    fits: pd.DataFrame
+    hypotheses: dict[str, HypothesisResult]
+    e3: dict[str, BoundarySensitivity]
+    e4: AxisSpecificity
+    noise_models: pd.DataFrame
+    geometry: pd.DataFrame
+    cv_trend: pd.DataFrame
+    checks: ConsistencyChecks
+    nonfinite_layers: dict[int, int] = field(default_factory=dict)
+    from_cache: bool = field(default=False, compare=False)
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.layer_labels)
+
+    def warnings(self) -> list[str]:
+        """What the reader must know before trusting the numbers: flagged Inf/NaN layers and
+        the paper's consistency checks that tripped."""
+        name = self.model or "the model"
+        warning = nonfinite_warning(name, self.nonfinite_layers)
+        return ([warning] if warning else []) + [f"{name}: {line}" for line in self.checks.warnings()]
+
+    def alphas(self, measure: str) -> np.ndarray:
+        """OLS alpha per layer for ``measure`` (NaN where there is no fit)."""
+        rows = self.fits[self.fits["measure"] == measure].sort_values("layer")
+        if rows.empty:
+            raise AnalysisError(f"measure {measure!r} was not analysed; add it to measures")
+        return rows["alpha"].to_numpy(dtype=np.float64)
+
+    def fit(self, measure: str, layer: int) -> ScalingFit:
+        rows = self.fits[(self.fits["measure"] == measure) & (self.fits["layer"] == layer)]
+        if rows.empty:
+            raise AnalysisError(f"no fit for measure {measure!r} at layer {layer}")
+        row = rows.iloc[0]
+        return ScalingFit(
+            **{
+                name: (int(row[name]) if name in ("n_points", "n_outliers") else float(row[name]))
+                for name in FIT_COLUMNS
+            }
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The CLI's ``analyze --json`` shape (NaN stays NaN here; the CLI writes null).
+
+        Per layer and measure every :class:`~magdash.variability.fits.ScalingFit` field; per measure the
+        H1–H4 verdicts (``H1``..``H4``) with every statistic of
+        :class:`~magdash.variability.hypotheses.HypothesisResult`, E3, and the noise-model rows of each
+        layer; E4, the consistency checks, the warnings and the parameters once.
+        """
+        layers = []
+        for layer, label in enumerate(self.layer_labels):
+            entry: dict[str, Any] = {"layer": layer, "label": label}
+            for measure in self.params.measures:
+                entry[measure] = dataclasses.asdict(self.fit(measure, layer))
+            layers.append(entry)
+        hypotheses = {}
+        for measure in self.params.measures:
+            result = self.hypotheses[measure]
+            statistics = {k: v for k, v in dataclasses.asdict(result).items() if k.upper() not in HYPOTHESES}
+            hypotheses[measure] = {**result.verdicts(), **statistics}
+        noise = {
+            measure: rows.drop(columns="measure").to_dict(orient="records")
+            for measure, rows in self.noise_models.groupby("measure", sort=False)
+        }
+        return {
+            "model": self.model,
+            "stimuli": self.stimuli,
+            "conventions": self.params.conventions,
+            "n_blocks": self.n_blocks,
+            "core_layers": list(self.core_layers),
+            "layers": layers,
+            "hypotheses": hypotheses,
+            "e3": {measure: dataclasses.asdict(item) for measure, item in self.e3.items()},
+            "e4": dataclasses.asdict(self.e4),
+            "noise_models": noise,
+            "checks": dataclasses.asdict(self.checks),
+            "warnings": self.warnings(),
+            "nonfinite_layers": dict(self.nonfinite_layers),
+            "params": dataclasses.asdict(self.params),
+        }
+
+    # -- cache payload -----------------------------------------------------------------
+
+    def to_payload(self) -> bytes:
+        document = {
+            "model": self.model,
+            "stimuli": self.stimuli,
+            "n_blocks": self.n_blocks,
+            "layer_labels": self.layer_labels,
+            "magnitudes": self.magnitudes,
+            "core_layers": self.core_layers,
+            "params": self.params,
+            "values": self.values,
+            "fits": _frame_to_plain(self.fits),
+            "hypotheses": self.hypotheses,
+            "e3": self.e3,
+            "e4": self.e4,
+            "noise_models": _frame_to_plain(self.noise_models),
+            "geometry": _frame_to_plain(self.geometry),
+            "cv_trend": _frame_to_plain(self.cv_trend),
+            "checks": self.checks,
+            "nonfinite_layers": self.nonfinite_layers,
+        }
+        return zlib.compress(json.dumps(to_jsonable(document, keep_nan=True), allow_nan=True).encode(), 6)
+
+    @classmethod
+    def from_payload(cls, payload: bytes) -> AnalysisResult:
+        document = json.loads(zlib.decompress(payload))
+        params = document["params"]
+        params["measures"] = tuple(params["measures"])
+        params["window"] = tuple(params["window"])
+        params["boundary"] = tuple(params["boundary"])
+        if params["core_layers"] is not None:
+            params["core_layers"] = tuple(params["core_layers"])
+        hypotheses = {}
+        for measure, item in document["hypotheses"].items():
+            item["window"] = tuple(item["window"])
+            hypotheses[measure] = HypothesisResult(**item)
+        return cls(
+            model=document["model"],
+            stimuli=document["stimuli"],
+            n_blocks=int(document["n_blocks"]),
+            layer_labels=list(document["layer_labels"]),
+            magnitudes=np.asarray(document["magnitudes"], dtype=np.float64),
+            core_layers=list(document["core_layers"]),
+            params=AnalysisParams(**params),
+            values={k: np.asarray(v, dtype=np.float64) for k, v in document["values"].items()},
+            fits=_frame_from_plain(document["fits"]),
+            hypotheses=hypotheses,
+            e3={k: BoundarySensitivity(**v) for k, v in document["e3"].items()},
+            e4=AxisSpecificity(**document["e4"]),
+            noise_models=_frame_from_plain(document["noise_models"]),
+            geometry=_frame_from_plain(document["geometry"]),
+            cv_trend=_frame_from_plain(document["cv_trend"]),
+            checks=ConsistencyChecks(**document["checks"]),
+            nonfinite_layers={int(k): int(v) for k, v in document["nonfinite_layers"].items()},
+            from_cache=True,
+        )
+
+
+def _frame_to_plain(frame: pd.DataFrame) -> dict[str, Any]:
+    return {
+        "columns": list(frame.columns),
+        "dtypes": [str(t) for t in frame.dtypes],
+        "data": {c: frame[c].tolist() for c in frame.columns},
+    }
+
+
+def _frame_from_plain(document: dict[str, Any]) -> pd.DataFrame:
+    frame = pd.DataFrame({c: document["data"][c] for c in document["columns"]})
+    for column, dtype in zip(document["columns"], document["dtypes"], strict=True):
+        if dtype in ("object", "str", "string"):
+            continue
+        frame[column] = frame[column].astype(dtype)
+    return frame
+
+
+# -- per-layer measurement ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LayerMeasurement:
+    """What one layer contributes: V per measure (incl. on_axis, off_axis, cv) and geometry."""
+
+    values: dict[str, np.ndarray]
+    geometry: LayerGeometry
+
+    @classmethod
+    def left_out(cls, measures: Sequence[str], n_magnitudes: int) -> LayerMeasurement:
+        """A layer kept out of every fit: NaN everywhere, which every fit reads as no fit."""
+        names = dict.fromkeys([*measures, "on_axis", "off_axis", "cv"])
+        geometry = LayerGeometry(*[math.nan] * len(dataclasses.fields(LayerGeometry)))
+        return cls({name: np.full(n_magnitudes, math.nan) for name in names}, geometry)
+
+
+def measure_layer(
+    vectors: np.ndarray,
+    magnitudes: np.ndarray,
+    measures: Sequence[str],
+    models: ModelRdms | None = None,
+) -> LayerMeasurement:
+    """Compute ``measures`` plus the E4 variances, CV and geometry for one layer's vectors.
+
+    All measures come from one pass over the layer (:class:`~magdash.variability.measures.LayerVectors`);
+    the magnitude axis is computed once and shared by V_proj, E4 and the PC1 geometry.
+    ``models`` may pass the magnitudes' precomputed :class:`~magdash.variability.geometry.ModelRdms`.
+    """
+    layer = LayerVectors(vectors)
+    values = layer.compute(list(dict.fromkeys([*measures, "on_axis", "off_axis", "cv"])))
+    return LayerMeasurement(values, layer_geometry(layer.centroids, magnitudes, layer.axis, models))
+
+
+def run_analysis(
+    layers: Iterable[tuple[str, np.ndarray]],
+    magnitudes: np.ndarray,
+    *,
+    n_blocks: int,
+    params: AnalysisParams,
+    model: str = "",
+    stimuli: str = "",
+    n_layers: int | None = None,
+    progress: ProgressCallback | None = None,
+) -> AnalysisResult:
+    """The whole analysis from an iterable of (label, vectors) per layer, in layer order.
+
+    ``vectors`` has shape (n_magnitudes, n_carriers, d); each layer is dropped once measured,
+    so a generator that reads one layer at a time keeps memory at one layer. A layer holding an
+    Inf or NaN vector (float16 overflow) is left out of every fit and listed in
+    ``nonfinite_layers`` (see :mod:`magdash.overflow`).
+    """
+    magnitudes = np.asarray(magnitudes, dtype=np.float64)
+    if n_layers is not None:
+        params.core_for(n_blocks, n_layers)  # a bad core band fails before any layer is read
+    models = ModelRdms.for_magnitudes(magnitudes)
+    labels: list[str] = []
+    measured: list[LayerMeasurement] = []
+    nonfinite: dict[int, int] = {}
+    # Counted by hand: enumerate() would keep the previous layer alive while the next is read.
+    index = -1
+    for label, vectors in layers:
+        index += 1
+        if vectors.shape[0] != magnitudes.size:
+            raise AnalysisError(
+                f"layer {index} has {vectors.shape[0]} magnitudes, expected {magnitudes.size}"
+            )
+        bad = count_nonfinite(vectors)
+        if bad:
+            nonfinite[index] = bad
+            measured.append(LayerMeasurement.left_out(params.measures, magnitudes.size))
+        else:
+            measured.append(measure_layer(vectors, magnitudes, params.measures, models))
+        labels.append(label)
+        del vectors
+        if progress is not None:
+            progress(index + 1, n_layers or 0)
+    if not measured:
+        raise AnalysisError("there are no layers to analyse")
+    core = params.core_for(n_blocks, len(labels))
+    values = {
+        name: np.stack([layer.values[name] for layer in measured])
+        for name in measured[0].values
+    }
+    geometry = pd.DataFrame([dataclasses.asdict(layer.geometry) for layer in measured])
+    geometry.insert(0, "layer", np.arange(len(labels)))
+    geometry.insert(1, "label", labels)
+    result = _fit_everything(
+        model=model,
+        stimuli=stimuli,
+        n_blocks=n_blocks,
+        labels=labels,
+        magnitudes=magnitudes,
+        core=core,
+        params=params,
+        values=values,
+        geometry=geometry,
+    )
+    result.nonfinite_layers = nonfinite
+    return result
+
+
+def _bootstrap_layers(params: AnalysisParams, core: Sequence[int], n_layers: int) -> set[int]:
+    if params.bootstrap_layers == "all":
+        return set(range(n_layers))
+    if params.bootstrap_layers == "core":
+        return set(core)
+    return set()
+
+
+def _fit_everything(
+    *,
+    model: str,
+    stimuli: str,
+    n_blocks: int,
+    labels: list[str],
+    magnitudes: np.ndarray,
+    core: list[int],
+    params: AnalysisParams,
+    values: dict[str, np.ndarray],
+    geometry: pd.DataFrame,
+) -> AnalysisResult:
+    n_layers = len(labels)
+    rules = params.rules
+    with_ci = _bootstrap_layers(params, core, n_layers)
+    core_set = set(core)
+    fit_rows = []
+    noise_rows = []
+    hypotheses = {}
+    e3 = {}
+    for measure in params.measures:
+        drop = measure in OUTLIER_RULE_MEASURES
+        for layer in range(n_layers):
+            v = values[measure][layer]
+            fit = fit_scaling(
+                magnitudes,
+                v,
+                drop_outliers=drop,
+                n_boot=params.n_boot if layer in with_ci else 0,
+                seed=params.seed,
+                ci=params.ci,
+                outlier_factor=params.outlier_factor,
+                stream=rules.bootstrap_stream,
+            )
+            fit_rows.append(
+                {
+                    "measure": measure,
+                    "layer": layer,
+                    "label": labels[layer],
+                    "core": layer in core_set,
+                    **dataclasses.asdict(fit),
+                }
+            )
+            mask, _ = scaling_mask(
+                magnitudes,
+                v,
+                drop_outliers=drop and rules.noise_outlier_rule,
+                outlier_factor=params.outlier_factor,
+            )
+            for row in noise_model_rows(magnitudes, v, mask=mask, scoring=rules.noise_scoring):
+                noise_rows.append({"measure": measure, "layer": layer, **row})
+        alphas = np.array([row["alpha"] for row in fit_rows if row["measure"] == measure])
+        hypotheses[measure] = evaluate_hypotheses(
+            alphas,
+            core,
+            window=params.window,
+            h4_all_layers=rules.h4_all_layers,
+            h4_exact_p=rules.h4_exact_p,
+        )
+        e3[measure] = boundary_sensitivity(
+            magnitudes,
+            values[measure],
+            core,
+            drop_outliers=drop,
+            boundary=params.boundary,
+            refit_drop_outliers=drop and rules.e3_outlier_rule,
+        )
+    e4 = axis_specificity(magnitudes, values["on_axis"], values["off_axis"], core)
+    fits = pd.DataFrame(fit_rows)
+    eucl = fits[fits["measure"] == "eucl"].sort_values("layer")
+    checks = consistency_checks(
+        {m: fits.loc[fits["measure"] == m].sort_values("layer")["alpha"].to_numpy() for m in params.measures},
+        eucl["alpha_theil_sen"].to_numpy() if len(eucl) else None,
+        core,
+        rules,
+    )
+    return AnalysisResult(
+        model=model,
+        stimuli=stimuli,
+        n_blocks=n_blocks,
+        layer_labels=labels,
+        magnitudes=magnitudes,
+        core_layers=core,
+        params=params,
+        values=values,
+        fits=fits,
+        hypotheses=hypotheses,
+        e3=e3,
+        e4=e4,
+        noise_models=pd.DataFrame(noise_rows, columns=["measure", "layer", *NOISE_MODEL_COLUMNS]),
+        geometry=geometry,
+        cv_trend=_cv_trend(magnitudes, values["cv"]),
+        checks=checks,
+    )
+
+
+def _cv_trend(magnitudes: np.ndarray, cv_values: np.ndarray) -> pd.DataFrame:
+    """Spearman correlation of CV(n) with n per layer (a constant CV is Weber's law)."""
+    rows = []
+    for layer, cv_layer in enumerate(cv_values):
+        finite = np.isfinite(cv_layer)
+        rho = p_value = math.nan
+        if np.count_nonzero(finite) >= 3 and np.ptp(cv_layer[finite]) > 0:
+            result = stats.spearmanr(magnitudes[finite], cv_layer[finite])
+            rho, p_value = float(result.statistic), float(result.pvalue)
+        rows.append({"layer": layer, "spearman": rho, "p": p_value})
+    return pd.DataFrame(rows)
+
+
+# -- store orchestration -----------------------------------------------------------------
+
+
+def analysis_key(store, model: str, stimuli: str, params: AnalysisParams) -> str:
+    """The cache key of an analysis: model, stimuli, their data fingerprint, every parameter."""
+    return result_key(
+        "analysis",
+        ANALYSIS_VERSION,
+        model=model,
+        stimuli=stimuli,
+        data=store.data_fingerprint(model, stimuli),
+        params=params,
+    )
+
+
+def analyze(
+    store,
+    model: str,
+    stimuli: str | None = None,
+    params: AnalysisParams | None = None,
+    *,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+) -> AnalysisResult:
+    """Analyse ``model`` on ``stimuli`` (the store's default rule when None), cached in the store.
+
+    ``progress(done_layers, total_layers)`` is called after each layer is measured (only when
+    something is computed).
+    """
+    params = params or AnalysisParams()
+    stimuli = store.resolve_stimuli(model, stimuli)
+    record = store.model_record(model)
+    params.core_for(record.n_blocks, record.n_layers)  # fail on a bad band before reading
+    key = analysis_key(store, model, stimuli, params)
+    if use_cache:
+        payload = store.get_result(key)
+        if payload is not None:
+            log.info("analysis of %s on %s found in the cache", model, stimuli)
+            return AnalysisResult.from_payload(payload)
+    magnitudes = store.stimulus_set(stimuli).magnitudes
+
+    def layers():
+        for data in store.read_layers(model, stimuli):
+            log.info("measuring %s layer %d (%s)", model, data.layer, data.label)
+            label, vectors = data.label, data.vectors
+            del data
+            yield label, vectors
+            # Drop this layer before reading the next, so two layers never coexist.
+            del vectors
+
+    result = run_analysis(
+        layers(),
+        np.asarray(magnitudes, dtype=np.float64),
+        n_blocks=record.n_blocks,
+        params=params,
+        model=model,
+        stimuli=stimuli,
+        n_layers=record.n_layers,
+        progress=progress,
+    )
+    store.put_result(key, "analysis", result.to_payload())
+    return result
+
+
+def resolve_common_stimuli(store, model_a: str, model_b: str, stimuli: str | None) -> str:
+    """The stimulus set both models have completely: the one asked for, else the only shared one."""
+    if stimuli is not None:
+        store.resolve_stimuli(model_a, stimuli)
+        store.resolve_stimuli(model_b, stimuli)
+        return stimuli
+    shared = sorted(set(store.stimulus_sets_for(model_a)) & set(store.stimulus_sets_for(model_b)))
+    if len(shared) == 1:
+        return shared[0]
+    if not shared:
+        raise AnalysisError(
+            f"models {model_a!r} and {model_b!r} share no complete stimulus set; extract the same "
+            "stimuli for both"
+        )
+    raise AnalysisError(
+        f"models {model_a!r} and {model_b!r} share several stimulus sets ({', '.join(shared)}); "
+        "choose one with --stimuli"
+    )
+
+
+@dataclass
+class ComparisonResult:
+    """Model A minus model B on the same stimuli, one :class:`ModelComparison` per measure."""
+
+    model_a: str
+    model_b: str
+    stimuli: str
+    core_layers: list[int]
+    measures: dict[str, ModelComparison]
+    conventions: str = MAGDASH
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model_a": self.model_a,
+            "model_b": self.model_b,
+            "stimuli": self.stimuli,
+            "conventions": self.conventions,
+            "core_layers": list(self.core_layers),
+            "measures": {
+                name: {**item.summary(), "layers": item.layers.to_dict(orient="records")}
+                for name, item in self.measures.items()
+            },
+        }
+
+    def to_payload(self) -> bytes:
+        document = to_jsonable(
+            {
+                "model_a": self.model_a,
+                "model_b": self.model_b,
+                "stimuli": self.stimuli,
+                "core_layers": self.core_layers,
+                "conventions": self.conventions,
+                "measures": {
+                    name: {
+                        **{
+                            f.name: getattr(item, f.name)
+                            for f in dataclasses.fields(item)
+                            if f.name != "layers"
+                        },
+                        "layers": _frame_to_plain(item.layers),
+                    }
+                    for name, item in self.measures.items()
+                },
+            },
+            keep_nan=True,
+        )
+        return zlib.compress(json.dumps(document, allow_nan=True).encode(), 6)
+
+    @classmethod
+    def from_payload(cls, payload: bytes) -> ComparisonResult:
+        document = json.loads(zlib.decompress(payload))
+        measures = {}
+        for name, item in document["measures"].items():
+            item["layers"] = _frame_from_plain(item["layers"])
+            measures[name] = ModelComparison(**item)
+        return cls(
+            model_a=document["model_a"],
+            model_b=document["model_b"],
+            stimuli=document["stimuli"],
+            core_layers=list(document["core_layers"]),
+            measures=measures,
+            conventions=document["conventions"],
+        )
+
+
+def compare(
+    store,
+    model_a: str,
+    model_b: str,
+    stimuli: str | None = None,
+    params: AnalysisParams | None = None,
+    *,
+    use_cache: bool = True,
+) -> ComparisonResult:
+    """Layerwise alpha of ``model_a`` minus ``model_b`` for each measure in ``params``.
+
+    Both models are analysed with ``params`` (cached; a chosen core band applies to model A,
+    and to model B only when both have the same depth), then compared with
+    :func:`magdash.variability.compare.compare_models`: joint bootstrap over magnitudes, depth alignment
+    by gamma = l / L, Wilcoxon over model A's core layers.
+    """
+    params = params or AnalysisParams()
+    stimuli = resolve_common_stimuli(store, model_a, model_b, stimuli)
+    record_a = store.model_record(model_a)
+    record_b = store.model_record(model_b)
+    key = result_key(
+        "compare",
+        ANALYSIS_VERSION,
+        models=[model_a, model_b],
+        stimuli=stimuli,
+        data=[store.data_fingerprint(model_a, stimuli), store.data_fingerprint(model_b, stimuli)],
+        params=params,
+    )
+    if use_cache:
+        payload = store.get_result(key)
+        if payload is not None:
+            return ComparisonResult.from_payload(payload)
+    result_a = analyze(store, model_a, stimuli, params, use_cache=use_cache)
+    # A chosen core band is model A's; a model of another depth keeps its own default band.
+    params_b = params
+    if record_b.n_blocks != record_a.n_blocks:
+        params_b = dataclasses.replace(params, core_layers=None)
+    result_b = analyze(store, model_b, stimuli, params_b, use_cache=use_cache)
+    if not np.array_equal(result_a.magnitudes, result_b.magnitudes):
+        raise AnalysisError("the two models were measured on different magnitudes")
+    measures = {
+        measure: compare_models(
+            result_a.magnitudes,
+            result_a.values[measure],
+            result_b.values[measure],
+            n_blocks_a=record_a.n_blocks,
+            n_blocks_b=record_b.n_blocks,
+            measure=measure,
+            drop_outliers=measure in OUTLIER_RULE_MEASURES and params.rules.e6_outlier_rule,
+            core_layers=result_a.core_layers,
+            n_boot=params.n_boot,
+            seed=params.seed,
+            ci=params.ci,
+            bootstrap_layers=params.bootstrap_layers,
+            outlier_factor=params.outlier_factor,
+            stream=params.rules.bootstrap_stream,
+        )
+        for measure in params.measures
+    }
+    result = ComparisonResult(model_a, model_b, stimuli, result_a.core_layers, measures, params.conventions)
+    store.put_result(key, "compare", result.to_payload())
+    return result

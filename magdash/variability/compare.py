@@ -1,0 +1,224 @@
+"""Any two models on the same stimuli: layerwise differences of the scaling exponent.
+
+E6 of Cacioli (arXiv 2604.04469) compares Llama-3-8B Instruct with Base; the same test serves
+every pairing (a trained model against its ``@random`` architecture-only copy, two model
+families, two checkpoints).
+
+Depth alignment. A layer l of a model with L blocks sits at depth fraction gamma = l / L
+(0 = embeddings, 1 = output of the last block; the post-norm extra layer is not aligned).
+Each layer l_a of model A is paired with the layer of model B nearest in depth,
+``l_b = floor(gamma_a * L_b + 1/2)``; with equal depths this is l_b = l_a. The core band is
+model A's (default floor(L_a/2) .. L_a - 1), so put the model whose band you mean first.
+
+Per aligned pair: delta = alpha_A - alpha_B, each alpha fitted with its own point rules (the
+outlier rule, V > 0, >= 5 points; :mod:`magdash.variability.fits`). Its bootstrap CI resamples the
+magnitudes jointly: resample r draws one multiset of magnitudes, both models are refitted on
+it (each keeping only its own usable points) and the percentile interval is taken over
+alpha*_A - alpha*_B. Joint resampling keeps the pairing of the two models' V(n), so shared
+stimulus effects cancel in the difference. Over the core layers, a Wilcoxon signed-rank test
+of the paired alphas (the paper's E6 statistic).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from magdash.errors import AnalysisError
+from magdash.params import DEFAULT_N_BOOT
+from magdash.variability.fits import (
+    OUTLIER_FACTOR,
+    fit_scaling,
+    percentile_interval,
+    resample_counts,
+    scaling_mask,
+    weighted_slopes,
+)
+from magdash.variability.hypotheses import default_core_layers, paired_wilcoxon
+
+BOOTSTRAP_LAYER_CHOICES = ("core", "all", "none")
+
+
+def align_by_depth(n_blocks_a: int, n_blocks_b: int) -> pd.DataFrame:
+    """Pair every layer 0..L_a of model A with the nearest-depth layer of model B.
+
+    Columns: layer_a, layer_b, gamma_a, gamma_b (depth fractions l / L).
+    """
+    if n_blocks_a < 1 or n_blocks_b < 1:
+        raise AnalysisError(f"models need at least one block, got {n_blocks_a} and {n_blocks_b}")
+    layer_a = np.arange(n_blocks_a + 1)
+    gamma_a = layer_a / n_blocks_a
+    layer_b = np.floor(gamma_a * n_blocks_b + 0.5).astype(int)
+    return pd.DataFrame(
+        {
+            "layer_a": layer_a,
+            "layer_b": layer_b,
+            "gamma_a": gamma_a,
+            "gamma_b": layer_b / n_blocks_b,
+        }
+    )
+
+
+def slope_difference(
+    magnitudes: np.ndarray,
+    values_a: np.ndarray,
+    values_b: np.ndarray,
+    *,
+    drop_outliers: bool,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    ci: float = 0.95,
+    outlier_factor: float = OUTLIER_FACTOR,
+    stream: str = "generator",
+) -> tuple[float, float, float, float, float]:
+    """(alpha_a, alpha_b, delta, ci_low, ci_high) for one pair of layers on the same magnitudes.
+
+    The CI comes from jointly resampled magnitudes (module docstring); NaN when either model
+    has no fit or ``n_boot`` is 0.
+    """
+    magnitudes = np.asarray(magnitudes, dtype=np.float64)
+    rules = {"drop_outliers": drop_outliers, "outlier_factor": outlier_factor}
+    fit_a = fit_scaling(magnitudes, values_a, n_boot=0, **rules)
+    fit_b = fit_scaling(magnitudes, values_b, n_boot=0, **rules)
+    delta = fit_a.alpha - fit_b.alpha
+    if not (fit_a.has_fit and fit_b.has_fit) or n_boot == 0:
+        return fit_a.alpha, fit_b.alpha, delta, math.nan, math.nan
+    mask_a, _ = scaling_mask(magnitudes, values_a, **rules)
+    mask_b, _ = scaling_mask(magnitudes, values_b, **rules)
+    # Masked points get weight 0; fill them with finite numbers so 0 * value stays 0.
+    log_n = _safe_log(magnitudes, mask_a | mask_b)
+    log_a = _safe_log(values_a, mask_a)
+    log_b = _safe_log(values_b, mask_b)
+    differences = []
+    for counts in resample_counts(magnitudes.size, n_boot, seed, stream=stream):
+        differences.append(
+            weighted_slopes(log_n, log_a, counts * mask_a)
+            - weighted_slopes(log_n, log_b, counts * mask_b)
+        )
+    low, high = percentile_interval(np.concatenate(differences), ci)
+    return fit_a.alpha, fit_b.alpha, delta, low, high
+
+
+def _safe_log(values: np.ndarray, usable: np.ndarray) -> np.ndarray:
+    values = np.asarray(values, dtype=np.float64)
+    out = np.zeros(values.shape)
+    out[usable] = np.log(values[usable])
+    return out
+
+
+@dataclass(frozen=True)
+class ModelComparison:
+    """Layerwise alpha differences of model A minus model B for one measure.
+
+    ``layers`` has one row per layer of A: layer_a, layer_b, gamma_a, gamma_b, core (in A's
+    core band), alpha_a, alpha_b, delta, ci_low, ci_high. ``core_layers`` are A's indices; the
+    means and the Wilcoxon test run over them.
+    """
+
+    measure: str
+    layers: pd.DataFrame
+    core_layers: list[int]
+    mean_alpha_a: float
+    mean_alpha_b: float
+    mean_delta: float
+    wilcoxon_statistic: float
+    wilcoxon_p: float
+    n_pairs: int
+
+    def summary(self) -> dict[str, float | int]:
+        """The core-layer summary: mean alphas, mean delta and the Wilcoxon test."""
+        return {
+            "mean_alpha_a": self.mean_alpha_a,
+            "mean_alpha_b": self.mean_alpha_b,
+            "mean_delta": self.mean_delta,
+            "wilcoxon_statistic": self.wilcoxon_statistic,
+            "wilcoxon_p": self.wilcoxon_p,
+            "n_pairs": self.n_pairs,
+        }
+
+
+def compare_models(
+    magnitudes: np.ndarray,
+    values_a: np.ndarray,
+    values_b: np.ndarray,
+    *,
+    n_blocks_a: int,
+    n_blocks_b: int,
+    measure: str,
+    drop_outliers: bool,
+    core_layers: Sequence[int] | None = None,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    ci: float = 0.95,
+    bootstrap_layers: str = "core",
+    outlier_factor: float = OUTLIER_FACTOR,
+    stream: str = "generator",
+) -> ModelComparison:
+    """Compare two models' per-layer V arrays (shape (n_layers, n_magnitudes)) for one measure.
+
+    ``core_layers`` are model A's indices (default its core band). ``bootstrap_layers``
+    chooses where the joint-resampling CI is computed: "core" (default), "all" or "none";
+    ``stream`` which random indices it draws (:mod:`magdash.variability.fits`).
+    """
+    values_a = np.asarray(values_a, dtype=np.float64)
+    values_b = np.asarray(values_b, dtype=np.float64)
+    magnitudes = np.asarray(magnitudes, dtype=np.float64)
+    if values_a.shape[1] != magnitudes.size or values_b.shape[1] != magnitudes.size:
+        raise AnalysisError(
+            "both models must be measured on the same magnitudes; analyse them on the same "
+            "stimulus set"
+        )
+    if bootstrap_layers not in BOOTSTRAP_LAYER_CHOICES:
+        raise AnalysisError(
+            f"bootstrap_layers must be one of {', '.join(BOOTSTRAP_LAYER_CHOICES)}, "
+            f"got {bootstrap_layers!r}"
+        )
+    if values_a.shape[0] < n_blocks_a + 1 or values_b.shape[0] < n_blocks_b + 1:
+        raise AnalysisError("each model needs V for layers 0..L (embeddings and every block)")
+    core = list(default_core_layers(n_blocks_a) if core_layers is None else core_layers)
+    outside = [layer for layer in core if not 0 <= layer <= n_blocks_a]
+    if outside:
+        raise AnalysisError(f"core layers {outside} lie outside model A's layers 0..{n_blocks_a}")
+    table = align_by_depth(n_blocks_a, n_blocks_b)
+    table["core"] = table["layer_a"].isin(core)
+    results = []
+    for row in table.itertuples(index=False):
+        with_ci = bootstrap_layers == "all" or (bootstrap_layers == "core" and row.core)
+        results.append(
+            slope_difference(
+                magnitudes,
+                values_a[row.layer_a],
+                values_b[row.layer_b],
+                drop_outliers=drop_outliers,
+                n_boot=n_boot if with_ci else 0,
+                seed=seed,
+                ci=ci,
+                outlier_factor=outlier_factor,
+                stream=stream,
+            )
+        )
+    columns = ["alpha_a", "alpha_b", "delta", "ci_low", "ci_high"]
+    table[columns] = pd.DataFrame(results, columns=columns, index=table.index)
+    core_rows = table.set_index("layer_a").loc[core]
+    statistic, p_value, n_pairs = paired_wilcoxon(core_rows["alpha_a"], core_rows["alpha_b"])
+    return ModelComparison(
+        measure=measure,
+        layers=table,
+        core_layers=core,
+        mean_alpha_a=_nanmean(core_rows["alpha_a"]),
+        mean_alpha_b=_nanmean(core_rows["alpha_b"]),
+        mean_delta=_nanmean(core_rows["delta"]),
+        wilcoxon_statistic=statistic,
+        wilcoxon_p=p_value,
+        n_pairs=n_pairs,
+    )
+
+
+def _nanmean(values: pd.Series) -> float:
+    array = values.to_numpy(dtype=np.float64)
+    finite = array[np.isfinite(array)]
+    return float(finite.mean()) if finite.size else math.nan

@@ -1,0 +1,53 @@
+"""The Streamlit side of the dashboard, shared by ``app.py`` and the pages.
+
+Everything that decides something lives in :mod:`magdash.dashboard` (pure and tested without
+Streamlit); this package only connects it to Streamlit:
+
+- :mod:`~pages.ui.caches`: ``st.cache_resource`` for stores, the job registry and tokenizers,
+  ``st.cache_data`` for inventories, results and figure specs, keyed on cheap keys;
+- :mod:`~pages.ui.session`: the session's view, the run's context, the navigation;
+- :mod:`~pages.ui.sidebar`: :func:`setup` (view, store, sidebar, query string) for every run;
+- :mod:`~pages.ui.widgets`: figures and tables with PNG/SVG/CSV buttons, messages, the layer
+  picker, empty states and the job panel.
+
+Pages use it as ``from pages import ui``.
+"""
+
+from pages.ui.caches import (
+    analysis_for,
+    cached,
+    cached_repos,
+    comparison_for,
+    compute,
+    frequency_source_for,
+    frequency_sources_for,
+    job_registry,
+    layer_for,
+    phase_for,
+    results_arg,
+    store_for,
+    tokenizer_for,
+)
+from pages.ui.session import AppContext, build_navigation, context, end_run, update_view, view_key, view_setter
+from pages.ui.sidebar import setup
+from pages.ui.widgets import (
+    analysed,
+    figure,
+    job_panel,
+    layer_picker,
+    nothing_to_show,
+    plain,
+    require_data,
+    require_store,
+    say,
+    show_error,
+    start_job,
+    table,
+)
+
+__all__ = [
+    "AppContext", "analysed", "analysis_for", "build_navigation", "cached", "cached_repos", "comparison_for", "compute", "context", "end_run",
+    "figure", "frequency_source_for", "frequency_sources_for", "job_panel", "job_registry", "layer_for", "phase_for",
+    "layer_picker", "nothing_to_show", "plain", "require_data", "require_store", "results_arg", "say", "setup", "show_error",
+    "start_job", "store_for", "table", "tokenizer_for", "update_view", "view_key", "view_setter",
+]

@@ -1,0 +1,143 @@
+"""The dashboard's Streamlit caches, keyed on cheap keys (paths, names, data tokens).
+
+One :class:`~magdash.store.Store` per path, the job registry and tokenizers through
+``st.cache_resource``; the store inventory, analyses, comparisons, layer vectors, phase results
+and finished figure specs through ``st.cache_data``, so a widget change on a populated store
+re-renders without touching the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from magdash import dashboard as db
+from magdash.dashboard import figures as figs
+from magdash.dashboard.jobs import JobRegistry
+from magdash.store import Store
+
+
+@st.cache_resource(show_spinner=False)
+def store_for(path: str) -> Store:
+    """One Store per path; it holds no connection, so sharing it across sessions is safe."""
+    return Store(path)
+
+
+@st.cache_resource(show_spinner=False)
+def job_registry() -> JobRegistry:
+    return JobRegistry()
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def tokenizer_for(spec: str):
+    """A model's tokenizer alone, for the tokenization preview (no weights are loaded)."""
+    from magdash.models import load_tokenizer
+
+    return load_tokenizer(spec)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def inventory_for(path: str, stamp: tuple) -> db.StoreInventory:
+    """The store's inventory; ``stamp`` (file mtime and size) makes a write invalidate it."""
+    return db.read_inventory(store_for(path))
+
+
+@st.cache_data(show_spinner=False, ttl=60)
+def cached_repos() -> list[str]:
+    from magdash.models import cached_repo_ids
+
+    return cached_repo_ids()
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def analysis_for(key: db.AnalysisKey):
+    from magdash.variability.analysis import analyze
+
+    return analyze(store_for(key.store), key.model, key.stimuli, key.params)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def comparison_for(key: db.ComparisonKey):
+    from magdash.variability.analysis import compare
+
+    return compare(store_for(key.store), key.model_a, key.model_b, key.stimuli, key.params)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def layer_for(key: db.LayerKey):
+    return store_for(key.store).read_layer(key.model, key.stimuli, key.layer)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def frequency_source_for(key: db.SourceKey):
+    from magdash.frequency.sources import load_source
+
+    return load_source(key.name, store_for(key.store))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def frequency_sources_for(path: str, stamp: tuple) -> pd.DataFrame:
+    from magdash.frequency.sources import list_sources
+
+    return list_sources(store_for(path))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def phase_for(key: db.PhaseKey):
+    from magdash.phase.run import phase_from_store
+
+    return phase_from_store(store_for(key.store), key.model, key.stimuli, key.params)
+
+
+_RESOLVERS: dict[type, Callable[[Any], Any]] = {
+    db.PhaseKey: phase_for,
+    db.AnalysisKey: analysis_for,
+    db.ComparisonKey: comparison_for,
+    db.LayerKey: layer_for,
+    db.SourceKey: frequency_source_for,
+}
+
+
+@dataclass(frozen=True)
+class Several:
+    """Several keys by name, passed as one builder argument: it receives {name: result}."""
+
+    items: tuple[tuple[str, Any], ...]
+
+
+def resolve(value: Any) -> Any:
+    """A key's cached object (analysis, comparison, layer, source, phase); other values as is."""
+    if isinstance(value, Several):
+        return {name: resolve(key) for name, key in value.items}
+    resolver = _RESOLVERS.get(type(value))
+    return resolver(value) if resolver is not None else value
+
+
+def _resolve_all(args: tuple) -> list:
+    return [resolve(value) for value in args]
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _figure_spec(builder: str, args: tuple) -> dict:
+    chart = getattr(figs, builder)(*_resolve_all(args))
+    return chart.to_dict()
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def cached(builder: str, *args: Any) -> Any:
+    """A builder's result (a table, a frame for a chart), cached on its (hashable) arguments."""
+    return getattr(figs, builder)(*_resolve_all(args))
+
+
+def results_arg(keys: dict[str, Any]) -> Several:
+    """Pass several results (name -> key) to a builder as one hashable argument."""
+    return Several(tuple(keys.items()))
+
+
+def compute(builder: str, *args: Any) -> Any:
+    """A builder's result computed on every run (cheap ones: sentences from cached results)."""
+    return getattr(figs, builder)(*_resolve_all(args))

@@ -1,0 +1,139 @@
+"""The session's view and the context of the script run in progress; the app's navigation."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from magdash import dashboard as db
+from magdash.errors import MagdashError
+from magdash.store import ModelRecord, Store
+from pages.ui.caches import inventory_for, store_for
+
+ROOT = Path(__file__).resolve().parents[2]
+VIEW_KEY = "magdash_view"
+
+# The context of the script run in progress. Streamlit runs each session's script in its own
+# thread, so a thread-local cannot leak between sessions; app.py clears it after every run.
+_RUN = threading.local()
+
+
+@dataclass
+class AppContext:
+    """What every page needs: the view, the open store and what it holds."""
+
+    view: db.ViewState
+    store: Store | None = None
+    inventory: db.StoreInventory | None = None
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def record(self) -> ModelRecord | None:
+        if self.inventory is None or self.view.model is None:
+            return None
+        return self.inventory.record(self.view.model)
+
+    @property
+    def has_data(self) -> bool:
+        return self.inventory is not None and bool(self.inventory.usable_models)
+
+
+def set_view(view: db.ViewState) -> None:
+    st.session_state[VIEW_KEY] = view
+
+
+def current_view() -> db.ViewState:
+    """The session's view; on a session's first run it comes from the URL."""
+    if VIEW_KEY not in st.session_state:
+        view, notes = db.view_from_query(st.query_params.to_dict())
+        st.session_state[VIEW_KEY] = view
+        st.session_state["magdash_link_notes"] = notes
+    return st.session_state[VIEW_KEY]
+
+
+def update_view(**changes: Any) -> None:
+    set_view(dataclasses.replace(current_view(), **changes))
+
+
+def view_setter(field_name: str, widget_key: str, convert: Callable[[Any], Any] = lambda v: v) -> Callable[[], None]:
+    def callback() -> None:
+        changes = {field_name: convert(st.session_state[widget_key])}
+        # A new model or store invalidates choices that belong to the old one.
+        if field_name in ("model", "store"):
+            changes |= {"core": None, "layer": None, "other": None}
+        if field_name == "store":
+            changes |= {"model": None, "stimuli": None}
+        update_view(**changes)
+
+    return callback
+
+
+def view_key(field_name: str, value: Any) -> str:
+    """Key of a widget bound to a view field: it carries the value, so a change of the view from
+    elsewhere (another page, a reconciled choice) creates the widget afresh with that value and
+    session state never has to be written behind a widget's back."""
+    return f"view-{field_name}-{value!r}"
+
+
+def open_context(view: db.ViewState) -> AppContext:
+    """Open the view's store and read its inventory (cached until the store file changes)."""
+    try:
+        store = store_for(view.store)
+        inventory = inventory_for(view.store, db.store_stamp(view.store))
+    except MagdashError as error:
+        return AppContext(view=view, error=str(error))
+    view, notes = db.reconcile_view(view, inventory)
+    return AppContext(view=view, store=store, inventory=inventory, notes=notes)
+
+
+def start_run(context: AppContext) -> None:
+    """Make ``context`` this run's (:func:`pages.ui.sidebar.setup` calls it)."""
+    _RUN.context = context
+
+
+def end_run() -> None:
+    """Forget this run's context (app.py calls it after the page, in ``finally``)."""
+    _RUN.context = None
+
+
+def context() -> AppContext:
+    """The context :func:`pages.ui.sidebar.setup` built for this run.
+
+    The one workaround the ``pages/`` folder costs: Streamlit treats a ``pages/`` folder beside
+    the main script as a classic multipage app until the first ``st.navigation`` call of the
+    server process, so a fresh server's first request for a bookmarked page (``/scaling``)
+    runs that page file alone, without app.py, and finds no context. Declaring the navigation
+    switches Streamlit over for good, and the rerun goes through app.py. Renaming the folder
+    would avoid it, but ``pages/`` is where Streamlit users look for the pages.
+    """
+    current = getattr(_RUN, "context", None)
+    if current is None:
+        build_navigation()
+        st.rerun()
+    return current
+
+
+def build_navigation():
+    """The app's navigation: the files of ``pages/`` grouped Data · Noise · Geometry · Depth."""
+    pages = {
+        group: [
+            st.Page(str(ROOT / page.file), title=page.title, icon=page.icon, url_path=page.url_path,
+                    default=page.url_path == "home")
+            for page in group_pages
+        ]
+        for group, group_pages in db.page_groups(root=ROOT).items()
+    }
+    return st.navigation(pages, position="sidebar")
+
+
+def sync_query(view: db.ViewState) -> None:
+    target = db.view_to_query(view)
+    if st.query_params.to_dict() != target:
+        st.query_params.from_dict(target)

@@ -1,0 +1,124 @@
+"""The shared part of every run: the view, the store, the sidebar of global choices and the
+query string kept in step with the view."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+
+import streamlit as st
+
+from magdash import dashboard as db
+from magdash.dashboard import figures as figs
+from magdash.errors import MagdashError
+from magdash.presentation import export
+from magdash.presentation.tables import measure_label
+from magdash.variability.conventions import CONVENTION_NAMES
+from pages.ui.session import (
+    AppContext,
+    current_view,
+    open_context,
+    set_view,
+    start_run,
+    sync_query,
+    view_key,
+    view_setter,
+)
+from pages.ui.widgets import plain
+
+
+def setup() -> AppContext:
+    """The shared part of every run: view, store, sidebar, query string. Returns the context."""
+    context = open_context(current_view())
+    set_view(context.view)
+    try:
+        sidebar(context)
+    except MagdashError as error:
+        st.sidebar.error(plain(str(error)))
+    context = open_context(current_view())
+    set_view(context.view)
+    sync_query(context.view)
+    start_run(context)
+    return context
+
+
+def sidebar(context: AppContext) -> None:
+    view = context.view
+    with st.sidebar:
+        st.caption("Global choices (kept across pages and in the URL)")
+        store_key = view_key("store", view.store)
+        st.text_input(
+            "Store", value=view.store, key=store_key,
+            on_change=view_setter("store", store_key, lambda v: v.strip() or db.default_store()),
+            help="DuckDB store file; the CLI's --store or $MAGDASH_STORE. A new path starts an empty store.",
+        )
+        if context.error:
+            st.error(plain(context.error))
+            return
+        inventory = context.inventory
+        if not inventory.usable_models:
+            st.info("This store holds no complete extraction yet: see Home or Extract.")
+            return
+        models = inventory.usable_models
+        model_key = view_key("model", view.model)
+        st.selectbox(
+            "Model", models, index=models.index(view.model), key=model_key, on_change=view_setter("model", model_key),
+            format_func=lambda name: f"{name} (random-weight control)" if db.is_control(inventory.records[name]) else name,
+        )
+        sets = inventory.complete_sets[view.model]
+        sets_key = view_key("stimuli", (view.model, view.stimuli))
+        st.selectbox("Stimulus set", sets, index=sets.index(view.stimuli), key=sets_key,
+                     on_change=view_setter("stimuli", sets_key))
+        overflow = inventory.overflow_warning(view.model, view.stimuli)
+        if overflow:
+            st.warning(plain(overflow), icon=":material/warning:")
+        measure_key = view_key("measure", view.measure)
+        st.selectbox("Measure", db.MEASURE_CHOICES, index=db.MEASURE_CHOICES.index(view.measure), key=measure_key,
+                     format_func=measure_label, on_change=view_setter("measure", measure_key),
+                     help="V_eucl, V_residual and V_proj are the paper's measures; the other two are secondary.")
+        record = inventory.record(view.model)
+        band = db.core_band(view, record)
+        core_key = view_key("core", (view.model, band))
+        st.select_slider(
+            "Core layers", options=list(range(record.n_layers)), value=band, key=core_key,
+            on_change=view_setter("core", core_key, tuple),
+            help=f"Hypotheses and means use these layers. Default for {record.n_blocks} blocks: "
+                 f"{db.core_band(dataclasses.replace(view, core=None), record)}.",
+        )
+        conventions_key = view_key("conventions", view.conventions)
+        st.radio(
+            "Conventions", CONVENTION_NAMES, index=CONVENTION_NAMES.index(view.conventions),
+            key=conventions_key, horizontal=True, format_func=db.CONVENTION_LABELS.get,
+            on_change=view_setter("conventions", conventions_key),
+            help="magdash's statistics, or the conventions of the paper's script (its bootstrap draws, H4 over all "
+                 "layers, its AICc, no outlier rule in E3/E6), which reproduce its numbers exactly. See docs/science.md.",
+        )
+        with st.expander("Analysis settings"):
+            boot_key = view_key("n_boot", view.n_boot)
+            st.number_input("Bootstrap resamples", min_value=0, max_value=100_000, value=view.n_boot, step=1000,
+                            key=boot_key, on_change=view_setter("n_boot", boot_key, int),
+                            help="10,000 as in the paper; 0 skips the confidence intervals.")
+        report_button(context)
+        for note in context.notes + st.session_state.pop("magdash_link_notes", []):
+            st.warning(plain(note))
+
+
+def report_button(context: AppContext) -> None:
+    """One click: the HTML report of every model on the view's stimulus set (built on click)."""
+    view, inventory, store = context.view, context.inventory, context.store
+    keys = {name: db.analysis_key(view, inventory, name) for name in inventory.models_sharing(view.stimuli)}
+    comparison = db.comparison_key(view, inventory) if view.other else None
+    query = db.view_to_query(view)
+    def build() -> str:
+        try:
+            return figs.dashboard_report(store, keys, comparison, view=query)
+        except MagdashError as error:  # a download cannot show st.error: say it in the file
+            return f"<!DOCTYPE html><meta charset=utf-8><p>No report: {html.escape(str(error))}</p>"
+
+    st.download_button(
+        "Report (HTML)", data=build,
+        file_name=f"magdash-report-{export.safe_filename(view.stimuli)}.html", mime="text/html",
+        on_click="ignore", key="report", icon=":material/description:", width="stretch",
+        help=f"All figures, the verdict table and a run manifest for the {len(keys)} model(s) on "
+             f"{view.stimuli}; built when you click (a few seconds).",
+    )

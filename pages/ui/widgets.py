@@ -1,0 +1,196 @@
+"""Page building blocks: figures and tables with download buttons, messages, the layer
+picker, empty states and the job panel.
+
+User text is never rendered as HTML: no ``unsafe_allow_html`` anywhere, and user-provided
+strings go into widgets, tables or Markdown escaped by :func:`plain`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from magdash import dashboard as db
+from magdash.dashboard.jobs import Job, JobSnapshot, format_seconds
+from magdash.errors import MagdashError
+from magdash.presentation import export
+from pages.ui.caches import _figure_spec, analysis_for, cached, job_registry
+from pages.ui.session import AppContext, context, view_key, view_setter
+
+SEEN_JOBS_KEY = "magdash_seen_jobs"
+
+
+def figure(builder: str, *args: Any, name: str, data: pd.DataFrame | None = None) -> dict | None:
+    """Draw a dashboard figure with PNG/SVG (and CSV of ``data``) download buttons.
+
+    ``builder`` names a function of :mod:`magdash.dashboard.figures`; keys among ``args`` are
+    resolved to cached results. The finished Vega-Lite spec is cached, so a rerun with the same
+    inputs costs no chart building. Errors of the user's making show as a message.
+    """
+    try:
+        spec = _figure_spec(builder, tuple(args))
+    except MagdashError as error:
+        show_error(error)
+        return None
+    compound = "vconcat" in spec or "hconcat" in spec
+    st.vega_lite_chart(spec, width="content" if compound else "stretch")
+    slug = export.safe_filename(name)
+    columns = st.columns([1, 1, 1, 5] if data is not None else [1, 1, 6])
+    columns[0].download_button(
+        "PNG", data=lambda: export.chart_to_png(spec), file_name=f"{slug}.png", mime="image/png",
+        on_click="ignore", key=f"png-{slug}", icon=":material/image:",
+    )
+    columns[1].download_button(
+        "SVG", data=lambda: export.chart_to_svg(spec), file_name=f"{slug}.svg", mime="image/svg+xml",
+        on_click="ignore", key=f"svg-{slug}", icon=":material/draw:",
+    )
+    if data is not None:
+        columns[2].download_button(
+            "CSV", data=lambda: export.table_to_csv(data), file_name=f"{slug}.csv", mime="text/csv",
+            on_click="ignore", key=f"csvfig-{slug}", icon=":material/table:",
+        )
+    return spec
+
+
+def table(frame_or_builder: pd.DataFrame | str, *args: Any, name: str, height: int | str = "auto") -> pd.DataFrame | None:
+    """A table with a CSV download button; a builder name is resolved and cached like figures."""
+    if isinstance(frame_or_builder, str):
+        try:
+            frame = cached(frame_or_builder, *args)
+        except MagdashError as error:
+            show_error(error)
+            return None
+    else:
+        frame = frame_or_builder
+    st.dataframe(frame, hide_index=True, width="stretch", height=height)
+    slug = export.safe_filename(name)
+    st.download_button(
+        "CSV", data=lambda: export.table_to_csv(frame), file_name=f"{slug}.csv", mime="text/csv",
+        on_click="ignore", key=f"csv-{slug}", icon=":material/table:",
+    )
+    return frame
+
+
+def nothing_to_show(context: AppContext, what: str) -> None:
+    """Say why a page is empty and where to go, with links (no dead ends)."""
+    if context.error:
+        st.error(plain(f"The store cannot be opened: {context.error}"))
+        st.info("Fix the store path in the sidebar (a new file name starts an empty store).")
+        return
+    st.info(plain(
+        f"Nothing to show yet: {what} needs a model extracted on a stimulus set, and the store "
+        f"at {context.view.store} holds none completely."
+    ))
+    left, right = st.columns(2)
+    left.page_link("pages/home.py", label="Home: run the paper's protocol in one click", icon=":material/home:")
+    right.page_link("pages/extract.py", label="Extract a model", icon=":material/download:")
+
+
+def require_data(what: str) -> AppContext:
+    """The context, or an explanation and ``st.stop()`` when there is nothing to show."""
+    return _required(what, lambda ctx: ctx.has_data)
+
+
+def require_store(what: str) -> AppContext:
+    """The context, or an explanation and ``st.stop()`` when the store cannot be opened."""
+    return _required(what, lambda ctx: not ctx.error)
+
+
+def _required(what: str, ready: Callable[[AppContext], bool]) -> AppContext:
+    ctx = context()
+    if not ready(ctx):
+        nothing_to_show(ctx, what)
+        st.stop()
+    return ctx
+
+
+def analysed(ctx: AppContext) -> db.AnalysisKey:
+    """The key of the view's analysis, run now (with a spinner) unless it is cached."""
+    key = db.analysis_key(ctx.view, ctx.inventory)
+    with st.spinner(plain(f"Analysing {ctx.view.model} (first time only; the result is cached in the store)…")):
+        analysis_for(key)
+    return key
+
+
+def plain(text: Any) -> str:
+    """User-derived text (names, paths, messages) for a Markdown element, shown literally."""
+    return db.escape_markdown(str(text))
+
+
+def say(text: str) -> None:
+    """A sentence built from user-derived names and numbers, shown literally."""
+    st.markdown(plain(text))
+
+
+def show_error(error: BaseException) -> None:
+    st.error(plain(str(error)))
+
+
+# -- layer choice ------------------------------------------------------------------------
+
+
+def layer_picker(ctx: AppContext, label: str = "Layer") -> int:
+    """A layer slider shared by the pages (the choice is kept in the view and the URL)."""
+    record = ctx.record
+    options = db.layer_options(record)
+    layer = db.default_layer(ctx.view, record)
+    key = view_key("layer", (ctx.view.model, layer))
+    choice = st.select_slider(
+        label, options=options, value=options[layer], key=key,
+        on_change=view_setter("layer", key, db.layer_from_option),
+    )
+    return db.layer_from_option(choice)
+
+
+# -- jobs --------------------------------------------------------------------------------
+
+
+def start_job(key: str, job: Job) -> None:
+    try:
+        job_registry().start(key, job)
+    except MagdashError as error:
+        st.session_state["magdash_job_error"] = str(error)
+
+
+def job_panel(key: str) -> JobSnapshot | None:
+    """Progress of the job running on ``key`` (a store path), redrawn every half second.
+
+    When the job ends, the whole page reruns once, so it shows the new data.
+    """
+    if message := st.session_state.pop("magdash_job_error", None):
+        st.error(plain(message))
+    job = job_registry().get(key)
+    if job is None:
+        return None
+    snapshot = job.snapshot()
+
+    @st.fragment(run_every=0.5 if not snapshot.finished else None)
+    def panel() -> None:
+        current = job.snapshot()
+        seen = st.session_state.setdefault(SEEN_JOBS_KEY, set())
+        if current.finished:
+            if id(job) not in seen:
+                seen.add(id(job))
+                if not snapshot.finished:
+                    st.rerun(scope="app")
+            _finished(key, current)
+            return
+        st.progress(current.fraction, text=plain(f"{current.label} — {current.progress_text()}"))
+        st.button("Cancel", key=f"cancel-{id(job)}", on_click=job.cancel, icon=":material/stop:",
+                  help="Stops after the current batch; what is stored stays and a new run resumes from there.")
+
+    panel()
+    return job.snapshot()
+
+
+def _finished(key: str, snapshot: JobSnapshot) -> None:
+    if snapshot.state == "done":
+        st.success(plain(f"{snapshot.label}: finished in {format_seconds(snapshot.elapsed_s)}."))
+    elif snapshot.state == "cancelled":
+        st.warning(plain(f"{snapshot.label}: {snapshot.message}."))
+    else:
+        st.error(plain(f"{snapshot.label} failed: {snapshot.message}"))
+    st.button("Dismiss", key=f"dismiss-{key}", on_click=job_registry().forget, args=(key,))

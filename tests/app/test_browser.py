@@ -1,0 +1,60 @@
+"""End to end in a real browser: ``streamlit run app.py`` on a loopback port, Debian's Chromium
+driven by Playwright. From an empty store: the first-run button, its progress, the alpha
+profile drawn, a page switch, a screenshot.
+
+Skipped (with the reason) only when /usr/bin/chromium is missing outside CI; with ``CI`` set a
+missing browser is a failure. No browser is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.support import CHROMIUM, CHROMIUM_ARGS, require_chromium, streamlit_server
+
+FIRST_RUN_TIMEOUT_MS = 540_000
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture
+def app_server(tmp_path):
+    require_chromium()
+    env = {**os.environ, "MAGDASH_STORE": str(tmp_path / "store.duckdb"), "HF_HUB_OFFLINE": "1"}
+    with streamlit_server(env, tmp_path / "streamlit.log") as url:
+        yield url
+
+
+def test_first_run_then_page_switch_in_chromium(app_server, tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(app_server, wait_until="domcontentloaded")
+            button = page.get_by_role("button", name="Run the paper's protocol on minilm and minilm@random")
+            button.click()
+            expect(page.get_by_text("first run: minilm and its random control —")).to_be_visible(timeout=120_000)
+            expect(page.get_by_role("button", name="Cancel")).to_be_visible()
+            # The run ends, the page reruns once and draws the results.
+            expect(page.get_by_text("Results: minilm on paper")).to_be_visible(timeout=FIRST_RUN_TIMEOUT_MS)
+            profile = page.locator("[data-testid=stVegaLiteChart]").filter(
+                has_text="Scaling exponent alpha by layer"
+            )
+            expect(profile).to_have_count(1, timeout=120_000)
+            expect(profile.locator("svg path").first).to_be_attached()
+            expect(page.get_by_test_id("stDownloadButton").filter(has_text="PNG").first).to_be_visible()
+
+            page.locator("[data-testid=stSidebarNav]").get_by_role("link", name="Scaling").click()
+            expect(page.get_by_role("heading", name="Scaling of variability with magnitude")).to_be_visible(timeout=120_000)
+            expect(page.locator("[data-testid=stVegaLiteChart]")).to_have_count(2, timeout=120_000)
+            assert "/scaling" in page.url and "model=minilm" in page.url
+            assert page.locator("[data-testid=stException]").count() == 0
+            shot = tmp_path / "scaling.png"
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+        finally:
+            browser.close()

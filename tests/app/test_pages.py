@@ -1,0 +1,271 @@
+"""The Streamlit app under AppTest: every page on an empty store and on one holding the
+built-in model and its random control; widget changes rerun cleanly; the URL keeps the view."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from magdash import dashboard as db
+from magdash.dashboard.jobs import run_first_protocol
+from magdash.store import Store
+from pages import ui
+from tests.support import ROOT, labels, open_app, shown, widget
+
+PAGES = [page.file for page in db.PAGES if (ROOT / page.file).is_file()]
+DATA_PAGES = [page for page in PAGES if Path(page).stem not in ("home", "extract", "stimuli")]
+
+# Charts each page draws on the populated store (every chart has PNG and SVG buttons).
+EXPECTED_CHARTS = {
+    "home": 1, "extract": 0, "stimuli": 0, "scaling": 2, "weber": 5, "frequency": 3,
+    "compare": 1, "geometry": 3, "depth": 4,
+}
+EXPECTED_TABLES = {"home": 1, "scaling": 1, "weber": 2, "frequency": 2, "compare": 1, "geometry": 1}
+
+
+@pytest.fixture(scope="module")
+def populated(tmp_path_factory) -> str:
+    """The first-run protocol (minilm + minilm@random), exactly what the Home button runs."""
+    path = tmp_path_factory.mktemp("populated") / "store.duckdb"
+    store = Store(path)
+    assert run_first_protocol(store, db.analysis_params(db.ViewState(store=str(path))))
+    return str(path)
+
+
+def chart_specs(at: AppTest) -> list[dict]:
+    return [json.loads(element.proto.spec) for element in at.get("vega_lite_chart")]
+
+
+def texts(at: AppTest) -> str:
+    kinds = ("markdown", "info", "warning", "error", "success", "caption")
+    return "\n".join(shown(element) for kind in kinds for element in at.get(kind))
+
+
+# -- empty store -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_on_an_empty_store_says_what_to_do(page, tmp_path, monkeypatch):
+    at = open_app(str(tmp_path / "empty.duckdb"), monkeypatch, page=page)
+    assert not at.get("vega_lite_chart")
+    name = Path(page).stem
+    if name == "home":
+        assert "Run the paper's protocol on minilm and minilm@random" in labels(at.button)
+    elif name == "extract":
+        assert "Extract" in labels(at.button)
+    elif name == "stimuli":
+        assert "Save stimulus set" in labels(at.button)
+    else:
+        assert any("Nothing to show yet" in shown(info) for info in at.info)
+        links = [element.proto.page for element in at.get("page_link")]
+        assert len(links) == 2  # Home (first run) and Extract: no dead end
+
+
+def test_the_sidebar_of_an_empty_store_points_to_home(tmp_path, monkeypatch):
+    at = open_app(str(tmp_path / "empty.duckdb"), monkeypatch)
+    assert any("no complete extraction" in shown(info) for info in at.sidebar.info)
+    assert widget(at.sidebar.text_input, "Store").value == str(tmp_path / "empty.duckdb")
+
+
+def test_first_run_button_shows_progress_and_cancels(tmp_path, monkeypatch):
+    path = str(tmp_path / "first.duckdb")
+    at = open_app(path, monkeypatch)
+    widget(at.button, "Run the paper's protocol on minilm and minilm@random").click().run()
+    assert not at.exception
+    job = ui.job_registry().get(path)
+    assert job is not None
+    assert at.get("progress"), "a running job shows a progress bar"
+    assert "Cancel" in labels(at.button)
+    job.cancel()
+    assert job.wait(300).state == "cancelled"
+    at.run()
+    assert any("cancelled" in shown(warning) for warning in at.warning)
+    assert "Dismiss" in labels(at.button)
+
+
+def test_a_failing_extraction_shows_a_message_not_a_traceback(tmp_path, monkeypatch):
+    at = open_app(str(tmp_path / "s.duckdb"), monkeypatch, page="pages/extract.py")
+    widget(at.radio, "Model from").set_value("folder").run()
+    widget(at.text_input, "Model folder").set_value(str(tmp_path / "nowhere")).run()
+    assert any("does not exist" in shown(info) for info in at.info)
+    assert widget(at.button, "Extract").disabled
+    widget(at.text_input, "Model folder").set_value(str(tmp_path)).run()  # a folder, but no model
+    widget(at.button, "Extract").click().run()
+    job = ui.job_registry().get(str(tmp_path / "s.duckdb"))
+    assert job.wait(300).state == "failed"
+    at.run()
+    assert not at.exception
+    assert any("has no config.json" in shown(error) for error in at.error)
+
+
+@pytest.mark.slow
+def test_extract_page_runs_a_model_and_the_pages_show_it(tiny_llama, tmp_path, monkeypatch):
+    path = str(tmp_path / "s.duckdb")
+    at = open_app(path, monkeypatch, page="pages/extract.py")
+    widget(at.radio, "Model from").set_value("folder").run()
+    widget(at.text_input, "Model folder").set_value(str(tiny_llama)).run()
+    widget(at.button, "Extract").click().run()
+    snapshot = ui.job_registry().get(path).wait(300)
+    assert snapshot.state == "done", snapshot.message
+    at.run()
+    assert any("finished" in shown(success) for success in at.success)
+    at.switch_page("pages/scaling.py").run()
+    assert not at.exception
+    assert len(at.get("vega_lite_chart")) == 2
+    # The tiny Llama has a final norm: its post-norm layer is offered as a layer too.
+    assert widget(at.select_slider, "Layer").options[-1] == "4 · final norm (post-norm)"
+
+
+# -- populated store -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_on_the_populated_store(page, populated, monkeypatch):
+    at = open_app(populated, monkeypatch, page=page)
+    name = Path(page).stem
+    assert len(at.get("vega_lite_chart")) == EXPECTED_CHARTS[name]
+    buttons = labels(at.get("download_button"))
+    assert buttons.count("PNG") == buttons.count("SVG") == EXPECTED_CHARTS[name]
+    assert buttons.count("CSV") >= EXPECTED_TABLES.get(name, 0)
+    assert "Report (HTML)" in labels(at.sidebar.get("download_button"))
+    assert not at.error
+
+
+def test_a_bookmark_opened_on_a_fresh_server_goes_through_the_app(populated, monkeypatch):
+    # The first request of a fresh server runs a page file alone; the page declares the
+    # navigation and reruns, so the sidebar and the bookmarked view are there.
+    at = open_app(populated, monkeypatch, query={"layer": "2"}, page="pages/scaling.py", fresh_server=True)
+    assert widget(at.sidebar.selectbox, "Model").value == "minilm"
+    assert widget(at.select_slider, "Layer").value == "2 · block 2"
+    assert len(at.get("vega_lite_chart")) == 2
+
+
+def test_layer_change_reruns_and_lands_in_the_url(populated, monkeypatch):
+    at = open_app(populated, monkeypatch, page="pages/scaling.py")
+    slider = widget(at.select_slider, "Layer")
+    assert slider.value == "4 · block 4"  # the middle of the default core band 3..5
+    slider.set_value("2 · block 2").run()
+    assert not at.exception
+    assert at.query_params["layer"] == "2"
+    assert "block 2" in json.dumps(chart_specs(at)[0]["title"])
+    widget(at.select_slider, "Layer").set_value("6 · block 6").run()
+    assert at.query_params["layer"] == "6" and not at.exception
+
+
+def test_measure_model_and_core_band_changes_rerun_cleanly(populated, monkeypatch):
+    at = open_app(populated, monkeypatch, page="pages/scaling.py")
+    widget(at.sidebar.selectbox, "Measure").set_value("proj").run()
+    assert not at.exception and at.query_params["measure"] == "proj"
+    assert "V_proj" in json.dumps(chart_specs(at)[0]["title"])
+    widget(at.sidebar.selectbox, "Model").set_value("minilm@random").run()
+    assert not at.exception and at.query_params["model"] == "minilm@random"
+    assert "minilm@random" in json.dumps(chart_specs(at)[1]["title"])
+    widget(at.sidebar.select_slider, "Core layers").set_value((2, 4)).run()
+    assert not at.exception and at.query_params["core"] == "2-4"
+    assert "core layers 2-4" in json.dumps(chart_specs(at)[1]["title"])
+    at.switch_page("pages/weber.py").run()  # the choices are kept across pages
+    assert not at.exception
+    assert widget(at.sidebar.selectbox, "Model").value == "minilm@random"
+    assert widget(at.sidebar.select_slider, "Core layers").value == (2, 4)
+
+
+def test_the_conventions_setting_lands_in_the_url_and_in_the_figures(populated, monkeypatch):
+    at = open_app(populated, monkeypatch, page="pages/scaling.py")
+    assert "magdash's conventions" in json.dumps(chart_specs(at)[1]["title"])
+    widget(at.sidebar.radio, "Conventions").set_value("paper").run()
+    assert not at.exception and at.query_params["conv"] == "paper"
+    assert "the conventions of the paper's script" in json.dumps(chart_specs(at)[1]["title"])
+    at.switch_page("pages/weber.py").run()  # kept across pages
+    assert not at.exception and widget(at.sidebar.radio, "Conventions").value == "paper"
+    science = [e for e in at.expander if "docs/science.md" in e.label]
+    assert len(science) == 1 and "Two conventions" in " ".join(m.value for m in science[0].markdown)
+    bookmarked = open_app(populated, monkeypatch, query={"conv": "paper"}, page="pages/frequency.py")
+    assert widget(bookmarked.sidebar.radio, "Conventions").value == "paper"
+    assert "(rho > 0 and p < .05)" in texts(bookmarked)
+
+
+def test_a_bookmarked_view_opens_as_it_was_shared(populated, monkeypatch):
+    query = {"model": "minilm@random", "measure": "residual", "layer": "2", "vs": "minilm"}
+    at = open_app(populated, monkeypatch, query=query, page="pages/compare.py")
+    assert widget(at.sidebar.selectbox, "Model").value == "minilm@random"
+    assert widget(at.sidebar.selectbox, "Measure").value == "residual"
+    assert widget(at.selectbox, "Model B").value == "minilm"
+    assert "minilm@random vs minilm" in json.dumps(chart_specs(at)[0]["title"])
+    at.switch_page("pages/scaling.py").run()
+    assert widget(at.select_slider, "Layer").value == "2 · block 2"
+
+
+def test_a_broken_link_explains_what_it_ignored(populated, monkeypatch):
+    at = open_app(populated, monkeypatch, query={"model": "gone", "measure": "bogus", "core": "x"})
+    warnings = " ".join(shown(w) for w in at.sidebar.warning)
+    assert "'gone'" in warnings and "'bogus'" in warnings and "'x'" in warnings
+    assert widget(at.sidebar.selectbox, "Model").value == "minilm"
+
+
+def test_geometry_metric_and_frequency_source_switch(populated, monkeypatch):
+    at = open_app(populated, monkeypatch, page="pages/geometry.py")
+    widget(at.radio, "Distance").set_value("cosine").run()
+    assert not at.exception
+    assert "cosine" in json.dumps(chart_specs(at)[0]["title"])
+    at.switch_page("pages/frequency.py").run()
+    widget(at.selectbox, "Frequency source").set_value("openwebtext-500k").run()
+    assert not at.exception
+    assert "openwebtext-500k" in texts(at)
+    assert len(at.get("vega_lite_chart")) == 3
+
+
+def test_stimuli_upload_is_validated_and_saved(populated, monkeypatch):
+    at = open_app(populated, monkeypatch, page="pages/stimuli.py")
+    widget(at.radio, "Carriers from").set_value("upload").run()
+    uploader = at.file_uploader[0]
+    uploader.upload("carriers.txt", "Caf\xe9 {n}.\n".encode("latin-1"), "text/plain")
+    at.run()
+    assert any("not UTF-8" in shown(e) for e in at.error)
+    at.file_uploader[0].upload("carriers.csv", b"carrier\nThere are {n} cats.\nNo number.\n", "text/csv")
+    at.run()
+    assert any("row 3 has no {n}" in shown(e) for e in at.error)
+    assert widget(at.button, "Save stimulus set").disabled
+    at.file_uploader[0].upload("carriers.csv", b"carrier\nThere are {n} cats.\nI saw {n} dogs.\n", "text/csv")
+    at.run()
+    widget(at.radio, "Magnitudes from").set_value("list").run()
+    widget(at.text_input, "Magnitudes").set_value("1-5").run()
+    widget(at.text_input, "Stimulus set name").set_value("pets").run()
+    widget(at.button, "Save stimulus set").click().run()
+    assert any("Saved 'pets'" in shown(s) for s in at.success)
+    assert Store(populated).stimulus_set("pets").magnitudes == (1, 2, 3, 4, 5)
+    at.switch_page("pages/extract.py").run()
+    assert "pets" in widget(at.main.selectbox, "Stimulus set").options
+
+
+def test_tokenization_preview_for_the_builtin_model(populated, monkeypatch):
+    at = open_app(populated, monkeypatch, page="pages/stimuli.py")
+    widget(at.toggle, "Show the tokenization").set_value(True).run()
+    assert not at.exception
+    preview = at.dataframe[-1].value
+    assert {"number_tokens", "kept", "tokens"} <= set(preview.columns)
+    assert preview.loc[preview["magnitude"] == 1000, "kept"].iloc[0] != ""
+    assert any("numbers shown" in shown(m) for m in at.markdown)
+
+
+def test_user_level_problems_in_a_page_show_as_messages(tmp_path, monkeypatch):
+    # A one-block model has no core band (floor(L/2) .. L-1 is empty): every page must say so
+    # instead of raising; a model name written as Markdown is shown literally.
+    import numpy as np
+
+    from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
+
+    store = Store(tmp_path / "odd.duckdb")
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(len(PAPER_MAGNITUDES), len(PAPER_CARRIERS), 2, 8)).astype(np.float32)
+    store.import_arrays("[odd](http://example.org)", vectors, PAPER_MAGNITUDES, carriers=PAPER_CARRIERS)
+    at = open_app(str(store.path), monkeypatch)
+    assert any("at least 2 blocks" in shown(e) for e in at.sidebar.error)
+    assert any("\\[odd\\]\\(http\\://example\\.org\\)" in h.value for h in at.subheader)
+    for page in DATA_PAGES:
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.message for e in at.exception])
+        if Path(page).stem in ("scaling", "weber", "frequency", "geometry"):  # they need the core band
+            assert any("at least 2 blocks" in shown(e) for e in at.main.error), page

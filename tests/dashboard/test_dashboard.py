@@ -1,0 +1,576 @@
+"""The dashboard's pure helpers: view state, inventory, jobs, stimuli input, figures, report."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from magdash import dashboard as db
+from magdash.dashboard import figures as figs
+from magdash.dashboard import jobs as jobs
+from magdash.dashboard import stimuli as ds
+from magdash.errors import MagdashError, StimulusError
+from magdash.frequency.sources import builtin_source
+from magdash.params import parse_band
+from magdash.presentation import export, report
+from magdash.presentation.formatting import MISSING
+from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES, StimulusSet
+from magdash.store import Store
+from magdash.variability.analysis import PRIMARY_MEASURES, analyze
+from tests.support import ROOT
+
+PLANTED_ALPHA = (0.5, 0.5, -0.2)  # blocks 1..3; the embedding layer has V = 0 (no fit)
+
+
+def planted_arrays(alphas=PLANTED_ALPHA, seed=7, dim=16):
+    """Vectors whose V_eucl(n) is exactly n**alpha at each block (and 0 at the embeddings).
+
+    Per magnitude, the carriers' deviations from the centroid are random, centred over carriers
+    and scaled so their mean norm is n**alpha; the centroid moves along one axis with log n.
+    """
+    rng = np.random.default_rng(seed)
+    magnitudes = np.asarray(PAPER_MAGNITUDES, dtype=np.float64)
+    n_carriers = len(PAPER_CARRIERS)
+    layers = [np.repeat((np.log(magnitudes)[:, None] * np.eye(dim)[0])[:, None, :], n_carriers, axis=1)]
+    for alpha in alphas:
+        noise = rng.normal(size=(magnitudes.size, n_carriers, dim))
+        noise -= noise.mean(axis=1, keepdims=True)
+        noise /= np.linalg.norm(noise, axis=2).mean(axis=1)[:, None, None]
+        centroid = np.log(magnitudes)[:, None] * np.eye(dim)[1] + 3.0
+        layers.append(centroid[:, None, :] + noise * (magnitudes ** alpha)[:, None, None])
+    return np.stack(layers, axis=2).astype(np.float32), magnitudes
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """A store holding two imported models on the paper's stimuli (no model run needed)."""
+    store = Store(tmp_path_factory.mktemp("planted") / "planted.duckdb")
+    labels = ["embeddings", "block 1", "block 2", "block 3"]
+    arrays, magnitudes = planted_arrays()
+    store.import_arrays("planted", arrays, magnitudes, carriers=PAPER_CARRIERS, layer_labels=labels)
+    flat, _ = planted_arrays(alphas=(0.0, 0.0, 0.0), seed=8)
+    store.import_arrays("flat@random", flat, magnitudes, carriers=PAPER_CARRIERS, layer_labels=labels)
+    return store
+
+
+@pytest.fixture(scope="module")
+def planted_view(planted):
+    inventory = db.read_inventory(planted)
+    view, _ = db.reconcile_view(db.ViewState(store=str(planted.path), n_boot=200), inventory)
+    return view, inventory
+
+
+# -- pages and view state ------------------------------------------------------------------
+
+
+def test_every_page_file_exists_and_groups_follow_the_navigation_order():
+    groups = db.page_groups(root=ROOT)
+    assert list(groups) == [g for g in ("Data", "Noise", "Geometry", "Depth") if g in groups]
+    assert [p.title for p in groups["Data"]] == ["Home", "Extract", "Stimuli"]
+    assert {p.url_path for p in db.PAGES} == {Path(p.file).stem for p in db.PAGES}
+    shown = {p.file for pages in groups.values() for p in pages}
+    assert shown == {p.file for p in db.PAGES if (ROOT / p.file).is_file()}
+
+
+def test_view_round_trips_through_the_query_string():
+    view = db.ViewState(store="/data/s.duckdb", model="llama", stimuli="paper", measure="proj",
+                        core=(2, 5), layer=4, other="llama@random", n_boot=500, conventions="paper")
+    query = db.view_to_query(view, store="/default.duckdb")
+    assert query == {"store": "/data/s.duckdb", "model": "llama", "stimuli": "paper", "measure": "proj",
+                     "core": "2-5", "layer": "4", "vs": "llama@random", "boot": "500", "conv": "paper"}
+    back, notes = db.view_from_query(query, store="/default.duckdb")
+    assert back == view and notes == []
+
+
+def test_defaults_stay_out_of_the_query_string():
+    assert db.view_to_query(db.ViewState(store="/default.duckdb"), store="/default.duckdb") == {}
+
+
+def test_bad_link_values_fall_back_to_defaults_with_a_message():
+    view, notes = db.view_from_query(
+        {"measure": "bogus", "core": "5-2", "layer": "-1", "boot": "many", "conv": "nature"}, store="/s.duckdb"
+    )
+    assert (view.measure, view.core, view.layer, view.n_boot, view.conventions) == ("eucl", None, None, 10_000, "magdash")
+    assert len(notes) == 5
+    assert any("'nature'" in note and "magdash, paper" in note for note in notes)
+    assert any("bogus" in note and "eucl" in note for note in notes)
+
+
+def test_query_lists_take_the_last_value():
+    view, _ = db.view_from_query({"model": ["a", "b"], "layer": ["1", "3"]}, store="/s")
+    assert (view.model, view.layer) == ("b", 3)
+
+
+@pytest.mark.parametrize(("text", "band"), [("3-5", (3, 5)), ("4", (4, 4)), (" 0 - 2 ", (0, 2))])
+def test_parse_band(text, band):
+    assert parse_band(text) == band
+
+
+@pytest.mark.parametrize("text", ["5-3", "a-b", "1-2-3", "-1", "2,4"])
+def test_parse_band_refuses(text):
+    with pytest.raises(MagdashError):
+        parse_band(text)
+
+
+def test_layer_options_parse_back():
+    record = _record_like(n_blocks=3)
+    options = db.layer_options(record)
+    assert options[0] == "0 · embeddings"
+    assert [db.layer_from_option(o) for o in options] == list(range(len(options)))
+
+
+def _record_like(n_blocks):
+    from magdash.store import ModelRecord
+
+    labels = ("embeddings",) + tuple(f"block {i}" for i in range(1, n_blocks + 1))
+    return ModelRecord("m", "id", "test", "fp", "float32", "5", "Test", n_blocks, 8, labels)
+
+
+def test_default_layer_is_the_middle_of_the_core_band():
+    record = _record_like(n_blocks=32)
+    view = db.ViewState(store="s")
+    assert db.core_band(view, record) == (16, 31)
+    assert db.default_layer(view, record) == 23
+    assert db.default_layer(dataclasses.replace(view, layer=5), record) == 5
+    assert db.default_layer(dataclasses.replace(view, core=(2, 4)), record) == 3
+
+
+def test_analysis_params_follow_the_view():
+    view = db.ViewState(store="s", measure="trace", core=(1, 2), n_boot=123)
+    params = db.analysis_params(view)
+    assert params.measures == (*PRIMARY_MEASURES, "trace")
+    assert params.core_layers == (1, 2)
+    assert params.n_boot == 123 and params.bootstrap_layers == "all"
+    assert db.analysis_params(db.ViewState(store="s")).measures == PRIMARY_MEASURES
+
+
+# -- inventory and reconciliation ------------------------------------------------------------
+
+
+def test_inventory_lists_models_sets_and_controls(planted_view):
+    view, inventory = planted_view
+    assert inventory.usable_models == ["planted", "flat@random"]  # trained models first
+    assert inventory.complete_sets["planted"] == ["paper"]
+    table = db.inventory_table(inventory)
+    assert set(table["model"]) == {"planted", "flat@random"}
+    assert table.loc[table["model"] == "flat@random", "control"].item() == "random weights"
+    assert view.model == "planted" and view.stimuli == "paper"
+
+
+def test_data_token_survives_cache_writes_but_not_new_vectors(tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    arrays, magnitudes = planted_arrays()
+    store.import_arrays("m", arrays, magnitudes, carriers=PAPER_CARRIERS)
+    before, stamp = db.read_inventory(store).data_token("m", "paper"), db.store_stamp(store.path)
+    store.put_result("anything", "test", b"payload")
+    assert db.store_stamp(store.path) != stamp  # the inventory is re-read ...
+    assert db.read_inventory(store).data_token("m", "paper") == before  # ... analyses stay cached
+    other = StimulusSet("more", PAPER_CARRIERS, (11, 12, 13))  # sentences not stored yet
+    store.register_stimulus_set(other)
+    model_id = store.model_record("m").model_id
+    store.write_vectors(model_id, [other.items[0].key], arrays[:1, 0])
+    inventory = db.read_inventory(store)
+    assert inventory.data_token("m", "more") != inventory.data_token("m", "paper")
+    assert inventory.incomplete[["name", "set_name", "done", "total"]].values.tolist() == [["m", "more", 1, 15]]
+    assert inventory.complete_sets["m"] == ["paper"]
+
+
+def test_reconcile_repairs_a_stale_view(planted_view):
+    _, inventory = planted_view
+    stale = db.ViewState(store="s", model="gone", stimuli="nope", core=(1, 9), layer=12, other="gone too")
+    view, notes = db.reconcile_view(stale, inventory)
+    assert (view.model, view.stimuli, view.core, view.layer) == ("planted", "paper", None, None)
+    assert view.other == "flat@random"
+    assert len(notes) == 5 and any("'gone'" in n for n in notes)
+
+
+def test_reconcile_drops_a_core_band_equal_to_the_default(planted_view):
+    _, inventory = planted_view
+    view, notes = db.reconcile_view(db.ViewState(store="s", core=(1, 2)), inventory)
+    assert view.core is None and notes == []
+    view, _ = db.reconcile_view(db.ViewState(store="s", core=(2, 3)), inventory)
+    assert view.core == (2, 3)
+
+
+def test_suffixed_models_default_to_their_own_control(tmp_path):
+    # Home and Compare compare a model with its @random control; for a float16 or first-token
+    # extraction that control is stored as minilm@random:float16:first, not minilm:float16:first@random.
+    store = Store(tmp_path / "suffixed.duckdb")
+    arrays, magnitudes = planted_arrays()
+    for name in ("aaa", "minilm:float16:first", "minilm@random:float16:first", "minilm@random"):
+        store.import_arrays(name, arrays, magnitudes, carriers=PAPER_CARRIERS)
+    inventory = db.read_inventory(store)
+    view, _ = db.reconcile_view(db.ViewState(store=str(store.path), model="minilm:float16:first"), inventory)
+    assert view.other == "minilm@random:float16:first"
+    keys = db.phase_keys(view, inventory)
+    assert keys[db.CONTROL_SERIES].model == "minilm@random:float16:first"
+
+
+def test_reconcile_on_an_empty_store(tmp_path):
+    inventory = db.read_inventory(Store(tmp_path / "empty.duckdb"))
+    assert inventory.is_empty and inventory.usable_models == []
+    view, notes = db.reconcile_view(db.ViewState(store="s", model="x", layer=3), inventory)
+    assert view.model is None and view.layer is None and notes == []
+
+
+# -- jobs ----------------------------------------------------------------------------------------
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_eta_uses_the_rate_since_the_first_report():
+    clock = FakeClock()
+    eta = jobs.EtaClock(clock)
+    assert eta.update(30, 130) is None  # what was already stored: the baseline
+    clock.now += 10.0
+    assert eta.update(50, 130) == pytest.approx(40.0)  # 20 items in 10 s, 80 to go
+    clock.now += 10.0
+    assert eta.update(90, 130) == pytest.approx(13.333, rel=1e-3)
+
+
+def _run(job):
+    snapshot = job.start().wait(timeout=300)
+    assert snapshot.finished
+    return snapshot
+
+
+def test_a_job_reports_steps_progress_and_its_result():
+    seen = threading.Event()
+
+    def work(context):
+        context.step("first", 4)
+        for done in range(5):
+            context.progress(done, 4)
+        context.step("second", 0)
+        seen.set()
+        return "result", False
+
+    snapshot = _run(jobs.Job("demo", work, n_steps=2))
+    assert seen.is_set()
+    assert (snapshot.state, snapshot.result, snapshot.step, snapshot.step_index) == ("done", "result", "second", 1)
+    assert snapshot.fraction == 1.0
+
+
+def test_progress_text_counts_steps_items_and_time():
+    snapshot = jobs.JobSnapshot("x", "running", "extracting minilm", 0, 3, 40, 130, 3.2, 7.4, "")
+    assert snapshot.progress_text() == "step 1/3 · extracting minilm: 40/130 · 3 s elapsed · about 7 s left"
+    assert snapshot.fraction == pytest.approx((0 + 40 / 130) / 3)
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (MagdashError("no model 'x': give 'minilm'"), "no model 'x': give 'minilm'"),
+        (MemoryError(), "out of memory: choose a smaller dtype"),
+        (RuntimeError("CUDA out of memory. Tried to allocate 2 GiB"), "out of memory: choose a smaller dtype"),
+        (MagdashError("out of memory during the forward pass"), "out of memory during the forward pass — choose"),
+        (ValueError("boom"), "unexpected error (ValueError: boom)"),
+    ],
+)
+def test_job_errors_become_messages(error, expected):
+    def work(context):
+        raise error
+
+    snapshot = _run(jobs.Job("failing", work))
+    assert snapshot.state == "failed"
+    assert snapshot.message.startswith(expected)
+    assert "Traceback" not in snapshot.message
+
+
+def test_cancel_stops_a_job_at_its_next_checkpoint():
+    started = threading.Event()
+
+    def work(context):
+        started.set()
+        while not context.should_stop():
+            time.sleep(0.01)
+        return None, True
+
+    job = jobs.Job("slow", work).start()
+    assert started.wait(300)
+    job.cancel()
+    snapshot = job.wait(300)
+    assert snapshot.state == "cancelled" and "resume" in snapshot.message
+
+
+def test_registry_allows_one_running_job_per_store():
+    registry = jobs.JobRegistry()
+    release = threading.Event()
+
+    def work(context):
+        release.wait(300)
+        return None, False
+
+    first = registry.start("store", jobs.Job("first", work))
+    with pytest.raises(MagdashError, match="still running"):
+        registry.start("store", jobs.Job("second", work))
+    registry.forget("store")
+    assert registry.get("store") is first  # a running job is never forgotten
+    release.set()
+    first.wait(300)
+    registry.forget("store")
+    assert registry.get("store") is None
+
+
+def test_model_spec_from_the_extract_form(tmp_path):
+    assert jobs.model_spec("builtin", "minilm") == "minilm"
+    assert jobs.model_spec("builtin", "minilm", control=True) == "minilm@random"
+    assert jobs.model_spec("cache", "org/name", control=True, seed=7) == "org/name@random:7"
+    assert jobs.model_spec("folder", str(tmp_path)) == str(tmp_path.resolve())
+    with pytest.raises(MagdashError, match="does not exist"):
+        jobs.model_spec("folder", str(tmp_path / "missing"))
+    with pytest.raises(MagdashError, match="no model chosen"):
+        jobs.model_spec("cache", "")
+
+
+@pytest.mark.slow
+def test_extraction_job_runs_cancels_and_resumes(tiny_llama, tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    stimuli = StimulusSet("small", ("There are {n} items.", "{n} was the value."), (1, 7, 42, 347, 1000))
+    request = jobs.ExtractionRequest(spec=str(tiny_llama), stimuli=stimuli, name="tiny", batch_size=2)
+    job = jobs.extraction_job(store, request)
+    job.cancel()  # before the first batch: nothing extracted, a resumable model registered
+    cancelled = _run(job)
+    assert cancelled.state == "cancelled"
+    assert "small" not in db.read_inventory(store).complete_sets.get("tiny", [])
+    done = _run(jobs.extraction_job(store, request))
+    assert done.state == "done" and done.result.extracted == 10
+    assert (done.done, done.total) == (10, 10)
+    assert db.read_inventory(store).complete_sets["tiny"] == ["small"]
+
+
+def test_extraction_job_reports_a_missing_model(tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    request = jobs.ExtractionRequest(spec="no/such-model", stimuli=StimulusSet("s", ("{n}.",), (1, 2)))
+    snapshot = _run(jobs.extraction_job(store, request))
+    assert snapshot.state == "failed" and "no model 'no/such-model'" in snapshot.message
+
+
+# -- stimuli input -------------------------------------------------------------------------------
+
+
+def test_typed_carriers_with_every_kind_of_problem():
+    text = "The number {n} is here.\nNo placeholder.\n\n{n} and {n}.\nThe number {n} is here.\n" + "x {n}" * 200 + "\n\n"
+    result = ds.carriers_from_text(text)
+    assert not result.ok
+    joined = " | ".join(result.problems)
+    assert "line 2 has no {n}" in joined
+    assert "line 3 is empty" in joined
+    assert "line 4 has 2 {n} placeholders" in joined
+    assert "line 5 repeats line 1" in joined
+    assert re.search(r"line 6 is \d+ characters long", joined)
+    assert len(result.carriers) == 6  # trailing blank lines are not carriers
+
+
+def test_a_clean_text_upload_passes():
+    result = ds.read_carrier_upload("c.txt", "\ufeffA {n} b.\r\nC {n} d.\r\n".encode())
+    assert result.ok and result.carriers == ["A {n} b.", "C {n} d."]
+
+
+def test_uploads_that_are_not_utf8_text_say_so():
+    latin = ds.read_carrier_upload("c.txt", "Caf\xe9 {n}.\nThe {n}.".encode("latin-1"))
+    assert not latin.ok and "not UTF-8 (first bad byte on line 1)" in latin.problems[0]
+    binary = ds.read_carrier_upload("c.txt", b"\x00\x01{n}")
+    assert "looks binary" in binary.problems[0]
+
+
+def test_csv_uploads_use_the_carrier_column_and_count_rows_with_the_header():
+    data = b"id,carrier\n1,There are {n} items.\n2,No number here.\n3,There are {n} items.\n"
+    result = ds.read_carrier_upload("c.csv", data)
+    assert result.carriers == ["There are {n} items.", "No number here.", "There are {n} items."]
+    assert result.problems == [
+        "row 3 has no {n} placeholder: write {n} where the number goes",
+        "row 4 repeats row 2: remove the duplicate",
+    ]
+
+
+def test_csv_without_a_header_takes_the_first_column():
+    result = ds.read_carrier_upload("c.csv", b'"A {n}, b.",x\nC {n} d.,y\n')
+    assert result.ok and result.carriers == ["A {n}, b.", "C {n} d."]
+
+
+def test_magnitude_editor_modes():
+    assert ds.magnitudes_from_editor("paper") == list(PAPER_MAGNITUDES)
+    assert ds.magnitudes_from_editor("list", text="1-3, 10, 2") == [1, 2, 3, 10]
+    assert ds.magnitudes_from_editor("range", first=10, last=50, step=20) == [10, 30, 50]
+    with pytest.raises(StimulusError, match="backwards"):
+        ds.magnitudes_from_editor("range", first=9, last=1)
+    with pytest.raises(StimulusError, match="cannot read"):
+        ds.magnitudes_from_editor("list", text="1-3, ten")
+
+
+def test_saving_under_a_taken_name_with_other_content_is_refused(tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    store.register_stimulus_set(StimulusSet("mine", ("A {n}.",), (1, 2)))
+    assert ds.build_stimulus_set("mine", ["A {n}."], [1, 2], store).name == "mine"  # same content: fine
+    with pytest.raises(StimulusError, match="already stored"):
+        ds.build_stimulus_set("mine", ["B {n}."], [1, 2], store)
+    # the same sentences under a second name: one content is one set
+    with pytest.raises(StimulusError, match="already stored as the set 'mine'"):
+        ds.build_stimulus_set("yours", ["A {n}."], [2, 1], store)
+    assert store.stimulus_set_names() == ["mine"]
+
+
+def test_preview_items_spread_over_the_magnitudes():
+    stimuli = StimulusSet("big", ("A {n}.", "B {n}."), tuple(range(1, 1001)))
+    items = ds.preview_items(stimuli, limit=20)
+    magnitudes = sorted({item.magnitude for item in items})
+    assert magnitudes[0] == 1 and magnitudes[-1] == 1000 and len(items) == 20
+
+
+def test_tokenization_preview_shows_split_numbers(tiny_llama):
+    from magdash.models import load_model
+
+    loaded = load_model(str(tiny_llama), device="cpu")
+    stimuli = StimulusSet("p", ("There are {n} items.",), (7, 1000))
+    last = ds.tokenization_preview(loaded, list(stimuli.items), "last")
+    row = last[last["magnitude"] == 1000].iloc[0]
+    assert (row["number_tokens"], row["n_number_tokens"], row["kept"]) == ("100 + 0", 2, "0")
+    first = ds.tokenization_preview(loaded, list(stimuli.items), "first")
+    assert first.loc[first["magnitude"] == 1000, "kept"].item() == "100"
+    assert "1 of 2 numbers shown span several tokens (e.g. 1000 → 100 + 0)" in ds.split_summary(last)
+
+
+def test_tokenizer_specs_list_builtins_stored_sources_and_the_cache(planted_view):
+    _, inventory = planted_view
+    specs = ds.tokenizer_specs(inventory.records.values(), ["org/a", "minilm"])
+    assert specs == ["minilm", "org/a"]  # imported models have no tokenizer to preview
+
+
+# -- figures and tables from planted data -------------------------------------------------------
+
+
+def _results(store, view, inventory):
+    keys = {name: db.analysis_key(view, inventory, name) for name in inventory.usable_models}
+    return {name: analyze(store, key.model, key.stimuli, key.params) for name, key in keys.items()}
+
+
+def test_planted_alpha_reaches_the_scaling_figure(planted, planted_view):
+    view, inventory = planted_view
+    key = db.analysis_key(view, inventory)
+    result = analyze(planted, key.model, key.stimuli, key.params)
+    for layer, alpha in enumerate(PLANTED_ALPHA, start=1):
+        assert result.fit("eucl", layer).alpha == pytest.approx(alpha, abs=1e-6)
+    spec = figs.scaling_figure(result, "eucl", 1).to_dict()
+    assert "alpha = 0.500" in json.dumps(spec)
+    empty = json.dumps(figs.scaling_figure(result, "eucl", 0).to_dict(), ensure_ascii=False)
+    assert f"alpha = {MISSING}" in empty  # V = 0 at the embeddings: never shown as a number
+    assert "Mean alpha of V_eucl over the 2 core layers: 0.5000 (2/2" in figs.fit_summary(result, "eucl")
+    table = figs.fit_table(result, "eucl")
+    assert np.isnan(table.loc[table["layer"] == 0, "alpha"].item())
+
+
+def test_every_figure_builds_and_one_exports(planted, planted_view):
+    view, inventory = planted_view
+    results = _results(planted, view, inventory)
+    result = results["planted"]
+    layer = planted.read_layer("planted", "paper", 2)
+    key = db.comparison_key(view, inventory)
+    from magdash.variability.analysis import compare
+
+    comparison = compare(planted, key.model_a, key.model_b, key.stimuli, key.params)
+    source = builtin_source("openwebtext-500k")
+    e5 = figs.e5_table(result, source, "eucl")
+    built = [
+        figs.scaling_figure(result, "residual", 2, layer), figs.profile_figure(result, "trace"),
+        figs.weber_figure(results, "eucl"), figs.cv_figure(result), figs.noise_figure(result, "eucl"),
+        figs.e3_figure(result), figs.e4_figure(result), figs.compare_figure(comparison, "eucl"),
+        figs.rdm_figure(layer, "cosine"), figs.rsa_figure(result, "euclidean"), figs.pc1_figure(layer),
+        figs.frequency_rho_figure(e5), figs.frequency_counts_figure(source),
+        figs.frequency_scatter_figure(figs.frequency_scatter_frame(result, source, "eucl", 2), e5, 2, "block 2"),
+    ]
+    specs = [chart.to_dict() for chart in built]
+    assert all("$schema" in spec for spec in specs)
+    png = export.chart_to_png(specs[1])
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert export.chart_to_svg(specs[0]).lstrip().startswith("<svg")
+
+
+def test_comparison_against_a_flat_control(planted, planted_view):
+    view, inventory = planted_view
+    from magdash.variability.analysis import compare
+
+    key = db.comparison_key(view, inventory)
+    assert (key.model_a, key.model_b) == ("planted", "flat@random")
+    comparison = compare(planted, key.model_a, key.model_b, key.stimuli, key.params)
+    table = figs.comparison_table(comparison, "eucl")
+    core = table[table["core"]]
+    assert core["delta"].to_numpy() == pytest.approx([0.5, 0.5], abs=1e-6)
+    assert "mean difference 0.5000" in figs.comparison_sentence(comparison, "eucl")
+
+
+def test_verdict_table_reads_as_words(planted, planted_view):
+    view, inventory = planted_view
+    table = figs.verdict_table(_results(planted, view, inventory), "eucl")
+    assert table.loc[table["model"] == "planted", "H1"].item() == "supported"  # alpha = 0.5 > 0
+    assert table.loc[table["model"] == "planted", "H2"].item() == "not supported"
+    assert table["model"].iloc[-1].startswith("programme")
+
+
+def test_e5_covers_every_layer_and_missing_counts_are_explained(planted, planted_view):
+    view, inventory = planted_view
+    key = db.analysis_key(view, inventory)
+    result = analyze(planted, key.model, key.stimuli, key.params)
+    source = builtin_source("openwebtext-500k")
+    table = figs.e5_table(result, source, "eucl")
+    assert list(table["layer"]) == [0, 1, 2, 3]
+    assert np.isnan(table.loc[0, "rho"])  # V = 0 at the embeddings
+    # V_eucl = n**0.5 is monotone in n; counts mostly fall with n: rho is strongly negative.
+    assert table.loc[1, "rho"] < -0.5
+    own, paper = figs.e5_sentence(table, source), figs.e5_sentence(table, source, "paper")
+    assert "Mean Spearman rho over the core layers" in own
+    # negative correlations are significant for magdash, not in the paper's convention
+    assert "(p < .05)" in own and "0 of" not in own
+    assert "0 of 2 layers significant (rho > 0 and p < .05)" in paper
+    small = dataclasses.replace(source, counts=source.counts[source.counts["number"] <= 100])
+    with pytest.raises(MagdashError, match="1000|missing|150"):
+        figs.e5_table(result, small, "eucl")
+    zero = figs.frequency_scatter_frame(result, small, "eucl", 1, "zero")
+    assert zero.loc[zero["magnitude"] == 1000, "count"].item() == 0
+
+
+def test_the_report_holds_figures_verdicts_and_the_manifest(planted, planted_view):
+    view, inventory = planted_view
+    keys = {n: db.analysis_key(view, inventory, n) for n in inventory.usable_models}
+    document = figs.dashboard_report(planted, keys, db.comparison_key(view, inventory), view={"model": "planted"})
+    manifest = report.extract_manifest(document)
+    assert [m["name"] for m in manifest["models"]] == ["planted", "flat@random"]
+    assert manifest["dashboard_view"] == {"model": "planted"}
+    assert document.count("<img") >= 8 and "H1-H4" in document
+    assert "<script>" not in document.replace('<script type="application/json"', "")
+
+
+def test_layer_and_analysis_keys_are_hashable_and_change_with_the_data(planted_view):
+    view, inventory = planted_view
+    a = db.analysis_key(view, inventory)
+    assert hash(a) == hash(db.analysis_key(view, inventory))
+    assert db.layer_key(view, inventory, 2) != db.layer_key(view, inventory, 3)
+    other = db.analysis_key(view, inventory, "flat@random")
+    assert other.model == "flat@random" and other.token != a.token
+
+
+def test_depth_axis():
+    assert db.depth_axis([_record_like(3), _record_like(3)]) == "layer"
+    assert db.depth_axis([_record_like(3), _record_like(6)]) == "gamma"
+
+
+
+def test_user_text_is_shown_literally_in_markdown():
+    text = "[see](http://example.org) ![x](u) **bold** a_b -0.5 C:\\dir"
+    escaped = db.escape_markdown(text)
+    assert "](" not in escaped and "**" not in escaped and "![" not in escaped
+    # Removing the escapes gives the text back: nothing is lost, only neutralised.
+    assert re.sub(r"\\(.)", r"\1", escaped) == text

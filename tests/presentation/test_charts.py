@@ -1,0 +1,707 @@
+"""Charts (magdash.presentation.charts) tested on their Vega-Lite specs and rendered scenegraphs, and the
+tidy-table builders behind them (magdash.presentation.tables) on planted and hand-computed cases.
+
+The scenegraph comes from vl-convert's Vega engine, offline: it shows what is actually drawn,
+so "a missing alpha is never drawn as a number" is checked on the rendered marks.
+"""
+
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import pytest
+import vl_convert as vlc
+
+from magdash.errors import AnalysisError
+from magdash.phase.omega import OMEGA_HISTOGRAM_EDGES, summarize_omega
+from magdash.phase.spectrum import fit_spectrum, gram_eigenvalues
+from magdash.presentation import charts, tables
+from magdash.store import LayerData
+from magdash.variability.analysis import AnalysisParams, run_analysis
+from magdash.variability.fits import ScalingFit
+from magdash.variability.geometry import centroid_rdm, pc1_coordinates
+from magdash.variability.measures import v_eucl, v_residual
+
+MAGNITUDES = np.array(
+    [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 150, 200, 300, 500, 700, 1000],
+    dtype=np.float64,
+)
+N_BLOCKS = 4
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def units(spec: dict, inherited: dict | None = None) -> list[dict]:
+    """Every unit (single-mark) spec inside a layered / concatenated spec, in drawing order,
+    with the data it inherits from its parents filled in."""
+    data = spec.get("data", inherited)
+    found = []
+    if "mark" in spec:
+        found.append({**spec, "data": data} if data is not None else spec)
+    for key in ("layer", "vconcat", "hconcat", "concat"):
+        for child in spec.get(key, []):
+            found.extend(units(child, data))
+    return found
+
+
+def mark_type(unit: dict) -> str:
+    mark = unit["mark"]
+    return mark if isinstance(mark, str) else mark["type"]
+
+
+def mark_option(unit: dict, option: str):
+    mark = unit["mark"]
+    return None if isinstance(mark, str) else mark.get(option)
+
+
+def rows(spec: dict, unit: dict) -> list[dict]:
+    data = unit.get("data", {})
+    if "values" in data:
+        return data["values"]
+    return spec["datasets"][data["name"]]
+
+
+def of_type(spec: dict, kind: str) -> list[dict]:
+    return [u for u in units(spec) if mark_type(u) == kind]
+
+
+def rendered_marks(chart) -> list[dict]:
+    """Mark groups of the rendered scenegraph (role "mark"), in order."""
+    scenegraph = vlc.vegalite_to_scenegraph(chart.to_dict(), allowed_base_urls=[])
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if node.get("role") == "mark":
+                found.append(node)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(scenegraph)
+    return found
+
+
+def title_text(spec: dict) -> tuple[str, list[str]]:
+    title = spec["title"]
+    subtitle = title.get("subtitle", [])
+    return title["text"], [subtitle] if isinstance(subtitle, str) else list(subtitle)
+
+
+@pytest.fixture(scope="module")
+def result():
+    """A small analysis with a planted slope per layer and a context-free embedding layer."""
+    rng = np.random.default_rng(7)
+    layers = []
+    for layer in range(N_BLOCKS + 2):
+        if layer == 0:
+            base = rng.normal(size=(MAGNITUDES.size, 1, 12))
+            vectors = np.repeat(base, 5, axis=1)  # identical carriers: V = 0, no fit
+        else:
+            scale = MAGNITUDES[:, None, None] ** (0.2 * layer - 0.4)
+            vectors = rng.normal(size=(MAGNITUDES.size, 1, 12)) * 4 + rng.normal(size=(MAGNITUDES.size, 5, 12)) * scale
+        layers.append((f"L{layer}", vectors.astype(np.float32)))
+    params = AnalysisParams(n_boot=50, bootstrap_layers="all")
+    return run_analysis(iter(layers), MAGNITUDES, n_blocks=N_BLOCKS, params=params, model="m", stimuli="s")
+
+
+# -- inline data ---------------------------------------------------------------------------
+
+
+def test_inline_data_writes_missing_and_infinite_numbers_as_null():
+    frame = pd.DataFrame({"a": [1.0, np.nan, np.inf], "b": ["x", None, "z"], "c": [1, 2, 3]})
+    values = charts.inline_data(frame)["values"]
+    assert values == [
+        {"a": 1.0, "b": "x", "c": 1},
+        {"a": None, "b": None, "c": 2},
+        {"a": None, "b": "z", "c": 3},
+    ]
+
+
+def test_missing_columns_are_a_readable_error():
+    with pytest.raises(AnalysisError, match="alpha_profile needs columns .*ci_low"):
+        charts.alpha_profile(pd.DataFrame({"measure": ["eucl"], "layer": [1], "alpha": [0.1]}))
+
+
+def test_inline_data_is_not_limited_to_5000_rows():
+    frame = pd.DataFrame({"layer": np.repeat(np.arange(60), 100), "magnitude": np.tile(np.arange(1, 101), 60)})
+    frame["cv"] = 0.5
+    spec = charts.cv_chart(frame).to_dict()  # Altair's default transformer would refuse this
+    assert len(rows(spec, of_type(spec, "line")[0])) == 6000
+
+
+# -- scaling -------------------------------------------------------------------------------
+
+
+def test_scaling_scatter_layers_encodings_and_hidden_points(result):
+    points = tables.scaling_points(result, "eucl", 3)
+    points.loc[0, "V"] = 0.0  # cannot sit on a log axis
+    points.loc[0, "status"] = tables.POINT_STATUS[2]
+    lines = tables.scaling_lines(points, result.fit("eucl", 3))
+    layer_data = LayerData(3, "L3", MAGNITUDES, [f"carrier <{i}>" for i in range(5)], np.ones((26, 5, 2)))
+    carriers = tables.carrier_distances(layer_data)
+    carriers["distance"] = np.arange(len(carriers), dtype=float) + 1.0
+    spec = charts.scaling_scatter(points, lines, carriers=carriers).to_dict()
+    assert [mark_type(u) for u in units(spec)] == ["circle", "line", "point"]
+    circle, line, point = units(spec)
+    for unit in units(spec):
+        assert unit["encoding"]["x"]["field"] == "magnitude"
+        assert unit["encoding"]["x"]["scale"]["type"] == "log"
+        assert unit["encoding"]["y"]["scale"]["type"] == "log"
+    assert {t["field"] for t in circle["encoding"]["tooltip"]} == {"magnitude", "carrier", "distance"}
+    assert len(rows(spec, circle)) == 130
+    assert line["encoding"]["color"]["scale"]["domain"] == [
+        f"OLS fit (alpha = {result.fit('eucl', 3).alpha:.3f})",
+        "alpha = 1 (scalar)",
+        "alpha = 0 (constant)",
+    ]
+    assert line["mark"]["clip"] is True
+    drawn = rows(spec, point)
+    assert len(drawn) == 25 and all(r["V"] > 0 for r in drawn)
+    assert point["encoding"]["shape"]["scale"]["domain"] == list(tables.POINT_STATUS[:2])
+    text, subtitle = title_text(spec)
+    assert "L3" in text and "V_eucl" in text
+    assert subtitle == [
+        charts.MEASURE_UNITS["V_eucl"], "1 magnitude(s) with V <= 0 or no value not drawn (no logarithm)"
+    ]
+    # The unit lives in the subtitle; the axis keeps a short title (Streamlit fits it in the height).
+    assert point["encoding"]["y"]["title"] == "V_eucl (log scale)"
+    # The y domain follows the points and carriers, not the alpha = 1 reference line.
+    low, high = point["encoding"]["y"]["scale"]["domain"]
+    observed = np.concatenate([[r["V"] for r in drawn], carriers["distance"]])
+    assert low == pytest.approx(observed.min() / 1.5) and high == pytest.approx(observed.max() * 1.5)
+
+
+def test_scaling_scatter_marks_outliers_and_renders_one_symbol_per_point():
+    points = pd.DataFrame(
+        {
+            "magnitude": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+            "V": [1.0, 1.1, 0.9, 1.0, 9.0, np.nan],
+            "status": ["fitted"] * 4 + ["outlier (> 3x median)", "no value"],
+            "measure": "residual",
+            "label": "block 2",
+        }
+    )
+    lines = tables.scaling_lines(points, {"alpha": 0.0, "intercept": 0.0})
+    chart = charts.scaling_scatter(points, lines)
+    spec = chart.to_dict()
+    point = of_type(spec, "point")[0]
+    colour = point["encoding"]["color"]
+    assert colour["condition"]["value"] == charts.OUTLIER_COLOR
+    assert colour["value"] == charts.MEASURE_COLORS["V_residual"]
+    symbols = [m for m in rendered_marks(chart) if m["marktype"] == "symbol"]
+    assert len(symbols[-1]["items"]) == 5  # the NaN row is not drawn
+
+
+def test_scaling_lines_pass_through_the_geometric_centre_with_their_slopes():
+    magnitudes = np.array([1.0, 10.0, 100.0, 1000.0, 5.0, 50.0])
+    values = 2.0 * magnitudes**-0.1
+    points = pd.DataFrame({"magnitude": magnitudes, "V": values, "status": "fitted"})
+    fit = ScalingFit(-0.1, math.log(2.0), 1.0, 0.0, 0.0, -0.1, math.nan, math.nan, 6)
+    lines = tables.scaling_lines(points, fit)
+    centre_n = np.exp(np.log(magnitudes).mean())
+    centre_v = np.exp(np.log(values).mean())
+    assert len(lines) == 6
+    for _, group in lines.groupby("line"):
+        log_n = np.log(group["magnitude"].to_numpy())
+        log_v = np.log(group["V"].to_numpy())
+        slope = (log_v[1] - log_v[0]) / (log_n[1] - log_n[0])
+        assert slope == pytest.approx(group["alpha"].iloc[0])
+        assert np.interp(np.log(centre_n), log_n, log_v) == pytest.approx(np.log(centre_v))
+        assert group["magnitude"].min() == 1.0 and group["magnitude"].max() == 1000.0
+    assert set(lines["alpha"]) == {-0.1, 1.0, 0.0}
+    assert tables.scaling_lines(points, ScalingFit.missing(3)).empty
+
+
+def test_scaling_points_status_follows_the_fit_rules(result):
+    result_values = result.values["eucl"].copy()
+    try:
+        planted = np.full(MAGNITUDES.size, 1.0)
+        planted[[1, 2]] = [0.0, np.nan]
+        planted[5] = 10.0  # > 3 x median
+        result.values["eucl"][2] = planted
+        points = tables.scaling_points(result, "eucl", 2)
+        status = points["status"].tolist()
+        assert status[1] == "V <= 0" and status[2] == "no value"
+        assert status[5] == "outlier (> 3x median)"
+        assert status.count("fitted") == MAGNITUDES.size - 3
+        result.values["proj"][2] = planted  # proj is fitted without the outlier rule
+        assert tables.scaling_points(result, "proj", 2)["status"][5] == "fitted"
+    finally:
+        result.values["eucl"][:] = result_values
+    with pytest.raises(AnalysisError, match="layer 99"):
+        tables.scaling_points(result, "eucl", 99)
+
+
+def test_carrier_distances_average_to_v_eucl_and_v_residual(rng):
+    vectors = rng.normal(size=(7, 4, 9)).astype(np.float32) + rng.normal(size=(1, 4, 9)).astype(np.float32) * 5
+    data = LayerData(1, "L1", np.arange(1.0, 8.0), ["a", "b", "c", "d"], vectors)
+    for measure, reference in (("eucl", v_eucl), ("residual", v_residual)):
+        frame = tables.carrier_distances(data, measure)
+        assert len(frame) == 28 and frame["carrier"].tolist()[:4] == ["a", "b", "c", "d"]
+        means = frame.groupby("magnitude")["distance"].mean().to_numpy()
+        np.testing.assert_allclose(means, reference(vectors), rtol=1e-10)
+    identical = LayerData(0, "emb", np.arange(1.0, 8.0), list("abcd"), np.repeat(vectors[:, :1], 4, axis=1))
+    assert (tables.carrier_distances(identical)["distance"] == 0).all()
+    with pytest.raises(AnalysisError, match="eucl and residual"):
+        tables.carrier_distances(data, "proj")
+
+
+# -- profiles ------------------------------------------------------------------------------
+
+
+def test_alpha_profile_structure_and_colours(result):
+    spec = charts.alpha_profile(result.fits, window=(0.8, 1.2)).to_dict()
+    kinds = [mark_type(u) for u in units(spec)]
+    assert kinds == ["rect", "rect", "text", "rect", "rule", "area", "line", "point"]
+    core_rect = units(spec)[0]
+    assert sorted(r["layer"] for r in rows(spec, core_rect)) == result.core_layers
+    assert all(r["layer_high"] - r["layer_low"] == pytest.approx(1.0) for r in rows(spec, core_rect))
+    no_fit = units(spec)[1]
+    assert [r["layer"] for r in rows(spec, no_fit)] == [0.0]  # the embedding layer
+    assert rows(spec, units(spec)[2])[0]["text"] == "no fit"
+    window = units(spec)[3]
+    assert (window["encoding"]["y"]["datum"], window["encoding"]["y2"]["datum"]) == (0.8, 1.2)
+    assert units(spec)[4]["encoding"]["y"]["datum"] == 0.0
+    area, line, point = units(spec)[5:]
+    assert (area["encoding"]["y"]["field"], area["encoding"]["y2"]["field"]) == ("ci_low", "ci_high")
+    assert mark_option(area, "invalid") == mark_option(line, "invalid") == "break-paths-filter-domains"
+    assert mark_option(point, "invalid") == "filter"
+    colour = point["encoding"]["color"]
+    assert colour["scale"]["domain"] == ["V_eucl", "V_residual", "V_proj"]
+    assert colour["scale"]["range"] == [charts.MEASURE_COLORS[m] for m in colour["scale"]["domain"]]
+    assert point["encoding"]["x"]["axis"]["format"] == "d"
+    assert point["encoding"]["x"]["scale"]["domain"] == [-0.5, result.n_layers - 0.5]
+    assert {t["field"] for t in point["encoding"]["tooltip"]} >= {"alpha", "ci_low", "ci_high", "label", "r2"}
+
+
+def test_alpha_profile_never_draws_a_missing_alpha(result):
+    fits = result.fits[result.fits["measure"] == "eucl"].copy()
+    fits.loc[fits["layer"] == 3, ["alpha", "ci_low", "ci_high"]] = np.nan  # a gap mid-profile
+    chart = charts.alpha_profile(fits, measures=["eucl"])
+    spec = chart.to_dict()
+    line = of_type(spec, "line")[0]
+    by_layer = {r["layer"]: r for r in rows(spec, line)}
+    assert by_layer[0]["alpha"] is None and by_layer[3]["alpha"] is None
+    marks = rendered_marks(chart)
+    symbols = [m for m in marks if m["marktype"] == "symbol"][-1]["items"]
+    finite = np.isfinite(fits["alpha"]).sum()
+    assert len(symbols) == finite == result.n_layers - 2
+    path = [m for m in marks if m["marktype"] == "line"][-1]["items"]
+    undefined = [item for item in path if not item["defined"]]
+    assert len(undefined) == 2 and all("y" not in item for item in undefined)
+    no_fit_rows = rows(spec, of_type(spec, "rect")[1])
+    assert [r["layer"] for r in no_fit_rows] == [0.0, 3.0]
+
+
+def test_alpha_profile_by_gamma_uses_depth_fractions(result):
+    spec = charts.alpha_profile(tables.fit_table(result), x="gamma", measures=["proj", "eucl"]).to_dict()
+    point = of_type(spec, "point")[0]
+    assert point["encoding"]["x"]["field"] == "gamma"
+    assert point["encoding"]["x"]["title"] == charts.GAMMA_TITLE
+    assert point["encoding"]["color"]["scale"]["domain"] == ["V_proj", "V_eucl"]
+    core_rect = of_type(spec, "rect")[0]
+    widths = [r["gamma_high"] - r["gamma_low"] for r in rows(spec, core_rect)]
+    assert widths == pytest.approx([1 / N_BLOCKS] * len(result.core_layers))
+    with pytest.raises(AnalysisError, match="x must be"):
+        charts.alpha_profile(result.fits, x="depth")
+
+
+def test_weber_window_shows_the_window_and_both_references(result):
+    fits = tables.models_fit_table({"model A": result, "model <B>": result})
+    spec = charts.weber_window(fits, (0.7, 1.3), measure="residual").to_dict()
+    rect = of_type(spec, "rect")[0]
+    assert (rect["encoding"]["y"]["datum"], rect["encoding"]["y2"]["datum"]) == (0.7, 1.3)
+    assert sorted(r["encoding"]["y"]["datum"] for r in of_type(spec, "rule")) == [0.0, 1.0]
+    point = of_type(spec, "point")[0]
+    assert point["encoding"]["color"]["scale"]["domain"] == ["model A", "model <B>"]
+    assert len(rows(spec, point)) == 2 * result.n_layers
+    assert point["encoding"]["y"]["title"] == "alpha of V_residual"
+    assert "[0.7, 1.3]" in title_text(spec)[0]
+
+
+def test_cv_chart_by_layer_on_a_log_axis(result):
+    cv = tables.cv_frame(result, layers=[1, 2])
+    assert set(cv.columns) >= {"layer", "label", "gamma", "core", "magnitude", "cv"}
+    cv.loc[3, "cv"] = np.nan
+    chart = charts.cv_chart(cv)
+    spec = chart.to_dict()
+    line, point = units(spec)
+    assert line["encoding"]["x"]["scale"]["type"] == "log"
+    assert line["encoding"]["color"]["field"] == "layer" and line["encoding"]["color"]["type"] == "quantitative"
+    assert line["encoding"]["detail"]["field"] == "layer"
+    symbols = [m for m in rendered_marks(chart) if m["marktype"] == "symbol"][-1]["items"]
+    assert len(symbols) == 2 * MAGNITUDES.size - 1
+
+
+def test_e4_and_e3_charts(result):
+    e4 = tables.e4_frame(result)
+    assert len(e4) == 2 * len(result.core_layers)
+    spec = charts.e4_chart(e4, subtitle="ratio 4.35").to_dict()
+    point = of_type(spec, "point")[0]
+    assert point["encoding"]["color"]["scale"]["domain"] == ["on-axis", "off-axis"]
+    assert point["encoding"]["color"]["scale"]["range"] == [charts.AXIS_COLORS["on-axis"], charts.AXIS_COLORS["off-axis"]]
+    assert title_text(spec)[1] == ["ratio 4.35"]
+    e3 = tables.e3_frame(result)
+    assert set(e3["fit"]) == set(tables.E3_FITS)
+    spec = charts.e3_chart(e3).to_dict()
+    line = of_type(spec, "line")[0]
+    assert line["encoding"]["strokeDash"]["scale"]["domain"] == list(tables.E3_FITS)
+    assert line["encoding"]["detail"]["field"] == "series"
+    assert line["encoding"]["color"]["scale"]["domain"] == ["V_eucl", "V_residual", "V_proj"]
+
+
+def test_noise_model_chart_heatmap_winner_and_unscored_layers(result):
+    noise = tables.noise_frame(result)
+    chart = charts.noise_model_chart(noise, measure="eucl")
+    spec = chart.to_dict()
+    unscored, heat = of_type(spec, "rect")
+    assert {r["layer"] for r in rows(spec, unscored)} == {0}  # the embedding layer has no score
+    assert rows(spec, unscored)[0]["reason"] == charts.NO_FIT_TEXT
+    assert heat["encoding"]["color"]["field"] == "weight"
+    assert heat["encoding"]["color"]["scale"]["domain"] == [0, 1]
+    assert heat["encoding"]["y"]["sort"] == list(tables.NOISE_MODEL_LABELS.values())
+    winners = rows(spec, of_type(spec, "point")[0])
+    assert len(winners) == result.n_layers - 1  # one winner per scored layer
+    assert all(r["delta_aicc"] == 0 for r in winners)
+
+
+# -- comparison ----------------------------------------------------------------------------
+
+
+def _comparison_frame(n_layers: int = 5) -> pd.DataFrame:
+    layers = np.arange(n_layers)
+    alpha_a = np.array([np.nan, -0.05, -0.04, -0.03, -0.02])[:n_layers]
+    alpha_b = np.array([np.nan, -0.02, -0.01, 0.0, 0.01])[:n_layers]
+    delta = alpha_a - alpha_b
+    return pd.DataFrame(
+        {
+            "model_a": "instruct",
+            "model_b": "base",
+            "measure": "eucl",
+            "layer_a": layers,
+            "layer_b": layers,
+            "gamma_a": layers / (n_layers - 1),
+            "gamma_b": layers / (n_layers - 1),
+            "core": layers >= 2,
+            "alpha_a": alpha_a,
+            "alpha_b": alpha_b,
+            "delta": delta,
+            "ci_low": np.where(layers >= 2, delta - 0.01, np.nan),
+            "ci_high": np.where(layers >= 2, delta + 0.01, np.nan),
+        }
+    )
+
+
+def test_compare_profiles_two_panels_with_delta_band():
+    chart = charts.compare_profiles(_comparison_frame(), subtitle="Wilcoxon p = 0.03")
+    spec = chart.to_dict()
+    assert len(spec["vconcat"]) == 2
+    top, bottom = spec["vconcat"]
+    top_point = of_type(top, "point")[0]
+    assert top_point["encoding"]["color"]["scale"]["domain"] == ["instruct", "base"]
+    assert top_point["encoding"]["color"]["scale"]["range"] == list(charts.MODEL_COLORS[:2])
+    top_rows = rows(spec, top_point)
+    assert len(top_rows) == 10 and {r["model"] for r in top_rows} == {"instruct", "base"}
+    area = of_type(bottom, "area")[0]
+    assert (area["encoding"]["y"]["field"], area["encoding"]["y2"]["field"]) == ("ci_low", "ci_high")
+    assert of_type(bottom, "line")[0]["encoding"]["y"]["title"] == "delta alpha"
+    assert "instruct minus base" in bottom["title"]["text"]
+    assert [r["layer_a"] for r in rows(spec, of_type(bottom, "rect")[0])] == [2, 3, 4]  # core band
+    assert [r["layer_a"] for r in rows(spec, of_type(bottom, "rect")[1])] == [0]  # no fit
+    assert title_text(spec) == ("instruct vs base: V_eucl", ["Wilcoxon p = 0.03"])
+    gamma = charts.compare_profiles(_comparison_frame(), x="gamma").to_dict()
+    assert of_type(gamma["vconcat"][1], "line")[0]["encoding"]["x"]["field"] == "gamma_a"
+    with pytest.raises(AnalysisError, match="x must be"):
+        charts.compare_profiles(_comparison_frame(), x="depth")
+
+
+# -- geometry ------------------------------------------------------------------------------
+
+
+def test_rdm_heatmap_cells_and_ordinal_axes(rng):
+    magnitudes = np.array([1.0, 2.0, 10.0, 100.0])
+    rdm = centroid_rdm(rng.normal(size=(4, 6)))
+    rdm[0, 3] = np.nan
+    frame = tables.rdm_frame(rdm, magnitudes)
+    assert len(frame) == 16
+    assert frame.loc[(frame["a"] == 2.0) & (frame["b"] == 10.0), "dissimilarity"].item() == rdm[1, 2]
+    spec = charts.rdm_heatmap(frame, metric="cosine").to_dict()
+    rect = of_type(spec, "rect")[0]
+    assert rect["encoding"]["x"]["type"] == "ordinal" and rect["encoding"]["y"]["type"] == "ordinal"
+    assert len(rows(spec, rect)) == 15
+    assert rect["encoding"]["color"]["title"] == "cosine distance"
+    with pytest.raises(AnalysisError, match="does not match"):
+        tables.rdm_frame(rdm, magnitudes[:3])
+
+
+def test_rsa_by_layer_filters_the_metric(result):
+    frame = tables.rsa_frame(result)
+    assert len(frame) == 4 * result.n_layers
+    spec = charts.rsa_by_layer(frame, metric="cosine").to_dict()
+    point = of_type(spec, "point")[0]
+    assert point["encoding"]["color"]["scale"]["domain"] == ["log-ratio", "linear"]
+    assert len(rows(spec, point)) == 2 * result.n_layers
+    log_rows = [r for r in rows(spec, point) if r["model_rdm"] == "log-ratio"]
+    expected = result.geometry["rsa_log_cosine"].to_numpy()
+    np.testing.assert_allclose([np.nan if r["rho"] is None else r["rho"] for r in log_rows], expected)
+
+
+def test_pc1_vs_logn(rng):
+    magnitudes = MAGNITUDES[:8]
+    centroid_matrix = np.log(magnitudes)[:, None] * rng.normal(size=(1, 5)) + 0.01 * rng.normal(size=(8, 5))
+    frame = tables.pc1_frame(pc1_coordinates(centroid_matrix, magnitudes), magnitudes)
+    assert frame["pc1"].is_monotonic_increasing
+    spec = charts.pc1_vs_logn(frame, subtitle="r = 0.99").to_dict()
+    assert [mark_type(u) for u in units(spec)] == ["line", "point"]
+    assert units(spec)[1]["encoding"]["x"]["scale"]["type"] == "log"
+
+
+# -- frequency -----------------------------------------------------------------------------
+
+
+def test_frequency_charts():
+    counts = pd.DataFrame({"number": [1, 2, 3, 4], "count": [100, 0, 30, 20]})
+    curves = pd.DataFrame({"number": [1, 4], "predicted": [100.0, 15.0], "model": "power law"})
+    spec = charts.frequency_loglog(counts, curves).to_dict()
+    circle, line = units(spec)
+    assert [r["number"] for r in rows(spec, circle)] == [1, 3, 4]
+    assert circle["encoding"]["y"]["scale"]["type"] == "log"
+    assert line["encoding"]["color"]["scale"]["domain"] == ["power law"]
+    assert title_text(spec)[1] == ["1 number(s) with count 0 not drawn (log axis)"]
+    frame = pd.DataFrame({"magnitude": [1.0, 2.0, 3.0], "count": [0, 9, 99], "V": [1.0, np.nan, 3.0]})
+    spec = charts.variability_vs_frequency(frame).to_dict()
+    point = of_type(spec, "point")[0]
+    assert point["encoding"]["x"]["field"] == "count_plus_one"
+    assert [r["count_plus_one"] for r in rows(spec, point)] == [1.0, 100.0]
+    rho = pd.DataFrame({"layer": [0, 1, 2, 3], "rho": [np.nan, 0.8, 0.85, 0.9], "core": [False, False, True, True]})
+    spec = charts.frequency_rho_by_layer(rho).to_dict()
+    assert [r["layer"] for r in rows(spec, of_type(spec, "rect")[0])] == [2, 3]
+    assert [r["layer"] for r in rows(spec, of_type(spec, "rect")[1])] == [0]
+
+
+# -- depth diagnostics -----------------------------------------------------------------------
+
+
+def test_order_parameter_chart_baseline_gamma_c_and_control():
+    gamma = np.linspace(0, 1, 5)
+    frame = pd.concat(
+        [
+            pd.DataFrame({"gamma": gamma, "m": 0.2 + 0.1 * gamma, "ci_low": 0.19, "ci_high": 0.31, "series": "trained"}),
+            pd.DataFrame({"gamma": gamma, "m": 0.2, "ci_low": 0.19, "ci_high": 0.21, "series": "random control"}),
+        ]
+    )
+    spec = charts.order_parameter_chart(frame, gamma_c=0.4, gamma_c_interval=(0.3, 0.5)).to_dict()
+    rect, gamma_rule, baseline = units(spec)[:3]
+    assert (rect["encoding"]["x"]["datum"], rect["encoding"]["x2"]["datum"]) == (0.3, 0.5)
+    assert gamma_rule["encoding"]["x"]["datum"] == 0.4
+    assert baseline["encoding"]["y"]["datum"] == pytest.approx(1 - math.sqrt(2 / math.pi))
+    point = of_type(spec, "point")[0]
+    assert point["encoding"]["color"]["scale"]["domain"] == ["trained", "random control"]
+    assert point["encoding"]["color"]["scale"]["range"] == [charts.SERIES_COLORS["trained"], charts.SERIES_COLORS["random control"]]
+    plain = charts.order_parameter_chart(frame, baseline=None, gamma_c=float("nan")).to_dict()
+    assert of_type(plain, "rule") == []
+
+
+def test_omega_histogram_frame_and_heatmap(rng):
+    summaries = [summarize_omega(rng.uniform(0.1, 0.3, size=500)), summarize_omega(rng.uniform(0.5, 0.6, size=200))]
+    frame = tables.omega_histogram_frame(summaries, [0, 8], [0.0, 1.0])
+    assert (frame["count"] > 0).all()
+    assert frame.groupby("layer")["fraction"].sum().to_numpy() == pytest.approx([1.0, 1.0])
+    assert frame.groupby("layer")["count"].sum().tolist() == [500, 200]
+    assert set(frame["gamma"]) == {0.0, 1.0}
+    merged = tables.omega_histogram_frame(summaries, [0, 8], [0.0, 1.0], merge=5)
+    assert merged.groupby("layer")["count"].sum().tolist() == [500, 200]
+    assert (merged["omega_high"] - merged["omega_low"]).to_numpy() == pytest.approx(0.05)
+    assert len(merged) < len(frame)
+    spec = charts.omega_heatmap(frame).to_dict()
+    rect = of_type(spec, "rect")[0]
+    assert rect["encoding"]["x"]["field"] == "omega_low" and rect["encoding"]["x2"]["field"] == "omega_high"
+    assert rect["encoding"]["y"]["sort"] == "descending"
+    assert rect["encoding"]["color"]["field"] == "fraction"
+    assert len(rows(spec, rect)) == len(frame)
+    assert len(OMEGA_HISTOGRAM_EDGES) == 101
+
+
+def test_spectrum_frames_and_chart_mark_spikes(rng):
+    vectors = rng.normal(size=(400, 60))
+    vectors[:, :2] *= 10.0  # two planted spikes
+    eigenvalues = gram_eigenvalues(vectors)
+    fit = fit_spectrum(eigenvalues, dim=60, count=400)
+    histogram, mp, spikes = tables.spectrum_frames(eigenvalues, fit, bins=30)
+    widths = histogram["high"] - histogram["low"]
+    assert (histogram["density"] * widths).sum() == pytest.approx(1.0)
+    assert histogram["count"].sum() == eigenvalues.size
+    assert fit.n_spikes == 2 and spikes["eigenvalue"].tolist() == sorted(eigenvalues)[::-1][:2]
+    assert mp["eigenvalue"].max() <= fit.mp_edge
+    chart = charts.spectrum_chart(histogram, mp, spikes, edge=fit.mp_edge, threshold=fit.spike_threshold)
+    spec = chart.to_dict()
+    assert [mark_type(u) for u in units(spec)] == ["rect", "line", "rule", "rule", "rule"]
+    spike_rule, edge_rule, threshold_rule = of_type(spec, "rule")
+    assert len(rows(spec, spike_rule)) == 2
+    assert edge_rule["encoding"]["x"]["datum"] == pytest.approx(fit.mp_edge)
+    assert threshold_rule["encoding"]["x"]["datum"] == pytest.approx(fit.spike_threshold)
+    assert units(spec)[0]["encoding"]["x"]["scale"]["type"] == "log"
+    assert title_text(spec)[1] == ["2 spike(s) above the threshold (red)"]
+    rendered = [m for m in rendered_marks(chart) if m["marktype"] == "rule"]
+    assert len(rendered[0]["items"]) == 2
+
+
+def test_rank_chart_lines_per_series_and_quantity():
+    frame = pd.DataFrame(
+        {
+            "gamma": [0.0, 0.5, 1.0] * 2,
+            "effective_rank": [100.0, 80.0, 20.0, 120.0, 120.0, 0.0],
+            "participation_ratio": [50.0, 30.0, 5.0, 60.0, 60.0, 60.0],
+            "series": ["trained"] * 3 + ["random control"] * 3,
+        }
+    )
+    chart = charts.rank_chart(frame, gamma_c=0.5)
+    spec = chart.to_dict()
+    line = of_type(spec, "line")[0]
+    assert line["encoding"]["y"]["scale"]["type"] == "log"
+    assert line["encoding"]["strokeDash"]["scale"]["domain"] == ["effective rank", "participation ratio"]
+    assert len({r["line"] for r in rows(spec, line)}) == 4
+    assert of_type(spec, "rule")[0]["encoding"]["x"]["datum"] == 0.5
+    symbols = [m for m in rendered_marks(chart) if m["marktype"] == "symbol"][-1]["items"]
+    assert len(symbols) == 11  # an effective rank of 0 has no logarithm and is not drawn
+
+
+@pytest.fixture(scope="module")
+def phase_result():
+    """Diagnostics of 3 depth layers plus a post-norm extra layer (no depth fraction)."""
+    from magdash.phase import PhaseParams, analyze_samples
+    from magdash.phase.accumulate import LayerSample
+    from magdash.phase.omega import omega
+
+    rng = np.random.default_rng(3)
+    samples = []
+    for layer in range(4):
+        vectors = rng.normal(size=(300, 16))
+        vectors[:, : layer + 1] *= 1 + 4 * layer  # sparser, more spiked with depth
+        samples.append(LayerSample(layer, 16, 300, gram_eigenvalues(vectors), omega(vectors).astype(np.float32)))
+    return analyze_samples(samples, n_blocks=2, params=PhaseParams(n_boot=50), model="tiny")
+
+
+def test_phase_result_adapters_feed_the_depth_charts(phase_result):
+    order = tables.order_parameter_frame({"trained": phase_result, "random control": phase_result})
+    assert len(order) == 6 and set(order["layer"]) == {0, 1, 2}  # post-norm layer left out
+    first = phase_result.layers[0].omega
+    half = 1.959963984540054 * first.std / math.sqrt(first.n)
+    row = order.iloc[0]
+    assert row["m"] == pytest.approx(first.mean)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((first.mean - half, first.mean + half))
+    ranks = tables.rank_frame({"trained": phase_result})
+    assert set(ranks["series"]) == {"trained", tables.ISOTROPIC_SERIES}
+    iso = ranks[ranks["series"] == tables.ISOTROPIC_SERIES]
+    assert iso["participation_ratio"].to_numpy() == pytest.approx(16 / (1 + 16 / 299))
+    histogram = tables.phase_omega_histogram(phase_result, merge=2)
+    assert set(histogram["layer"]) == {0, 1, 2, 3}
+    assert histogram.loc[histogram["layer"] == 3, "gamma"].isna().all()
+    bars, mp, spikes = tables.phase_spectrum_frames(phase_result, 2)
+    assert len(spikes) == phase_result.diagnostics(2).spectrum.n_spikes
+    order_spec = charts.order_parameter_chart(
+        order, gamma_c=phase_result.gamma_c, gamma_c_interval=(phase_result.order.low, phase_result.order.high)
+    ).to_dict()
+    assert of_type(order_spec, "rule")[0]["encoding"]["x"]["datum"] == phase_result.gamma_c
+    rank_spec = charts.rank_chart(ranks).to_dict()
+    colour = of_type(rank_spec, "point")[0]["encoding"]["color"]["scale"]
+    assert colour["domain"] == ["trained", tables.ISOTROPIC_SERIES]
+    assert colour["range"] == [charts.SERIES_COLORS["trained"], charts.SERIES_COLORS[tables.ISOTROPIC_SERIES]]
+    heat = charts.omega_heatmap(histogram).to_dict()
+    assert len(rows(heat, of_type(heat, "rect")[0])) == len(histogram)
+    spectrum = charts.spectrum_chart(bars, mp, spikes).to_dict()
+    assert len(rows(spectrum, of_type(spectrum, "rule")[0])) == len(spikes)
+
+
+# -- tables behind the Weber page ------------------------------------------------------------
+
+
+def test_verdict_table_has_a_programme_row(result):
+    table = tables.verdict_table({"a": result, "b": result, "c": result}, "eucl")
+    assert table["model"].tolist() == ["a", "b", "c", "programme (majority of 3 models)"]
+    h3 = result.hypotheses["eucl"].h3
+    expected = ("supported (3/3)" if h3 else "not supported (0/3)")
+    assert table.loc[3, "H3"] == expected
+    assert table.loc[0, "mean_alpha"] == pytest.approx(result.hypotheses["eucl"].mean_alpha)
+    core = result.core_layers
+    assert table.loc[0, "h4_layers"] == f"{core[0]}..{core[-1]}"  # names the layers H4 ran over
+    assert tables.layer_span([3, 5, 6]) == "3, 5, 6" and tables.layer_span([]) == "none"
+    with pytest.raises(AnalysisError, match="pairwise"):
+        tables.verdict_table({"a": result}, "pairwise")
+
+
+def test_noise_summary_counts_core_winners(result):
+    summary = tables.noise_summary({"m": result}, "eucl")
+    assert len(summary) == 4
+    assert summary["best_in_core_layers"].sum() == len(result.core_layers)
+
+
+# -- every chart is a valid spec and renders offline -------------------------------------------
+
+
+def test_every_chart_renders_to_svg_offline(result):
+    built = [
+        charts.alpha_profile(result.fits),
+        charts.weber_window(tables.models_fit_table({"a": result})),
+        charts.noise_model_chart(result.noise_models),
+        charts.compare_profiles(_comparison_frame()),
+        charts.rsa_by_layer(tables.rsa_frame(result)),
+    ]
+    for chart in built:
+        assert isinstance(chart, alt.TopLevelMixin)
+        svg = vlc.vegalite_to_svg(chart.to_dict(), allowed_base_urls=[])
+        assert svg.startswith("<svg")
+
+
+def test_container_width_is_accepted(result):
+    spec = charts.alpha_profile(result.fits, width="container").to_dict()
+    assert spec["width"] == "container"
+
+
+def axis_titles(node) -> list[str]:
+    """Every x/y axis title set anywhere in a spec."""
+    found = []
+    if isinstance(node, dict):
+        encoding = node.get("encoding", {})
+        for channel in ("x", "y"):
+            title = encoding.get(channel, {}).get("title") if isinstance(encoding.get(channel), dict) else None
+            if isinstance(title, str):
+                found.append(title)
+        for value in node.values():
+            found += axis_titles(value)
+    elif isinstance(node, list):
+        for item in node:
+            found += axis_titles(item)
+    return found
+
+
+def test_axis_titles_are_short_enough_for_streamlit(result):
+    """Streamlit fits a chart, titles included, into its height: a long y title squashes the plot."""
+    points = tables.scaling_points(result, "eucl", 3)
+    gamma = np.linspace(0, 1, 5)
+    order = pd.DataFrame({"gamma": gamma, "m": 0.2 + 0.1 * gamma, "ci_low": 0.19, "ci_high": 0.31, "series": "trained"})
+    rho = pd.DataFrame({"layer": [0, 1, 2], "rho": [0.1, 0.8, 0.85]})
+    frequency = pd.DataFrame({"magnitude": [1.0, 2.0], "count": [9, 99], "V": [1.0, 3.0]})
+    built = [
+        charts.scaling_scatter(points, tables.scaling_lines(points, result.fit("eucl", 3))),
+        charts.alpha_profile(result.fits),
+        charts.weber_window(tables.models_fit_table({"a": result})),
+        charts.cv_chart(tables.cv_frame(result, layers=[1, 2])),
+        charts.e4_chart(tables.e4_frame(result)),
+        charts.compare_profiles(_comparison_frame()),
+        charts.rsa_by_layer(tables.rsa_frame(result)),
+        charts.frequency_rho_by_layer(rho),
+        charts.variability_vs_frequency(frequency),
+        charts.order_parameter_chart(order),
+    ]
+    titles = [title for chart in built for title in axis_titles(chart.to_dict())]
+    assert "V_eucl (log scale)" in titles and charts.ALPHA_TITLE in titles
+    too_long = sorted({t for t in titles if len(t) > charts.MAX_AXIS_TITLE})
+    assert too_long == []

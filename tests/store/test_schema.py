@@ -1,0 +1,192 @@
+"""Schema versioning: a schema-1 store (written by the release that wrote schema 1, see
+``tests/data/make_store_v1.py``) migrates forward with every vector intact; a failed migration
+leaves it as it was; newer, unversioned and foreign DuckDB files are refused untouched."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+from magdash.cli import main
+from magdash.errors import StoreError
+from magdash.store import SCHEMA_VERSION, Store, schema
+from magdash.variability.analysis import AnalysisParams, analyze
+from tests.support import DATA
+
+
+@pytest.fixture
+def v1_store(tmp_path) -> Path:
+    path = tmp_path / "v1.duckdb"
+    with gzip.open(DATA / "store_v1.duckdb.gz", "rb") as source, open(path, "wb") as target:
+        shutil.copyfileobj(source, target)
+    return path
+
+
+@pytest.fixture
+def v2_store(tmp_path) -> Path:
+    path = tmp_path / "v2.duckdb"
+    with gzip.open(DATA / "store_v2.duckdb.gz", "rb") as source, open(path, "wb") as target:
+        shutil.copyfileobj(source, target)
+    return path
+
+
+def stored_sets(path: Path) -> dict[str, str]:
+    with duckdb.connect(str(path), read_only=True) as connection:
+        return dict(connection.execute("SELECT name, content_hash FROM stimulus_sets").fetchall())
+
+
+def stored_version(path: Path) -> str:
+    with duckdb.connect(str(path), read_only=True) as connection:
+        return connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+
+
+def test_the_fixture_is_a_schema_1_store(v1_store):
+    assert stored_version(v1_store) == "1"
+    with duckdb.connect(str(v1_store), read_only=True) as connection:
+        tables = {row[0] for row in connection.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    assert "nonfinite" not in tables and {"models", "done", "results"} <= tables
+
+
+def test_a_schema_1_store_migrates_with_every_vector_intact(v1_store):
+    store = Store(v1_store)
+    assert store.schema_version() == SCHEMA_VERSION == 3
+    expected = np.load(DATA / "store_v1_expected.npz")
+    np.testing.assert_array_equal(store.export_arrays("tiny", "six")["per_carrier"], expected["tiny"])
+    np.testing.assert_array_equal(store.export_arrays("with-nan", "six")["per_carrier"], expected["with_nan"])
+    assert store.model_names() == ["tiny", "with-nan"]
+    assert store.stimulus_sets_for("tiny") == ["six"]
+    assert list(store.list_frequency_sources()["name"]) == ["toy"]
+    # The migration found the NaN and Inf vectors schema 1 stored without a flag.
+    assert store.nonfinite_counts("with-nan", "six") == {2: 2}
+    assert store.nonfinite_counts("tiny", "six") == {}
+    assert [layer.n_nonfinite for layer in store.read_layers("with-nan", "six")] == [0, 0, 2, 0]
+
+
+def test_a_migrated_store_analyses_and_flags(v1_store, capsys):
+    store = Store(v1_store)
+    result = analyze(store, "with-nan", "six", AnalysisParams(n_boot=0))
+    assert result.nonfinite_layers == {2: 2}
+    assert np.isnan(result.alphas("eucl")[2]) and np.isfinite(result.alphas("eucl")[[0, 1, 3]]).all()
+    assert main(["analyze", "--model", "with-nan", "--store", str(v1_store), "--n-boot", "0"]) == 0
+    assert "layer 2 holds Inf/NaN" in capsys.readouterr().err
+
+
+def test_a_failed_migration_leaves_the_store_as_it_was(v1_store, monkeypatch):
+    with duckdb.connect(str(v1_store), read_only=True) as connection:
+        done_before = connection.execute("SELECT count(*) FROM done").fetchone()[0]
+
+    def migrate_then_fail(connection):
+        connection.execute("CREATE TABLE nonfinite (model_id VARCHAR, layer INTEGER, item_key VARCHAR)")
+        connection.execute("DELETE FROM done")
+        raise OSError("simulated crash half-way through the migration")
+
+    monkeypatch.setitem(schema.MIGRATIONS, 1, migrate_then_fail)
+    with pytest.raises(OSError, match="simulated"):
+        Store(v1_store)
+    assert stored_version(v1_store) == "1"
+    with duckdb.connect(str(v1_store), read_only=True) as connection:
+        assert connection.execute("SELECT count(*) FROM done").fetchone()[0] == done_before
+        tables = {row[0] for row in connection.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    assert "nonfinite" not in tables
+    monkeypatch.undo()
+    assert Store(v1_store).nonfinite_counts("with-nan", "six") == {2: 2}
+
+
+@pytest.mark.parametrize(
+    ("version", "message"),
+    [("4", "newer magdash"), ("99", "newer magdash"), ("two", "no valid schema version"), ("0", "no valid schema")],
+)
+def test_unreadable_versions_are_refused_untouched(tmp_path, version, message, capsys):
+    path = tmp_path / "store.duckdb"
+    Store(path)
+    with duckdb.connect(str(path)) as connection:
+        connection.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [version])
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match=message):
+        Store(path)
+    assert main(["list", "--store", str(path)]) == 2
+    assert message in capsys.readouterr().err
+    assert path.read_bytes() == before
+
+
+def test_a_store_without_a_version_is_refused(tmp_path):
+    path = tmp_path / "store.duckdb"
+    Store(path)
+    with duckdb.connect(str(path)) as connection:
+        connection.execute("DELETE FROM meta")
+    with pytest.raises(StoreError, match="no valid schema version"):
+        Store(path)
+
+
+def test_a_foreign_duckdb_file_is_refused_untouched(tmp_path, capsys):
+    path = tmp_path / "other.duckdb"
+    with duckdb.connect(str(path)) as connection:
+        connection.execute("CREATE TABLE experiments (id INTEGER, note VARCHAR)")
+        connection.execute("INSERT INTO experiments VALUES (1, 'keep me')")
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="not a magdash store .*experiments"):
+        Store(path)
+    assert main(["analyze", "--model", "m", "--store", str(path)]) == 2
+    assert "not a magdash store" in capsys.readouterr().err
+    assert path.read_bytes() == before
+
+
+def test_opening_a_current_store_writes_nothing(tmp_path):
+    path = tmp_path / "store.duckdb"
+    Store(path).put_result("k", "test", b"payload")
+    before = path.read_bytes()
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION and store.get_result("k") == b"payload"
+    assert path.read_bytes() == before
+
+
+def test_the_v2_fixture_holds_one_content_under_two_names(v2_store):
+    assert stored_version(v2_store) == "2"
+    sets = stored_sets(v2_store)
+    assert set(sets) == {"first-stimuli", "second-stimuli", "mine"}
+    assert sets["first-stimuli"] == sets["second-stimuli"]
+
+
+def test_a_schema_2_store_keeps_one_set_per_content_with_every_vector_intact(v2_store, capsys):
+    with duckdb.connect(str(v2_store), read_only=True) as connection:
+        done_before = connection.execute("SELECT count(*) FROM done").fetchone()[0]
+    store = Store(v2_store)
+    assert store.schema_version() == SCHEMA_VERSION == 3
+    assert store.stimulus_set_names() == ["first-stimuli", "paper"]
+    assert store.stimulus_sets_for("first") == store.stimulus_sets_for("second") == ["first-stimuli"]
+    assert store.stimulus_sets_for("third") == ["paper"]  # the paper's sentences go by their name
+    expected = np.load(DATA / "store_v2_expected.npz")
+    for name, stimuli in (("first", "first-stimuli"), ("second", "first-stimuli"), ("third", "paper")):
+        np.testing.assert_array_equal(store.export_arrays(name, stimuli)["per_carrier"], expected[name])
+    with duckdb.connect(str(v2_store), read_only=True) as connection:
+        assert connection.execute("SELECT count(*) FROM done").fetchone()[0] == done_before
+        items = connection.execute("SELECT set_name, count(*) FROM stimulus_items GROUP BY set_name ORDER BY 1").fetchall()
+    assert items == [("first-stimuli", 18), ("paper", 130)]
+    # the model imported alone no longer has "several stimulus sets"
+    assert main(["analyze", "--model", "second", "--store", str(v2_store), "--n-boot", "0", "--json"]) == 0
+    assert '"stimuli": "first-stimuli"' in capsys.readouterr().out
+    # and the same sentences under a new name are refused, leaving the store as it is
+    with pytest.raises(StoreError, match="'first-stimuli' holds these same sentences"):
+        store.import_arrays("fourth", expected["first"], (1, 2, 5, 10, 50, 100), stimuli="again")
+    assert store.stimulus_set_names() == ["first-stimuli", "paper"] and "fourth" not in store.model_names()
+
+
+def test_a_failed_merge_leaves_the_store_as_it_was(v2_store, monkeypatch):
+    before = stored_sets(v2_store)
+
+    def merge_then_fail(connection):
+        connection.execute("DELETE FROM stimulus_items WHERE set_name = 'second-stimuli'")
+        connection.execute("DELETE FROM stimulus_sets WHERE name = 'second-stimuli'")
+        raise OSError("simulated crash half-way through the migration")
+
+    monkeypatch.setitem(schema.MIGRATIONS, 2, merge_then_fail)
+    with pytest.raises(OSError, match="simulated"):
+        Store(v2_store)
+    assert stored_version(v2_store) == "2" and stored_sets(v2_store) == before
+    monkeypatch.undo()
+    assert Store(v2_store).stimulus_sets_for("second") == ["first-stimuli"]

@@ -1,0 +1,150 @@
+"""Cached results are keyed by a version that must change whenever the results do.
+
+A golden file records, for a small fixed store, every number the analysis and the comparison
+(in magdash's conventions and in the paper's) and the phase diagnostics cache, under the versions (:data:`ANALYSIS_VERSION`,
+:data:`PHASE_VERSION`) that computed them. A change to the code that moves a cached number
+without bumping its version would serve stale results from every existing store: this test
+fails on it. After a deliberate change, bump the version and rewrite the golden file with
+``python tests/test_cache_versions.py``.
+
+The payloads are checked to hold plain data only (JSON, and npz without objects), so moving a
+class to another module never invalidates a store.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+if __name__ == "__main__":  # run as a script to rewrite the golden file
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from magdash.phase.accumulate import samples_from_bytes
+from magdash.phase.run import PHASE_VERSION, phase_from_store
+from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
+from magdash.store import Store, result_key
+from magdash.variability.analysis import ANALYSIS_VERSION, AnalysisParams, analysis_key, analyze, compare
+
+GOLDEN = Path(__file__).resolve().parent / "data" / "golden_results.json"
+PARAMS = AnalysisParams(n_boot=200)
+PAPER_PARAMS = AnalysisParams(n_boot=200, conventions="paper")
+MODELS = ("golden", "golden@random")
+RTOL, ATOL = 1e-6, 1e-10
+
+
+def portable_noise(n: int, seed: int) -> np.ndarray:
+    """n numbers in [-1, 1) from a 32-bit linear congruential generator: the same on every
+    machine and numpy version, unlike a library generator's stream."""
+    state = np.uint64(seed)
+    out = np.empty(n)
+    for index in range(n):
+        state = (np.uint64(1664525) * state + np.uint64(1013904223)) % np.uint64(2**32)
+        out[index] = float(state) / 2**31 - 1.0
+    return out
+
+
+def golden_store(path: Path) -> Store:
+    """Two imported models on the paper's stimuli: 4 layers of 8-d vectors whose spread falls with n."""
+    store = Store(path)
+    shape = (len(PAPER_MAGNITUDES), len(PAPER_CARRIERS), 4, 8)
+    log_n = np.log(np.asarray(PAPER_MAGNITUDES, dtype=np.float64))[:, None, None, None]
+    for seed, name in enumerate(MODELS, start=1):
+        noise = portable_noise(int(np.prod(shape)), seed).reshape(shape)
+        vectors = noise * np.exp(-0.1 * seed * log_n) + log_n * np.linspace(0.5, 1.5, 8)
+        vectors[:, :, 0] = log_n[:, :, 0]  # the embedding layer: the same vector for every carrier
+        store.import_arrays(name, vectors.astype(np.float32), PAPER_MAGNITUDES, carriers=PAPER_CARRIERS)
+    return store
+
+
+def cached_documents(store: Store) -> dict:
+    """Every cached payload of the fixed store, decoded to plain data."""
+    analysis = {}
+    for suffix, params in (("", PARAMS), ("_paper", PAPER_PARAMS)):
+        analyses = {}
+        for name in MODELS:
+            analyze(store, name, params=params)
+            analyses[name] = json.loads(zlib.decompress(store.get_result(analysis_key(store, name, "paper", params))))
+        analysis[f"analyses{suffix}"] = analyses
+        analysis[f"comparison{suffix}"] = json.loads(zlib.decompress(compare(store, *MODELS, params=params).to_payload()))
+    phases = {}
+    for name in MODELS:
+        phase_from_store(store, name)
+        payload = store.get_result(result_key("phase-numbers", PHASE_VERSION, data=store.data_fingerprint(name, "paper")))
+        with np.load(io.BytesIO(payload), allow_pickle=False) as arrays:
+            assert all(arrays[key].dtype.kind in "fiu" for key in arrays.files)  # plain numbers only
+        samples, n_blocks = samples_from_bytes(payload)
+        phases[name] = {"n_blocks": n_blocks, "samples": [
+            {"layer": s.layer, "dim": s.dim, "count": s.count, "nonfinite": s.nonfinite,
+             "eigenvalues": s.eigenvalues.tolist(), "omegas": s.omegas.astype(np.float64).tolist()}
+            for s in samples
+        ]}
+    return {
+        "analysis": analysis,
+        "phase": phases,
+    }
+
+
+def differences(expected, actual, where: str = "") -> list[str]:
+    """Where two decoded payloads differ: structure and text exactly, numbers to RTOL/ATOL."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        if expected.keys() != actual.keys():
+            return [f"{where}: keys {sorted(expected)} != {sorted(actual)}"]
+        return [d for key in expected for d in differences(expected[key], actual[key], f"{where}.{key}")]
+    if isinstance(expected, list) and isinstance(actual, list):
+        if len(expected) != len(actual):
+            return [f"{where}: {len(expected)} items != {len(actual)}"]
+        return [d for i, (e, a) in enumerate(zip(expected, actual, strict=True)) for d in differences(e, a, f"{where}[{i}]")]
+    numbers = (int, float)
+    if isinstance(expected, numbers) and isinstance(actual, numbers) and not isinstance(expected, bool):
+        same = (math.isnan(expected) and math.isnan(actual)) or math.isclose(expected, actual, rel_tol=RTOL, abs_tol=ATOL)
+        return [] if same else [f"{where}: {expected!r} != {actual!r}"]
+    return [] if expected == actual else [f"{where}: {expected!r} != {actual!r}"]
+
+
+def test_cached_results_change_only_with_their_version(tmp_path):
+    golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    documents = cached_documents(golden_store(tmp_path / "golden.duckdb"))
+    text = json.dumps(documents["analysis"])
+    assert "magdash." not in text and "__" not in text  # no class paths in a payload
+    for part, version, name in (("analysis", ANALYSIS_VERSION, "ANALYSIS_VERSION in magdash/variability/analysis.py"),
+                                ("phase", PHASE_VERSION, "PHASE_VERSION in magdash/phase/run.py")):
+        changed = differences(golden[part], json.loads(json.dumps(documents[part], allow_nan=True)), part)
+        if golden["versions"][part] == version:
+            assert not changed, (
+                f"cached {part} results changed but {name} is still {version!r}: bump it, then rewrite "
+                f"the golden file with `python tests/test_cache_versions.py`. First differences: {changed[:5]}"
+            )
+        else:
+            raise AssertionError(
+                f"{name} is {version!r}, the golden file records {golden['versions'][part]!r}: rewrite it "
+                "with `python tests/test_cache_versions.py`"
+            )
+
+
+def test_the_comparison_finds_a_changed_number():
+    document = {"a": [1.0, math.nan, "label"], "b": {"c": 0.5}}
+    assert differences(document, json.loads(json.dumps(document, allow_nan=True))) == []
+    assert differences(document, {"a": [1.0 + 1e-9, math.nan, "label"], "b": {"c": 0.5}}) == []
+    assert differences(document, {"a": [1.001, math.nan, "label"], "b": {"c": 0.5}}) == [".a[0]: 1.0 != 1.001"]
+    assert differences(document, {"a": [1.0, 2.0, "label"], "b": {"c": 0.5}}) == [".a[1]: nan != 2.0"]
+    assert differences(document, {"a": [1.0, math.nan, "other"], "b": {}})[0].startswith(".a[2]")
+
+
+def write_golden() -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        documents = cached_documents(golden_store(Path(folder) / "golden.duckdb"))
+    documents["versions"] = {"analysis": ANALYSIS_VERSION, "phase": PHASE_VERSION}
+    GOLDEN.write_text(json.dumps(documents, allow_nan=True, separators=(",", ":")) + "\n", encoding="utf-8")
+    print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size / 1e3:.0f} kB)")
+
+
+if __name__ == "__main__":
+    write_golden()

@@ -1,0 +1,29 @@
+"""Model names: what extraction stores a model as, and the name of its @random control."""
+
+from __future__ import annotations
+
+import pytest
+
+from magdash.models import DTYPES, control_name, default_name
+from magdash.stimuli import POSITIONS
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("position", POSITIONS)
+@pytest.mark.parametrize("spec", ["minilm", "/models/Meta-Llama-3-8B", "meta-llama/Llama-3:beta", "C:/models/x"])
+def test_the_control_of_a_stored_model_is_the_name_extracting_its_control_gives(spec, dtype, position):
+    # `extract --model SPEC@random --dtype D --position P` stores the control under this name.
+    expected = default_name(f"{spec}@random", dtype, position)
+    assert control_name(default_name(spec, dtype, position)) == expected
+
+
+def test_suffixed_names_keep_their_suffixes_after_the_marker():
+    assert control_name("minilm") == "minilm@random"
+    assert control_name("minilm:float16") == "minilm@random:float16"
+    assert control_name("minilm:bfloat16:first") == "minilm@random:bfloat16:first"
+    assert control_name("minilm:mean") == "minilm@random:mean"
+
+
+@pytest.mark.parametrize("name", ["minilm@random", "minilm@random:float16", "minilm@random:7:first"])
+def test_a_control_is_its_own_control(name):
+    assert control_name(name) == name
