@@ -13,7 +13,7 @@ from magdash.cli.common import add_store_option, check_seed, flagged_layer_warni
 from magdash.errors import AnalysisError
 from magdash.params import DEFAULT_N_BOOT
 from magdash.presentation.formatting import MISSING, format_number
-from magdash.variability.conventions import CONVENTION_NAMES
+from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH
 
 
 def _title(measure: str) -> str:
@@ -87,7 +87,7 @@ def _add_analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--conventions",
         choices=CONVENTION_NAMES,
-        default="magdash",
+        default=MAGDASH,
         help="statistical conventions: magdash's (default) or those of the paper's script, which "
         "reproduce its numbers exactly (see docs/science.md)",
     )

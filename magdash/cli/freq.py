@@ -9,7 +9,7 @@ from magdash.cli.common import add_store_option, check_seed, flagged_layer_warni
 from magdash.errors import AnalysisError
 from magdash.params import DEFAULT_N_BOOT
 from magdash.presentation.formatting import format_number
-from magdash.variability.conventions import CONVENTION_NAMES
+from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH
 
 
 def register(subparsers) -> None:
@@ -67,7 +67,7 @@ def register(subparsers) -> None:
                       help=f"bootstrap resamples for the CI (default {DEFAULT_N_BOOT})")
     corr.add_argument("--seed", type=int, default=0)
     corr.add_argument(
-        "--conventions", choices=CONVENTION_NAMES, default="magdash",
+        "--conventions", choices=CONVENTION_NAMES, default=MAGDASH,
         help="which layers count as significant: p < .05 (magdash) or rho > 0 and p < .05 (the paper's script)",
     )
     corr.add_argument("--json", action="store_true")

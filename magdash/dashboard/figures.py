@@ -34,6 +34,7 @@ from magdash.presentation.formatting import MISSING, format_number, format_p
 from magdash.presentation.tables import CARRIER_MEASURES
 from magdash.store import LayerData, Store
 from magdash.variability.analysis import PRIMARY_MEASURES, AnalysisResult, ComparisonResult
+from magdash.variability.conventions import MAGDASH
 from magdash.variability.geometry import centroid_rdm, pc1_coordinates
 from magdash.variability.measures import centroids
 
@@ -219,7 +220,7 @@ def e5_table(result: AnalysisResult, source: FrequencySource, measure: str, miss
     return table
 
 
-def e5_sentence(table: pd.DataFrame, source: FrequencySource, conventions: str = "magdash") -> str:
+def e5_sentence(table: pd.DataFrame, source: FrequencySource, conventions: str = MAGDASH) -> str:
     """The E5 summary over the core layers, significance counted by ``conventions``."""
     summary = e5_summary(table[table["core"]].reset_index(drop=True), conventions=conventions)
     sentence = (

@@ -59,6 +59,7 @@ from magdash.variability.conventions import (
     get_conventions,
 )
 from magdash.variability.fits import (
+    LEGACY_SEED_LIMIT,
     NOISE_MODEL_COLUMNS,
     OUTLIER_FACTOR,
     OUTLIER_RULE_MEASURES,
@@ -127,8 +128,8 @@ class AnalysisParams:
             raise AnalysisError(f"--n-boot must be 0 or more, got {self.n_boot}")
         if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise AnalysisError(f"the seed must be a whole number >= 0, got {self.seed!r}")
-        if rules.bootstrap_stream == "legacy" and self.seed >= 2**32:
-            raise AnalysisError(f"the paper's conventions take seeds below 2**32, got {self.seed}")
+        if rules.bootstrap_stream == "legacy" and self.seed >= LEGACY_SEED_LIMIT:
+            raise AnalysisError(f"the paper's conventions take seeds below {LEGACY_SEED_LIMIT:,} (2**32), got {self.seed}")
         if self.core_layers is not None and not all(
             isinstance(layer, (int, np.integer)) for layer in self.core_layers
         ):
