@@ -129,7 +129,7 @@ class AnalysisParams:
         if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise AnalysisError(f"the seed must be a whole number >= 0, got {self.seed!r}")
         if rules.bootstrap_stream == "legacy" and self.seed >= LEGACY_SEED_LIMIT:
-            raise AnalysisError(f"the paper's conventions take seeds below {LEGACY_SEED_LIMIT:,} (2**32), got {self.seed}")
+            raise AnalysisError(f"the paper's conventions take seeds below 2**32, got {self.seed}")
         if self.core_layers is not None and not all(
             isinstance(layer, (int, np.integer)) for layer in self.core_layers
         ):
