@@ -25,11 +25,11 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 sys.path.insert(1, str(HERE.parent.parent))
 
+from magdash.analysis import analyze  # noqa: E402
 from magdash.extract import extract  # noqa: E402
 from magdash.stimuli import PAPER_CARRIERS, StimulusSet  # noqa: E402
 from magdash.store import SCHEMA_VERSION, Store  # noqa: E402
-from magdash.variability.analysis import analyze  # noqa: E402
-from tests.support import build_tiny_model  # noqa: E402
+from tests.conftest import build_tiny_model  # noqa: E402
 
 MAGNITUDES = (1, 2, 5, 10, 50, 100)
 
