@@ -29,7 +29,7 @@ def register(subparsers) -> None:
         description="Fit log V = log k + alpha log n per layer and test H1-H4 over the core layers.",
     )
     analyze.add_argument("--model", required=True, help="stored model name (see: magdash list)")
-    _add_analysis_options(analyze)
+    add_analysis_options(analyze)
     analyze.set_defaults(func=run_analyze)
 
     compare = subparsers.add_parser(
@@ -44,11 +44,11 @@ def register(subparsers) -> None:
     compare.add_argument(
         "--model", required=True, action="append", help="give twice: --model A --model B"
     )
-    _add_analysis_options(compare)
+    add_analysis_options(compare)
     compare.set_defaults(func=run_compare)
 
 
-def _add_analysis_options(parser: argparse.ArgumentParser) -> None:
+def add_analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stimuli", metavar="NAME", default=None, help="stimulus set name")
     add_store_option(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output (NaN as null)")
@@ -93,7 +93,7 @@ def _add_analysis_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _params(args: argparse.Namespace):
+def analysis_params(args: argparse.Namespace):
     from magdash.params import parse_layers
     from magdash.variability.analysis import AnalysisParams
 
@@ -126,7 +126,7 @@ def _window(text: str) -> tuple[float, float]:
 def run_analyze(args: argparse.Namespace) -> int:
     from magdash.variability.analysis import analyze
 
-    params = _params(args)
+    params = analysis_params(args)
     result = analyze(open_store(args), args.model, args.stimuli, params)
     warn(result.warnings())
     if args.json:
@@ -142,7 +142,7 @@ def run_compare(args: argparse.Namespace) -> int:
     if len(args.model) != 2:
         raise AnalysisError(f"compare needs exactly two models (--model A --model B), got {len(args.model)}")
     store = open_store(args)
-    result = compare(store, args.model[0], args.model[1], args.stimuli, _params(args))
+    result = compare(store, args.model[0], args.model[1], args.stimuli, analysis_params(args))
     warn(flagged_layer_warnings(store, args.model, result.stimuli))
     if args.json:
         print_json(result.to_json())

@@ -52,6 +52,7 @@ from magdash.jsonio import to_jsonable
 from magdash.models import control_name
 from magdash.overflow import count_nonfinite
 from magdash.params import ProgressCallback
+from magdash.presentation.formatting import format_number
 from magdash.store.keys import result_key
 from magdash.variability.analysis import AnalysisParams, AnalysisResult, ComparisonResult, analyze, compare
 from magdash.variability.fits import OUTLIER_RULE_MEASURES
@@ -317,7 +318,7 @@ class ControlsResult:
             verdicts.append(Verdict(
                 "variant", measure, problem,
                 f"{summary.variant} ({summary.kind}): mean core alpha {_fmt(summary.mean_alpha_variant)} vs "
-                f"{_fmt(summary.mean_alpha_model)}, largest |delta| {_fmt(summary.max_abs_delta)} at layer "
+                f"{_fmt(summary.mean_alpha_model)}, largest |delta| {_fmt(summary.max_abs_delta, '.4f')} at layer "
                 f"{summary.layer_of_max} (CI [{_fmt(summary.ci_low_at_max)}, {_fmt(summary.ci_high_at_max)}])",
             ))
         random = self.random_summary(measure)
@@ -356,10 +357,8 @@ class ControlsResult:
         }
 
 
-def _fmt(value: float) -> str:
-    from magdash.presentation.formatting import format_number
-
-    return format_number(value, "+.4f")
+def _fmt(value: float, spec: str = "+.4f") -> str:
+    return format_number(value, spec)
 
 
 def controls_key(store, model: str, stimuli: str, params: ControlsParams) -> str:
