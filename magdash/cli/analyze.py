@@ -14,6 +14,7 @@ from magdash.errors import AnalysisError
 from magdash.params import DEFAULT_N_BOOT
 from magdash.presentation.formatting import MISSING, format_number
 from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH
+from magdash.variability.fits import CI_METHODS
 
 
 def _title(measure: str) -> str:
@@ -85,6 +86,13 @@ def add_analysis_options(parser: argparse.ArgumentParser) -> None:
         help="magnitudes dropped in the E3 sensitivity refit (default 9,10,100)",
     )
     parser.add_argument(
+        "--ci-method",
+        choices=CI_METHODS,
+        default=None,
+        help="alpha's confidence interval: studentized bootstrap (magdash's default), percentile "
+        "(the paper's), bca, or t (no resampling); see docs/science.md for their coverage",
+    )
+    parser.add_argument(
         "--conventions",
         choices=CONVENTION_NAMES,
         default=MAGDASH,
@@ -106,6 +114,7 @@ def analysis_params(args: argparse.Namespace):
         boundary=tuple(_split(args.boundary, float, "--boundary")),
         bootstrap_layers=args.bootstrap_layers,
         conventions=args.conventions,
+        ci_method=args.ci_method,
     )
 
 
