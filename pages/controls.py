@@ -59,7 +59,7 @@ for name in dc.compared(result):
     ui.figure("variant_figure", key, name, view.measure, name=f"variant-{slug}-vs-{name}")
 ui.table("variant_table", key, view.measure, name=f"variants-{slug}")
 st.download_button(
-    "Controls report (HTML)", data=lambda: dc.controls_report(ctx.store, result, view.measure),
+    "Controls report (HTML)", data=lambda: dc.controls_report(ctx.store, result, [view.measure]),
     file_name=f"magdash-controls-{safe_filename(slug)}.html", mime="text/html", on_click="ignore",
     key="controls-report", icon=":material/description:",
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from magdash.cli.analyze import add_analysis_options, analysis_params
-from magdash.cli.common import flagged_layer_warnings, open_store, print_json, warn
+from magdash.cli.common import flagged_layer_warnings, open_store, print_json, warn, write_report
 from magdash.controls.permutation import DEFAULT_N_PERM
 from magdash.presentation.formatting import format_number
 
@@ -38,6 +38,8 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--perm-seed", type=int, default=0, metavar="S", help="permutation seed (default 0)")
     parser.add_argument("--no-random", action="store_true", help="leave out the @random control")
+    parser.add_argument("--report", metavar="FILE", default=None,
+                        help="also write the self-contained HTML report (figures, tables, manifest) to FILE")
     add_analysis_options(parser)
     parser.set_defaults(func=run)
 
@@ -60,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     result = run_controls(store, args.model, args.stimuli, params_from_args(args))
     warn(flagged_layer_warnings(store, [args.model, *result.variants], result.stimuli))
+    if args.report:
+        from magdash.dashboard.controls import controls_report
+
+        write_report(args.report, controls_report(store, result, result.measures))
     if args.json:
         print_json(result.to_json())
         return 0

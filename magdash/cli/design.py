@@ -11,7 +11,7 @@ import argparse
 import math
 
 from magdash.cli.analyze import add_analysis_options, analysis_params
-from magdash.cli.common import open_store, print_json
+from magdash.cli.common import open_store, print_json, write_report
 from magdash.controls.design import DesignParams
 from magdash.presentation.formatting import format_number
 
@@ -44,6 +44,8 @@ def register(subparsers) -> None:
     parser.add_argument("--design-boot", type=int, default=_DEFAULTS.n_boot, metavar="B",
                         help=f"joint-bootstrap resamples per simulated study in E6 (default {_DEFAULTS.n_boot}; 0: off)")
     parser.add_argument("--design-seed", type=int, default=_DEFAULTS.seed, metavar="S", help="simulation seed")
+    parser.add_argument("--report", metavar="FILE", default=None,
+                        help="also write the self-contained HTML report (figures, tables, manifest) to FILE")
     add_analysis_options(parser)
     parser.set_defaults(func=run)
 
@@ -60,7 +62,14 @@ def run(args: argparse.Namespace) -> int:
     from magdash.controls.design import run_design
 
     params = params_from_args(args)
-    result = run_design(open_store(args), args.model, args.stimuli, params, analysis_params(args))
+    store = open_store(args)
+    result = run_design(store, args.model, args.stimuli, params, analysis_params(args))
+    if args.report:
+        from magdash.dashboard.controls import design_report
+        from magdash.variability.analysis import analyze
+
+        analysis = analyze(store, args.model, args.stimuli, analysis_params(args))
+        write_report(args.report, design_report(store, result, args.model, analysis))
     if args.json:
         print_json(result.to_json())
         return 0

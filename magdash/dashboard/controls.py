@@ -8,6 +8,7 @@ so the page caches key on them; builders take the results (:class:`magdash.contr
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,9 +186,9 @@ def variant_table(result: ControlsResult, measure: str) -> pd.DataFrame:
     return tables.variant_frame(result, measure)
 
 
-def controls_report(store: Store, result: ControlsResult, measure: str) -> str:
-    """The HTML report of the controls: their section, the model's verdicts and the manifest."""
-    sections = [report.controls_section(result, measure)]
+def controls_report(store: Store, result: ControlsResult, measures: Sequence[str]) -> str:
+    """The HTML report of the controls: a section per measure and the manifest."""
+    sections = [report.controls_section(result, measure) for measure in measures]
     manifest = report.build_manifest(store, {result.model: result.analysis},
                                      extra={"controls_parameters": dataclasses.asdict(result.params)})
     return report.build_report_html(sections, manifest, title=f"magdash controls: {result.model}")

@@ -443,7 +443,7 @@ def controls_section(result: Any, measure: str) -> ReportSection:
         frame = tables.comparison_frame(comparison, measure)
         figures.append((f"{comparison.model_a} vs {comparison.model_b}", charts.compare_profiles(frame)))
     return ReportSection(
-        f"Robustness controls: {result.model}",
+        f"Robustness controls: {result.model}, {label}",
         text=[
             f"Stimuli {result.stimuli}; core layers {_span(result.core_layers)}; {result.tables.n_perm:,} "
             "permutations of the magnitude labels. Each control says what would count as a problem "

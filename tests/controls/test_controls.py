@@ -158,9 +158,11 @@ def test_cli_controls_json_and_bad_input(store, rng, capsys):
     assert main([*args, "--variant", "m:first", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["n_perm"] == 500 and document["variants"][0]["variant"] == "m:first"
-    assert main(args) == 0
+    report = store.path.parent / "controls.html"
+    assert main([*args, "--report", str(report)]) == 0
     out = capsys.readouterr().out
     assert "verdicts over the core band" in out and "leave one carrier out" in out
+    assert report.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     assert main([*args, "--variant", "nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("magdash: error: no model named 'nope'")

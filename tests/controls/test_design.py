@@ -133,7 +133,9 @@ def test_run_design_is_cached_and_the_cli_prints_it(store, rng, capsys):
     assert main([*args, "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert {"h1_power", "e6_power", "ci_half_width", "minimal_detectable_alpha"} <= set(document)
-    assert main(args) == 0
+    report = store.path.parent / "design.html"
+    assert main([*args, "--report", str(report)]) == 0
     assert "minimal detectable alpha at 80% power" in capsys.readouterr().out
+    assert "Study design (simulated)" in report.read_text(encoding="utf-8")
     assert main([*args, "--carriers", "1"]) == 2
     assert capsys.readouterr().err.startswith("magdash: error: a design needs at least 2 carriers")
