@@ -37,6 +37,10 @@ def register(subparsers) -> None:
     parser.add_argument("--alpha", type=float, default=_DEFAULTS.alpha, help=f"true alpha (default {_DEFAULTS.alpha})")
     parser.add_argument("--delta", type=float, default=_DEFAULTS.delta,
                         help=f"true difference between two models (default {_DEFAULTS.delta})")
+    parser.add_argument("--alpha-max", type=float, default=None, metavar="A",
+                        help="end of the H1 power curve (default: 8 standard errors of the mean core alpha)")
+    parser.add_argument("--delta-max", type=float, default=None, metavar="D",
+                        help="end of the E6 power curve (default: 4 standard errors of a layer's delta)")
     parser.add_argument("--studies", type=int, default=_DEFAULTS.n_studies, metavar="N",
                         help=f"simulated studies per point (default {_DEFAULTS.n_studies})")
     parser.add_argument("--points", type=int, default=_DEFAULTS.n_points, metavar="P",
@@ -53,7 +57,7 @@ def register(subparsers) -> None:
 def params_from_args(args: argparse.Namespace) -> DesignParams:
     return DesignParams(
         magnitudes=args.magnitudes, n_carriers=args.carriers, n_layers=args.layers, alpha=args.alpha,
-        delta=args.delta, n_studies=args.studies, n_points=args.points, n_boot=args.design_boot,
+        delta=args.delta, alpha_max=args.alpha_max, delta_max=args.delta_max, n_studies=args.studies, n_points=args.points, n_boot=args.design_boot,
         seed=args.design_seed,
     )
 

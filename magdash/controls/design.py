@@ -10,8 +10,8 @@ fits V_eucl (OLS of log V on log n with the 3x-median outlier rule, bootstrap of
   alphas from 0; its value at alpha = 0 is the test's real size (nominal: ``level / 2``, one
   side). Core layers share magnitude
   effects (rho), so their alphas are correlated and the t-test over-rejects under the null; the
-  *size-adjusted* power uses the critical t that the simulated null itself exceeds in a share
-  ``level / 2`` of studies, so that it has the nominal size. The majority rule (alpha > 0 at
+  *size-adjusted* power (:func:`size_adjusted_rate`) uses the critical t that the simulated null
+  itself exceeds in a share ``level / 2`` of studies, so that it has the nominal size. The majority rule (alpha > 0 at
   more than half the core layers) is given too.
 - E6 power (two models differing by delta alpha in every core layer, drawn independently):
   the Wilcoxon signed-rank test of the paired core alphas (two-sided p < ``level``; and
@@ -54,12 +54,11 @@ from magdash.variability.fits import OUTLIER_FACTOR, resample_counts, scaling_ma
 
 log = logging.getLogger(__name__)
 
-DESIGN_VERSION = "1"
+DESIGN_VERSION = "2"
 """Bump whenever a change to the simulator can change a cached design result."""
 
 DEFAULT_CARRIER_GRID = (2, 3, 5, 10, 20)
 DEFAULT_MAGNITUDE_GRID = (8, 13, 26, 50, 100)
-_STUDY_CHUNK = 100  # studies per joint-bootstrap block: bounds the (studies, layers, resamples) arrays
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ class DesignParams:
     takes the calibrated model's core band size. ``alpha`` and ``delta`` are the true values
     at which the CI half-widths and the single-point powers are reported (their sizes: the
     simulated effects are positive); the curves run from 0 to ``alpha_max`` and ``delta_max``
-    (None: 5 standard errors of the mean core alpha, and 4 of a layer's delta, from a pilot at
+    (None: 8 standard errors of the mean core alpha, and 4 of a layer's delta, from a pilot at
     alpha = 0) in ``n_points`` steps, plus ``alpha`` and ``delta`` themselves.
     """
 
@@ -132,6 +131,22 @@ def t_statistics(alphas: np.ndarray) -> np.ndarray:
     k = np.count_nonzero(np.isfinite(alphas), axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.nanmean(alphas, axis=1) / (np.nanstd(alphas, axis=1, ddof=1) / np.sqrt(k))
+
+
+def size_adjusted_rate(null: np.ndarray, statistics: np.ndarray, level: float) -> float:
+    """The rejection rate of ``statistics`` by the test whose critical value gives the simulated
+    ``null`` exactly the size ``level``: reject above c = the null's (1 - level) quantile, and at
+    c with the probability that makes up the rest (a randomised test, as a discrete statistic
+    such as Wilcoxon's W needs: with many tied nulls at the maximum no plain cut has the size)."""
+    null = np.asarray(null, dtype=np.float64)
+    null = null[np.isfinite(null)]
+    statistics = np.asarray(statistics, dtype=np.float64)
+    if null.size == 0:
+        return math.nan
+    cut = float(np.quantile(null, 1 - level))
+    above, at = np.mean(null > cut), np.mean(null == cut)
+    share = (level - above) / at if at > 0 else 0.0
+    return float(np.mean(statistics > cut) + min(max(share, 0.0), 1.0) * np.mean(statistics == cut))
 
 
 def signed_rank(differences: np.ndarray) -> np.ndarray:
@@ -258,9 +273,8 @@ class Simulator:
             t = t_statistics(alphas)
             if null_t is None:
                 null_t = t
-                adjusted = float(np.nanquantile(null_t, 1 - level / 2))
             reject = np.count_nonzero(t > critical)
-            reject_adjusted = np.count_nonzero(t > adjusted)
+            reject_adjusted = size_adjusted_rate(null_t, t, level / 2) * n
             majority = np.count_nonzero(np.count_nonzero(alphas > 0, axis=1) * 2 > self.n_layers)
             low, high = wilson(reject, n)
             low_a, high_a = wilson(reject_adjusted, n)
@@ -275,29 +289,35 @@ class Simulator:
         return pd.DataFrame(rows)
 
     def _bootstrap_share(self, log_a: np.ndarray, log_b: np.ndarray, stream: Sequence[int]) -> np.ndarray:
-        """Per study: the share of core layers whose joint-bootstrap CI of delta excludes 0."""
+        """Per study: the share of core layers whose joint-bootstrap CI of delta excludes 0.
+
+        Resample r weighs the points of every study and layer by the same counts ``W[r]`` (the
+        magnitudes are resampled jointly for both models), so each weighted sum is one matrix
+        product ``W @ (mask * feature)`` over all studies and layers at once.
+        """
         x = np.log(self.magnitudes)
         xc = x - x.mean()
-        counts = np.concatenate(list(resample_counts(x.size, self.params.n_boot, int(self._rng(*stream).integers(2**31)))))
+        seed = int(self._rng(*stream).integers(2**31))
+        counts = np.concatenate(list(resample_counts(x.size, self.params.n_boot, seed)))  # (b, n)
+        slopes = []
+        for log_v in (log_a, log_b):
+            mask = _kept(log_v).astype(np.float64)  # (s, k, n)
+            y = np.where(mask > 0, log_v, 0.0)
+            y = y - (mask * y).sum(axis=-1, keepdims=True) / mask.sum(axis=-1, keepdims=True)
+            flat = mask.reshape(-1, x.size).T  # (n, s*k)
+            total = counts @ flat
+            sx = counts @ (flat * xc[:, None])
+            sy = counts @ (flat * y.reshape(-1, x.size).T)
+            sxx = counts @ (flat * (xc * xc)[:, None]) - sx * sx / total
+            sxy = counts @ (flat * xc[:, None] * y.reshape(-1, x.size).T) - sx * sy / total
+            with np.errstate(divide="ignore", invalid="ignore"):
+                slopes.append(sxy / sxx)  # (b, s*k)
+        delta = slopes[0] - slopes[1]
         tail = 100 * self.params.level / 2
-        shares = []
-        for start in range(0, log_a.shape[0], _STUDY_CHUNK):
-            slopes = []
-            for log_v in (log_a[start:start + _STUDY_CHUNK], log_b[start:start + _STUDY_CHUNK]):
-                mask = _kept(log_v)
-                y = np.where(mask, log_v, 0.0)
-                w = counts[None, None, :, :] * mask[:, :, None, :]  # (s, k, b, n)
-                total = w.sum(axis=-1)
-                sx = np.einsum("skbn,n->skb", w, xc)
-                sy = np.einsum("skbn,skn->skb", w, y)
-                sxx = np.einsum("skbn,n->skb", w, xc * xc) - sx * sx / total
-                sxy = np.einsum("skbn,skn->skb", w, xc[None, None, :] * y) - sx * sy / total
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    slopes.append(sxy / sxx)
-            delta = slopes[0] - slopes[1]
-            low, high = np.nanpercentile(delta, [tail, 100 - tail], axis=-1)
-            shares.append(np.mean((low > 0) | (high < 0), axis=1))
-        return np.concatenate(shares)
+        quantile = np.nanpercentile if np.isnan(delta).any() else np.percentile
+        low, high = quantile(delta, [tail, 100 - tail], axis=0)
+        excludes = ((low > 0) | (high < 0)).reshape(log_a.shape[0], log_a.shape[1])
+        return excludes.mean(axis=1)
 
     def e6_curve(self, grid: np.ndarray, progress: ProgressCallback | None = None) -> pd.DataFrame:
         n = self.params.n_studies
@@ -314,8 +334,7 @@ class Simulator:
             w = np.abs(signed_rank(differences))
             if null_w is None:
                 null_w = w
-                adjusted = float(np.nanquantile(null_w, 1 - self.params.level))
-            reject_adjusted = np.count_nonzero(w > adjusted)
+            reject_adjusted = size_adjusted_rate(null_w, w, self.params.level) * n
             low, high = wilson(reject, n)
             row = {
                 "delta": float(delta), "wilcoxon": reject / n, "wilcoxon_low": float(low),
@@ -393,7 +412,7 @@ def simulate_design(
     """Every output of the simulator (module docstring) for a calibration and a design."""
     simulator = Simulator(calibration, params)
     layer_spread, mean_spread = simulator.spreads()
-    alpha_max = params.alpha_max or 5 * mean_spread
+    alpha_max = params.alpha_max or 8 * mean_spread
     delta_max = params.delta_max or 4 * math.sqrt(2) * layer_spread
     total = 2 * params.n_points + 3
     done = [0]

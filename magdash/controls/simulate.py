@@ -7,14 +7,17 @@ magnitude n in carrier c is
     log sigma_l(n) = beta_l + alpha_l log n + u_l(n),
     u_l(n) = tau_l (sqrt(rho) w(n) + sqrt(1 - rho) e_l(n)),   w, e ~ N(0, 1).
 
-So V_eucl(n) = sigma_l(n) g, where g = mean_c ||z_c - zbar|| depends only on the number of
+So V_eucl(n) = sigma_l(n) g_l(n), where g = mean_c ||z_c - zbar|| depends only on the number of
 carriers C and the dimension d, and
 
-    log V_eucl(n) = beta_l + alpha_l log n + u_l(n) + log g       (*)
+    log V_eucl(n) = beta_l + alpha_l log n + u_l(n) + log g_l(n)       (*)
 
 is a straight line in log n with two kinds of scatter: u, the magnitude-level spread that more
-carriers do not average away (correlated across layers through rho: the same magnitude is
-unusual at every depth), and log g, the carrier-level scatter, which shrinks as C grows.
+carriers do not average away, and log g, the carrier-level scatter, which shrinks as C grows.
+Both are correlated across layers with the same rho (the same magnitude, in the same sentences,
+is unusual at every depth): u through the shared w(n); log g through a Gaussian copula,
+``log g_l(n) = G_l^-1(Phi(sqrt(rho) w'(n) + sqrt(1 - rho) e'_l(n)))`` with G_l the exact
+distribution of log g for (C, d_l), which keeps each layer's law of g exact.
 
 Calibration from a stored model (:func:`calibrate`), per core layer: d_l is the participation
 ratio of the carrier deviations ``(x[n,c] - m[n]) / V_eucl(n)`` pooled over magnitudes,
@@ -22,12 +25,14 @@ ratio of the carrier deviations ``(x[n,c] - m[n]) / V_eucl(n)`` pooled over magn
 fluctuation of the squared norm (2 / d) as the model's anisotropic one; tau_l^2 is the residual
 variance of log V_eucl around the layer's OLS fit minus Var(log g) at the stored C and d_l
 (floored at 0); rho is the mean correlation of those residuals between core layers (floored at
-0). beta_l is the fitted intercept. The stored model's own alpha is not used: alpha is planted.
+0, capped at 0.95). beta_l is the fitted intercept. The stored model's own alpha is not used: alpha is planted.
 
 Two ways to draw a study, with the same law for V_eucl: :func:`draw_log_v` draws (*) directly,
 log g from a pool of exact draws of g for (C, d) (fast: a study is a few arrays), and
 :func:`draw_vectors` draws the vectors x themselves, for the analysis engine
-(:func:`magdash.variability.analysis.run_analysis`). :func:`fit_alphas` is the analysis's OLS of
+(:func:`magdash.variability.analysis.run_analysis`), with the same law in each layer (its
+carrier noise is drawn afresh in every layer: only u is shared, so it is for per-layer checks
+such as the coverage of a layer's CI). :func:`fit_alphas` is the analysis's OLS of
 log V on log n with its 3x-median outlier rule and 5-point minimum, vectorised over studies and
 layers.
 """
@@ -39,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 from magdash.errors import AnalysisError
 from magdash.variability.fits import MIN_POINTS, OUTLIER_FACTOR
@@ -98,6 +104,7 @@ class CarrierScatter:
     def __init__(self, seed: int = 0):
         self.seed = int(seed)
         self._pools: dict[tuple[int, int], np.ndarray] = {}
+        self._sorted: dict[tuple[int, int], np.ndarray] = {}
 
     def pool(self, n_carriers: int, dimension: int) -> np.ndarray:
         key = (int(n_carriers), int(dimension))
@@ -120,9 +127,14 @@ class CarrierScatter:
     def variance(self, n_carriers: int, dimension: int) -> float:
         return float(np.var(self.pool(n_carriers, dimension), ddof=1))
 
-    def draw(self, rng: np.random.Generator, n_carriers: int, dimension: int, shape: tuple[int, ...]) -> np.ndarray:
-        pool = self.pool(n_carriers, dimension)
-        return pool[rng.integers(0, pool.size, size=shape)]
+    def quantiles(self, n_carriers: int, dimension: int, uniform: np.ndarray) -> np.ndarray:
+        """log g at the probabilities ``uniform`` of its exact (pooled) distribution."""
+        key = (int(n_carriers), int(dimension))
+        if key not in self._sorted:
+            self._sorted[key] = np.sort(self.pool(n_carriers, dimension))
+        pool = self._sorted[key]
+        index = np.minimum((uniform * pool.size).astype(np.int64), pool.size - 1)
+        return pool[index]
 
 
 def _structural(rng: np.random.Generator, tau: np.ndarray, rho: float, shape: tuple[int, int, int]) -> np.ndarray:
@@ -153,8 +165,9 @@ def draw_log_v(
     shape = (n_studies, n_layers, log_n.size)
     log_v = beta[None, :, None] + alpha[None, :, None] * log_n[None, None, :]
     log_v = log_v + _structural(rng, tau, calibration.rho, shape)
+    uniform = special.ndtr(_structural(rng, np.ones(n_layers), calibration.rho, shape))
     for position, layer in enumerate(chosen):
-        log_v[:, position] += scatter.draw(rng, n_carriers, calibration.dimension[layer], (n_studies, log_n.size))
+        log_v[:, position] += scatter.quantiles(n_carriers, calibration.dimension[layer], uniform[:, position])
     return log_v
 
 
