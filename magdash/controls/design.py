@@ -54,7 +54,7 @@ from magdash.variability.fits import OUTLIER_FACTOR, resample_counts, scaling_ma
 
 log = logging.getLogger(__name__)
 
-DESIGN_VERSION = "2"
+DESIGN_VERSION = "3"
 """Bump whenever a change to the simulator can change a cached design result."""
 
 DEFAULT_CARRIER_GRID = (2, 3, 5, 10, 20)
