@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from magdash import dashboard as db
 from magdash.controls.design import DesignParams
 from magdash.dashboard import controls as dc
 from magdash.errors import MagdashError
@@ -56,7 +57,7 @@ ui.table("ci_width_table", key, name=f"design-ci-half-width-{slug}-table")
 ui.table("design_summary", key, name=f"design-summary-{slug}")
 st.download_button(
     "Design report (HTML)",
-    data=lambda: dc.design_report(ctx.store, result, view.model, ui.analysis_for(ui.analysed(ctx))),
+    data=lambda: dc.design_report(ctx.store, result, view.model, ui.analysis_for(db.analysis_key(view, ctx.inventory))),
     file_name=f"magdash-design-{safe_filename(slug)}.html", mime="text/html", on_click="ignore",
     key="design-report", icon=":material/description:",
 )

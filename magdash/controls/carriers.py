@@ -39,12 +39,15 @@ ICC_POOR = 0.5
 
 
 def cosine_rdm(vectors: np.ndarray) -> np.ndarray:
-    """Upper-triangle cosine distances between the rows of ``vectors`` (n, d), pairs (a < b)."""
+    """Upper-triangle cosine distances between the rows of ``vectors`` (n, d), pairs (a < b).
+
+    From the n x n Gram matrix of the unit rows, never from a (pairs x d) array.
+    """
     vectors = np.asarray(vectors, dtype=np.float64)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit = vectors / np.where(norms == 0, 1.0, norms)
     first, second = np.triu_indices(vectors.shape[0], k=1)
-    return 1.0 - np.einsum("pd,pd->p", unit[first], unit[second])
+    return 1.0 - (unit @ unit.T)[first, second]
 
 
 def icc_consistency(ratings: np.ndarray) -> float:

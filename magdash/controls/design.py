@@ -108,6 +108,7 @@ class DesignParams:
                 raise AnalysisError(f"{name} must be positive, got {value}")
         if min(self.carrier_grid, default=2) < 2 or min(self.magnitude_grid, default=5) < 5:
             raise AnalysisError("the carrier grid needs >= 2 carriers and the magnitude grid >= 5 magnitudes")
+        self.magnitude_values()  # a bad spec fails here, where the design is chosen
         object.__setattr__(self, "carrier_grid", tuple(int(c) for c in self.carrier_grid))
         object.__setattr__(self, "magnitude_grid", tuple(int(m) for m in self.magnitude_grid))
 
@@ -442,9 +443,10 @@ def simulate_design(
 
 
 def participation_ratio(deviations: np.ndarray) -> float:
-    """(sum lambda)^2 / sum lambda^2 of the rows' second-moment matrix, from the smaller Gram."""
-    rows = np.asarray(deviations, dtype=np.float64)
-    gram = rows @ rows.T if rows.shape[0] <= rows.shape[1] else rows.T @ rows
+    """(sum lambda)^2 / sum lambda^2 of the rows' second-moment matrix, from the smaller Gram
+    (in the rows' own precision, then summed in float64)."""
+    rows = np.asarray(deviations)
+    gram = (rows @ rows.T if rows.shape[0] <= rows.shape[1] else rows.T @ rows).astype(np.float64)
     total = float(np.trace(gram))
     squares = float(np.sum(gram * gram))
     return total * total / squares if squares > 0 else math.nan
@@ -468,8 +470,9 @@ def calibrate(store, model: str, stimuli: str | None = None, analysis_params=Non
         keep, _ = scaling_mask(result.magnitudes, v, drop_outliers=True, outlier_factor=params.outlier_factor)
         if not fit.has_fit or not np.isfinite(data.vectors).all():
             continue
-        x = data.vectors.astype(np.float64)
-        deviations = (x - x.mean(axis=1, keepdims=True))[keep] / v[keep][:, None, None]
+        x = data.vectors  # float32: a 1000 x 20 x 4096 layer needs no float64 copy for a ratio
+        deviations = (x - x.mean(axis=1, keepdims=True, dtype=np.float64).astype(np.float32))[keep]
+        deviations /= v[keep][:, None, None].astype(np.float32)
         dimension = participation_ratio(deviations.reshape(-1, x.shape[2]))
         dimension = int(min(MAX_DIMENSION, max(1, round(dimension)))) if math.isfinite(dimension) else 1
         residual = np.full(v.shape, np.nan)
@@ -479,7 +482,7 @@ def calibrate(store, model: str, stimuli: str | None = None, analysis_params=Non
         dims.append(dimension)
         intercepts.append(fit.intercept)
         residuals.append(residual)
-        del data, x
+        del data, x, deviations
     if len(taus) < 2:
         raise AnalysisError(
             f"{model!r} has fewer than 2 core layers with a fit of V_eucl; the simulator needs them to calibrate"

@@ -158,7 +158,10 @@ def carrier_tables(
     measures = list(params.measures)
     loo_rows, icc_rows = [], []
     with_loo = len(carriers) >= MIN_LOO_CARRIERS
-    for layer, vectors in enumerate(layers):
+    # Counted by hand: enumerate() would keep the previous layer alive while the next is read.
+    layer = -1
+    for vectors in layers:
+        layer += 1
         label = analysis.layer_labels[layer]
         usable = not count_nonfinite(vectors)
         icc = carrier_icc(vectors) if usable else math.nan
