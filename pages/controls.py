@@ -43,6 +43,7 @@ with st.expander("Extract a variant now (when the weights are at hand)"):
 key = dc.controls_key(view, ctx.inventory, tuple(chosen))
 with st.spinner(ui.plain(f"Running the controls of {view.model} (first time only; cached in the store)…")):
     result = ui.controls_for(key)
+st.session_state[dc.SESSION_KEYS[0]] = key  # the sidebar's report includes what was shown here
 ui.say(ui.compute("controls_sentence", key, view.measure))
 slug = f"{view.model}-{view.measure}"
 ui.table("controls_verdicts", key, view.measure, name=f"controls-verdicts-{slug}")

@@ -46,6 +46,7 @@ if params is None:
 key = dc.design_key(view, ctx.inventory, params)
 with st.spinner(ui.plain(f"Simulating {params.n_studies:,} studies per point (cached in the store)…")):
     result = ui.design_for(key)
+st.session_state[dc.SESSION_KEYS[1]] = key  # the sidebar's report includes what was shown here
 ui.say(ui.compute("design_sentence", key))
 slug = f"{view.model}-{params.n_carriers}c-{params.n_studies}s"
 ui.figure("h1_figure", key, name=f"design-h1-power-{slug}")

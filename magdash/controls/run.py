@@ -326,7 +326,11 @@ class ControlsResult:
             ))
         random = self.random_summary(measure)
         if random is None:
-            verdicts.append(Verdict("random", measure, None, f"{self.random_name} is not stored on these stimuli"))
+            missing = (
+                f"{self.model} is itself a random-weight control" if self.random_name == self.model
+                else f"{self.random_name} is not stored on these stimuli"
+            )
+            verdicts.append(Verdict("random", measure, None, missing))
         else:
             verdicts.append(Verdict(
                 "random", measure, random_problem(random),

@@ -194,6 +194,23 @@ def controls_report(store: Store, result: ControlsResult, measures: Sequence[str
     return report.build_report_html(sections, manifest, title=f"magdash controls: {result.model}")
 
 
+SESSION_KEYS = ("magdash_controls_key", "magdash_design_key")
+"""Where the Controls and Design pages leave the key of what they last showed, so the sidebar's
+report can include it."""
+
+
+def session_sections(view: ViewState, controls: ControlsResult | None, design: DesignResult | None,
+                     design_model: str | None = None) -> list[report.ReportSection]:
+    """The report sections of the controls and the design last shown, when they belong to the
+    view's model and stimuli."""
+    sections = []
+    if controls is not None and (controls.model, controls.stimuli) == (view.model, view.stimuli):
+        sections.append(report.controls_section(controls, view.measure))
+    if design is not None and design_model == view.model:
+        sections.append(report.design_section(design))
+    return sections
+
+
 # -- design: figures and tables ------------------------------------------------------------------
 
 

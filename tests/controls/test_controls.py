@@ -127,6 +127,8 @@ def test_controls_flag_a_variant_of_the_other_sign_and_an_indistinct_random_cont
     assert again.from_cache and not result.from_cache
     assert again.tables.permutation.equals(result.tables.permutation)
     assert again.tables.loo["sign_differs"].tolist() == result.tables.loo["sign_differs"].tolist()
+    own = run_controls(store, "m@random", params=ControlsParams(analysis=FAST, n_perm=200))
+    assert "itself a random-weight control" in {v.control: v for v in own.verdicts("eucl")}["random"].line
     document = json.loads(json.dumps(result.to_json(), default=str))
     assert {v["control"] for v in document["verdicts"]} == {"carriers", "icc", "permutation", "variant", "random"}
 

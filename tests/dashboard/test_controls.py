@@ -12,6 +12,7 @@ from magdash import dashboard as db
 from magdash.controls.design import DesignParams, run_design
 from magdash.controls.run import ControlsParams, run_controls
 from magdash.dashboard import controls as dc
+from magdash.dashboard import figures as figs
 from magdash.errors import MagdashError
 from magdash.presentation import export, report, tables
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
@@ -101,6 +102,14 @@ def test_controls_figures_tables_and_report(stored):
     manifest = report.extract_manifest(document)
     assert manifest["controls_parameters"]["variants"] == ["m:first"]
     assert document.count("<img") == 2 * 5  # loo, icc, permutation, two comparisons per measure
+    # the sidebar's report adds the controls last shown, when they are the view model's
+    view, inventory = _view(stored)
+    sections = dc.session_sections(view, result, None)
+    assert [s.title for s in sections] == ["Robustness controls: m, V_eucl"]
+    assert dc.session_sections(dataclasses.replace(view, model="m:first"), result, None) == []
+    keys = {"m": db.analysis_key(view, inventory)}
+    full = figs.dashboard_report(stored, keys, view={}, extra_sections=sections)
+    assert "Robustness controls: m, V_eucl" in full and "Verdicts (H1-H4)" in full
 
 
 def test_design_figures_tables_and_report(stored):
@@ -118,4 +127,7 @@ def test_design_figures_tables_and_report(stored):
     analysis = analyze(stored, "m", params=AnalysisParams(n_boot=0))
     document = dc.design_report(stored, result, "m", analysis)
     assert "Study design (simulated)" in document and document.count("<img") == 3
+    view, _ = _view(stored)
+    assert [s.title for s in dc.session_sections(view, None, result, "m")] == ["Study design (simulated)"]
+    assert dc.session_sections(view, None, result, "other") == []
     assert json.dumps(report.extract_manifest(document)["calibration"]["dimension"])
