@@ -62,8 +62,6 @@ log = logging.getLogger(__name__)
 CONTROLS_VERSION = "1"
 """Bump whenever a change to the controls code can change a cached table."""
 
-CONTROL_NAMES = ("carriers", "icc", "permutation", "variant", "random")
-
 
 @dataclass(frozen=True)
 class ControlsParams:

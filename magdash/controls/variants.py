@@ -19,7 +19,6 @@ excludes 0 (no verdict without CIs, e.g. with the bootstrap off).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,8 +26,6 @@ import numpy as np
 from magdash.models import DTYPES
 from magdash.stimuli import POSITIONS
 from magdash.store import ModelRecord
-
-VARIANT_KINDS = ("dtype", "position", "weights")
 
 
 def variant_kind(model: ModelRecord, variant: ModelRecord) -> str:
@@ -54,12 +51,6 @@ def is_variant(model: ModelRecord, other: ModelRecord) -> bool:
         and other.n_blocks == model.n_blocks
         and other.hidden_size == model.hidden_size
     )
-
-
-def variant_candidates(model: str, records: Mapping[str, ModelRecord], names: list[str]) -> list[str]:
-    """Stored models among ``names`` that could be variants of ``model`` (:func:`is_variant`)."""
-    record = records[model]
-    return [name for name in names if name in records and is_variant(record, records[name])]
 
 
 def variant_name(model: str, *, dtype: str = "float32", position: str = "last") -> str:
