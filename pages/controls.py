@@ -22,7 +22,7 @@ st.caption(
 )
 candidates = dc.variant_choices(view, ctx.inventory)
 chosen = st.multiselect(
-    "Variants to compare", candidates, default=candidates, key=ui.view_key("variants", (view.model, view.stimuli)),
+    "Variants to compare", candidates, default=candidates, key=f"ctl_variants_{view.model}_{view.stimuli}",
     help="Other extractions of the same architecture on these stimuli: another dtype, weights file (e.g. a "
          "GGUF quantization) or token position.",
 )
