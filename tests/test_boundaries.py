@@ -26,7 +26,7 @@ import pytest
 from tests.support import APP, ROOT
 
 PACKAGE = ROOT / "magdash"
-STATISTICS_AND_PRESENTATION = ("variability", "frequency", "phase", "presentation")
+STATISTICS_AND_PRESENTATION = ("variability", "frequency", "phase", "controls", "presentation")
 HEAVY = ("torch", "transformers")
 DUCKDB_ALLOWED = ("magdash/store/", "magdash/frequency/corpus.py")
 

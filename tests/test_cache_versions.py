@@ -1,8 +1,9 @@
 """Cached results are keyed by a version that must change whenever the results do.
 
 A golden file records, for a small fixed store, every number the analysis and the comparison
-(in magdash's conventions and in the paper's) and the phase diagnostics cache, under the versions (:data:`ANALYSIS_VERSION`,
-:data:`PHASE_VERSION`) that computed them. A change to the code that moves a cached number
+(in magdash's conventions and in the paper's), the phase diagnostics, the robustness controls and
+the design simulator cache, under the versions (:data:`ANALYSIS_VERSION`, :data:`PHASE_VERSION`,
+:data:`CONTROLS_VERSION`, :data:`DESIGN_VERSION`) that computed them. A change to the code that moves a cached number
 without bumping its version would serve stale results from every existing store: this test
 fails on it. After a deliberate change, bump the version and rewrite the golden file with
 ``python tests/test_cache_versions.py``.
@@ -25,6 +26,8 @@ import numpy as np
 if __name__ == "__main__":  # run as a script to rewrite the golden file
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from magdash.controls.design import DESIGN_VERSION, DesignParams, design_key, run_design
+from magdash.controls.run import CONTROLS_VERSION, ControlsParams, controls_key, run_controls
 from magdash.phase.accumulate import samples_from_bytes
 from magdash.phase.run import PHASE_VERSION, phase_from_store
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
@@ -84,9 +87,17 @@ def cached_documents(store: Store) -> dict:
              "eigenvalues": s.eigenvalues.tolist(), "omegas": s.omegas.astype(np.float64).tolist()}
             for s in samples
         ]}
+    controls_params = ControlsParams(analysis=PARAMS, n_perm=200)
+    run_controls(store, MODELS[0], params=controls_params)
+    controls = json.loads(zlib.decompress(store.get_result(controls_key(store, MODELS[0], "paper", controls_params))))
+    design_params = DesignParams(n_studies=20, n_points=3, n_boot=5, carrier_grid=(3,), magnitude_grid=(8,))
+    run_design(store, MODELS[0], params=design_params, analysis_params=PARAMS)
+    design = json.loads(zlib.decompress(store.get_result(design_key(store, MODELS[0], "paper", PARAMS, design_params))))
     return {
         "analysis": analysis,
         "phase": phases,
+        "controls": controls,
+        "design": design,
     }
 
 
@@ -113,7 +124,9 @@ def test_cached_results_change_only_with_their_version(tmp_path):
     text = json.dumps(documents["analysis"])
     assert "magdash." not in text and "__" not in text  # no class paths in a payload
     for part, version, name in (("analysis", ANALYSIS_VERSION, "ANALYSIS_VERSION in magdash/variability/analysis.py"),
-                                ("phase", PHASE_VERSION, "PHASE_VERSION in magdash/phase/run.py")):
+                                ("phase", PHASE_VERSION, "PHASE_VERSION in magdash/phase/run.py"),
+                                ("controls", CONTROLS_VERSION, "CONTROLS_VERSION in magdash/controls/run.py"),
+                                ("design", DESIGN_VERSION, "DESIGN_VERSION in magdash/controls/design.py")):
         changed = differences(golden[part], json.loads(json.dumps(documents[part], allow_nan=True)), part)
         if golden["versions"][part] == version:
             assert not changed, (
@@ -141,7 +154,8 @@ def write_golden() -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         documents = cached_documents(golden_store(Path(folder) / "golden.duckdb"))
-    documents["versions"] = {"analysis": ANALYSIS_VERSION, "phase": PHASE_VERSION}
+    documents["versions"] = {"analysis": ANALYSIS_VERSION, "phase": PHASE_VERSION, "controls": CONTROLS_VERSION,
+                             "design": DESIGN_VERSION}
     GOLDEN.write_text(json.dumps(documents, allow_nan=True, separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size / 1e3:.0f} kB)")
 

@@ -14,6 +14,7 @@ from magdash.errors import AnalysisError
 from magdash.params import DEFAULT_N_BOOT
 from magdash.presentation.formatting import MISSING, format_number
 from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH
+from magdash.variability.fits import CI_METHODS
 
 
 def _title(measure: str) -> str:
@@ -29,7 +30,7 @@ def register(subparsers) -> None:
         description="Fit log V = log k + alpha log n per layer and test H1-H4 over the core layers.",
     )
     analyze.add_argument("--model", required=True, help="stored model name (see: magdash list)")
-    _add_analysis_options(analyze)
+    add_analysis_options(analyze)
     analyze.set_defaults(func=run_analyze)
 
     compare = subparsers.add_parser(
@@ -44,11 +45,11 @@ def register(subparsers) -> None:
     compare.add_argument(
         "--model", required=True, action="append", help="give twice: --model A --model B"
     )
-    _add_analysis_options(compare)
+    add_analysis_options(compare)
     compare.set_defaults(func=run_compare)
 
 
-def _add_analysis_options(parser: argparse.ArgumentParser) -> None:
+def add_analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stimuli", metavar="NAME", default=None, help="stimulus set name")
     add_store_option(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output (NaN as null)")
@@ -85,6 +86,13 @@ def _add_analysis_options(parser: argparse.ArgumentParser) -> None:
         help="magnitudes dropped in the E3 sensitivity refit (default 9,10,100)",
     )
     parser.add_argument(
+        "--ci-method",
+        choices=CI_METHODS,
+        default=None,
+        help="alpha's confidence interval: studentized bootstrap (magdash's default), percentile "
+        "(the paper's), bca, or t (no resampling); see docs/science.md for their coverage",
+    )
+    parser.add_argument(
         "--conventions",
         choices=CONVENTION_NAMES,
         default=MAGDASH,
@@ -93,7 +101,7 @@ def _add_analysis_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _params(args: argparse.Namespace):
+def analysis_params(args: argparse.Namespace):
     from magdash.params import parse_layers
     from magdash.variability.analysis import AnalysisParams
 
@@ -106,6 +114,7 @@ def _params(args: argparse.Namespace):
         boundary=tuple(_split(args.boundary, float, "--boundary")),
         bootstrap_layers=args.bootstrap_layers,
         conventions=args.conventions,
+        ci_method=args.ci_method,
     )
 
 
@@ -126,7 +135,7 @@ def _window(text: str) -> tuple[float, float]:
 def run_analyze(args: argparse.Namespace) -> int:
     from magdash.variability.analysis import analyze
 
-    params = _params(args)
+    params = analysis_params(args)
     result = analyze(open_store(args), args.model, args.stimuli, params)
     warn(result.warnings())
     if args.json:
@@ -142,7 +151,7 @@ def run_compare(args: argparse.Namespace) -> int:
     if len(args.model) != 2:
         raise AnalysisError(f"compare needs exactly two models (--model A --model B), got {len(args.model)}")
     store = open_store(args)
-    result = compare(store, args.model[0], args.model[1], args.stimuli, _params(args))
+    result = compare(store, args.model[0], args.model[1], args.stimuli, analysis_params(args))
     warn(flagged_layer_warnings(store, args.model, result.stimuli))
     if args.json:
         print_json(result.to_json())

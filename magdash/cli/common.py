@@ -61,3 +61,12 @@ def flagged_layer_warnings(store, models: Sequence[str], stimuli: str) -> list[s
 def print_json(payload: Any) -> None:
     json.dump(to_jsonable(payload), sys.stdout, allow_nan=False, indent=2)
     sys.stdout.write("\n")
+
+
+def write_report(path: str, document: str) -> None:
+    """Write an HTML report; a path that cannot be written is the user's to fix, not a traceback."""
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(document)
+    except OSError as error:
+        raise MagdashError(f"cannot write the report to {path!r}: {error.strerror or error}") from None

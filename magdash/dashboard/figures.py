@@ -12,7 +12,7 @@ single figure needs from one layer's vectors (centroid RDM, PC1 coordinates; Cac
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import altair as alt
 import numpy as np
@@ -276,12 +276,15 @@ def frequency_counts_figure(source: FrequencySource) -> alt.LayerChart:
 
 
 def dashboard_report(store: Store, keys: Mapping[str, AnalysisKey], comparison: ComparisonKey | None = None,
-                     *, view: Mapping[str, str] | None = None) -> str:
+                     *, view: Mapping[str, str] | None = None,
+                     extra_sections: Sequence[report.ReportSection] = ()) -> str:
     """The self-contained HTML report of the models on the view's stimulus set.
 
     Every figure of :func:`magdash.presentation.report.analysis_sections` (verdicts, scaling, Weber window,
     noise models, E3, E4, geometry, the comparison), the verdict tables and the run manifest;
     the view's query string goes into the manifest so the dashboard view can be reopened.
+    ``extra_sections`` (the robustness controls and the design simulated in this session) go
+    before the manifest.
     Analyses come from the store's cache when present.
     """
     from magdash.variability.analysis import analyze, compare
@@ -290,7 +293,7 @@ def dashboard_report(store: Store, keys: Mapping[str, AnalysisKey], comparison: 
     comparisons = []
     if comparison is not None:
         comparisons.append(compare(store, comparison.model_a, comparison.model_b, comparison.stimuli, comparison.params))
-    sections = report.analysis_sections(results, comparisons)
+    sections = [*report.analysis_sections(results, comparisons), *extra_sections]
     manifest = report.build_manifest(store, results, extra={"dashboard_view": dict(view or {})})
     return report.build_report_html(sections, manifest)
 

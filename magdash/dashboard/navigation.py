@@ -30,8 +30,10 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("Noise", "pages/compare.py", "Compare", ":material/compare_arrows:", "compare"),
     PageSpec("Geometry", "pages/geometry.py", "Geometry", ":material/scatter_plot:", "geometry"),
     PageSpec("Depth", "pages/depth.py", "Depth", ":material/layers:", "depth"),
+    PageSpec("Robustness", "pages/controls.py", "Controls", ":material/verified:", "controls"),
+    PageSpec("Robustness", "pages/design.py", "Design", ":material/science:", "design"),
 )
-"""Every page, in navigation order; groups follow Data · Noise · Geometry · Depth."""
+"""Every page, in navigation order; groups follow Data · Noise · Geometry · Depth · Robustness."""
 
 
 def page_groups(pages: Sequence[PageSpec] = PAGES, *, root: str | os.PathLike = ".") -> dict[str, list[PageSpec]]:

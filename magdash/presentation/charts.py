@@ -1137,6 +1137,171 @@ def frequency_rho_by_layer(
     return _finish(alt.layer(*layers), _title(text, subtitle), width, height)
 
 
+# -- robustness controls and study design ------------------------------------------------
+
+
+def loo_chart(
+    frame: pd.DataFrame,
+    *,
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: Width = DEFAULT_WIDTH,
+    height: int = DEFAULT_HEIGHT,
+) -> alt.LayerChart:
+    """Alpha with all carriers (line) and without each one (points) per layer, core band shaded.
+
+    ``frame`` (:func:`magdash.presentation.tables.loo_frame`): layer, label, core, without,
+    alpha_loo, alpha_full.
+    """
+    _require(frame, ["layer", "core", "without", "alpha_loo", "alpha_full"], "loo_chart")
+    axis = DepthAxis.of(frame["layer"], "layer", LAYER_TITLE)
+    full = frame.drop_duplicates("layer").loc[:, ["layer", "core", "alpha_full"]]
+    layers = _depth_backdrop(axis, full, "alpha_full")
+    layers.append(zero_rule(0.0))
+    layers += _profile_layers(
+        full.assign(series="all carriers"),
+        x=axis.encoding(), y_field="alpha_full", y_title=ALPHA_TITLE,
+        color=alt.value(REFERENCE_COLOR),
+        tooltip=[alt.Tooltip("layer:Q"), alt.Tooltip("alpha_full:Q", title="alpha, all carriers", format=".4f")],
+    )
+    carriers = list(dict.fromkeys(frame["without"]))
+    layers.append(
+        alt.Chart(inline_data(frame.loc[:, ["layer", "without", "alpha_loo", "alpha_full"]]))
+        .mark_point(size=45, opacity=0.85, invalid=POINT_INVALID)
+        .encode(
+            x=axis.encoding(), y=alt.Y("alpha_loo:Q", title=ALPHA_TITLE),
+            color=alt.Color("without:N", scale=_scale(carriers, MODEL_COLORS), title="carrier left out"),
+            tooltip=[alt.Tooltip("layer:Q"), alt.Tooltip("without:N"),
+                     alt.Tooltip("alpha_loo:Q", title="alpha without it", format=".4f"),
+                     alt.Tooltip("alpha_full:Q", title="alpha, all carriers", format=".4f")],
+        )
+    )
+    text = title or "Leave one carrier out: alpha without each sentence (line: all carriers)"
+    return _finish(alt.layer(*layers), _title(text, subtitle), width, height)
+
+
+def icc_chart(
+    frame: pd.DataFrame,
+    *,
+    poor: float = 0.5,
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: Width = DEFAULT_WIDTH,
+    height: int = DEFAULT_HEIGHT,
+) -> alt.LayerChart:
+    """ICC(3,k) of the carriers' RDMs per layer, with the ``poor`` agreement line.
+
+    ``frame``: layer, core, icc (label optional).
+    """
+    _require(frame, ["layer", "core", "icc"], "icc_chart")
+    data = frame.copy()
+    if "label" not in data:
+        data["label"] = data["layer"].astype(str)
+    axis = DepthAxis.of(data["layer"], "layer", LAYER_TITLE)
+    layers = _depth_backdrop(axis, data, "icc")
+    layers.append(zero_rule(poor))
+    layers += _profile_layers(
+        data.loc[:, ["layer", "label", "icc"]],
+        x=axis.encoding(), y_field="icc", y_title="ICC(3,k)", color=alt.value(MODEL_COLORS[0]),
+        tooltip=[alt.Tooltip("layer:Q"), alt.Tooltip("label:N"), alt.Tooltip("icc:Q", title="ICC(3,k)", format=".3f")],
+    )
+    text = title or f"Agreement of the carriers' RDMs by layer (ICC(3,k); dashed: {poor:g}, poor below)"
+    return _finish(alt.layer(*layers), _title(text, subtitle), width, height)
+
+
+def permutation_chart(
+    frame: pd.DataFrame,
+    *,
+    level: float = 0.05,
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: Width = DEFAULT_WIDTH,
+    height: int = DEFAULT_HEIGHT,
+) -> alt.LayerChart:
+    """p of alpha per layer, parametric beside permutation, on a log scale with the ``level`` line.
+
+    ``frame`` (:func:`magdash.presentation.tables.permutation_frame`): layer, core, test, p.
+    """
+    _require(frame, ["layer", "core", "test", "p"], "permutation_chart")
+    data = _finite(frame, "p", positive=True)
+    axis = DepthAxis.of(frame["layer"], "layer", LAYER_TITLE)
+    layers = _depth_backdrop(axis, frame, "p")
+    layers.append(zero_rule(level))
+    tests = list(dict.fromkeys(frame["test"]))
+    layers += _profile_layers(
+        data.loc[:, ["layer", "test", "p"]],
+        x=axis.encoding(), y_field="p", y_title="p (log scale)",
+        color=alt.Color("test:N", scale=_scale(tests, MODEL_COLORS), title="test"),
+        tooltip=[alt.Tooltip("layer:Q"), alt.Tooltip("test:N"), alt.Tooltip("p:Q", format=".2e")],
+        detail="test", y_scale=alt.Scale(type="log"),
+    )
+    text = title or f"Is alpha more than shuffled magnitudes give? p by layer (dashed: {level:g})"
+    return _finish(alt.layer(*layers), _title(text, subtitle), width, height)
+
+
+def power_curve(
+    frame: pd.DataFrame,
+    *,
+    x: str = "alpha",
+    x_title: str = "true alpha",
+    target: float = 0.8,
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: Width = DEFAULT_WIDTH,
+    height: int = DEFAULT_HEIGHT,
+) -> alt.LayerChart:
+    """Rejection rate against the true effect, one line per series with its Monte Carlo band.
+
+    ``frame`` (:func:`magdash.presentation.tables.h1_power_frame` or ``e6_power_frame``): x,
+    series, rate, low, high. The dashed line marks the ``target`` power.
+    """
+    _require(frame, [x, "series", "rate", "low", "high"], "power_curve")
+    series = list(dict.fromkeys(frame["series"]))
+    color = alt.Color("series:N", scale=_scale(series, MODEL_COLORS), title="test")
+    encoding = alt.X(f"{x}:Q", title=x_title)
+    layers: list[Any] = [zero_rule(target)]
+    layers += _profile_layers(
+        frame.loc[:, [x, "series", "rate", "low", "high"]],
+        x=encoding, y_field="rate", y_title="power (rejection rate)", color=color,
+        tooltip=[alt.Tooltip("series:N", title="test"), alt.Tooltip(f"{x}:Q", format=".4f"),
+                 alt.Tooltip("rate:Q", title="power", format=".3f"),
+                 alt.Tooltip("low:Q", title="MC band low", format=".3f"),
+                 alt.Tooltip("high:Q", title="MC band high", format=".3f")],
+        band=("low", "high"), detail="series", y_scale=alt.Scale(domain=[0, 1]),
+    )
+    text = title or f"Power against the true effect (bands: Monte Carlo 95%; dashed: {target:.0%})"
+    return _finish(alt.layer(*layers), _title(text, subtitle), width, height)
+
+
+def ci_width_chart(
+    frame: pd.DataFrame,
+    *,
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: Width = DEFAULT_WIDTH,
+    height: int = DEFAULT_HEIGHT,
+) -> alt.LayerChart:
+    """Expected 95% CI half-width of alpha as the carriers or the magnitudes grow (log x).
+
+    ``frame`` (:func:`magdash.presentation.tables.ci_width_frame`): factor, value, half_width,
+    low, high.
+    """
+    _require(frame, ["factor", "value", "half_width", "low", "high"], "ci_width_chart")
+    factors = list(dict.fromkeys(frame["factor"]))
+    layers = _profile_layers(
+        frame.loc[:, ["factor", "value", "half_width", "low", "high"]],
+        x=alt.X("value:Q", title="number of carriers or of magnitudes", scale=alt.Scale(type="log")),
+        y_field="half_width", y_title="CI half-width of alpha",
+        color=alt.Color("factor:N", scale=_scale(factors, MODEL_COLORS), title="grows"),
+        tooltip=[alt.Tooltip("factor:N", title="grows"), alt.Tooltip("value:Q", title="count"),
+                 alt.Tooltip("half_width:Q", format=".4f"), alt.Tooltip("low:Q", format=".4f"),
+                 alt.Tooltip("high:Q", format=".4f")],
+        band=("low", "high"), detail="factor",
+    )
+    text = title or "How precise is alpha? Expected 95% CI half-width per layer"
+    return _finish(alt.layer(*layers), _title(text, subtitle), width, height)
+
+
 # -- depth (phase diagnostics) -----------------------------------------------------------
 
 

@@ -429,6 +429,66 @@ def _comparison_section(comparison: Any, measure: str) -> ReportSection:
     )
 
 
+def controls_section(result: Any, measure: str) -> ReportSection:
+    """The robustness controls of one model (:class:`magdash.controls.ControlsResult`) for ``measure``."""
+    label = tables.measure_label(measure)
+    figures = [
+        (f"Leave one carrier out, {label}", charts.loo_chart(tables.loo_frame(result, measure))),
+        ("ICC(3,k) of the carriers' RDMs", charts.icc_chart(result.tables.icc)),
+        (f"Parametric and permutation p, {label}",
+         charts.permutation_chart(tables.permutation_frame(result, measure), level=result.params.significance)),
+    ]
+    comparisons = [*result.variants.values(), *([result.random] if result.random is not None else [])]
+    for comparison in comparisons:
+        frame = tables.comparison_frame(comparison, measure)
+        figures.append((f"{comparison.model_a} vs {comparison.model_b}", charts.compare_profiles(frame)))
+    return ReportSection(
+        f"Robustness controls: {result.model}, {label}",
+        text=[
+            f"Stimuli {result.stimuli}; core layers {_span(result.core_layers)}; {result.tables.n_perm:,} "
+            "permutations of the magnitude labels. Each control says what would count as a problem "
+            "(docs/science.md, 'Robustness controls')."
+        ],
+        figures=figures,
+        tables=[
+            (f"Verdicts over the core band, {label}", tables.controls_verdicts(result, measure)),
+            (f"Leave one carrier out, {label}", result.loo_summary(measure)),
+            ("Variants and the @random control", tables.variant_frame(result, measure)),
+            (f"Permutation and parametric p per layer, {label}",
+             result.tables.permutation[result.tables.permutation["measure"] == measure]),
+            ("ICC(3,k) per layer", result.tables.icc),
+        ],
+    )
+
+
+def design_section(result: Any) -> ReportSection:
+    """The study-design simulator's curves (:class:`magdash.controls.design.DesignResult`)."""
+    params, summary = result.params, result.summary()
+    return ReportSection(
+        "Study design (simulated)",
+        text=[
+            f"{result.n_magnitudes} magnitudes ({params.magnitudes}) x {params.n_carriers} carriers x "
+            f"{result.n_layers} core layers, {params.n_studies:,} simulated studies per point (seed {params.seed}), "
+            f"noise calibrated on {result.calibration.source}. Minimal detectable alpha at "
+            f"{params.power_target:.0%} power: {format_number(summary['minimal_alpha_nominal'])} "
+            f"(size-adjusted {format_number(summary['minimal_alpha_size_adjusted'])}); size of the H1 t-test "
+            f"{format_number(summary['h1_size'])} (nominal {params.level / 2:g}).",
+        ],
+        figures=[
+            ("H1 power", charts.power_curve(tables.h1_power_frame(result), target=params.power_target)),
+            ("E6 power", charts.power_curve(tables.e6_power_frame(result), x="delta",
+                                            x_title="true delta alpha", target=params.power_target)),
+            ("CI half-width of alpha", charts.ci_width_chart(tables.ci_width_frame(result))),
+        ],
+        tables=[
+            ("Summary at the design's alpha and delta", pd.DataFrame([summary])),
+            ("H1 power curve", result.h1),
+            ("E6 power curve", result.e6),
+            ("CI half-width", result.ci_width),
+        ],
+    )
+
+
 def _numbers(values: Sequence[float]) -> str:
     return ", ".join(f"{v:g}" for v in values)
 

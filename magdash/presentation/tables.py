@@ -36,6 +36,8 @@ from magdash.variability.fits import OUTLIER_RULE_MEASURES, ScalingFit, scaling_
 from magdash.variability.hypotheses import HYPOTHESES, programme_verdict
 
 if TYPE_CHECKING:
+    from magdash.controls.design import DesignResult
+    from magdash.controls.run import ControlsResult
     from magdash.phase import PhaseResult
     from magdash.phase.omega import OmegaSummary
     from magdash.phase.spectrum import SpectrumFit
@@ -680,3 +682,95 @@ def spectrum_frames(
         {"rank": np.arange(1, fit.n_spikes + 1), "eigenvalue": lam[: fit.n_spikes]}
     )
     return histogram, mp, spikes
+
+
+# -- robustness controls and study design ------------------------------------------------
+
+VERDICT_STATUS = {True: "problem", False: "ok", None: "not judged"}
+
+
+def controls_verdicts(result: ControlsResult, measure: str) -> pd.DataFrame:
+    """One row per control: control, status (problem / ok / not judged), verdict line."""
+    return pd.DataFrame(
+        [{"control": v.control, "status": VERDICT_STATUS[v.problem], "verdict": v.line} for v in result.verdicts(measure)],
+        columns=["control", "status", "verdict"],
+    )
+
+
+def loo_frame(result: ControlsResult, measure: str) -> pd.DataFrame:
+    """Leave-one-carrier-out alphas of one measure, long: layer, label, core, carrier (index),
+    without (the dropped carrier, e.g. "without 0: There are {n} items."), alpha_loo, alpha_full."""
+    frame = result.tables.loo[result.tables.loo["measure"] == measure].copy()
+    sentences = result.tables.carriers
+    frame["without"] = [f"without {int(c)}: {sentences[int(c)]}" for c in frame["carrier"]]
+    return frame.drop(columns=["measure"]).reset_index(drop=True)
+
+
+def permutation_frame(result: ControlsResult, measure: str) -> pd.DataFrame:
+    """The parametric and the permutation p of alpha per layer, long: layer, label, core, alpha,
+    test ("parametric (t)" or "permutation"), p."""
+    table = result.tables.permutation
+    table = table[table["measure"] == measure]
+    parts = []
+    for test, column in (("parametric (t)", "p_parametric"), ("permutation", "p_permutation")):
+        part = table.loc[:, ["layer", "label", "core", "alpha"]].copy()
+        part["test"] = test
+        part["p"] = table[column].to_numpy(dtype=np.float64)
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)
+
+
+def variant_frame(result: ControlsResult, measure: str) -> pd.DataFrame:
+    """One row per compared variant (and the @random control) with its core-band summary."""
+    import dataclasses
+
+    summaries = list(result.variant_summaries(measure))
+    if (random := result.random_summary(measure)) is not None:
+        summaries.append(random)
+    columns = [
+        "variant", "kind", "measure", "mean_alpha_model", "mean_alpha_variant", "max_abs_delta", "layer_of_max",
+        "ci_low_at_max", "ci_high_at_max", "layers_ci_excludes_zero", "layers_with_ci", "n_core", "wilcoxon_p",
+    ]
+    return pd.DataFrame([dataclasses.asdict(s) for s in summaries], columns=columns)
+
+
+H1_SERIES = {"power": "t-test", "power_size_adjusted": "t-test, size-adjusted", "majority": "majority of layers > 0"}
+E6_SERIES = {
+    "wilcoxon": "Wilcoxon", "wilcoxon_size_adjusted": "Wilcoxon, size-adjusted",
+    "bootstrap_layers": "joint bootstrap: share of layers", "bootstrap_majority": "joint bootstrap: majority of layers",
+}
+_BANDS = {
+    "power": ("power_low", "power_high"), "power_size_adjusted": ("size_adjusted_low", "size_adjusted_high"),
+    "wilcoxon": ("wilcoxon_low", "wilcoxon_high"),
+    "bootstrap_layers": ("bootstrap_layers_low", "bootstrap_layers_high"),
+    "bootstrap_majority": ("bootstrap_majority_low", "bootstrap_majority_high"),
+}
+
+
+def _power_long(frame: pd.DataFrame, x: str, series: Mapping[str, str]) -> pd.DataFrame:
+    parts = []
+    for column, name in series.items():
+        if column not in frame or not frame[column].notna().any():
+            continue
+        low, high = _BANDS.get(column, (None, None))
+        parts.append(pd.DataFrame({
+            x: frame[x], "series": name, "rate": frame[column],
+            "low": frame[low] if low else np.nan, "high": frame[high] if high else np.nan,
+        }))
+    return pd.concat(parts, ignore_index=True)
+
+
+def h1_power_frame(result: DesignResult) -> pd.DataFrame:
+    """The H1 power curves, long: alpha, series, rate, low, high (Monte Carlo 95% band)."""
+    return _power_long(result.h1, "alpha", H1_SERIES)
+
+
+def e6_power_frame(result: DesignResult) -> pd.DataFrame:
+    """The E6 power curves, long: delta, series, rate, low, high."""
+    return _power_long(result.e6, "delta", E6_SERIES)
+
+
+def ci_width_frame(result: DesignResult) -> pd.DataFrame:
+    """CI half-width of alpha as carriers or magnitudes grow: factor, value, half_width, low, high."""
+    frame = result.ci_width[result.ci_width["factor"] != "design"]
+    return frame.rename(columns={"half_width_low": "low", "half_width_high": "high"}).reset_index(drop=True)

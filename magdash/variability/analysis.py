@@ -59,6 +59,7 @@ from magdash.variability.conventions import (
     get_conventions,
 )
 from magdash.variability.fits import (
+    CI_METHODS,
     LEGACY_SEED_LIMIT,
     NOISE_MODEL_COLUMNS,
     OUTLIER_FACTOR,
@@ -85,7 +86,7 @@ from magdash.variability.measures import MEASURES, LayerVectors
 
 log = logging.getLogger(__name__)
 
-ANALYSIS_VERSION = "5"
+ANALYSIS_VERSION = "6"
 """Bump whenever a change to the analysis code can change a result: old cache entries die."""
 
 PRIMARY_MEASURES = ("eucl", "residual", "proj")
@@ -107,11 +108,16 @@ class AnalysisParams:
     bootstrap_layers: str = "core"
     outlier_factor: float = OUTLIER_FACTOR
     conventions: str = MAGDASH  # "magdash" or "paper" (magdash.variability.conventions)
+    ci_method: str | None = None  # None: the conventions' (magdash studentized, paper percentile)
 
     def __post_init__(self) -> None:
         rules = get_conventions(self.conventions)
         if self.seed is None:
             object.__setattr__(self, "seed", rules.default_seed)
+        if self.ci_method is None:
+            object.__setattr__(self, "ci_method", rules.ci_method)
+        if self.ci_method not in CI_METHODS:
+            raise AnalysisError(f"unknown CI method {self.ci_method!r}; choose from {', '.join(CI_METHODS)}")
         measures = tuple(dict.fromkeys(self.measures))
         unknown = [m for m in measures if m not in MEASURES]
         if not measures or unknown:
@@ -491,6 +497,7 @@ def _fit_everything(
                 ci=params.ci,
                 outlier_factor=params.outlier_factor,
                 stream=rules.bootstrap_stream,
+                ci_method=params.ci_method,
             )
             fit_rows.append(
                 {

@@ -11,6 +11,7 @@ choice                 ``magdash`` (default)                            ``paper`
 bootstrap draws        ``default_rng(seed).integers`` (seed 0)          a fresh ``RandomState(seed).randint(0, n, n)``
                                                                         per fitted series, resamples in sequence
                                                                         (seed 42)
+alpha's CI             studentized bootstrap (bootstrap-t)              percentile bootstrap
 H4 (alpha vs depth)    Spearman over the core layers with a fit, exact  Spearman over every stored layer 0..L,
                        p up to 8 layers                                 scipy's asymptotic p; NaN if a layer has no fit
 noise models (AICc)    Gaussian likelihood, k counts sigma (2, 2, 3,    n log(RSS/n + 1e-30) + 2k + small-sample term,
@@ -50,6 +51,7 @@ class Conventions:
     description: str
     default_seed: int
     bootstrap_stream: str  # "generator" (numpy's default_rng) or "legacy" (RandomState, the paper's)
+    ci_method: str  # how alpha's CI is formed from the resamples (magdash.variability.fits.CI_METHODS)
     h4_all_layers: bool  # H4 over every stored layer (paper) or the core layers (magdash)
     h4_exact_p: bool  # exact permutation p for H4 with few layers
     noise_scoring: str  # "gaussian" or "paper" (see magdash.variability.fits)
@@ -66,6 +68,7 @@ CONVENTIONS: dict[str, Conventions] = {
         description="magdash's conventions",
         default_seed=0,
         bootstrap_stream="generator",
+        ci_method="studentized",
         h4_all_layers=False,
         h4_exact_p=True,
         noise_scoring="gaussian",
@@ -80,6 +83,7 @@ CONVENTIONS: dict[str, Conventions] = {
         description="the conventions of the paper's script (Cacioli 2026)",
         default_seed=42,
         bootstrap_stream="legacy",
+        ci_method="percentile",
         h4_all_layers=True,
         h4_exact_p=False,
         noise_scoring="paper",

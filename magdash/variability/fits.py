@@ -22,6 +22,25 @@ so all resamples come from the products ``W @ [1, x, y, x^2, xy]`` instead of a 
 A resample that drew a single distinct log n has no slope (NaN) and is left out of the
 percentiles (``nanpercentile``).
 
+The interval (``ci_method``, :data:`CI_METHODS`) from the same resamples:
+
+- ``"percentile"`` (the paper's): the 2.5 and 97.5 percentiles of alpha*. On 26 magnitudes it
+  covers a planted alpha only about 92-93% of the time (it ignores that a resample of n points
+  has fewer distinct points than the sample: its slopes vary too little);
+- ``"studentized"`` (bootstrap-t, magdash's default; Efron & Tibshirani 1993, ch. 12): each
+  resample also gives the OLS standard error se* of its slope, from the weighted residual sum of
+  squares ``syy - alpha* sxy`` over ``S_w - 2`` degrees of freedom, and
+  ``t* = (alpha* - alpha) / se*``; the interval is
+  ``[alpha - q_{1-a/2}(t*) se, alpha - q_{a/2}(t*) se]`` with the sample's se. Resamples with
+  fewer than 3 distinct log n (no residual) are left out;
+- ``"bca"`` (bias-corrected and accelerated; Efron 1987): the percentiles shifted by the bias
+  correction ``z0 = Phi^-1(share of alpha* < alpha)`` and the acceleration
+  ``a = sum (m - alpha_(i))^3 / (6 (sum (m - alpha_(i))^2)^(3/2))`` from the leave-one-out
+  slopes alpha_(i) and their mean m;
+- ``"t"``: no resampling, ``alpha +- t_{m-2, 1-a/2} se`` (exact for Gaussian residuals).
+
+Measured coverage of a planted alpha over 1,000 simulated studies is in ``docs/science.md``.
+
 Which indices are drawn is the bootstrap *stream*: ``"generator"`` (magdash's convention) draws
 them from ``numpy.random.default_rng(seed)``; ``"legacy"`` (the paper's) from a fresh
 ``numpy.random.RandomState(seed)`` per fitted series, resample after resample, each
@@ -50,6 +69,8 @@ MIN_POINTS = 5
 # Resample rows per chunk are chosen so a chunk holds about this many counts (bounded memory).
 _BOOT_CHUNK_ELEMENTS = 1_000_000
 BOOTSTRAP_STREAMS = ("generator", "legacy")
+CI_METHODS = ("percentile", "studentized", "bca", "t")
+"""How a scaling fit's confidence interval is formed (module docstring)."""
 LEGACY_SEED_LIMIT = 2**32
 """numpy's RandomState takes seeds below 2**32."""
 
@@ -226,6 +247,32 @@ def weighted_slopes(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.nda
     return slopes
 
 
+def weighted_slopes_and_se(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """OLS slope and its standard error for each row of counts ``weights`` (b, n).
+
+    ``se = sqrt((syy - slope sxy) / (S_w - 2) / sxx)`` with the weighted sums of
+    :func:`weighted_slopes`; NaN for rows with fewer than 3 distinct x drawn.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    xc = x - x.mean()
+    yc = y - y.mean()
+    total, sum_x, sum_y, sum_xx, sum_xy, sum_yy = (
+        np.einsum("bn,n->b", weights, column)
+        for column in (np.ones_like(xc), xc, yc, xc * xc, xc * yc, yc * yc)
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sxx = sum_xx - sum_x * sum_x / total
+        sxy = sum_xy - sum_x * sum_y / total
+        syy = sum_yy - sum_y * sum_y / total
+        slopes = sxy / sxx
+        se = np.sqrt(np.maximum(syy - slopes * sxy, 0.0) / (total - 2) / sxx)
+    degenerate = _distinct_drawn(x, weights) < 3
+    slopes[degenerate] = np.nan
+    se[degenerate] = np.nan
+    return slopes, se
+
+
 def _distinct_drawn(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """How many distinct x values carry positive weight in each row."""
     unique, group = np.unique(x, return_inverse=True)
@@ -260,6 +307,45 @@ def percentile_interval(samples: np.ndarray, ci: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
+def studentized_interval(
+    x: np.ndarray, y: np.ndarray, line: LineFit, ci: float, *, n_boot: int, seed: int, stream: str
+) -> tuple[float, float]:
+    """The bootstrap-t interval of the slope of ``line`` (module docstring)."""
+    t_stats = []
+    for counts in resample_counts(x.size, n_boot, seed, stream=stream):
+        slopes, se = weighted_slopes_and_se(x, y, counts)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_stats.append((slopes - line.slope) / se)
+    t_stats = np.concatenate(t_stats)
+    t_stats = t_stats[~np.isnan(t_stats)]
+    if t_stats.size == 0 or not line.se > 0:
+        return line.slope, line.slope
+    tail = 100.0 * (1.0 - ci) / 2.0
+    low_q, high_q = np.percentile(t_stats, [tail, 100.0 - tail])
+    return float(line.slope - high_q * line.se), float(line.slope - low_q * line.se)
+
+
+def bca_interval(
+    x: np.ndarray, y: np.ndarray, slope: float, ci: float, *, n_boot: int, seed: int, stream: str
+) -> tuple[float, float]:
+    """The bias-corrected and accelerated percentile interval (module docstring)."""
+    slopes = bootstrap_slopes(x, y, n_boot=n_boot, seed=seed, stream=stream)
+    slopes = slopes[np.isfinite(slopes)]
+    if slopes.size == 0:
+        return math.nan, math.nan
+    share = (np.count_nonzero(slopes < slope) + 0.5 * np.count_nonzero(slopes == slope)) / slopes.size
+    z0 = stats.norm.ppf(min(max(share, 0.5 / slopes.size), 1.0 - 0.5 / slopes.size))
+    keep = ~np.eye(x.size, dtype=bool)
+    jackknife = weighted_slopes(x, y, keep.astype(np.float64))
+    deviation = np.nanmean(jackknife) - jackknife
+    spread = float(np.nansum(deviation**2))
+    acceleration = float(np.nansum(deviation**3)) / (6.0 * spread**1.5) if spread > 0 else 0.0
+    z = stats.norm.ppf([(1.0 - ci) / 2.0, (1.0 + ci) / 2.0])
+    adjusted = stats.norm.cdf(z0 + (z0 + z) / (1.0 - acceleration * (z0 + z)))
+    low, high = np.percentile(slopes, 100.0 * adjusted)
+    return float(low), float(high)
+
+
 def fit_scaling(
     magnitudes: np.ndarray,
     values: np.ndarray,
@@ -270,12 +356,15 @@ def fit_scaling(
     ci: float = 0.95,
     outlier_factor: float = OUTLIER_FACTOR,
     stream: str = "generator",
+    ci_method: str = "percentile",
 ) -> ScalingFit:
-    """Fit log V = log k + alpha log n: OLS, Theil–Sen and a bootstrap percentile CI.
+    """Fit log V = log k + alpha log n: OLS, Theil–Sen and a confidence interval.
 
-    ``n_boot=0`` skips the bootstrap (CI NaN). See the module docstring for the point rules and
-    the bootstrap ``stream``.
+    ``n_boot=0`` skips the interval (CI NaN), whatever the method. See the module docstring for
+    the point rules, the bootstrap ``stream`` and the ``ci_method``.
     """
+    if ci_method not in CI_METHODS:
+        raise AnalysisError(f"unknown CI method {ci_method!r}; choose from {', '.join(CI_METHODS)}")
     if n_boot < 0:
         raise AnalysisError(f"the number of bootstrap resamples must be >= 0, got {n_boot}")
     magnitudes = np.asarray(magnitudes, dtype=np.float64)
@@ -293,9 +382,7 @@ def fit_scaling(
         return ScalingFit.missing(n_points, n_outliers)
     ci_low = ci_high = math.nan
     if n_boot > 0:
-        ci_low, ci_high = percentile_interval(
-            bootstrap_slopes(log_n, log_v, n_boot=n_boot, seed=seed, stream=stream), ci
-        )
+        ci_low, ci_high = _interval(log_n, log_v, line, ci, ci_method, n_boot=n_boot, seed=seed, stream=stream)
     return ScalingFit(
         alpha=line.slope,
         intercept=line.intercept,
@@ -308,6 +395,21 @@ def fit_scaling(
         n_points=n_points,
         n_outliers=n_outliers,
     )
+
+
+def _interval(
+    x: np.ndarray, y: np.ndarray, line: LineFit, ci: float, method: str, *, n_boot: int, seed: int, stream: str
+) -> tuple[float, float]:
+    if not 0 < ci < 1:
+        raise AnalysisError(f"the confidence level must lie between 0 and 1, got {ci}")
+    if method == "t":
+        half = float(stats.t.ppf((1.0 + ci) / 2.0, x.size - 2)) * line.se
+        return line.slope - half, line.slope + half
+    if method == "studentized":
+        return studentized_interval(x, y, line, ci, n_boot=n_boot, seed=seed, stream=stream)
+    if method == "bca":
+        return bca_interval(x, y, line.slope, ci, n_boot=n_boot, seed=seed, stream=stream)
+    return percentile_interval(bootstrap_slopes(x, y, n_boot=n_boot, seed=seed, stream=stream), ci)
 
 
 NOISE_MODELS = ("constant", "scalar", "log_scalar", "power_law")

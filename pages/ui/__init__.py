@@ -19,6 +19,8 @@ from pages.ui.caches import (
     cached_repos,
     comparison_for,
     compute,
+    controls_for,
+    design_for,
     frequency_source_for,
     frequency_sources_for,
     job_registry,
@@ -46,7 +48,7 @@ from pages.ui.widgets import (
 )
 
 __all__ = [
-    "AppContext", "analysed", "analysis_for", "build_navigation", "cached", "cached_repos", "comparison_for", "compute", "context", "end_run",
+    "AppContext", "analysed", "analysis_for", "build_navigation", "cached", "cached_repos", "comparison_for", "compute", "context", "controls_for", "design_for", "end_run",
     "figure", "frequency_source_for", "frequency_sources_for", "job_panel", "job_registry", "layer_for", "phase_for",
     "layer_picker", "nothing_to_show", "plain", "require_data", "require_store", "results_arg", "say", "setup", "show_error",
     "start_job", "store_for", "table", "tokenizer_for", "update_view", "view_key", "view_setter",

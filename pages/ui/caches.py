@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from magdash import dashboard as db
+from magdash.dashboard import controls as dc
 from magdash.dashboard import figures as figs
 from magdash.dashboard.jobs import JobRegistry
 from magdash.store import Store
@@ -93,7 +94,23 @@ def phase_for(key: db.PhaseKey):
     return phase_from_store(store_for(key.store), key.model, key.stimuli, key.params)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def controls_for(key: dc.ControlsKey):
+    from magdash.controls import run_controls
+
+    return run_controls(store_for(key.store), key.model, key.stimuli, key.params)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def design_for(key: dc.DesignKey):
+    from magdash.controls.design import run_design
+
+    return run_design(store_for(key.store), key.model, key.stimuli, key.params, key.analysis)
+
+
 _RESOLVERS: dict[type, Callable[[Any], Any]] = {
+    dc.ControlsKey: controls_for,
+    dc.DesignKey: design_for,
     db.PhaseKey: phase_for,
     db.AnalysisKey: analysis_for,
     db.ComparisonKey: comparison_for,
@@ -121,16 +138,21 @@ def _resolve_all(args: tuple) -> list:
     return [resolve(value) for value in args]
 
 
+def _builder(name: str) -> Callable[..., Any]:
+    """A builder of :mod:`magdash.dashboard.figures`, or of :mod:`magdash.dashboard.controls`."""
+    return getattr(figs, name, None) or getattr(dc, name)
+
+
 @st.cache_data(show_spinner=False, max_entries=512)
 def _figure_spec(builder: str, args: tuple) -> dict:
-    chart = getattr(figs, builder)(*_resolve_all(args))
+    chart = _builder(builder)(*_resolve_all(args))
     return chart.to_dict()
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def cached(builder: str, *args: Any) -> Any:
     """A builder's result (a table, a frame for a chart), cached on its (hashable) arguments."""
-    return getattr(figs, builder)(*_resolve_all(args))
+    return _builder(builder)(*_resolve_all(args))
 
 
 def results_arg(keys: dict[str, Any]) -> Several:
@@ -140,4 +162,4 @@ def results_arg(keys: dict[str, Any]) -> Several:
 
 def compute(builder: str, *args: Any) -> Any:
     """A builder's result computed on every run (cheap ones: sentences from cached results)."""
-    return getattr(figs, builder)(*_resolve_all(args))
+    return _builder(builder)(*_resolve_all(args))

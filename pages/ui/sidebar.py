@@ -9,11 +9,13 @@ import html
 import streamlit as st
 
 from magdash import dashboard as db
+from magdash.dashboard import controls as dc
 from magdash.dashboard import figures as figs
 from magdash.errors import MagdashError
 from magdash.presentation import export
 from magdash.presentation.tables import measure_label
 from magdash.variability.conventions import CONVENTION_NAMES
+from pages.ui.caches import controls_for, design_for
 from pages.ui.session import (
     AppContext,
     current_view,
@@ -109,9 +111,17 @@ def report_button(context: AppContext) -> None:
     keys = {name: db.analysis_key(view, inventory, name) for name in inventory.models_sharing(view.stimuli)}
     comparison = db.comparison_key(view, inventory) if view.other else None
     query = db.view_to_query(view)
+    controls_key, design_key = (st.session_state.get(name) for name in dc.SESSION_KEYS)
+
     def build() -> str:
         try:
-            return figs.dashboard_report(store, keys, comparison, view=query)
+            extra = dc.session_sections(
+                view,
+                controls_for(controls_key) if controls_key is not None else None,
+                design_for(design_key) if design_key is not None else None,
+                design_key.model if design_key is not None else None,
+            )
+            return figs.dashboard_report(store, keys, comparison, view=query, extra_sections=extra)
         except MagdashError as error:  # a download cannot show st.error: say it in the file
             return f"<!DOCTYPE html><meta charset=utf-8><p>No report: {html.escape(str(error))}</p>"
 
@@ -119,6 +129,6 @@ def report_button(context: AppContext) -> None:
         "Report (HTML)", data=build,
         file_name=f"magdash-report-{export.safe_filename(view.stimuli)}.html", mime="text/html",
         on_click="ignore", key="report", icon=":material/description:", width="stretch",
-        help=f"All figures, the verdict table and a run manifest for the {len(keys)} model(s) on "
+        help=f"All figures, the verdict table, the controls and design shown in this session and a run manifest for the {len(keys)} model(s) on "
              f"{view.stimuli}; built when you click (a few seconds).",
     )

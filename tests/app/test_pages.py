@@ -21,9 +21,9 @@ DATA_PAGES = [page for page in PAGES if Path(page).stem not in ("home", "extract
 # Charts each page draws on the populated store (every chart has PNG and SVG buttons).
 EXPECTED_CHARTS = {
     "home": 1, "extract": 0, "stimuli": 0, "scaling": 2, "weber": 5, "frequency": 3,
-    "compare": 1, "geometry": 3, "depth": 4,
+    "compare": 1, "geometry": 3, "depth": 4, "controls": 4, "design": 0,
 }
-EXPECTED_TABLES = {"home": 1, "scaling": 1, "weber": 2, "frequency": 2, "compare": 1, "geometry": 1}
+EXPECTED_TABLES = {"home": 1, "scaling": 1, "weber": 2, "frequency": 2, "compare": 1, "geometry": 1, "controls": 5}
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +132,34 @@ def test_every_page_on_the_populated_store(page, populated, monkeypatch):
     assert buttons.count("CSV") >= EXPECTED_TABLES.get(name, 0)
     assert "Report (HTML)" in labels(at.sidebar.get("download_button"))
     assert not at.error
+
+
+def test_controls_page_judges_the_builtin_model_against_its_random_control(populated, monkeypatch):
+    at = open_app(populated, monkeypatch, page="pages/controls.py")
+    verdicts = at.dataframe[0].value
+    assert list(verdicts["control"]) == ["carriers", "icc", "permutation", "variant", "random"]
+    assert "minilm@random" in " ".join(verdicts["verdict"])
+    assert "Controls report (HTML)" in labels(at.get("download_button"))
+    widget(at.sidebar.selectbox, "Measure").set_value("proj").run()
+    assert not at.exception and "V_proj" in texts(at)
+    # a variant cannot be extracted for a model whose weights are not at hand: a message, no job
+    widget(at.selectbox, "dtype").set_value("float32").run()
+    widget(at.button, "Extract variant").click().run()
+    assert any("already stored with dtype float32" in shown(e) for e in at.error)
+
+
+def test_design_page_simulates_on_request(populated, monkeypatch):
+    at = open_app(populated, monkeypatch, page="pages/design.py")
+    assert any("press Simulate" in shown(info) for info in at.info)
+    widget(at.number_input, "Studies per point").set_value(50)
+    widget(at.number_input, "Joint-bootstrap resamples (E6)").set_value(10)
+    widget(at.number_input, "Core layers").set_value(3)
+    at.get("form_submit_button")[0].click().run()
+    assert not at.exception and not at.error
+    assert len(at.get("vega_lite_chart")) == 3
+    assert "minimal detectable alpha" in texts(at)
+    buttons = labels(at.get("download_button"))
+    assert buttons.count("PNG") == 3 and "Design report (HTML)" in buttons
 
 
 def test_a_bookmark_opened_on_a_fresh_server_goes_through_the_app(populated, monkeypatch):

@@ -487,6 +487,8 @@ def store_commands(paths: dict[str, Path], out: Path) -> dict[str, list]:
         "analyze": ["analyze", "--model", "base", "--n-boot", "0"],
         "compare": ["compare", "--model", "base", "--model", "other", "--n-boot", "0"],
         "phase": ["phase", "--model", "base", "--n-boot", "0"],
+        "controls": ["controls", "--model", "base", "--n-boot", "0", "--n-perm", "50"],
+        "design": ["design", "--model", "base", "--n-boot", "0", "--studies", "10", "--points", "2", "--design-boot", "0"],
         "extract": ["extract", "--model", MISSING_MODEL, "--magnitudes", "1-3", "--quiet"],
         "freq list": ["freq", "list"],
         "freq fits": ["freq", "fits", "--source", "toy"],

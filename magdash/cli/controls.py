@@ -1,0 +1,114 @@
+"""``magdash controls``: does a stored model's alpha survive the obvious objections?
+
+Leave-one-carrier-out alpha, the carrier ICC, a permutation null, other extractions of the same
+model (``--variant``: another dtype, weights file or token position) and the ``@random``
+control, each with a one-line verdict over the core band (:mod:`magdash.controls.run`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from magdash.cli.analyze import add_analysis_options, analysis_params
+from magdash.cli.common import flagged_layer_warnings, open_store, print_json, warn, write_report
+from magdash.controls.permutation import DEFAULT_N_PERM
+from magdash.presentation.formatting import format_number
+
+MARKS = {True: "PROBLEM", False: "ok", None: "n/a"}
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "controls",
+        help="robustness controls of a stored model's alphas (carriers, permutation, variants, @random)",
+        description=(
+            "Leave-one-carrier-out alpha and the carrier ICC(3,k) per layer, a permutation null of "
+            "alpha, other extractions of the same model (--variant) and the @random control, each "
+            "with a verdict over the core band."
+        ),
+    )
+    parser.add_argument("--model", required=True, help="stored model name (see: magdash list)")
+    parser.add_argument(
+        "--variant", action="append", default=[], metavar="NAME",
+        help="another stored extraction of the model (e.g. minilm:float16, minilm:first); repeatable",
+    )
+    parser.add_argument(
+        "--n-perm", type=int, default=DEFAULT_N_PERM, metavar="N",
+        help=f"permutations of the magnitude labels (default {DEFAULT_N_PERM})",
+    )
+    parser.add_argument("--perm-seed", type=int, default=0, metavar="S", help="permutation seed (default 0)")
+    parser.add_argument("--no-random", action="store_true", help="leave out the @random control")
+    parser.add_argument("--report", metavar="FILE", default=None,
+                        help="also write the self-contained HTML report (figures, tables, manifest) to FILE")
+    add_analysis_options(parser)
+    parser.set_defaults(func=run)
+
+
+def params_from_args(args: argparse.Namespace):
+    from magdash.controls import ControlsParams
+
+    return ControlsParams(
+        analysis=analysis_params(args),
+        n_perm=args.n_perm,
+        seed=args.perm_seed,
+        variants=tuple(args.variant),
+        random_control=not args.no_random,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from magdash.controls import run_controls
+
+    store = open_store(args)
+    result = run_controls(store, args.model, args.stimuli, params_from_args(args))
+    warn(flagged_layer_warnings(store, [args.model, *result.variants], result.stimuli))
+    if args.report:
+        from magdash.dashboard.controls import controls_report
+
+        write_report(args.report, controls_report(store, result, result.measures))
+    if args.json:
+        print_json(result.to_json())
+        return 0
+    _print(result)
+    return 0
+
+
+def _n(value: float, spec: str = "+.4f") -> str:
+    return format_number(value, spec)
+
+
+def _print(result) -> None:
+    from magdash.presentation.tables import layer_span
+
+    print(f"model: {result.model}   stimuli: {result.stimuli}   core layers: {layer_span(result.core_layers)}   "
+          f"{len(result.tables.carriers)} carriers, {result.tables.n_perm:,} permutations")
+    for measure in result.measures:
+        print(f"\n[{measure}] verdicts over the core band")
+        for verdict in result.verdicts(measure):
+            print(f"  {MARKS[verdict.problem]:>7}  {verdict.control:<11} {verdict.line}")
+    print("\nper layer (* core): ICC(3,k) of the carrier RDMs; alpha, parametric p, permutation p")
+    perm = result.tables.permutation
+    icc = result.tables.icc.set_index("layer")["icc"]
+    header = f"{'layer':>5} {'ICC':>6}" + "".join(f" | {m:>8} {'p':>9} {'p perm':>8}" for m in result.measures)
+    print(header)
+    for layer, _label in enumerate(result.analysis.layer_labels):
+        marker = "*" if layer in result.core_layers else " "
+        cells = []
+        for measure in result.measures:
+            row = perm[(perm["measure"] == measure) & (perm["layer"] == layer)].iloc[0]
+            cells.append(f" | {_n(row['alpha']):>8} {_n(row['p_parametric'], '.2e'):>9} {_n(row['p_permutation'], '.4f'):>8}")
+        print(f"{layer:>4}{marker} {_n(icc[layer], '.3f'):>6}" + "".join(cells))
+    for measure in result.measures:
+        print(f"\n[{measure}] leave one carrier out: mean core alpha without each carrier")
+        for row in result.loo_summary(measure).itertuples(index=False):
+            print(f"  {row.carrier}  {_n(row.mean_core_alpha_without)}  ({row.core_layers_sign_differs} core layers "
+                  f"change sign)  {row.sentence}")
+    for name, comparison in [*result.variants.items(), *([(result.random_name, result.random)] if result.random else [])]:
+        print(f"\n{result.model} minus {name}: delta alpha per core layer [joint bootstrap CI]")
+        for measure in result.measures:
+            layers = comparison.measures[measure].layers
+            cells = ", ".join(
+                f"{int(row.layer_a)}: {_n(row.delta)} [{_n(row.ci_low, '+.3f')}, {_n(row.ci_high, '+.3f')}]"
+                for row in layers[layers["core"]].itertuples(index=False)
+            )
+            print(f"  [{measure}] {cells}")

@@ -1,0 +1,445 @@
+"""All robustness controls of one stored model's alphas, in one place, cached in the store.
+
+:func:`run_controls` answers the obvious objections to "alpha is negative in this model":
+
+- carriers: leave-one-carrier-out alpha per layer and measure, and the ICC(3,k) of the carrier
+  RDMs per layer (:mod:`magdash.controls.carriers`);
+- magnitude labels: the permutation p of alpha per layer beside the parametric p
+  (:mod:`magdash.controls.permutation`);
+- precision, quantization and token position: each variant named in
+  :attr:`ControlsParams.variants` against the model (:mod:`magdash.controls.variants`);
+- architecture: the ``@random`` control, when it is stored on the same stimuli.
+
+Each control gives a one-line :class:`Verdict` over the core band: ``problem`` True, False, or
+None when it could not be judged (e.g. no variant stored). The rules:
+
+- carriers: a problem when the mean core alpha without some carrier has the other sign than
+  with all of them; ICC: mean core ICC below 0.5 (poor agreement, Koo & Li 2016);
+- permutation: a problem when the permutation p is above ``significance`` at a majority of the
+  core layers (alpha cannot be told from shuffled magnitudes);
+- variants and ``@random``: :func:`magdash.controls.variants.variant_problem` and
+  :func:`~magdash.controls.variants.random_problem`.
+
+The carrier and permutation tables are cached under a key hashing the data fingerprint, the
+parameters and :data:`CONTROLS_VERSION`; the comparisons are cached by
+:func:`magdash.variability.analysis.compare` itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from magdash.controls.carriers import ICC_POOR, MIN_LOO_CARRIERS, carrier_icc, leave_one_carrier_out
+from magdash.controls.permutation import DEFAULT_N_PERM, PermutationNull
+from magdash.controls.variants import (
+    VariantSummary,
+    random_problem,
+    variant_kind,
+    variant_problem,
+    variant_summary,
+)
+from magdash.errors import AnalysisError
+from magdash.jsonio import to_jsonable
+from magdash.models import control_name
+from magdash.overflow import count_nonfinite
+from magdash.params import ProgressCallback
+from magdash.presentation.formatting import format_number
+from magdash.store.keys import result_key
+from magdash.variability.analysis import AnalysisParams, AnalysisResult, ComparisonResult, analyze, compare
+from magdash.variability.fits import OUTLIER_RULE_MEASURES
+
+log = logging.getLogger(__name__)
+
+CONTROLS_VERSION = "1"
+"""Bump whenever a change to the controls code can change a cached table."""
+
+
+@dataclass(frozen=True)
+class ControlsParams:
+    """Every choice of the controls (all enter the cache key); shared by the CLI, API and app."""
+
+    analysis: AnalysisParams = field(default_factory=AnalysisParams)
+    n_perm: int = DEFAULT_N_PERM
+    seed: int = 0
+    significance: float = 0.05
+    variants: tuple[str, ...] = ()
+    random_control: bool = True
+
+    def __post_init__(self) -> None:
+        if self.n_perm < 1:
+            raise AnalysisError(f"--n-perm must be 1 or more, got {self.n_perm}")
+        if self.seed < 0:
+            raise AnalysisError(f"the seed must be 0 or more, got {self.seed}")
+        if not 0 < self.significance < 1:
+            raise AnalysisError(f"the significance level must lie between 0 and 1, got {self.significance}")
+        object.__setattr__(self, "variants", tuple(dict.fromkeys(self.variants)))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One control's one-line verdict over the core band for one measure."""
+
+    control: str
+    measure: str
+    problem: bool | None
+    line: str
+
+
+@dataclass
+class CarrierTables:
+    """The cached part: leave-one-carrier-out alphas, ICC and permutation p per layer.
+
+    ``loo``: measure, layer, label, core, carrier (index), alpha_loo, alpha_full, sign_differs.
+    ``icc``: layer, label, core, icc. ``permutation``: measure, layer, label, core, alpha,
+    p_parametric, p_permutation.
+    """
+
+    carriers: list[str]
+    loo: pd.DataFrame
+    icc: pd.DataFrame
+    permutation: pd.DataFrame
+    n_perm: int
+
+    def to_payload(self) -> bytes:
+        document = {
+            "carriers": self.carriers,
+            "n_perm": self.n_perm,
+            **{name: _frame_to_plain(getattr(self, name)) for name in ("loo", "icc", "permutation")},
+        }
+        return zlib.compress(json.dumps(to_jsonable(document, keep_nan=True), allow_nan=True).encode(), 6)
+
+    @classmethod
+    def from_payload(cls, payload: bytes) -> CarrierTables:
+        document = json.loads(zlib.decompress(payload))
+        return cls(
+            carriers=list(document["carriers"]),
+            n_perm=int(document["n_perm"]),
+            **{name: _frame_from_plain(document[name]) for name in ("loo", "icc", "permutation")},
+        )
+
+
+def _frame_to_plain(frame: pd.DataFrame) -> dict[str, Any]:
+    return {"columns": list(frame.columns), "data": {c: frame[c].tolist() for c in frame.columns}}
+
+
+def _frame_from_plain(document: dict[str, Any]) -> pd.DataFrame:
+    frame = pd.DataFrame({c: document["data"][c] for c in document["columns"]})
+    for column in frame.columns:
+        if frame[column].dtype == object:
+            frame[column] = frame[column].map(lambda v: math.nan if v is None else v)
+    return frame
+
+
+def carrier_tables(
+    layers,
+    analysis: AnalysisResult,
+    carriers: list[str],
+    *,
+    n_perm: int = DEFAULT_N_PERM,
+    seed: int = 0,
+    progress: ProgressCallback | None = None,
+) -> CarrierTables:
+    """The carrier and permutation controls from ``layers`` (vectors per layer, in order) and the
+    model's analysis (its V, alphas and parametric p)."""
+    params = analysis.params
+    magnitudes = analysis.magnitudes
+    core = set(analysis.core_layers)
+    measures = list(params.measures)
+    loo_rows, icc_rows = [], []
+    with_loo = len(carriers) >= MIN_LOO_CARRIERS
+    # Counted by hand: enumerate() would keep the previous layer alive while the next is read.
+    layer = -1
+    for vectors in layers:
+        layer += 1
+        label = analysis.layer_labels[layer]
+        usable = not count_nonfinite(vectors)
+        icc = carrier_icc(vectors) if usable else math.nan
+        icc_rows.append({"layer": layer, "label": label, "core": layer in core, "icc": icc})
+        if with_loo:
+            alphas = (
+                leave_one_carrier_out(vectors, magnitudes, measures, outlier_factor=params.outlier_factor)
+                if usable
+                else np.full((len(measures), len(carriers)), math.nan)
+            )
+            for row, measure in enumerate(measures):
+                full = analysis.fit(measure, layer).alpha
+                for carrier in range(len(carriers)):
+                    loo = float(alphas[row, carrier])
+                    loo_rows.append(
+                        {
+                            "measure": measure, "layer": layer, "label": label, "core": layer in core,
+                            "carrier": carrier, "alpha_loo": loo, "alpha_full": full,
+                            "sign_differs": bool(math.isfinite(loo) and math.isfinite(full) and np.sign(loo) != np.sign(full)),
+                        }
+                    )
+        del vectors
+        if progress is not None:
+            progress(layer + 1, analysis.n_layers)
+    null = PermutationNull(n_perm, seed)
+    perm_rows = []
+    for measure in measures:
+        for layer, label in enumerate(analysis.layer_labels):
+            fit = analysis.fit(measure, layer)
+            p_perm = (
+                null.p_value(
+                    magnitudes, analysis.values[measure][layer],
+                    drop_outliers=measure in OUTLIER_RULE_MEASURES, outlier_factor=params.outlier_factor,
+                )
+                if fit.has_fit
+                else math.nan
+            )
+            perm_rows.append(
+                {"measure": measure, "layer": layer, "label": label, "core": layer in core,
+                 "alpha": fit.alpha, "p_parametric": fit.p, "p_permutation": p_perm}
+            )
+    loo_columns = ["measure", "layer", "label", "core", "carrier", "alpha_loo", "alpha_full", "sign_differs"]
+    return CarrierTables(
+        carriers=list(carriers),
+        loo=pd.DataFrame(loo_rows, columns=loo_columns),
+        icc=pd.DataFrame(icc_rows, columns=["layer", "label", "core", "icc"]),
+        permutation=pd.DataFrame(perm_rows),
+        n_perm=n_perm,
+    )
+
+
+@dataclass
+class ControlsResult:
+    """Every control of one model on one stimulus set (module docstring)."""
+
+    model: str
+    stimuli: str
+    core_layers: list[int]
+    params: ControlsParams
+    analysis: AnalysisResult
+    tables: CarrierTables
+    variants: dict[str, ComparisonResult]
+    variant_kinds: dict[str, str]
+    random: ComparisonResult | None
+    random_name: str
+    from_cache: bool = False
+
+    @property
+    def measures(self) -> list[str]:
+        return list(self.params.analysis.measures)
+
+    def loo_summary(self, measure: str) -> pd.DataFrame:
+        """Per dropped carrier: mean core alpha without it, the full one, layers whose sign flips."""
+        rows = self.tables.loo[(self.tables.loo["measure"] == measure) & self.tables.loo["core"]]
+        full = self.analysis.hypotheses[measure].mean_alpha
+        out = []
+        for carrier, group in rows.groupby("carrier", sort=True):
+            values = group["alpha_loo"].to_numpy(dtype=np.float64)
+            mean = float(np.nanmean(values)) if np.isfinite(values).any() else math.nan
+            out.append(
+                {
+                    "carrier": int(carrier),
+                    "sentence": self.tables.carriers[int(carrier)],
+                    "mean_core_alpha_without": mean,
+                    "mean_core_alpha_all": full,
+                    "core_layers_sign_differs": int(group["sign_differs"].sum()),
+                    "sign_differs": bool(math.isfinite(mean) and math.isfinite(full) and np.sign(mean) != np.sign(full)),
+                }
+            )
+        return pd.DataFrame(
+            out,
+            columns=["carrier", "sentence", "mean_core_alpha_without", "mean_core_alpha_all",
+                     "core_layers_sign_differs", "sign_differs"],
+        )
+
+    def variant_summaries(self, measure: str) -> list[VariantSummary]:
+        return [
+            variant_summary(comparison, measure, self.variant_kinds[name])
+            for name, comparison in self.variants.items()
+        ]
+
+    def random_summary(self, measure: str) -> VariantSummary | None:
+        if self.random is None:
+            return None
+        return variant_summary(self.random, measure, "random weights (@random)")
+
+    def verdicts(self, measure: str) -> list[Verdict]:
+        """One verdict per control for ``measure`` (module docstring gives the rules)."""
+        level = self.params.significance
+        verdicts = []
+        loo = self.loo_summary(measure)
+        full = self.analysis.hypotheses[measure].mean_alpha
+        if loo.empty:
+            verdicts.append(Verdict("carriers", measure, None,
+                                    f"leave-one-carrier-out needs at least {MIN_LOO_CARRIERS} carriers"))
+        else:
+            flips = loo[loo["sign_differs"]]
+            low, high = loo["mean_core_alpha_without"].min(), loo["mean_core_alpha_without"].max()
+            span = f"mean core alpha {_fmt(full)} with all {len(loo)} carriers, {_fmt(low)} to {_fmt(high)} without one"
+            if flips.empty:
+                verdicts.append(Verdict("carriers", measure, False, f"no single carrier drives the sign: {span}"))
+            else:
+                which = ", ".join(str(int(c)) for c in flips["carrier"])
+                verdicts.append(Verdict("carriers", measure, True,
+                                        f"the sign changes without carrier {which}: {span}"))
+        core_icc = self.tables.icc.loc[self.tables.icc["core"], "icc"].to_numpy(dtype=np.float64)
+        if np.isfinite(core_icc).any():
+            mean_icc = float(np.nanmean(core_icc))
+            poor = mean_icc < ICC_POOR
+            verdicts.append(Verdict(
+                "icc", measure, poor,
+                f"mean core ICC(3,k) of the carrier RDMs {mean_icc:.3f}"
+                + (f" (< {ICC_POOR}: carriers disagree on the geometry)" if poor else f" (>= {ICC_POOR})"),
+            ))
+        else:
+            verdicts.append(Verdict("icc", measure, None, "no ICC: fewer than 2 usable carriers"))
+        perm = self.tables.permutation
+        perm = perm[(perm["measure"] == measure) & perm["core"]]
+        p = perm["p_permutation"].to_numpy(dtype=np.float64)
+        if np.isfinite(p).any():
+            above = int(np.count_nonzero(~(p <= level)))
+            problem = above * 2 > len(perm)
+            verdicts.append(Verdict(
+                "permutation", measure, problem,
+                f"permutation p > {level:g} at {above}/{len(perm)} core layers "
+                f"({self.tables.n_perm:,} permutations; parametric p > {level:g} at "
+                f"{int(np.count_nonzero(~(perm['p_parametric'].to_numpy(dtype=np.float64) <= level)))})",
+            ))
+        else:
+            verdicts.append(Verdict("permutation", measure, None, "no fitted core layer"))
+        summaries = self.variant_summaries(measure)
+        if not summaries:
+            verdicts.append(Verdict("variant", measure, None,
+                                    "no variant compared (another dtype, weights file or token position)"))
+        for summary in summaries:
+            problem = variant_problem(summary)
+            verdicts.append(Verdict(
+                "variant", measure, problem,
+                f"{summary.variant} ({summary.kind}): mean core alpha {_fmt(summary.mean_alpha_variant)} vs "
+                f"{_fmt(summary.mean_alpha_model)}, largest |delta| {_fmt(summary.max_abs_delta, '.4f')} at layer "
+                f"{summary.layer_of_max} (CI [{_fmt(summary.ci_low_at_max)}, {_fmt(summary.ci_high_at_max)}])",
+            ))
+        random = self.random_summary(measure)
+        if random is None:
+            missing = (
+                f"{self.model} is itself a random-weight control" if self.random_name == self.model
+                else f"{self.random_name} is not stored on these stimuli"
+            )
+            verdicts.append(Verdict("random", measure, None, missing))
+        else:
+            verdicts.append(Verdict(
+                "random", measure, random_problem(random),
+                f"{self.random_name}: mean core alpha {_fmt(random.mean_alpha_variant)} vs "
+                f"{_fmt(random.mean_alpha_model)}; delta CI excludes 0 at "
+                f"{random.layers_ci_excludes_zero}/{random.n_core} core layers",
+            ))
+        return verdicts
+
+    def verdict_table(self) -> pd.DataFrame:
+        rows = [dataclasses.asdict(v) for measure in self.measures for v in self.verdicts(measure)]
+        return pd.DataFrame(rows, columns=["control", "measure", "problem", "line"])
+
+    def to_json(self) -> dict[str, Any]:
+        """The CLI's ``controls --json`` shape (NaN stays NaN; the CLI writes null)."""
+        return {
+            "model": self.model,
+            "stimuli": self.stimuli,
+            "core_layers": self.core_layers,
+            "carriers": self.tables.carriers,
+            "n_perm": self.tables.n_perm,
+            "verdicts": [dataclasses.asdict(v) for m in self.measures for v in self.verdicts(m)],
+            "leave_one_carrier_out": self.tables.loo.to_dict(orient="records"),
+            "icc": self.tables.icc.to_dict(orient="records"),
+            "permutation": self.tables.permutation.to_dict(orient="records"),
+            "variants": [dataclasses.asdict(s) for m in self.measures for s in self.variant_summaries(m)],
+            "random": [
+                dataclasses.asdict(s) for m in self.measures if (s := self.random_summary(m)) is not None
+            ],
+            "params": dataclasses.asdict(self.params),
+        }
+
+
+def _fmt(value: float, spec: str = "+.4f") -> str:
+    return format_number(value, spec)
+
+
+def controls_key(store, model: str, stimuli: str, params: ControlsParams) -> str:
+    """The cache key of the carrier and permutation tables."""
+    return result_key(
+        "controls",
+        CONTROLS_VERSION,
+        model=model,
+        stimuli=stimuli,
+        data=store.data_fingerprint(model, stimuli),
+        analysis=params.analysis,
+        n_perm=params.n_perm,
+        seed=params.seed,
+    )
+
+
+def run_controls(
+    store,
+    model: str,
+    stimuli: str | None = None,
+    params: ControlsParams | None = None,
+    *,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+) -> ControlsResult:
+    """Every control of ``model`` on ``stimuli`` (module docstring); cached in the store."""
+    params = params or ControlsParams()
+    stimuli = store.resolve_stimuli(model, stimuli)
+    record = store.model_record(model)
+    for name in params.variants:
+        if name == model:
+            raise AnalysisError(f"the variant {name!r} is the model itself; name another stored extraction")
+        store.resolve_stimuli(name, stimuli)  # a variant must be stored on the same stimuli
+    analysis = analyze(store, model, stimuli, params.analysis, use_cache=use_cache)
+    key = controls_key(store, model, stimuli, params)
+    payload = store.get_result(key) if use_cache else None
+    from_cache = payload is not None
+    if payload is not None:
+        tables = CarrierTables.from_payload(payload)
+    else:
+        carriers = list(store.stimulus_set(stimuli).carriers)
+
+        def layers():
+            for data in store.read_layers(model, stimuli):
+                vectors = data.vectors
+                del data
+                yield vectors
+                del vectors
+
+        tables = carrier_tables(
+            layers(), analysis, carriers, n_perm=params.n_perm, seed=params.seed, progress=progress
+        )
+        store.put_result(key, "controls", tables.to_payload())
+    variants = {
+        name: compare(store, model, name, stimuli, params.analysis, use_cache=use_cache) for name in params.variants
+    }
+    kinds = {name: variant_kind(record, store.model_record(name)) for name in params.variants}
+    random_name = control_name(model)
+    random = None
+    if (
+        params.random_control
+        and random_name != model
+        and random_name in store.model_names()
+        and stimuli in store.stimulus_sets_for(random_name)
+    ):
+        random = compare(store, model, random_name, stimuli, params.analysis, use_cache=use_cache)
+    return ControlsResult(
+        model=model,
+        stimuli=stimuli,
+        core_layers=list(analysis.core_layers),
+        params=params,
+        analysis=analysis,
+        tables=tables,
+        variants=variants,
+        variant_kinds=kinds,
+        random=random,
+        random_name=random_name,
+        from_cache=from_cache,
+    )

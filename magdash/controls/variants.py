@@ -1,0 +1,134 @@
+"""Variants of one model: another dtype, another weights file (a GGUF quantization), another
+token position, and the ``@random`` architecture-only control.
+
+A variant is a second stored extraction of the same architecture on the same stimuli. Its
+alphas are compared with the model's layer by layer by :func:`magdash.variability.analysis.compare`
+(delta = alpha_model - alpha_variant with a joint bootstrap CI that resamples the magnitudes of
+both at once; Wilcoxon over the core layers, E6 of Cacioli 2026), and summarised over the core
+band by the largest |delta alpha| and the layer where it occurs (:func:`variant_summary`).
+
+What counts as a problem (:func:`variant_problem`): the variant's mean core alpha has the other
+sign, or its largest |delta| over the core band is at least |mean core alpha| of the model
+(the precision or position changes alpha by as much as the effect itself).
+
+The ``@random`` control (:func:`random_problem`) is a problem when the trained model cannot be
+told from its architecture: at most half of the core layers have a joint CI of delta that
+excludes 0 (no verdict without CIs, e.g. with the bootstrap off).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from magdash.models import DTYPES
+from magdash.stimuli import POSITIONS
+from magdash.store import ModelRecord
+
+
+def variant_kind(model: ModelRecord, variant: ModelRecord) -> str:
+    """What differs between two extractions: dtype, token position, weights file, or several."""
+    parts = []
+    if model.dtype != variant.dtype:
+        parts.append(f"dtype {model.dtype} vs {variant.dtype}")
+    if model.position != variant.position:
+        parts.append(f"token position {model.position} vs {variant.position}")
+    if model.fingerprint != variant.fingerprint and not parts:
+        parts.append("weights file")
+    return "; ".join(parts) or "same extraction settings"
+
+
+def is_variant(model: ModelRecord, other: ModelRecord) -> bool:
+    """``other`` could be the same model extracted another way: same architecture and shape,
+    not a random-weight control, another name."""
+    return (
+        other.name != model.name
+        and not other.is_random
+        and "@random" not in other.name
+        and other.architecture == model.architecture
+        and other.n_blocks == model.n_blocks
+        and other.hidden_size == model.hidden_size
+    )
+
+
+def variant_name(model: str, *, dtype: str = "float32", position: str = "last") -> str:
+    """The store name an extraction of ``model``'s spec with another dtype or position gets
+    (:func:`magdash.models.default_name`): ``minilm`` -> ``minilm:float16``, ``minilm:first``."""
+    spec = model
+    for options in (POSITIONS, DTYPES):
+        for option in options:
+            if spec.endswith(f":{option}"):
+                spec = spec[: -len(option) - 1]
+                break
+    name = spec
+    if dtype != "float32":
+        name += f":{dtype}"
+    if position != "last":
+        name += f":{position}"
+    return name
+
+
+@dataclass(frozen=True)
+class VariantSummary:
+    """One variant against the model for one measure, over the model's core band."""
+
+    variant: str
+    kind: str
+    measure: str
+    mean_alpha_model: float
+    mean_alpha_variant: float
+    max_abs_delta: float
+    layer_of_max: int
+    ci_low_at_max: float
+    ci_high_at_max: float
+    layers_ci_excludes_zero: int
+    layers_with_ci: int
+    n_core: int
+    wilcoxon_p: float
+
+
+def variant_summary(comparison, measure: str, kind: str) -> VariantSummary:
+    """Summarise a :class:`~magdash.variability.analysis.ComparisonResult` (model A = the model)."""
+    item = comparison.measures[measure]
+    core = item.layers[item.layers["core"]]
+    deltas = np.abs(core["delta"].to_numpy(dtype=np.float64))
+    layer_of_max, max_delta, low, high = -1, math.nan, math.nan, math.nan
+    if np.isfinite(deltas).any():
+        position = int(np.nanargmax(deltas))
+        row = core.iloc[position]
+        layer_of_max, max_delta = int(row["layer_a"]), float(deltas[position])
+        low, high = float(row["ci_low"]), float(row["ci_high"])
+    excludes = int(((core["ci_low"] > 0) | (core["ci_high"] < 0)).sum())
+    with_ci = int((np.isfinite(core["ci_low"].to_numpy(dtype=np.float64))).sum())
+    return VariantSummary(
+        variant=comparison.model_b,
+        kind=kind,
+        measure=measure,
+        mean_alpha_model=item.mean_alpha_a,
+        mean_alpha_variant=item.mean_alpha_b,
+        max_abs_delta=max_delta,
+        layer_of_max=layer_of_max,
+        ci_low_at_max=low,
+        ci_high_at_max=high,
+        layers_ci_excludes_zero=excludes,
+        layers_with_ci=with_ci,
+        n_core=len(core),
+        wilcoxon_p=item.wilcoxon_p,
+    )
+
+
+def variant_problem(summary: VariantSummary) -> bool | None:
+    """True when the variant changes the result (module docstring); None without fits."""
+    model, variant = summary.mean_alpha_model, summary.mean_alpha_variant
+    if not (math.isfinite(model) and math.isfinite(variant) and math.isfinite(summary.max_abs_delta)):
+        return None
+    return bool(np.sign(model) != np.sign(variant) or summary.max_abs_delta >= abs(model))
+
+
+def random_problem(summary: VariantSummary) -> bool | None:
+    """True when at most half of the core layers separate the model from its @random control."""
+    if summary.layers_with_ci == 0 or not math.isfinite(summary.mean_alpha_model):
+        return None
+    return summary.layers_ci_excludes_zero * 2 <= summary.n_core

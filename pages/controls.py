@@ -1,0 +1,66 @@
+"""Controls: does the view model's alpha survive carriers, shuffled magnitudes, precision,
+token position and the random-weight control?"""
+
+import streamlit as st
+
+from magdash.dashboard import controls as dc
+from magdash.dashboard.jobs import extraction_job
+from magdash.errors import MagdashError
+from magdash.models import DTYPES
+from magdash.presentation.export import safe_filename
+from magdash.stimuli import POSITIONS
+from pages import ui
+
+ctx = ui.require_data("the robustness controls")
+view = ctx.view
+st.title("Robustness controls")
+st.caption(
+    "Before claiming 'alpha is negative in this model': is one carrier sentence driving it "
+    "(leave-one-carrier-out, ICC of the carriers), could shuffled magnitudes give the same slope "
+    "(permutation null), does it survive another dtype, weights file or token position, and is it "
+    "more than the architecture gives (@random)? Each control says what counts as a problem."
+)
+candidates = dc.variant_choices(view, ctx.inventory)
+chosen = st.multiselect(
+    "Variants to compare", candidates, default=candidates, key=f"ctl_variants_{view.model}_{view.stimuli}",
+    help="Other extractions of the same architecture on these stimuli: another dtype, weights file (e.g. a "
+         "GGUF quantization) or token position.",
+)
+with st.expander("Extract a variant now (when the weights are at hand)"):
+    job = ui.job_panel(view.store)
+    running = job is not None and not job.finished
+    left, right = st.columns(2)
+    dtype = left.selectbox("dtype", DTYPES, key="ctl_dtype")
+    position = right.selectbox("Token position", POSITIONS, key="ctl_position")
+    if st.button("Extract variant", disabled=running, icon=":material/play_arrow:", key="ctl_extract"):
+        try:
+            request = dc.variant_request(ctx.store, ctx.record, view.stimuli, dtype=dtype, position=position)
+            ui.start_job(view.store, extraction_job(ctx.store, request))
+            st.rerun()
+        except MagdashError as error:
+            ui.show_error(error)
+
+key = dc.controls_key(view, ctx.inventory, tuple(chosen))
+with st.spinner(ui.plain(f"Running the controls of {view.model} (first time only; cached in the store)…")):
+    result = ui.controls_for(key)
+st.session_state[dc.SESSION_KEYS[0]] = key  # the sidebar's report includes what was shown here
+ui.say(ui.compute("controls_sentence", key, view.measure))
+slug = f"{view.model}-{view.measure}"
+ui.table("controls_verdicts", key, view.measure, name=f"controls-verdicts-{slug}")
+st.subheader("Carriers")
+ui.figure("loo_figure", key, view.measure, name=f"leave-one-carrier-out-{slug}")
+ui.table("loo_table", key, view.measure, name=f"leave-one-carrier-out-{slug}-table")
+ui.figure("icc_figure", key, name=f"carrier-icc-{view.model}")
+ui.table("icc_table", key, name=f"carrier-icc-{view.model}-table")
+st.subheader("Magnitude labels")
+ui.figure("permutation_figure", key, view.measure, name=f"permutation-{slug}")
+ui.table("permutation_table", key, view.measure, name=f"permutation-{slug}-table")
+st.subheader("Precision, quantization, token position and @random")
+for name in dc.compared(result):
+    ui.figure("variant_figure", key, name, view.measure, name=f"variant-{slug}-vs-{name}")
+ui.table("variant_table", key, view.measure, name=f"variants-{slug}")
+st.download_button(
+    "Controls report (HTML)", data=lambda: dc.controls_report(ctx.store, result, [view.measure]),
+    file_name=f"magdash-controls-{safe_filename(slug)}.html", mime="text/html", on_click="ignore",
+    key="controls-report", icon=":material/description:",
+)

@@ -1,0 +1,64 @@
+"""Design: what can a study of a given size detect, with noise like the view model's?"""
+
+import streamlit as st
+
+from magdash import dashboard as db
+from magdash.controls.design import DesignParams
+from magdash.dashboard import controls as dc
+from magdash.errors import MagdashError
+from magdash.presentation.export import safe_filename
+from pages import ui
+
+ctx = ui.require_data("the study-design simulator")
+view = ctx.view
+st.title("Study design")
+st.caption(
+    "Simulated studies with a planted alpha and noise calibrated from the view model (its spread of "
+    "log V around the fit, its carrier-level scatter and how alike its core layers are): power for "
+    "H1 and for a difference between two models (E6), the CI half-width of alpha as carriers and "
+    "magnitudes grow, and the minimal detectable alpha. Seeded: the same design gives the same curves."
+)
+start = dc.default_design(ctx.record, view)
+with st.form("design"):
+    left, middle, right = st.columns(3)
+    magnitudes = left.text_input("Magnitudes", value=start.magnitudes, help="any spec: paper, 1-100, 1,2,5,10")
+    carriers = left.number_input("Carriers", min_value=2, max_value=1000, value=start.n_carriers)
+    layers = left.number_input("Core layers", min_value=2, max_value=1000, value=start.n_layers)
+    alpha = middle.number_input("True alpha (H1)", value=start.alpha, step=0.01, format="%.4f")
+    delta = middle.number_input("True delta alpha (E6)", value=start.delta, step=0.01, format="%.4f")
+    studies = right.number_input("Studies per point", min_value=10, max_value=100_000, value=start.n_studies, step=100)
+    n_boot = right.number_input("Joint-bootstrap resamples (E6)", min_value=0, max_value=10_000, value=start.n_boot,
+                                step=50, help="0 skips the joint-bootstrap power, the slowest part")
+    seed = right.number_input("Seed", min_value=0, value=start.seed)
+    submitted = st.form_submit_button("Simulate", type="primary", icon=":material/play_arrow:")
+if submitted:
+    try:
+        st.session_state["magdash_design"] = DesignParams(
+            magnitudes=magnitudes, n_carriers=int(carriers), n_layers=int(layers), alpha=float(alpha),
+            delta=float(delta), n_studies=int(studies), n_boot=int(n_boot), seed=int(seed),
+        )
+    except MagdashError as error:
+        ui.show_error(error)
+params = st.session_state.get("magdash_design")
+if params is None:
+    st.info("Choose a design and press Simulate (about 10-20 s for 1,000 studies per point).")
+    st.stop()
+key = dc.design_key(view, ctx.inventory, params)
+with st.spinner(ui.plain(f"Simulating {params.n_studies:,} studies per point (cached in the store)…")):
+    result = ui.design_for(key)
+st.session_state[dc.SESSION_KEYS[1]] = key  # the sidebar's report includes what was shown here
+ui.say(ui.compute("design_sentence", key))
+slug = f"{view.model}-{params.n_carriers}c-{params.n_studies}s"
+ui.figure("h1_figure", key, name=f"design-h1-power-{slug}")
+ui.table("h1_table", key, name=f"design-h1-power-{slug}-table")
+ui.figure("e6_figure", key, name=f"design-e6-power-{slug}")
+ui.table("e6_table", key, name=f"design-e6-power-{slug}-table")
+ui.figure("ci_width_figure", key, name=f"design-ci-half-width-{slug}")
+ui.table("ci_width_table", key, name=f"design-ci-half-width-{slug}-table")
+ui.table("design_summary", key, name=f"design-summary-{slug}")
+st.download_button(
+    "Design report (HTML)",
+    data=lambda: dc.design_report(ctx.store, result, view.model, ui.analysis_for(db.analysis_key(view, ctx.inventory))),
+    file_name=f"magdash-design-{safe_filename(slug)}.html", mime="text/html", on_click="ignore",
+    key="design-report", icon=":material/description:",
+)

@@ -1,0 +1,171 @@
+"""Robustness controls: the ICC against Shrout & Fleiss's worked example, leave-one-carrier-out and
+the permutation null on planted data, verdicts, the cache and the CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+
+from magdash.cli import main
+from magdash.controls import ControlsParams, run_controls
+from magdash.controls.carriers import carrier_icc, cosine_rdm, icc_consistency, leave_one_carrier_out
+from magdash.controls.permutation import PermutationNull
+from magdash.controls.variants import variant_name
+from magdash.errors import AnalysisError, MagdashError
+from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
+from magdash.variability.analysis import AnalysisParams
+from magdash.variability.fits import fit_scaling, ols
+from magdash.variability.measures import v_eucl
+
+MAGNITUDES = np.asarray(PAPER_MAGNITUDES, dtype=np.float64)
+FAST = AnalysisParams(n_boot=300)
+
+
+def test_icc_matches_shrout_and_fleiss_worked_example():
+    # Shrout & Fleiss (1979), Table 2: 6 targets rated by 4 judges; their ICC(3,4) = .91.
+    ratings = np.array([[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]])
+    assert icc_consistency(ratings) == pytest.approx(0.9093, abs=5e-4)
+    # consistency form: a constant added to one rater changes nothing
+    shifted = ratings + np.array([0, 10, 0, -3])
+    assert icc_consistency(shifted) == pytest.approx(icc_consistency(ratings), abs=1e-12)
+    assert icc_consistency(np.ones((4, 3))) == 0.0
+    assert math.isnan(icc_consistency(np.ones((1, 3))))
+
+
+def test_carrier_icc_is_one_for_carriers_that_only_rescale_the_vectors(rng):
+    base = rng.normal(size=(8, 6))
+    x = np.stack([base * scale for scale in (1.0, 2.5, 0.3)], axis=1)
+    assert carrier_icc(x) == pytest.approx(1.0, abs=1e-12)
+    rdm = cosine_rdm(base)
+    assert rdm.shape == (28,)
+    unit = base / np.linalg.norm(base, axis=1, keepdims=True)
+    assert rdm[0] == pytest.approx(1 - unit[0] @ unit[1])
+    noisy = np.stack([base + rng.normal(scale=3.0, size=base.shape) for _ in range(3)], axis=1)
+    assert carrier_icc(noisy) < 0.9
+
+
+def _planted_layer(rng, exponents, d=24):
+    """Carrier c's offset from the centroid scales as n ** exponents[c]."""
+    offsets = rng.normal(size=(len(exponents), d))
+    offsets -= offsets.mean(axis=0)
+    scales = MAGNITUDES[:, None] ** np.asarray(exponents)[None, :]
+    return 5.0 + scales[:, :, None] * offsets[None, :, :]
+
+
+def test_leaving_out_the_one_carrier_that_drives_alpha_flips_its_sign(rng):
+    x = _planted_layer(rng, [-0.2, -0.2, -0.2, -0.2, 1.0])
+    full = fit_scaling(MAGNITUDES, v_eucl(x), drop_outliers=False, n_boot=0).alpha
+    assert full > 0
+    loo = leave_one_carrier_out(x, MAGNITUDES, ["eucl", "proj"])
+    assert loo.shape == (2, 5)
+    assert loo[0, 4] < 0 < loo[0, :4].min()
+    # each entry is the plain fit on the remaining carriers
+    expected = fit_scaling(MAGNITUDES, v_eucl(x[:, [0, 1, 2, 4]]), drop_outliers=True, n_boot=0).alpha
+    assert loo[0, 3] == pytest.approx(expected, abs=1e-12)
+    with pytest.raises(AnalysisError, match="at least 3 carriers"):
+        leave_one_carrier_out(x[:, :2], MAGNITUDES, ["eucl"])
+
+
+def test_permutation_p_agrees_with_the_exact_enumeration(rng):
+    magnitudes = np.array([1.0, 2, 3, 5, 8, 13])
+    values = np.exp(0.3 * np.log(magnitudes) + rng.normal(scale=0.4, size=6))
+    x, y = np.log(magnitudes), np.log(values)
+    observed = ols(x, y).slope
+    slopes = np.array([ols(x[list(order)], y).slope for order in itertools.permutations(range(6))])
+    exact = np.mean(np.abs(slopes) >= abs(observed) - 1e-12)
+    null = PermutationNull(n_perm=40_000, seed=3)
+    p = null.p_value(magnitudes, values, drop_outliers=False)
+    assert p == pytest.approx(exact, abs=0.01)
+    assert PermutationNull(n_perm=40_000, seed=3).p_value(magnitudes, values, drop_outliers=False) == p
+
+
+def test_permutation_p_is_uniform_under_the_null_and_minimal_for_a_strong_slope(rng):
+    null = PermutationNull(n_perm=999, seed=1)
+    ps = np.array([
+        null.p_value(MAGNITUDES, np.exp(rng.normal(size=MAGNITUDES.size)), drop_outliers=False) for _ in range(400)
+    ])
+    assert 0.02 <= np.mean(ps <= 0.05) <= 0.09
+    assert 0.4 <= np.mean(ps) <= 0.6
+    strong = np.exp(-0.5 * np.log(MAGNITUDES) + rng.normal(scale=0.01, size=MAGNITUDES.size))
+    assert null.p_value(MAGNITUDES, strong, drop_outliers=True) == pytest.approx(1 / 1000)
+    assert math.isnan(null.p_value(MAGNITUDES[:4], strong[:4], drop_outliers=False))
+    with pytest.raises(AnalysisError, match="at least 1 permutation"):
+        PermutationNull(n_perm=0)
+
+
+def _import(store, name, exponent, rng, n_layers=5):
+    scale = MAGNITUDES[:, None, None, None] ** exponent
+    shape = (MAGNITUDES.size, len(PAPER_CARRIERS), n_layers, 16)
+    vectors = rng.normal(size=shape) * scale + np.log(MAGNITUDES)[:, None, None, None] * np.linspace(0.5, 1.5, 16)
+    store.import_arrays(name, vectors.astype(np.float32), PAPER_MAGNITUDES, carriers=PAPER_CARRIERS)
+
+
+def test_controls_flag_a_variant_of_the_other_sign_and_an_indistinct_random_control(store, rng):
+    _import(store, "m", -0.15, rng)
+    _import(store, "m:float16", 0.15, rng)
+    _import(store, "m@random", -0.15, rng)  # the "architecture" does everything: a problem
+    params = ControlsParams(analysis=FAST, n_perm=2000, variants=("m:float16",))
+    result = run_controls(store, "m", params=params)
+    verdicts = {v.control: v for v in result.verdicts("eucl")}
+    assert verdicts["carriers"].problem is False
+    assert verdicts["permutation"].problem is False
+    assert verdicts["icc"].problem is False
+    assert verdicts["variant"].problem is True and "m:float16" in verdicts["variant"].line
+    assert verdicts["random"].problem is True
+    summary = result.variant_summaries("eucl")[0]
+    assert summary.max_abs_delta == pytest.approx(
+        result.variants["m:float16"].measures["eucl"].layers.query("core")["delta"].abs().max()
+    )
+    assert summary.mean_alpha_model < 0 < summary.mean_alpha_variant
+    assert set(result.tables.permutation["measure"]) == {"eucl", "residual", "proj"}
+    assert result.tables.loo.shape[0] == 3 * 5 * 5  # measures x layers x carriers
+    again = run_controls(store, "m", params=params)
+    assert again.from_cache and not result.from_cache
+    assert again.tables.permutation.equals(result.tables.permutation)
+    assert again.tables.loo["sign_differs"].tolist() == result.tables.loo["sign_differs"].tolist()
+    own = run_controls(store, "m@random", params=ControlsParams(analysis=FAST, n_perm=200))
+    assert "itself a random-weight control" in {v.control: v for v in own.verdicts("eucl")}["random"].line
+    document = json.loads(json.dumps(result.to_json(), default=str))
+    assert {v["control"] for v in document["verdicts"]} == {"carriers", "icc", "permutation", "variant", "random"}
+
+
+def test_controls_without_variants_or_control_say_so(store, rng):
+    _import(store, "alone", -0.1, rng)
+    result = run_controls(store, "alone", params=ControlsParams(analysis=FAST, n_perm=500))
+    verdicts = {v.control: v for v in result.verdicts("eucl")}
+    assert verdicts["variant"].problem is None and verdicts["random"].problem is None
+    assert "alone@random is not stored" in verdicts["random"].line
+    with pytest.raises(MagdashError, match="no model named 'ghost'"):
+        run_controls(store, "alone", params=ControlsParams(analysis=FAST, variants=("ghost",)))
+    with pytest.raises(AnalysisError, match="the model itself"):
+        run_controls(store, "alone", params=ControlsParams(analysis=FAST, variants=("alone",)))
+    with pytest.raises(AnalysisError, match="--n-perm"):
+        ControlsParams(n_perm=0)
+
+
+def test_variant_names_follow_the_extraction_names():
+    assert variant_name("minilm", dtype="float16") == "minilm:float16"
+    assert variant_name("minilm:float16", position="first") == "minilm:first"
+    assert variant_name("minilm", dtype="bfloat16", position="mean") == "minilm:bfloat16:mean"
+
+
+def test_cli_controls_json_and_bad_input(store, rng, capsys):
+    _import(store, "m", -0.15, rng)
+    _import(store, "m:first", -0.12, rng)
+    args = ["controls", "--model", "m", "--store", str(store.path), "--n-boot", "200", "--n-perm", "500"]
+    assert main([*args, "--variant", "m:first", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["n_perm"] == 500 and document["variants"][0]["variant"] == "m:first"
+    report = store.path.parent / "controls.html"
+    assert main([*args, "--report", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "verdicts over the core band" in out and "leave one carrier out" in out
+    assert report.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert main([*args, "--variant", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("magdash: error: no model named 'nope'")
+    assert main([*args, "--n-perm", "0"]) == 2

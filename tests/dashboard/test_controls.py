@@ -1,0 +1,133 @@
+"""The Controls and Design pages' logic: choices, keys, extracting a variant, figures, reports."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from magdash import dashboard as db
+from magdash.controls.design import DesignParams, run_design
+from magdash.controls.run import ControlsParams, run_controls
+from magdash.dashboard import controls as dc
+from magdash.dashboard import figures as figs
+from magdash.errors import MagdashError
+from magdash.presentation import export, report, tables
+from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
+from magdash.store import ModelRecord, Store
+from magdash.variability.analysis import AnalysisParams, analyze
+
+MAGNITUDES = np.asarray(PAPER_MAGNITUDES, dtype=np.float64)
+
+
+def _import(store, name, exponent, seed):
+    rng = np.random.default_rng(seed)
+    shape = (MAGNITUDES.size, len(PAPER_CARRIERS), 5, 12)
+    vectors = rng.normal(size=shape) * MAGNITUDES[:, None, None, None] ** exponent
+    store.import_arrays(name, vectors.astype(np.float32), PAPER_MAGNITUDES, carriers=PAPER_CARRIERS)
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    store = Store(tmp_path_factory.mktemp("controls") / "store.duckdb")
+    _import(store, "m", -0.1, 1)
+    _import(store, "m:first", -0.08, 2)
+    _import(store, "m@random", 0.0, 3)
+    return store
+
+
+def _view(store, **changes):
+    inventory = db.read_inventory(store)
+    view, _ = db.reconcile_view(db.ViewState(store=str(store.path), model="m", n_boot=200), inventory)
+    return dataclasses.replace(view, **changes), inventory
+
+
+def test_variant_choices_and_keys(stored):
+    view, inventory = _view(stored)
+    assert dc.variant_choices(view, inventory) == ["m:first"]  # the @random control is not a variant
+    key = dc.controls_key(view, inventory, ("m:first",))
+    assert key.params.variants == ("m:first",) and len(key.tokens) == 3 and all(key.tokens)
+    assert hash(key) == hash(dc.controls_key(view, inventory, ("m:first",)))
+    assert dc.controls_key(view, inventory).tokens[1] != ""  # m@random is stored: its token is there
+    design = dc.design_key(view, inventory, dc.default_design(inventory.record("m"), view))
+    assert design.params.n_layers == 2  # the default band of a 4-block model: layers 2..3
+    with pytest.raises(MagdashError, match="no model is selected"):
+        dc.controls_key(db.ViewState(store=str(stored.path)), inventory)
+
+
+def _record(source, **changes):
+    base = ModelRecord(name="minilm", model_id="x", source=source, fingerprint="f", dtype="float32",
+                       transformers_version="", architecture="BertModel", n_blocks=6, hidden_size=384,
+                       layer_labels=tuple(str(i) for i in range(7)))
+    return dataclasses.replace(base, **changes)
+
+
+def test_a_variant_is_extracted_only_when_the_weights_are_at_hand(stored, tmp_path):
+    assert dc.extraction_spec(_record("builtin:minilm")) == "minilm"
+    assert dc.extraction_spec(_record("hf-cache:org/name")) == "org/name"
+    assert dc.extraction_spec(_record(f"folder:{tmp_path}")) == str(tmp_path)
+    assert dc.extraction_spec(_record(f"folder:{tmp_path / 'gone'}")) is None
+    assert dc.extraction_spec(_record("import")) is None
+    assert dc.extraction_spec(_record("builtin:minilm", is_random=True)) is None
+    request = dc.variant_request(stored, _record("builtin:minilm"), "paper", dtype="bfloat16", position="first")
+    assert (request.spec, request.name, request.dtype, request.position) == ("minilm", "minilm:bfloat16:first",
+                                                                            "bfloat16", "first")
+    with pytest.raises(MagdashError, match="already stored with dtype float32"):
+        dc.variant_request(stored, _record("builtin:minilm"), "paper", dtype="float32", position="last")
+    with pytest.raises(MagdashError, match="not at hand"):
+        dc.variant_request(stored, _record("import", name="m"), "paper", dtype="float16", position="last")
+
+
+def test_controls_figures_tables_and_report(stored):
+    params = ControlsParams(analysis=AnalysisParams(n_boot=200), n_perm=500, variants=("m:first",))
+    result = run_controls(stored, "m", params=params)
+    assert dc.compared(result) == ["m:first", "m@random"]
+    for builder, args in (("loo_figure", ("eucl",)), ("icc_figure", ()), ("permutation_figure", ("proj",)),
+                          ("variant_figure", ("m:first", "eucl")), ("variant_figure", ("m@random", "residual"))):
+        spec = getattr(dc, builder)(result, *args).to_dict()
+        assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
+        assert export.chart_to_svg(getattr(dc, builder)(result, *args)).startswith("<svg")
+    verdicts = dc.controls_verdicts(result, "eucl")
+    assert set(verdicts["status"]) <= {"problem", "ok", "not judged"} and len(verdicts) == 5
+    assert len(dc.loo_table(result, "eucl")) == len(PAPER_CARRIERS)
+    assert list(dc.permutation_table(result, "eucl")["layer"]) == list(range(5))
+    assert list(dc.variant_table(result, "eucl")["variant"]) == ["m:first", "m@random"]
+    long = tables.permutation_frame(result, "eucl")
+    assert set(long["test"]) == {"parametric (t)", "permutation"} and len(long) == 10
+    assert "control" in dc.controls_sentence(result, "eucl")
+    document = dc.controls_report(stored, result, ["eucl", "proj"])
+    assert "Robustness controls: m, V_eucl" in document and "Robustness controls: m, V_proj" in document
+    manifest = report.extract_manifest(document)
+    assert manifest["controls_parameters"]["variants"] == ["m:first"]
+    assert document.count("<img") == 2 * 5  # loo, icc, permutation, two comparisons per measure
+    # the sidebar's report adds the controls last shown, when they are the view model's
+    view, inventory = _view(stored)
+    sections = dc.session_sections(view, result, None)
+    assert [s.title for s in sections] == ["Robustness controls: m, V_eucl"]
+    assert dc.session_sections(dataclasses.replace(view, model="m:first"), result, None) == []
+    keys = {"m": db.analysis_key(view, inventory)}
+    full = figs.dashboard_report(stored, keys, view={}, extra_sections=sections)
+    assert "Robustness controls: m, V_eucl" in full and "Verdicts (H1-H4)" in full
+
+
+def test_design_figures_tables_and_report(stored):
+    params = DesignParams(n_studies=60, n_points=4, n_boot=10, carrier_grid=(3, 5), magnitude_grid=(10, 26))
+    result = run_design(stored, "m", params=params, analysis_params=AnalysisParams(n_boot=0))
+    for builder in ("h1_figure", "e6_figure", "ci_width_figure"):
+        assert export.chart_to_png(getattr(dc, builder)(result), scale=1).startswith(b"\x89PNG")
+    h1 = tables.h1_power_frame(result)
+    assert set(h1["series"]) == {"t-test", "t-test, size-adjusted", "majority of layers > 0"}
+    assert (h1["low"].dropna() <= h1.loc[h1["low"].notna(), "rate"]).all()
+    assert set(tables.ci_width_frame(result)["factor"]) == {"carriers", "magnitudes"}
+    assert "minimal detectable alpha" in dc.design_sentence(result)
+    summary = dc.design_summary(result)
+    assert "h1_power" in set(summary["quantity"])
+    analysis = analyze(stored, "m", params=AnalysisParams(n_boot=0))
+    document = dc.design_report(stored, result, "m", analysis)
+    assert "Study design (simulated)" in document and document.count("<img") == 3
+    view, _ = _view(stored)
+    assert [s.title for s in dc.session_sections(view, None, result, "m")] == ["Study design (simulated)"]
+    assert dc.session_sections(view, None, result, "other") == []
+    assert json.dumps(report.extract_manifest(document)["calibration"]["dimension"])
