@@ -4,6 +4,8 @@ store, a seeded generator; the hypothesis profile; the bad-input case totals aft
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +14,11 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# One model cache for the whole session (and the app servers it starts), so each built-in GGUF
+# is converted once per run; set MAGDASH_MODEL_CACHE to keep conversions between runs.
+_SESSION_MODEL_CACHE = None if os.environ.get("MAGDASH_MODEL_CACHE") else tempfile.mkdtemp(prefix="magdash-models-")
+if _SESSION_MODEL_CACHE:
+    os.environ["MAGDASH_MODEL_CACHE"] = _SESSION_MODEL_CACHE
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 
@@ -45,6 +52,11 @@ def store(tmp_path) -> Store:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20260404)
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    if _SESSION_MODEL_CACHE:
+        shutil.rmtree(_SESSION_MODEL_CACHE, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
