@@ -23,7 +23,7 @@ if _SESSION_MODEL_CACHE:
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 from magdash.store import Store  # noqa: E402
-from tests.support import CASES, build_tiny_model  # noqa: E402
+from tests.support import CASES, build_tiny_model, load_builtin  # noqa: E402
 
 # CI replays the same generated cases on every run so that a red build is reproducible; a
 # developer's run explores new ones. Entry points are slow (processes, stores), hence no deadline.
@@ -42,6 +42,18 @@ def tiny_llama(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_mistral(tmp_path_factory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny-mistral", "mistral")
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """The built-in SmolLM2-135M-Instruct, converted once per session into the session's model cache."""
+    return load_builtin("smollm2")
+
+
+@pytest.fixture(scope="session")
+def gemma3():
+    """The built-in Gemma 3 270M (about 80 s to convert: the tests that need it are few)."""
+    return load_builtin("gemma3-270m")
 
 
 @pytest.fixture
