@@ -84,4 +84,4 @@ def installed_models(models_dir: Path) -> list[str]:
         registry, namespace, model, tag = parts
         short = model if (registry, namespace) == (DEFAULT_REGISTRY, DEFAULT_NAMESPACE) else f"{namespace}/{model}"
         names.append(f"{short}:{tag}")
-    return names
+    return sorted(names)

@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 import torch
 
+from magdash import dashboard as db
 from magdash.extract import drop_tokens_after_number, extract, forward_number_vectors, locate_numbers, tokenize_items
 from magdash.phase.diagnostics import PhaseParams
 from magdash.phase.run import phase_from_store
+from magdash.presentation import report
 from magdash.stimuli import PAPER_CARRIERS, StimulusSet, paper_stimuli
 from magdash.variability.analysis import AnalysisParams, analyze, compare
 
@@ -127,16 +129,23 @@ def test_smollm2_end_to_end_with_its_random_control(smollm2, store):
         assert store.missing_item_keys(record.model_id, stimuli.name) == set()
     assert store.model_record("smollm2").fingerprint.startswith("gguf:Q4_1:sha256:")
     assert store.model_record("smollm2@random").is_random
+    table = db.inventory_table(db.read_inventory(store)).set_index("model")["weights"]
+    assert table["smollm2"] == "quantized (Q4_1 GGUF), dequantized to float32"
+    assert table["smollm2@random"] == ""  # random weights were never quantized
     params = AnalysisParams(n_boot=200)
+    analyses = {}
     for name in ("smollm2", "smollm2@random"):
-        analysis = analyze(store, name, stimuli.name, params)
+        analysis = analyses[name] = analyze(store, name, stimuli.name, params)
         assert len(analysis.layer_labels) == n_layers
         for measure in params.measures:
             values = analysis.values[measure]
             assert values.shape == (n_layers, 26) and np.isfinite(values).all()
         fits = analysis.fits[analysis.fits["measure"] == "eucl"]
         assert sorted(fits["layer"]) == list(range(n_layers))
-        assert np.isfinite(fits["alpha"]).all()
+        # Layer 0 is context-free (the same vector in every carrier, V = 0): no fit, by design.
+        assert np.isnan(fits["alpha"].iloc[0]) and np.isfinite(fits["alpha"].iloc[1:]).all()
+    summary = report.manifest_summary(report.build_manifest(store, analyses)).set_index("name")
+    assert summary.loc["smollm2", "weights"].startswith("quantized (Q4_1 GGUF)")
     comparison = compare(store, "smollm2", "smollm2@random", stimuli.name, params)
     for measure in params.measures:
         assert np.isfinite(comparison.measures[measure].mean_delta)

@@ -88,7 +88,7 @@ def test_extracting_an_ollama_model_reuses_the_conversion(smollm2, tmp_path, mon
 
 def test_missing_ollama_pieces_are_named(tmp_path, monkeypatch):
     monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "nowhere"))
-    with pytest.raises(ModelLoadError, match="no Ollama models folder .* ollama pull smol"):
+    with pytest.raises(ModelLoadError, match=r"no Ollama models folder .*\(ollama pull smol\)"):
         resolve_model("ollama:smol")
     root = fake_ollama(tmp_path / "ollama", None)
     monkeypatch.setenv("OLLAMA_MODELS", str(root))
