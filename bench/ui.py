@@ -2,7 +2,7 @@
 
 Drives the real app (app.py and pages/) with Streamlit's AppTest, which runs the whole script
 as a browser interaction would (widgets, caches, chart specs, the element tree), in-process.
-The store holds the first-run protocol (minilm and minilm@random on the paper's stimuli),
+The store holds the first-run protocol (minilm, smollm2 and their controls on the paper's stimuli),
 built here unless ``--store`` names one. Every page is visited once first, so the timings are
 those of a user moving around a dashboard they have opened: medians of ``--repeats`` runs.
 

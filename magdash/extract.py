@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -287,6 +288,7 @@ def extract(
     padding_side: str = "right",
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
+    model_cache: str | Path | None = None,
     progress: ProgressCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> ExtractionResult:
@@ -296,7 +298,8 @@ def extract(
     no-op and a killed run resumes with what is missing. Sentences are sorted by token length
     so batches carry little padding; results are flushed in transactions every couple of
     seconds. ``should_stop`` is polled between batches: the run then stores what it has and
-    returns with ``cancelled=True``.
+    returns with ``cancelled=True``. ``model_cache`` is where a GGUF model's conversion is kept
+    (:func:`magdash.gguf.model_cache_dir`).
     """
     started = time.perf_counter()
     # Every option is checked before anything is stored, so a refused call leaves no trace.
@@ -312,7 +315,9 @@ def extract(
         raise MagdashError(f"unknown device map {device_map!r}: use 'auto' or none")
     if not isinstance(model, LoadedModel):
         pick_device(device)
-    source = model.source if isinstance(model, LoadedModel) else resolve_model(model, allow_pickle=allow_pickle)
+    source = model.source if isinstance(model, LoadedModel) else resolve_model(
+        model, allow_pickle=allow_pickle, model_cache=model_cache
+    )
     if isinstance(model, LoadedModel):
         dtype = model.dtype
     name = name or default_name(source.spec, dtype, position)

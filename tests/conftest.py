@@ -4,6 +4,8 @@ store, a seeded generator; the hypothesis profile; the bad-input case totals aft
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -12,11 +14,16 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# One model cache for the whole session (and the app servers it starts), so each built-in GGUF
+# is converted once per run; set MAGDASH_MODEL_CACHE to keep conversions between runs.
+_SESSION_MODEL_CACHE = None if os.environ.get("MAGDASH_MODEL_CACHE") else tempfile.mkdtemp(prefix="magdash-models-")
+if _SESSION_MODEL_CACHE:
+    os.environ["MAGDASH_MODEL_CACHE"] = _SESSION_MODEL_CACHE
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 from magdash.store import Store  # noqa: E402
-from tests.support import CASES, build_tiny_model  # noqa: E402
+from tests.support import CASES, build_tiny_model, load_builtin  # noqa: E402
 
 # CI replays the same generated cases on every run so that a red build is reproducible; a
 # developer's run explores new ones. Entry points are slow (processes, stores), hence no deadline.
@@ -37,6 +44,18 @@ def tiny_mistral(tmp_path_factory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny-mistral", "mistral")
 
 
+@pytest.fixture(scope="session")
+def smollm2():
+    """The built-in SmolLM2-135M-Instruct, converted once per session into the session's model cache."""
+    return load_builtin("smollm2")
+
+
+@pytest.fixture(scope="session")
+def gemma3():
+    """The built-in Gemma 3 270M (about 80 s to convert: the tests that need it are few)."""
+    return load_builtin("gemma3-270m")
+
+
 @pytest.fixture
 def store(tmp_path) -> Store:
     return Store(tmp_path / "store.duckdb")
@@ -45,6 +64,11 @@ def store(tmp_path) -> Store:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20260404)
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    if _SESSION_MODEL_CACHE:
+        shutil.rmtree(_SESSION_MODEL_CACHE, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

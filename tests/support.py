@@ -195,6 +195,25 @@ def require_chromium() -> None:
     pytest.skip(f"{CHROMIUM} is not installed; run `apt-get install -y chromium` to run the browser test")
 
 
+def require_builtin(name: str) -> None:
+    """Skip (with the command) when a built-in decoder is not installed; under CI that is a failure."""
+    from magdash.builtin_models import INSTALL_MODELS, is_installed
+
+    if is_installed(name):
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"CI is set but the built-in model {name} is not installed: {INSTALL_MODELS}")
+    pytest.skip(f"the built-in model {name} is not installed: {INSTALL_MODELS}")
+
+
+def load_builtin(name: str):
+    """A built-in model loaded on the CPU in float32, from the session's model cache."""
+    from magdash.models import load_model
+
+    require_builtin(name)
+    return load_model(name, device="cpu")
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -24,7 +24,8 @@ def register(subparsers) -> None:
         "extract", help="extract hidden states at the number's token for every layer",
         description="Run a model over a stimulus set and store each layer's number-token vector.",
     )
-    parser.add_argument("--model", required=True, help="'minilm', a model folder, a cached repo id; append @random for the untrained control")
+    parser.add_argument("--model", required=True, help="'minilm', 'smollm2', 'gemma3-270m', a model folder, a .gguf file, "
+                        "ollama:NAME[:TAG], a cached repo id; append @random for the untrained control")
     parser.add_argument("--stimuli", default=None, help="name of the stimulus set (default: paper, or custom-<hash> with --carriers/--magnitudes)")
     parser.add_argument("--carriers", metavar="FILE", help="text file of carrier sentences, one per line, each with {n}")
     parser.add_argument("--magnitudes", metavar="SPEC", help="e.g. paper, 1-1000, 1,2,5,10 (default: paper)")
@@ -37,6 +38,8 @@ def register(subparsers) -> None:
     parser.add_argument("--padding-side", choices=("right", "left"), default="right")
     parser.add_argument("--trust-remote-code", action="store_true", help="run code shipped with the model (only for models you trust)")
     parser.add_argument("--allow-pickle", action="store_true", help="load pickle (.bin) weights (only for files you trust)")
+    parser.add_argument("--model-cache", metavar="DIR", default=None,
+                        help="where GGUF models are converted once (default: $MAGDASH_MODEL_CACHE or cache/models)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     add_store_option(parser)
     parser.set_defaults(func=run)
@@ -103,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
             args.model, stimuli, store, name=args.name, dtype=args.dtype, device=args.device,
             device_map=args.device_map, position=args.position, batch_size=args.batch_size,
             padding_side=args.padding_side, trust_remote_code=args.trust_remote_code,
-            allow_pickle=args.allow_pickle, progress=progress,
+            allow_pickle=args.allow_pickle, model_cache=args.model_cache, progress=progress,
         )
     finally:
         if bar is not None:

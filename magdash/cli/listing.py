@@ -15,7 +15,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from magdash.models import BUILTIN_MODELS, cached_repo_ids
+    from magdash.builtin_models import BUILTIN_MODELS
+    from magdash.models import cached_repo_ids
 
     store = open_store(args)
     models = store.list_models()

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from magdash.errors import MagdashError
+from magdash.models import weights_note
 from magdash.overflow import nonfinite_warning
 from magdash.store import ModelRecord, Store, nonfinite_counts_in
 
@@ -113,7 +114,7 @@ def is_control(record: ModelRecord) -> bool:
 def inventory_table(inventory: StoreInventory) -> pd.DataFrame:
     """The home page's model table: one row per stored model with its sets and progress."""
     if inventory.is_empty:
-        return pd.DataFrame(columns=["model", "architecture", "blocks", "width", "dtype", "position", "control", "complete sets", "unfinished"])
+        return pd.DataFrame(columns=["model", "architecture", "blocks", "width", "dtype", "weights", "position", "control", "complete sets", "unfinished"])
     rows = []
     for name, record in inventory.records.items():
         unfinished = inventory.incomplete[inventory.incomplete["name"] == name]
@@ -124,6 +125,7 @@ def inventory_table(inventory: StoreInventory) -> pd.DataFrame:
                 "blocks": record.n_blocks,
                 "width": record.hidden_size,
                 "dtype": record.dtype,
+                "weights": weights_note(record.fingerprint, record.dtype),
                 "position": record.position,
                 "control": "random weights" if is_control(record) else "",
                 "complete sets": ", ".join(inventory.complete_sets.get(name, [])),

@@ -18,7 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from magdash.builtin_models import is_installed
 from magdash.errors import MagdashError
+from magdash.gguf import GGUF_SUFFIX
+from magdash.models import OLLAMA_PREFIX
 from magdash.stimuli import StimulusSet, paper_stimuli
 from magdash.store import Store
 from magdash.variability.analysis import AnalysisParams
@@ -273,22 +276,28 @@ class ExtractionRequest:
 
 
 def model_spec(source: str, value: str, *, control: bool = False, seed: int = 0) -> str:
-    """The model spec for the Extract page's choice (built-in, cache, folder) and control flag."""
+    """The model spec for the Extract page's choice (built-in, cache, folder or GGUF file, Ollama)
+    and control flag."""
     value = (value or "").strip()
     if not value:
-        what = {"folder": "a model folder path", "cache": "a model from the list"}.get(source, "a model")
+        what = {"folder": "a model folder or .gguf file path", "cache": "a model from the list",
+                "ollama": "an Ollama model name"}.get(source, "a model")
         raise MagdashError(f"no model chosen: give {what}")
     if source == "folder":
         path = Path(value).expanduser()
         try:
-            is_folder = path.is_dir()
+            is_folder, is_file = path.is_dir(), path.is_file()
         except OSError as error:  # e.g. a name too long for the file system
             raise MagdashError(f"cannot use {value!r} as a folder ({error.strerror}): give the folder holding "
                                "config.json and *.safetensors") from None
-        if not is_folder:
-            problem = "is a file, not a folder" if path.is_file() else "does not exist"
-            raise MagdashError(f"folder {value!r} {problem}: give the folder holding config.json and *.safetensors")
+        if is_file and path.suffix.lower() != GGUF_SUFFIX:
+            raise MagdashError(f"{value!r} is a file but not a .gguf file: give a .gguf file or a model folder")
+        if not (is_folder or is_file):
+            raise MagdashError(f"folder {value!r} does not exist: give the folder holding config.json and "
+                               "*.safetensors, or a .gguf file")
         value = str(path.resolve())
+    if source == "ollama" and not value.startswith(OLLAMA_PREFIX):
+        value = f"{OLLAMA_PREFIX}{value}"
     if control:
         value = f"{value}@random" if seed == 0 else f"{value}@random:{int(seed)}"
     return value
@@ -310,43 +319,69 @@ def extraction_job(store: Store, request: ExtractionRequest) -> Job:
     return Job(f"extract {request.name or request.spec}", work)
 
 
-FIRST_RUN_MODELS = ("minilm", "minilm@random")
+FIRST_RUN_PAIRS = (("minilm", "minilm@random"), ("smollm2", "smollm2@random"))
+"""The first run's models with their controls: the built-in encoder and the built-in decoder."""
+
+
+def first_run_pairs() -> tuple[tuple[str, str], ...]:
+    """The first run's pairs whose model is installed (smollm2 comes from requirements-models.txt)."""
+    return tuple(pair for pair in FIRST_RUN_PAIRS if is_installed(pair[0]))
+
+
+def first_run_models() -> tuple[str, ...]:
+    return tuple(name for pair in first_run_pairs() for name in pair)
+
+
+def first_run_label() -> str:
+    """What the first-run button says it runs: "minilm, smollm2 and their random controls"."""
+    names = [pair[0] for pair in first_run_pairs()]
+    if len(names) == 1:
+        return f"{names[0]} and {names[0]}@random"
+    return f"{', '.join(names[:-1])}, {names[-1]} and their random controls"
+
+
+def first_run_steps() -> int:
+    """Extract and analyse every model, then one comparison per pair."""
+    return 5 * len(first_run_pairs())
 
 
 def run_first_protocol(store: Store, params: AnalysisParams, context: JobContext | None = None) -> bool:
-    """The paper's protocol on the built-in model and its control: extract, analyse, compare.
+    """The paper's protocol on the built-in models and their controls: extract, analyse, compare.
 
-    Analyses use ``params`` (the dashboard's), so the pages find them in the store's cache.
-    Returns False when it was asked to stop (what was finished is stored).
+    The built-in decoder (``smollm2``, when installed) runs with the encoder: the paper's
+    questions are about decoder LMs. Analyses use ``params`` (the dashboard's), so the pages
+    find them in the store's cache. Returns False when it was asked to stop (what was finished
+    is stored).
     """
     from magdash.extract import extract
     from magdash.variability.analysis import analyze, compare
 
     context = context or JobContext()
     stimuli = paper_stimuli()
-    for spec in FIRST_RUN_MODELS:
+    pairs = first_run_pairs()
+    models = [name for pair in pairs for name in pair]
+    for spec in models:
         context.step(f"extracting {spec}", len(stimuli.items))
         result = extract(spec, stimuli, store, progress=context.progress, should_stop=context.should_stop)
         if result.cancelled:
             return False
-    for spec in FIRST_RUN_MODELS:
+    for spec in models:
         if context.should_stop():
             return False
         context.step(f"analysing {spec}", 0)
         analyze(store, spec, stimuli.name, params, progress=context.progress)
-    context.step(f"comparing {FIRST_RUN_MODELS[0]} with its control", 0)
-    compare(store, FIRST_RUN_MODELS[0], FIRST_RUN_MODELS[1], stimuli.name, params)
+    for model, control in pairs:
+        context.step(f"comparing {model} with its control", 0)
+        compare(store, model, control, stimuli.name, params)
     return True
-
-
-FIRST_RUN_STEPS = 2 * len(FIRST_RUN_MODELS) + 1
 
 
 def first_run_job(store: Store, params: AnalysisParams) -> Job:
     """:func:`run_first_protocol` as a background job with progress and Cancel."""
+    models = first_run_models()
 
     def work(context: JobContext) -> tuple[Any, bool]:
         finished = run_first_protocol(store, params, context)
-        return (FIRST_RUN_MODELS if finished else None), not finished
+        return (models if finished else None), not finished
 
-    return Job("first run: minilm and its random control", work, n_steps=FIRST_RUN_STEPS)
+    return Job(f"first run: {first_run_label()}", work, n_steps=first_run_steps())

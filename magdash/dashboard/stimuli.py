@@ -215,12 +215,14 @@ def split_summary(preview: pd.DataFrame) -> str:
 
 def tokenizer_specs(records: Iterable[ModelRecord], cached: Sequence[str]) -> list[str]:
     """Model specs whose tokenizer can be previewed: built-ins, stored models' sources, the HF cache."""
-    from magdash.models import BUILTIN_MODELS
+    from magdash.builtin_models import BUILTIN_MODELS
 
     specs = list(BUILTIN_MODELS)
     for record in records:
         kind, _, where = record.source.partition(":")
-        if kind in ("builtin", "hf-cache", "folder") and where and where not in specs:
+        if kind == "ollama":
+            where = record.source
+        if kind in ("builtin", "hf-cache", "folder", "gguf", "ollama") and where and where not in specs:
             specs.append(where)
     specs += [repo for repo in cached if repo not in specs]
     return specs

@@ -32,6 +32,7 @@ import pandas as pd
 
 from magdash.errors import AnalysisError
 from magdash.jsonio import to_jsonable
+from magdash.models import weights_note
 from magdash.presentation import charts, tables
 from magdash.presentation.export import chart_to_png, chart_to_svg
 from magdash.presentation.formatting import MISSING, format_number
@@ -190,7 +191,7 @@ def build_report_html(
 
 def manifest_summary(manifest: Mapping[str, Any]) -> pd.DataFrame:
     """One row per model of the manifest: the identity columns a reader checks first."""
-    columns = ["name", "model_id", "source", "fingerprint", "dtype", "n_blocks", "hidden_size",
+    columns = ["name", "model_id", "source", "fingerprint", "dtype", "weights", "n_blocks", "hidden_size",
                "stimuli", "data_fingerprint", "is_random"]
     rows = [{c: model.get(c) for c in columns} for model in manifest.get("models", [])]
     return pd.DataFrame(rows, columns=columns)
@@ -244,6 +245,7 @@ def build_manifest(
         models.append(
             {
                 **dataclasses.asdict(record),
+                "weights": weights_note(record.fingerprint, record.dtype),
                 "stimuli": result.stimuli,
                 "data_fingerprint": store.data_fingerprint(name, result.stimuli),
                 "core_layers": list(result.core_layers),

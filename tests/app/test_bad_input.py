@@ -239,6 +239,10 @@ def _model_folders(tmp_path: Path) -> dict[str, tuple[str, str]]:
     (tmp_path / "pickle-only" / "pytorch_model.bin").write_bytes(b"\x80\x04\x95 pickle that must never be loaded")
     (tmp_path / "bad-config").mkdir()
     (tmp_path / "bad-config" / "config.json").write_text("{not json")
+    (tmp_path / "fake.gguf").write_bytes(b"PK\x03\x04 a zip, not a GGUF")
+    (tmp_path / "two-ggufs").mkdir()
+    for name in ("a.gguf", "b.gguf"):
+        (tmp_path / "two-ggufs" / name).write_bytes(b"GGUF")
     cases = {
         "missing deep path": (str(tmp_path / "no" / "such" / "deep" / "folder"), "does not exist"),
         "a file": (str(tmp_path / "a-file"), "is a file"),
@@ -246,6 +250,8 @@ def _model_folders(tmp_path: Path) -> dict[str, tuple[str, str]]:
         "folder without weights": (str(tmp_path / "no-weights"), "holds no *.safetensors weights"),
         "only pickle weights": (str(tmp_path / "pickle-only"), "pickle"),
         "broken config.json": (str(tmp_path / "bad-config"), "cannot read"),
+        "not a GGUF file": (str(tmp_path / "fake.gguf"), "is not a GGUF file"),
+        "two GGUF files": (str(tmp_path / "two-ggufs"), "holds 2 GGUF files"),
         "10,000 characters": (LONG, "too long"),
         "NUL byte": ("model\0folder", "does not exist"),
         "blank": ("   ", "no model chosen"),
@@ -262,7 +268,7 @@ def test_extract_model_folder_bad_input(store_path, tmp_path, monkeypatch):
     registry = ui.job_registry()
     for case, (typed, expected) in _model_folders(tmp_path).items():
         record("app extract model folder")
-        widget(at.text_input, "Model folder").set_value(typed).run()
+        widget(at.text_input, "Model folder or GGUF file").set_value(typed).run()
         assert_clean(at, case)
         button = widget(at.button, "Extract")
         if button.disabled:  # refused before a job starts: the reason is on the page
@@ -285,7 +291,7 @@ def test_extract_store_as_names_are_saved_verbatim_and_shown_literally(tiny_llam
     seed_before = seed_vectors(store_path)
     at = open_app(store_path, monkeypatch, page="pages/extract.py")
     widget(at.radio, "Model from").set_value("folder").run()
-    widget(at.text_input, "Model folder").set_value(str(tiny_llama)).run()
+    widget(at.text_input, "Model folder or GGUF file").set_value(str(tiny_llama)).run()
     registry = ui.job_registry()
     # (token position, name): each position is another model identity, so each name is new.
     for position, name in [("last", SEED_MODEL), ("last", HOSTILE[0]), ("first", HOSTILE[2]), ("mean", "   ")]:

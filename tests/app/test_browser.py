@@ -12,6 +12,7 @@ import os
 
 import pytest
 
+from magdash.dashboard.jobs import first_run_label
 from tests.support import CHROMIUM, CHROMIUM_ARGS, require_chromium, streamlit_server
 
 FIRST_RUN_TIMEOUT_MS = 540_000
@@ -35,9 +36,9 @@ def test_first_run_then_page_switch_in_chromium(app_server, tmp_path):
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(app_server, wait_until="domcontentloaded")
-            button = page.get_by_role("button", name="Run the paper's protocol on minilm and minilm@random")
+            button = page.get_by_role("button", name=f"Run the paper's protocol on {first_run_label()}")
             button.click()
-            expect(page.get_by_text("first run: minilm and its random control —")).to_be_visible(timeout=120_000)
+            expect(page.get_by_text(f"first run: {first_run_label()} —")).to_be_visible(timeout=120_000)
             expect(page.get_by_role("button", name="Cancel")).to_be_visible()
             # The run ends, the page reruns once and draws the results.
             expect(page.get_by_text("Results: minilm on paper")).to_be_visible(timeout=FIRST_RUN_TIMEOUT_MS)

@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from magdash import dashboard as db
-from magdash.dashboard.jobs import run_first_protocol
+from magdash.dashboard.jobs import first_run_label, run_first_protocol
 from magdash.store import Store
 from pages import ui
 from tests.support import ROOT, labels, open_app, shown, widget
@@ -28,7 +28,7 @@ EXPECTED_TABLES = {"home": 1, "scaling": 1, "weber": 2, "frequency": 2, "compare
 
 @pytest.fixture(scope="module")
 def populated(tmp_path_factory) -> str:
-    """The first-run protocol (minilm + minilm@random), exactly what the Home button runs."""
+    """The first-run protocol (minilm, smollm2 and their controls), exactly what the Home button runs."""
     path = tmp_path_factory.mktemp("populated") / "store.duckdb"
     store = Store(path)
     assert run_first_protocol(store, db.analysis_params(db.ViewState(store=str(path))))
@@ -53,7 +53,7 @@ def test_every_page_on_an_empty_store_says_what_to_do(page, tmp_path, monkeypatc
     assert not at.get("vega_lite_chart")
     name = Path(page).stem
     if name == "home":
-        assert "Run the paper's protocol on minilm and minilm@random" in labels(at.button)
+        assert f"Run the paper's protocol on {first_run_label()}" in labels(at.button)
     elif name == "extract":
         assert "Extract" in labels(at.button)
     elif name == "stimuli":
@@ -73,7 +73,7 @@ def test_the_sidebar_of_an_empty_store_points_to_home(tmp_path, monkeypatch):
 def test_first_run_button_shows_progress_and_cancels(tmp_path, monkeypatch):
     path = str(tmp_path / "first.duckdb")
     at = open_app(path, monkeypatch)
-    widget(at.button, "Run the paper's protocol on minilm and minilm@random").click().run()
+    widget(at.button, f"Run the paper's protocol on {first_run_label()}").click().run()
     assert not at.exception
     job = ui.job_registry().get(path)
     assert job is not None
@@ -89,10 +89,10 @@ def test_first_run_button_shows_progress_and_cancels(tmp_path, monkeypatch):
 def test_a_failing_extraction_shows_a_message_not_a_traceback(tmp_path, monkeypatch):
     at = open_app(str(tmp_path / "s.duckdb"), monkeypatch, page="pages/extract.py")
     widget(at.radio, "Model from").set_value("folder").run()
-    widget(at.text_input, "Model folder").set_value(str(tmp_path / "nowhere")).run()
+    widget(at.text_input, "Model folder or GGUF file").set_value(str(tmp_path / "nowhere")).run()
     assert any("does not exist" in shown(info) for info in at.info)
     assert widget(at.button, "Extract").disabled
-    widget(at.text_input, "Model folder").set_value(str(tmp_path)).run()  # a folder, but no model
+    widget(at.text_input, "Model folder or GGUF file").set_value(str(tmp_path)).run()  # a folder, but no model
     widget(at.button, "Extract").click().run()
     job = ui.job_registry().get(str(tmp_path / "s.duckdb"))
     assert job.wait(300).state == "failed"
@@ -106,7 +106,7 @@ def test_extract_page_runs_a_model_and_the_pages_show_it(tiny_llama, tmp_path, m
     path = str(tmp_path / "s.duckdb")
     at = open_app(path, monkeypatch, page="pages/extract.py")
     widget(at.radio, "Model from").set_value("folder").run()
-    widget(at.text_input, "Model folder").set_value(str(tiny_llama)).run()
+    widget(at.text_input, "Model folder or GGUF file").set_value(str(tiny_llama)).run()
     widget(at.button, "Extract").click().run()
     snapshot = ui.job_registry().get(path).wait(300)
     assert snapshot.state == "done", snapshot.message

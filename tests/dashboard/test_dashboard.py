@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from magdash import dashboard as db
+from magdash.builtin_models import BUILTIN_MODELS
 from magdash.dashboard import figures as figs
 from magdash.dashboard import jobs as jobs
 from magdash.dashboard import stimuli as ds
@@ -334,6 +335,22 @@ def test_model_spec_from_the_extract_form(tmp_path):
         jobs.model_spec("folder", str(tmp_path / "missing"))
     with pytest.raises(MagdashError, match="no model chosen"):
         jobs.model_spec("cache", "")
+    model_file = tmp_path / "model.gguf"
+    model_file.write_bytes(b"GGUF")
+    assert jobs.model_spec("folder", str(model_file), control=True) == f"{model_file.resolve()}@random"
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(MagdashError, match="not a .gguf file"):
+        jobs.model_spec("folder", str(tmp_path / "notes.txt"))
+    assert jobs.model_spec("ollama", "llama3.2:1b") == "ollama:llama3.2:1b"
+    assert jobs.model_spec("ollama", "ollama:qwen2") == "ollama:qwen2"
+
+
+def test_first_run_pairs_each_model_with_its_control():
+    pairs = jobs.first_run_pairs()
+    assert pairs[0] == ("minilm", "minilm@random")
+    assert all(control == f"{model}@random" for model, control in pairs)
+    assert jobs.first_run_steps() == 5 * len(pairs)
+    assert jobs.first_run_models() == tuple(name for pair in pairs for name in pair)
 
 
 @pytest.mark.slow
@@ -447,7 +464,7 @@ def test_tokenization_preview_shows_split_numbers(tiny_llama):
 def test_tokenizer_specs_list_builtins_stored_sources_and_the_cache(planted_view):
     _, inventory = planted_view
     specs = ds.tokenizer_specs(inventory.records.values(), ["org/a", "minilm"])
-    assert specs == ["minilm", "org/a"]  # imported models have no tokenizer to preview
+    assert specs == [*BUILTIN_MODELS, "org/a"]  # imported models have no tokenizer to preview
 
 
 # -- figures and tables from planted data -------------------------------------------------------

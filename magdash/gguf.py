@@ -1,0 +1,250 @@
+"""GGUF model files: their metadata, and their conversion to a cached safetensors folder.
+
+GGUF (the file format of llama.cpp, Ollama and LM Studio) holds quantized weights, the model's
+hyperparameters and its tokenizer in one file, and no code. transformers reads it with
+``from_pretrained(folder, gguf_file=...)``, dequantizing every tensor and rebuilding a fast
+tokenizer from the vocabulary: seconds to minutes (about 20 s for a 135M model, 80 s for a
+270M one with a 262k vocabulary on two cores). magdash does that once per file, dtype and
+transformers version and keeps the result as an ordinary model folder (``config.json``,
+tokenizer, ``model.safetensors``) under the model cache, so every later load is a safetensors
+load. The metadata is read here without torch or transformers, so resolving a GGUF model costs
+no model load.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import mmap
+import os
+import shutil
+import struct
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from magdash.errors import ModelLoadError
+
+log = logging.getLogger(__name__)
+
+GGUF_SUFFIX = ".gguf"
+MODEL_CACHE_ENV = "MAGDASH_MODEL_CACHE"
+DEFAULT_MODEL_CACHE = Path("cache") / "models"
+_COMPLETE = "magdash-conversion.json"
+_GGUF_MAGIC = b"GGUF"
+# GGUF metadata value types (ggml's gguf.h): scalar type -> struct format.
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_STRING, _ARRAY = 8, 9
+
+
+@dataclass(frozen=True)
+class GGUFInfo:
+    """What identifies a GGUF file's model, read from its header and bytes."""
+
+    path: Path
+    sha256: str
+    architecture: str
+    """``general.architecture``: llama, gemma3, qwen2, ..."""
+    quantization: str
+    """The file's quantization type as llama.cpp names it (Q4_1, Q4_K_M, F16, ...)."""
+    config_digest: str
+    """Digest of the architecture's hyperparameters: what an ``@random`` control is built from."""
+
+
+def model_cache_dir(cache: str | Path | None = None) -> Path:
+    """Where converted models go: ``cache``, else ``$MAGDASH_MODEL_CACHE``, else ``cache/models``."""
+    chosen = cache or os.environ.get(MODEL_CACHE_ENV) or DEFAULT_MODEL_CACHE
+    return Path(chosen).expanduser()
+
+
+def find_gguf(path: Path) -> Path | None:
+    """The GGUF file ``path`` names: the file itself, or the only ``.gguf`` in a model-less folder.
+
+    A folder with a ``config.json`` is a Hugging Face model folder (None); one with several GGUF
+    files is ambiguous and refused with their names.
+    """
+    if path.is_file():
+        return path if path.suffix.lower() == GGUF_SUFFIX else None
+    if not path.is_dir() or (path / "config.json").exists():
+        return None
+    files = sorted(p for p in path.iterdir() if p.suffix.lower() == GGUF_SUFFIX and p.is_file())
+    if len(files) > 1:
+        names = ", ".join(p.name for p in files[:5])
+        raise ModelLoadError(f"{str(path)!r} holds {len(files)} GGUF files ({names}): give the path of one of them")
+    return files[0] if files else None
+
+
+def read_metadata(path: Path) -> dict[str, object]:
+    """The header's key/value metadata; arrays (the tokenizer's vocabulary) become their lengths.
+
+    Layout (ggml docs/gguf.md): magic ``GGUF``, version u32, tensor count u64, key count u64,
+    then per key a string name, a u32 value type and the value.
+    """
+    try:
+        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            if data[:4] != _GGUF_MAGIC:
+                raise ModelLoadError(f"{str(path)!r} is not a GGUF file (it does not start with 'GGUF')")
+            _version, _tensors, n_keys = struct.unpack_from("<IQQ", data, 4)
+            position, metadata = 24, {}
+            for _ in range(n_keys):
+                key, position = _read_string(data, position)
+                (value_type,) = struct.unpack_from("<I", data, position)
+                metadata[key], position = _read_value(data, position + 4, value_type)
+            return metadata
+    except (OSError, ValueError, struct.error, UnicodeDecodeError) as error:
+        raise ModelLoadError(f"cannot read the GGUF file {str(path)!r}: {error}") from None
+
+
+def _read_string(data, position: int) -> tuple[str, int]:
+    (length,) = struct.unpack_from("<Q", data, position)
+    start = position + 8
+    return bytes(data[start:start + length]).decode("utf-8"), start + length
+
+
+def _read_value(data, position: int, value_type: int) -> tuple[object, int]:
+    if value_type in _SCALARS:
+        fmt = _SCALARS[value_type]
+        return struct.unpack_from(fmt, data, position)[0], position + struct.calcsize(fmt)
+    if value_type == _STRING:
+        return _read_string(data, position)
+    if value_type != _ARRAY:
+        raise ValueError(f"unknown GGUF value type {value_type}")
+    item_type, count = struct.unpack_from("<IQ", data, position)
+    position += 12
+    if item_type in _SCALARS:
+        return count, position + count * struct.calcsize(_SCALARS[item_type])
+    for _ in range(count):
+        _, position = _read_value(data, position, item_type)
+    return count, position
+
+
+def quantization_name(file_type: object) -> str:
+    """llama.cpp's name of a ``general.file_type`` (3 -> Q4_1, 15 -> Q4_K_M)."""
+    from gguf.constants import LlamaFileType
+
+    try:
+        return LlamaFileType(int(file_type)).name.removeprefix("MOSTLY_")
+    except (TypeError, ValueError):
+        return "unknown"
+
+
+def gguf_info(path: Path) -> GGUFInfo:
+    """Hash and read a GGUF file once per process (per path, size and modification time)."""
+    path = path.resolve()
+    try:
+        stat = path.stat()
+    except OSError as error:
+        raise ModelLoadError(f"cannot read the GGUF file {str(path)!r}: {error.strerror}") from None
+    return _gguf_info(path, stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=32)
+def _gguf_info(path: Path, _size: int, _mtime_ns: int) -> GGUFInfo:
+    metadata = read_metadata(path)
+    architecture = str(metadata.get("general.architecture", "unknown"))
+    hyperparameters = {k: v for k, v in sorted(metadata.items()) if k.startswith(f"{architecture}.")}
+    config_digest = hashlib.sha1(json.dumps(hyperparameters, default=str).encode()).hexdigest()[:16]
+    quantization = quantization_name(metadata.get("general.file_type"))
+    return GGUFInfo(path, sha256_file(path), architecture, quantization, config_digest)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def converted_name(info: GGUFInfo, dtype: str, transformers_version: str) -> str:
+    return f"gguf-{info.sha256[:16]}-{dtype}-transformers-{transformers_version}"
+
+
+def find_converted(info: GGUFInfo, cache: Path, transformers_version: str) -> Path | None:
+    """A finished conversion of this file in any dtype (enough for its tokenizer), or None."""
+    for dtype in ("float32", "bfloat16", "float16"):
+        folder = cache / converted_name(info, dtype, transformers_version)
+        if (folder / _COMPLETE).exists():
+            return folder
+    return None
+
+
+def converted_folder(info: GGUFInfo, dtype: str, cache: Path) -> Path:
+    """The model folder of ``info`` dequantized to ``dtype``, converting it on first use.
+
+    The conversion is written to a temporary folder beside its final place and renamed into it
+    when complete, so an interrupted conversion leaves nothing that looks finished, and two
+    processes converting at once both end with the same folder.
+    """
+    from magdash.models import transformers_version
+
+    version = transformers_version()
+    folder = cache / converted_name(info, dtype, version)
+    if (folder / _COMPLETE).exists():
+        return folder
+    log.warning("converting %s to %s safetensors once (kept in %s)", info.path.name, dtype, cache)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".converting-", dir=cache))
+        staging.chmod(0o755)  # mkdtemp's folder is private; the cache is shared like the store
+    except OSError as error:
+        raise ModelLoadError(f"cannot write to the model cache {str(cache)!r}: {error.strerror}") from None
+    try:
+        _convert(info, dtype, staging)
+        (staging / _COMPLETE).write_text(json.dumps({
+            "gguf": str(info.path), "sha256": info.sha256, "quantization": info.quantization,
+            "dtype": dtype, "transformers": version,
+        }, indent=1))
+        try:
+            staging.rename(folder)
+        except OSError:
+            if not (folder / _COMPLETE).exists():
+                raise
+            log.info("%s was converted by another process meanwhile", info.path.name)
+    except OSError as error:
+        raise ModelLoadError(f"cannot write the converted model to {str(cache)!r}: {error}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def _convert(info: GGUFInfo, dtype: str, target: Path) -> None:
+    """Dequantize with transformers and save config, tokenizer and weights as safetensors.
+
+    transformers marks a model loaded from GGUF as quantized and refuses ``save_pretrained``
+    even once every tensor is dequantized, so the weights are written with safetensors'
+    ``save_model`` (which keeps tied embeddings as one tensor) and the config without its
+    GGUF quantization entry.
+    """
+    import torch
+    from safetensors.torch import save_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    previous = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    where = {"pretrained_model_name_or_path": info.path.parent, "gguf_file": info.path.name}
+    # Dequantized even where transformers could keep GGUF blocks (with the kernels package):
+    # the folder must hold plain tensors.
+    dense = GgufConfig(gguf_file=info.path.name, dequantize=True)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(**where)
+        model = AutoModelForCausalLM.from_pretrained(**where, dtype=getattr(torch, dtype), quantization_config=dense)
+    except (ValueError, KeyError, RuntimeError, OSError, ImportError) as error:
+        raise ModelLoadError(
+            f"transformers cannot read {info.path.name} ({info.architecture}, {info.quantization}): "
+            f"{str(error).splitlines()[0]}"
+        ) from None
+    finally:
+        hf_logging.set_verbosity(previous)
+    config = model.config
+    # The GGUF config names no architecture class; magdash reads causality from it.
+    config.architectures = [type(model).__name__]
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    config.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    save_model(model, str(target / "model.safetensors"), metadata={"format": "pt"})

@@ -1,0 +1,122 @@
+"""GGUF files: metadata read without transformers, the identity of a GGUF model, the conversion
+cache, and ``--model file.gguf`` through the CLI; on the real smollm2 and gemma3-270m files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from magdash.builtin_models import builtin_model_path
+from magdash.cli import main
+from magdash.errors import ModelLoadError
+from magdash.gguf import MODEL_CACHE_ENV, converted_folder, gguf_info, model_cache_dir, read_metadata
+from magdash.models import quantization, resolve_model, weights_note
+from magdash.store import Store
+from tests.support import require_builtin
+
+
+@pytest.fixture
+def smollm2_file() -> Path:
+    require_builtin("smollm2")
+    return builtin_model_path("smollm2")
+
+
+def test_metadata_and_identity_are_read_from_the_file(smollm2_file):
+    metadata = read_metadata(smollm2_file)
+    assert metadata["general.architecture"] == "llama"
+    assert (metadata["llama.block_count"], metadata["llama.embedding_length"]) == (30, 576)
+    assert metadata["tokenizer.ggml.tokens"] == 49152  # arrays are kept as their lengths
+    info = gguf_info(smollm2_file)
+    assert info.quantization == "Q4_1"
+    assert info.sha256 == hashlib.sha256(smollm2_file.read_bytes()).hexdigest()
+    source = resolve_model(str(smollm2_file))
+    assert source.source == f"gguf:{smollm2_file.resolve()}"
+    assert source.fingerprint == f"gguf:Q4_1:sha256:{info.sha256[:32]}"
+    assert quantization(source.fingerprint) == "Q4_1"
+    assert weights_note(source.fingerprint, "bfloat16") == "quantized (Q4_1 GGUF), dequantized to bfloat16"
+    assert weights_note("sha256:abc", "float32") == ""
+    ids = {source.model_id(dtype, "last", "5.0") for dtype in ("float32", "bfloat16")}
+    ids.add(source.model_id("float32", "last", "5.1"))
+    assert len(ids) == 3  # dtype and transformers version are part of the identity
+    control = resolve_model(f"{smollm2_file}@random:3")
+    assert control.is_random and control.fingerprint == f"random:seed=3:gguf-config={info.config_digest}"
+    assert quantization(control.fingerprint) is None
+
+
+def test_gemma_is_assembled_once_and_read_as_q4_k_m(tmp_path):
+    require_builtin("gemma3-270m")
+    source = resolve_model("gemma3-270m", model_cache=tmp_path)
+    assert source.path == tmp_path / "gemma3-270m" / "gemma-3-270m-q4_k_m.gguf"
+    assert source.fingerprint.startswith("gguf:Q4_K_M:sha256:a5fd3b62230aa5ec")
+    assert source.gguf.architecture == "gemma3"
+    modified = source.path.stat().st_mtime_ns
+    assert resolve_model("gemma3-270m", model_cache=tmp_path).path.stat().st_mtime_ns == modified
+    assert [p.name for p in source.path.parent.iterdir()] == [source.path.name]  # no partial file left
+
+
+def test_a_folder_with_one_gguf_is_that_model_and_two_are_refused(smollm2_file, tmp_path):
+    folder = tmp_path / "one"
+    folder.mkdir()
+    (folder / "model.gguf").symlink_to(smollm2_file)
+    assert resolve_model(str(folder)).fingerprint == resolve_model("smollm2").fingerprint
+    (folder / "other.gguf").symlink_to(smollm2_file)
+    with pytest.raises(ModelLoadError, match="holds 2 GGUF files .*give the path of one of them"):
+        resolve_model(str(folder))
+
+
+def test_files_that_are_not_gguf_are_refused_with_a_message(smollm2_file, tmp_path):
+    fake = tmp_path / "fake.gguf"
+    fake.write_bytes(b"PK\x03\x04 not a gguf")
+    with pytest.raises(ModelLoadError, match="is not a GGUF file"):
+        resolve_model(str(fake))
+    truncated = tmp_path / "truncated.gguf"
+    truncated.write_bytes(smollm2_file.read_bytes()[:4096])
+    with pytest.raises(ModelLoadError, match="cannot read the GGUF file"):
+        resolve_model(str(truncated))
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello")
+    with pytest.raises(ModelLoadError, match="is a file: give a .gguf file or a model folder"):
+        resolve_model(str(notes))
+
+
+def test_the_model_cache_is_chosen_explicitly_then_by_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(MODEL_CACHE_ENV, str(tmp_path / "env"))
+    assert model_cache_dir(tmp_path / "given") == tmp_path / "given"
+    assert model_cache_dir() == tmp_path / "env"
+    monkeypatch.delenv(MODEL_CACHE_ENV)
+    assert model_cache_dir() == Path("cache") / "models"
+
+
+def test_the_conversion_is_kept_and_reused(smollm2):
+    """The session's smollm2 fixture converted the file once; asking again converts nothing."""
+    cache = model_cache_dir()
+    folder = converted_folder(smollm2.source.gguf, "float32", cache)
+    marker = folder / "magdash-conversion.json"
+    written = marker.stat().st_mtime_ns
+    record = json.loads(marker.read_text())
+    assert record["sha256"] == smollm2.source.gguf.sha256
+    assert (record["quantization"], record["dtype"]) == ("Q4_1", "float32")
+    assert converted_folder(smollm2.source.gguf, "float32", cache) == folder
+    assert marker.stat().st_mtime_ns == written
+    assert sorted(p.name for p in folder.glob("*.safetensors")) == ["model.safetensors"]
+    assert json.loads((folder / "config.json").read_text())["architectures"] == ["LlamaForCausalLM"]
+    assert not [p for p in cache.iterdir() if p.name.startswith(".converting-")]
+
+
+def test_cli_extracts_a_gguf_file_and_lists_it_as_quantized(smollm2, smollm2_file, tmp_path, capsys):
+    store_path = tmp_path / "s.duckdb"
+    status = main(["extract", "--model", str(smollm2_file), "--magnitudes", "3,30", "--store", str(store_path),
+                   "--model-cache", os.environ[MODEL_CACHE_ENV], "--device", "cpu", "--quiet"])
+    assert status == 0
+    name = str(smollm2_file)
+    record = Store(store_path).model_record(name)
+    assert record.fingerprint == smollm2.source.fingerprint
+    assert record.architecture == "LlamaForCausalLM"
+    assert "extracted 10 sentences" in capsys.readouterr().out
+    status = main(["extract", "--model", str(tmp_path / "missing.gguf"), "--store", str(store_path)])
+    assert status == 2
+    assert capsys.readouterr().err.startswith("magdash: error: no model")
