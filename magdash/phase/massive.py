@@ -35,6 +35,8 @@ from magdash.errors import AnalysisError
 MASSIVE_RATIO = 10.0
 MASSIVE_MODES = ("keep", "drop", "standardise")
 MASSIVE_DEFAULT = "keep"
+MASSIVE_LABELS = {"keep": "raw", "drop": "massive dimensions dropped", "standardise": "per-dimension standardised"}
+"""How each view is named in tables, charts and sentences."""
 
 
 def check_massive(mode: str, ratio: float) -> None:
