@@ -52,6 +52,12 @@ def _view_key(params: PhaseParams) -> dict:
     return view
 
 
+def number_token_key(store, name: str, stimuli: str, params: PhaseParams | None = None) -> str:
+    """The cache key of a stored model's number-token samples in the view ``params`` asks for."""
+    return result_key("phase-numbers", PHASE_VERSION, data=store.data_fingerprint(name, stimuli),
+                      **_view_key(params or PhaseParams()))
+
+
 def view_sample(vectors, layer: int, params: PhaseParams) -> LayerSample:
     """One layer's sample of ``vectors`` (n, d) in the view ``params.massive`` asks for.
 
@@ -104,8 +110,7 @@ def phase_from_store(
     params = params or PhaseParams()
     stimuli = store.resolve_stimuli(name, stimuli)
     record = store.model_record(name)
-    key = result_key("phase-numbers", PHASE_VERSION, data=store.data_fingerprint(name, stimuli),
-                     **_view_key(params))
+    key = number_token_key(store, name, stimuli, params)
     cached = _cached(store, key) if use_cache else None
     if cached is None:
         samples = number_token_samples(store, name, stimuli, progress, params)
