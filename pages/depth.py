@@ -49,3 +49,7 @@ st.subheader("Per-layer diagnostics")
 st.caption("n_spikes is empty where the Marchenko-Pastur fit did not converge (mp_converged false; it "
            "stopped at mp_cap, half the spectrum): a capped count is not a count.")
 ui.table("phase_table", results, adjusted, name=f"depth-diagnostics-{view.model}")
+
+if example := db.depth_example():
+    with st.expander("Worked example: a real decoder over every token of a 13,000-token text (docs/depth_example.md)"):
+        st.markdown(example)
