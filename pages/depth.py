@@ -3,6 +3,7 @@
 import streamlit as st
 
 from magdash import dashboard as db
+from magdash.phase.massive import MASSIVE_LABELS
 from pages import ui
 
 ctx = ui.require_data("the depth diagnostics")
@@ -13,7 +14,10 @@ st.caption(
     "'liquid' regime (Marchenko-Pastur-like spectrum) to a sparse 'solid' one (object integrity "
     "Omega rises, outlier eigenvalues appear), abruptly near gamma_c ≈ 0.42 in large models. "
     "Here over the stored number-token vectors of the stimulus set, against the random-weight "
-    "control and the isotropic-Gaussian null."
+    "control and the isotropic-Gaussian null. The claim is about Omega of the raw hidden states; "
+    "a few massive-activation dimensions can make raw Omega high on their own, so the curves are "
+    "drawn again without them (or with every dimension standardised): where raw and adjusted "
+    "part, the 'solid' regime is those few coordinates."
 )
 keys = db.phase_keys(view, ctx.inventory)
 if db.CONTROL_SERIES not in keys:
@@ -22,16 +26,30 @@ if db.CONTROL_SERIES not in keys:
         "(Extract page, '@random control') to compare the curves with the architecture alone."
     ))
     st.page_link("pages/extract.py", label="Extract the control", icon=":material/download:")
+massive = st.radio("Adjusted view", ["drop", "standardise"], format_func=MASSIVE_LABELS.get, horizontal=True,
+                   key="depth_massive", help="Massive dimension: mean |h_j| above 10x the median over dimensions")
+adjusted_keys = db.adjusted_phase_keys(keys, massive)
 with st.spinner("Computing spectra and Omega per layer (first time only; cached in the store)…"):
-    for key in keys.values():
+    for key in [*keys.values(), *adjusted_keys.values()]:
         ui.phase_for(key)
 results = ui.results_arg(keys)
-ui.say(ui.compute("phase_sentence", results))
-ui.figure("order_figure", results, name=f"order-parameter-{view.model}")
+adjusted = ui.results_arg(adjusted_keys)
+ui.say(ui.compute("phase_sentence", results, adjusted))
+ui.say(ui.compute("massive_sentence", results))
+ui.figure("order_figure", results, adjusted, name=f"order-parameter-{view.model}")
+ui.table("jumps_table", results, adjusted, name=f"gamma-c-jumps-{view.model}")
 ui.figure("rank_figure", results, name=f"effective-rank-{view.model}")
+ui.figure("rank_figure", adjusted, name=f"effective-rank-{view.model}-{massive}")
 ui.figure("omega_figure", results, name=f"omega-by-layer-{view.model}")
 st.subheader("Spectrum of one layer")
 layer = ui.layer_picker(ctx)
 ui.figure("spectrum_figure", results, layer, name=f"spectrum-{view.model}-layer{layer}")
+ui.figure("spectrum_figure", adjusted, layer, name=f"spectrum-{view.model}-layer{layer}-{massive}")
 st.subheader("Per-layer diagnostics")
-ui.table("phase_table", results, name=f"depth-diagnostics-{view.model}")
+st.caption("n_spikes is empty where the Marchenko-Pastur fit did not converge (mp_converged false; it "
+           "stopped at mp_cap, half the spectrum): a capped count is not a count.")
+ui.table("phase_table", results, adjusted, name=f"depth-diagnostics-{view.model}")
+
+if example := db.depth_example():
+    with st.expander("Worked example: a real decoder over every token of a 13,000-token text (docs/depth_example.md)"):
+        st.markdown(example)

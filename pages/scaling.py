@@ -31,3 +31,14 @@ st.subheader(f"Per-layer fits of {measure_label(view.measure)}")
 st.caption("alpha, CI from 10,000 bootstrap resamples of the (log n, log V) pairs, Theil-Sen slope, "
            "R², p; empty cells: no fit (V = 0 or fewer than 5 usable points).")
 ui.table("fit_table", key, view.measure, name=f"fits-{view.model}-{view.measure}")
+
+st.subheader("Control: alpha without the massive dimensions")
+st.caption("A few massive-activation dimensions (mean |h_j| above 10x the median) can hold most of ||h||²; "
+           "the same analysis without them shows whether the exponents are carried by those coordinates.")
+if st.toggle("Run the analysis without the massive dimensions", value=False, key="sc_massive"):
+    dropped = db.dropped_analysis_key(key)
+    with st.spinner(ui.plain(f"Analysing {view.model} without its massive dimensions (cached afterwards)…")):
+        ui.analysis_for(dropped)
+    ui.say(ui.compute("massive_control_sentence", key, dropped, view.measure))
+    ui.figure("massive_control_figure", key, dropped, view.measure, name=f"alpha-massive-dropped-{view.model}")
+    ui.table("massive_control_table", key, dropped, name=f"alpha-massive-control-{view.model}")

@@ -29,9 +29,9 @@ if __name__ == "__main__":  # run as a script to rewrite the golden file
 from magdash.controls.design import DESIGN_VERSION, DesignParams, design_key, run_design
 from magdash.controls.run import CONTROLS_VERSION, ControlsParams, controls_key, run_controls
 from magdash.phase.accumulate import samples_from_bytes
-from magdash.phase.run import PHASE_VERSION, phase_from_store
+from magdash.phase.run import PHASE_VERSION, number_token_key, phase_from_store
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
-from magdash.store import Store, result_key
+from magdash.store import Store
 from magdash.variability.analysis import ANALYSIS_VERSION, AnalysisParams, analysis_key, analyze, compare
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "golden_results.json"
@@ -78,7 +78,7 @@ def cached_documents(store: Store) -> dict:
     phases = {}
     for name in MODELS:
         phase_from_store(store, name)
-        payload = store.get_result(result_key("phase-numbers", PHASE_VERSION, data=store.data_fingerprint(name, "paper")))
+        payload = store.get_result(number_token_key(store, name, "paper"))
         with np.load(io.BytesIO(payload), allow_pickle=False) as arrays:
             assert all(arrays[key].dtype.kind in "fiu" for key in arrays.files)  # plain numbers only
         samples, n_blocks = samples_from_bytes(payload)

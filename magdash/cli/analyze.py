@@ -31,6 +31,11 @@ def register(subparsers) -> None:
     )
     analyze.add_argument("--model", required=True, help="stored model name (see: magdash list)")
     add_analysis_options(analyze)
+    analyze.add_argument(
+        "--massive-control", action="store_true",
+        help="also analyse the vectors without each layer's massive-activation dimensions and report "
+             "both alphas side by side (JSON: 'massive_control')",
+    )
     analyze.set_defaults(func=run_analyze)
 
     compare = subparsers.add_parser(
@@ -99,6 +104,16 @@ def add_analysis_options(parser: argparse.ArgumentParser) -> None:
         help="statistical conventions: magdash's (default) or those of the paper's script, which "
         "reproduce its numbers exactly (see docs/science.md)",
     )
+    from magdash.phase.massive import MASSIVE_DEFAULT, MASSIVE_RATIO
+
+    parser.add_argument(
+        "--massive", choices=("keep", "drop"), default=MASSIVE_DEFAULT,
+        help="keep the massive-activation dimensions (default) or drop them from every layer first",
+    )
+    parser.add_argument(
+        "--massive-ratio", type=float, default=MASSIVE_RATIO, metavar="K",
+        help=f"a dimension is massive when its mean |h_j| exceeds K times the median (default {MASSIVE_RATIO:g})",
+    )
 
 
 def analysis_params(args: argparse.Namespace):
@@ -115,6 +130,8 @@ def analysis_params(args: argparse.Namespace):
         bootstrap_layers=args.bootstrap_layers,
         conventions=args.conventions,
         ci_method=args.ci_method,
+        massive=args.massive,
+        massive_ratio=args.massive_ratio,
     )
 
 
@@ -136,13 +153,39 @@ def run_analyze(args: argparse.Namespace) -> int:
     from magdash.variability.analysis import analyze
 
     params = analysis_params(args)
-    result = analyze(open_store(args), args.model, args.stimuli, params)
+    store = open_store(args)
+    result = analyze(store, args.model, args.stimuli, params)
     warn(result.warnings())
+    control = None
+    if args.massive_control:
+        from magdash.variability.massive import massive_control
+
+        control = massive_control(store, args.model, result.stimuli, params)
     if args.json:
-        print_json(result.to_json())
+        document = result.to_json()
+        if control is not None:
+            document["massive_control"] = control.to_json()
+        print_json(document)
         return 0
     _print_analysis(result)
+    if control is not None:
+        _print_massive_control(control)
     return 0
+
+
+def _print_massive_control(control) -> None:
+    from magdash.presentation.tables import layer_span
+
+    print()
+    print(f"massive-dimension control: alpha with each layer's massive dimensions dropped (mean |h_j| > "
+          f"{control.dropped.params.massive_ratio:g}x the median), core layers {layer_span(control.raw.core_layers)}")
+    counts = control.layers().drop_duplicates("layer")
+    dropped = "; ".join(f"{row.layer} [{row.massive_dims}]" for row in counts.itertuples() if row.n_massive)
+    print(f"  dimensions dropped by layer: {dropped or 'none'}")
+    for row in control.summary().itertuples(index=False):
+        holds = {True: "sign holds", False: "sign flips", None: "no fit"}[row.sign_holds]
+        print(f"  [{_title(row.measure)}] mean core alpha raw {_number(row.mean_alpha_raw)} -> dropped "
+              f"{_number(row.mean_alpha_dropped)} (shift {_number(row.shift)}; {holds})")
 
 
 def run_compare(args: argparse.Namespace) -> int:

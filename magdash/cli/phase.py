@@ -14,6 +14,7 @@ from pathlib import Path
 from magdash.cli.common import add_store_option, check_seed, open_store, print_json, warn
 from magdash.errors import AnalysisError
 from magdash.phase.diagnostics import PhaseParams
+from magdash.phase.massive import MASSIVE_MODES
 from magdash.presentation.formatting import format_number
 
 
@@ -42,6 +43,17 @@ def register(subparsers) -> None:
     parser.add_argument("--n-boot", type=int, default=PhaseParams().n_boot, metavar="N",
                         help=f"bootstrap resamples for the gamma_c interval (default {PhaseParams().n_boot}; 0: none)")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="bootstrap seed")
+    defaults = PhaseParams()
+    parser.add_argument("--massive", choices=MASSIVE_MODES, default=defaults.massive,
+                        help="the vectors' view: raw (keep, the paper's), without the massive-activation "
+                             "dimensions (drop) or every dimension z-scored (standardise); default "
+                             f"{defaults.massive}")
+    parser.add_argument("--massive-ratio", type=float, default=defaults.massive_ratio, metavar="K",
+                        help="a dimension is massive when its mean |h_j| exceeds K times the median "
+                             f"over dimensions (default {defaults.massive_ratio:g})")
+    parser.add_argument("--skip-embedding-step", action="store_true",
+                        help="leave the embeddings (gamma = 0) out of gamma_c and the jumps; off by "
+                             "default, as in the paper, whose m(gamma) starts at the embeddings")
     parser.add_argument("--no-cache", action="store_true", help="recompute even if cached")
     parser.add_argument("--max-length", type=int, default=None, metavar="T",
                         help="with --prompts: tokens per chunk (default: the model's context)")
@@ -79,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
 
 def params_from(args: argparse.Namespace) -> PhaseParams:
     """The phase parameters the options ask for (the rest are :class:`PhaseParams`'s defaults)."""
-    return PhaseParams(n_boot=args.n_boot, seed=check_seed(args.seed))
+    return PhaseParams(n_boot=args.n_boot, seed=check_seed(args.seed), massive=args.massive,
+                       massive_ratio=args.massive_ratio, skip_embedding_step=args.skip_embedding_step)
 
 
 def _stored_results(args, store, options):
@@ -115,27 +128,36 @@ def _read_prompts(path: str) -> str:
 
 
 def _print_result(result, payload: dict) -> None:
-    order = result.order
+    order, params = result.order, result.params
     interval = ""
     if math.isfinite(order.low):
         interval = f" (95% bootstrap interval {order.low:.3f}-{order.high:.3f}, {order.n_boot} resamples)"
-    print(f"model: {result.model}")
+    view = {"keep": "raw vectors", "drop": f"massive dimensions (mean |h_j| > {params.massive_ratio:g}x median) "
+            "dropped", "standardise": "every dimension z-scored"}[params.massive]
+    print(f"model: {result.model} ({view}"
+          + ("; embeddings left out of the transitions)" if params.skip_embedding_step else ")"))
     print(f"gamma_c (largest change of mean Omega): {_number(order.gamma_c)}{interval}")
+    for rank, jump in enumerate(result.jumps, start=1):
+        share = f", largest in {jump.p_largest:.0%} of resamples" if math.isfinite(jump.p_largest) else ""
+        print(f"  jump {rank}: to gamma {_number(jump.gamma)}, change {_number(jump.change, 4)} "
+              f"[{_number(jump.low, 4)}, {_number(jump.high, 4)}]{share}")
     print(f"gamma_c of the spike count: {_number(result.spikes.gamma_c)}; "
           f"of the effective rank: {_number(result.rank.gamma_c)}")
     header = f"{'layer':>5} {'gamma':>6} {'Omega':>7} {'dip p':>7} {'spikes':>6} {'MP edge':>10} " \
-             f"{'sigma2':>10} {'eff.rank':>9} {'PR':>8}"
+             f"{'sigma2':>10} {'eff.rank':>9} {'PR':>8} {'massive':>7} {'share':>6}"
     print(header)
     capped = False
-    for row, item in zip(payload["layers"], result.layers, strict=True):
-        mark = " " if item.spectrum.converged or item.spectrum.rank < 2 else "*"
-        capped |= mark == "*"
+    for row in payload["layers"]:
+        spikes = "-*" if row["n_spikes"] is None else str(row["n_spikes"])
+        capped |= row["n_spikes"] is None
         print(f"{row['layer']:>5} {_number(row['gamma'], 3):>6} {_number(row['omega_mean'], 4):>7} "
-              f"{_number(row['dip_p'], 3):>7} {row['n_spikes']:>5}{mark} {_number(row['mp_edge'], 4, 'g'):>10} "
+              f"{_number(row['dip_p'], 3):>7} {spikes:>6} {_number(row['mp_edge'], 4, 'g'):>10} "
               f"{_number(row['sigma2'], 4, 'g'):>10} {_number(row['effective_rank'], 1):>9} "
-              f"{_number(row['participation_ratio'], 1):>8}")
+              f"{_number(row['participation_ratio'], 1):>8} {len(row['massive_dims']):>7} "
+              f"{_number(row['massive_share'], 2):>6}")
     if capped:
-        print("* no Marchenko-Pastur bulk: the robust fit called half of the eigenvalues spikes and stopped")
+        print("* no spike count: the Marchenko-Pastur fit did not converge (it called half of the "
+              "eigenvalues spikes and stopped at that cap, or had too few eigenvalues)")
     dims = {item.dim for item in result.layers}
     if len(dims) == 1:
         from magdash.phase.omega import isotropic_omega_mean

@@ -20,13 +20,15 @@ from magdash.dashboard.keys import (
     LayerKey,
     PhaseKey,
     SourceKey,
+    adjusted_phase_keys,
     analysis_key,
     comparison_key,
     depth_axis,
+    dropped_analysis_key,
     layer_key,
     phase_keys,
 )
-from magdash.dashboard.navigation import PAGES, SCIENCE_NOTES, PageSpec, page_groups, science_notes
+from magdash.dashboard.navigation import PAGES, SCIENCE_NOTES, PageSpec, depth_example, page_groups, science_notes
 from magdash.dashboard.view import (
     CONVENTION_LABELS,
     DASHBOARD_BOOTSTRAP_LAYERS,
@@ -49,8 +51,8 @@ from magdash.dashboard.view import (
 __all__ = [
     "CONTROL_SERIES", "CONVENTION_LABELS", "DASHBOARD_BOOTSTRAP_LAYERS", "MEASURE_CHOICES", "PAGES", "QUERY_KEYS",
     "SCIENCE_NOTES", "TRAINED_SERIES", "AnalysisKey", "ComparisonKey", "LayerKey", "PageSpec", "PhaseKey",
-    "SourceKey", "StoreInventory", "ViewState", "analysis_key", "analysis_params", "comparison_key", "core_band",
-    "default_layer", "default_store", "depth_axis", "escape_markdown", "inventory_table", "is_control",
+    "SourceKey", "StoreInventory", "ViewState", "adjusted_phase_keys", "analysis_key", "analysis_params", "comparison_key", "core_band",
+    "default_layer", "default_store", "depth_axis", "depth_example", "dropped_analysis_key", "escape_markdown", "inventory_table", "is_control",
     "layer_from_option", "layer_key", "layer_options", "page_groups", "phase_keys", "phase_params", "read_inventory",
     "reconcile_view", "science_notes", "store_stamp", "view_from_query", "view_to_query",
 ]

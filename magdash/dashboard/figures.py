@@ -11,6 +11,7 @@ single figure needs from one layer's vectors (centroid RDM, PC1 coordinates; Cac
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
@@ -18,7 +19,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from magdash.dashboard.keys import AnalysisKey, ComparisonKey
+from magdash.dashboard.keys import CONTROL_SERIES, TRAINED_SERIES, AnalysisKey, ComparisonKey
 from magdash.frequency import (
     counts_for_magnitudes,
     distribution_plot_data,
@@ -28,6 +29,8 @@ from magdash.frequency import (
 )
 from magdash.frequency.sources import FrequencySource
 from magdash.phase import PhaseResult, Transition, layer_frame
+from magdash.phase.diagnostics import depth_fraction
+from magdash.phase.massive import MASSIVE_LABELS
 from magdash.phase.omega import isotropic_omega_mean
 from magdash.presentation import charts, report, tables
 from magdash.presentation.formatting import MISSING, format_number, format_p
@@ -36,6 +39,7 @@ from magdash.store import LayerData, Store
 from magdash.variability.analysis import PRIMARY_MEASURES, AnalysisResult, ComparisonResult
 from magdash.variability.conventions import MAGDASH
 from magdash.variability.geometry import centroid_rdm, pc1_coordinates
+from magdash.variability.massive import MassiveControl
 from magdash.variability.measures import centroids
 
 
@@ -281,7 +285,9 @@ def dashboard_report(store: Store, keys: Mapping[str, AnalysisKey], comparison: 
     """The self-contained HTML report of the models on the view's stimulus set.
 
     Every figure of :func:`magdash.presentation.report.analysis_sections` (verdicts, scaling, Weber window,
-    noise models, E3, E4, geometry, the comparison), the verdict tables and the run manifest;
+    noise models, E3, E4, geometry, the comparison), the first model's alpha without its massive
+    dimensions, its depth diagnostics (raw and without the massive dimensions, with its @random
+    control when stored), the verdict tables and the run manifest;
     the view's query string goes into the manifest so the dashboard view can be reopened.
     ``extra_sections`` (the robustness controls and the design simulated in this session) go
     before the manifest.
@@ -293,12 +299,33 @@ def dashboard_report(store: Store, keys: Mapping[str, AnalysisKey], comparison: 
     comparisons = []
     if comparison is not None:
         comparisons.append(compare(store, comparison.model_a, comparison.model_b, comparison.stimuli, comparison.params))
-    sections = [*report.analysis_sections(results, comparisons), *extra_sections]
+    sections = list(report.analysis_sections(results, comparisons))
+    first = next(iter(keys.values()))
+    raw = results[next(iter(keys))]
+    dropped = analyze(store, first.model, first.stimuli, dataclasses.replace(first.params, massive="drop"))
+    sections.append(massive_report_section(raw, dropped, first.params.measures[0]))
+    sections.append(depth_report_section(*_depth_results(store, first.model, first.stimuli)))
+    sections.extend(extra_sections)
     manifest = report.build_manifest(store, results, extra={"dashboard_view": dict(view or {})})
     return report.build_report_html(sections, manifest)
 
 
 # -- depth (phase diagnostics; Alpay & Kilictas, arXiv 2601.19942) ------------------------
+
+
+def _depth_results(store: Store, model: str, stimuli: str) -> tuple[dict[str, PhaseResult], dict[str, PhaseResult]]:
+    """The model's (and its stored @random control's) phase results, raw and massive-dropped."""
+    from magdash.models import control_name
+    from magdash.phase import PhaseParams, phase_from_store
+
+    names = {TRAINED_SERIES: model}
+    control = control_name(model)
+    if control != model and control in store.model_names() and stimuli in store.stimulus_sets_for(control):
+        names[CONTROL_SERIES] = control
+    raw = {series: phase_from_store(store, name, stimuli, PhaseParams()) for series, name in names.items()}
+    dropped = {series: phase_from_store(store, name, stimuli, PhaseParams(massive="drop"))
+               for series, name in names.items()}
+    return raw, dropped
 
 
 def _trained(results: Mapping[str, PhaseResult]) -> PhaseResult:
@@ -309,28 +336,72 @@ def _interval(transition: Transition) -> tuple[float, float] | None:
     return (transition.low, transition.high) if math.isfinite(transition.low) else None
 
 
-def phase_sentence(results: Mapping[str, PhaseResult]) -> str:
-    """gamma_c of each series with its bootstrap interval, in words."""
-    parts = []
-    for series, result in results.items():
-        order = result.order
-        interval = f" [{fmt(order.low, 2)}, {fmt(order.high, 2)}]" if math.isfinite(order.low) else ""
-        parts.append(f"{series} ({result.model}): gamma_c = {fmt(order.gamma_c, 2)}{interval}")
+def phase_sentence(results: Mapping[str, PhaseResult], adjusted: Mapping[str, PhaseResult] | None = None) -> str:
+    """gamma_c of each series with its bootstrap interval, raw and adjusted, and the largest jumps."""
+
+    def gamma_cs(items: Mapping[str, PhaseResult]) -> str:
+        parts = []
+        for series, result in items.items():
+            order = result.order
+            interval = f" [{fmt(order.low, 2)}, {fmt(order.high, 2)}]" if math.isfinite(order.low) else ""
+            parts.append(f"{series} ({result.model}): gamma_c = {fmt(order.gamma_c, 2)}{interval}")
+        return "; ".join(parts)
+
+    trained = _trained(results)
+    text = "Depth of the largest change of m(gamma), with its bootstrap interval over vectors — " + gamma_cs(results)
+    if adjusted:
+        text += f". {MASSIVE_LABELS[_trained(adjusted).params.massive].capitalize()}: " + gamma_cs(adjusted)
+    if trained.jumps:
+        steps = ", ".join(
+            f"to gamma {fmt(j.gamma, 2)} ({j.change:+.3f}"
+            + (f", the largest in {j.p_largest:.0%} of resamples)" if math.isfinite(j.p_largest) else ")")
+            for j in trained.jumps
+        )
+        text += f". Largest steps of the trained curve: {steps}"
+        if trained.jumps[0].gamma == depth_fraction(1, trained.n_blocks) and not trained.params.skip_embedding_step:
+            text += (". gamma_c is the embeddings-to-block-1 step, where massive activations usually appear, "
+                     "not a transition inside the network")
+    return text + ". The paper reports gamma_c ≈ 0.42 for models of 1.5B-30B parameters and none for small ones."
+
+
+def massive_sentence(results: Mapping[str, PhaseResult]) -> str:
+    """Where the trained model has massive-activation dimensions and how much of ||h||² they hold."""
+    trained = _trained(results)
+    ratio = trained.params.massive_ratio
+    with_massive = [item for item in trained.layers if item.massive]
+    rule = f"mean |h_j| above {ratio:g}x the median over dimensions"
+    if not with_massive:
+        return f"{trained.model}: no massive-activation dimensions ({rule}) in any layer."
+    counts = pd.Series([j for item in with_massive for j in item.massive]).value_counts()
+    top = max(with_massive, key=lambda item: item.massive_share)
     return (
-        "Depth of the largest change of m(gamma), with its bootstrap interval over vectors — "
-        + "; ".join(parts)
-        + ". The paper reports gamma_c ≈ 0.42 for models of 1.5B-30B parameters and none for small ones."
+        f"{trained.model}: massive-activation dimensions ({rule}) in {len(with_massive)} of {len(trained.layers)} "
+        f"layers, most often {', '.join(map(str, counts.index[:5]))}; they hold up to "
+        f"{top.massive_share:.0%} of ||h||² (layer {top.layer}, {len(top.massive)} dimensions). The paper's claim "
+        "is about Omega of the raw hidden states: where the raw and adjusted curves part, the 'solid' "
+        "regime is those few coordinates, not a sparse representation."
     )
 
 
-def order_figure(results: Mapping[str, PhaseResult]) -> alt.LayerChart:
+def order_figure(results: Mapping[str, PhaseResult], adjusted: Mapping[str, PhaseResult] | None = None) -> alt.LayerChart:
     trained = _trained(results)
     dim = trained.layers[0].dim
+    frame = tables.order_parameter_frame(results)
+    subtitle = f"{trained.model}; dotted: isotropic Gaussian in d = {dim}"
+    if adjusted:
+        frame = pd.concat([frame, tables.order_parameter_frame(adjusted)], ignore_index=True)
+        subtitle += f"; solid: raw, dashed: {MASSIVE_LABELS[_trained(adjusted).params.massive]}"
     return charts.order_parameter_chart(
-        tables.order_parameter_frame(results), baseline=isotropic_omega_mean(dim),
+        frame, baseline=isotropic_omega_mean(dim),
         gamma_c=trained.order.gamma_c, gamma_c_interval=_interval(trained.order),
-        subtitle=f"{trained.model}; dotted: isotropic Gaussian in d = {dim}", width="container",
+        subtitle=subtitle, width="container",
     )
+
+
+def jumps_table(results: Mapping[str, PhaseResult], adjusted: Mapping[str, PhaseResult] | None = None) -> pd.DataFrame:
+    """The three largest steps of m(gamma) of every series, raw and adjusted."""
+    frames = [tables.jumps_frame(results)] + ([tables.jumps_frame(adjusted)] if adjusted else [])
+    return pd.concat(frames, ignore_index=True)
 
 
 def omega_figure(results: Mapping[str, PhaseResult]) -> alt.Chart:
@@ -346,8 +417,8 @@ def spectrum_figure(results: Mapping[str, PhaseResult], layer: int) -> alt.Layer
     fit = trained.diagnostics(layer).spectrum
     histogram, mp, spikes = tables.phase_spectrum_frames(trained, layer)
     subtitle = (
-        f"layer {layer}: q = d/N = {fmt(fit.q, 2)}, sigma² = {fmt(fit.sigma2, 4)}, bulk edge {fmt(fit.mp_edge, 4)}"
-        + ("" if fit.converged else "; the fit did not converge (no MP bulk with a few spikes)")
+        f"{MASSIVE_LABELS[trained.params.massive]}, layer {layer}: q = d/N = {fmt(fit.q, 2)}, sigma² = {fmt(fit.sigma2, 4)}, bulk edge {fmt(fit.mp_edge, 4)}"
+        + ("" if fit.converged else "; the fit did not converge (no MP bulk with a few spikes): no spike count")
     )
     return charts.spectrum_chart(
         histogram, mp, spikes, edge=fit.mp_edge, threshold=fit.spike_threshold, subtitle=subtitle, width="container"
@@ -358,12 +429,70 @@ def rank_figure(results: Mapping[str, PhaseResult]) -> alt.LayerChart:
     trained = _trained(results)
     return charts.rank_chart(
         tables.rank_frame(results), gamma_c=trained.order.gamma_c, gamma_c_interval=_interval(trained.order),
+        subtitle=f"{trained.model}, {MASSIVE_LABELS[trained.params.massive]} vectors", width="container",
+    )
+
+
+def phase_table(results: Mapping[str, PhaseResult], adjusted: Mapping[str, PhaseResult] | None = None) -> pd.DataFrame:
+    """Every per-layer diagnostic of every series (raw, then adjusted), with the isotropic-Gaussian
+    expectations; a spike count is empty where the Marchenko-Pastur fit did not converge."""
+    items = list(results.items()) + list((adjusted or {}).items())
+    return pd.concat(
+        [layer_frame(result).assign(series=series, view=MASSIVE_LABELS[result.params.massive])
+         for series, result in items],
+        ignore_index=True,
+    )
+
+
+def depth_report_section(results: Mapping[str, PhaseResult], adjusted: Mapping[str, PhaseResult] | None = None
+                         ) -> report.ReportSection:
+    """The depth diagnostics for the report: gamma_c, the jumps, massive dimensions, the curves."""
+    columns = ["series", "view", "layer", "gamma", "dim", "omega_mean", "n_spikes", "mp_converged", "mp_cap",
+               "effective_rank", "n_massive", "massive_dims", "massive_share"]
+    return report.ReportSection(
+        "Depth: liquid or solid?",
+        text=[phase_sentence(results, adjusted), massive_sentence(results)],
+        figures=[("m(gamma) = mean Omega by depth, raw and adjusted", order_figure(results, adjusted))],
+        tables=[("The three largest steps of m(gamma)", jumps_table(results, adjusted)),
+                ("Per-layer diagnostics (n_spikes empty: the Marchenko-Pastur fit did not converge)",
+                 phase_table(results, adjusted)[columns])],
+    )
+
+
+# -- the massive-dimension control of alpha --------------------------------------------------
+
+
+def massive_control_figure(raw: AnalysisResult, dropped: AnalysisResult, measure: str = "eucl") -> alt.LayerChart:
+    control = MassiveControl(raw, dropped)
+    return charts.massive_alpha_chart(
+        tables.massive_alpha_frame(control.layers(), measure),
+        subtitle=f"{raw.model}, {tables.measure_label(measure)}; massive: mean |h_j| > "
+                 f"{dropped.params.massive_ratio:g}x the median",
         width="container",
     )
 
 
-def phase_table(results: Mapping[str, PhaseResult]) -> pd.DataFrame:
-    """Every per-layer diagnostic of every series, with the isotropic-Gaussian expectations."""
-    return pd.concat(
-        [layer_frame(result).assign(series=series) for series, result in results.items()], ignore_index=True
+def massive_control_table(raw: AnalysisResult, dropped: AnalysisResult) -> pd.DataFrame:
+    """Mean core alpha of every measure, raw and dropped, and whether its sign holds."""
+    return MassiveControl(raw, dropped).summary()
+
+
+def massive_control_sentence(raw: AnalysisResult, dropped: AnalysisResult, measure: str) -> str:
+    row = MassiveControl(raw, dropped).summary().set_index("measure").loc[measure]
+    layers = sum(bool(dims) for dims in dropped.massive_dims.values())
+    holds = {True: "keeps its sign", False: "changes sign", None: "has no fit"}[row["sign_holds"]]
+    return (
+        f"Without the massive dimensions (found in {layers} of {dropped.n_layers} layers), the mean core alpha "
+        f"of {tables.measure_label(measure)} goes from {fmt(row['mean_alpha_raw'], 3)} to "
+        f"{fmt(row['mean_alpha_dropped'], 3)} and {holds}: a conclusion that survives the drop is not "
+        "carried by a few coordinates."
+    )
+
+
+def massive_report_section(raw: AnalysisResult, dropped: AnalysisResult, measure: str) -> report.ReportSection:
+    return report.ReportSection(
+        f"Control: alpha without the massive dimensions ({raw.model})",
+        text=[massive_control_sentence(raw, dropped, measure)],
+        figures=[("Alpha by layer, raw and dropped", massive_control_figure(raw, dropped, measure))],
+        tables=[("Mean core alpha, raw and dropped", massive_control_table(raw, dropped))],
     )

@@ -129,3 +129,14 @@ def phase_keys(view: ViewState, inventory: StoreInventory) -> dict[str, PhaseKey
     if control != view.model and control in inventory.models_sharing(view.stimuli):
         keys[CONTROL_SERIES] = key(control)
     return keys
+
+
+def adjusted_phase_keys(keys: dict[str, PhaseKey], massive: str) -> dict[str, PhaseKey]:
+    """The same series in another view of the vectors (``massive``: drop or standardise)."""
+    return {series: dataclasses.replace(key, params=dataclasses.replace(key.params, massive=massive))
+            for series, key in keys.items()}
+
+
+def dropped_analysis_key(key: AnalysisKey) -> AnalysisKey:
+    """The same analysis with every layer's massive-activation dimensions dropped."""
+    return dataclasses.replace(key, params=dataclasses.replace(key.params, massive="drop"))

@@ -46,12 +46,23 @@ def page_groups(pages: Sequence[PageSpec] = PAGES, *, root: str | os.PathLike = 
 
 
 SCIENCE_NOTES = Path(__file__).resolve().parents[2] / "docs" / "science.md"
+DEPTH_EXAMPLE = SCIENCE_NOTES.with_name("depth_example.md")
 
 
 def science_notes() -> str | None:
     """docs/science.md — how every number is computed, the two conventions, the known
     differences from the paper — when the repository is at hand (None for a bare install)."""
+    return _document(SCIENCE_NOTES)
+
+
+def depth_example() -> str | None:
+    """docs/depth_example.md — the all-token worked example of the depth diagnostics on a real
+    decoder, raw and adjusted — when the repository is at hand (None for a bare install)."""
+    return _document(DEPTH_EXAMPLE)
+
+
+def _document(path: Path) -> str | None:
     try:
-        return SCIENCE_NOTES.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError:
         return None

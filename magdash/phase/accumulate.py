@@ -36,6 +36,7 @@ import scipy.linalg.blas
 
 from magdash.errors import AnalysisError
 from magdash.overflow import nonfinite_rows
+from magdash.phase.massive import DimensionStats
 from magdash.phase.omega import omega
 from magdash.phase.spectrum import covariance_eigenvalues, gram_eigenvalues
 
@@ -52,6 +53,9 @@ class LayerSample:
     eigenvalues: np.ndarray  # non-zero covariance eigenvalues (ddof=1), descending, float64
     omegas: np.ndarray  # Omega of every vector, float32, in arrival order
     nonfinite: int = 0  # vectors left out for holding Inf or NaN (magdash.overflow)
+    # Per-dimension statistics of the layer's raw vectors (before any magdash.phase.massive
+    # view), from which the massive dimensions are found; None for a layer without vectors.
+    raw: DimensionStats | None = None
 
 
 @dataclass
@@ -66,11 +70,14 @@ class LayerAccumulator:
     _pending_rows: int = 0
     _omegas: list[np.ndarray] = field(default_factory=list, repr=False)
     nonfinite: int = 0
+    # Per-dimension sums of h_j, |h_j| and h_j^2 (float64), for DimensionStats.
+    _sums: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.dim < 1:
             raise AnalysisError(f"vector dimension must be positive, got {self.dim}")
         self.mean = np.zeros(self.dim, dtype=np.float64)
+        self._sums = np.zeros((3, self.dim), dtype=np.float64)
 
     def add(self, vectors: np.ndarray) -> None:
         """Fold a batch of vectors of shape (n, d) into the statistics.
@@ -93,6 +100,9 @@ class LayerAccumulator:
             if batch.shape[0] == 0:
                 return
         self._omegas.append(omega(batch).astype(np.float32))
+        self._sums[0] += batch.sum(axis=0, dtype=np.float64)
+        self._sums[1] += np.abs(batch).sum(axis=0, dtype=np.float64)
+        self._sums[2] += np.einsum("ij,ij->j", batch, batch, dtype=np.float64)
         self._pending.append(batch)
         self._pending_rows += batch.shape[0]
         if self._pending_rows >= max(self.dim, MIN_MERGE_ROWS):
@@ -128,11 +138,20 @@ class LayerAccumulator:
             return gram_eigenvalues(np.concatenate(self._pending))
         return covariance_eigenvalues(self.covariance(), self.count)
 
+    def dimension_stats(self) -> DimensionStats | None:
+        """Mean h_j, |h_j| and h_j^2 of every vector seen; None before any."""
+        total = self.total
+        if total == 0:
+            return None
+        means = self._sums / total
+        return DimensionStats(total, abs_mean=means[1], mean=means[0], square_mean=means[2])
+
     def finish(self, layer: int) -> LayerSample:
         if self.total == 0 and self.nonfinite:
             # Every vector overflowed: nothing to summarise, the layer is only flagged.
             return LayerSample(layer, self.dim, 0, np.zeros(0), np.zeros(0, dtype=np.float32), self.nonfinite)
-        return LayerSample(layer, self.dim, self.total, self.eigenvalues(), self.omegas(), self.nonfinite)
+        return LayerSample(layer, self.dim, self.total, self.eigenvalues(), self.omegas(), self.nonfinite,
+                           self.dimension_stats())
 
     def _merge_pending(self) -> None:
         if not self._pending:
@@ -170,6 +189,10 @@ def samples_to_bytes(samples: Sequence[LayerSample], n_blocks: int) -> bytes:
     for index, sample in enumerate(samples):
         arrays[f"eigenvalues_{index}"] = np.asarray(sample.eigenvalues, dtype=np.float64)
         arrays[f"omegas_{index}"] = np.asarray(sample.omegas, dtype=np.float32)
+        if sample.raw is not None:
+            stats = sample.raw
+            arrays[f"raw_{index}"] = np.stack([stats.mean, stats.abs_mean, stats.square_mean])
+            arrays[f"raw_count_{index}"] = np.array(stats.count, dtype=np.int64)
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)
     return buffer.getvalue()
@@ -180,7 +203,15 @@ def samples_from_bytes(payload: bytes) -> tuple[list[LayerSample], int]:
     with np.load(io.BytesIO(payload), allow_pickle=False) as data:
         columns = zip(data["layers"], data["dims"], data["counts"], data["nonfinite"], strict=True)
         samples = [
-            LayerSample(int(layer), int(dim), int(count), data[f"eigenvalues_{i}"], data[f"omegas_{i}"], int(bad))
+            LayerSample(int(layer), int(dim), int(count), data[f"eigenvalues_{i}"], data[f"omegas_{i}"], int(bad),
+                        _raw_stats(data, i))
             for i, (layer, dim, count, bad) in enumerate(columns)
         ]
         return samples, int(data["n_blocks"])
+
+
+def _raw_stats(data, index: int) -> DimensionStats | None:
+    if f"raw_{index}" not in data:
+        return None
+    mean, abs_mean, square_mean = data[f"raw_{index}"]
+    return DimensionStats(int(data[f"raw_count_{index}"]), abs_mean=abs_mean, mean=mean, square_mean=square_mean)

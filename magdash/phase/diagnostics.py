@@ -9,10 +9,19 @@ Per layer l of a model with L blocks, at depth fraction gamma = l / L, over a se
   (:mod:`magdash.phase.spectrum`): sigma^2, bulk edge, Tracy-Widom margin, spikes, largest
   gap, effective rank, participation ratio;
 - gamma_c, the depth of the largest change of m(gamma) (:func:`largest_change`), with a
-  bootstrap interval over vectors, and the same for the spike count and the effective rank.
+  bootstrap interval over vectors, and the same for the spike count and the effective rank;
+- the three largest steps of m(gamma) (:class:`Jump`), each with a bootstrap interval of its
+  size and the share of resamples in which it is the largest, so a gamma_c that is one step
+  among equals, or the embeddings-to-block-1 step, shows as such;
+- the massive-activation dimensions of the layer (:mod:`magdash.phase.massive`) and their
+  share of ||h||^2; ``PhaseParams.massive`` chooses whether everything above is computed on
+  the raw vectors, without those dimensions, or per-dimension standardised.
 
 Layers past L (the post-norm extra layer) get gamma = NaN: they are reported but take no part
-in gamma_c, which is about the residual stream. The vectors are reduced to
+in gamma_c, which is about the residual stream. ``PhaseParams.skip_embedding_step`` also
+leaves the embeddings (gamma = 0) out of every transition and jump. It is off by default:
+the paper's m(gamma) runs from gamma = 0, and its gamma_c is comparable only so; the jumps
+make a gamma_c that is just the first step visible instead of hiding it. The vectors are reduced to
 :class:`~magdash.phase.accumulate.LayerSample` (eigenvalues, Omega values, counts), which is
 what gets cached; everything here is recomputed from it in milliseconds. Runs over stored
 vectors or a model's forward passes live in :mod:`magdash.phase.run`.
@@ -20,6 +29,7 @@ vectors or a model's forward passes live in :mod:`magdash.phase.run`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,6 +40,7 @@ import pandas as pd
 from magdash.errors import AnalysisError
 from magdash.params import DEFAULT_N_BOOT
 from magdash.phase.accumulate import LayerSample
+from magdash.phase.massive import MASSIVE_DEFAULT, MASSIVE_RATIO, check_massive, find_massive, massive_share
 from magdash.phase.omega import (
     OMEGA_QUANTILES,
     OmegaSummary,
@@ -53,14 +64,22 @@ class PhaseParams:
     """Every choice that changes a phase result, shared by the CLI, the API and the app.
 
     ``n_boot`` resamples of the vectors give the gamma_c interval at ``confidence`` (seeded by
-    ``seed``); ``level`` is the Tracy-Widom quantile of the spike margin. The cached samples do
-    not depend on these, so changing them costs no model run or store read.
+    ``seed``); ``level`` is the Tracy-Widom quantile of the spike margin;
+    ``skip_embedding_step`` leaves the embeddings out of the transitions (see the module
+    docstring for why it is off by default). The cached samples do not depend on these, so
+    changing them costs no model run or store read. ``massive`` (keep, drop or standardise) and
+    ``massive_ratio`` (the multiple of the median mean |h_j| above which a dimension is
+    massive, :mod:`magdash.phase.massive`) choose the vectors' view: other samples, cached
+    under their own key.
     """
 
     n_boot: int = DEFAULT_N_BOOT
     seed: int = 0
     confidence: float = 0.95
     level: float = 0.99
+    massive: str = MASSIVE_DEFAULT
+    massive_ratio: float = MASSIVE_RATIO
+    skip_embedding_step: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.n_boot, bool) or not isinstance(self.n_boot, (int, np.integer)) or self.n_boot < 0:
@@ -73,18 +92,29 @@ class PhaseParams:
             raise AnalysisError(
                 f"the Tracy-Widom level must be one of {sorted(TRACY_WIDOM_1_QUANTILES)}, got {self.level}"
             )
+        check_massive(self.massive, self.massive_ratio)
         object.__setattr__(self, "n_boot", int(self.n_boot))
         object.__setattr__(self, "seed", int(self.seed))
+        object.__setattr__(self, "massive_ratio", float(self.massive_ratio))
+        object.__setattr__(self, "skip_embedding_step", bool(self.skip_embedding_step))
 
 
 @dataclass(frozen=True)
 class LayerDiagnostics:
+    """One layer's diagnostics; ``dim`` is that of the view (d - |massive| when dropped).
+
+    ``massive`` lists the layer's massive-activation dimensions in the raw vectors (largest
+    first) and ``massive_share`` their share of E||h||^2, whatever the view.
+    """
+
     layer: int
     gamma: float
     dim: int
     count: int
     omega: OmegaSummary
     spectrum: SpectrumFit
+    massive: tuple[int, ...] = ()
+    massive_share: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -104,6 +134,25 @@ class Transition:
 
 
 @dataclass(frozen=True)
+class Jump:
+    """One step of m(gamma) between consecutive depths, ranked by its size.
+
+    ``gamma`` is the depth after the step, ``change`` its signed size, ``low``/``high`` the
+    percentile bootstrap interval of the size and ``p_largest`` the share of resamples in which
+    this step is the largest one (NaN without a bootstrap).
+    """
+
+    gamma: float
+    change: float
+    low: float = math.nan
+    high: float = math.nan
+    p_largest: float = math.nan
+
+
+TOP_JUMPS = 3
+
+
+@dataclass(frozen=True)
 class PhaseResult:
     """Diagnostics of every layer of one model, and the three transition depths."""
 
@@ -115,6 +164,8 @@ class PhaseResult:
     spikes: Transition  # spike count, point estimate
     rank: Transition  # effective rank, point estimate
     nonfinite_layers: dict[int, int] = field(default_factory=dict)  # layer -> Inf/NaN vectors; left out
+    jumps: tuple[Jump, ...] = ()  # the TOP_JUMPS largest steps of m(gamma), largest first
+    params: PhaseParams = field(default_factory=PhaseParams)
 
     @property
     def gamma_c(self) -> float:
@@ -166,18 +217,35 @@ def bootstrap_order_transition(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> Transition:
-    """gamma_c of m(gamma) = mean Omega, with a percentile bootstrap interval over vectors.
+    """gamma_c of m(gamma) = mean Omega, with a percentile bootstrap interval over vectors."""
+    return bootstrap_order(omegas, gammas, n_boot=n_boot, seed=seed, confidence=confidence)[0]
+
+
+def bootstrap_order(
+    omegas: Sequence[np.ndarray],
+    gammas: Sequence[float],
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    confidence: float = 0.95,
+    top: int = TOP_JUMPS,
+) -> tuple[Transition, tuple[Jump, ...]]:
+    """gamma_c of m(gamma) = mean Omega and its ``top`` largest steps, bootstrapped over vectors.
 
     m(gamma) needs only the Omega values, so the bootstrap resamples those. When every layer
     holds the same vectors (same count: the same tokens seen at every depth) one resample of
     vector indices is shared by all layers, keeping the dependence between depths; otherwise
     each layer is resampled on its own. Resample means are computed as count matrices times
-    the Omega matrix, so the cost is O(n_boot x N) whatever the number of layers.
+    the Omega matrix, so the cost is O(n_boot x N) whatever the number of layers. Each jump
+    stays at its depth in the resamples: its interval is that of the step's size there.
     """
     means = np.array([np.nanmean(v) if np.isfinite(v).any() else math.nan for v in omegas])
     gamma_c, change = largest_change(gammas, means)
+    positions, depths = _curve_order(gammas, means)
+    steps = np.diff(means[positions])
+    ranked = np.argsort(-np.abs(steps), kind="stable")[:top]
     if n_boot < 1 or not math.isfinite(gamma_c):
-        return Transition(gamma_c, change)
+        return Transition(gamma_c, change), tuple(Jump(float(depths[i + 1]), float(steps[i])) for i in ranked)
     rng = np.random.default_rng(seed)
     lengths = {len(v) for v in omegas}
     if len(lengths) == 1:
@@ -190,7 +258,22 @@ def bootstrap_order_transition(
     gamma_star = gamma_star[np.isfinite(gamma_star)]
     tail = (1.0 - confidence) / 2
     low, high = np.quantile(gamma_star, [tail, 1.0 - tail], method="inverted_cdf")
-    return Transition(gamma_c, change, float(low), float(high), n_boot)
+    replicate_steps = np.diff(replicates[:, positions], axis=1)
+    largest = np.argmax(np.abs(np.nan_to_num(replicate_steps, nan=0.0)), axis=1)
+    jumps = []
+    for index in ranked:
+        step_low, step_high = np.nanquantile(replicate_steps[:, index], [tail, 1.0 - tail])
+        jumps.append(Jump(float(depths[index + 1]), float(steps[index]), float(step_low), float(step_high),
+                          float(np.mean(largest == index))))
+    return Transition(gamma_c, change, float(low), float(high), n_boot), tuple(jumps)
+
+
+def _curve_order(gammas: Sequence[float], values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of the layers with a finite depth and value, by depth, and those depths."""
+    gamma = np.asarray(gammas, dtype=np.float64)
+    keep = np.flatnonzero(np.isfinite(gamma) & np.isfinite(values))
+    positions = keep[np.argsort(gamma[keep], kind="stable")]
+    return positions, gamma[positions]
 
 
 def _bootstrap_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
@@ -223,8 +306,8 @@ def analyze_samples(
     """Every per-layer diagnostic and the three transitions from the layers' samples.
 
     Layers whose sample met Inf or NaN vectors are left out and listed in ``nonfinite_layers``
-    (see :mod:`magdash.overflow`). The spike-count and effective-rank transitions are point
-    estimates: resampling vectors with replacement duplicates some of them, which lowers the rank and the effective sample
+    (see :mod:`magdash.overflow`). Spike counts of fits that did not converge (capped) count
+    as missing. The spike-count and effective-rank transitions are point estimates: resampling vectors with replacement duplicates some of them, which lowers the rank and the effective sample
     size of the covariance and so biases exactly the spectral quantities measured (and in
     all-token mode the vectors are not kept). Sampling noise in the spike count is already
     bounded by the Tracy-Widom margin.
@@ -245,22 +328,34 @@ def analyze_samples(
             count=s.count,
             omega=summarize_omega(s.omegas),
             spectrum=fit_spectrum(s.eigenvalues, s.dim, s.count, level=params.level),
+            **_massive_fields(s, params.massive_ratio),
         )
         for s in ordered
     )
-    gammas = [d.gamma for d in layers]
+    # The transitions' depths: the embeddings leave them when asked to.
+    gammas = [math.nan if params.skip_embedding_step and d.gamma == 0 else d.gamma for d in layers]
+    order, jumps = bootstrap_order(
+        [s.omegas for s in ordered], gammas, n_boot=params.n_boot, seed=params.seed, confidence=params.confidence
+    )
     return PhaseResult(
         model=model,
         n_blocks=n_blocks,
         samples=tuple(ordered),
         layers=layers,
-        order=bootstrap_order_transition(
-            [s.omegas for s in ordered], gammas, n_boot=params.n_boot, seed=params.seed, confidence=params.confidence
-        ),
-        spikes=Transition(*largest_change(gammas, [d.spectrum.n_spikes for d in layers])),
+        order=order,
+        spikes=Transition(*largest_change(gammas, [d.spectrum.spike_count for d in layers])),
         rank=Transition(*largest_change(gammas, [d.spectrum.effective_rank for d in layers])),
         nonfinite_layers=nonfinite,
+        jumps=jumps,
+        params=params,
     )
+
+
+def _massive_fields(sample: LayerSample, ratio: float) -> dict:
+    if sample.raw is None:
+        return {}
+    indices = find_massive(sample.raw.abs_mean, ratio)
+    return {"massive": tuple(int(i) for i in indices), "massive_share": massive_share(sample.raw.square_mean, indices)}
 
 
 # -- tidy tables for the Depth page and the CLI -------------------------------------------
@@ -271,7 +366,11 @@ def _quantile_column(prob: float) -> str:
 
 
 def layer_frame(result: PhaseResult) -> pd.DataFrame:
-    """One row per layer: every scalar diagnostic plus the isotropic-Gaussian expectations."""
+    """One row per layer: every scalar diagnostic plus the isotropic-Gaussian expectations.
+
+    ``n_spikes`` is NaN where the Marchenko-Pastur fit did not converge (``mp_converged``
+    False; ``mp_cap`` is the cap it may have hit): a capped count is not a count.
+    """
     rows = []
     for item in result.layers:
         fit, summary = item.spectrum, item.omega
@@ -279,14 +378,16 @@ def layer_frame(result: PhaseResult) -> pd.DataFrame:
         row = {
             "model": result.model, "layer": item.layer, "gamma": item.gamma, "dim": item.dim,
             "n_vectors": item.count, "omega_mean": summary.mean, "omega_std": summary.std,
+            "n_massive": len(item.massive), "massive_dims": ", ".join(map(str, item.massive)),
+            "massive_share": item.massive_share,
         }
         row |= {_quantile_column(p): summary.quantiles[p] for p in OMEGA_QUANTILES}
         row |= {
             "dip": summary.dip, "dip_p": summary.dip_p, "rank": fit.rank, "q": fit.q,
             "sigma2": fit.sigma2, "mp_edge": fit.mp_edge, "tw_margin": fit.tw_margin,
-            "n_spikes": fit.n_spikes, "largest_gap": fit.largest_gap, "gap_rank": fit.gap_rank,
+            "n_spikes": fit.spike_count, "largest_gap": fit.largest_gap, "gap_rank": fit.gap_rank,
             "effective_rank": fit.effective_rank, "participation_ratio": fit.participation_ratio,
-            "mp_converged": fit.converged,
+            "mp_converged": fit.converged, "mp_cap": fit.cap,
             "baseline_omega_mean": isotropic_omega_mean(item.dim),
             "baseline_omega_std": isotropic_omega_std(item.dim),
             "baseline_effective_rank": baseline["effective_rank"],
@@ -301,12 +402,27 @@ SUMMARY_FIELDS = ("omega_mean", "dip_p", "n_spikes", "mp_edge", "sigma2", "effec
 
 
 def phase_summary(result: PhaseResult) -> dict:
-    """The CLI's JSON shape: {"model", "gamma_c", "layers": [{layer, gamma, ...}]}."""
+    """The CLI's JSON shape: {"model", "gamma_c", "layers": [{layer, gamma, ...}], ...}.
+
+    Per layer, ``n_spikes`` is null where ``mp_converged`` is false (``mp_cap``: the fit's
+    cap); ``massive_dims`` and ``massive_share`` describe the raw vectors. ``jumps`` are the
+    three largest steps of m(gamma); ``massive`` the view everything was computed on.
+    """
     table = layer_frame(result)
-    layers = [
-        {"layer": int(row.layer), "gamma": float(row.gamma)}
-        | {name: (int(getattr(row, name)) if name == "n_spikes" else float(getattr(row, name)))
-           for name in SUMMARY_FIELDS}
-        for row in table.itertuples(index=False)
-    ]
-    return {"model": result.model, "gamma_c": result.gamma_c, "layers": layers}
+    layers = []
+    for row, item in zip(table.itertuples(index=False), result.layers, strict=True):
+        entry = {"layer": int(row.layer), "gamma": float(row.gamma), "dim": int(row.dim)}
+        entry |= {name: float(getattr(row, name)) for name in SUMMARY_FIELDS}
+        entry["n_spikes"] = int(item.spectrum.n_spikes) if item.spectrum.converged else None
+        entry |= {"mp_converged": bool(item.spectrum.converged), "mp_cap": int(item.spectrum.cap),
+                  "massive_dims": list(item.massive), "massive_share": float(item.massive_share)}
+        layers.append(entry)
+    order, params = result.order, result.params
+    return {
+        "model": result.model, "gamma_c": result.gamma_c,
+        "gamma_c_low": order.low, "gamma_c_high": order.high,
+        "massive": params.massive, "massive_ratio": params.massive_ratio,
+        "skip_embedding_step": params.skip_embedding_step,
+        "jumps": [dataclasses.asdict(jump) for jump in result.jumps],
+        "layers": layers,
+    }

@@ -10,9 +10,16 @@ Two sources of vectors per layer:
   :class:`~magdash.phase.accumulate.LayerAccumulator` per layer, so no vector is kept.
 
 Either way the per-layer :class:`~magdash.phase.accumulate.LayerSample` list (eigenvalues,
-Omega values, counts) is cached in the store as an npz payload, keyed by the data's identity
-(stored-data fingerprint, or model fingerprint + dtype + texts hash + max length) and
-:data:`PHASE_VERSION`; fits and bootstrap are recomputed from it. This module imports
+Omega values, counts, per-dimension statistics) is cached in the store as an npz payload,
+keyed by the data's identity (stored-data fingerprint, or model fingerprint + dtype + texts
+hash + max length), the vectors' view (``PhaseParams.massive``; for ``drop`` also its
+multiple) and :data:`PHASE_VERSION`; fits and bootstrap are recomputed from it.
+
+The ``drop`` and ``standardise`` views (:mod:`magdash.phase.massive`) need the per-dimension
+statistics of all of a layer's vectors before the first vector can be transformed. Number
+tokens are all in memory, so that is one read; all-token mode keeps no vectors, so it takes
+two passes over the texts: the raw one (cached as the ``keep`` view) gives the statistics,
+the second streams the transformed vectors. This module imports
 neither torch nor transformers at import time; all-token mode loads them through
 :mod:`magdash.extract` only when it has to run the model.
 """
@@ -27,23 +34,63 @@ from magdash.models import control_name
 from magdash.params import ProgressCallback
 from magdash.phase.accumulate import LayerAccumulator, LayerSample, samples_from_bytes, samples_to_bytes
 from magdash.phase.diagnostics import PhaseParams, PhaseResult, analyze_samples
+from magdash.phase.massive import Adjustment
 from magdash.phase.texts import chunk_text, texts_hash
 from magdash.store.keys import result_key
 
 log = logging.getLogger(__name__)
 
-PHASE_VERSION = 2
+PHASE_VERSION = 3
 """Bump whenever a change to the phase code can change a cached sample: old entries die."""
 
 
-def number_token_samples(store, name: str, stimuli: str, progress: ProgressCallback | None = None) -> list[LayerSample]:
+def _view_key(params: PhaseParams) -> dict:
+    """The part of a sample's cache key that names its view of the vectors."""
+    view = {"massive": params.massive}
+    if params.massive == "drop":
+        view["massive_ratio"] = params.massive_ratio
+    return view
+
+
+def number_token_key(store, name: str, stimuli: str, params: PhaseParams | None = None) -> str:
+    """The cache key of a stored model's number-token samples in the view ``params`` asks for."""
+    return result_key("phase-numbers", PHASE_VERSION, data=store.data_fingerprint(name, stimuli),
+                      **_view_key(params or PhaseParams()))
+
+
+def view_sample(vectors, layer: int, params: PhaseParams) -> LayerSample:
+    """One layer's sample of ``vectors`` (n, d) in the view ``params.massive`` asks for.
+
+    The per-dimension statistics (and so the massive dimensions) always come from the raw
+    vectors; Inf/NaN vectors are left out of them as of everything else.
+    """
+    from magdash.overflow import nonfinite_rows
+
+    raw_accumulator = LayerAccumulator(vectors.shape[1])
+    raw_accumulator.add(vectors)
+    if params.massive == "keep":
+        return raw_accumulator.finish(layer)
+    stats = raw_accumulator.dimension_stats()
+    if stats is None:
+        return raw_accumulator.finish(layer)
+    finite = vectors[~nonfinite_rows(vectors)]
+    adjustment = Adjustment.for_stats(params.massive, stats, params.massive_ratio)
+    accumulator = LayerAccumulator(adjustment.dim(vectors.shape[1]))
+    accumulator.add(adjustment.apply(finite))
+    sample = accumulator.finish(layer)
+    sample.nonfinite, sample.raw = raw_accumulator.nonfinite, stats
+    return sample
+
+
+def number_token_samples(store, name: str, stimuli: str, progress: ProgressCallback | None = None,
+                         params: PhaseParams | None = None) -> list[LayerSample]:
     """One sample per stored layer from the number-token vectors, reshaped to (n x c, d)."""
+    params = params or PhaseParams()
     record = store.model_record(name)
     samples = []
     for data in store.read_layers(name, stimuli):
-        accumulator = LayerAccumulator(record.hidden_size)  # counts and leaves out Inf/NaN vectors
-        accumulator.add(data.vectors.reshape(-1, record.hidden_size))
-        samples.append(accumulator.finish(data.layer))
+        # view_sample counts and leaves out Inf/NaN vectors.
+        samples.append(view_sample(data.vectors.reshape(-1, record.hidden_size), data.layer, params))
         del data
         if progress:
             progress(len(samples), record.n_layers)
@@ -60,12 +107,13 @@ def phase_from_store(
     progress: ProgressCallback | None = None,
 ) -> PhaseResult:
     """Phase diagnostics of a stored model's number-token vectors (stimulus-set default rule)."""
+    params = params or PhaseParams()
     stimuli = store.resolve_stimuli(name, stimuli)
     record = store.model_record(name)
-    key = result_key("phase-numbers", PHASE_VERSION, data=store.data_fingerprint(name, stimuli))
+    key = number_token_key(store, name, stimuli, params)
     cached = _cached(store, key) if use_cache else None
     if cached is None:
-        samples = number_token_samples(store, name, stimuli, progress)
+        samples = number_token_samples(store, name, stimuli, progress, params)
         store.put_result(key, "phase", samples_to_bytes(samples, record.n_blocks))
     else:
         samples = cached[0]
@@ -91,13 +139,24 @@ def all_token_samples(
     batch_size: int = 16,
     max_length: int | None = None,
     progress: ProgressCallback | None = None,
+    adjustments: dict[int, Adjustment] | None = None,
 ) -> list[LayerSample]:
-    """Stream every real token of ``texts`` through the model into per-layer accumulators."""
+    """Stream every real token of ``texts`` through the model into per-layer accumulators.
+
+    With ``adjustments`` (layer -> :class:`~magdash.phase.massive.Adjustment`, from a raw
+    pass) each layer's vectors are transformed into that view before they are accumulated.
+    """
     from magdash.extract import capture_all_tokens
+    from magdash.overflow import nonfinite_rows
 
     accumulators: dict[int, LayerAccumulator] = {}
+    bad_rows: dict[int, int] = {}
 
     def on_batch(layer: int, vectors) -> None:
+        if adjustments is not None:
+            bad = nonfinite_rows(vectors)
+            bad_rows[layer] = bad_rows.get(layer, 0) + int(bad.sum())
+            vectors = adjustments[layer].apply(vectors[~bad])
         if layer not in accumulators:
             accumulators[layer] = LayerAccumulator(vectors.shape[1])
         accumulators[layer].add(vectors)
@@ -106,7 +165,22 @@ def all_token_samples(
                               max_length=max_length, progress=progress)
     if seen < 2:
         raise AnalysisError(f"the prompts gave {seen} token(s); the spectra need at least two")
-    return [accumulators[layer].finish(layer) for layer in sorted(accumulators)]
+    samples = [accumulators[layer].finish(layer) for layer in sorted(accumulators)]
+    for sample in samples:
+        sample.nonfinite += bad_rows.get(sample.layer, 0)
+    return samples
+
+
+def _adjustments(raw: Sequence[LayerSample], params: PhaseParams) -> dict[int, Adjustment]:
+    """Each layer's view transform, from the raw pass's per-dimension statistics.
+
+    A layer without statistics (every vector Inf/NaN) has nothing to transform: it stays raw
+    and is flagged as before.
+    """
+    return {
+        s.layer: Adjustment("keep") if s.raw is None else Adjustment.for_stats(params.massive, s.raw, params.massive_ratio)
+        for s in raw
+    }
 
 
 def document_chunks(loaded, text: str, max_length: int | None = None) -> list[str]:
@@ -140,32 +214,46 @@ def phase_from_texts(
 
     ``texts`` is a list of prompts used as they are (carrier sentences, say), or a single
     string: a document, cut to the model's context by :func:`document_chunks`. With a store,
-    the samples are looked up before any weights are loaded and stored afterwards.
+    the samples are looked up before any weights are loaded and stored afterwards; the
+    ``drop``/``standardise`` views reuse a cached raw pass when there is one.
     """
     from magdash.models import resolve_model, transformers_version
 
+    params = params or PhaseParams()
     is_loaded = not isinstance(model, str)
     source = model.source if is_loaded else resolve_model(model)
     dtype = model.dtype if is_loaded else dtype
     document = isinstance(texts, str)
-    key = result_key(
-        "phase-tokens", PHASE_VERSION, fingerprint=source.fingerprint, dtype=dtype,
-        transformers=transformers_version(), texts=texts_hash([texts] if document else texts),
-        document=document, max_length=max_length,
+    identity = dict(
+        fingerprint=source.fingerprint, dtype=dtype, transformers=transformers_version(),
+        texts=texts_hash([texts] if document else texts), document=document, max_length=max_length,
     )
-    cached = _cached(store, key) if store is not None and use_cache else None
+    raw_key = result_key("phase-tokens", PHASE_VERSION, **identity, massive="keep")
+    key = result_key("phase-tokens", PHASE_VERSION, **identity, **_view_key(params))
+
+    def lookup(name: str):
+        return _cached(store, name) if store is not None and use_cache else None
+
+    cached = lookup(key)
     if cached is not None:
         samples, n_blocks = cached
-    else:
-        loaded = model
-        if not is_loaded:
-            from magdash.models import load_model
+        return analyze_samples(samples, n_blocks, params, model=source.spec)
+    loaded = model
+    if not is_loaded:
+        from magdash.models import load_model
 
-            loaded = load_model(source, dtype=dtype, device=device)
-        prompts = document_chunks(loaded, texts, max_length) if document else list(texts)
-        samples = all_token_samples(loaded, prompts, batch_size=batch_size,
-                                    max_length=max_length, progress=progress)
-        n_blocks = loaded.n_blocks
+        loaded = load_model(source, dtype=dtype, device=device)
+    prompts = document_chunks(loaded, texts, max_length) if document else list(texts)
+    options = dict(batch_size=batch_size, max_length=max_length, progress=progress)
+    raw = lookup(raw_key)
+    samples, n_blocks = raw if raw is not None else (all_token_samples(loaded, prompts, **options), loaded.n_blocks)
+    if store is not None and raw is None:
+        store.put_result(raw_key, "phase", samples_to_bytes(samples, n_blocks))
+    if params.massive != "keep":
+        view = all_token_samples(loaded, prompts, adjustments=_adjustments(samples, params), **options)
+        for adjusted, original in zip(view, samples, strict=True):
+            adjusted.raw = original.raw
+        samples = view
         if store is not None:
             store.put_result(key, "phase", samples_to_bytes(samples, n_blocks))
     return analyze_samples(samples, n_blocks, params, model=source.spec)

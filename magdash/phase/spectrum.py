@@ -44,8 +44,9 @@ class SpectrumFit:
 
     ``largest_gap`` is the largest difference between consecutive eigenvalues (sorted
     descending) in units of the fitted sigma^2, and ``gap_rank`` the number of eigenvalues
-    above it. ``converged`` is False when the robust fit stopped at its cap (half of the
-    spectrum called spikes): the spectrum is then not an MP bulk with a few outliers.
+    above it. ``converged`` is False when the robust fit stopped at its ``cap`` (half of the
+    spectrum called spikes), ran out of iterations or had too few eigenvalues: the spectrum is
+    then not an MP bulk with a few outliers, and :attr:`spike_count` is NaN rather than the cap.
     """
 
     dim: int
@@ -61,10 +62,21 @@ class SpectrumFit:
     effective_rank: float
     participation_ratio: float
     converged: bool
+    cap: int = 0
 
     @property
     def spike_threshold(self) -> float:
         return self.mp_edge + self.tw_margin
+
+    @property
+    def capped(self) -> bool:
+        """True when the fit stopped because the spike count reached the cap."""
+        return self.cap > 0 and self.n_spikes >= self.cap
+
+    @property
+    def spike_count(self) -> float:
+        """The spike count where the fit converged, NaN where it did not (never the cap)."""
+        return float(self.n_spikes) if self.converged else math.nan
 
 
 def marchenko_pastur_edges(q: float, sigma2: float = 1.0) -> tuple[float, float]:
@@ -185,6 +197,7 @@ def fit_spectrum(
         effective_rank=effective_rank(lam),
         participation_ratio=participation_ratio(lam),
         converged=converged,
+        cap=cap,
     )
 
 

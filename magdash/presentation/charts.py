@@ -539,6 +539,48 @@ def alpha_profile(
     return _finish(alt.layer(*layers), _title(text, subtitle), width, height)
 
 
+MASSIVE_VIEW_COLORS = {"raw": "#0072B2", "massive dimensions dropped": "#D55E00"}
+
+
+def massive_alpha_chart(
+    frame: pd.DataFrame,
+    *,
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: Width = DEFAULT_WIDTH,
+    height: int = DEFAULT_HEIGHT,
+) -> alt.LayerChart:
+    """Alpha by layer of one measure, raw and with the massive dimensions dropped.
+
+    ``frame`` (:func:`magdash.presentation.tables.massive_alpha_frame`): view, layer, label,
+    core, alpha, ci_low, ci_high, n_massive. Grey: core layers; bands: bootstrap CIs.
+    """
+    _require(frame, ["view", "layer", "alpha", "ci_low", "ci_high", "core"], "massive_alpha_chart")
+    axis = DepthAxis.of(frame["layer"], "layer", LAYER_TITLE)
+    views = list(dict.fromkeys(frame["view"].astype(str)))
+    layers = _depth_backdrop(axis, frame, "alpha")
+    layers.append(zero_rule(0.0))
+    columns = [c for c in ("view", "layer", "label", "alpha", "ci_low", "ci_high", "n_massive") if c in frame]
+    layers += _profile_layers(
+        frame.loc[:, columns],
+        x=axis.encoding(),
+        y_field="alpha",
+        y_title=ALPHA_TITLE,
+        color=alt.Color("view:N", scale=_scale(views, MASSIVE_VIEW_COLORS), title="vectors"),
+        tooltip=[
+            alt.Tooltip("view:N", title="vectors"),
+            alt.Tooltip("layer:Q"),
+            alt.Tooltip("alpha:Q", format=".4f"),
+            alt.Tooltip("ci_low:Q", title="CI low", format=".4f"),
+            alt.Tooltip("ci_high:Q", title="CI high", format=".4f"),
+        ] + ([alt.Tooltip("n_massive:Q", title="massive dimensions")] if "n_massive" in frame else []),
+        band=("ci_low", "ci_high"),
+        detail="view",
+    )
+    text = title or "Alpha by layer, raw and without the massive-activation dimensions"
+    return _finish(alt.layer(*layers), _title(text, subtitle), width, height)
+
+
 def weber_window(
     fits: pd.DataFrame,
     window: tuple[float, float] = (0.8, 1.2),
@@ -1342,15 +1384,24 @@ def order_parameter_chart(
 ) -> alt.LayerChart:
     """Order parameter m(gamma) = mean Omega per layer, with CI, control and null baseline.
 
-    ``frame``: gamma, m, ci_low, ci_high, series ("trained", "random control"; layer and
-    label optional). ``baseline`` draws the isotropic-Gaussian mean 1 - sqrt(2/pi) (pass the
-    exact finite-d value from :func:`magdash.phase.omega.isotropic_omega_mean` if wanted;
-    None hides it). ``gamma_c`` and its interval are marked in red.
+    ``frame``: gamma, m, ci_low, ci_high, series ("trained", "random control"; layer, label
+    and view optional). With a ``view`` column (raw, massive dimensions dropped, ...) each
+    view gets its own dash pattern, so raw and adjusted curves sit together. ``baseline``
+    draws the isotropic-Gaussian mean 1 - sqrt(2/pi) (pass the exact finite-d value from
+    :func:`magdash.phase.omega.isotropic_omega_mean` if wanted; None hides it). ``gamma_c``
+    and its interval are marked in red.
     """
     _require(frame, ["gamma", "m", "ci_low", "ci_high", "series"], "order_parameter_chart")
     data = frame.copy()
     if "layer" not in data:
         data["layer"] = np.nan
+    if "view" not in data:
+        data["view"] = "raw"
+    data["curve"] = data["series"].astype(str) + " · " + data["view"].astype(str)
+    views = list(dict.fromkeys(data["view"].astype(str)))
+    dash = None if len(views) < 2 else alt.StrokeDash(
+        "view:N", title="vectors", scale=alt.Scale(domain=views, range=[[1, 0], [6, 3], [2, 2]][: len(views)])
+    )
     series = list(dict.fromkeys(data["series"].astype(str)))
     color = alt.Color("series:N", scale=_scale(series, SERIES_COLORS), title="model")
     layers = _gamma_c_layers(gamma_c, gamma_c_interval)
@@ -1364,7 +1415,7 @@ def order_parameter_chart(
             )
         )
     layers += _profile_layers(
-        data.loc[:, ["series", "gamma", "layer", "m", "ci_low", "ci_high"]],
+        data.loc[:, ["series", "view", "curve", "gamma", "layer", "m", "ci_low", "ci_high"]],
         x=DepthAxis.of(data["gamma"], "gamma", GAMMA_TITLE).encoding(),
         y_field="m",
         y_title="m(gamma) = mean Omega",
@@ -1372,8 +1423,10 @@ def order_parameter_chart(
         # would flatten the curves and their CIs into one line.
         y_scale=alt.Scale(zero=False),
         color=color,
+        stroke_dash=dash,
         tooltip=[
             alt.Tooltip("series:N", title="model"),
+            alt.Tooltip("view:N", title="vectors"),
             alt.Tooltip("gamma:Q", format=".3f"),
             alt.Tooltip("layer:Q"),
             alt.Tooltip("m:Q", title="m = mean object integrity Omega", format=".4f"),
@@ -1381,7 +1434,7 @@ def order_parameter_chart(
             alt.Tooltip("ci_high:Q", title="CI high", format=".4f"),
         ],
         band=("ci_low", "ci_high"),
-        detail="series",
+        detail="curve",
     )
     text = title or "Order parameter m(gamma) (dotted: isotropic baseline; red: gamma_c)"
     return _finish(alt.layer(*layers), _title(text, subtitle), width, height)

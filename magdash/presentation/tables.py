@@ -486,6 +486,26 @@ def pc1_frame(coordinates: Pc1Coordinates, magnitudes: Sequence[float]) -> pd.Da
     )
 
 
+def massive_alpha_frame(layers: pd.DataFrame, measure: str) -> pd.DataFrame:
+    """Long form of :meth:`magdash.variability.massive.MassiveControl.layers` for one measure.
+
+    Columns: view ("raw" or "massive dimensions dropped"), layer, label, core, alpha, ci_low,
+    ci_high, n_massive.
+    """
+    rows = layers[layers["measure"] == measure]
+    if rows.empty:
+        raise AnalysisError(f"measure {measure!r} was not analysed; add it to measures")
+    parts = []
+    for suffix, view in (("raw", "raw"), ("dropped", "massive dimensions dropped")):
+        part = rows.loc[:, ["layer", "label", "core", "n_massive"]].copy()
+        part.insert(0, "view", view)
+        part["alpha"] = rows[f"alpha_{suffix}"].to_numpy()
+        part["ci_low"] = rows[f"ci_low_{suffix}"].to_numpy()
+        part["ci_high"] = rows[f"ci_high_{suffix}"].to_numpy()
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)
+
+
 # -- depth (phase diagnostics) ------------------------------------------------------------
 
 
@@ -558,6 +578,8 @@ def order_parameter_frame(results: Mapping[str, PhaseResult], *, ci: float = 0.9
     """
     from scipy import stats
 
+    from magdash.phase.massive import MASSIVE_LABELS
+
     z = float(stats.norm.ppf(0.5 + ci / 2.0))
     rows = []
     for series, result in results.items():
@@ -569,6 +591,7 @@ def order_parameter_frame(results: Mapping[str, PhaseResult], *, ci: float = 0.9
             rows.append(
                 {
                     "series": series,
+                    "view": MASSIVE_LABELS[result.params.massive],
                     "layer": item.layer,
                     "gamma": item.gamma,
                     "m": summary.mean,
@@ -577,7 +600,24 @@ def order_parameter_frame(results: Mapping[str, PhaseResult], *, ci: float = 0.9
                     "n": summary.n,
                 }
             )
-    return pd.DataFrame(rows, columns=["series", "layer", "gamma", "m", "ci_low", "ci_high", "n"])
+    return pd.DataFrame(rows, columns=["series", "view", "layer", "gamma", "m", "ci_low", "ci_high", "n"])
+
+
+def jumps_frame(results: Mapping[str, PhaseResult]) -> pd.DataFrame:
+    """The largest steps of m(gamma) of each series, largest first.
+
+    Columns: series, view, rank, gamma (depth after the step), change, ci_low, ci_high (its
+    bootstrap interval), p_largest (share of resamples in which it is the largest step).
+    """
+    from magdash.phase.massive import MASSIVE_LABELS
+
+    rows = [
+        {"series": series, "view": MASSIVE_LABELS[result.params.massive], "rank": rank, "gamma": jump.gamma,
+         "change": jump.change, "ci_low": jump.low, "ci_high": jump.high, "p_largest": jump.p_largest}
+        for series, result in results.items()
+        for rank, jump in enumerate(result.jumps, start=1)
+    ]
+    return pd.DataFrame(rows, columns=["series", "view", "rank", "gamma", "change", "ci_low", "ci_high", "p_largest"])
 
 
 ISOTROPIC_SERIES = "isotropic Gaussian"
@@ -646,7 +686,8 @@ def spectrum_frames(
 
     - histogram: low, high, count, density
     - mp: eigenvalue, density (the fitted MP law with sigma^2 = fit.sigma2, q = fit.q)
-    - spikes: rank (1 = largest), eigenvalue (the fit's n_spikes largest)
+    - spikes: rank (1 = largest), eigenvalue (the fit's n_spikes largest; none where the fit
+      did not converge: a capped count marks no spikes)
     """
     from magdash.phase.spectrum import marchenko_pastur_density, marchenko_pastur_edges
 
@@ -678,9 +719,8 @@ def spectrum_frames(
         mp = pd.DataFrame(
             {"eigenvalue": grid, "density": marchenko_pastur_density(grid, fit.q, fit.sigma2)}
         )
-    spikes = pd.DataFrame(
-        {"rank": np.arange(1, fit.n_spikes + 1), "eigenvalue": lam[: fit.n_spikes]}
-    )
+    n_spikes = fit.n_spikes if fit.converged else 0
+    spikes = pd.DataFrame({"rank": np.arange(1, n_spikes + 1), "eigenvalue": lam[:n_spikes]})
     return histogram, mp, spikes
 
 

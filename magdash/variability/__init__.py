@@ -12,5 +12,7 @@ arXiv 2603.20642), the steps of one analysis:
 - :mod:`~magdash.variability.conventions`: magdash's conventions and the paper script's, each
   one table of rules, and the paper's consistency checks;
 - :mod:`~magdash.variability.analysis`: all of them over a stored model, with
-  :class:`~magdash.variability.analysis.AnalysisParams`, cached in the store.
+  :class:`~magdash.variability.analysis.AnalysisParams`, cached in the store;
+- :mod:`~magdash.variability.massive`: alpha with the massive-activation dimensions dropped,
+  as a control beside the raw alpha.
 """

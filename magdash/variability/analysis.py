@@ -49,6 +49,7 @@ from magdash.errors import AnalysisError
 from magdash.jsonio import to_jsonable
 from magdash.overflow import count_nonfinite, nonfinite_warning
 from magdash.params import DEFAULT_N_BOOT, ProgressCallback
+from magdash.phase.massive import MASSIVE_DEFAULT, MASSIVE_RATIO, DimensionStats, check_massive, find_massive
 from magdash.store.keys import result_key
 from magdash.variability.compare import BOOTSTRAP_LAYER_CHOICES, ModelComparison, compare_models
 from magdash.variability.conventions import (
@@ -86,7 +87,7 @@ from magdash.variability.measures import MEASURES, LayerVectors
 
 log = logging.getLogger(__name__)
 
-ANALYSIS_VERSION = "6"
+ANALYSIS_VERSION = "7"
 """Bump whenever a change to the analysis code can change a result: old cache entries die."""
 
 PRIMARY_MEASURES = ("eucl", "residual", "proj")
@@ -109,9 +110,17 @@ class AnalysisParams:
     outlier_factor: float = OUTLIER_FACTOR
     conventions: str = MAGDASH  # "magdash" or "paper" (magdash.variability.conventions)
     ci_method: str | None = None  # None: the conventions' (magdash studentized, paper percentile)
+    # "drop": every layer's massive-activation dimensions (magdash.phase.massive: mean |h_j|
+    # above massive_ratio x the median over j) are removed before any measure is computed.
+    massive: str = MASSIVE_DEFAULT
+    massive_ratio: float = MASSIVE_RATIO
 
     def __post_init__(self) -> None:
         rules = get_conventions(self.conventions)
+        check_massive(self.massive, self.massive_ratio)
+        if self.massive == "standardise":
+            raise AnalysisError("the noise analysis keeps or drops the massive dimensions (--massive keep|drop)")
+        object.__setattr__(self, "massive_ratio", float(self.massive_ratio))
         if self.seed is None:
             object.__setattr__(self, "seed", rules.default_seed)
         if self.ci_method is None:
@@ -205,6 +214,7 @@ class AnalysisResult:
     cv_trend: pd.DataFrame
     checks: ConsistencyChecks
     nonfinite_layers: dict[int, int] = field(default_factory=dict)
+    massive_dims: dict[int, list[int]] = field(default_factory=dict)  # layer -> dims dropped (massive="drop")
     from_cache: bool = field(default=False, compare=False)
 
     @property
@@ -274,6 +284,7 @@ class AnalysisResult:
             "checks": dataclasses.asdict(self.checks),
             "warnings": self.warnings(),
             "nonfinite_layers": dict(self.nonfinite_layers),
+            "massive_dims": dict(self.massive_dims),
             "params": dataclasses.asdict(self.params),
         }
 
@@ -298,6 +309,7 @@ class AnalysisResult:
             "cv_trend": _frame_to_plain(self.cv_trend),
             "checks": self.checks,
             "nonfinite_layers": self.nonfinite_layers,
+            "massive_dims": self.massive_dims,
         }
         return zlib.compress(json.dumps(to_jsonable(document, keep_nan=True), allow_nan=True).encode(), 6)
 
@@ -332,6 +344,7 @@ class AnalysisResult:
             cv_trend=_frame_from_plain(document["cv_trend"]),
             checks=ConsistencyChecks(**document["checks"]),
             nonfinite_layers={int(k): int(v) for k, v in document["nonfinite_layers"].items()},
+            massive_dims={int(k): [int(j) for j in v] for k, v in document["massive_dims"].items()},
             from_cache=True,
         )
 
@@ -404,7 +417,9 @@ def run_analysis(
     ``vectors`` has shape (n_magnitudes, n_carriers, d); each layer is dropped once measured,
     so a generator that reads one layer at a time keeps memory at one layer. A layer holding an
     Inf or NaN vector (float16 overflow) is left out of every fit and listed in
-    ``nonfinite_layers`` (see :mod:`magdash.overflow`).
+    ``nonfinite_layers`` (see :mod:`magdash.overflow`). With ``params.massive == "drop"`` each
+    layer's massive dimensions, found over all its vectors, are removed first and listed in
+    ``massive_dims``.
     """
     magnitudes = np.asarray(magnitudes, dtype=np.float64)
     if n_layers is not None:
@@ -413,6 +428,7 @@ def run_analysis(
     labels: list[str] = []
     measured: list[LayerMeasurement] = []
     nonfinite: dict[int, int] = {}
+    massive: dict[int, list[int]] = {}
     # Counted by hand: enumerate() would keep the previous layer alive while the next is read.
     index = -1
     for label, vectors in layers:
@@ -426,6 +442,11 @@ def run_analysis(
             nonfinite[index] = bad
             measured.append(LayerMeasurement.left_out(params.measures, magnitudes.size))
         else:
+            if params.massive == "drop":
+                flat = vectors.reshape(-1, vectors.shape[-1])
+                dropped = find_massive(DimensionStats.of(flat).abs_mean, params.massive_ratio)
+                massive[index] = dropped.tolist()
+                vectors = np.delete(vectors, dropped, axis=-1)
             measured.append(measure_layer(vectors, magnitudes, params.measures, models))
         labels.append(label)
         del vectors
@@ -453,6 +474,7 @@ def run_analysis(
         geometry=geometry,
     )
     result.nonfinite_layers = nonfinite
+    result.massive_dims = massive
     return result
 
 

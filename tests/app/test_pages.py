@@ -21,9 +21,12 @@ DATA_PAGES = [page for page in PAGES if Path(page).stem not in ("home", "extract
 # Charts each page draws on the populated store (every chart has PNG and SVG buttons).
 EXPECTED_CHARTS = {
     "home": 1, "extract": 0, "stimuli": 0, "scaling": 2, "weber": 5, "frequency": 3,
-    "compare": 1, "geometry": 3, "depth": 4, "controls": 4, "design": 0,
+    "compare": 1, "geometry": 3, "depth": 6, "controls": 4, "design": 0,
 }
-EXPECTED_TABLES = {"home": 1, "scaling": 1, "weber": 2, "frequency": 2, "compare": 1, "geometry": 1, "controls": 5}
+EXPECTED_TABLES = {
+    "home": 1, "scaling": 1, "weber": 2, "frequency": 2, "compare": 1, "geometry": 1, "depth": 2,
+    "controls": 5,
+}
 
 
 @pytest.fixture(scope="module")

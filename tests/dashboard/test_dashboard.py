@@ -567,6 +567,8 @@ def test_the_report_holds_figures_verdicts_and_the_manifest(planted, planted_vie
     assert [m["name"] for m in manifest["models"]] == ["planted", "flat@random"]
     assert manifest["dashboard_view"] == {"model": "planted"}
     assert document.count("<img") >= 8 and "H1-H4" in document
+    assert "Control: alpha without the massive dimensions (planted)" in document
+    assert "Depth: liquid or solid?" in document and "The three largest steps of m(gamma)" in document
     assert "<script>" not in document.replace('<script type="application/json"', "")
 
 

@@ -333,15 +333,22 @@ def test_frames_summary_and_cache_payload():
         assert column in table
     assert table["baseline_omega_mean"].to_numpy() == pytest.approx(isotropic_omega_mean(32))
     summary = phase_summary(result)
-    assert set(summary) == {"model", "gamma_c", "layers"}
+    # The keys the JSON always had stay; the new ones come beside them.
+    assert set(summary) == {"model", "gamma_c", "layers", "gamma_c_low", "gamma_c_high", "massive",
+                            "massive_ratio", "skip_embedding_step", "jumps"}
     assert set(summary["layers"][0]) == {"layer", "gamma", "omega_mean", "dip_p", "n_spikes", "mp_edge",
-                                         "sigma2", "effective_rank", "participation_ratio"}
+                                         "sigma2", "effective_rank", "participation_ratio", "dim",
+                                         "mp_converged", "mp_cap", "massive_dims", "massive_share"}
+    assert len(summary["jumps"]) == 3 and summary["jumps"][0]["gamma"] == summary["gamma_c"]
     restored, n_blocks = samples_from_bytes(samples_to_bytes(samples, 4))
     assert n_blocks == 4 and len(restored) == len(samples)
     for before, after in zip(samples, restored, strict=True):
         assert (before.layer, before.dim, before.count) == (after.layer, after.dim, after.count)
         np.testing.assert_array_equal(before.eigenvalues, after.eigenvalues)
         np.testing.assert_array_equal(before.omegas, after.omegas)
+        np.testing.assert_array_equal(before.raw.abs_mean, after.raw.abs_mean)
+        np.testing.assert_array_equal(before.raw.square_mean, after.raw.square_mean)
+        assert before.raw.count == after.raw.count
 
 
 # -- chunking ----------------------------------------------------------------------------------

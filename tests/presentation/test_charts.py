@@ -620,6 +620,44 @@ def test_phase_result_adapters_feed_the_depth_charts(phase_result):
     assert len(rows(spectrum, of_type(spectrum, "rule")[0])) == len(spikes)
 
 
+def test_raw_and_adjusted_curves_jumps_and_capped_spikes(phase_result):
+    import dataclasses
+
+    adjusted = dataclasses.replace(phase_result, params=dataclasses.replace(phase_result.params, massive="drop"))
+    order = pd.concat([tables.order_parameter_frame({"trained": phase_result}),
+                       tables.order_parameter_frame({"trained": adjusted})], ignore_index=True)
+    assert list(dict.fromkeys(order["view"])) == ["raw", "massive dimensions dropped"]
+    spec = charts.order_parameter_chart(order).to_dict()
+    dash = of_type(spec, "line")[0]["encoding"]["strokeDash"]
+    assert dash["field"] == "view" and dash["scale"]["domain"] == ["raw", "massive dimensions dropped"]
+    assert "strokeDash" not in of_type(charts.order_parameter_chart(order[order["view"] == "raw"]).to_dict(),
+                                       "line")[0]["encoding"]
+    jumps = tables.jumps_frame({"trained": phase_result})
+    assert list(jumps["rank"]) == [1, 2] and jumps["gamma"].iloc[0] == phase_result.gamma_c
+    assert (jumps["ci_low"] <= jumps["change"]).all() and (jumps["change"] <= jumps["ci_high"]).all()
+    # A capped fit marks no spikes on its spectrum.
+    capped = fit_spectrum(0.8 ** np.arange(129), 576, 130)
+    assert not capped.converged and capped.n_spikes == capped.cap
+    assert tables.spectrum_frames(0.8 ** np.arange(129), capped)[2].empty
+
+
+def test_massive_alpha_frame_and_chart():
+    layers = pd.DataFrame({
+        "measure": ["eucl", "eucl", "proj"], "layer": [0, 1, 0], "label": ["e", "b1", "e"],
+        "core": [False, True, False], "alpha_raw": [0.1, -0.2, 0.3], "ci_low_raw": [0.0, -0.3, 0.2],
+        "ci_high_raw": [0.2, -0.1, 0.4], "alpha_dropped": [0.0, -0.5, 0.1], "ci_low_dropped": [-0.1, -0.6, 0.0],
+        "ci_high_dropped": [0.1, -0.4, 0.2], "n_massive": [0, 2, 0],
+    })
+    frame = tables.massive_alpha_frame(layers, "eucl")
+    assert len(frame) == 4 and list(frame["alpha"]) == [0.1, -0.2, 0.0, -0.5]
+    assert list(frame["view"]) == ["raw", "raw", "massive dimensions dropped", "massive dimensions dropped"]
+    with pytest.raises(AnalysisError, match="not analysed"):
+        tables.massive_alpha_frame(layers, "pairwise")
+    spec = charts.massive_alpha_chart(frame).to_dict()
+    colour = of_type(spec, "line")[0]["encoding"]["color"]["scale"]
+    assert colour["range"] == [charts.MASSIVE_VIEW_COLORS["raw"], charts.MASSIVE_VIEW_COLORS["massive dimensions dropped"]]
+
+
 # -- tables behind the Weber page ------------------------------------------------------------
 
 
