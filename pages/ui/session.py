@@ -121,7 +121,13 @@ def context() -> AppContext:
 
 
 def build_navigation():
-    """The app's navigation: the files of ``pages/`` grouped Data · Noise · Geometry · Depth."""
+    """The app's navigation: the files of ``pages/`` grouped Data · Noise · Geometry · Depth.
+
+    Streamlit's own menu is hidden (``client.showSidebarNavigation = false`` in
+    ``.streamlit/config.toml``): a fresh session would list the ``pages/`` files in it for a
+    moment before the app's navigation replaced them. The menu is drawn here instead, as page
+    links at the top of the sidebar, from the first run on.
+    """
     pages = {
         group: [
             st.Page(str(ROOT / page.file), title=page.title, icon=page.icon, url_path=page.url_path,
@@ -130,7 +136,14 @@ def build_navigation():
         ]
         for group, group_pages in db.page_groups(root=ROOT).items()
     }
-    return st.navigation(pages, position="sidebar")
+    navigation = st.navigation(pages, position="hidden")
+    with st.sidebar.container(key="magdash_navigation"):
+        for group, group_pages in pages.items():
+            st.caption(group)
+            for page in group_pages:
+                st.page_link(page)
+        st.divider()
+    return navigation
 
 
 def sync_query(view: db.ViewState) -> None:

@@ -48,7 +48,7 @@ def test_first_run_then_page_switch_in_chromium(app_server, tmp_path):
             expect(profile.locator("svg path").first).to_be_attached()
             expect(page.get_by_test_id("stDownloadButton").filter(has_text="PNG").first).to_be_visible()
 
-            page.locator("[data-testid=stSidebarNav]").get_by_role("link", name="Scaling").click()
+            page.locator("[data-testid=stSidebar]").get_by_role("link", name="Scaling").click()
             expect(page.get_by_role("heading", name="Scaling of variability with magnitude")).to_be_visible(timeout=120_000)
             expect(page.locator("[data-testid=stVegaLiteChart]")).to_have_count(2, timeout=120_000)
             assert "/scaling" in page.url and "model=minilm" in page.url
