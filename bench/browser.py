@@ -128,6 +128,16 @@ def change_measure(page, label: str) -> None:
     settled(page, *PAGES["scaling"][1:])
 
 
+def screenshot(page, target: Path) -> None:
+    """The whole page: Streamlit scrolls its main area, not the document, so the viewport is
+    made as tall as the content for the shot."""
+    height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
+    page.set_viewport_size({**VIEWPORT, "height": max(VIEWPORT["height"], int(height))})
+    time.sleep(0.5)  # let the charts redraw at the new size before the shot
+    page.screenshot(path=str(target), full_page=True)
+    page.set_viewport_size(VIEWPORT)
+
+
 def median_line(name: str, values: list[float]) -> str:
     return (f"{name:<34}{statistics.median(values):>8.2f} s   max {max(values):5.2f} s   "
             f"({len(values)} passes)")
@@ -147,7 +157,7 @@ def measure(server: str, passes: int, screenshots: Path | None) -> dict[str, lis
             for path in PAGES:  # every analysis computed and cached, every page seen once
                 click_page(page, path)
                 if screenshots is not None:
-                    page.screenshot(path=str(screenshots / f"{path}.png"), full_page=True)
+                    screenshot(page, screenshots / f"{path}.png")
             for _ in range(passes):
                 for path in PAGES:
                     timings.setdefault(f"page switch: {path}", []).append(timed(lambda p=path: click_page(page, p)))

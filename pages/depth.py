@@ -27,6 +27,8 @@ with st.spinner("Computing spectra and Omega per layer (first time only; cached 
         ui.phase_for(key)
 results = ui.results_arg(keys)
 ui.say(ui.compute("phase_sentence", results))
+if caveat := ui.compute("spectrum_caveats", results):
+    st.warning(ui.plain(caveat))
 ui.figure("order_figure", results, name=f"order-parameter-{view.model}")
 ui.figure("rank_figure", results, name=f"effective-rank-{view.model}")
 ui.figure("omega_figure", results, name=f"omega-by-layer-{view.model}")

@@ -34,7 +34,7 @@ from magdash.errors import AnalysisError
 from magdash.jsonio import to_jsonable
 from magdash.presentation import charts, tables
 from magdash.presentation.export import chart_to_png, chart_to_svg
-from magdash.presentation.formatting import MISSING, format_number
+from magdash.presentation.formatting import MISSING, column_label, format_number, format_p, is_p_column
 
 log = logging.getLogger(__name__)
 
@@ -98,17 +98,22 @@ def format_cell(value: Any) -> tuple[str, str]:
 
 
 def table_html(frame: pd.DataFrame, caption: str = "") -> str:
-    """An HTML table with every header and cell escaped."""
+    """An HTML table with every header and cell escaped; readable headers
+    (:func:`~magdash.presentation.formatting.column_label`), p-values in scientific notation
+    below 0.001."""
     parts = ['<div class="table-wrap"><table>']
     if caption:
         parts.append(f"<caption>{html.escape(caption)}</caption>")
     parts.append("<thead><tr>")
-    parts.extend(f"<th>{html.escape(str(column))}</th>" for column in frame.columns)
+    parts.extend(f"<th>{html.escape(column_label(column))}</th>" for column in frame.columns)
     parts.append("</tr></thead><tbody>")
+    p_columns = [is_p_column(column) for column in frame.columns]
     for row in frame.itertuples(index=False):
         parts.append("<tr>")
-        for value in row:
+        for value, is_p in zip(row, p_columns, strict=True):
             text, css = format_cell(value)
+            if is_p and css == "" and isinstance(value, (float, np.floating)):
+                text = format_p(value)
             attribute = f' class="{css}"' if css else ""
             parts.append(f"<td{attribute}>{html.escape(text)}</td>")
         parts.append("</tr>")

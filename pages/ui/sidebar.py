@@ -109,9 +109,11 @@ def report_button(context: AppContext) -> None:
     keys = {name: db.analysis_key(view, inventory, name) for name in inventory.models_sharing(view.stimuli)}
     comparison = db.comparison_key(view, inventory) if view.other else None
     query = db.view_to_query(view)
+    layer = db.default_layer(view, context.record)
     def build() -> str:
         try:
-            return figs.dashboard_report(store, keys, comparison, view=query)
+            return figs.dashboard_report(store, keys, comparison, view=query, focus=view.model, measure=view.measure,
+                                         layer=layer, phase=db.phase_keys(view, inventory))
         except MagdashError as error:  # a download cannot show st.error: say it in the file
             return f"<!DOCTYPE html><meta charset=utf-8><p>No report: {html.escape(str(error))}</p>"
 
@@ -119,6 +121,6 @@ def report_button(context: AppContext) -> None:
         "Report (HTML)", data=build,
         file_name=f"magdash-report-{export.safe_filename(view.stimuli)}.html", mime="text/html",
         on_click="ignore", key="report", icon=":material/description:", width="stretch",
-        help=f"All figures, the verdict table and a run manifest for the {len(keys)} model(s) on "
+        help=f"Every page's figures, the verdict table and a run manifest for the {len(keys)} model(s) on "
              f"{view.stimuli}; built when you click (a few seconds).",
     )

@@ -17,6 +17,7 @@ from magdash import dashboard as db
 from magdash.dashboard.jobs import Job, JobSnapshot, format_seconds
 from magdash.errors import MagdashError
 from magdash.presentation import export
+from magdash.presentation.formatting import P_FORMAT, column_label, is_p_column
 from pages.ui.caches import _figure_spec, analysis_for, cached, job_registry
 from pages.ui.session import AppContext, context, view_key, view_setter
 
@@ -65,13 +66,26 @@ def table(frame_or_builder: pd.DataFrame | str, *args: Any, name: str, height: i
             return None
     else:
         frame = frame_or_builder
-    st.dataframe(frame, hide_index=True, width="stretch", height=height)
+    st.dataframe(frame, hide_index=True, width="stretch", height=height, column_config=column_config(frame))
     slug = export.safe_filename(name)
     st.download_button(
         "CSV", data=lambda: export.table_to_csv(frame), file_name=f"{slug}.csv", mime="text/csv",
         on_click="ignore", key=f"csv-{slug}", icon=":material/table:",
     )
     return frame
+
+
+def column_config(frame: pd.DataFrame) -> dict[str, Any]:
+    """Readable headers and p-values in scientific notation; the values (and the CSV) stay as
+    they are."""
+    config: dict[str, Any] = {}
+    for column in frame.columns:
+        label = column_label(column)
+        if is_p_column(column) and pd.api.types.is_float_dtype(frame[column]):
+            config[column] = st.column_config.NumberColumn(label, format=P_FORMAT)
+        elif label != column:
+            config[column] = st.column_config.Column(label)
+    return config
 
 
 def nothing_to_show(context: AppContext, what: str) -> None:

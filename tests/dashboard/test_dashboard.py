@@ -545,11 +545,28 @@ def test_e5_covers_every_layer_and_missing_counts_are_explained(planted, planted
 def test_the_report_holds_figures_verdicts_and_the_manifest(planted, planted_view):
     view, inventory = planted_view
     keys = {n: db.analysis_key(view, inventory, n) for n in inventory.usable_models}
-    document = figs.dashboard_report(planted, keys, db.comparison_key(view, inventory), view={"model": "planted"})
+    document = figs.dashboard_report(planted, keys, db.comparison_key(view, inventory), view={"model": "planted"},
+                                     focus="planted", layer=2, phase=db.phase_keys(view, inventory))
     manifest = report.extract_manifest(document)
     assert [m["name"] for m in manifest["models"]] == ["planted", "flat@random"]
     assert manifest["dashboard_view"] == {"model": "planted"}
-    assert document.count("<img") >= 8 and "H1-H4" in document
+    assert "H1-H4" in document
+    # Every page's figures: Scaling, Weber, Frequency (E5), Compare, Geometry, Depth.
+    captions = re.findall(r"<figcaption>(.*?)</figcaption>", document)
+    where = "layer 2 (block 2) of planted"
+    for caption in (
+        "Alpha by layer, planted", "CV against n, planted", "Akaike weights by layer, planted", "E3, planted",
+        "E4, planted", "RSA by layer, planted", "planted vs flat@random",
+        *(f"{m} against n, {where}" for m in ("V_eucl", "V_residual", "V_proj")),
+        f"Centroid RDM, {where}", f"PC1 against log n, {where}",
+        "Spearman rho by layer, planted", f"V against corpus count, {where}",
+        "Distribution of the counts (openwebtext-500k)",
+        "Order parameter, planted", "Effective rank and participation ratio, planted", "Omega by layer, planted",
+        f"Covariance spectrum, {where}",
+    ):
+        assert caption in captions, caption
+    assert document.count("<img") == len(captions)
+    assert "E5 per layer, planted" in document and "Per-layer diagnostics, planted" in document
     assert "<script>" not in document.replace('<script type="application/json"', "")
 
 
