@@ -44,6 +44,8 @@ class JobSnapshot:
     eta_s: float | None
     message: str
     result: Any = None
+    cancelling: bool = False
+    """Cancel was asked and the job has not reached its next checkpoint yet."""
 
     @property
     def finished(self) -> bool:
@@ -210,6 +212,7 @@ class Job:
                 eta_s=self._eta_s,
                 message=self._message,
                 result=self._result,
+                cancelling=self._stop.is_set() and self._state == "running",
             )
 
 

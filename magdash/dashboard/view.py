@@ -105,8 +105,11 @@ def view_from_query(query: Mapping[str, str | Sequence[str]], store: str | None 
     if values["core"]:
         try:
             changes["core"] = parse_band(values["core"])
-        except MagdashError:
-            notes.append(f"core band {values['core']!r} in the link is not FIRST-LAST; using the default band")
+        except MagdashError as error:
+            # A reversed band (9-1) is FIRST-LAST backwards: say so rather than "not FIRST-LAST".
+            problem = str(error).split(": ", 1)[1] if "run backwards" in str(error) else "is not FIRST-LAST"
+            reason = f"runs backwards ({problem})" if "run backwards" in str(error) else problem
+            notes.append(f"core band {values['core']!r} in the link {reason}; using the default band")
     if values["layer"]:
         if (layer := _non_negative_int(values["layer"])) is None:
             notes.append(f"layer {values['layer']!r} in the link is not a layer index; using the default layer")

@@ -74,7 +74,7 @@ NO_FIT_TEXT_COLOR = "#A94442"
 WINDOW_FILL = "#F0E442"
 OUTLIER_COLOR = "#D55E00"
 CARRIER_COLOR = "#888888"
-CARRIER_POINTS = "per-carrier distance to the centroid"
+CARRIER_POINTS = "per-carrier distance"
 SPIKE_COLOR = "#D55E00"
 
 ISOTROPIC_OMEGA_BASELINE = 1.0 - math.sqrt(2.0 / math.pi)
@@ -794,7 +794,7 @@ def noise_model_chart(
     frame = frame.loc[:, ["layer", "label", "model_label", "aicc", "delta_aicc", "weight"]]
     order = [label for label in NOISE_MODEL_LABELS.values() if label in set(frame["model_label"])]
     order += [m for m in dict.fromkeys(frame["model_label"]) if m not in order]
-    x = alt.X("layer:O", title=LAYER_TITLE)
+    x = alt.X("layer:O", title=LAYER_TITLE, axis=alt.Axis(labelAngle=0))
     y = alt.Y("model_label:N", sort=order, title="noise model", axis=alt.Axis(labelLimit=220))
     scored = _finite(frame, "weight")
     unscored = frame.drop(scored.index)

@@ -732,6 +732,8 @@ def compare(
     :func:`magdash.variability.compare.compare_models`: joint bootstrap over magnitudes, depth alignment
     by gamma = l / L, Wilcoxon over model A's core layers.
     """
+    if model_a == model_b:  # every difference would be 0 and the Wilcoxon test undefined (p = nan)
+        raise AnalysisError(f"compare needs two different models; both are {model_a!r}")
     params = params or AnalysisParams()
     stimuli = resolve_common_stimuli(store, model_a, model_b, stimuli)
     record_a = store.model_record(model_a)

@@ -65,11 +65,15 @@ def update_view(**changes: Any) -> None:
 def view_setter(field_name: str, widget_key: str, convert: Callable[[Any], Any] = lambda v: v) -> Callable[[], None]:
     def callback() -> None:
         changes = {field_name: convert(st.session_state[widget_key])}
-        # A new model or store invalidates choices that belong to the old one.
+        # A new model, stimulus set or store invalidates choices that belong to the old one. The
+        # layer stays (the view is repaired if the new model lacks it): comparing models at the
+        # same layer is what a switch is for.
+        if field_name in ("model", "stimuli", "store"):
+            changes |= {"other": None}
         if field_name in ("model", "store"):
-            changes |= {"core": None, "layer": None, "other": None}
+            changes |= {"core": None}
         if field_name == "store":
-            changes |= {"model": None, "stimuli": None}
+            changes |= {"model": None, "stimuli": None, "layer": None}
         update_view(**changes)
 
     return callback

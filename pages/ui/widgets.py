@@ -192,8 +192,13 @@ def job_panel(key: str) -> JobSnapshot | None:
                     st.rerun(scope="app")
             _finished(key, current)
             return
-        st.progress(current.fraction, text=plain(f"{current.label} — {current.progress_text()}"))
+        if current.cancelling:  # acknowledged at once; the job stops at its next checkpoint
+            st.progress(current.fraction, text=plain(
+                f"{current.label} — cancelling: stops after the current batch ({current.progress_text()})"))
+        else:
+            st.progress(current.fraction, text=plain(f"{current.label} — {current.progress_text()}"))
         st.button("Cancel", key=f"cancel-{id(job)}", on_click=job.cancel, icon=":material/stop:",
+                  disabled=current.cancelling,
                   help="Stops after the current batch; what is stored stays and a new run resumes from there.")
 
     panel()
@@ -201,10 +206,15 @@ def job_panel(key: str) -> JobSnapshot | None:
 
 
 def _finished(key: str, snapshot: JobSnapshot) -> None:
+    """The job's outcome. Success and cancellation are said once, in the run that shows the new
+    data, and then forgotten (no box left on every page and after every reload); a failure
+    stays until dismissed."""
+    if snapshot.state == "failed":
+        st.error(plain(f"{snapshot.label} failed: {snapshot.message}"))
+        st.button("Dismiss", key=f"dismiss-{key}", on_click=job_registry().forget, args=(key,))
+        return
     if snapshot.state == "done":
         st.success(plain(f"{snapshot.label}: finished in {format_seconds(snapshot.elapsed_s)}."))
-    elif snapshot.state == "cancelled":
-        st.warning(plain(f"{snapshot.label}: {snapshot.message}."))
     else:
-        st.error(plain(f"{snapshot.label} failed: {snapshot.message}"))
-    st.button("Dismiss", key=f"dismiss-{key}", on_click=job_registry().forget, args=(key,))
+        st.warning(plain(f"{snapshot.label}: {snapshot.message}."))
+    job_registry().forget(key)

@@ -4,6 +4,7 @@ built-in model and its random control; widget changes rerun cleanly; the URL kee
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -80,10 +81,16 @@ def test_first_run_button_shows_progress_and_cancels(tmp_path, monkeypatch):
     assert at.get("progress"), "a running job shows a progress bar"
     assert "Cancel" in labels(at.button)
     job.cancel()
+    at.run()
+    for bar in at.get("progress"):  # still running: the cancel is acknowledged at once
+        assert "cancelling: stops after the current batch" in re.sub(r"\\(.)", r"\1", bar.proto.text)
+        assert widget(at.button, "Cancel").disabled
     assert job.wait(300).state == "cancelled"
     at.run()
     assert any("cancelled" in shown(warning) for warning in at.warning)
-    assert "Dismiss" in labels(at.button)
+    at.run()  # said once, then forgotten: no box left on every page
+    assert not any("cancelled" in shown(warning) for warning in at.warning)
+    assert ui.job_registry().get(path) is None
 
 
 def test_a_failing_extraction_shows_a_message_not_a_traceback(tmp_path, monkeypatch):

@@ -101,6 +101,9 @@ def test_bad_link_values_fall_back_to_defaults_with_a_message():
     assert len(notes) == 5
     assert any("'nature'" in note and "magdash, paper" in note for note in notes)
     assert any("bogus" in note and "eucl" in note for note in notes)
+    assert "core band '5-2' in the link runs backwards (write 2-5); using the default band" in notes
+    _, notes = db.view_from_query({"core": "a-b"}, store="/s.duckdb")
+    assert notes == ["core band 'a-b' in the link is not FIRST-LAST; using the default band"]
 
 
 def test_query_lists_take_the_last_value():
@@ -429,6 +432,17 @@ def test_preview_items_spread_over_the_magnitudes():
     items = ds.preview_items(stimuli, limit=20)
     magnitudes = sorted({item.magnitude for item in items})
     assert magnitudes[0] == 1 and magnitudes[-1] == 1000 and len(items) == 20
+    assert ds.preview_note(stimuli, items) == (
+        "Showing 10 of the 1000 numbers, spread over the range: " + ", ".join(map(str, magnitudes)))
+    small = StimulusSet("small", ("A {n}.",), (1, 2, 3))
+    assert ds.preview_note(small, ds.preview_items(small)) is None
+
+
+def test_the_preview_says_which_input_to_fix():
+    assert ds.what_to_fix(False, True) == "Fix the carriers above to preview their tokens."
+    assert ds.what_to_fix(True, False) == "Fix the magnitudes above to preview their tokens."
+    assert ds.what_to_fix(False, False) == "Fix the carriers and magnitudes above to preview their tokens."
+    assert ds.what_to_fix(True, True) is None
 
 
 def test_tokenization_preview_shows_split_numbers(tiny_llama):
