@@ -29,7 +29,6 @@ from magdash.dashboard.keys import (
 from magdash.dashboard.navigation import PAGES, SCIENCE_NOTES, PageSpec, page_groups, science_notes
 from magdash.dashboard.view import (
     CONVENTION_LABELS,
-    DASHBOARD_BOOTSTRAP_LAYERS,
     MEASURE_CHOICES,
     QUERY_KEYS,
     ViewState,
@@ -47,7 +46,7 @@ from magdash.dashboard.view import (
 )
 
 __all__ = [
-    "CONTROL_SERIES", "CONVENTION_LABELS", "DASHBOARD_BOOTSTRAP_LAYERS", "MEASURE_CHOICES", "PAGES", "QUERY_KEYS",
+    "CONTROL_SERIES", "CONVENTION_LABELS", "MEASURE_CHOICES", "PAGES", "QUERY_KEYS",
     "SCIENCE_NOTES", "TRAINED_SERIES", "AnalysisKey", "ComparisonKey", "LayerKey", "PageSpec", "PhaseKey",
     "SourceKey", "StoreInventory", "ViewState", "analysis_key", "analysis_params", "comparison_key", "core_band",
     "default_layer", "default_store", "depth_axis", "escape_markdown", "inventory_table", "is_control",

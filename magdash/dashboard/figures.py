@@ -73,7 +73,8 @@ def profile_figure(result: AnalysisResult, measure: str = "eucl") -> alt.LayerCh
     """Alpha by layer for the primary measures with bootstrap CI bands, core band shaded."""
     band = f"core layers {result.core_layers[0]}-{result.core_layers[-1]}" if result.core_layers else "no core band"
     subtitle = (
-        f"{result.model} on {result.stimuli}; {band}; {result.params.n_boot:,} bootstrap resamples; "
+        f"{result.model} on {result.stimuli}; {band}; CIs ({result.params.n_boot:,} bootstrap resamples) on "
+        f"{'the core layers' if result.params.bootstrap_layers == 'core' else 'every layer'}; "
         f"{result.params.rules.description}"
     )
     return charts.alpha_profile(

@@ -29,9 +29,6 @@ from magdash.variability.hypotheses import default_core_layers
 MEASURE_CHOICES = ("eucl", "residual", "proj", "pairwise", "trace")
 """Measures offered in the sidebar: the paper's three plus its two secondary ones."""
 
-DASHBOARD_BOOTSTRAP_LAYERS = "all"
-"""The dashboard bootstraps every layer, so the alpha profile has CI bands at every depth."""
-
 QUERY_KEYS = ("store", "model", "stimuli", "measure", "core", "layer", "vs", "boot", "conv")
 
 CONVENTION_LABELS = {"magdash": "magdash", "paper": "the paper's script"}
@@ -227,8 +224,7 @@ def analysis_params(view: ViewState) -> AnalysisParams:
         measures=measures,
         core_layers=core,
         n_boot=view.n_boot,
-        bootstrap_layers=DASHBOARD_BOOTSTRAP_LAYERS,
-        conventions=view.conventions,
+        conventions=view.conventions,  # bootstrap CIs on the core layers: the CLI's and the API's default
     )
 
 

@@ -160,6 +160,11 @@ def test_layer_change_reruns_and_lands_in_the_url(populated, monkeypatch):
     assert "block 2" in json.dumps(chart_specs(at)[0]["title"])
     widget(at.select_slider, "Layer").set_value("6 · block 6").run()
     assert at.query_params["layer"] == "6" and not at.exception
+    # Switching model keeps the layer (in the URL and on the slider): the same depth, another model.
+    widget(at.sidebar.selectbox, "Model").set_value("minilm@random").run()
+    assert not at.exception and at.query_params["model"] == "minilm@random"
+    assert at.query_params["layer"] == "6" and widget(at.select_slider, "Layer").value == "6 · block 6"
+    assert not [w for w in at.sidebar.warning if "cannot be compared" in shown(w)]
 
 
 def test_measure_model_and_core_band_changes_rerun_cleanly(populated, monkeypatch):

@@ -150,7 +150,7 @@ def test_analysis_params_follow_the_view():
     params = db.analysis_params(view)
     assert params.measures == (*PRIMARY_MEASURES, "trace")
     assert params.core_layers == (1, 2)
-    assert params.n_boot == 123 and params.bootstrap_layers == "all"
+    assert params.n_boot == 123 and params.bootstrap_layers == "core"  # one default: the CLI's
     assert db.analysis_params(db.ViewState(store="s")).measures == PRIMARY_MEASURES
 
 
