@@ -110,10 +110,9 @@ def query_value(page, name: str) -> str | None:
 def change_layer(page) -> None:
     """Move the Scaling page's layer slider one step (left at the top, else right)."""
     before = query_value(page, "layer")
-    thumb = page.locator("[data-testid=stSlider]").filter(has_text="Layer").get_by_role("slider")
+    thumb = page.locator('input[type=range][aria-label="Layer"]')
     thumb.focus()
-    thumb.press("ArrowLeft" if thumb.get_attribute("aria-valuenow") == thumb.get_attribute("aria-valuemax")
-                else "ArrowRight")
+    thumb.press("ArrowLeft" if thumb.get_attribute("value") == thumb.get_attribute("max") else "ArrowRight")
     page.wait_for_function(
         "before => new URLSearchParams(location.search).get('layer') !== before", arg=before, timeout=TIMEOUT_MS
     )
