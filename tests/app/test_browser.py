@@ -34,6 +34,10 @@ def test_first_run_then_page_switch_in_chromium(app_server, tmp_path):
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            # Offline: no request may leave the server (the page icon once came from fonts.gstatic.com).
+            outside = []
+            page.on("request", lambda request: outside.append(request.url)
+                    if not request.url.startswith((app_server, "data:", "blob:")) else None)
             page.goto(app_server, wait_until="domcontentloaded")
             button = page.get_by_role("button", name="Run the paper's protocol on minilm and minilm@random")
             button.click()
@@ -53,6 +57,7 @@ def test_first_run_then_page_switch_in_chromium(app_server, tmp_path):
             expect(page.locator("[data-testid=stVegaLiteChart]")).to_have_count(2, timeout=120_000)
             assert "/scaling" in page.url and "model=minilm" in page.url
             assert page.locator("[data-testid=stException]").count() == 0
+            assert outside == []
             shot = tmp_path / "scaling.png"
             page.screenshot(path=str(shot), full_page=True)
             assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000

@@ -61,7 +61,7 @@ def test_every_page_on_an_empty_store_says_what_to_do(page, tmp_path, monkeypatc
         assert "Save stimulus set" in labels(at.button)
     else:
         assert any("Nothing to show yet" in shown(info) for info in at.info)
-        links = [element.proto.page for element in at.get("page_link")]
+        links = [element.proto.page for element in at.main.get("page_link")]
         assert len(links) == 2  # Home (first run) and Extract: no dead end
 
 
@@ -281,3 +281,19 @@ def test_user_level_problems_in_a_page_show_as_messages(tmp_path, monkeypatch):
         assert not at.exception, (page, [e.message for e in at.exception])
         if Path(page).stem in ("scaling", "weber", "frequency", "geometry"):  # they need the core band
             assert any("at least 2 blocks" in shown(e) for e in at.main.error), page
+
+
+def test_the_sidebar_menu_links_every_page_and_the_server_stays_quiet(tmp_path, monkeypatch):
+    import tomllib
+
+    at = open_app(str(tmp_path / "empty.duckdb"), monkeypatch)
+    menu = [element.proto.page for element in at.sidebar.get("page_link")]
+    assert len(menu) == len(PAGES)  # the app's own menu: Streamlit's lists the pages/ files first
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    assert config["client"]["showSidebarNavigation"] is False
+    # No recursive inotify watch over .venv/ and cache/ (it overflowed); no gc after each run.
+    assert config["server"]["fileWatcherType"] == "poll"
+    assert {".venv", "cache"} <= set(config["server"]["folderWatchBlacklist"])
+    assert config["runner"]["postScriptGC"] is False
+    # A :material/...: page icon is fetched from fonts.gstatic.com on every page load.
+    assert 'page_icon=":material' not in (ROOT / "app.py").read_text(encoding="utf-8")
