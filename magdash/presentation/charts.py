@@ -98,8 +98,9 @@ MAX_POINTS = 5000
 """Most marks one scatter layer draws: beyond it the layer is thinned (and says so), since a
 browser tab spends seconds laying out tens of thousands of SVG marks."""
 
-MAX_RDM_SIDE = 100
-"""Most rows (and columns) of a drawn RDM: larger ones are drawn in blocks (mean per block)."""
+MAX_RDM_SIDE = 50
+"""Most rows (and columns) of a drawn RDM: larger ones are drawn in blocks (mean per block).
+2,500 cells at most: 10,000 took the browser about 2 s to draw on a loaded 2-core machine."""
 
 MAX_TEXT_LABELS = 60
 """Most points labelled with their magnitude in a scatter; beyond it the labels would overlap."""
