@@ -127,6 +127,11 @@ class JobContext:
         if self._job is not None:
             self._job._report(done, total)
 
+    def relabel(self, name: str) -> None:
+        """Rename the current step (same step, same count): e.g. loading, then extracting."""
+        if self._job is not None:
+            self._job._relabel(name)
+
     def should_stop(self) -> bool:
         return self._job is not None and self._job._stop.is_set()
 
@@ -174,6 +179,10 @@ class Job:
             self._step_index = min(self._step_index + 1, self._n_steps - 1)
             self._step, self._done, self._total, self._eta_s = name, 0, total, None
             self._eta.reset()
+
+    def _relabel(self, name: str) -> None:
+        with self._lock:
+            self._step = name
 
     def _report(self, done: int, total: int) -> None:
         eta = self._eta.update(done, total)
@@ -328,8 +337,10 @@ def run_first_protocol(store: Store, params: AnalysisParams, context: JobContext
     context = context or JobContext()
     stimuli = paper_stimuli()
     for spec in FIRST_RUN_MODELS:
-        context.step(f"extracting {spec}", len(stimuli.items))
-        result = extract(spec, stimuli, store, progress=context.progress, should_stop=context.should_stop)
+        # extract() reports what is stored, then loads the model (seconds: torch, weights,
+        # tokenizer) before its first batch: the step says so instead of sitting at 0/130.
+        context.step(f"loading {spec}, then extracting", len(stimuli.items))
+        result = extract(spec, stimuli, store, progress=_extracting(context, spec), should_stop=context.should_stop)
         if result.cancelled:
             return False
     for spec in FIRST_RUN_MODELS:
@@ -337,9 +348,23 @@ def run_first_protocol(store: Store, params: AnalysisParams, context: JobContext
             return False
         context.step(f"analysing {spec}", 0)
         analyze(store, spec, stimuli.name, params, progress=context.progress)
-    context.step(f"comparing {FIRST_RUN_MODELS[0]} with its control", 0)
+    context.step(f"comparing {FIRST_RUN_MODELS[0]} with its control (joint bootstrap over magnitudes)", 0)
     compare(store, FIRST_RUN_MODELS[0], FIRST_RUN_MODELS[1], stimuli.name, params)
     return True
+
+
+def _extracting(context: JobContext, spec: str) -> Callable[[int, int], None]:
+    """extract()'s progress callback: the step reads "extracting" from the first batch on."""
+    reports = 0
+
+    def progress(done: int, total: int) -> None:
+        nonlocal reports
+        reports += 1
+        if reports == 2:  # the first report is what was already stored, before the model loads
+            context.relabel(f"extracting {spec}")
+        context.progress(done, total)
+
+    return progress
 
 
 FIRST_RUN_STEPS = 2 * len(FIRST_RUN_MODELS) + 1

@@ -267,6 +267,24 @@ def test_a_job_reports_steps_progress_and_its_result():
     assert snapshot.fraction == 1.0
 
 
+def test_the_first_run_says_loading_until_the_first_batch_is_extracted():
+    steps = []
+
+    def work(context):
+        context.step("loading minilm, then extracting", 130)
+        progress = jobs._extracting(context, "minilm")
+        progress(0, 130)  # what was already stored, reported before the model loads
+        steps.append(job.snapshot().step)
+        progress(32, 130)  # the first batch
+        steps.append(job.snapshot().step)
+        return None, False
+
+    job = jobs.Job("demo", work)
+    snapshot = _run(job)
+    assert steps == ["loading minilm, then extracting", "extracting minilm"]
+    assert (snapshot.step_index, snapshot.done) == (0, 32)  # one step, renamed
+
+
 def test_progress_text_counts_steps_items_and_time():
     snapshot = jobs.JobSnapshot("x", "running", "extracting minilm", 0, 3, 40, 130, 3.2, 7.4, "")
     assert snapshot.progress_text() == "step 1/3 · extracting minilm: 40/130 · 3 s elapsed · about 7 s left"
