@@ -263,7 +263,8 @@ def frequency_scatter_figure(frame: pd.DataFrame, table: pd.DataFrame, layer: in
 
 
 def frequency_fit_table(source: FrequencySource) -> pd.DataFrame:
-    return fit_distributions(source)
+    """The count-distribution fits, named as in the figure's legend."""
+    return fit_distributions(source).assign(model=lambda t: t["model"].map(lambda m: FIT_LABELS.get(m, m)))
 
 
 def frequency_counts_figure(source: FrequencySource) -> alt.LayerChart:

@@ -1145,7 +1145,7 @@ def variability_vs_frequency(
     shown = shown.assign(count_plus_one=shown["count"].astype(float) + 1.0)
     data = inline_data(shown)
     x = alt.X("count_plus_one:Q", scale=alt.Scale(type="log"), title="corpus count + 1 (log)")
-    y = alt.Y("V:Q", title="V_eucl")
+    y = alt.Y("V:Q", title="V_eucl", scale=alt.Scale(zero=False))  # V varies little: from 0 it is a flat line
     points = alt.Chart(data).mark_point(
         filled=True, size=50, color=MEASURE_COLORS["V_eucl"], invalid=POINT_INVALID
     ).encode(
