@@ -64,7 +64,7 @@ class ReportSection:
 
 _STYLE = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2rem auto;
-       max-width: 1100px; padding: 0 1rem; color: #222; line-height: 1.45; }
+       max-width: 1400px; padding: 0 1rem; color: #222; line-height: 1.45; }
 h1 { font-size: 1.7rem; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2rem; margin-top: 2.5rem; }
 nav ol { columns: 2; }
 figure { margin: 1.2rem 0; } figure img { max-width: 100%; height: auto; }
