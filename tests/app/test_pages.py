@@ -297,3 +297,24 @@ def test_the_sidebar_menu_links_every_page_and_the_server_stays_quiet(tmp_path, 
     assert config["runner"]["postScriptGC"] is False
     # A :material/...: page icon is fetched from fonts.gstatic.com on every page load.
     assert 'page_icon=":material' not in (ROOT / "app.py").read_text(encoding="utf-8")
+
+
+def test_a_set_only_the_model_holds_shows_no_comparison_warning(populated, tmp_path, monkeypatch):
+    """Switching to a stimulus set the control lacks drops the comparison partner quietly (the
+    pages there compare nothing); switching back restores the control."""
+    import shutil
+
+    from magdash.extract import extract
+    from magdash.stimuli import StimulusSet
+
+    path = tmp_path / "two-sets.duckdb"
+    shutil.copy(populated, path)
+    tiny = StimulusSet("my-carriers", ("I saw {n} birds.", "There were {n} cars."), (1, 2, 3, 5, 8, 13))
+    extract("minilm", tiny, Store(path), device="cpu")
+    at = open_app(str(path), monkeypatch, page="pages/scaling.py")
+    widget(at.sidebar.selectbox, "Stimulus set").set_value("my-carriers").run()
+    assert not at.exception and at.query_params["stimuli"] == "my-carriers"
+    assert "vs" not in at.query_params
+    assert not [w for w in at.sidebar.warning if "cannot be compared" in shown(w)]
+    widget(at.sidebar.selectbox, "Stimulus set").set_value("paper").run()
+    assert not at.exception and at.query_params.get("vs", "minilm@random") == "minilm@random"
