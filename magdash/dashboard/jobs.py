@@ -348,8 +348,8 @@ def run_first_protocol(store: Store, params: AnalysisParams, context: JobContext
             return False
         context.step(f"analysing {spec}", 0)
         analyze(store, spec, stimuli.name, params, progress=context.progress)
-    context.step(f"comparing {FIRST_RUN_MODELS[0]} with its control (joint bootstrap over magnitudes)", 0)
-    compare(store, FIRST_RUN_MODELS[0], FIRST_RUN_MODELS[1], stimuli.name, params)
+    context.step(f"comparing {FIRST_RUN_MODELS[0]} with its control, measure by measure", len(params.measures))
+    compare(store, FIRST_RUN_MODELS[0], FIRST_RUN_MODELS[1], stimuli.name, params, progress=context.progress)
     return True
 
 

@@ -724,8 +724,12 @@ def compare(
     params: AnalysisParams | None = None,
     *,
     use_cache: bool = True,
+    progress: ProgressCallback | None = None,
 ) -> ComparisonResult:
     """Layerwise alpha of ``model_a`` minus ``model_b`` for each measure in ``params``.
+
+    ``progress(done, total)`` is called after each measure's comparison (its joint bootstrap
+    takes seconds), so a progress bar can count them.
 
     Both models are analysed with ``params`` (cached; a chosen core band applies to model A,
     and to model B only when both have the same depth), then compared with
@@ -758,8 +762,9 @@ def compare(
     result_b = analyze(store, model_b, stimuli, params_b, use_cache=use_cache)
     if not np.array_equal(result_a.magnitudes, result_b.magnitudes):
         raise AnalysisError("the two models were measured on different magnitudes")
-    measures = {
-        measure: compare_models(
+    measures = {}
+    for measure in params.measures:
+        measures[measure] = compare_models(
             result_a.magnitudes,
             result_a.values[measure],
             result_b.values[measure],
@@ -775,8 +780,8 @@ def compare(
             outlier_factor=params.outlier_factor,
             stream=params.rules.bootstrap_stream,
         )
-        for measure in params.measures
-    }
+        if progress is not None:
+            progress(len(measures), len(params.measures))
     result = ComparisonResult(model_a, model_b, stimuli, result_a.core_layers, measures, params.conventions)
     store.put_result(key, "compare", result.to_payload())
     return result
