@@ -10,7 +10,7 @@ import streamlit as st
 from magdash.errors import MagdashError
 from pages import ui
 
-st.set_page_config(page_title="magdash", page_icon=":material/functions:", layout="wide")
+st.set_page_config(page_title="magdash", page_icon="🔢", layout="wide")
 navigation = ui.build_navigation()
 try:
     ui.setup()

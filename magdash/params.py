@@ -28,6 +28,8 @@ def parse_layers(text: str) -> list[int]:
     try:
         if "-" in text:
             start, end = (int(part) for part in text.split("-", 1))
+            if 0 <= end < start:
+                raise AnalysisError(f"layers {text!r} run backwards: write {end}-{start}")
             if end - start >= MAX_LAYERS:
                 raise AnalysisError(f"layers {text!r} span more than {MAX_LAYERS} layers; no model has that many")
             layers = list(range(start, end + 1))

@@ -36,6 +36,8 @@ results = ui.results_arg(keys)
 adjusted = ui.results_arg(adjusted_keys)
 ui.say(ui.compute("phase_sentence", results, adjusted))
 ui.say(ui.compute("massive_sentence", results))
+if caveat := ui.compute("spectrum_caveats", results):
+    st.warning(ui.plain(caveat))
 ui.figure("order_figure", results, adjusted, name=f"order-parameter-{view.model}")
 ui.table("jumps_table", results, adjusted, name=f"gamma-c-jumps-{view.model}")
 ui.figure("rank_figure", results, name=f"effective-rank-{view.model}")

@@ -50,7 +50,7 @@ except MagdashError as error:
     ui.show_error(error)
     st.stop()
 ui.say(ui.compute("e5_sentence", table, source, view.conventions))
-ui.figure("frequency_rho_figure", table, name=f"e5-rho-{view.model}-{name}", data=table)
+ui.figure("frequency_rho_figure", table, name=f"e5-rho-{view.model}-{name}")  # its CSV: the table below
 
 layer = ui.layer_picker(ctx)
 frame = ui.cached("frequency_scatter_frame", key, source, view.measure, layer, missing)

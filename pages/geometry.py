@@ -18,10 +18,8 @@ ui.figure("rsa_figure", key, metric, name=f"rsa-{view.model}-{metric}")
 
 layer = ui.layer_picker(ctx)
 layer_arg = db.layer_key(view, ctx.inventory, layer)
-left, right = st.columns(2)
-with left:
-    ui.figure("rdm_figure", layer_arg, metric, name=f"rdm-{view.model}-layer{layer}-{metric}")
-with right:
-    ui.figure("pc1_figure", layer_arg, name=f"pc1-{view.model}-layer{layer}")
+# One above the other: side by side, half a page cuts the titles and the buttons' labels.
+ui.figure("rdm_figure", layer_arg, metric, name=f"rdm-{view.model}-layer{layer}-{metric}")
+ui.figure("pc1_figure", layer_arg, name=f"pc1-{view.model}-layer{layer}")
 st.subheader("Geometry by layer")
 ui.table("geometry_table", key, name=f"geometry-{view.model}")

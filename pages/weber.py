@@ -39,15 +39,13 @@ st.caption("constant, scalar (k n), log-scalar (k log n + c) and power law, fitt
 ui.figure("noise_figure", key, view.measure, name=f"noise-models-{view.model}-{view.measure}")
 ui.table("noise_table", key, view.measure, name=f"noise-aicc-{view.model}-{view.measure}")
 
-left, right = st.columns(2)
-with left:
-    st.subheader("E3: boundary magnitudes")
-    st.caption("Core-layer alphas refitted without 9, 10 and 100.")
-    ui.figure("e3_figure", key, name=f"e3-{view.model}")
-with right:
-    st.subheader("E4: on- vs off-axis")
-    st.caption("Scaling of the variance along the magnitude axis (PC1) and off it.")
-    ui.figure("e4_figure", key, name=f"e4-{view.model}")
+# One above the other: side by side, half a page cuts the titles and the buttons' labels.
+st.subheader("E3: boundary magnitudes")
+st.caption("Core-layer alphas refitted without 9, 10 and 100.")
+ui.figure("e3_figure", key, name=f"e3-{view.model}")
+st.subheader("E4: on- vs off-axis")
+st.caption("Scaling of the variance along the magnitude axis (PC1) and off it.")
+ui.figure("e4_figure", key, name=f"e4-{view.model}")
 
 if notes := db.science_notes():
     with st.expander("How these numbers are computed, and the paper's conventions (docs/science.md)"):

@@ -31,7 +31,6 @@ from magdash.dashboard.keys import (
 from magdash.dashboard.navigation import PAGES, SCIENCE_NOTES, PageSpec, depth_example, page_groups, science_notes
 from magdash.dashboard.view import (
     CONVENTION_LABELS,
-    DASHBOARD_BOOTSTRAP_LAYERS,
     MEASURE_CHOICES,
     QUERY_KEYS,
     ViewState,
@@ -49,7 +48,7 @@ from magdash.dashboard.view import (
 )
 
 __all__ = [
-    "CONTROL_SERIES", "CONVENTION_LABELS", "DASHBOARD_BOOTSTRAP_LAYERS", "MEASURE_CHOICES", "PAGES", "QUERY_KEYS",
+    "CONTROL_SERIES", "CONVENTION_LABELS", "MEASURE_CHOICES", "PAGES", "QUERY_KEYS",
     "SCIENCE_NOTES", "TRAINED_SERIES", "AnalysisKey", "ComparisonKey", "LayerKey", "PageSpec", "PhaseKey",
     "SourceKey", "StoreInventory", "ViewState", "adjusted_phase_keys", "analysis_key", "analysis_params", "comparison_key", "core_band",
     "default_layer", "default_store", "depth_axis", "depth_example", "dropped_analysis_key", "escape_markdown", "inventory_table", "is_control",

@@ -19,7 +19,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from magdash.dashboard.keys import CONTROL_SERIES, TRAINED_SERIES, AnalysisKey, ComparisonKey
+from magdash.dashboard.keys import CONTROL_SERIES, TRAINED_SERIES, AnalysisKey, ComparisonKey, PhaseKey
+from magdash.errors import MagdashError
 from magdash.frequency import (
     counts_for_magnitudes,
     distribution_plot_data,
@@ -76,7 +77,8 @@ def profile_figure(result: AnalysisResult, measure: str = "eucl") -> alt.LayerCh
     """Alpha by layer for the primary measures with bootstrap CI bands, core band shaded."""
     band = f"core layers {result.core_layers[0]}-{result.core_layers[-1]}" if result.core_layers else "no core band"
     subtitle = (
-        f"{result.model} on {result.stimuli}; {band}; {result.params.n_boot:,} bootstrap resamples; "
+        f"{result.model} on {result.stimuli}; {band}; CIs ({result.params.n_boot:,} bootstrap resamples) on "
+        f"{'the core layers' if result.params.bootstrap_layers == 'core' else 'every layer'}; "
         f"{result.params.rules.description}"
     )
     return charts.alpha_profile(
@@ -148,10 +150,10 @@ def e3_figure(result: AnalysisResult) -> alt.LayerChart:
 
 def e4_figure(result: AnalysisResult) -> alt.LayerChart:
     e4 = result.e4
-    subtitle = (
-        f"mean alpha on-axis {fmt(e4.mean_alpha_on)} vs off-axis {fmt(e4.mean_alpha_off)} "
-        f"(ratio {fmt(e4.ratio, 2)}x); Wilcoxon p = {format_p(e4.wilcoxon_p)} over {e4.n_pairs} core layers"
-    )
+    subtitle = [
+        f"mean alpha on-axis {fmt(e4.mean_alpha_on)} vs off-axis {fmt(e4.mean_alpha_off)} (ratio {fmt(e4.ratio, 2)}x)",
+        f"Wilcoxon p = {format_p(e4.wilcoxon_p)} over {e4.n_pairs} core layers",
+    ]
     return charts.e4_chart(tables.e4_frame(result), subtitle=subtitle, width="container")
 
 
@@ -196,10 +198,11 @@ def rsa_figure(result: AnalysisResult, metric: str) -> alt.LayerChart:
 
 def pc1_figure(layer_data: LayerData) -> alt.LayerChart:
     pc1 = pc1_coordinates(centroids(layer_data.vectors), layer_data.magnitudes)
-    subtitle = (
+    subtitle = [
         f"layer {layer_data.layer} ({layer_data.label}): Pearson r with log n = {fmt(pc1.pearson)}, "
-        f"Spearman = {fmt(pc1.spearman)}; PC1 explains {fmt(100 * pc1.explained, 1)}% of the centroid variance"
-    )
+        f"Spearman = {fmt(pc1.spearman)}",
+        f"PC1 explains {fmt(100 * pc1.explained, 1)}% of the centroid variance",
+    ]
     return charts.pc1_vs_logn(tables.pc1_frame(pc1, layer_data.magnitudes), subtitle=subtitle, width="container")
 
 
@@ -210,6 +213,9 @@ def geometry_table(result: AnalysisResult) -> pd.DataFrame:
 
 
 # -- frequency (E5) ----------------------------------------------------------------------
+
+FIT_LABELS = {"power_law": "power law", "exponential": "exponential", "loglog_ols": "log-log OLS"}
+"""Legend names of the count-distribution fits of :func:`magdash.frequency.fit_distributions`."""
 
 
 def e5_table(result: AnalysisResult, source: FrequencySource, measure: str, missing: str = "error") -> pd.DataFrame:
@@ -261,7 +267,8 @@ def frequency_scatter_figure(frame: pd.DataFrame, table: pd.DataFrame, layer: in
 
 
 def frequency_fit_table(source: FrequencySource) -> pd.DataFrame:
-    return fit_distributions(source)
+    """The count-distribution fits, named as in the figure's legend."""
+    return fit_distributions(source).assign(model=lambda t: t["model"].map(lambda m: FIT_LABELS.get(m, m)))
 
 
 def frequency_counts_figure(source: FrequencySource) -> alt.LayerChart:
@@ -270,6 +277,7 @@ def frequency_counts_figure(source: FrequencySource) -> alt.LayerChart:
     fit_columns = [c for c in plot.columns if c not in ("number", "count", "proportion")]
     total = float(plot.loc[(plot["number"] >= 1) & (plot["count"] > 0), "count"].sum())
     curves = plot.melt(id_vars=["number"], value_vars=fit_columns, var_name="model", value_name="predicted")
+    curves["model"] = curves["model"].map(lambda name: FIT_LABELS.get(name, name))
     # The fits are on the proportion scale; multiply back to counts to share the axis.
     curves["predicted"] = curves["predicted"] * total
     return charts.frequency_loglog(plot[["number", "count"]], curves, subtitle=f"source {source.name}", width="container")
@@ -279,19 +287,25 @@ def frequency_counts_figure(source: FrequencySource) -> alt.LayerChart:
 # -- the one-click report ------------------------------------------------------------------
 
 
+REPORT_SOURCE = "openwebtext-500k"
+"""The frequency source of the report's E5 section: the paper's own counts of 1..1000."""
+
+
 def dashboard_report(store: Store, keys: Mapping[str, AnalysisKey], comparison: ComparisonKey | None = None,
-                     *, view: Mapping[str, str] | None = None,
-                     extra_sections: Sequence[report.ReportSection] = ()) -> str:
+                     *, view: Mapping[str, str] | None = None, focus: str | None = None, measure: str = "eucl",
+                     layer: int | None = None, phase: Mapping[str, PhaseKey] | None = None,
+                     source: str | None = REPORT_SOURCE, extra_sections: Sequence[report.ReportSection] = ()) -> str:
     """The self-contained HTML report of the models on the view's stimulus set.
 
     Every figure of :func:`magdash.presentation.report.analysis_sections` (verdicts, scaling, Weber window,
-    noise models, E3, E4, geometry, the comparison), the first model's alpha without its massive
-    dimensions, its depth diagnostics (raw and without the massive dimensions, with its @random
-    control when stored), the verdict tables and the run manifest;
-    the view's query string goes into the manifest so the dashboard view can be reopened.
-    ``extra_sections`` (the robustness controls and the design simulated in this session) go
-    before the manifest.
-    Analyses come from the store's cache when present.
+    noise models, E3, E4, geometry, the comparison), then for the view's model (``focus``,
+    default the first) the figures of the other pages: V against n, the centroid RDM and PC1 at
+    ``layer`` (default: the middle of the core band), E5 against ``source``, the depth
+    diagnostics of ``phase``, its alpha without the massive dimensions and its depth diagnostics
+    raw and without them (with its @random control when stored); then ``extra_sections`` (the
+    robustness controls and the design simulated in this session), the verdict tables and the
+    run manifest. The view's query string goes into the manifest so the dashboard view can be
+    reopened. Analyses come from the store's cache when present.
     """
     from magdash.variability.analysis import analyze, compare
 
@@ -300,14 +314,79 @@ def dashboard_report(store: Store, keys: Mapping[str, AnalysisKey], comparison: 
     if comparison is not None:
         comparisons.append(compare(store, comparison.model_a, comparison.model_b, comparison.stimuli, comparison.params))
     sections = list(report.analysis_sections(results, comparisons))
-    first = next(iter(keys.values()))
-    raw = results[next(iter(keys))]
-    dropped = analyze(store, first.model, first.stimuli, dataclasses.replace(first.params, massive="drop"))
-    sections.append(massive_report_section(raw, dropped, first.params.measures[0]))
-    sections.append(depth_report_section(*_depth_results(store, first.model, first.stimuli)))
+    name = focus if focus is not None else next(iter(keys))
+    focused, key = results[name], keys[name]
+    sections += detail_sections(store, focused, measure, layer, phase, source)
+    dropped = analyze(store, key.model, key.stimuli, dataclasses.replace(key.params, massive="drop"))
+    sections.append(massive_report_section(focused, dropped, measure))
+    sections.append(depth_report_section(*_depth_results(store, key.model, key.stimuli)))
     sections.extend(extra_sections)
     manifest = report.build_manifest(store, results, extra={"dashboard_view": dict(view or {})})
     return report.build_report_html(sections, manifest)
+
+
+def detail_sections(store: Store, result: AnalysisResult, measure: str, layer: int | None = None,
+                    phase: Mapping[str, PhaseKey] | None = None, source: str | None = REPORT_SOURCE,
+                    ) -> list[report.ReportSection]:
+    """The report's sections for one model beyond the alpha profiles: V vs n, RDM and PC1 at
+    one layer, E5 and the depth diagnostics (each page's figures and tables)."""
+    from magdash.frequency.sources import load_source
+    from magdash.phase.run import phase_from_store
+
+    if layer is None:
+        core = result.core_layers or (result.n_layers // 2,)
+        layer = (core[0] + core[-1]) // 2
+    name, label = result.model, result.layer_labels[layer]
+    layer_data = store.read_layer(result.model, result.stimuli, layer)
+    where = f"layer {layer} ({label}) of {name}"
+    sections = [
+        report.ReportSection(
+            f"V against n at {where}",
+            text=["Log-log V(n) per measure with the OLS fit and the alpha = 1 and alpha = 0 references; "
+                  "faint points: each carrier's distance to the centroid."],
+            figures=[(f"{tables.measure_label(m)} against n, {where}",
+                      scaling_figure(result, m, layer, layer_data if m in CARRIER_MEASURES else None))
+                     for m in profile_measures(measure)],
+        ),
+        report.ReportSection(
+            f"Centroid geometry at {where}",
+            text=["The centroid RDM (Euclidean) and the centroids' PC1 coordinate against log n "
+                  "(Cacioli, arXiv 2603.20642)."],
+            figures=[(f"Centroid RDM, {where}", rdm_figure(layer_data, "euclidean")),
+                     (f"PC1 against log n, {where}", pc1_figure(layer_data))],
+        ),
+    ]
+    if source is not None:
+        try:
+            counts = load_source(source, store)
+            table = e5_table(result, counts, measure)
+            frame = frequency_scatter_frame(result, counts, measure, layer)
+            sections.append(report.ReportSection(
+                f"Corpus frequency (E5), source {source}: {name}",
+                text=[e5_sentence(table, counts, result.params.conventions)],
+                figures=[(f"Spearman rho by layer, {name}", frequency_rho_figure(table)),
+                         (f"V against corpus count, {where}", frequency_scatter_figure(frame, table, layer, label)),
+                         (f"Distribution of the counts ({source})", frequency_counts_figure(counts))],
+                tables=[(f"E5 per layer, {name}", table), (f"Fits of the count distribution ({source})",
+                                                          frequency_fit_table(counts))],
+            ))
+        except MagdashError as error:
+            sections.append(report.ReportSection(f"Corpus frequency (E5): {name}", text=[f"Not computed: {error}"]))
+    if phase:
+        depth = {series: phase_from_store(store, key.model, key.stimuli, key.params) for series, key in phase.items()}
+        notes = [phase_sentence(depth)]
+        if caveat := spectrum_caveats(depth):
+            notes.append(caveat)
+        sections.append(report.ReportSection(
+            f"Depth diagnostics: {name}",
+            text=notes,
+            figures=[(f"Order parameter, {name}", order_figure(depth)),
+                     (f"Effective rank and participation ratio, {name}", rank_figure(depth)),
+                     (f"Omega by layer, {name}", omega_figure(depth)),
+                     (f"Covariance spectrum, {where}", spectrum_figure(depth, layer))],
+            tables=[(f"Per-layer diagnostics, {name}", phase_table(depth))],
+        ))
+    return sections
 
 
 # -- depth (phase diagnostics; Alpay & Kilictas, arXiv 2601.19942) ------------------------
@@ -416,12 +495,42 @@ def spectrum_figure(results: Mapping[str, PhaseResult], layer: int) -> alt.Layer
     trained = _trained(results)
     fit = trained.diagnostics(layer).spectrum
     histogram, mp, spikes = tables.phase_spectrum_frames(trained, layer)
-    subtitle = (
-        f"{MASSIVE_LABELS[trained.params.massive]}, layer {layer}: q = d/N = {fmt(fit.q, 2)}, sigma² = {fmt(fit.sigma2, 4)}, bulk edge {fmt(fit.mp_edge, 4)}"
-        + ("" if fit.converged else "; the fit did not converge (no MP bulk with a few spikes): no spike count")
-    )
+    subtitle = [f"{MASSIVE_LABELS[trained.params.massive]}, layer {layer}: q = d/N = {fmt(fit.q, 2)}, "
+                f"sigma² = {fmt(fit.sigma2, 4)}, bulk edge {fmt(fit.mp_edge, 4)}"]
+    if caveat := spectrum_caveat(fit):
+        subtitle.append(caveat)
     return charts.spectrum_chart(
         histogram, mp, spikes, edge=fit.mp_edge, threshold=fit.spike_threshold, subtitle=subtitle, width="container"
+    )
+
+
+SPIKE_SHARE = 0.25
+"""Share of the non-zero eigenvalues called spikes beyond which a spectrum is said not to be a
+Marchenko–Pastur bulk with a few outliers (the robust fit stops at half of them)."""
+
+
+def spectrum_caveat(fit) -> str | None:
+    """A warning when a layer's Marchenko–Pastur fit cannot be read as bulk plus spikes: it did
+    not converge (half the spectrum called spikes), or more than :data:`SPIKE_SHARE` of the
+    non-zero eigenvalues sit above the threshold. None when the fit reads normally."""
+    if not fit.converged:
+        return "the MP fit did not converge: half the spectrum is above the threshold, so there is no MP bulk to fit"
+    if fit.rank and fit.n_spikes > SPIKE_SHARE * fit.rank:
+        return (f"{fit.n_spikes} of {fit.rank} non-zero eigenvalues above the threshold: not an MP bulk with a few "
+                "spikes, so the fitted curve and the spike count do not describe this spectrum")
+    return None
+
+
+def spectrum_caveats(results: Mapping[str, PhaseResult]) -> str | None:
+    """One sentence naming every layer whose spectrum fit carries a caveat (None if none does)."""
+    trained = _trained(results)
+    layers = [item.layer for item in trained.layers if spectrum_caveat(item.spectrum)]
+    if not layers:
+        return None
+    return (
+        f"Marchenko–Pastur fit not usable at layer(s) {tables.layer_span(layers)} of {trained.model}: the fit did not "
+        "converge or called more than a quarter of the non-zero eigenvalues spikes (the threshold needs many more "
+        "vectors than dimensions). Spike counts there are not evidence of a 'solid' regime."
     )
 
 

@@ -47,6 +47,8 @@ class JobSnapshot:
     eta_s: float | None
     message: str
     result: Any = None
+    cancelling: bool = False
+    """Cancel was asked and the job has not reached its next checkpoint yet."""
 
     @property
     def finished(self) -> bool:
@@ -128,6 +130,11 @@ class JobContext:
         if self._job is not None:
             self._job._report(done, total)
 
+    def relabel(self, name: str) -> None:
+        """Rename the current step (same step, same count): e.g. loading, then extracting."""
+        if self._job is not None:
+            self._job._relabel(name)
+
     def should_stop(self) -> bool:
         return self._job is not None and self._job._stop.is_set()
 
@@ -176,6 +183,10 @@ class Job:
             self._step, self._done, self._total, self._eta_s = name, 0, total, None
             self._eta.reset()
 
+    def _relabel(self, name: str) -> None:
+        with self._lock:
+            self._step = name
+
     def _report(self, done: int, total: int) -> None:
         eta = self._eta.update(done, total)
         with self._lock:
@@ -213,6 +224,7 @@ class Job:
                 eta_s=self._eta_s,
                 message=self._message,
                 result=self._result,
+                cancelling=self._stop.is_set() and self._state == "running",
             )
 
 
@@ -361,8 +373,10 @@ def run_first_protocol(store: Store, params: AnalysisParams, context: JobContext
     pairs = first_run_pairs()
     models = [name for pair in pairs for name in pair]
     for spec in models:
-        context.step(f"extracting {spec}", len(stimuli.items))
-        result = extract(spec, stimuli, store, progress=context.progress, should_stop=context.should_stop)
+        # extract() reports what is stored, then loads the model (seconds: torch, weights,
+        # tokenizer) before its first batch: the step says so instead of sitting at 0/130.
+        context.step(f"loading {spec}, then extracting", len(stimuli.items))
+        result = extract(spec, stimuli, store, progress=_extracting(context, spec), should_stop=context.should_stop)
         if result.cancelled:
             return False
     for spec in models:
@@ -371,9 +385,23 @@ def run_first_protocol(store: Store, params: AnalysisParams, context: JobContext
         context.step(f"analysing {spec}", 0)
         analyze(store, spec, stimuli.name, params, progress=context.progress)
     for model, control in pairs:
-        context.step(f"comparing {model} with its control", 0)
-        compare(store, model, control, stimuli.name, params)
+        context.step(f"comparing {model} with its control, measure by measure", len(params.measures))
+        compare(store, model, control, stimuli.name, params, progress=context.progress)
     return True
+
+
+def _extracting(context: JobContext, spec: str) -> Callable[[int, int], None]:
+    """extract()'s progress callback: the step reads "extracting" from the first batch on."""
+    reports = 0
+
+    def progress(done: int, total: int) -> None:
+        nonlocal reports
+        reports += 1
+        if reports == 2:  # the first report is what was already stored, before the model loads
+            context.relabel(f"extracting {spec}")
+        context.progress(done, total)
+
+    return progress
 
 
 def first_run_job(store: Store, params: AnalysisParams) -> Job:

@@ -170,6 +170,21 @@ def preview_items(stimuli: StimulusSet, limit: int = 60):
     return [item for item in stimuli.items if item.magnitude in chosen]
 
 
+def preview_note(stimuli: StimulusSet, items) -> str | None:
+    """Which numbers a shortened preview shows (None when it shows them all)."""
+    shown = sorted({item.magnitude for item in items})
+    if len(shown) == len(stimuli.magnitudes):
+        return None
+    return (f"Showing {len(shown)} of the {len(stimuli.magnitudes)} numbers, spread over the range: "
+            + ", ".join(map(str, shown)))
+
+
+def what_to_fix(carriers_ok: bool, magnitudes_ok: bool) -> str | None:
+    """What stands between the inputs and a preview: the carriers, the magnitudes or both."""
+    broken = [name for name, ok in (("carriers", carriers_ok), ("magnitudes", magnitudes_ok)) if not ok]
+    return f"Fix the {' and '.join(broken)} above to preview their tokens." if broken else None
+
+
 def tokenization_preview(tokenizer, items, position: str = "last") -> pd.DataFrame:
     """Which tokens each number maps to for a model's fast tokenizer (or a loaded model).
 

@@ -29,9 +29,6 @@ from magdash.variability.hypotheses import default_core_layers
 MEASURE_CHOICES = ("eucl", "residual", "proj", "pairwise", "trace")
 """Measures offered in the sidebar: the paper's three plus its two secondary ones."""
 
-DASHBOARD_BOOTSTRAP_LAYERS = "all"
-"""The dashboard bootstraps every layer, so the alpha profile has CI bands at every depth."""
-
 QUERY_KEYS = ("store", "model", "stimuli", "measure", "core", "layer", "vs", "boot", "conv")
 
 CONVENTION_LABELS = {"magdash": "magdash", "paper": "the paper's script"}
@@ -105,8 +102,11 @@ def view_from_query(query: Mapping[str, str | Sequence[str]], store: str | None 
     if values["core"]:
         try:
             changes["core"] = parse_band(values["core"])
-        except MagdashError:
-            notes.append(f"core band {values['core']!r} in the link is not FIRST-LAST; using the default band")
+        except MagdashError as error:
+            # A reversed band (9-1) is FIRST-LAST backwards: say so rather than "not FIRST-LAST".
+            problem = str(error).split(": ", 1)[1] if "run backwards" in str(error) else "is not FIRST-LAST"
+            reason = f"runs backwards ({problem})" if "run backwards" in str(error) else problem
+            notes.append(f"core band {values['core']!r} in the link {reason}; using the default band")
     if values["layer"]:
         if (layer := _non_negative_int(values["layer"])) is None:
             notes.append(f"layer {values['layer']!r} in the link is not a layer index; using the default layer")
@@ -224,8 +224,7 @@ def analysis_params(view: ViewState) -> AnalysisParams:
         measures=measures,
         core_layers=core,
         n_boot=view.n_boot,
-        bootstrap_layers=DASHBOARD_BOOTSTRAP_LAYERS,
-        conventions=view.conventions,
+        conventions=view.conventions,  # bootstrap CIs on the core layers: the CLI's and the API's default
     )
 
 

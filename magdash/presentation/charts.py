@@ -36,7 +36,7 @@ import pandas as pd
 
 from magdash.errors import AnalysisError
 from magdash.jsonio import to_jsonable
-from magdash.presentation.tables import E3_FITS, NOISE_MODEL_LABELS, POINT_STATUS, measure_label
+from magdash.presentation.tables import E3_FITS, NOISE_MODEL_LABELS, POINT_STATUS, measure_label, rdm_blocks
 
 DEFAULT_WIDTH = 560
 DEFAULT_HEIGHT = 320
@@ -73,6 +73,8 @@ NO_FIT_FILL = "#F4CCCC"
 NO_FIT_TEXT_COLOR = "#A94442"
 WINDOW_FILL = "#F0E442"
 OUTLIER_COLOR = "#D55E00"
+CARRIER_COLOR = "#888888"
+CARRIER_POINTS = "per-carrier distance"
 SPIKE_COLOR = "#D55E00"
 
 ISOTROPIC_OMEGA_BASELINE = 1.0 - math.sqrt(2.0 / math.pi)
@@ -91,6 +93,26 @@ MEASURE_UNITS = {
     "V_trace": "V_trace: trace of the carrier covariance, squared units",
 }
 """What each measure is and its unit: for subtitles and tooltips, too long for an axis title."""
+
+MAX_POINTS = 5000
+"""Most marks one scatter layer draws: beyond it the layer is thinned (and says so), since a
+browser tab spends seconds laying out tens of thousands of SVG marks."""
+
+MAX_RDM_SIDE = 50
+"""Most rows (and columns) of a drawn RDM: larger ones are drawn in blocks (mean per block).
+2,500 cells at most: 10,000 took the browser about 2 s to draw on a loaded 2-core machine."""
+
+MAX_TEXT_LABELS = 60
+"""Most points labelled with their magnitude in a scatter; beyond it the labels would overlap."""
+
+GAMMA_TICKS = [round(0.1 * i, 1) for i in range(11)]
+"""Ticks of a depth-fraction axis: every 0.1 from 0 to 1."""
+
+GAMMA_C_NOTE = "orange dashed: gamma_c"
+
+NOISE_ROW_HEIGHT = 32
+NOISE_CHROME_HEIGHT = 110
+"""Noise-model heatmap: pixels per row, and for the title, subtitle and layer axis."""
 
 MAX_AXIS_TITLE = 28
 """Longest axis title, in characters. Streamlit fits the whole chart (titles included) into
@@ -112,6 +134,17 @@ def inline_data(frame: pd.DataFrame, columns: Sequence[str] | None = None) -> di
         frame = frame.loc[:, list(dict.fromkeys(columns))]
     frame = frame.astype(object).where(frame.notna(), None)
     return {"values": to_jsonable(frame.to_dict(orient="records"))}
+
+
+def thin_by_magnitude(frame: pd.DataFrame, what: str, limit: int = MAX_POINTS) -> tuple[pd.DataFrame, str | None]:
+    """At most ``limit`` rows of a scatter layer: every k-th magnitude (all its rows) is kept,
+    so what is drawn is a regular subsample. Returns the rows and a note (None when whole)."""
+    if len(frame) <= limit:
+        return frame, None
+    magnitudes = np.unique(frame["magnitude"].to_numpy(dtype=np.float64))
+    step = math.ceil(len(frame) / limit)
+    kept = frame[frame["magnitude"].isin(magnitudes[::step])]
+    return kept, f"{what}: every {step}th magnitude drawn ({len(kept):,} of {len(frame):,})"
 
 
 def _require(frame: pd.DataFrame, columns: Sequence[str], chart: str) -> None:
@@ -143,6 +176,13 @@ def _scale(domain: Sequence[str], colours: Mapping[str, str] | Sequence[str]) ->
     else:
         chosen = [colours[i % len(colours)] for i in range(len(domain))]
     return alt.Scale(domain=domain, range=chosen)
+
+
+def _notes(subtitle: str | Sequence[str] | None) -> list[str]:
+    """A subtitle as a list of lines, to which a chart appends its own notes."""
+    if not subtitle:
+        return []
+    return [subtitle] if isinstance(subtitle, str) else list(subtitle)
 
 
 def _title(text: str, subtitle: str | Sequence[str] | None = None) -> alt.TitleParams:
@@ -188,7 +228,10 @@ class DepthAxis:
         return self.field.startswith("layer")
 
     def encoding(self, field: str | None = None, *, title: bool = True) -> alt.X:
-        axis = alt.Axis(tickMinStep=1, format="d") if self.integer else alt.Axis(format=".2f")
+        if self.integer:
+            axis = alt.Axis(tickMinStep=1, format="d")
+        else:  # a tick every 0.1: Vega's own choice labels every 0.05 on a wide chart
+            axis = alt.Axis(format=".1f", values=[v for v in GAMMA_TICKS if self.low <= v <= self.high])
         return alt.X(
             f"{field or self.field}:Q",
             title=self.title if title else None,
@@ -382,13 +425,16 @@ def scaling_scatter(
     colour = MEASURE_COLORS.get(label, MEASURE_COLORS["V_eucl"])
     drawable = _finite(points, "magnitude", "V", positive=True)
     hidden = len(points) - len(drawable)
-    notes = [subtitle] if subtitle else []
+    notes = _notes(subtitle)
     if hidden:
         notes.append(f"{hidden} magnitude(s) with V <= 0 or no value not drawn (no logarithm)")
     shown = pd.DataFrame(columns=["magnitude", "carrier", "distance"])
     if carriers is not None and len(carriers):
         _require(carriers, ["magnitude", "carrier", "distance"], "scaling_scatter carriers")
         shown = _finite(carriers, "magnitude", "distance", positive=True)
+        shown, note = thin_by_magnitude(shown, "per-carrier points")
+        if note:
+            notes.append(note)
     # The y domain follows the data (a little margin); the reference lines are clipped to it,
     # otherwise the alpha = 1 line would stretch the axis over decades of empty space.
     observed = np.concatenate(
@@ -407,11 +453,13 @@ def scaling_scatter(
     layers: list[alt.Chart] = []
     if len(shown):
         layers.append(
-            alt.Chart(inline_data(shown))
-            .mark_circle(size=18, opacity=0.35, color="#888888", invalid=POINT_INVALID)
+            alt.Chart(inline_data(shown.assign(points=CARRIER_POINTS)))
+            .mark_circle(size=18, opacity=0.35, invalid=POINT_INVALID)
             .encode(
                 x=x,
                 y=alt.Y("distance:Q", scale=y_scale, title=y_title),
+                # In the legend too (its own colour scale, resolved independently below).
+                fill=alt.Fill("points:N", scale=alt.Scale(domain=[CARRIER_POINTS], range=[CARRIER_COLOR]), title=""),
                 tooltip=[
                     alt.Tooltip("magnitude:Q", title="n"),
                     alt.Tooltip("carrier:N", title="carrier"),
@@ -467,7 +515,7 @@ def scaling_scatter(
     layer_name = str(points["label"].iloc[0]) if "label" in points and len(points) else ""
     text = title or f"{label} vs magnitude at {layer_name} (log-log)"
     return _finish(
-        alt.layer(*layers),
+        alt.layer(*layers).resolve_scale(fill="independent"),
         _title(text, notes or None),
         width,
         height,
@@ -651,7 +699,8 @@ def cv_chart(
     frame = frame.loc[:, ["layer", "label", "magnitude", "cv"]]
     x = alt.X("magnitude:Q", scale=alt.Scale(type="log"), title="magnitude n (log scale)")
     y = alt.Y("cv:Q", title="CV = V_eucl / ||centroid||")
-    color = alt.Color("layer:Q", scale=alt.Scale(scheme="viridis", reverse=True), title="layer")
+    # Ordinal: layers are integers, and a continuous scale's legend reads 3.0, 3.5, 4.0, ...
+    color = alt.Color("layer:O", scale=alt.Scale(scheme="viridis", reverse=True), title="layer")
     data = inline_data(frame[frame["magnitude"] > 0])
     line = alt.Chart(data).mark_line(invalid=PATH_INVALID, strokeWidth=1.2).encode(
         x=x, y=y, color=color, detail="layer:N"
@@ -767,13 +816,15 @@ def noise_model_chart(
     title: str | None = None,
     subtitle: str | None = None,
     width: Width = DEFAULT_WIDTH,
-    height: int = 160,
+    height: int | None = None,
 ) -> alt.LayerChart:
     """Heatmap of the Akaike weight of each noise model per layer; dots mark the AICc winner.
 
     ``noise`` (``AnalysisResult.noise_models`` or :func:`magdash.presentation.tables.noise_frame`): measure
     (filtered to ``measure`` unless None), layer, model, aicc, delta_aicc, weight
     (model_label and label optional). Layers without a score are grey with a tooltip.
+    ``height`` None gives each noise model a row of :data:`NOISE_ROW_HEIGHT` pixels plus
+    room for the titles and the axis: the app fits titles and axes into the chart's height.
     """
     _require(noise, ["layer", "model", "aicc", "delta_aicc", "weight"], "noise_model_chart")
     frame = noise.copy()
@@ -786,8 +837,8 @@ def noise_model_chart(
     frame = frame.loc[:, ["layer", "label", "model_label", "aicc", "delta_aicc", "weight"]]
     order = [label for label in NOISE_MODEL_LABELS.values() if label in set(frame["model_label"])]
     order += [m for m in dict.fromkeys(frame["model_label"]) if m not in order]
-    x = alt.X("layer:O", title=LAYER_TITLE)
-    y = alt.Y("model_label:N", sort=order, title="noise model")
+    x = alt.X("layer:O", title=LAYER_TITLE, axis=alt.Axis(labelAngle=0))
+    y = alt.Y("model_label:N", sort=order, title="noise model", axis=alt.Axis(labelLimit=220))
     scored = _finite(frame, "weight")
     unscored = frame.drop(scored.index)
     layers = [
@@ -823,6 +874,8 @@ def noise_model_chart(
         )
     label = measure_label(measure) if measure else "V"
     text = title or f"Noise models of {label} by AICc (dot: lowest AICc; grey: no score)"
+    if height is None:
+        height = NOISE_ROW_HEIGHT * max(len(order), 1) + NOISE_CHROME_HEIGHT
     return _finish(alt.layer(*layers), _title(text, subtitle), width, height)
 
 
@@ -944,17 +997,24 @@ def rdm_heatmap(
     """Centroid RDM as a heatmap over magnitude pairs (Cacioli, arXiv 2603.20642).
 
     ``rdm`` (:func:`magdash.presentation.tables.rdm_frame`): a, b (magnitudes), dissimilarity. Cells
-    without a value are left blank.
+    without a value are left blank. An RDM of more than :data:`MAX_RDM_SIDE` magnitudes is drawn
+    in blocks of consecutive magnitudes (:func:`magdash.presentation.tables.rdm_blocks`, labelled
+    by each block's first magnitude), as a million cells would freeze the browser.
     """
     _require(rdm, ["a", "b", "dissimilarity"], "rdm_heatmap")
     frame = _finite(rdm, "dissimilarity").loc[:, ["a", "b", "dissimilarity"]]
+    side = int(frame["a"].nunique())
+    notes = _notes(subtitle)
+    if side > MAX_RDM_SIDE:
+        frame, block = rdm_blocks(frame, MAX_RDM_SIDE)
+        notes.append(f"{side:,} magnitudes in blocks of {block} (mean per block; labels: first magnitude)")
     unit = "Euclidean distance" if metric == "euclidean" else f"{metric} distance"
     chart = (
         alt.Chart(inline_data(frame))
         .mark_rect()
         .encode(
-            x=alt.X("a:O", title="magnitude a", sort="ascending"),
-            y=alt.Y("b:O", title="magnitude b", sort="descending"),
+            x=alt.X("a:O", title="magnitude a", sort="ascending", axis=alt.Axis(labelOverlap=True)),
+            y=alt.Y("b:O", title="magnitude b", sort="descending", axis=alt.Axis(labelOverlap=True)),
             color=alt.Color("dissimilarity:Q", scale=alt.Scale(scheme="viridis"), title=unit),
             tooltip=[
                 alt.Tooltip("a:Q"),
@@ -964,7 +1024,7 @@ def rdm_heatmap(
         )
     )
     text = title or f"Centroid dissimilarity ({unit})"
-    return chart.properties(title=_title(text, subtitle), width=size, height=size)
+    return chart.properties(title=_title(text, notes or None), width=size, height=size)
 
 
 def rsa_by_layer(
@@ -1064,34 +1124,43 @@ def frequency_loglog(
 
     ``counts``: number, count (zero counts cannot be drawn on a log axis and are noted in the
     subtitle). ``curves`` (optional): number, predicted, model (e.g. "power law",
-    "exponential"), one line per model.
+    "exponential"), one line per model, drawn only within the range of the observed counts.
     """
     _require(counts, ["number", "count"], "frequency_loglog")
     shown = _finite(counts, "number", "count", positive=True).loc[:, ["number", "count"]]
-    notes = [subtitle] if subtitle else []
+    notes = _notes(subtitle)
     if len(shown) < len(counts):
         notes.append(f"{len(counts) - len(shown)} number(s) with count 0 not drawn (log axis)")
     x = alt.X("number:Q", scale=alt.Scale(type="log"), title="integer n (log scale)")
     y_title = "corpus count (log scale)"
+    # The y axis spans the observed counts; fitted curves are cut to that span, otherwise an
+    # exponential fit falling to 1e-45 at n = 1,000 squashes the data into a strip. One number
+    # format for every tick (SI prefixes: 1, 10, 100, 1k, 100k, 10M).
+    counts_seen = shown["count"].to_numpy(dtype=np.float64)
+    span = (float(counts_seen.min()), float(counts_seen.max())) if counts_seen.size else (1.0, 10.0)
+    y_scale = alt.Scale(type="log", domain=list(span), nice=False)
+    y_axis = alt.Axis(format="~s")
     layers = [
         alt.Chart(inline_data(shown))
         .mark_circle(size=12, opacity=0.6, color="#555555", invalid=POINT_INVALID)
         .encode(
             x=x,
-            y=alt.Y("count:Q", scale=alt.Scale(type="log"), title=y_title),
+            y=alt.Y("count:Q", scale=y_scale, axis=y_axis, title=y_title),
             tooltip=[alt.Tooltip("number:Q", title="n"), alt.Tooltip("count:Q", format=",d")],
         )
     ]
     if curves is not None and len(curves):
         _require(curves, ["number", "predicted", "model"], "frequency_loglog curves")
         fitted = _finite(curves, "number", "predicted", positive=True)
+        predicted = fitted["predicted"].to_numpy(dtype=np.float64)
+        fitted = fitted[(predicted >= span[0]) & (predicted <= span[1])]
         models = list(dict.fromkeys(fitted["model"].astype(str)))
         layers.append(
             alt.Chart(inline_data(fitted.loc[:, ["number", "predicted", "model"]]))
             .mark_line(clip=True, invalid=PATH_INVALID)
             .encode(
                 x=x,
-                y=alt.Y("predicted:Q", scale=alt.Scale(type="log"), title=y_title),
+                y=alt.Y("predicted:Q", scale=y_scale, axis=y_axis, title=y_title),
                 color=alt.Color("model:N", scale=_scale(models, MODEL_COLORS), title="fit"),
                 tooltip=[alt.Tooltip("model:N", title="fit")],
             )
@@ -1118,7 +1187,7 @@ def variability_vs_frequency(
     shown = shown.assign(count_plus_one=shown["count"].astype(float) + 1.0)
     data = inline_data(shown)
     x = alt.X("count_plus_one:Q", scale=alt.Scale(type="log"), title="corpus count + 1 (log)")
-    y = alt.Y("V:Q", title="V_eucl")
+    y = alt.Y("V:Q", title="V_eucl", scale=alt.Scale(zero=False))  # V varies little: from 0 it is a flat line
     points = alt.Chart(data).mark_point(
         filled=True, size=50, color=MEASURE_COLORS["V_eucl"], invalid=POINT_INVALID
     ).encode(
@@ -1130,11 +1199,13 @@ def variability_vs_frequency(
             alt.Tooltip("V:Q", title=MEASURE_UNITS["V_eucl"], format=".4g"),
         ],
     )
-    labels = alt.Chart(data).mark_text(dx=6, dy=-6, fontSize=9, color="#555555").encode(
-        x=x, y=y, text=alt.Text("magnitude:Q", format="d")
-    )
+    layers = [points]
+    if len(shown) <= MAX_TEXT_LABELS:  # more labels would only overlap
+        layers.append(alt.Chart(data).mark_text(dx=6, dy=-6, fontSize=9, color="#555555").encode(
+            x=x, y=y, text=alt.Text("magnitude:Q", format="d")
+        ))
     text = title or "Variability against corpus frequency (E5)"
-    return _finish(alt.layer(points, labels), _title(text, subtitle), width, height)
+    return _finish(alt.layer(*layers), _title(text, subtitle), width, height)
 
 
 def frequency_rho_by_layer(
@@ -1389,7 +1460,7 @@ def order_parameter_chart(
     view gets its own dash pattern, so raw and adjusted curves sit together. ``baseline``
     draws the isotropic-Gaussian mean 1 - sqrt(2/pi) (pass the exact finite-d value from
     :func:`magdash.phase.omega.isotropic_omega_mean` if wanted; None hides it). ``gamma_c``
-    and its interval are marked in red.
+    (a dashed rule) and its interval are marked in orange.
     """
     _require(frame, ["gamma", "m", "ci_low", "ci_high", "series"], "order_parameter_chart")
     data = frame.copy()
@@ -1436,7 +1507,7 @@ def order_parameter_chart(
         band=("ci_low", "ci_high"),
         detail="curve",
     )
-    text = title or "Order parameter m(gamma) (dotted: isotropic baseline; red: gamma_c)"
+    text = title or f"Order parameter m(gamma) (dotted: isotropic baseline; {GAMMA_C_NOTE})"
     return _finish(alt.layer(*layers), _title(text, subtitle), width, height)
 
 
@@ -1508,7 +1579,7 @@ def spectrum_chart(
     From :func:`magdash.presentation.tables.spectrum_frames`: ``histogram`` (low, high, count, density),
     ``mp`` (eigenvalue, density) and ``spikes`` (rank, eigenvalue; red rules). ``edge`` is
     the fitted bulk edge lambda+ (solid grey), ``threshold`` the Tracy–Widom spike threshold
-    (dashed red). The histogram is a density per unit eigenvalue, as the MP curve is.
+    (dashed orange). The histogram is a density per unit eigenvalue, as the MP curve is.
     """
     _require(histogram, ["low", "high", "density"], "spectrum_chart")
     _require(mp, ["eigenvalue", "density"], "spectrum_chart")
@@ -1570,8 +1641,8 @@ def spectrum_chart(
                     tooltip=alt.value(f"{name} = {float(value):.4g}"),
                 )
             )
-    notes = [subtitle] if subtitle else []
-    notes.append(f"{len(marked)} spike(s) above the threshold (red)")
+    notes = _notes(subtitle)
+    notes.append(f"{len(marked)} spike(s) above the Tracy-Widom threshold (orange lines)")
     text = title or "Covariance spectrum over the fitted Marchenko-Pastur density"
     return _finish(alt.layer(*layers), _title(text, notes), width, height)
 
@@ -1638,5 +1709,5 @@ def rank_chart(
         y_scale=alt.Scale(type="log") if log_y else None,
     )
     layers += profile
-    text = title or "Effective rank and participation ratio by depth (red: gamma_c)"
+    text = title or f"Effective rank and participation ratio by depth ({GAMMA_C_NOTE})"
     return _finish(alt.layer(*layers), _title(text, subtitle), width, height)

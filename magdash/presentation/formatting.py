@@ -31,3 +31,71 @@ def format_p(value: Any) -> str:
     if number is None or not math.isfinite(number) or number >= 1e-3:
         return format_number(number, ".2g")
     return format_number(number, ".1e")
+
+
+COLUMN_LABELS = {
+    "measure_label": "measure",
+    "model_label": "noise model",
+    "gamma": "gamma = l/L",
+    "alpha_theil_sen": "alpha (Theil–Sen)",
+    "ci_low": "CI low",
+    "ci_high": "CI high",
+    "r2": "R²",
+    "se": "SE",
+    "n_points": "points",
+    "n_outliers": "outliers",
+    "n_params": "parameters",
+    "mean_alpha": "mean alpha",
+    "positive_layers": "layers with alpha > 0",
+    "in_window_layers": "layers in the window",
+    "below_one_layers": "layers with alpha < 1",
+    "core_layers": "core layers",
+    "h1_p": "H1 p",
+    "h2_p": "H2 p",
+    "h4_rho": "H4 rho",
+    "h4_p": "H4 p",
+    "h4_layers": "H4 layers",
+    "rss": "RSS",
+    "aic": "AIC",
+    "aicc": "AICc",
+    "delta_aicc": "delta AICc",
+    "weight": "Akaike weight",
+    "best_aic": "best by AIC",
+    "model_a": "model A",
+    "model_b": "model B",
+    "layer_a": "layer A",
+    "layer_b": "layer B",
+    "gamma_a": "gamma A",
+    "gamma_b": "gamma B",
+    "alpha_a": "alpha A",
+    "alpha_b": "alpha B",
+    "delta": "delta alpha (A − B)",
+    "rho": "Spearman rho",
+    "partial_rho": "partial rho (given log n)",
+    "partial_p": "partial p",
+    "rsa_log_euclidean": "RSA log-ratio (Euclidean)",
+    "rsa_linear_euclidean": "RSA linear (Euclidean)",
+    "rsa_log_cosine": "RSA log-ratio (cosine)",
+    "rsa_linear_cosine": "RSA linear (cosine)",
+    "pc1_pearson": "PC1 vs log n (Pearson r)",
+    "pc1_spearman": "PC1 vs log n (Spearman)",
+    "pc1_explained": "PC1 share of variance",
+    "parameter_name": "parameter name",
+}
+"""Readable headers for the columns of the tables the app and the report show (the CSV
+downloads keep the column names, which scripts rely on)."""
+
+P_FORMAT = "%.2e"
+"""printf format of a p-value column in the app's tables: always scientific notation."""
+
+
+def column_label(name: Any) -> str:
+    """The header a reader sees for column ``name`` (underscores become spaces otherwise)."""
+    text = str(name)
+    return COLUMN_LABELS.get(text, text.replace("_", " "))
+
+
+def is_p_column(name: Any) -> bool:
+    """Whether column ``name`` holds p-values (``p``, ``h1_p``, ``partial_p``, ``p_value``)."""
+    text = str(name)
+    return text == "p" or text.endswith("_p") or text.startswith("p_")

@@ -35,7 +35,7 @@ from magdash.jsonio import to_jsonable
 from magdash.models import weights_note
 from magdash.presentation import charts, tables
 from magdash.presentation.export import chart_to_png, chart_to_svg
-from magdash.presentation.formatting import MISSING, format_number
+from magdash.presentation.formatting import MISSING, column_label, format_number, format_p, is_p_column
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class ReportSection:
 
 _STYLE = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2rem auto;
-       max-width: 1100px; padding: 0 1rem; color: #222; line-height: 1.45; }
+       max-width: 1400px; padding: 0 1rem; color: #222; line-height: 1.45; }
 h1 { font-size: 1.7rem; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2rem; margin-top: 2.5rem; }
 nav ol { columns: 2; }
 figure { margin: 1.2rem 0; } figure img { max-width: 100%; height: auto; }
@@ -99,17 +99,22 @@ def format_cell(value: Any) -> tuple[str, str]:
 
 
 def table_html(frame: pd.DataFrame, caption: str = "") -> str:
-    """An HTML table with every header and cell escaped."""
+    """An HTML table with every header and cell escaped; readable headers
+    (:func:`~magdash.presentation.formatting.column_label`), p-values in scientific notation
+    below 0.001."""
     parts = ['<div class="table-wrap"><table>']
     if caption:
         parts.append(f"<caption>{html.escape(caption)}</caption>")
     parts.append("<thead><tr>")
-    parts.extend(f"<th>{html.escape(str(column))}</th>" for column in frame.columns)
+    parts.extend(f"<th>{html.escape(column_label(column))}</th>" for column in frame.columns)
     parts.append("</tr></thead><tbody>")
+    p_columns = [is_p_column(column) for column in frame.columns]
     for row in frame.itertuples(index=False):
         parts.append("<tr>")
-        for value in row:
+        for value, is_p in zip(row, p_columns, strict=True):
             text, css = format_cell(value)
+            if is_p and css == "" and isinstance(value, (float, np.floating)):
+                text = format_p(value)
             attribute = f' class="{css}"' if css else ""
             parts.append(f"<td{attribute}>{html.escape(text)}</td>")
         parts.append("</tr>")

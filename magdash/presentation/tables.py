@@ -476,6 +476,22 @@ def rdm_frame(rdm: np.ndarray, magnitudes: Sequence[float]) -> pd.DataFrame:
     return pd.DataFrame({"a": a.ravel(), "b": b.ravel(), "dissimilarity": rdm.ravel()})
 
 
+def rdm_blocks(frame: pd.DataFrame, max_side: int) -> tuple[pd.DataFrame, int]:
+    """A long RDM (a, b, dissimilarity) averaged over blocks of consecutive magnitudes, at most
+    ``max_side`` blocks a side; a and b become each block's first magnitude. Returns the
+    frame and the block length."""
+    magnitudes = np.unique(frame["a"].to_numpy(dtype=np.float64))
+    block = int(math.ceil(magnitudes.size / max_side))
+    starts = magnitudes[::block]
+    index = np.searchsorted(magnitudes, frame["a"].to_numpy(dtype=np.float64)) // block
+    other = np.searchsorted(magnitudes, frame["b"].to_numpy(dtype=np.float64)) // block
+    binned = (
+        pd.DataFrame({"a": starts[index], "b": starts[other], "dissimilarity": frame["dissimilarity"].to_numpy()})
+        .groupby(["a", "b"], as_index=False)["dissimilarity"].mean()
+    )
+    return binned, block
+
+
 def pc1_frame(coordinates: Pc1Coordinates, magnitudes: Sequence[float]) -> pd.DataFrame:
     """Centroid PC1 coordinate per magnitude. Columns: magnitude, pc1."""
     return pd.DataFrame(

@@ -753,14 +753,20 @@ def compare(
     params: AnalysisParams | None = None,
     *,
     use_cache: bool = True,
+    progress: ProgressCallback | None = None,
 ) -> ComparisonResult:
     """Layerwise alpha of ``model_a`` minus ``model_b`` for each measure in ``params``.
+
+    ``progress(done, total)`` is called after each measure's comparison (its joint bootstrap
+    takes seconds), so a progress bar can count them.
 
     Both models are analysed with ``params`` (cached; a chosen core band applies to model A,
     and to model B only when both have the same depth), then compared with
     :func:`magdash.variability.compare.compare_models`: joint bootstrap over magnitudes, depth alignment
     by gamma = l / L, Wilcoxon over model A's core layers.
     """
+    if model_a == model_b:  # every difference would be 0 and the Wilcoxon test undefined (p = nan)
+        raise AnalysisError(f"compare needs two different models; both are {model_a!r}")
     params = params or AnalysisParams()
     stimuli = resolve_common_stimuli(store, model_a, model_b, stimuli)
     record_a = store.model_record(model_a)
@@ -785,8 +791,9 @@ def compare(
     result_b = analyze(store, model_b, stimuli, params_b, use_cache=use_cache)
     if not np.array_equal(result_a.magnitudes, result_b.magnitudes):
         raise AnalysisError("the two models were measured on different magnitudes")
-    measures = {
-        measure: compare_models(
+    measures = {}
+    for measure in params.measures:
+        measures[measure] = compare_models(
             result_a.magnitudes,
             result_a.values[measure],
             result_b.values[measure],
@@ -802,8 +809,8 @@ def compare(
             outlier_factor=params.outlier_factor,
             stream=params.rules.bootstrap_stream,
         )
-        for measure in params.measures
-    }
+        if progress is not None:
+            progress(len(measures), len(params.measures))
     result = ComparisonResult(model_a, model_b, stimuli, result_a.core_layers, measures, params.conventions)
     store.put_result(key, "compare", result.to_payload())
     return result

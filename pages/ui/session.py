@@ -65,11 +65,15 @@ def update_view(**changes: Any) -> None:
 def view_setter(field_name: str, widget_key: str, convert: Callable[[Any], Any] = lambda v: v) -> Callable[[], None]:
     def callback() -> None:
         changes = {field_name: convert(st.session_state[widget_key])}
-        # A new model or store invalidates choices that belong to the old one.
+        # A new model, stimulus set or store invalidates choices that belong to the old one. The
+        # layer stays (the view is repaired if the new model lacks it): comparing models at the
+        # same layer is what a switch is for.
+        if field_name in ("model", "stimuli", "store"):
+            changes |= {"other": None}
         if field_name in ("model", "store"):
-            changes |= {"core": None, "layer": None, "other": None}
+            changes |= {"core": None}
         if field_name == "store":
-            changes |= {"model": None, "stimuli": None}
+            changes |= {"model": None, "stimuli": None, "layer": None}
         update_view(**changes)
 
     return callback
@@ -121,7 +125,13 @@ def context() -> AppContext:
 
 
 def build_navigation():
-    """The app's navigation: the files of ``pages/`` grouped Data · Noise · Geometry · Depth."""
+    """The app's navigation: the files of ``pages/`` grouped Data · Noise · Geometry · Depth.
+
+    Streamlit's own menu is hidden (``client.showSidebarNavigation = false`` in
+    ``.streamlit/config.toml``): a fresh session would list the ``pages/`` files in it for a
+    moment before the app's navigation replaced them. The menu is drawn here instead, as page
+    links at the top of the sidebar, from the first run on.
+    """
     pages = {
         group: [
             st.Page(str(ROOT / page.file), title=page.title, icon=page.icon, url_path=page.url_path,
@@ -130,7 +140,14 @@ def build_navigation():
         ]
         for group, group_pages in db.page_groups(root=ROOT).items()
     }
-    return st.navigation(pages, position="sidebar")
+    navigation = st.navigation(pages, position="hidden")
+    with st.sidebar.container(key="magdash_navigation"):
+        for group, group_pages in pages.items():
+            st.caption(group)
+            for page in group_pages:
+                st.page_link(page)
+        st.divider()
+    return navigation
 
 
 def sync_query(view: db.ViewState) -> None:

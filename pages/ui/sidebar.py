@@ -112,6 +112,7 @@ def report_button(context: AppContext) -> None:
     comparison = db.comparison_key(view, inventory) if view.other else None
     query = db.view_to_query(view)
     controls_key, design_key = (st.session_state.get(name) for name in dc.SESSION_KEYS)
+    layer = db.default_layer(view, context.record)
 
     def build() -> str:
         try:
@@ -121,7 +122,8 @@ def report_button(context: AppContext) -> None:
                 design_for(design_key) if design_key is not None else None,
                 design_key.model if design_key is not None else None,
             )
-            return figs.dashboard_report(store, keys, comparison, view=query, extra_sections=extra)
+            return figs.dashboard_report(store, keys, comparison, view=query, focus=view.model, measure=view.measure,
+                                         layer=layer, phase=db.phase_keys(view, inventory), extra_sections=extra)
         except MagdashError as error:  # a download cannot show st.error: say it in the file
             return f"<!DOCTYPE html><meta charset=utf-8><p>No report: {html.escape(str(error))}</p>"
 
@@ -129,6 +131,7 @@ def report_button(context: AppContext) -> None:
         "Report (HTML)", data=build,
         file_name=f"magdash-report-{export.safe_filename(view.stimuli)}.html", mime="text/html",
         on_click="ignore", key="report", icon=":material/description:", width="stretch",
-        help=f"All figures, the verdict table, the controls and design shown in this session and a run manifest for the {len(keys)} model(s) on "
+        help=f"Every page's figures, the verdict table, the controls and design shown in this session and a run "
+             f"manifest for the {len(keys)} model(s) on "
              f"{view.stimuli}; built when you click (a few seconds).",
     )

@@ -17,6 +17,7 @@ from magdash import dashboard as db
 from magdash.dashboard.jobs import Job, JobSnapshot, format_seconds
 from magdash.errors import MagdashError
 from magdash.presentation import export
+from magdash.presentation.formatting import P_FORMAT, column_label, is_p_column
 from pages.ui.caches import _figure_spec, analysis_for, cached, job_registry
 from pages.ui.session import AppContext, context, view_key, view_setter
 
@@ -65,13 +66,26 @@ def table(frame_or_builder: pd.DataFrame | str, *args: Any, name: str, height: i
             return None
     else:
         frame = frame_or_builder
-    st.dataframe(frame, hide_index=True, width="stretch", height=height)
+    st.dataframe(frame, hide_index=True, width="stretch", height=height, column_config=column_config(frame))
     slug = export.safe_filename(name)
     st.download_button(
         "CSV", data=lambda: export.table_to_csv(frame), file_name=f"{slug}.csv", mime="text/csv",
         on_click="ignore", key=f"csv-{slug}", icon=":material/table:",
     )
     return frame
+
+
+def column_config(frame: pd.DataFrame) -> dict[str, Any]:
+    """Readable headers and p-values in scientific notation; the values (and the CSV) stay as
+    they are."""
+    config: dict[str, Any] = {}
+    for column in frame.columns:
+        label = column_label(column)
+        if is_p_column(column) and pd.api.types.is_float_dtype(frame[column]):
+            config[column] = st.column_config.NumberColumn(label, format=P_FORMAT)
+        elif label != column:
+            config[column] = st.column_config.Column(label)
+    return config
 
 
 def nothing_to_show(context: AppContext, what: str) -> None:
@@ -178,8 +192,13 @@ def job_panel(key: str) -> JobSnapshot | None:
                     st.rerun(scope="app")
             _finished(key, current)
             return
-        st.progress(current.fraction, text=plain(f"{current.label} — {current.progress_text()}"))
+        if current.cancelling:  # acknowledged at once; the job stops at its next checkpoint
+            st.progress(current.fraction, text=plain(
+                f"{current.label} — cancelling: stops after the current batch ({current.progress_text()})"))
+        else:
+            st.progress(current.fraction, text=plain(f"{current.label} — {current.progress_text()}"))
         st.button("Cancel", key=f"cancel-{id(job)}", on_click=job.cancel, icon=":material/stop:",
+                  disabled=current.cancelling,
                   help="Stops after the current batch; what is stored stays and a new run resumes from there.")
 
     panel()
@@ -187,10 +206,15 @@ def job_panel(key: str) -> JobSnapshot | None:
 
 
 def _finished(key: str, snapshot: JobSnapshot) -> None:
+    """The job's outcome. Success and cancellation are said once, in the run that shows the new
+    data, and then forgotten (no box left on every page and after every reload); a failure
+    stays until dismissed."""
+    if snapshot.state == "failed":
+        st.error(plain(f"{snapshot.label} failed: {snapshot.message}"))
+        st.button("Dismiss", key=f"dismiss-{key}", on_click=job_registry().forget, args=(key,))
+        return
     if snapshot.state == "done":
         st.success(plain(f"{snapshot.label}: finished in {format_seconds(snapshot.elapsed_s)}."))
-    elif snapshot.state == "cancelled":
-        st.warning(plain(f"{snapshot.label}: {snapshot.message}."))
     else:
-        st.error(plain(f"{snapshot.label} failed: {snapshot.message}"))
-    st.button("Dismiss", key=f"dismiss-{key}", on_click=job_registry().forget, args=(key,))
+        st.warning(plain(f"{snapshot.label}: {snapshot.message}."))
+    job_registry().forget(key)

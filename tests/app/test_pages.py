@@ -4,6 +4,7 @@ built-in model and its random control; widget changes rerun cleanly; the URL kee
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -63,7 +64,7 @@ def test_every_page_on_an_empty_store_says_what_to_do(page, tmp_path, monkeypatc
         assert "Save stimulus set" in labels(at.button)
     else:
         assert any("Nothing to show yet" in shown(info) for info in at.info)
-        links = [element.proto.page for element in at.get("page_link")]
+        links = [element.proto.page for element in at.main.get("page_link")]
         assert len(links) == 2  # Home (first run) and Extract: no dead end
 
 
@@ -83,10 +84,16 @@ def test_first_run_button_shows_progress_and_cancels(tmp_path, monkeypatch):
     assert at.get("progress"), "a running job shows a progress bar"
     assert "Cancel" in labels(at.button)
     job.cancel()
+    at.run()
+    for bar in at.get("progress"):  # still running: the cancel is acknowledged at once
+        assert "cancelling: stops after the current batch" in re.sub(r"\\(.)", r"\1", bar.proto.text)
+        assert widget(at.button, "Cancel").disabled
     assert job.wait(300).state == "cancelled"
     at.run()
     assert any("cancelled" in shown(warning) for warning in at.warning)
-    assert "Dismiss" in labels(at.button)
+    at.run()  # said once, then forgotten: no box left on every page
+    assert not any("cancelled" in shown(warning) for warning in at.warning)
+    assert ui.job_registry().get(path) is None
 
 
 def test_a_failing_extraction_shows_a_message_not_a_traceback(tmp_path, monkeypatch):
@@ -184,6 +191,11 @@ def test_layer_change_reruns_and_lands_in_the_url(populated, monkeypatch):
     assert "block 2" in json.dumps(chart_specs(at)[0]["title"])
     widget(at.select_slider, "Layer").set_value("6 · block 6").run()
     assert at.query_params["layer"] == "6" and not at.exception
+    # Switching model keeps the layer (in the URL and on the slider): the same depth, another model.
+    widget(at.sidebar.selectbox, "Model").set_value("minilm@random").run()
+    assert not at.exception and at.query_params["model"] == "minilm@random"
+    assert at.query_params["layer"] == "6" and widget(at.select_slider, "Layer").value == "6 · block 6"
+    assert not [w for w in at.sidebar.warning if "cannot be compared" in shown(w)]
 
 
 def test_measure_model_and_core_band_changes_rerun_cleanly(populated, monkeypatch):
@@ -300,3 +312,40 @@ def test_user_level_problems_in_a_page_show_as_messages(tmp_path, monkeypatch):
         assert not at.exception, (page, [e.message for e in at.exception])
         if Path(page).stem in ("scaling", "weber", "frequency", "geometry"):  # they need the core band
             assert any("at least 2 blocks" in shown(e) for e in at.main.error), page
+
+
+def test_the_sidebar_menu_links_every_page_and_the_server_stays_quiet(tmp_path, monkeypatch):
+    import tomllib
+
+    at = open_app(str(tmp_path / "empty.duckdb"), monkeypatch)
+    menu = [element.proto.page for element in at.sidebar.get("page_link")]
+    assert len(menu) == len(PAGES)  # the app's own menu: Streamlit's lists the pages/ files first
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    assert config["client"]["showSidebarNavigation"] is False
+    # No recursive inotify watch over .venv/ and cache/ (it overflowed); no gc after each run.
+    assert config["server"]["fileWatcherType"] == "poll"
+    assert {".venv", "cache"} <= set(config["server"]["folderWatchBlacklist"])
+    assert config["runner"]["postScriptGC"] is False
+    # A :material/...: page icon is fetched from fonts.gstatic.com on every page load.
+    assert 'page_icon=":material' not in (ROOT / "app.py").read_text(encoding="utf-8")
+
+
+def test_a_set_only_the_model_holds_shows_no_comparison_warning(populated, tmp_path, monkeypatch):
+    """Switching to a stimulus set the control lacks drops the comparison partner quietly (the
+    pages there compare nothing); switching back restores the control."""
+    import shutil
+
+    from magdash.extract import extract
+    from magdash.stimuli import StimulusSet
+
+    path = tmp_path / "two-sets.duckdb"
+    shutil.copy(populated, path)
+    tiny = StimulusSet("my-carriers", ("I saw {n} birds.", "There were {n} cars."), (1, 2, 3, 5, 8, 13))
+    extract("minilm", tiny, Store(path), device="cpu")
+    at = open_app(str(path), monkeypatch, page="pages/scaling.py")
+    widget(at.sidebar.selectbox, "Stimulus set").set_value("my-carriers").run()
+    assert not at.exception and at.query_params["stimuli"] == "my-carriers"
+    assert "vs" not in at.query_params
+    assert not [w for w in at.sidebar.warning if "cannot be compared" in shown(w)]
+    widget(at.sidebar.selectbox, "Stimulus set").set_value("paper").run()
+    assert not at.exception and at.query_params.get("vs", "minilm@random") == "minilm@random"

@@ -102,6 +102,9 @@ def test_bad_link_values_fall_back_to_defaults_with_a_message():
     assert len(notes) == 5
     assert any("'nature'" in note and "magdash, paper" in note for note in notes)
     assert any("bogus" in note and "eucl" in note for note in notes)
+    assert "core band '5-2' in the link runs backwards (write 2-5); using the default band" in notes
+    _, notes = db.view_from_query({"core": "a-b"}, store="/s.duckdb")
+    assert notes == ["core band 'a-b' in the link is not FIRST-LAST; using the default band"]
 
 
 def test_query_lists_take_the_last_value():
@@ -148,7 +151,7 @@ def test_analysis_params_follow_the_view():
     params = db.analysis_params(view)
     assert params.measures == (*PRIMARY_MEASURES, "trace")
     assert params.core_layers == (1, 2)
-    assert params.n_boot == 123 and params.bootstrap_layers == "all"
+    assert params.n_boot == 123 and params.bootstrap_layers == "core"  # one default: the CLI's
     assert db.analysis_params(db.ViewState(store="s")).measures == PRIMARY_MEASURES
 
 
@@ -263,6 +266,24 @@ def test_a_job_reports_steps_progress_and_its_result():
     assert seen.is_set()
     assert (snapshot.state, snapshot.result, snapshot.step, snapshot.step_index) == ("done", "result", "second", 1)
     assert snapshot.fraction == 1.0
+
+
+def test_the_first_run_says_loading_until_the_first_batch_is_extracted():
+    steps = []
+
+    def work(context):
+        context.step("loading minilm, then extracting", 130)
+        progress = jobs._extracting(context, "minilm")
+        progress(0, 130)  # what was already stored, reported before the model loads
+        steps.append(job.snapshot().step)
+        progress(32, 130)  # the first batch
+        steps.append(job.snapshot().step)
+        return None, False
+
+    job = jobs.Job("demo", work)
+    snapshot = _run(job)
+    assert steps == ["loading minilm, then extracting", "extracting minilm"]
+    assert (snapshot.step_index, snapshot.done) == (0, 32)  # one step, renamed
 
 
 def test_progress_text_counts_steps_items_and_time():
@@ -446,6 +467,17 @@ def test_preview_items_spread_over_the_magnitudes():
     items = ds.preview_items(stimuli, limit=20)
     magnitudes = sorted({item.magnitude for item in items})
     assert magnitudes[0] == 1 and magnitudes[-1] == 1000 and len(items) == 20
+    assert ds.preview_note(stimuli, items) == (
+        "Showing 10 of the 1000 numbers, spread over the range: " + ", ".join(map(str, magnitudes)))
+    small = StimulusSet("small", ("A {n}.",), (1, 2, 3))
+    assert ds.preview_note(small, ds.preview_items(small)) is None
+
+
+def test_the_preview_says_which_input_to_fix():
+    assert ds.what_to_fix(False, True) == "Fix the carriers above to preview their tokens."
+    assert ds.what_to_fix(True, False) == "Fix the magnitudes above to preview their tokens."
+    assert ds.what_to_fix(False, False) == "Fix the carriers and magnitudes above to preview their tokens."
+    assert ds.what_to_fix(True, True) is None
 
 
 def test_tokenization_preview_shows_split_numbers(tiny_llama):
@@ -562,11 +594,28 @@ def test_e5_covers_every_layer_and_missing_counts_are_explained(planted, planted
 def test_the_report_holds_figures_verdicts_and_the_manifest(planted, planted_view):
     view, inventory = planted_view
     keys = {n: db.analysis_key(view, inventory, n) for n in inventory.usable_models}
-    document = figs.dashboard_report(planted, keys, db.comparison_key(view, inventory), view={"model": "planted"})
+    document = figs.dashboard_report(planted, keys, db.comparison_key(view, inventory), view={"model": "planted"},
+                                     focus="planted", layer=2, phase=db.phase_keys(view, inventory))
     manifest = report.extract_manifest(document)
     assert [m["name"] for m in manifest["models"]] == ["planted", "flat@random"]
     assert manifest["dashboard_view"] == {"model": "planted"}
-    assert document.count("<img") >= 8 and "H1-H4" in document
+    assert "H1-H4" in document
+    # Every page's figures: Scaling, Weber, Frequency (E5), Compare, Geometry, Depth.
+    captions = re.findall(r"<figcaption>(.*?)</figcaption>", document)
+    where = "layer 2 (block 2) of planted"
+    for caption in (
+        "Alpha by layer, planted", "CV against n, planted", "Akaike weights by layer, planted", "E3, planted",
+        "E4, planted", "RSA by layer, planted", "planted vs flat@random",
+        *(f"{m} against n, {where}" for m in ("V_eucl", "V_residual", "V_proj")),
+        f"Centroid RDM, {where}", f"PC1 against log n, {where}",
+        "Spearman rho by layer, planted", f"V against corpus count, {where}",
+        "Distribution of the counts (openwebtext-500k)",
+        "Order parameter, planted", "Effective rank and participation ratio, planted", "Omega by layer, planted",
+        f"Covariance spectrum, {where}",
+    ):
+        assert caption in captions, caption
+    assert document.count("<img") == len(captions)
+    assert "E5 per layer, planted" in document and "Per-layer diagnostics, planted" in document
     assert "Control: alpha without the massive dimensions (planted)" in document
     assert "Depth: liquid or solid?" in document and "The three largest steps of m(gamma)" in document
     assert "<script>" not in document.replace('<script type="application/json"', "")

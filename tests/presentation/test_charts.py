@@ -334,7 +334,8 @@ def test_cv_chart_by_layer_on_a_log_axis(result):
     spec = chart.to_dict()
     line, point = units(spec)
     assert line["encoding"]["x"]["scale"]["type"] == "log"
-    assert line["encoding"]["color"]["field"] == "layer" and line["encoding"]["color"]["type"] == "quantitative"
+    # Integer layers: an ordinal legend (a continuous one reads 3.0, 3.5, 4.0, ...).
+    assert line["encoding"]["color"]["field"] == "layer" and line["encoding"]["color"]["type"] == "ordinal"
     assert line["encoding"]["detail"]["field"] == "layer"
     symbols = [m for m in rendered_marks(chart) if m["marktype"] == "symbol"][-1]["items"]
     assert len(symbols) == 2 * MAGNITUDES.size - 1
@@ -548,7 +549,7 @@ def test_spectrum_frames_and_chart_mark_spikes(rng):
     assert edge_rule["encoding"]["x"]["datum"] == pytest.approx(fit.mp_edge)
     assert threshold_rule["encoding"]["x"]["datum"] == pytest.approx(fit.spike_threshold)
     assert units(spec)[0]["encoding"]["x"]["scale"]["type"] == "log"
-    assert title_text(spec)[1] == ["2 spike(s) above the threshold (red)"]
+    assert title_text(spec)[1] == ["2 spike(s) above the Tracy-Widom threshold (orange lines)"]
     rendered = [m for m in rendered_marks(chart) if m["marktype"] == "rule"]
     assert len(rendered[0]["items"]) == 2
 
@@ -743,3 +744,100 @@ def test_axis_titles_are_short_enough_for_streamlit(result):
     assert "V_eucl (log scale)" in titles and charts.ALPHA_TITLE in titles
     too_long = sorted({t for t in titles if len(t) > charts.MAX_AXIS_TITLE})
     assert too_long == []
+
+
+# -- readability (issue 15: the figures as a scientist sees them) ---------------------------------
+
+
+def test_count_fits_are_clipped_to_the_range_of_the_counts_with_one_tick_format():
+    numbers = np.arange(1, 1001, dtype=float)
+    counts = pd.DataFrame({"number": numbers, "count": np.round(1e5 * numbers ** -1.3) + 1})
+    curves = pd.concat([
+        pd.DataFrame({"number": numbers, "predicted": 1e5 * np.exp(-0.1 * numbers), "model": "exponential"}),
+        pd.DataFrame({"number": numbers, "predicted": 1e5 * numbers ** -1.3, "model": "power law"}),
+    ])
+    spec = charts.frequency_loglog(counts, curves).to_dict()
+    circle, line = units(spec)
+    low, high = counts["count"].min(), counts["count"].max()
+    for unit in (circle, line):
+        assert unit["encoding"]["y"]["scale"]["domain"] == [low, high]  # the data's span, not 1e-45
+        assert unit["encoding"]["y"]["axis"]["format"] == "~s"  # 1, 10, 1k, 100k: one style
+    predicted = [r["predicted"] for r in rows(spec, line)]
+    assert min(predicted) >= low and max(predicted) <= high
+    assert {r["model"] for r in rows(spec, line)} == {"exponential", "power law"}
+    # The exponential leaves the data's span at n = 93: nothing beyond is drawn.
+    assert max(r["number"] for r in rows(spec, line) if r["model"] == "exponential") < 100
+
+
+def test_noise_model_heatmap_gives_each_row_its_height_and_its_whole_label(result):
+    spec = charts.noise_model_chart(tables.noise_frame(result), measure="eucl").to_dict()
+    n_models = len(tables.NOISE_MODEL_LABELS)
+    assert spec["height"] == charts.NOISE_ROW_HEIGHT * n_models + charts.NOISE_CHROME_HEIGHT
+    heat = of_type(spec, "rect")[-1]
+    longest = max(len(label) for label in tables.NOISE_MODEL_LABELS.values())
+    assert heat["encoding"]["y"]["axis"]["labelLimit"] >= 7 * longest  # about 7 px a character
+
+
+def test_a_depth_fraction_axis_has_a_tick_every_tenth():
+    frame = pd.DataFrame({"gamma": np.arange(13) / 12, "m": 0.2, "ci_low": 0.19, "ci_high": 0.21, "series": "trained"})
+    spec = charts.order_parameter_chart(frame, gamma_c=0.5).to_dict()
+    axis = of_type(spec, "point")[0]["encoding"]["x"]["axis"]
+    assert axis["values"] == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+    assert axis["format"] == ".1f"
+
+
+def test_depth_titles_name_the_colour_gamma_c_is_drawn_in():
+    frame = pd.DataFrame({"gamma": [0.0, 0.5, 1.0], "m": 0.2, "ci_low": 0.19, "ci_high": 0.21, "series": "trained"})
+    order = charts.order_parameter_chart(frame, gamma_c=0.5).to_dict()
+    ranks = charts.rank_chart(frame.assign(effective_rank=5.0, participation_ratio=3.0), gamma_c=0.5).to_dict()
+    for spec in (order, ranks):
+        text = title_text(spec)[0]
+        assert "orange dashed: gamma_c" in text and "red" not in text
+        rule = next(u for u in of_type(spec, "rule") if u["encoding"]["x"].get("datum") == 0.5)
+        assert rule["mark"]["color"] == charts.SPIKE_COLOR == "#D55E00"  # Okabe-Ito vermillion: orange
+        assert rule["mark"]["strokeDash"] == [6, 3]
+
+
+def test_per_carrier_points_have_a_legend_entry(result):
+    points = tables.scaling_points(result, "eucl", 3)
+    layer_data = LayerData(3, "L3", MAGNITUDES, [f"c{i}" for i in range(5)], np.ones((26, 5, 2)))
+    carriers = tables.carrier_distances(layer_data).assign(distance=1.0)
+    spec = charts.scaling_scatter(points, tables.scaling_lines(points, result.fit("eucl", 3)), carriers=carriers).to_dict()
+    circle = of_type(spec, "circle")[0]
+    fill = circle["encoding"]["fill"]
+    assert fill["scale"] == {"domain": [charts.CARRIER_POINTS], "range": [charts.CARRIER_COLOR]}
+    assert "legend" not in fill or fill["legend"] is not None  # shown, not suppressed
+    assert spec["resolve"]["scale"]["fill"] == "independent"
+    svg = vlc.vegalite_to_svg(spec)
+    assert charts.CARRIER_POINTS in svg  # drawn in the rendered legend
+
+
+def test_a_thousand_magnitude_rdm_is_drawn_in_blocks_with_a_note(rng):
+    magnitudes = np.arange(1, 1001, dtype=float)
+    rdm = np.abs(np.log(magnitudes)[:, None] - np.log(magnitudes)[None, :])
+    spec = charts.rdm_heatmap(tables.rdm_frame(rdm, magnitudes)).to_dict()
+    cells = rows(spec, units(spec)[0])
+    assert len(cells) == charts.MAX_RDM_SIDE**2 == 2500  # not 1,000,000
+    assert sorted({c["a"] for c in cells})[:3] == [1.0, 21.0, 41.0]
+    first = next(c for c in cells if c["a"] == 1.0 and c["b"] == 21.0)
+    assert first["dissimilarity"] == pytest.approx(rdm[:20, 20:40].mean())
+    assert "1,000 magnitudes in blocks of 20" in " ".join(title_text(spec)[1])
+    small = charts.rdm_heatmap(tables.rdm_frame(rdm[:26, :26], magnitudes[:26])).to_dict()
+    assert len(rows(small, units(small)[0])) == 26 * 26 and title_text(small)[1] == []
+
+
+def test_dense_scatters_are_thinned_with_a_note(result):
+    magnitudes = np.arange(1, 1001, dtype=float)
+    carriers = pd.DataFrame({
+        "magnitude": np.repeat(magnitudes, 20), "carrier": np.tile([f"c{i}" for i in range(20)], 1000), "distance": 1.0,
+    })
+    points = tables.scaling_points(result, "eucl", 3)
+    spec = charts.scaling_scatter(points, tables.scaling_lines(points, result.fit("eucl", 3)), carriers=carriers).to_dict()
+    drawn = rows(spec, of_type(spec, "circle")[0])
+    assert len(drawn) <= charts.MAX_POINTS
+    assert len({r["magnitude"] for r in drawn}) == 250 and len(drawn) == 20 * 250
+    assert "per-carrier points: every 4th magnitude drawn (5,000 of 20,000)" in title_text(spec)[1]
+    frame = pd.DataFrame({"magnitude": magnitudes, "count": magnitudes, "V": 1.0})
+    labelled = charts.variability_vs_frequency(frame.head(charts.MAX_TEXT_LABELS)).to_dict()
+    unlabelled = charts.variability_vs_frequency(frame).to_dict()
+    assert len(of_type(labelled, "text")) == 1 and of_type(unlabelled, "text") == []

@@ -6,6 +6,7 @@ import math
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from magdash.cli import main
@@ -66,3 +67,18 @@ def test_every_surface_writes_missing_numbers_the_same_way(no_fit_store, capsys)
     embeddings = next(line for line in outputs["analyze"].splitlines() if line.lstrip().startswith("0 "))
     assert embeddings.split()[2:5] == [MISSING] * 3  # no alpha for V_eucl, V_residual, V_proj
     assert re.search(rf"^\s+0\s+{MISSING}\s+{MISSING}\s", outputs["freq"], re.M)  # no rho, no p
+
+
+def test_tables_show_readable_headers_and_p_values_in_scientific_notation():
+    from magdash.presentation.formatting import P_FORMAT, column_label, is_p_column
+    from magdash.presentation.report import table_html
+
+    assert [column_label(c) for c in ("measure_label", "alpha_theil_sen", "ci_low", "r2", "n_points", "odd_name")] == [
+        "measure", "alpha (Theil–Sen)", "CI low", "R²", "points", "odd name"]
+    assert [is_p_column(c) for c in ("p", "h1_p", "partial_p", "p_value", "rho", "alpha", "n_params")] == [
+        True, True, True, True, False, False, False]
+    assert P_FORMAT % 7e-11 == "7.00e-11"
+    frame = pd.DataFrame({"ci_low": [0.5], "p": [7e-11], "r2": [0.25]})
+    document = table_html(frame)
+    assert "<th>CI low</th>" in document and "<th>R²</th>" in document and "ci_low" not in document
+    assert "<td>7.0e-11</td>" in document and "0.00000000007" not in document

@@ -246,7 +246,9 @@ def test_run_analysis_lets_go_of_each_layer_before_reading_the_next(rng):
 def test_compare_through_store_and_cli(store, rng, capsys):
     import_model(store, "base", rng, alpha=-0.02, n_blocks=4, dim=128)
     import_model(store, "tuned", rng, alpha=-0.12, n_blocks=4, dim=128)
-    result = compare(store, "tuned", "base", params=AnalysisParams(n_boot=300))
+    counted = []
+    result = compare(store, "tuned", "base", params=AnalysisParams(n_boot=300), progress=lambda *c: counted.append(c))
+    assert counted == [(1, 3), (2, 3), (3, 3)]  # one report per measure: a progress bar can count them
     eucl = result.measures["eucl"]
     assert eucl.mean_delta == pytest.approx(-0.1, abs=0.03)
     assert eucl.n_pairs == 2
