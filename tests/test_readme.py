@@ -3,9 +3,11 @@
 Every ``bash`` block of the README from "Command line" to "Dashboard" is run, in order, in one
 shell in an empty folder that holds only the repository's virtual environment as ``.venv`` (as
 the one-command set-up leaves it): activation, extractions, the custom stimulus set, export and
-import, analyses, comparisons, frequency and depth. Blocks introduced as needing "*your files*"
-(your own models, the paper's npz files, your corpus) are left out; the test checks that they
-are the only ones.
+import, analyses, comparisons, robustness controls and design, frequency and depth. Blocks
+introduced as needing "*your files*" (your own models, the paper's npz files, your corpus) are
+left out, and so are the "*measured example*" blocks that reproduce a worked example's numbers
+on the built-in models (minutes each; the same paths run in tests/test_builtin_models.py); the
+test checks that these are the only ones.
 """
 
 from __future__ import annotations
@@ -23,10 +25,13 @@ from tests.support import ROOT
 pytestmark = pytest.mark.slow
 
 YOURS = "*your files*"
+EXAMPLE = "*measured example*"
+BUILTIN_MODELS = ("minilm", "smollm2", "gemma3-270m")
 
 
-def readme_blocks() -> list[tuple[bool, str]]:
-    """(runnable, commands) for every bash block of the CLI sections, in README order."""
+def readme_blocks() -> list[tuple[str, str]]:
+    """(kind, commands) for every bash block of the CLI sections, in README order; kind is
+    "run", "yours" or "example"."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     section = text[text.index("## Command line"):text.index("## Dashboard")]
     blocks, end = [], 0
@@ -35,21 +40,35 @@ def readme_blocks() -> list[tuple[bool, str]]:
         if fence[1] != "bash":  # printed output, not commands
             continue
         introduction = prose.strip().split("\n\n")[-1]  # the paragraph right above the block
-        blocks.append((YOURS not in introduction, fence[2]))
+        kind = "yours" if YOURS in introduction else "example" if EXAMPLE in introduction else "run"
+        blocks.append((kind, fence[2]))
     return blocks
 
 
-def test_only_blocks_needing_your_files_are_left_out():
-    skipped = [body for runnable, body in readme_blocks() if not runnable]
-    placeholders = ("/models/", "meta-llama/", "hidden_states.npz", "corpus/", "counts.csv", "mytext.txt")
-    assert len(skipped) == 4
-    for body in skipped:
-        assert any(p in body for p in placeholders), body
-    for runnable, body in readme_blocks():
-        if runnable:
-            assert not any(p in body for p in placeholders), body
+PLACEHOLDERS = ("/models/", "meta-llama/", "hidden_states.npz", "corpus/", "counts.csv", "mytext.txt")
 
 
+def test_only_blocks_needing_your_files_or_minutes_are_left_out():
+    blocks = readme_blocks()
+    yours = [body for kind, body in blocks if kind == "yours"]
+    assert len(yours) == 4
+    for body in yours:
+        assert any(p in body for p in PLACEHOLDERS), body
+    examples = [body for kind, body in blocks if kind == "example"]
+    assert examples
+    for body in examples:
+        assert not any(p in body for p in PLACEHOLDERS), body
+        models = re.findall(r"--model (\S+)", body) + re.findall(r"for m in ([^;]+);", body)
+        names = {name.split("@")[0] for found in models for name in found.split() if not name.startswith("$")}
+        assert names and names <= set(BUILTIN_MODELS), names
+        # A worked example's own store must not leak into the commands that follow it.
+        assert ("export MAGDASH_STORE" in body) == ("unset MAGDASH_STORE" in body), body
+    for kind, body in blocks:
+        if kind == "run":
+            assert not any(p in body for p in PLACEHOLDERS), body
+
+
+@pytest.mark.timeout(1800)
 def test_the_readme_commands_run_as_written_in_order(tmp_path):
     venv = Path(sys.prefix)
     if not (venv / "bin" / "activate").is_file():  # not a virtual environment: stand one in
@@ -59,7 +78,7 @@ def test_the_readme_commands_run_as_written_in_order(tmp_path):
     work = tmp_path / "clone"
     work.mkdir()
     (work / ".venv").symlink_to(venv)
-    commands = [body for runnable, body in readme_blocks() if runnable]
+    commands = [body for kind, body in readme_blocks() if kind == "run"]
     assert commands[0].startswith("source .venv/bin/activate\n")
     script = "set -e\n" + "\n".join(commands)
     env = {key: value for key, value in os.environ.items() if key not in ("MAGDASH_STORE", "VIRTUAL_ENV")}

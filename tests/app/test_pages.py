@@ -172,6 +172,15 @@ def test_design_page_simulates_on_request(populated, monkeypatch):
     assert buttons.count("PNG") == 3 and "Design report (HTML)" in buttons
 
 
+def test_depth_page_shows_the_worked_example_on_a_real_decoder(populated, monkeypatch):
+    at = open_app(populated, monkeypatch, page="pages/depth.py")
+    expander = next(e for e in at.expander if "Worked example" in e.label)
+    shown_text = " ".join(m.value for m in expander.markdown)
+    # the measured numbers and the honest reading, from docs/depth_example.md
+    assert "smollm2@random" in shown_text and "12,828 token vectors" in shown_text
+    assert "mp_converged: false" in shown_text and "What it says about the claim" in shown_text
+
+
 def test_a_bookmark_opened_on_a_fresh_server_goes_through_the_app(populated, monkeypatch):
     # The first request of a fresh server runs a page file alone; the page declares the
     # navigation and reruns, so the sidebar and the bookmarked view are there.
