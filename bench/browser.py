@@ -47,7 +47,9 @@ PAGES = {  # url path: (navigation title, heading, charts drawn on the populated
     "frequency": ("Frequency", "Variability and corpus frequency (E5)", 3),
     "compare": ("Compare", "Compare two models", 1),
     "geometry": ("Geometry", "Log-compressive geometry", 3),
-    "depth": ("Depth", "Depth: liquid or solid?", 4),
+    "depth": ("Depth", "Depth: liquid or solid?", 6),
+    "controls": ("Controls", "Robustness controls", 4),
+    "design": ("Design", "Study design", 0),
 }
 TIMEOUT_MS = 300_000
 VIEWPORT = {"width": 1400, "height": 1000}
@@ -121,7 +123,13 @@ def change_layer(page) -> None:
 
 
 def change_measure(page, label: str) -> None:
-    page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").filter(has_text="Measure").click()
+    box = page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").filter(has_text="Measure")
+    combobox = box.get_by_role("combobox")
+    combobox.focus()
+    # Streamlit's react-aria combobox (1.67) opens its list from the keyboard; a click on the
+    # field only focuses it in headless Chromium.
+    if combobox.get_attribute("aria-expanded") != "true":
+        combobox.press("ArrowDown")
     page.get_by_role("option", name=label, exact=True).click()
     page.wait_for_function("() => document.querySelector('[data-stale=\"true\"]') !== null "
                            "|| new URLSearchParams(location.search).get('measure') !== null", timeout=TIMEOUT_MS)

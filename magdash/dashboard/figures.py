@@ -173,9 +173,7 @@ def comparison_sentence(comparison: ComparisonResult, measure: str) -> str:
 def compare_figure(comparison: ComparisonResult, measure: str, x: str = "layer") -> alt.VConcatChart:
     item = comparison.measures[measure]
     subtitle = f"Wilcoxon over core layers: p = {format_p(item.wilcoxon_p)} ({item.n_pairs} pairs)"
-    # Stacked panels cannot share a container width (each would take all of it), so the
-    # figure has a fixed width and is drawn at its own size.
-    return charts.compare_profiles(tables.comparison_frame(comparison, measure), x=x, subtitle=subtitle, width=560)
+    return charts.compare_profiles(tables.comparison_frame(comparison, measure), x=x, subtitle=subtitle)
 
 
 def comparison_table(comparison: ComparisonResult, measure: str) -> pd.DataFrame:

@@ -897,10 +897,14 @@ def compare_profiles(
     plus names): model_a, model_b, layer_a, layer_b, gamma_a, core, alpha_a, alpha_b, delta,
     ci_low, ci_high (measure optional). ``x="layer"`` uses model A's layer index,
     ``x="gamma"`` the depth fraction (for models of different depth). Grey: A's core band,
-    over which the Wilcoxon test runs (put its result in ``subtitle``).
+    over which the Wilcoxon test runs (put its result in ``subtitle``). ``width="container"``
+    falls back to :data:`DEFAULT_WIDTH`: stacked panels cannot share a container width (each
+    would take all of it and the axes would run off the page).
     """
 
     needed = ["model_a", "model_b", "layer_a", "layer_b", "core", "alpha_a", "alpha_b", "delta"]
+    if width == "container":
+        width = DEFAULT_WIDTH
     _require(comparison, [*needed, "ci_low", "ci_high"], "compare_profiles")
     x_field = {"layer": "layer_a", "gamma": "gamma_a"}.get(x)
     if x_field is None:

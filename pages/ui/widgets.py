@@ -17,7 +17,7 @@ from magdash import dashboard as db
 from magdash.dashboard.jobs import Job, JobSnapshot, format_seconds
 from magdash.errors import MagdashError
 from magdash.presentation import export
-from magdash.presentation.formatting import P_FORMAT, column_label, is_p_column
+from magdash.presentation.formatting import MISSING, P_FORMAT, column_label, is_p_column
 from pages.ui.caches import _figure_spec, analysis_for, cached, job_registry
 from pages.ui.session import AppContext, context, view_key, view_setter
 
@@ -66,7 +66,8 @@ def table(frame_or_builder: pd.DataFrame | str, *args: Any, name: str, height: i
             return None
     else:
         frame = frame_or_builder
-    st.dataframe(frame, hide_index=True, width="stretch", height=height, column_config=column_config(frame))
+    st.dataframe(frame, hide_index=True, width="stretch", height=height, column_config=column_config(frame),
+                 placeholder=MISSING)
     slug = export.safe_filename(name)
     st.download_button(
         "CSV", data=lambda: export.table_to_csv(frame), file_name=f"{slug}.csv", mime="text/csv",

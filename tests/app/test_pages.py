@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from magdash import dashboard as db
 from magdash.dashboard.jobs import first_run_label, run_first_protocol
+from magdash.presentation.formatting import MISSING
 from magdash.store import Store
 from pages import ui
 from tests.support import ROOT, labels, open_app, shown, widget
@@ -170,6 +171,13 @@ def test_design_page_simulates_on_request(populated, monkeypatch):
     assert "minimal detectable alpha" in texts(at)
     buttons = labels(at.get("download_button"))
     assert buttons.count("PNG") == 3 and "Design report (HTML)" in buttons
+
+
+def test_missing_numbers_in_app_tables_read_as_the_missing_mark(populated, monkeypatch):
+    at = open_app(populated, monkeypatch, page="pages/compare.py")
+    table = at.dataframe[0]
+    assert table.value[["ci_low", "ci_high"]].isna().any().all()  # no CI outside the core band
+    assert table.proto.placeholder == MISSING  # shown as the mark, not as "None"
 
 
 def test_depth_page_shows_the_worked_example_on_a_real_decoder(populated, monkeypatch):

@@ -421,6 +421,9 @@ def test_compare_profiles_two_panels_with_delta_band():
     assert of_type(gamma["vconcat"][1], "line")[0]["encoding"]["x"]["field"] == "gamma_a"
     with pytest.raises(AnalysisError, match="x must be"):
         charts.compare_profiles(_comparison_frame(), x="depth")
+    # stacked panels cannot share a container width: each gets the fixed default instead
+    stacked = charts.compare_profiles(_comparison_frame(), width="container").to_dict()
+    assert [panel["width"] for panel in stacked["vconcat"]] == [charts.DEFAULT_WIDTH] * 2
 
 
 # -- geometry ------------------------------------------------------------------------------
