@@ -33,6 +33,10 @@ GGUF_SUFFIX = ".gguf"
 MODEL_CACHE_ENV = "MAGDASH_MODEL_CACHE"
 DEFAULT_MODEL_CACHE = Path("cache") / "models"
 _COMPLETE = "magdash-conversion.json"
+CONVERSION_VERSION = 2
+"""Part of a converted folder's name: bumped when the conversion writes different weights.
+Version 1 kept a tied embedding only as ``lm_head.weight``, so the base model loaded with
+randomly initialised input embeddings."""
 _GGUF_MAGIC = b"GGUF"
 # GGUF metadata value types (ggml's gguf.h): scalar type -> struct format.
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
@@ -159,7 +163,7 @@ def sha256_file(path: Path) -> str:
 
 
 def converted_name(info: GGUFInfo, dtype: str, transformers_version: str) -> str:
-    return f"gguf-{info.sha256[:16]}-{dtype}-transformers-{transformers_version}"
+    return f"gguf-{info.sha256[:16]}-{dtype}-transformers-{transformers_version}-v{CONVERSION_VERSION}"
 
 
 def find_converted(info: GGUFInfo, cache: Path, transformers_version: str) -> Path | None:
@@ -215,11 +219,13 @@ def _convert(info: GGUFInfo, dtype: str, target: Path) -> None:
 
     transformers marks a model loaded from GGUF as quantized and refuses ``save_pretrained``
     even once every tensor is dequantized, so the weights are written with safetensors'
-    ``save_model`` (which keeps tied embeddings as one tensor) and the config without its
-    GGUF quantization entry.
+    ``save_file`` and the config without its GGUF quantization entry. A tied LM head is left
+    out, never the input embedding it shares: magdash loads the base model, which has no LM
+    head, and a checkpoint holding only ``lm_head.weight`` would leave its embedding to random
+    initialisation.
     """
     import torch
-    from safetensors.torch import save_model
+    from safetensors.torch import save_file
     from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
     from transformers.utils import logging as hf_logging
 
@@ -247,4 +253,8 @@ def _convert(info: GGUFInfo, dtype: str, target: Path) -> None:
         del config.quantization_config
     config.save_pretrained(target)
     tokenizer.save_pretrained(target)
-    save_model(model, str(target / "model.safetensors"), metadata={"format": "pt"})
+    tensors = model.state_dict()
+    if getattr(config, "tie_word_embeddings", False):
+        tensors.pop("lm_head.weight", None)
+    save_file({name: tensor.detach().contiguous() for name, tensor in tensors.items()},
+              str(target / "model.safetensors"), metadata={"format": "pt"})

@@ -29,7 +29,15 @@ from pathlib import Path
 
 from magdash.builtin_models import BUILTIN_MODELS, builtin_model_path
 from magdash.errors import ModelLoadError
-from magdash.gguf import GGUFInfo, converted_folder, find_converted, find_gguf, gguf_info, model_cache_dir
+from magdash.gguf import (
+    CONVERSION_VERSION,
+    GGUFInfo,
+    converted_folder,
+    find_converted,
+    find_gguf,
+    gguf_info,
+    model_cache_dir,
+)
 from magdash.stimuli import POSITIONS
 
 log = logging.getLogger(__name__)
@@ -164,7 +172,9 @@ def _gguf_source(spec: str, file: Path, source: str, is_random: bool, seed: int,
     if is_random:
         fingerprint = f"random:seed={seed}:gguf-config={info.config_digest}"
         return ModelSource(spec, info.path, source, fingerprint, architecture, True, seed, gguf=info, model_cache=cache)
-    fingerprint = f"gguf:{info.quantization}:sha256:{info.sha256[:32]}"
+    # The conversion's version is part of the identity: vectors from an older conversion are not
+    # the same model's (version 1 left tied embeddings to random initialisation).
+    fingerprint = f"gguf:{info.quantization}:sha256:{info.sha256[:32]}:conversion-v{CONVERSION_VERSION}"
     return ModelSource(spec, info.path, source, fingerprint, architecture, gguf=info, model_cache=cache)
 
 
@@ -409,10 +419,11 @@ def load_model(
             torch.manual_seed(source.seed)
             model = AutoModel.from_config(config, dtype=torch_dtype, trust_remote_code=trust_remote_code)
         else:
-            model = AutoModel.from_pretrained(
+            model, loading = AutoModel.from_pretrained(
                 path, config=config, dtype=torch_dtype, use_safetensors=not source.uses_pickle,
-                device_map=device_map, **common,
+                device_map=device_map, output_loading_info=True, **common,
             )
+            refuse_missing_weights(source.spec, loading["missing_keys"])
     except ValueError as error:
         message = str(error).splitlines()[0]
         if "trust_remote_code" in str(error) or "contains custom code" in str(error):
@@ -463,6 +474,23 @@ def load_model(
         max_length=max_length,
         is_causal=is_causal_lm(config),
     )
+
+
+def refuse_missing_weights(spec: str, missing: set[str] | list[str]) -> None:
+    """Refuse a checkpoint that lacks weights of the base model.
+
+    transformers initialises missing weights at random and only logs it (the load report that
+    magdash silences), so a folder without, say, its input embedding would give different hidden
+    states on every load. A pooler that a checkpoint lacks is the one exception: it is not on the
+    path of the hidden states.
+    """
+    lacking = sorted(name for name in missing if name.split(".")[0] != "pooler")
+    if lacking:
+        shown = ", ".join(lacking[:5]) + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
+        raise ModelLoadError(
+            f"{spec!r} lacks weights the model needs ({shown}); transformers would fill them with random "
+            "numbers: give a complete checkpoint"
+        )
 
 
 _CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")

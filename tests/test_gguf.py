@@ -13,8 +13,15 @@ import pytest
 from magdash.builtin_models import builtin_model_path
 from magdash.cli import main
 from magdash.errors import ModelLoadError
-from magdash.gguf import MODEL_CACHE_ENV, converted_folder, gguf_info, model_cache_dir, read_metadata
-from magdash.models import quantization, resolve_model, weights_note
+from magdash.gguf import (
+    CONVERSION_VERSION,
+    MODEL_CACHE_ENV,
+    converted_folder,
+    gguf_info,
+    model_cache_dir,
+    read_metadata,
+)
+from magdash.models import load_model, quantization, resolve_model, weights_note
 from magdash.store import Store
 from tests.support import require_builtin
 
@@ -35,7 +42,7 @@ def test_metadata_and_identity_are_read_from_the_file(smollm2_file):
     assert info.sha256 == hashlib.sha256(smollm2_file.read_bytes()).hexdigest()
     source = resolve_model(str(smollm2_file))
     assert source.source == f"gguf:{smollm2_file.resolve()}"
-    assert source.fingerprint == f"gguf:Q4_1:sha256:{info.sha256[:32]}"
+    assert source.fingerprint == f"gguf:Q4_1:sha256:{info.sha256[:32]}:conversion-v{CONVERSION_VERSION}"
     assert quantization(source.fingerprint) == "Q4_1"
     assert weights_note(source.fingerprint, "bfloat16") == "quantized (Q4_1 GGUF), dequantized to bfloat16"
     assert weights_note("sha256:abc", "float32") == ""
@@ -105,6 +112,22 @@ def test_the_conversion_is_kept_and_reused(smollm2):
     assert sorted(p.name for p in folder.glob("*.safetensors")) == ["model.safetensors"]
     assert json.loads((folder / "config.json").read_text())["architectures"] == ["LlamaForCausalLM"]
     assert not [p for p in cache.iterdir() if p.name.startswith(".converting-")]
+
+
+def test_the_conversion_keeps_the_tied_input_embedding_so_every_load_is_the_same_model(smollm2):
+    """SmolLM2 ties its LM head to its input embedding: the converted folder must hold the
+    embedding (the base model has no head), or each load would start from random embeddings."""
+    import torch
+    from safetensors import safe_open
+
+    folder = converted_folder(smollm2.source.gguf, "float32", model_cache_dir())
+    with safe_open(folder / "model.safetensors", "pt") as weights:
+        names = set(weights.keys())
+    assert "model.embed_tokens.weight" in names and "lm_head.weight" not in names
+    again = load_model("smollm2", device="cpu")
+    first, second = smollm2.model.state_dict(), again.model.state_dict()
+    assert first.keys() == second.keys()
+    assert all(torch.equal(first[name], second[name]) for name in first)
 
 
 def test_cli_extracts_a_gguf_file_and_lists_it_as_quantized(smollm2, smollm2_file, tmp_path, capsys):

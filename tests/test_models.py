@@ -1,10 +1,15 @@
-"""Model names: what extraction stores a model as, and the name of its @random control."""
+"""Model names (what extraction stores a model as, the name of its @random control) and the
+refusal of incomplete checkpoints."""
 
 from __future__ import annotations
 
+import re
+import shutil
+
 import pytest
 
-from magdash.models import DTYPES, control_name, default_name
+from magdash.errors import ModelLoadError
+from magdash.models import DTYPES, control_name, default_name, load_model
 from magdash.stimuli import POSITIONS
 
 
@@ -27,3 +32,17 @@ def test_suffixed_names_keep_their_suffixes_after_the_marker():
 @pytest.mark.parametrize("name", ["minilm@random", "minilm@random:float16", "minilm@random:7:first"])
 def test_a_control_is_its_own_control(name):
     assert control_name(name) == name
+
+
+@pytest.mark.parametrize("dropped", ["model.embed_tokens.weight", "model.layers.1.self_attn.q_proj.weight"])
+def test_a_checkpoint_missing_a_weight_is_refused_not_filled_at_random(tiny_llama, tmp_path, dropped):
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "incomplete"
+    shutil.copytree(tiny_llama, folder)
+    tensors = load_file(folder / "model.safetensors")
+    del tensors[dropped]
+    save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(ModelLoadError, match=f"lacks weights the model needs \\({re.escape(dropped.removeprefix('model.'))}"):
+        load_model(str(folder), device="cpu")
+    assert load_model(str(tiny_llama), device="cpu").n_blocks == 3  # the complete folder loads
