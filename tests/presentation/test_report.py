@@ -75,19 +75,10 @@ def test_svg_parses_as_xml_and_keeps_hostile_text_as_text():
 def test_container_width_is_fixed_for_export():
     spec = export.chart_spec(small_chart(width="container"))
     assert spec["width"] == export.EXPORT_WIDTH
-    compare = charts.compare_profiles(
-        pd.DataFrame(
-            {
-                "model_a": "a", "model_b": "b", "layer_a": [0, 1, 2], "layer_b": [0, 1, 2],
-                "gamma_a": [0, 0.5, 1], "core": [False, True, True], "alpha_a": [0.1, 0.2, 0.3],
-                "alpha_b": [0.0, 0.1, 0.2], "delta": [0.1, 0.1, 0.1], "ci_low": np.nan, "ci_high": np.nan,
-            }
-        ),
-        width="container",
-    )
-    nested = export.chart_spec(compare)
+    stacked = alt.vconcat(small_chart(width="container"), small_chart("another", width="container"))
+    nested = export.chart_spec(stacked)
     assert [panel["width"] for panel in nested["vconcat"]] == [export.EXPORT_WIDTH] * 2
-    root = ET.fromstring(export.chart_to_svg(compare))
+    root = ET.fromstring(export.chart_to_svg(stacked))
     assert float(root.get("width")) > export.EXPORT_WIDTH
 
 
