@@ -256,5 +256,8 @@ def _convert(info: GGUFInfo, dtype: str, target: Path) -> None:
     tensors = model.state_dict()
     if getattr(config, "tie_word_embeddings", False):
         tensors.pop("lm_head.weight", None)
-    save_file({name: tensor.detach().contiguous() for name, tensor in tensors.items()},
-              str(target / "model.safetensors"), metadata={"format": "pt"})
+    try:
+        save_file({name: tensor.detach().contiguous() for name, tensor in tensors.items()},
+                  str(target / "model.safetensors"), metadata={"format": "pt"})
+    except RuntimeError as error:  # safetensors refuses tensors that share memory
+        raise ModelLoadError(f"cannot save {info.path.name} as safetensors: {str(error).splitlines()[0]}") from None

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from magdash import dashboard as db
-from magdash.phase.massive import MASSIVE_LABELS
+from magdash.phase.massive import MASSIVE_LABELS, MASSIVE_RATIO
 from pages import ui
 
 ctx = ui.require_data("the depth diagnostics")
@@ -27,7 +27,7 @@ if db.CONTROL_SERIES not in keys:
     ))
     st.page_link("pages/extract.py", label="Extract the control", icon=":material/download:")
 massive = st.radio("Adjusted view", ["drop", "standardise"], format_func=MASSIVE_LABELS.get, horizontal=True,
-                   key="depth_massive", help="Massive dimension: mean |h_j| above 10x the median over dimensions")
+                   key="depth_massive", help=f"Massive dimension: mean |h_j| above {MASSIVE_RATIO:g}x the median over dimensions")
 adjusted_keys = db.adjusted_phase_keys(keys, massive)
 with st.spinner("Computing spectra and Omega per layer (first time only; cached in the store)…"):
     for key in [*keys.values(), *adjusted_keys.values()]:

@@ -34,8 +34,9 @@ st.caption("alpha, CI from the bootstrap resamples of the (log n, log V) pairs o
 ui.table("fit_table", key, view.measure, name=f"fits-{view.model}-{view.measure}")
 
 st.subheader("Control: alpha without the massive dimensions")
-st.caption("A few massive-activation dimensions (mean |h_j| above 10x the median) can hold most of ||h||²; "
-           "the same analysis without them shows whether the exponents are carried by those coordinates.")
+st.caption(f"A few massive-activation dimensions (mean |h_j| above {key.params.massive_ratio:g}x the median) can "
+           "hold most of ||h||²; the same analysis without them shows whether the exponents are carried by those "
+           "coordinates.")
 if st.toggle("Run the analysis without the massive dimensions", value=False, key="sc_massive"):
     dropped = db.dropped_analysis_key(key)
     with st.spinner(ui.plain(f"Analysing {view.model} without its massive dimensions (cached afterwards)…")):

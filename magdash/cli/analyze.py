@@ -43,7 +43,8 @@ def register(subparsers) -> None:
         help="layerwise alpha differences between two stored models",
         description=(
             "Alpha of model A minus model B per layer (models of different depth are aligned by "
-            "depth fraction l/L), a bootstrap CI that resamples magnitudes jointly, and a "
+            "depth fraction l/L), a percentile bootstrap CI that resamples magnitudes jointly (--ci-method "
+            "sets the CIs of each model's own alphas, not of the differences), and a "
             "Wilcoxon signed-rank test over model A's core layers."
         ),
     )

@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from magdash.controls.run import require_raw_vectors
 from magdash.controls.simulate import MAX_DIMENSION, Calibration, CarrierScatter, draw_log_v, fit_alphas
 from magdash.errors import AnalysisError
 from magdash.jsonio import to_jsonable
@@ -54,7 +55,7 @@ from magdash.variability.fits import OUTLIER_FACTOR, resample_counts, scaling_ma
 
 log = logging.getLogger(__name__)
 
-DESIGN_VERSION = "3"
+DESIGN_VERSION = "4"
 """Bump whenever a change to the simulator can change a cached design result."""
 
 DEFAULT_CARRIER_GRID = (2, 3, 5, 10, 20)
@@ -384,7 +385,7 @@ class Simulator:
 def _kept(log_v: np.ndarray) -> np.ndarray:
     """The analysis's points: finite V not above 3x the median V of its row."""
     finite = np.isfinite(log_v)
-    median = np.exp(np.nanmedian(log_v, axis=-1, keepdims=True))
+    median = np.nanmedian(np.exp(log_v), axis=-1, keepdims=True)
     return finite & ~(np.exp(log_v) > OUTLIER_FACTOR * median)
 
 
@@ -517,6 +518,7 @@ def run_design(
 
     params = params or DesignParams()
     analysis_params = analysis_params or AnalysisParams()
+    require_raw_vectors(analysis_params)
     stimuli = store.resolve_stimuli(model, stimuli)
     key = design_key(store, model, stimuli, analysis_params, params)
     if use_cache:

@@ -81,7 +81,18 @@ class ControlsParams:
             raise AnalysisError(f"the seed must be 0 or more, got {self.seed}")
         if not 0 < self.significance < 1:
             raise AnalysisError(f"the significance level must lie between 0 and 1, got {self.significance}")
+        require_raw_vectors(self.analysis)
         object.__setattr__(self, "variants", tuple(dict.fromkeys(self.variants)))
+
+
+def require_raw_vectors(analysis: AnalysisParams) -> None:
+    """The controls and the design simulator read the stored vectors themselves (carriers, RDMs,
+    calibration): they refuse an analysis of another view of them, which would mix the two."""
+    if analysis.massive != "keep":
+        raise AnalysisError(
+            "the robustness controls and the design simulator work on the raw vectors: leave --massive at keep "
+            "(analyze --massive-control sets alpha without the massive dimensions beside the raw alpha)"
+        )
 
 
 @dataclass(frozen=True)

@@ -216,7 +216,9 @@ def fit_alphas(magnitudes: Sequence[float], log_v: np.ndarray, *, drop_outliers:
     log_v = np.asarray(log_v, dtype=np.float64)
     weights = np.isfinite(log_v).astype(np.float64)
     if drop_outliers:
-        median = np.exp(np.nanmedian(log_v, axis=-1, keepdims=True))
+        # the median of V itself, as the analysis's rule takes it (with an even count of
+        # magnitudes the median of log V would be the geometric mean of the middle two)
+        median = np.nanmedian(np.exp(log_v), axis=-1, keepdims=True)
         weights *= ~(np.exp(log_v) > outlier_factor * median)
     y = np.where(weights > 0, log_v, 0.0)
     count = weights.sum(axis=-1)

@@ -24,7 +24,7 @@ from magdash.dashboard.view import ViewState, analysis_params, core_band
 from magdash.errors import MagdashError
 from magdash.models import control_name
 from magdash.presentation import charts, report, tables
-from magdash.presentation.formatting import format_number
+from magdash.presentation.formatting import format_number, format_p
 from magdash.store import ModelRecord, Store
 from magdash.variability.analysis import AnalysisParams
 
@@ -177,7 +177,7 @@ def compared(result: ControlsResult) -> list[str]:
 def variant_figure(result: ControlsResult, name: str, measure: str) -> alt.VConcatChart:
     comparison = result.random if name == result.random_name else result.variants[name]
     item = comparison.measures[measure]
-    subtitle = (f"Wilcoxon over core layers: p = {format_number(item.wilcoxon_p)} ({item.n_pairs} pairs); "
+    subtitle = (f"Wilcoxon over core layers: p = {format_p(item.wilcoxon_p)} ({item.n_pairs} pairs); "
                 f"mean delta {format_number(item.mean_delta)}")
     return charts.compare_profiles(tables.comparison_frame(comparison, measure), subtitle=subtitle)
 
@@ -197,6 +197,14 @@ def controls_report(store: Store, result: ControlsResult, measures: Sequence[str
 SESSION_KEYS = ("magdash_controls_key", "magdash_design_key")
 """Where the Controls and Design pages leave the key of what they last showed, so the sidebar's
 report can include it."""
+
+
+def session_key(view: ViewState, key: ControlsKey | DesignKey | None) -> ControlsKey | DesignKey | None:
+    """A key the Controls or Design page left in the session, if it is of the view's store, model
+    and stimuli (a key left from another store or set is never resolved for the report)."""
+    if key is None or (key.store, key.model, key.stimuli) != (view.store, view.model, view.stimuli):
+        return None
+    return key
 
 
 def session_sections(view: ViewState, controls: ControlsResult | None, design: DesignResult | None,

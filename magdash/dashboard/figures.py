@@ -19,7 +19,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from magdash.dashboard.keys import CONTROL_SERIES, TRAINED_SERIES, AnalysisKey, ComparisonKey, PhaseKey
+from magdash.dashboard.keys import AnalysisKey, ComparisonKey, PhaseKey, adjusted_phase_keys
 from magdash.errors import MagdashError
 from magdash.frequency import (
     counts_for_magnitudes,
@@ -299,8 +299,8 @@ def dashboard_report(store: Store, keys: Mapping[str, AnalysisKey], comparison: 
     noise models, E3, E4, geometry, the comparison), then for the view's model (``focus``,
     default the first) the figures of the other pages: V against n, the centroid RDM and PC1 at
     ``layer`` (default: the middle of the core band), E5 against ``source``, the depth
-    diagnostics of ``phase``, its alpha without the massive dimensions and its depth diagnostics
-    raw and without them (with its @random control when stored); then ``extra_sections`` (the
+    diagnostics of ``phase`` raw and without the massive dimensions, and its alpha without the
+    massive dimensions; then ``extra_sections`` (the
     robustness controls and the design simulated in this session), the verdict tables and the
     run manifest. The view's query string goes into the manifest so the dashboard view can be
     reopened. Analyses come from the store's cache when present.
@@ -317,7 +317,6 @@ def dashboard_report(store: Store, keys: Mapping[str, AnalysisKey], comparison: 
     sections += detail_sections(store, focused, measure, layer, phase, source)
     dropped = analyze(store, key.model, key.stimuli, dataclasses.replace(key.params, massive="drop"))
     sections.append(massive_report_section(focused, dropped, measure))
-    sections.append(depth_report_section(*_depth_results(store, key.model, key.stimuli)))
     sections.extend(extra_sections)
     manifest = report.build_manifest(store, results, extra={"dashboard_view": dict(view or {})})
     return report.build_report_html(sections, manifest)
@@ -372,37 +371,27 @@ def detail_sections(store: Store, result: AnalysisResult, measure: str, layer: i
             sections.append(report.ReportSection(f"Corpus frequency (E5): {name}", text=[f"Not computed: {error}"]))
     if phase:
         depth = {series: phase_from_store(store, key.model, key.stimuli, key.params) for series, key in phase.items()}
-        notes = [phase_sentence(depth)]
+        dropped = {series: phase_from_store(store, key.model, key.stimuli, key.params)
+                   for series, key in adjusted_phase_keys(phase, "drop").items()}
+        notes = [phase_sentence(depth, dropped), massive_sentence(depth)]
         if caveat := spectrum_caveats(depth):
             notes.append(caveat)
         sections.append(report.ReportSection(
             f"Depth diagnostics: {name}",
             text=notes,
-            figures=[(f"Order parameter, {name}", order_figure(depth)),
+            figures=[(f"Order parameter, raw and without the massive dimensions, {name}", order_figure(depth, dropped)),
                      (f"Effective rank and participation ratio, {name}", rank_figure(depth)),
                      (f"Omega by layer, {name}", omega_figure(depth)),
                      (f"Covariance spectrum, {where}", spectrum_figure(depth, layer))],
-            tables=[(f"Per-layer diagnostics, {name}", phase_table(depth))],
+            tables=[(f"The three largest steps of m(gamma), {name}", jumps_table(depth, dropped)),
+                    (f"Per-layer diagnostics, {name} (n_spikes empty: the Marchenko-Pastur fit did not converge)",
+                     phase_table(depth, dropped))],
         ))
     return sections
 
 
 # -- depth (phase diagnostics; Alpay & Kilictas, arXiv 2601.19942) ------------------------
 
-
-def _depth_results(store: Store, model: str, stimuli: str) -> tuple[dict[str, PhaseResult], dict[str, PhaseResult]]:
-    """The model's (and its stored @random control's) phase results, raw and massive-dropped."""
-    from magdash.models import control_name
-    from magdash.phase import PhaseParams, phase_from_store
-
-    names = {TRAINED_SERIES: model}
-    control = control_name(model)
-    if control != model and control in store.model_names() and stimuli in store.stimulus_sets_for(control):
-        names[CONTROL_SERIES] = control
-    raw = {series: phase_from_store(store, name, stimuli, PhaseParams()) for series, name in names.items()}
-    dropped = {series: phase_from_store(store, name, stimuli, PhaseParams(massive="drop"))
-               for series, name in names.items()}
-    return raw, dropped
 
 
 def _trained(results: Mapping[str, PhaseResult]) -> PhaseResult:
@@ -430,7 +419,7 @@ def phase_sentence(results: Mapping[str, PhaseResult], adjusted: Mapping[str, Ph
         text += f". {MASSIVE_LABELS[_trained(adjusted).params.massive].capitalize()}: " + gamma_cs(adjusted)
     if trained.jumps:
         steps = ", ".join(
-            f"to gamma {fmt(j.gamma, 2)} ({j.change:+.3f}"
+            f"to gamma {fmt(j.gamma, 2)} ({format_number(j.change, '+.3f')}"
             + (f", the largest in {j.p_largest:.0%} of resamples)" if math.isfinite(j.p_largest) else ")")
             for j in trained.jumps
         )
@@ -454,7 +443,7 @@ def massive_sentence(results: Mapping[str, PhaseResult]) -> str:
     return (
         f"{trained.model}: massive-activation dimensions ({rule}) in {len(with_massive)} of {len(trained.layers)} "
         f"layers, most often {', '.join(map(str, counts.index[:5]))}; they hold up to "
-        f"{top.massive_share:.0%} of ||h||² (layer {top.layer}, {len(top.massive)} dimensions). The paper's claim "
+        f"{format_number(top.massive_share, '.0%')} of ||h||² (layer {top.layer}, {len(top.massive)} dimensions). The paper's claim "
         "is about Omega of the raw hidden states: where the raw and adjusted curves part, the 'solid' "
         "regime is those few coordinates, not a sparse representation."
     )
@@ -548,21 +537,6 @@ def phase_table(results: Mapping[str, PhaseResult], adjusted: Mapping[str, Phase
         [layer_frame(result).assign(series=series, view=MASSIVE_LABELS[result.params.massive])
          for series, result in items],
         ignore_index=True,
-    )
-
-
-def depth_report_section(results: Mapping[str, PhaseResult], adjusted: Mapping[str, PhaseResult] | None = None
-                         ) -> report.ReportSection:
-    """The depth diagnostics for the report: gamma_c, the jumps, massive dimensions, the curves."""
-    columns = ["series", "view", "layer", "gamma", "dim", "omega_mean", "n_spikes", "mp_converged", "mp_cap",
-               "effective_rank", "n_massive", "massive_dims", "massive_share"]
-    return report.ReportSection(
-        "Depth: liquid or solid?",
-        text=[phase_sentence(results, adjusted), massive_sentence(results)],
-        figures=[("m(gamma) = mean Omega by depth, raw and adjusted", order_figure(results, adjusted))],
-        tables=[("The three largest steps of m(gamma)", jumps_table(results, adjusted)),
-                ("Per-layer diagnostics (n_spikes empty: the Marchenko-Pastur fit did not converge)",
-                 phase_table(results, adjusted)[columns])],
     )
 
 

@@ -144,7 +144,7 @@ def thin_by_magnitude(frame: pd.DataFrame, what: str, limit: int = MAX_POINTS) -
     magnitudes = np.unique(frame["magnitude"].to_numpy(dtype=np.float64))
     step = math.ceil(len(frame) / limit)
     kept = frame[frame["magnitude"].isin(magnitudes[::step])]
-    return kept, f"{what}: every {step}th magnitude drawn ({len(kept):,} of {len(frame):,})"
+    return kept, f"{what}: 1 magnitude in {step} drawn ({len(kept):,} of {len(frame):,})"
 
 
 def _require(frame: pd.DataFrame, columns: Sequence[str], chart: str) -> None:

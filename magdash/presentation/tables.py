@@ -17,7 +17,8 @@ with these exceptions, computed here because only a figure or a table needs them
 - :func:`order_parameter_frame`: the normal-approximation band of each layer's mean Omega;
 - :func:`omega_histogram_frame` and :func:`spectrum_frames`: histogram densities, and the
   fitted Marchenko-Pastur density evaluated on a grid; :func:`rank_frame`: the isotropic
-  baseline's expected effective rank and participation ratio.
+  baseline's expected effective rank and participation ratio;
+- :func:`rdm_blocks`: block means of an RDM too large to draw cell by cell.
 
 Every function returns a new DataFrame; NaN stays NaN (the charts decide how to show a gap).
 """

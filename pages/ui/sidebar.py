@@ -111,7 +111,7 @@ def report_button(context: AppContext) -> None:
     keys = {name: db.analysis_key(view, inventory, name) for name in inventory.models_sharing(view.stimuli)}
     comparison = db.comparison_key(view, inventory) if view.other else None
     query = db.view_to_query(view)
-    controls_key, design_key = (st.session_state.get(name) for name in dc.SESSION_KEYS)
+    controls_key, design_key = (dc.session_key(view, st.session_state.get(name)) for name in dc.SESSION_KEYS)
     layer = db.default_layer(view, context.record)
 
     def build() -> str:
@@ -133,5 +133,5 @@ def report_button(context: AppContext) -> None:
         on_click="ignore", key="report", icon=":material/description:", width="stretch",
         help=f"Every page's figures, the verdict table, the controls and design shown in this session and a run "
              f"manifest for the {len(keys)} model(s) on "
-             f"{view.stimuli}; built when you click (a few seconds).",
+             f"{view.stimuli}; built when you click (seconds, longer when the depth diagnostics are not cached yet).",
     )

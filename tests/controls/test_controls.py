@@ -169,3 +169,8 @@ def test_cli_controls_json_and_bad_input(store, rng, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("magdash: error: no model named 'nope'")
     assert main([*args, "--n-perm", "0"]) == 2
+    capsys.readouterr()
+    # the controls read the raw vectors: an analysis of another view would mix the two
+    assert main([*args, "--massive", "drop"]) == 2
+    assert capsys.readouterr().err.startswith("magdash: error: the robustness controls and the design simulator "
+                                              "work on the raw vectors")

@@ -148,3 +148,5 @@ def test_run_design_is_cached_and_the_cli_prints_it(store, rng, capsys):
     assert "Study design (simulated)" in report.read_text(encoding="utf-8")
     assert main([*args, "--carriers", "1"]) == 2
     assert capsys.readouterr().err.startswith("magdash: error: a design needs at least 2 carriers")
+    assert main([*args, "--massive", "drop"]) == 2
+    assert "work on the raw vectors" in capsys.readouterr().err

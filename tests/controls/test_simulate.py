@@ -31,6 +31,14 @@ def test_fit_alphas_is_the_analysis_fit_with_its_outlier_rule(rng):
     assert np.isnan(fits.alpha[1, 2])
     plain = fit_alphas(MAGNITUDES, log_v[2, 1], drop_outliers=False)
     assert plain.alpha == pytest.approx(ols(LOG_N, log_v[2, 1]).slope, abs=1e-12)
+    # an even count whose middle two V differ (1 and 9): 3x the median is 15, not 3x their
+    # geometric mean (9), so the 9.5s and the 12 are kept, as the analysis keeps them
+    v = np.array([0.5] * 12 + [1.0, 9.0] + [9.5] * 11 + [12.0])
+    assert v.size == MAGNITUDES.size
+    even = fit_alphas(MAGNITUDES, np.log(v))
+    expected = fit_scaling(MAGNITUDES, v, drop_outliers=True, n_boot=0)
+    assert even.n_points == expected.n_points == MAGNITUDES.size
+    assert even.alpha == pytest.approx(expected.alpha, abs=1e-12)
 
 
 def test_alpha_has_the_ols_sampling_variance_of_its_planted_noise():

@@ -130,4 +130,9 @@ def test_design_figures_tables_and_report(stored):
     view, _ = _view(stored)
     assert [s.title for s in dc.session_sections(view, None, result, "m")] == ["Study design (simulated)"]
     assert dc.session_sections(view, None, result, "other") == []
+    # a key left in the session from another store, model or set is never resolved for the report
+    key = dc.DesignKey(view.store, "m", view.stimuli, AnalysisParams(n_boot=0), params, "token")
+    assert dc.session_key(view, key) is key and dc.session_key(view, None) is None
+    for other in ({"store": "elsewhere.duckdb"}, {"model": "other"}, {"stimuli": "wide"}):
+        assert dc.session_key(view, dataclasses.replace(key, **other)) is None
     assert json.dumps(report.extract_manifest(document)["calibration"]["dimension"])

@@ -610,14 +610,18 @@ def test_the_report_holds_figures_verdicts_and_the_manifest(planted, planted_vie
         f"Centroid RDM, {where}", f"PC1 against log n, {where}",
         "Spearman rho by layer, planted", f"V against corpus count, {where}",
         "Distribution of the counts (openwebtext-500k)",
-        "Order parameter, planted", "Effective rank and participation ratio, planted", "Omega by layer, planted",
+        "Order parameter, raw and without the massive dimensions, planted",
+        "Effective rank and participation ratio, planted", "Omega by layer, planted",
         f"Covariance spectrum, {where}",
     ):
         assert caption in captions, caption
     assert document.count("<img") == len(captions)
-    assert "E5 per layer, planted" in document and "Per-layer diagnostics, planted" in document
+    assert "E5 per layer, planted" in document
     assert "Control: alpha without the massive dimensions (planted)" in document
-    assert "Depth: liquid or solid?" in document and "The three largest steps of m(gamma)" in document
+    # one depth section, raw and without the massive dimensions side by side
+    assert document.count("Per-layer diagnostics, planted") == 1
+    assert document.count("The three largest steps of m(gamma), planted") == 1
+    assert "massive dimensions dropped" in document
     assert "<script>" not in document.replace('<script type="application/json"', "")
 
 

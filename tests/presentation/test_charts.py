@@ -839,7 +839,7 @@ def test_dense_scatters_are_thinned_with_a_note(result):
     drawn = rows(spec, of_type(spec, "circle")[0])
     assert len(drawn) <= charts.MAX_POINTS
     assert len({r["magnitude"] for r in drawn}) == 250 and len(drawn) == 20 * 250
-    assert "per-carrier points: every 4th magnitude drawn (5,000 of 20,000)" in title_text(spec)[1]
+    assert "per-carrier points: 1 magnitude in 4 drawn (5,000 of 20,000)" in title_text(spec)[1]
     frame = pd.DataFrame({"magnitude": magnitudes, "count": magnitudes, "V": 1.0})
     labelled = charts.variability_vs_frequency(frame.head(charts.MAX_TEXT_LABELS)).to_dict()
     unlabelled = charts.variability_vs_frequency(frame).to_dict()
