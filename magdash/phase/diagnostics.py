@@ -209,18 +209,6 @@ def largest_change(gammas: Sequence[float], values: Sequence[float]) -> tuple[fl
     return float(gamma[index + 1]), float(steps[index])
 
 
-def bootstrap_order_transition(
-    omegas: Sequence[np.ndarray],
-    gammas: Sequence[float],
-    *,
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> Transition:
-    """gamma_c of m(gamma) = mean Omega, with a percentile bootstrap interval over vectors."""
-    return bootstrap_order(omegas, gammas, n_boot=n_boot, seed=seed, confidence=confidence)[0]
-
-
 def bootstrap_order(
     omegas: Sequence[np.ndarray],
     gammas: Sequence[float],

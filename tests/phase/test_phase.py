@@ -13,7 +13,7 @@ from magdash.phase.accumulate import LayerAccumulator, LayerSample, samples_from
 from magdash.phase.diagnostics import (
     PhaseParams,
     analyze_samples,
-    bootstrap_order_transition,
+    bootstrap_order,
     depth_fraction,
     largest_change,
     layer_frame,
@@ -314,13 +314,13 @@ def test_bootstrap_interval_widens_for_a_weak_step_and_handles_unequal_layers():
     rng = np.random.default_rng(10)
     gammas = [0.0, 0.25, 0.5, 0.75, 1.0]
     levels = [0.20, 0.201, 0.203, 0.204, 0.206]
-    weak = bootstrap_order_transition([rng.normal(m, 0.05, 50 + 10 * i) for i, m in enumerate(levels)],
-                                      gammas, n_boot=400, seed=3)
+    weak, _ = bootstrap_order([rng.normal(m, 0.05, 50 + 10 * i) for i, m in enumerate(levels)],
+                              gammas, n_boot=400, seed=3)
     assert weak.low < weak.high and weak.n_boot == 400
-    strong = bootstrap_order_transition([rng.normal(m, 0.01, 500) for m in [0.2, 0.2, 0.5, 0.5, 0.5]],
-                                        gammas, n_boot=200, seed=3)
+    strong, _ = bootstrap_order([rng.normal(m, 0.01, 500) for m in [0.2, 0.2, 0.5, 0.5, 0.5]],
+                                gammas, n_boot=200, seed=3)
     assert (strong.gamma_c, strong.low, strong.high) == (0.5, 0.5, 0.5)
-    assert math.isnan(bootstrap_order_transition([np.ones(5)], [0.0], n_boot=10).low)
+    assert math.isnan(bootstrap_order([np.ones(5)], [0.0], n_boot=10)[0].low)
 
 
 def test_frames_summary_and_cache_payload():
