@@ -50,6 +50,11 @@ def number_token_samples(store, name: str, stimuli: str, progress: ProgressCallb
     return samples
 
 
+def number_samples_key(store, name: str, stimuli: str) -> str:
+    """The cache key of a stored model's number-token samples (the phase params are not in it)."""
+    return result_key("phase-numbers", PHASE_VERSION, data=store.data_fingerprint(name, stimuli))
+
+
 def phase_from_store(
     store,
     name: str,
@@ -62,7 +67,7 @@ def phase_from_store(
     """Phase diagnostics of a stored model's number-token vectors (stimulus-set default rule)."""
     stimuli = store.resolve_stimuli(name, stimuli)
     record = store.model_record(name)
-    key = result_key("phase-numbers", PHASE_VERSION, data=store.data_fingerprint(name, stimuli))
+    key = number_samples_key(store, name, stimuli)
     cached = _cached(store, key) if use_cache else None
     if cached is None:
         samples = number_token_samples(store, name, stimuli, progress)
