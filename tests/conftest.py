@@ -16,7 +16,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 from magdash.store import Store  # noqa: E402
-from tests.support import CASES, build_tiny_model  # noqa: E402
+from tests.support import CASES, ROOT, build_tiny_model, require_ray  # noqa: E402
 
 # CI replays the same generated cases on every run so that a red build is reproducible; a
 # developer's run explores new ones. Entry points are slow (processes, stores), hence no deadline.
@@ -35,6 +35,17 @@ def tiny_llama(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_mistral(tmp_path_factory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny-mistral", "mistral")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray cluster with this machine's 2 CPUs for the whole session (its start costs
+    seconds). Its workers import the tests package (for callbacks the tests send them)."""
+    ray = require_ray()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+    yield ray
+    ray.shutdown()
 
 
 @pytest.fixture

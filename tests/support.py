@@ -554,6 +554,17 @@ CSV_BYTES = st.one_of(CSV_TEXTS.map(str.encode), st.binary(max_size=200),
 # -- sweeps ----------------------------------------------------------------------------------------
 
 
+def require_ray():
+    """Ray, the optional extra of sweeps: skipped when missing outside CI, a failure under CI."""
+    try:
+        import ray
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("CI is set but Ray is missing: pip install -r requirements-dev.txt")
+        pytest.skip("Ray is not installed (pip install 'magdash[ray]')")
+    return ray
+
+
 def write_plan(folder: Path, models: dict[str, Path | str], *, extra: str = "", tasks: str = '["extract", "analyze"]',
                magnitudes: str = "1-12") -> Path:
     """A sweep plan over ``models`` (store name -> spec) on one small stimulus set, cheap analyses."""
