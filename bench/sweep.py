@@ -1,12 +1,12 @@
 """Sweep benchmark: one Ray worker vs two on this machine, and the per-sentence cost of a forward pass.
 
-Workload: ``--models`` tiny random Llama models (4 blocks, d = 256, built locally) x two dtypes
+Workload: ``--models`` tiny random Llama models (4 blocks, d = 256, 264, ..., built locally) x two dtypes
 (float32, bfloat16) on ``--magnitudes`` x the paper's 5 carriers, task ``extract``. The same
 plan runs on a local Ray cluster of 1 CPU and then of 2 CPUs, each into a fresh store; Ray's
 start-up (``ray.init``) is timed apart and must be under 10% of a sweep. Target: 2 workers at
 least 1.6x the throughput of 1. The machine is shared, so the load average is printed beside
 the numbers. It also prints the in-process cost per sentence (the README's cluster estimate
-scales it by FLOPs). Run: ``python bench/sweep.py [--models 4] [--magnitudes 1-400]``.
+scales it by FLOPs). Run: ``python bench/sweep.py [--models 4] [--magnitudes 1-2000]``.
 """
 
 from __future__ import annotations
@@ -56,12 +56,14 @@ def ray_sweep(plan, folder: Path, cpus: int) -> tuple[float, float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", type=int, default=4)
-    parser.add_argument("--magnitudes", default="1-400")
+    parser.add_argument("--magnitudes", default="1-2000")
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        models = [build_tiny_model(folder / f"model{i}", "llama", n_blocks=BLOCKS, hidden=HIDDEN)
+        # Widths differ by a little so each model has its own weights (the same weights would be
+        # one model in the store, extracted once).
+        models = [build_tiny_model(folder / f"model{i}", "llama", n_blocks=BLOCKS, hidden=HIDDEN + 8 * i)
                   for i in range(args.models)]
         plan = load_plan(write_plan(folder, models, args.magnitudes))
         print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
