@@ -1,6 +1,6 @@
 """Design-simulator benchmark: a 20-point H1 power curve, 1,000 studies per point.
 
-Workload (the issue's): each study is 26 magnitudes x 5 carriers x 16 core layers, analysed as
+Workload (the target's): each study is 26 magnitudes x 5 carriers x 16 core layers, analysed as
 the analysis engine fits V_eucl (OLS of log V on log n, 3x-median outlier rule, bootstrap off),
 then the t-test of its core alphas; 20 true alphas from 0. Noise: a planted calibration like a
 7-8B decoder's core band (tau 0.05, effective dimension 64, rho 0.5).

@@ -25,3 +25,7 @@ class StoreError(MagdashError):
 
 class AnalysisError(MagdashError):
     """Data that cannot be analysed (too few points, wrong shapes, nothing stored)."""
+
+
+class PlanError(MagdashError):
+    """A sweep plan that cannot be run (bad TOML, unknown keys, tasks, dtypes or models)."""

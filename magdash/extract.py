@@ -274,6 +274,36 @@ def model_record_for(loaded: LoadedModel, name: str, position: str) -> ModelReco
     )
 
 
+def number_vector_batches(
+    loaded: LoadedModel,
+    items: Sequence[StimulusItem],
+    *,
+    position: str = "last",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    padding_side: str = "right",
+    should_stop: Callable[[], bool] | None = None,
+) -> Iterator[tuple[list[str], np.ndarray]]:
+    """The number-token vectors of ``items``, one batch at a time: (item keys, (batch, n_layers, d)).
+
+    Sentences are sorted by token length so batches carry little padding; the same items, batch
+    size and padding side give the same batches wherever they run (in-process or a sweep's
+    worker), hence the same vectors. ``should_stop`` is polled before each batch; the batches
+    simply end when it says so.
+    """
+    token_ids, number_tokens = locate_numbers(loaded, items, position)
+    if loaded.is_causal:
+        token_ids = drop_tokens_after_number(token_ids, number_tokens)
+    order = np.argsort([len(ids) for ids in token_ids], kind="stable")
+    for start in range(0, len(order), batch_size):
+        if should_stop is not None and should_stop():
+            return
+        chosen = order[start:start + batch_size]
+        vectors = forward_number_vectors(
+            loaded, [token_ids[i] for i in chosen], [number_tokens[i] for i in chosen], padding_side=padding_side,
+        )
+        yield [items[i].key for i in chosen], vectors
+
+
 def extract(
     model: str | LoadedModel,
     stimuli: StimulusSet,
@@ -295,8 +325,8 @@ def extract(
     """Extract every missing number-token vector of ``stimuli`` into ``store``.
 
     What is already stored is skipped before any weights are loaded, so a repeated call is a
-    no-op and a killed run resumes with what is missing. Sentences are sorted by token length
-    so batches carry little padding; results are flushed in transactions every couple of
+    no-op and a killed run resumes with what is missing. Batches come from
+    :func:`number_vector_batches`; results are flushed in transactions every couple of
     seconds. ``should_stop`` is polled between batches: the run then stores what it has and
     returns with ``cancelled=True``. ``model_cache`` is where a GGUF model's conversion is kept
     (:func:`magdash.gguf.model_cache_dir`).
@@ -340,13 +370,8 @@ def extract(
     )
     store.register_model(model_record_for(loaded, name, position))
     todo = [item for item in stimuli.items if item.key in missing]
-    token_ids, number_tokens = locate_numbers(loaded, todo, position)
-    if loaded.is_causal:
-        token_ids = drop_tokens_after_number(token_ids, number_tokens)
-    order = np.argsort([len(ids) for ids in token_ids], kind="stable")
     done, pending_keys, pending_vectors = already, [], []
     last_flush = time.perf_counter()
-    cancelled = False
 
     def flush() -> None:
         nonlocal pending_keys, pending_vectors, last_flush
@@ -356,25 +381,21 @@ def extract(
             store.write_vectors(model_id, keys, np.concatenate(vectors))
         last_flush = time.perf_counter()
 
+    batches = number_vector_batches(
+        loaded, todo, position=position, batch_size=batch_size, padding_side=padding_side, should_stop=should_stop
+    )
     try:
-        for start in range(0, len(order), batch_size):
-            if should_stop is not None and should_stop():
-                cancelled = True
-                break
-            chosen = order[start:start + batch_size]
-            vectors = forward_number_vectors(
-                loaded, [token_ids[i] for i in chosen], [number_tokens[i] for i in chosen],
-                padding_side=padding_side,
-            )
-            pending_keys.extend(todo[i].key for i in chosen)
+        for keys, vectors in batches:
+            pending_keys.extend(keys)
             pending_vectors.append(vectors)
-            done += len(chosen)
+            done += len(keys)
             if len(pending_keys) >= FLUSH_ITEMS or time.perf_counter() - last_flush > FLUSH_SECONDS:
                 flush()
             if progress:
                 progress(done, total)
     finally:
         flush()
+    cancelled = done - already < len(todo)
     return ExtractionResult(
         name, stimuli.name, model_id, total, already, done - already, time.perf_counter() - started, cancelled
     )

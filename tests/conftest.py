@@ -23,7 +23,7 @@ if _SESSION_MODEL_CACHE:
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 from magdash.store import Store  # noqa: E402
-from tests.support import CASES, build_tiny_model, load_builtin  # noqa: E402
+from tests.support import CASES, ROOT, build_tiny_model, load_builtin, require_ray  # noqa: E402
 
 # CI replays the same generated cases on every run so that a red build is reproducible; a
 # developer's run explores new ones. Entry points are slow (processes, stores), hence no deadline.
@@ -54,6 +54,17 @@ def smollm2():
 def gemma3():
     """The built-in Gemma 3 270M (about 80 s to convert: the tests that need it are few)."""
     return load_builtin("gemma3-270m")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray cluster with this machine's 2 CPUs for the whole session (its start costs
+    seconds). Its workers import the tests package (for callbacks the tests send them)."""
+    ray = require_ray()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+    yield ray
+    ray.shutdown()
 
 
 @pytest.fixture

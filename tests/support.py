@@ -568,3 +568,83 @@ CSV_TEXTS = st.one_of(
 
 CSV_BYTES = st.one_of(CSV_TEXTS.map(str.encode), st.binary(max_size=200),
                       CSV_TEXTS.map(lambda text: text.encode("utf-16")))
+
+
+# -- sweeps ----------------------------------------------------------------------------------------
+
+
+def require_ray():
+    """Ray, the optional extra of sweeps: skipped when missing outside CI, a failure under CI."""
+    try:
+        import ray
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("CI is set but Ray is missing: pip install -r requirements-dev.txt")
+        pytest.skip("Ray is not installed (pip install 'magdash[ray]')")
+    return ray
+
+
+def write_plan(folder: Path, models: dict[str, Path | str], *, extra: str = "", tasks: str = '["extract", "analyze"]',
+               magnitudes: str = "1-12") -> Path:
+    """A sweep plan over ``models`` (store name -> spec) on one small stimulus set, cheap analyses."""
+    entries = "".join(f'[[models]]\nspec = "{spec}"\nname = "{name}"\n' for name, spec in models.items())
+    plan = folder / "plan.toml"
+    plan.write_text(
+        f"tasks = {tasks}\nbatch_size = 8\n{extra}\n{entries}"
+        f'[[stimuli]]\nname = "small"\nmagnitudes = "{magnitudes}"\n'
+        "[analyze]\nn_boot = 20\n[phase]\nn_boot = 20\n",
+        encoding="utf-8",
+    )
+    return plan
+
+
+def stored_vectors(store: Store) -> dict[tuple[str, str, int], np.ndarray]:
+    """Every stored layer's vectors by (model, stimulus set, layer)."""
+    vectors = {}
+    for row in store.extraction_progress().itertuples(index=False):
+        for data in store.read_layers(row.name, row.set_name):
+            vectors[(row.name, row.set_name, data.layer)] = data.vectors
+    return vectors
+
+
+def duplicate_rows(path: Path) -> int:
+    """Rows stored twice for the same (model, item): in ``done`` and in every vector table."""
+    from magdash.store import vector_table
+
+    with duckdb.connect(str(path), read_only=True) as connection:
+        extra = connection.execute("SELECT count(*) - count(DISTINCT (model_id, item_key)) FROM done").fetchone()[0]
+        layers = connection.execute(
+            "SELECT DISTINCT m.model_id, json_array_length(m.layer_labels) FROM models m"
+        ).fetchall()
+        for model_id, n_layers in layers:
+            for layer in range(n_layers):
+                extra += connection.execute(
+                    f"SELECT count(*) - count(DISTINCT item_key) FROM {vector_table(model_id, layer)}"
+                ).fetchone()[0]
+    return int(extra)
+
+
+class KillWorkerOnce:
+    """A sweep's ``worker_progress`` that SIGKILLs its Ray worker at its ``at``-th batch, once.
+
+    The first job to get there creates ``marker`` (exclusively) and dies right after logging the
+    batch to ``events``, so the kill lands mid-job however fast the machine is; the job's next
+    attempt, and every other job, find the marker and run on.
+    """
+
+    def __init__(self, marker: Path, events: Path, at: int = 2):
+        self.marker, self.events, self.at, self.batches = marker, events, at, 0
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        import signal
+
+        self.batches += 1
+        with open(self.events, "a", encoding="utf-8") as log:
+            log.write(f"{os.getpid()} {label} {done}/{total}\n")
+        if self.batches != self.at:
+            return
+        try:
+            os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+        os.kill(os.getpid(), signal.SIGKILL)

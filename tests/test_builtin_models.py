@@ -24,7 +24,7 @@ from magdash.variability.analysis import AnalysisParams, analyze, compare
 pytestmark = pytest.mark.slow
 
 DECODERS = ["smollm2", "gemma3"]
-# Shapes the issue states for the two files (blocks, width, BOS first).
+# The two files' published shapes (blocks, width, BOS first).
 EXPECTED = {"smollm2": (30, 576, False), "gemma3": (18, 640, True)}
 
 

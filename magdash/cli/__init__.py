@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from magdash import __version__
 from magdash.errors import MagdashError
 
-SUBCOMMAND_MODULES = ("extract", "listing", "transfer", "analyze", "freq", "phase", "controls", "design")
+SUBCOMMAND_MODULES = ("extract", "listing", "transfer", "analyze", "freq", "phase", "controls", "design", "sweep")
 
 
 def build_parser() -> argparse.ArgumentParser:

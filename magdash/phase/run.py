@@ -97,6 +97,11 @@ def number_token_samples(store, name: str, stimuli: str, progress: ProgressCallb
     return samples
 
 
+def number_samples_key(store, name: str, stimuli: str) -> str:
+    """The cache key of a stored model's number-token samples (the phase params are not in it)."""
+    return result_key("phase-numbers", PHASE_VERSION, data=store.data_fingerprint(name, stimuli))
+
+
 def phase_from_store(
     store,
     name: str,

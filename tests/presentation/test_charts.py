@@ -749,7 +749,7 @@ def test_axis_titles_are_short_enough_for_streamlit(result):
     assert too_long == []
 
 
-# -- readability (issue 15: the figures as a scientist sees them) ---------------------------------
+# -- readability: the figures as a scientist sees them -------------------------------------------
 
 
 def test_count_fits_are_clipped_to_the_range_of_the_counts_with_one_tick_format():

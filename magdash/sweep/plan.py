@@ -1,0 +1,324 @@
+"""A sweep plan: models x stimulus sets x dtypes x token positions, and what to run on each.
+
+A plan is a TOML file (read with :mod:`tomllib`)::
+
+    tasks = ["extract", "analyze", "phase", "controls"]   # run in this order on every cell
+    dtypes = ["float32"]                       # every model, unless it lists its own
+    positions = ["last"]
+    batch_size = 32
+
+    [[models]]
+    spec = "meta-llama/Meta-Llama-3-8B"        # as for `magdash extract --model`
+    name = "llama3-8b"                         # optional store name
+    num_gpus = 1                               # Ray resources of each of its tasks
+    device_map = "auto"                        # spread over the task's GPUs
+
+    [[stimuli]]
+    name = "paper"
+
+    [[stimuli]]
+    name = "wide"
+    carriers = "carriers.txt"                  # relative to the plan file
+    magnitudes = "1-1000"
+
+    [analyze]                                  # AnalysisParams fields
+    n_boot = 1000
+
+    [phase]                                    # PhaseParams fields
+    n_boot = 1000
+
+    [controls]                                 # ControlsParams fields but analysis ([analyze]'s)
+    n_perm = 10000
+
+A cell is one (model, stimulus set, dtype, position); its store name is
+:func:`magdash.models.default_name` of the model's name (or spec), so a sweep stores each
+cell under the name ``magdash extract`` would give it. Every mistake is a :class:`PlanError`
+naming the plan file and the entry, raised before anything runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from magdash.controls.run import ControlsParams
+from magdash.errors import MagdashError, PlanError
+from magdash.extract import DEFAULT_BATCH_SIZE
+from magdash.models import DTYPES, default_name
+from magdash.phase.diagnostics import PhaseParams
+from magdash.stimuli import PAPER_CARRIERS, PAPER_SET_NAME, POSITIONS, StimulusSet, parse_magnitudes, read_carrier_file
+from magdash.variability.analysis import AnalysisParams
+
+DEFAULT_TASKS = ("extract", "analyze")
+PADDING_SIDES = ("right", "left")
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One model of a plan, with the resources each of its tasks asks a Ray cluster for."""
+
+    spec: str
+    name: str | None = None
+    num_gpus: float = 0.0
+    num_cpus: float = 1.0
+    device_map: str | None = None
+    trust_remote_code: bool = False
+    allow_pickle: bool = False
+    dtypes: tuple[str, ...] | None = None  # None: the plan's
+    positions: tuple[str, ...] | None = None  # None: the plan's
+
+    @property
+    def base_name(self) -> str:
+        return self.name or self.spec
+
+
+@dataclass(frozen=True)
+class StimuliEntry:
+    """A stimulus set: the paper's, one already stored (by name), or carriers and magnitudes."""
+
+    name: str
+    stimulus_set: StimulusSet | None = None  # None: the paper's set or a stored one, by name
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (model, stimulus set, dtype, position) of a plan, and the name it is stored under."""
+
+    model: ModelEntry
+    stimuli: str
+    dtype: str
+    position: str
+
+    @property
+    def store_name(self) -> str:
+        return default_name(self.model.base_name, self.dtype, self.position)
+
+    @property
+    def label(self) -> str:
+        return f"{self.store_name} / {self.stimuli}"
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    models: tuple[ModelEntry, ...]
+    stimuli: tuple[StimuliEntry, ...]
+    tasks: tuple[str, ...] = DEFAULT_TASKS
+    dtypes: tuple[str, ...] = ("float32",)
+    positions: tuple[str, ...] = ("last",)
+    batch_size: int = DEFAULT_BATCH_SIZE
+    padding_side: str = "right"
+    device: str = "auto"
+    analysis: AnalysisParams = field(default_factory=AnalysisParams)
+    phase: PhaseParams = field(default_factory=PhaseParams)
+    controls: ControlsParams | None = None  # None: the defaults over ``analysis``
+
+    @property
+    def controls_params(self) -> ControlsParams:
+        """The controls' params; their analysis is always the plan's."""
+        return self.controls or ControlsParams(analysis=self.analysis)
+
+    def cells(self) -> list[Cell]:
+        """Every cell, model by model, in the plan's order."""
+        return [
+            Cell(model, stimuli.name, dtype, position)
+            for model in self.models
+            for stimuli in self.stimuli
+            for dtype in (model.dtypes or self.dtypes)
+            for position in (model.positions or self.positions)
+        ]
+
+
+_PLAN_KEYS = {"tasks", "dtypes", "positions", "batch_size", "padding_side", "device", "models", "stimuli",
+              "analyze", "phase", "controls"}
+_MODEL_KEYS = {f.name for f in dataclasses.fields(ModelEntry)}
+_STIMULI_KEYS = {"name", "carriers", "magnitudes"}
+
+
+def load_plan(path: str | Path, task_kinds: Mapping[str, object] | None = None) -> SweepPlan:
+    """Read and check a plan file; ``task_kinds`` are the known kinds (default: the registry's)."""
+    path = Path(path)
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PlanError(f"no plan file {str(path)!r}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise PlanError(f"cannot read the plan {str(path)!r}: {error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise PlanError(f"the plan {str(path)!r} is not valid TOML: {error}") from None
+    try:
+        return parse_plan(document, path.parent, task_kinds)
+    except PlanError as error:
+        raise PlanError(f"{path.name}: {error}") from None
+
+
+def parse_plan(document: Mapping[str, Any], folder: Path, task_kinds: Mapping[str, object] | None = None) -> SweepPlan:
+    """A plan from its parsed TOML; relative carrier files are read from ``folder``."""
+    if task_kinds is None:
+        from magdash.sweep.tasks import TASK_KINDS as task_kinds
+    _check_keys(document, _PLAN_KEYS, "the plan")
+    tasks = _strings(document.get("tasks", list(DEFAULT_TASKS)), "tasks", tuple(task_kinds))
+    if len(set(tasks)) != len(tasks):
+        raise PlanError(f"tasks {list(tasks)} name a task twice")
+    models = tuple(_model(entry, index) for index, entry in enumerate(_tables(document, "models")))
+    stimuli = tuple(_stimuli(entry, index, folder) for index, entry in enumerate(_tables(document, "stimuli")))
+    _unique([s.name for s in stimuli], "stimulus set name", "list each set once")
+    analysis = _params(AnalysisParams, document.get("analyze", {}), "analyze")
+    plan = SweepPlan(
+        models=models,
+        stimuli=stimuli,
+        tasks=tasks,
+        dtypes=_strings(document.get("dtypes", ["float32"]), "dtypes", DTYPES),
+        positions=_strings(document.get("positions", ["last"]), "positions", POSITIONS),
+        batch_size=_positive_int(document.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size"),
+        padding_side=_choice(document.get("padding_side", "right"), "padding_side", PADDING_SIDES),
+        device=_text(document.get("device", "auto"), "device"),
+        analysis=analysis,
+        phase=_params(PhaseParams, document.get("phase", {}), "phase"),
+        controls=_controls(document, tasks, analysis),
+    )
+    _unique([cell.store_name for cell in plan.cells() if cell.stimuli == stimuli[0].name], "store name",
+            "give each model its own name")
+    return plan
+
+
+def _check_keys(table: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise PlanError(f"unknown key(s) {', '.join(unknown)} in {where}; allowed: {', '.join(sorted(allowed))}")
+
+
+def _tables(document: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    tables = document.get(key)
+    if not tables:
+        raise PlanError(f"no [[{key}]] given: list at least one")
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise PlanError(f"{key} must be an array of tables, written [[{key}]]")
+    return tables
+
+
+def _model(entry: Mapping[str, Any], index: int) -> ModelEntry:
+    where = f"[[models]] #{index + 1}"
+    _check_keys(entry, _MODEL_KEYS, where)
+    if "spec" not in entry:
+        raise PlanError(f"{where} has no spec: give e.g. spec = \"minilm\"")
+    spec = _text(entry["spec"], f"{where} spec")
+    where = f"model {spec!r}"
+    name = None if "name" not in entry else _text(entry["name"], f"{where} name")
+    device_map = entry.get("device_map")
+    if device_map is not None and device_map != "auto":
+        raise PlanError(f"{where}: device_map must be \"auto\" or left out, got {device_map!r}")
+    num_gpus = _number(entry.get("num_gpus", 0.0), f"{where} num_gpus", minimum=0.0)
+    num_cpus = _number(entry.get("num_cpus", 1.0), f"{where} num_cpus", minimum=0.0)
+    if num_cpus == 0 and num_gpus == 0:
+        raise PlanError(f"{where}: a task needs some resource; num_cpus and num_gpus are both 0")
+    return ModelEntry(
+        spec=spec,
+        name=name,
+        num_gpus=num_gpus,
+        num_cpus=num_cpus,
+        device_map=device_map,
+        trust_remote_code=_flag(entry.get("trust_remote_code", False), f"{where} trust_remote_code"),
+        allow_pickle=_flag(entry.get("allow_pickle", False), f"{where} allow_pickle"),
+        dtypes=None if "dtypes" not in entry else _strings(entry["dtypes"], f"{where} dtypes", DTYPES),
+        positions=None if "positions" not in entry else _strings(entry["positions"], f"{where} positions", POSITIONS),
+    )
+
+
+def _stimuli(entry: Mapping[str, Any], index: int, folder: Path) -> StimuliEntry:
+    where = f"[[stimuli]] #{index + 1}"
+    _check_keys(entry, _STIMULI_KEYS, where)
+    if "name" not in entry:
+        raise PlanError(f"{where} has no name: give e.g. name = \"paper\"")
+    name = _text(entry["name"], f"{where} name")
+    if "carriers" not in entry and "magnitudes" not in entry:
+        return StimuliEntry(name)
+    try:
+        carriers = list(PAPER_CARRIERS)
+        if "carriers" in entry:
+            carriers = read_carrier_file(str(folder / _text(entry["carriers"], f"stimuli {name!r} carriers")))
+        magnitudes = parse_magnitudes(_text(entry.get("magnitudes", PAPER_SET_NAME), f"stimuli {name!r} magnitudes"))
+        from magdash.stimuli import check_reserved_name
+
+        stimulus_set = StimulusSet(name, tuple(carriers), tuple(magnitudes))
+        check_reserved_name(stimulus_set)
+    except PlanError:
+        raise
+    except MagdashError as error:
+        raise PlanError(f"stimuli {name!r}: {error}") from None
+    return StimuliEntry(name, stimulus_set)
+
+
+def _controls(document: Mapping[str, Any], tasks: tuple[str, ...], analysis: AnalysisParams) -> ControlsParams | None:
+    """The [controls] table over the plan's analysis. Variants are not planned: a sweep's cells
+    are compared with their ``@random`` control when it is stored (``random_control``)."""
+    if "controls" not in tasks:
+        if "controls" in document:
+            raise PlanError('[controls] is given but tasks do not include "controls": add it or drop the table')
+        return None
+    return _params(ControlsParams, document.get("controls", {}), "controls", analysis=analysis, variants=())
+
+
+def _params(kind: type, table: Any, section: str, **fixed: Any):
+    """``kind`` from a plan's table; ``fixed`` fields come from elsewhere in the plan, not the table."""
+    if not isinstance(table, dict):
+        raise PlanError(f"[{section}] must be a table of {kind.__name__} fields")
+    _check_keys(table, {f.name for f in dataclasses.fields(kind)} - set(fixed), f"[{section}]")
+    values = {key: tuple(value) if isinstance(value, list) else value for key, value in table.items()}
+    if isinstance(values.get("core_layers"), str):
+        from magdash.params import parse_layers
+
+        values["core_layers"] = tuple(parse_layers(values["core_layers"]))
+    try:
+        return kind(**values, **fixed)
+    except (MagdashError, TypeError, ValueError) as error:
+        raise PlanError(f"[{section}]: {error}") from None
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise PlanError(f"{where} must be a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def _choice(value: Any, where: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise PlanError(f"{where} {value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def _strings(value: Any, where: str, choices: tuple[str, ...]) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        raise PlanError(f"{where} must be a non-empty list, e.g. {where.split()[-1]} = [\"{choices[0]}\"]")
+    return tuple(_choice(item, where, choices) for item in value)
+
+
+def _flag(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise PlanError(f"{where} must be true or false, got {value!r}")
+    return value
+
+
+def _number(value: Any, where: str, *, minimum: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= minimum:
+        raise PlanError(f"{where} must be a number >= {minimum:g}, got {value!r}")
+    return float(value)
+
+
+def _positive_int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise PlanError(f"{where} must be a whole number >= 1, got {value!r}")
+    return value
+
+
+def _unique(names: list[str], what: str, fix: str) -> None:
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise PlanError(f"two entries share the {what} {name!r}: {fix}")
+        seen.add(name)

@@ -1,0 +1,181 @@
+"""What a sweep can run on a cell: a registry of task kinds.
+
+Each :class:`TaskKind` says when its work is already in the store (so a resumed sweep skips
+it) and how to run it in-process. A kind whose work needs the model (``extract``) also says
+how to cut it into a job a worker runs without the store (:mod:`magdash.sweep.worker`) and how
+the driver registers what the worker returns; the Ray backend uses those, the in-process
+runner the plain ``run``. A new analysis joins a sweep by calling :func:`register_task_kind`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from magdash.stimuli import StimulusSet
+from magdash.store import Store
+from magdash.sweep.plan import Cell, SweepPlan
+
+
+@dataclass(frozen=True)
+class TaskContext:
+    """A task's cell with everything it needs from the driver's side."""
+
+    store: Store
+    plan: SweepPlan
+    cell: Cell
+    stimuli: StimulusSet
+
+
+@dataclass(frozen=True)
+class TaskKind:
+    """One kind of task. ``run`` returns a short description of what it did (for the summary)."""
+
+    name: str
+    is_done: Callable[[TaskContext], bool]
+    run: Callable[[TaskContext], str]
+    # For work that needs the model: the job a worker runs (None: nothing left to do), the
+    # worker's function, and the driver's registration of its output.
+    make_job: Callable[[TaskContext], object | None] | None = None
+    work: Callable[..., object] | None = None
+    register: Callable[[TaskContext, object], str] | None = None
+
+    @property
+    def in_worker(self) -> bool:
+        return self.make_job is not None
+
+
+TASK_KINDS: dict[str, TaskKind] = {}
+"""Every known kind by name, in the order a cell's tasks are listed in a plan's ``tasks``."""
+
+
+def register_task_kind(kind: TaskKind) -> None:
+    TASK_KINDS[kind.name] = kind
+
+
+# -- extract --------------------------------------------------------------------------------
+
+
+def _extract_done(context: TaskContext) -> bool:
+    from magdash.sweep.worker import model_identity
+
+    cell = context.cell
+    model_id = model_identity(cell)
+    store = context.store
+    if cell.store_name not in store.model_names() or store.model_record(cell.store_name).model_id != model_id:
+        return False
+    return not store.missing_item_keys(model_id, context.stimuli.name)
+
+
+def _extract_run(context: TaskContext) -> str:
+    from magdash.extract import extract
+
+    cell, plan = context.cell, context.plan
+    result = extract(
+        cell.model.spec, context.stimuli, context.store, name=cell.store_name, dtype=cell.dtype,
+        device=plan.device, device_map=cell.model.device_map, position=cell.position,
+        batch_size=plan.batch_size, padding_side=plan.padding_side,
+        trust_remote_code=cell.model.trust_remote_code, allow_pickle=cell.model.allow_pickle,
+    )
+    return f"{result.extracted} sentences"
+
+
+def _extract_job(context: TaskContext):
+    from magdash.sweep.worker import extract_job
+
+    return extract_job(context.store, context.plan, context.cell, context.stimuli)
+
+
+def _extract_work(job, on_batch=None):
+    from magdash.sweep.worker import run_extract_job
+
+    return run_extract_job(job, on_batch)
+
+
+def _extract_register(context: TaskContext, output) -> str:
+    from magdash.sweep.worker import register_output
+
+    return f"{register_output(context.store, output)} sentences"
+
+
+register_task_kind(TaskKind(
+    "extract", _extract_done, _extract_run, make_job=_extract_job, work=_extract_work, register=_extract_register,
+))
+
+
+# -- analyze --------------------------------------------------------------------------------
+
+
+def _stored_complete(context: TaskContext) -> bool:
+    store, name = context.store, context.cell.store_name
+    return name in store.model_names() and context.stimuli.name in store.stimulus_sets_for(name)
+
+
+def _analyze_done(context: TaskContext) -> bool:
+    from magdash.variability.analysis import analysis_key
+
+    if not _stored_complete(context):
+        return False
+    key = analysis_key(context.store, context.cell.store_name, context.stimuli.name, context.plan.analysis)
+    return context.store.get_result(key) is not None
+
+
+def _analyze_run(context: TaskContext) -> str:
+    from magdash.presentation.formatting import format_number
+    from magdash.variability.analysis import analyze
+
+    result = analyze(context.store, context.cell.store_name, context.stimuli.name, context.plan.analysis)
+    measure = result.params.measures[0]
+    return f"mean core alpha ({measure}) {format_number(result.hypotheses[measure].mean_alpha, '+.3f')}"
+
+
+register_task_kind(TaskKind("analyze", _analyze_done, _analyze_run))
+
+
+# -- phase ----------------------------------------------------------------------------------
+
+
+def _phase_done(context: TaskContext) -> bool:
+    from magdash.phase.run import number_token_key
+
+    if not _stored_complete(context):
+        return False
+    key = number_token_key(context.store, context.cell.store_name, context.stimuli.name, context.plan.phase)
+    return context.store.get_result(key) is not None
+
+
+def _phase_run(context: TaskContext) -> str:
+    from magdash.phase.run import phase_from_store
+    from magdash.presentation.formatting import format_number
+
+    result = phase_from_store(context.store, context.cell.store_name, context.stimuli.name, context.plan.phase)
+    return f"gamma_c {format_number(result.gamma_c, '.3f')}"
+
+
+register_task_kind(TaskKind("phase", _phase_done, _phase_run))
+
+
+# -- controls -------------------------------------------------------------------------------
+
+
+def _controls_done(context: TaskContext) -> bool:
+    from magdash.controls.run import controls_key
+    from magdash.variability.analysis import analysis_key
+
+    if not _stored_complete(context):
+        return False
+    store, name, stimuli = context.store, context.cell.store_name, context.stimuli.name
+    params = context.plan.controls_params
+    keys = (analysis_key(store, name, stimuli, params.analysis), controls_key(store, name, stimuli, params))
+    return all(store.get_result(key) is not None for key in keys)
+
+
+def _controls_run(context: TaskContext) -> str:
+    from magdash.controls.run import run_controls
+
+    result = run_controls(context.store, context.cell.store_name, context.stimuli.name, context.plan.controls_params)
+    flagged = sorted({v.control for measure in result.measures for v in result.verdicts(measure) if v.problem})
+    return f"problems: {', '.join(flagged)}" if flagged else "no control flags a problem"
+
+
+register_task_kind(TaskKind("controls", _controls_done, _controls_run))

@@ -1,0 +1,110 @@
+"""An extraction cut in two: the job a worker runs without the store, and the driver's registration.
+
+On a cluster only the driver holds the store's catalog (DuckDB takes one writer). The driver
+works out what is missing (:func:`extract_job`), a worker loads the model and runs the forward
+passes (:func:`run_extract_job`) and hands its vectors back, and the driver registers them
+(:func:`register_output`) in the store's transactions, which skip items already done. A worker
+killed mid-job therefore leaves nothing behind: Ray runs the job again, and only a finished
+job's output is ever registered. The batches are :func:`magdash.extract.number_vector_batches`,
+the same as an in-process extraction's, so both store the same vectors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from magdash.errors import ModelLoadError
+from magdash.params import ProgressCallback
+from magdash.stimuli import StimulusItem, StimulusSet
+from magdash.store import ModelRecord, Store
+from magdash.sweep.plan import Cell, SweepPlan
+
+
+@dataclass(frozen=True)
+class ExtractJob:
+    """What a worker needs to extract a cell's missing sentences: no store, no connection."""
+
+    spec: str
+    name: str
+    model_id: str
+    dtype: str
+    position: str
+    device: str
+    device_map: str | None
+    batch_size: int
+    padding_side: str
+    trust_remote_code: bool
+    allow_pickle: bool
+    items: tuple[StimulusItem, ...]
+
+
+@dataclass(frozen=True)
+class ExtractOutput:
+    """A finished job's model record and vectors (n_items, n_layers, d), in its items' order."""
+
+    record: ModelRecord
+    item_keys: tuple[str, ...]
+    vectors: np.ndarray
+
+
+def model_identity(cell: Cell) -> str:
+    """The ``model_id`` a cell's vectors are stored under, from the weights' fingerprint (no load)."""
+    from magdash.models import resolve_model, transformers_version
+
+    source = resolve_model(cell.model.spec, allow_pickle=cell.model.allow_pickle)
+    return source.model_id(cell.dtype, cell.position, transformers_version())
+
+
+def extract_job(store: Store, plan: SweepPlan, cell: Cell, stimuli: StimulusSet) -> ExtractJob | None:
+    """The cell's missing sentences as a job; None when none is missing and the model is stored,
+    so there is nothing for a worker (the in-process extraction then only records the name)."""
+    model_id = model_identity(cell)
+    missing = store.missing_item_keys(model_id, stimuli.name)
+    if not missing and store.find_model_by_id(model_id) is not None:
+        return None
+    return ExtractJob(
+        spec=cell.model.spec, name=cell.store_name, model_id=model_id, dtype=cell.dtype, position=cell.position,
+        device=plan.device, device_map=cell.model.device_map, batch_size=plan.batch_size,
+        padding_side=plan.padding_side, trust_remote_code=cell.model.trust_remote_code,
+        allow_pickle=cell.model.allow_pickle,
+        items=tuple(item for item in stimuli.items if item.key in missing),
+    )
+
+
+def run_extract_job(job: ExtractJob, progress: ProgressCallback | None = None) -> ExtractOutput:
+    """Load the model and extract the job's items; ``progress(done, total)`` after each batch."""
+    from magdash.extract import model_record_for, number_vector_batches
+    from magdash.models import load_model
+
+    loaded = load_model(
+        job.spec, dtype=job.dtype, device=job.device, device_map=job.device_map,
+        trust_remote_code=job.trust_remote_code, allow_pickle=job.allow_pickle,
+    )
+    record = model_record_for(loaded, job.name, job.position)
+    if record.model_id != job.model_id:
+        raise ModelLoadError(
+            f"the worker's {job.spec!r} is not the driver's (other weights or another transformers "
+            "version): install the same environment on every node"
+        )
+    keys: list[str] = []
+    parts: list[np.ndarray] = []
+    batches = number_vector_batches(
+        loaded, job.items, position=job.position, batch_size=job.batch_size, padding_side=job.padding_side
+    )
+    for batch_keys, vectors in batches:
+        keys.extend(batch_keys)
+        parts.append(vectors)
+        if progress:
+            progress(len(keys), len(job.items))
+    return ExtractOutput(record, tuple(keys), np.concatenate(parts))
+
+
+def register_output(store: Store, output: ExtractOutput) -> int:
+    """Register a finished job's model and vectors; items another run stored first are skipped.
+
+    Returns how many sentences were written.
+    """
+    store.register_model(output.record)
+    return store.write_vectors(output.record.model_id, output.item_keys, output.vectors)
