@@ -5,9 +5,9 @@ built locally) x two dtypes (float32, bfloat16) on ``--magnitudes`` x the paper'
 ``extract``. The same plan runs on a local Ray cluster of 1 CPU and then of 2 CPUs, each into a
 fresh store; Ray's start-up (``ray.init``) is timed apart and must be under 10% of a sweep.
 Target: 2 workers at least 1.6x the throughput of 1. The machine may be shared, so the load
-average is printed beside the numbers. It also prints the in-process cost per sentence (the README's cluster estimate
-scales it by FLOPs). Run: ``python bench/sweep.py [--models 4] [--magnitudes 1-4000] [--blocks 4]
-[--hidden 256]``.
+average is printed beside the numbers. It also prints the in-process cost per sentence (the
+README's cluster estimate scales it by FLOPs).
+Run: ``python bench/sweep.py [--models 4] [--magnitudes 1-4000] [--blocks 4] [--hidden 256]``.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ A plan is a TOML file (read with :mod:`tomllib`)::
     dtypes = ["float32"]                       # every model, unless it lists its own
     positions = ["last"]
     batch_size = 32
+    model_cache = "/shared/models"             # GGUF conversions, relative to the plan file
+                                               # (default: $MAGDASH_MODEL_CACHE or cache/models)
 
     [[models]]
     spec = "meta-llama/Meta-Llama-3-8B"        # as for `magdash extract --model`
@@ -112,6 +114,7 @@ class SweepPlan:
     batch_size: int = DEFAULT_BATCH_SIZE
     padding_side: str = "right"
     device: str = "auto"
+    model_cache: str | None = None  # None: magdash.gguf.model_cache_dir's default
     analysis: AnalysisParams = field(default_factory=AnalysisParams)
     phase: PhaseParams = field(default_factory=PhaseParams)
     controls: ControlsParams | None = None  # None: the defaults over ``analysis``
@@ -132,8 +135,8 @@ class SweepPlan:
         ]
 
 
-_PLAN_KEYS = {"tasks", "dtypes", "positions", "batch_size", "padding_side", "device", "models", "stimuli",
-              "analyze", "phase", "controls"}
+_PLAN_KEYS = {"tasks", "dtypes", "positions", "batch_size", "padding_side", "device", "model_cache", "models",
+              "stimuli", "analyze", "phase", "controls"}
 _MODEL_KEYS = {f.name for f in dataclasses.fields(ModelEntry)}
 _STIMULI_KEYS = {"name", "carriers", "magnitudes"}
 
@@ -176,6 +179,7 @@ def parse_plan(document: Mapping[str, Any], folder: Path, task_kinds: Mapping[st
         batch_size=_positive_int(document.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size"),
         padding_side=_choice(document.get("padding_side", "right"), "padding_side", PADDING_SIDES),
         device=_text(document.get("device", "auto"), "device"),
+        model_cache=str(folder / _text(document["model_cache"], "model_cache")) if "model_cache" in document else None,
         analysis=analysis,
         phase=_params(PhaseParams, document.get("phase", {}), "phase"),
         controls=_controls(document, tasks, analysis),

@@ -60,7 +60,7 @@ def _extract_done(context: TaskContext) -> bool:
     from magdash.sweep.worker import model_identity
 
     cell = context.cell
-    model_id = model_identity(cell)
+    model_id = model_identity(cell, context.plan.model_cache)
     store = context.store
     if cell.store_name not in store.model_names() or store.model_record(cell.store_name).model_id != model_id:
         return False
@@ -76,6 +76,7 @@ def _extract_run(context: TaskContext) -> str:
         device=plan.device, device_map=cell.model.device_map, position=cell.position,
         batch_size=plan.batch_size, padding_side=plan.padding_side,
         trust_remote_code=cell.model.trust_remote_code, allow_pickle=cell.model.allow_pickle,
+        model_cache=plan.model_cache,
     )
     return f"{result.extracted} sentences"
 

@@ -37,6 +37,7 @@ class ExtractJob:
     padding_side: str
     trust_remote_code: bool
     allow_pickle: bool
+    model_cache: str | None
     items: tuple[StimulusItem, ...]
 
 
@@ -49,18 +50,18 @@ class ExtractOutput:
     vectors: np.ndarray
 
 
-def model_identity(cell: Cell) -> str:
+def model_identity(cell: Cell, model_cache: str | None = None) -> str:
     """The ``model_id`` a cell's vectors are stored under, from the weights' fingerprint (no load)."""
     from magdash.models import resolve_model, transformers_version
 
-    source = resolve_model(cell.model.spec, allow_pickle=cell.model.allow_pickle)
+    source = resolve_model(cell.model.spec, allow_pickle=cell.model.allow_pickle, model_cache=model_cache)
     return source.model_id(cell.dtype, cell.position, transformers_version())
 
 
 def extract_job(store: Store, plan: SweepPlan, cell: Cell, stimuli: StimulusSet) -> ExtractJob | None:
     """The cell's missing sentences as a job; None when none is missing and the model is stored,
     so there is nothing for a worker (the in-process extraction then only records the name)."""
-    model_id = model_identity(cell)
+    model_id = model_identity(cell, plan.model_cache)
     missing = store.missing_item_keys(model_id, stimuli.name)
     if not missing and store.find_model_by_id(model_id) is not None:
         return None
@@ -68,7 +69,7 @@ def extract_job(store: Store, plan: SweepPlan, cell: Cell, stimuli: StimulusSet)
         spec=cell.model.spec, name=cell.store_name, model_id=model_id, dtype=cell.dtype, position=cell.position,
         device=plan.device, device_map=cell.model.device_map, batch_size=plan.batch_size,
         padding_side=plan.padding_side, trust_remote_code=cell.model.trust_remote_code,
-        allow_pickle=cell.model.allow_pickle,
+        allow_pickle=cell.model.allow_pickle, model_cache=plan.model_cache,
         items=tuple(item for item in stimuli.items if item.key in missing),
     )
 
@@ -80,7 +81,7 @@ def run_extract_job(job: ExtractJob, progress: ProgressCallback | None = None) -
 
     loaded = load_model(
         job.spec, dtype=job.dtype, device=job.device, device_map=job.device_map,
-        trust_remote_code=job.trust_remote_code, allow_pickle=job.allow_pickle,
+        trust_remote_code=job.trust_remote_code, allow_pickle=job.allow_pickle, model_cache=job.model_cache,
     )
     record = model_record_for(loaded, job.name, job.position)
     if record.model_id != job.model_id:

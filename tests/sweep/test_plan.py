@@ -13,6 +13,7 @@ tasks = ["extract", "analyze", "phase", "controls"]
 dtypes = ["float32", "bfloat16"]
 positions = ["last", "first"]
 batch_size = 4
+model_cache = "models"
 
 [[models]]
 spec = "minilm"
@@ -65,6 +66,7 @@ def test_a_plan_expands_to_its_cells_in_order(tmp_path):
     assert (big.num_gpus, big.num_cpus, big.device_map) == (2.0, 1.0, "auto")
     assert plan.tasks == ("extract", "analyze", "phase", "controls")
     assert plan.batch_size == 4
+    assert plan.model_cache == str(tmp_path / "models")  # relative to the plan file
     assert plan.analysis.n_boot == 100 and plan.analysis.core_layers == (2, 3) and plan.analysis.seed == 42
     assert plan.phase.n_boot == 7
     assert (plan.controls.n_perm, plan.controls.random_control, plan.controls.variants) == (50, False, ())
@@ -78,6 +80,7 @@ def test_defaults(tmp_path):
     plan = _plan(tmp_path, '[[models]]\nspec = "minilm"\n[[stimuli]]\nname = "paper"\n')
     assert plan.tasks == DEFAULT_TASKS
     assert plan.controls is None and plan.controls_params.analysis is plan.analysis
+    assert plan.model_cache is None
     assert (plan.dtypes, plan.positions, plan.padding_side) == (("float32",), ("last",), "right")
     assert [c.label for c in plan.cells()] == ["minilm / paper"]
 
@@ -97,6 +100,7 @@ STIMULI = '[[stimuli]]\nname = "paper"\n'
         ("dtypes = []\n" + MODELS + STIMULI, "dtypes must be a non-empty list"),
         ('positions = "middle"\n' + MODELS + STIMULI, "positions 'middle' is not one of last, first, mean"),
         ("batch_size = 0\n" + MODELS + STIMULI, "batch_size must be a whole number >= 1, got 0"),
+        ("model_cache = 3\n" + MODELS + STIMULI, "model_cache must be a non-empty string, got 3"),
         (STIMULI, "no [[models]] given"),
         (MODELS, "no [[stimuli]] given"),
         ("models = 3\n" + STIMULI, "models must be an array of tables, written [[models]]"),

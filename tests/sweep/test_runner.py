@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -47,6 +49,22 @@ def test_the_controls_task_caches_the_controls_and_is_skipped_after(tmp_path, st
     detail = summary.outcomes[1].detail
     assert detail == (f"problems: {', '.join(sorted(flagged))}" if flagged else "no control flags a problem")
     assert [o.status for o in run_sweep(plan, store).outcomes] == ["skipped", "skipped"]
+
+
+def test_a_gguf_model_is_converted_in_the_plans_model_cache(tmp_path, store, smollm2, monkeypatch):
+    from magdash.gguf import MODEL_CACHE_ENV
+
+    # The session's conversion of smollm2 is in $MAGDASH_MODEL_CACHE; the plan names that folder
+    # while the environment points elsewhere, so only the plan's folder can give a conversion.
+    session_cache = os.environ[MODEL_CACHE_ENV]
+    elsewhere = tmp_path / "elsewhere"
+    monkeypatch.setenv(MODEL_CACHE_ENV, str(elsewhere))
+    plan_path = write_plan(tmp_path, {"smol": "smollm2"}, tasks='["extract"]', magnitudes="1-2",
+                           extra=f'model_cache = "{session_cache}"\n')
+    summary = run_sweep(load_plan(plan_path), store)
+    assert [(o.status, o.detail) for o in summary.outcomes] == [("done", "10 sentences")]
+    assert not elsewhere.exists()
+    assert store.model_record("smol").fingerprint.startswith("gguf:Q4_1:")
 
 
 def test_the_sweep_stores_what_extract_stores(tmp_path, store, tiny_llama):
