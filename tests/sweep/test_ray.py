@@ -21,7 +21,11 @@ def swept(tmp_path_factory, tiny_llama, tiny_mistral, ray_cluster):
     folder = tmp_path_factory.mktemp("sweep")
     plan = load_plan(write_plan(folder, {"broken": folder / "nope", "llama": tiny_llama, "mistral": tiny_mistral}))
     local, remote = Store(folder / "local.duckdb"), Store(folder / "ray.duckdb")
-    return folder, run_sweep(plan, local), local, run_sweep(plan, remote, ON_RAY), remote
+    local_summary, ray_summary = run_sweep(plan, local), run_sweep(plan, remote, ON_RAY)
+    # Only the missing model fails, in both; any other failure is shown with its message.
+    for summary in (local_summary, ray_summary):
+        assert [o.cell.store_name for o in summary.failed] == ["broken"], [o.line for o in summary.failed]
+    return folder, local_summary, local, ray_summary, remote
 
 
 def test_the_store_after_a_ray_sweep_equals_the_in_process_one(swept):
@@ -67,6 +71,7 @@ def test_a_worker_killed_mid_job_is_retried_and_nothing_is_stored_twice(swept, t
     killer = KillWorkerOnce(tmp_path / "killed", tmp_path / "events.log", at=2)
     store = Store(tmp_path / "store.duckdb")
     summary = run_sweep(plan, store, ON_RAY, worker_progress=killer)
+    assert not summary.failed, [o.line for o in summary.failed]
     assert (tmp_path / "killed").exists()
     events = (tmp_path / "events.log").read_text().splitlines()
     # Batches of 8 of 60 sentences: the first attempt logged 2 and died, the retry all 8.
