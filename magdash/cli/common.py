@@ -12,6 +12,28 @@ from magdash.errors import MagdashError
 from magdash.jsonio import to_jsonable
 
 
+class ProgressBar:
+    """A progress callback drawing a tqdm bar on stderr, made at the first call (a run refused
+    before any work draws none); ``quiet`` draws nothing. Close it when the work ends."""
+
+    def __init__(self, unit: str, description: str, *, quiet: bool = False):
+        self.unit, self.description, self.quiet = unit, description, quiet
+        self._bar = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.quiet:
+            return
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, initial=done, unit=self.unit, file=sys.stderr, desc=self.description)
+        self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
 def add_store_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--store",

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from magdash.cli.common import add_store_option, check_name, flagged_layer_warnings, open_store, warn
+from magdash.cli.common import ProgressBar, add_store_option, check_name, flagged_layer_warnings, open_store, warn
 from magdash.errors import StimulusError
 from magdash.stimuli import (
     PAPER_CARRIERS,
@@ -89,18 +88,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported only now: torch takes seconds to import, and bad input needs no model.
     from magdash.extract import extract
 
-    bar = None
-
-    def progress(done: int, total: int) -> None:
-        nonlocal bar
-        if args.quiet:
-            return
-        if bar is None:
-            from tqdm import tqdm
-
-            bar = tqdm(total=total, initial=done, unit="sentence", file=sys.stderr, desc=args.model)
-        bar.update(done - bar.n)
-
+    progress = ProgressBar("sentence", args.model, quiet=args.quiet)
     try:
         result = extract(
             args.model, stimuli, store, name=args.name, dtype=args.dtype, device=args.device,
@@ -109,8 +97,7 @@ def run(args: argparse.Namespace) -> int:
             allow_pickle=args.allow_pickle, model_cache=args.model_cache, progress=progress,
         )
     finally:
-        if bar is not None:
-            bar.close()
+        progress.close()
     if result.extracted == 0:
         print(f"{result.name} / {result.stimuli}: all {result.total} sentences already stored")
     else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from magdash.cli.common import add_store_option, open_store, print_json
+from magdash.cli.common import ProgressBar, add_store_option, open_store, print_json
 from magdash.sweep.runner import DEFAULT_RETRIES
 
 DETAIL_CHARS = 48
@@ -48,23 +48,11 @@ def run(args: argparse.Namespace) -> int:
     params = SweepParams(ray=args.ray, retries=args.retries)
     plan = load_plan(args.plan)
     store = open_store(args)
-    bar = None
-
-    def progress(done: int, total: int) -> None:
-        nonlocal bar
-        if args.quiet:
-            return
-        if bar is None:
-            from tqdm import tqdm
-
-            bar = tqdm(total=total, initial=done, unit="task", file=sys.stderr, desc="sweep")
-        bar.update(done - bar.n)
-
+    progress = ProgressBar("task", "sweep", quiet=args.quiet)
     try:
         summary = run_sweep(plan, store, params, progress=progress)
     finally:
-        if bar is not None:
-            bar.close()
+        progress.close()
     if args.json:
         print_json({"counts": summary.counts(), "tasks": summary.frame().to_dict(orient="records")})
     else:

@@ -112,13 +112,18 @@ def _stored_complete(context: TaskContext) -> bool:
     return name in store.model_names() and context.stimuli.name in store.stimulus_sets_for(name)
 
 
+def _results_cached(context: TaskContext, key_of: Callable[[Store, str, str], list[str]]) -> bool:
+    """The cell's vectors are stored and every result ``key_of(store, name, stimuli)`` names is cached."""
+    if not _stored_complete(context):
+        return False
+    store = context.store
+    return all(store.get_result(key) is not None for key in key_of(store, context.cell.store_name, context.stimuli.name))
+
+
 def _analyze_done(context: TaskContext) -> bool:
     from magdash.variability.analysis import analysis_key
 
-    if not _stored_complete(context):
-        return False
-    key = analysis_key(context.store, context.cell.store_name, context.stimuli.name, context.plan.analysis)
-    return context.store.get_result(key) is not None
+    return _results_cached(context, lambda *cell: [analysis_key(*cell, context.plan.analysis)])
 
 
 def _analyze_run(context: TaskContext) -> str:
@@ -139,10 +144,7 @@ register_task_kind(TaskKind("analyze", _analyze_done, _analyze_run))
 def _phase_done(context: TaskContext) -> bool:
     from magdash.phase.run import number_token_key
 
-    if not _stored_complete(context):
-        return False
-    key = number_token_key(context.store, context.cell.store_name, context.stimuli.name, context.plan.phase)
-    return context.store.get_result(key) is not None
+    return _results_cached(context, lambda *cell: [number_token_key(*cell, context.plan.phase)])
 
 
 def _phase_run(context: TaskContext) -> str:
@@ -163,12 +165,8 @@ def _controls_done(context: TaskContext) -> bool:
     from magdash.controls.run import controls_key
     from magdash.variability.analysis import analysis_key
 
-    if not _stored_complete(context):
-        return False
-    store, name, stimuli = context.store, context.cell.store_name, context.stimuli.name
     params = context.plan.controls_params
-    keys = (analysis_key(store, name, stimuli, params.analysis), controls_key(store, name, stimuli, params))
-    return all(store.get_result(key) is not None for key in keys)
+    return _results_cached(context, lambda *cell: [analysis_key(*cell, params.analysis), controls_key(*cell, params)])
 
 
 def _controls_run(context: TaskContext) -> str:
