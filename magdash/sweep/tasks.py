@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 from magdash.stimuli import StimulusSet
 from magdash.store import Store
@@ -25,6 +26,13 @@ class TaskContext:
     plan: SweepPlan
     cell: Cell
     stimuli: StimulusSet
+
+    @cached_property
+    def model_id(self) -> str:
+        """The cell's model identity, fingerprinted once (it hashes up to 512 MB of weights)."""
+        from magdash.sweep.worker import model_identity
+
+        return model_identity(self.cell, self.plan.model_cache)
 
 
 @dataclass(frozen=True)
@@ -57,10 +65,8 @@ def register_task_kind(kind: TaskKind) -> None:
 
 
 def _extract_done(context: TaskContext) -> bool:
-    from magdash.sweep.worker import model_identity
-
     cell = context.cell
-    model_id = model_identity(cell, context.plan.model_cache)
+    model_id = context.model_id
     store = context.store
     if cell.store_name not in store.model_names() or store.model_record(cell.store_name).model_id != model_id:
         return False
@@ -84,7 +90,7 @@ def _extract_run(context: TaskContext) -> str:
 def _extract_job(context: TaskContext):
     from magdash.sweep.worker import extract_job
 
-    return extract_job(context.store, context.plan, context.cell, context.stimuli)
+    return extract_job(context.store, context.plan, context.cell, context.stimuli, context.model_id)
 
 
 def _extract_work(job, on_batch=None):

@@ -58,10 +58,9 @@ def model_identity(cell: Cell, model_cache: str | None = None) -> str:
     return source.model_id(cell.dtype, cell.position, transformers_version())
 
 
-def extract_job(store: Store, plan: SweepPlan, cell: Cell, stimuli: StimulusSet) -> ExtractJob | None:
+def extract_job(store: Store, plan: SweepPlan, cell: Cell, stimuli: StimulusSet, model_id: str) -> ExtractJob | None:
     """The cell's missing sentences as a job; None when none is missing and the model is stored,
     so there is nothing for a worker (the in-process extraction then only records the name)."""
-    model_id = model_identity(cell, plan.model_cache)
     missing = store.missing_item_keys(model_id, stimuli.name)
     if not missing and store.find_model_by_id(model_id) is not None:
         return None
