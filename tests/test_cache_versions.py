@@ -1,9 +1,9 @@
 """Cached results are keyed by a version that must change whenever the results do.
 
 A golden file records, for a small fixed store, every number the analysis and the comparison
-(in magdash's conventions and in the paper's), the phase diagnostics, the robustness controls and
-the design simulator cache, under the versions (:data:`ANALYSIS_VERSION`, :data:`PHASE_VERSION`,
-:data:`CONTROLS_VERSION`, :data:`DESIGN_VERSION`) that computed them. A change to the code that moves a cached number
+(in magdash's conventions and in the paper's), the phase diagnostics, the robustness controls,
+the design simulator and E5 cache, under the versions (:data:`ANALYSIS_VERSION`, :data:`PHASE_VERSION`,
+:data:`CONTROLS_VERSION`, :data:`DESIGN_VERSION`, :data:`E5_VERSION`) that computed them. A change to the code that moves a cached number
 without bumping its version would serve stale results from every existing store: this test
 fails on it. After a deliberate change, bump the version and rewrite the golden file with
 ``python tests/test_cache_versions.py``.
@@ -22,12 +22,15 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 if __name__ == "__main__":  # run as a script to rewrite the golden file
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from magdash.controls.design import DESIGN_VERSION, DesignParams, design_key, run_design
 from magdash.controls.run import CONTROLS_VERSION, ControlsParams, controls_key, run_controls
+from magdash.frequency import FrequencySource, e5_from_store
+from magdash.frequency.e5 import E5_VERSION
 from magdash.phase.accumulate import samples_from_bytes
 from magdash.phase.run import PHASE_VERSION, number_token_key, phase_from_store
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
@@ -60,7 +63,10 @@ def golden_store(path: Path) -> Store:
     for seed, name in enumerate(MODELS, start=1):
         noise = portable_noise(int(np.prod(shape)), seed).reshape(shape)
         vectors = noise * np.exp(-0.1 * seed * log_n) + log_n * np.linspace(0.5, 1.5, 8)
-        vectors[:, :, 0] = log_n[:, :, 0]  # the embedding layer: the same vector for every carrier
+        # The embedding layer: the same vector for every carrier, and no two magnitudes' vectors
+        # collinear (collinear centroids have cosine distances of pure rounding noise, whose RSA
+        # differed between machines).
+        vectors[:, :, 0] = log_n[:, :, 0] + portable_noise(shape[0] * shape[3], seed + 10).reshape(shape[0], 1, shape[3])
         store.import_arrays(name, vectors.astype(np.float32), PAPER_MAGNITUDES, carriers=PAPER_CARRIERS)
     return store
 
@@ -93,12 +99,22 @@ def cached_documents(store: Store) -> dict:
     design_params = DesignParams(n_studies=20, n_points=3, n_boot=5, carrier_grid=(3,), magnitude_grid=(8,))
     run_design(store, MODELS[0], params=design_params, analysis_params=PARAMS)
     design = json.loads(zlib.decompress(store.get_result(design_key(store, MODELS[0], "paper", PARAMS, design_params))))
+    counts = pd.DataFrame({"number": PAPER_MAGNITUDES, "count": [10_000 // n for n in PAPER_MAGNITUDES]})
+    e5_from_store(store, MODELS[0], FrequencySource("golden-counts", counts, {}), n_boot=200)
+    (payload,) = [row for row in _payloads(store, "e5")]
     return {
         "analysis": analysis,
         "phase": phases,
         "controls": controls,
         "design": design,
+        "e5": json.loads(zlib.decompress(payload)),
     }
+
+
+def _payloads(store: Store, kind: str) -> list[bytes]:
+    """Every cached payload of ``kind``, through the store's metric rows' keys."""
+    keys = set(store.metric_table(kind)["result_key"])
+    return [store.get_result(key) for key in sorted(keys)]
 
 
 def differences(expected, actual, where: str = "") -> list[str]:
@@ -126,7 +142,8 @@ def test_cached_results_change_only_with_their_version(tmp_path):
     for part, version, name in (("analysis", ANALYSIS_VERSION, "ANALYSIS_VERSION in magdash/variability/analysis.py"),
                                 ("phase", PHASE_VERSION, "PHASE_VERSION in magdash/phase/run.py"),
                                 ("controls", CONTROLS_VERSION, "CONTROLS_VERSION in magdash/controls/run.py"),
-                                ("design", DESIGN_VERSION, "DESIGN_VERSION in magdash/controls/design.py")):
+                                ("design", DESIGN_VERSION, "DESIGN_VERSION in magdash/controls/design.py"),
+                                ("e5", E5_VERSION, "E5_VERSION in magdash/frequency/e5.py")):
         changed = differences(golden[part], json.loads(json.dumps(documents[part], allow_nan=True)), part)
         if golden["versions"][part] == version:
             assert not changed, (
@@ -155,7 +172,7 @@ def write_golden() -> None:
     with tempfile.TemporaryDirectory() as folder:
         documents = cached_documents(golden_store(Path(folder) / "golden.duckdb"))
     documents["versions"] = {"analysis": ANALYSIS_VERSION, "phase": PHASE_VERSION, "controls": CONTROLS_VERSION,
-                             "design": DESIGN_VERSION}
+                             "design": DESIGN_VERSION, "e5": E5_VERSION}
     GOLDEN.write_text(json.dumps(documents, allow_nan=True, separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size / 1e3:.0f} kB)")
 

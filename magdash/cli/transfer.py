@@ -1,4 +1,4 @@
-"""``magdash export`` and ``magdash import``: the reference npz layout in and out."""
+"""``magdash export`` and ``magdash import``: the reference npz layout and Parquet folders in and out."""
 
 from __future__ import annotations
 
@@ -13,19 +13,27 @@ from magdash.models import LAST_LAYER_CHOICES
 
 
 def register(subparsers) -> None:
-    export = subparsers.add_parser("export", help="write a model's vectors to an .npz (reference layout)")
+    export = subparsers.add_parser(
+        "export", help="write a model's vectors to an .npz (reference layout) or a folder of Parquet files",
+    )
     export.add_argument("--model", required=True)
     export.add_argument("--stimuli", default=None)
-    export.add_argument("--out", required=True, metavar="FILE.npz")
+    export.add_argument("--out", required=True, metavar="FILE.npz|DIR")
+    export.add_argument(
+        "--format", choices=("npz", "parquet"), default="npz",
+        help="parquet: a new folder with one Parquet file per layer and magdash.json (docs: magdash/store/parquet.py)",
+    )
     add_store_option(export)
     export.set_defaults(func=run_export)
 
     imported = subparsers.add_parser(
-        "import", help="store hidden states from an .npz as a model",
-        description="Store per_carrier (n_magnitudes, n_carriers, n_layers, d) from an .npz as a model. The paper's "
-        "hidden_states.npz: --magnitudes paper --carriers paper --last-layer post-norm.",
+        "import", help="store hidden states from an .npz or a folder of Parquet layer files as a model",
+        description="Store per_carrier (n_magnitudes, n_carriers, n_layers, d) from an .npz, or the layer files of "
+        "a folder (magdash export --format parquet, or another tool's layer-000.parquet, ... with magnitude, carrier "
+        "and vector columns), as a model. The paper's hidden_states.npz: --magnitudes paper --carriers paper "
+        "--last-layer post-norm.",
     )
-    imported.add_argument("file", metavar="FILE.npz")
+    imported.add_argument("file", metavar="FILE.npz|DIR")
     imported.add_argument("--name", required=True, help="model name in the store")
     imported.add_argument(
         "--stimuli", default=None,
@@ -52,6 +60,11 @@ def register(subparsers) -> None:
 def run_export(args: argparse.Namespace) -> int:
     store = open_store(args)
     stimuli = store.resolve_stimuli(args.model, args.stimuli)
+    if args.format == "parquet":
+        written = store.export_parquet(args.model, stimuli, args.out)
+        size = sum(path.stat().st_size for path in written)
+        print(f"wrote {args.out}: {len(written) - 1} layer files and magdash.json ({size / 1e6:.1f} MB)")
+        return 0
     arrays = store.export_arrays(args.model, stimuli)
     target = args.out if args.out.endswith(".npz") else args.out + ".npz"
     try:
@@ -74,15 +87,25 @@ def run_import(args: argparse.Namespace) -> int:
     carriers = None
     if args.carriers is not None:
         carriers = list(PAPER_CARRIERS) if args.carriers == PAPER_SET_NAME else read_carrier_file(args.carriers)
-    arrays = read_npz(args.file)
-    magnitudes, carriers, n_blocks = import_inputs(arrays, magnitudes, carriers)
-    store = open_store(args)
-    record, stimuli = store.import_arrays(
-        args.name, arrays["per_carrier"], magnitudes,
-        carriers=carriers, layer_labels=arrays.get("layer_labels"),
-        stimuli=args.stimuli, source=f"import:{os.path.basename(args.file)}",
-        n_blocks=n_blocks, last_layer=args.last_layer,
-    )
+    if os.path.isdir(args.file):
+        from magdash.store.parquet import read_parquet_folder
+
+        folder = read_parquet_folder(args.file)  # every file checked before the store is opened
+        store = open_store(args)
+        record, stimuli = store.import_parquet_folder(
+            folder, args.name, stimuli=args.stimuli, carriers=carriers,
+            magnitudes=None if magnitudes is None else [int(m) for m in magnitudes], last_layer=args.last_layer,
+        )
+    else:
+        arrays = read_npz(args.file)
+        magnitudes, carriers, n_blocks = import_inputs(arrays, magnitudes, carriers)
+        store = open_store(args)
+        record, stimuli = store.import_arrays(
+            args.name, arrays["per_carrier"], magnitudes,
+            carriers=carriers, layer_labels=arrays.get("layer_labels"),
+            stimuli=args.stimuli, source=f"import:{os.path.basename(args.file)}",
+            n_blocks=n_blocks, last_layer=args.last_layer,
+        )
     core = "none (fewer than 2 blocks)"
     if record.n_blocks >= 2:
         layers = default_core_layers(record.n_blocks)

@@ -119,11 +119,18 @@ class CarrierTables:
     icc: pd.DataFrame
     permutation: pd.DataFrame
     n_perm: int
+    # Whose tables these are; None in payloads cached before the metric tables (schema 4).
+    model: str | None = None
+    stimuli: str | None = None
+    conventions: str | None = None
 
     def to_payload(self) -> bytes:
         document = {
             "carriers": self.carriers,
             "n_perm": self.n_perm,
+            "model": self.model,
+            "stimuli": self.stimuli,
+            "conventions": self.conventions,
             **{name: _frame_to_plain(getattr(self, name)) for name in ("loo", "icc", "permutation")},
         }
         return zlib.compress(json.dumps(to_jsonable(document, keep_nan=True), allow_nan=True).encode(), 6)
@@ -134,8 +141,28 @@ class CarrierTables:
         return cls(
             carriers=list(document["carriers"]),
             n_perm=int(document["n_perm"]),
+            model=document.get("model"),
+            stimuli=document.get("stimuli"),
+            conventions=document.get("conventions"),
             **{name: _frame_from_plain(document[name]) for name in ("loo", "icc", "permutation")},
         )
+
+    def metric_tables(self) -> dict[str, pd.DataFrame] | None:
+        """The tables as rows of the store's controls_loo, controls_icc and
+        controls_permutation; None when the payload did not name its model."""
+        if self.model is None:
+            return None
+        identity = {"model": self.model, "stimuli": self.stimuli, "conventions": self.conventions}
+
+        def rows(frame: pd.DataFrame, **extra) -> pd.DataFrame:
+            columns = {name: [value] * len(frame) for name, value in {**identity, **extra}.items()}
+            return pd.concat([pd.DataFrame(columns, index=frame.index), frame], axis=1)
+
+        return {
+            "controls_loo": rows(self.loo),
+            "controls_icc": rows(self.icc),
+            "controls_permutation": rows(self.permutation, n_perm=self.n_perm),
+        }
 
 
 def _frame_to_plain(frame: pd.DataFrame) -> dict[str, Any]:
@@ -219,6 +246,9 @@ def carrier_tables(
         icc=pd.DataFrame(icc_rows, columns=["layer", "label", "core", "icc"]),
         permutation=pd.DataFrame(perm_rows),
         n_perm=n_perm,
+        model=analysis.model,
+        stimuli=analysis.stimuli,
+        conventions=params.conventions,
     )
 
 
@@ -414,6 +444,9 @@ def run_controls(
     from_cache = payload is not None
     if payload is not None:
         tables = CarrierTables.from_payload(payload)
+        if tables.model is None:  # cached before the metric tables: name it and write its rows
+            tables = dataclasses.replace(tables, model=model, stimuli=stimuli, conventions=params.analysis.conventions)
+            store.put_result(key, "controls", tables.to_payload(), tables.metric_tables())
     else:
         carriers = list(store.stimulus_set(stimuli).carriers)
 
@@ -427,7 +460,7 @@ def run_controls(
         tables = carrier_tables(
             layers(), analysis, carriers, n_perm=params.n_perm, seed=params.seed, progress=progress
         )
-        store.put_result(key, "controls", tables.to_payload())
+        store.put_result(key, "controls", tables.to_payload(), tables.metric_tables())
     variants = {
         name: compare(store, model, name, stimuli, params.analysis, use_cache=use_cache) for name in params.variants
     }

@@ -9,8 +9,11 @@ partial correlation controlling for log n so that users can try.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import warnings
+import zlib
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -19,9 +22,13 @@ from scipy import stats
 
 from magdash.frequency.corpus import FrequencyError
 from magdash.frequency.sources import FrequencySource, as_count_series, load_source
+from magdash.jsonio import to_jsonable
 from magdash.params import DEFAULT_N_BOOT
+from magdash.store.keys import result_key
 
 E5_COLUMNS = ["layer", "rho", "p", "ci_low", "ci_high", "partial_rho", "partial_p", "n"]
+E5_VERSION = "1"
+"""Bumped whenever :func:`e5_from_store` can give another table for the same inputs (its cache key)."""
 MISSING_POLICIES = ("error", "zero")
 # Resampled values per bootstrap chunk: bounds memory for long magnitude lists.
 _BOOT_CHUNK_ELEMENTS = 2_000_000
@@ -198,11 +205,14 @@ def e5_from_store(
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
     missing: str = "error",
+    use_cache: bool = True,
 ) -> pd.DataFrame:
     """E5 for a stored model: V (default V_eucl, :mod:`magdash.variability.measures`) per layer against a source.
 
     ``layers`` defaults to the core band floor(L/2) .. L-1. The table is
-    :func:`e5_correlation`'s with a ``label`` column (the layer's name) after ``layer``.
+    :func:`e5_correlation`'s with a ``label`` column (the layer's name) after ``layer``. It is
+    cached in the store (keyed by the vectors, the source's counts and every parameter) and
+    written to the store's ``e5`` table.
     """
     from magdash.variability.hypotheses import default_core_layers
     from magdash.variability.measures import compute_measure
@@ -216,6 +226,14 @@ def e5_from_store(
     if outside:
         raise FrequencyError(f"layers {outside} do not exist; {model!r} has layers 0..{record.n_layers - 1}")
     frequency = load_source(source, store) if isinstance(source, str) else source
+    key = result_key(
+        "e5", E5_VERSION, model=model, stimuli=stimuli, data=store.data_fingerprint(model, stimuli),
+        source=frequency.name, counts=_counts_hash(frequency), layers=layers, measure=measure, n_boot=n_boot,
+        seed=seed, missing=missing,
+    )
+    payload = store.get_result(key) if use_cache else None
+    if payload is not None:
+        return _document_table(json.loads(zlib.decompress(payload)))
     values, labels, magnitudes = {}, {}, None
     for data in store.read_layers(model, stimuli, layers):
         layer = data.layer
@@ -227,7 +245,42 @@ def e5_from_store(
         magnitudes = data.magnitudes
     table = e5_correlation(magnitudes, values, frequency, n_boot=n_boot, seed=seed, missing=missing)
     table.insert(1, "label", [labels[layer] for layer in table["layer"]])
+    document = {
+        "model": model, "stimuli": stimuli, "source": frequency.name, "measure": measure, "n_boot": n_boot,
+        "seed": seed, "columns": list(table.columns), "data": {c: table[c].tolist() for c in table.columns},
+    }
+    store.put_result(
+        key, "e5", zlib.compress(json.dumps(to_jsonable(document, keep_nan=True), allow_nan=True).encode(), 6),
+        _document_tables(document),
+    )
     return table
+
+
+def _counts_hash(source: FrequencySource) -> str:
+    counts = source.counts
+    digest = hashlib.sha256(counts["number"].to_numpy(dtype=np.int64).tobytes())
+    digest.update(counts["count"].to_numpy(dtype=np.int64).tobytes())
+    return digest.hexdigest()
+
+
+def _document_table(document: dict) -> pd.DataFrame:
+    table = pd.DataFrame({c: document["data"][c] for c in document["columns"]})
+    for column in ("rho", "p", "ci_low", "ci_high", "partial_rho", "partial_p"):
+        table[column] = table[column].astype(np.float64)
+    return table
+
+
+def _document_tables(document: dict) -> dict[str, pd.DataFrame]:
+    table = _document_table(document)
+    identity = {name: document[name] for name in ("model", "stimuli", "source", "measure")}
+    rows = pd.concat([pd.DataFrame({k: [v] * len(table) for k, v in identity.items()}), table], axis=1)
+    rows["n_boot"], rows["seed"] = document["n_boot"], document["seed"]
+    return {"e5": rows}
+
+
+def e5_tables_from_payload(payload: bytes) -> dict[str, pd.DataFrame]:
+    """The ``e5`` metric rows of a cached E5 table (the store's migration reads them)."""
+    return _document_tables(json.loads(zlib.decompress(payload)))
 
 
 def e5_summary(table: pd.DataFrame, alpha: float = 0.05, conventions: str = "magdash") -> dict:

@@ -385,6 +385,24 @@ def layer_frame(result: PhaseResult) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def phase_metric_tables(result: PhaseResult, stimuli: str) -> dict[str, pd.DataFrame]:
+    """The diagnostics as rows of the store's phase_layers, phase_transitions and phase_jumps
+    (:mod:`magdash.store.metrics`), for ``result.model`` on ``stimuli``."""
+    identity = {"model": result.model, "stimuli": stimuli, "massive": result.params.massive}
+    layers = layer_frame(result).drop(columns="model")
+    layers["massive_dims"] = [list(item.massive) for item in result.layers]
+    for name, value in reversed(identity.items()):
+        layers.insert(0, name, value)
+    transitions = pd.DataFrame([
+        {**identity, "curve": curve, **dataclasses.asdict(transition)}
+        for curve, transition in (("omega", result.order), ("spikes", result.spikes), ("effective_rank", result.rank))
+    ])
+    jumps = pd.DataFrame(
+        [{**identity, "jump": rank, **dataclasses.asdict(jump)} for rank, jump in enumerate(result.jumps, start=1)]
+    )
+    return {"phase_layers": layers, "phase_transitions": transitions, "phase_jumps": jumps}
+
+
 SUMMARY_FIELDS = ("omega_mean", "dip_p", "n_spikes", "mp_edge", "sigma2", "effective_rank",
                   "participation_ratio")
 

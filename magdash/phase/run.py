@@ -33,7 +33,7 @@ from magdash.errors import AnalysisError, StoreError
 from magdash.models import control_name
 from magdash.params import ProgressCallback
 from magdash.phase.accumulate import LayerAccumulator, LayerSample, samples_from_bytes, samples_to_bytes
-from magdash.phase.diagnostics import PhaseParams, PhaseResult, analyze_samples
+from magdash.phase.diagnostics import PhaseParams, PhaseResult, analyze_samples, phase_metric_tables
 from magdash.phase.massive import Adjustment
 from magdash.phase.texts import chunk_text, texts_hash
 from magdash.store.keys import result_key
@@ -122,7 +122,12 @@ def phase_from_store(
         store.put_result(key, "phase", samples_to_bytes(samples, record.n_blocks))
     else:
         samples = cached[0]
-    return analyze_samples(samples, record.n_blocks, params, model=name)
+    result = analyze_samples(samples, record.n_blocks, params, model=name)
+    # The diagnostics are recomputed from the samples on every call; their rows are written once.
+    rows_key = result_key("phase-diagnostics", PHASE_VERSION, samples=key, params=params)
+    if not store.has_metric_rows(rows_key, "phase_layers"):
+        store.put_metric_rows(rows_key, "phase-diagnostics", phase_metric_tables(result, stimuli))
+    return result
 
 
 def stored_control(store, name: str, stimuli: str | None = None, params: PhaseParams | None = None,

@@ -4,7 +4,9 @@
 - :mod:`~magdash.store.connection`: opening the file, DuckDB's lock, retry, storage failures;
 - :mod:`~magdash.store.schema`: tables, schema version, migrations;
 - :mod:`~magdash.store.codec`: one table per (model, layer), vectors as float32 blobs;
+- :mod:`~magdash.store.metrics`: every computed result as tidy tables, written with its cache entry;
 - :mod:`~magdash.store.npz`: npz files in and out;
+- :mod:`~magdash.store.parquet`: a model's vectors as a folder of Parquet files, in and out;
 - :mod:`~magdash.store.keys`: keys of cached results;
 - :mod:`~magdash.store.records`: what the store hands out (:class:`ModelRecord`, :class:`LayerData`).
 """

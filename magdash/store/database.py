@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 
 import duckdb
@@ -27,7 +27,7 @@ import pyarrow as pa
 from magdash.errors import StoreError
 from magdash.overflow import nonfinite_rows
 from magdash.stimuli import StimulusSet, check_reserved_name
-from magdash.store import npz
+from magdash.store import metrics, npz, parquet
 from magdash.store.codec import decode_vectors_into, encode_vectors, vector_table
 from magdash.store.connection import StoreFile
 from magdash.store.records import LayerData, ModelRecord
@@ -341,10 +341,33 @@ class Store:
             row = connection.execute("SELECT payload FROM results WHERE key = ?", [key]).fetchone()
         return None if row is None else bytes(row[0])
 
-    def put_result(self, key: str, kind: str, payload: bytes) -> None:
+    def put_result(
+        self, key: str, kind: str, payload: bytes, tables: Mapping[str, pd.DataFrame] | None = None
+    ) -> None:
+        """Cache ``payload`` under ``key`` and, in the same transaction, replace the result's
+        rows in the metric tables of ``kind`` by ``tables`` (:mod:`magdash.store.metrics`)."""
         with self._file.transaction() as connection:
             connection.execute("DELETE FROM results WHERE key = ?", [key])
             connection.execute("INSERT INTO results (key, kind, payload) VALUES (?, ?, ?)", [key, kind, payload])
+            metrics.replace_rows(connection, key, kind, tables or {})
+
+    def put_metric_rows(self, key: str, kind: str, tables: Mapping[str, pd.DataFrame]) -> None:
+        """Replace the metric rows of a result computed from other cached data (phase
+        diagnostics come from cached samples and their own parameters) in one transaction."""
+        with self._file.transaction() as connection:
+            metrics.replace_rows(connection, key, kind, tables)
+
+    def has_metric_rows(self, key: str, table: str) -> bool:
+        name = _metric_table_name(table)
+        with self._file.connect() as connection:
+            row = connection.execute(f"SELECT 1 FROM {name} WHERE result_key = ? LIMIT 1", [key]).fetchone()
+        return row is not None
+
+    def metric_table(self, table: str) -> pd.DataFrame:
+        """Every row of one metric table (``docs/metrics.md`` lists them and their columns)."""
+        name = _metric_table_name(table)
+        with self._file.connect() as connection:
+            return connection.execute(f"SELECT * FROM {name} ORDER BY computed_at, result_key").df()
 
     # -- frequency sources -------------------------------------------------------------
 
@@ -392,6 +415,8 @@ class Store:
     # Stored through register() and write_vectors(): the npz layout speaks no SQL of its own.
     import_arrays = npz.import_arrays
     export_arrays = npz.export_arrays
+    export_parquet = parquet.export_parquet
+    import_parquet_folder = parquet.import_parquet_folder
 
 
 def _register_model(connection: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:
@@ -460,6 +485,12 @@ def _as_stored(connection: duckdb.DuckDBPyConnection, stimuli: StimulusSet) -> S
     if stored is None or stored == stimuli.name:
         return stimuli
     return StimulusSet(stored, stimuli.carriers, stimuli.magnitudes)
+
+
+def _metric_table_name(table: str) -> str:
+    if table not in metrics.TABLES_BY_NAME:
+        raise StoreError(f"no metric table {table!r}; the tables are {', '.join(metrics.TABLES_BY_NAME)}")
+    return table
 
 
 def nonfinite_counts_in(summary: pd.DataFrame, name: str, stimuli: str) -> dict[int, int]:

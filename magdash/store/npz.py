@@ -64,7 +64,7 @@ def import_arrays(
     per_carrier, magnitudes, carriers, layer_labels = validate_import_arrays(
         per_carrier, magnitudes, carriers, layer_labels
     )
-    n_magnitudes, n_carriers, n_layers, dim = per_carrier.shape
+    dim = per_carrier.shape[3]
     layer_labels, n_blocks = _imported_layers(layer_labels, n_blocks, last_layer)
     digest = hashlib.sha256()
     digest.update(np.ascontiguousarray(per_carrier).tobytes())
@@ -79,14 +79,20 @@ def import_arrays(
         hidden_size=dim, layer_labels=tuple(layer_labels), position="imported", is_random=False,
     )
     set_name = store.register(stimulus_set, record, join_stored=stimuli is None)
-    index = {(item.magnitude, item.carrier_index): item.key for item in stimulus_set.items}
-    keys = [index[(m, c)] for m in stimulus_set.magnitudes for c in range(n_carriers)]
-    order = np.argsort(magnitudes, kind="stable")
-    flat = per_carrier[order].reshape(n_magnitudes * n_carriers, n_layers, dim)
+    write_per_carrier(store, model_id, stimulus_set, per_carrier[np.argsort(magnitudes, kind="stable")])
+    return record, set_name
+
+
+def write_per_carrier(store: Store, model_id: str, stimuli: StimulusSet, per_carrier: np.ndarray) -> None:
+    """Write ``per_carrier`` (rows in ``stimuli.magnitudes`` order, ascending) under each item's key,
+    in transactions of about 64 MB."""
+    n_magnitudes, n_carriers, n_layers, dim = per_carrier.shape
+    index = {(item.magnitude, item.carrier_index): item.key for item in stimuli.items}
+    keys = [index[(m, c)] for m in stimuli.magnitudes for c in range(n_carriers)]
+    flat = per_carrier.reshape(n_magnitudes * n_carriers, n_layers, dim)
     chunk = max(1, (64 << 20) // max(1, n_layers * dim * 4))
     for start in range(0, len(keys), chunk):
         store.write_vectors(model_id, keys[start:start + chunk], flat[start:start + chunk])
-    return record, set_name
 
 
 def export_arrays(store: Store, name: str, stimuli: str) -> dict[str, np.ndarray]:

@@ -19,14 +19,16 @@ import pyarrow as pa
 from magdash.errors import StoreError
 from magdash.overflow import nonfinite_rows
 from magdash.stimuli import PAPER_SET_NAME, paper_stimuli
+from magdash.store import metrics
 from magdash.store.codec import decode_vectors_into, vector_table
 from magdash.store.connection import StoreFile
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """1: the first release. 2: adds ``nonfinite``, the vectors holding Inf or NaN, per layer.
-3: one stimulus set per content (sets with the same sentences merged; the paper's named 'paper')."""
+3: one stimulus set per content (sets with the same sentences merged; the paper's named 'paper').
+4: the metric tables (:mod:`magdash.store.metrics`), filled from the cached results."""
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
@@ -62,7 +64,7 @@ def ensure_schema(store_file: StoreFile) -> None:
             ).fetchall()
         }
         if not tables:
-            for statement in _TABLES:
+            for statement in (*_TABLES, *metrics.schema_statements()):
                 connection.execute(statement)
             connection.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
             return
@@ -176,5 +178,12 @@ def _merge_duplicate_stimulus_sets(connection: duckdb.DuckDBPyConnection) -> Non
             connection.execute("UPDATE stimulus_items SET set_name = ? WHERE set_name = ?", [PAPER_SET_NAME, keep])
 
 
-MIGRATIONS = {1: _flag_stored_nonfinite_vectors, 2: _merge_duplicate_stimulus_sets}
+def _add_metric_tables(connection: duckdb.DuckDBPyConnection) -> None:
+    """Migration 3 -> 4: create the metric tables and fill them from the cached results."""
+    for statement in metrics.schema_statements():
+        connection.execute(statement)
+    metrics.backfill(connection)
+
+
+MIGRATIONS = {1: _flag_stored_nonfinite_vectors, 2: _merge_duplicate_stimulus_sets, 3: _add_metric_tables}
 """Schema version -> the step that brings a store of that version to the next one."""

@@ -288,6 +288,40 @@ class AnalysisResult:
             "params": dataclasses.asdict(self.params),
         }
 
+    def metric_tables(self) -> dict[str, pd.DataFrame]:
+        """The result as rows of the store's metric tables (:mod:`magdash.store.metrics`):
+        analyses, fits, hypotheses, e3, e4_layers, e4."""
+        identity = {"model": self.model, "stimuli": self.stimuli, "conventions": self.params.conventions}
+        params = self.params
+        analyses = pd.DataFrame([{
+            **identity, "massive": params.massive, "measures": list(params.measures), "n_boot": params.n_boot,
+            "ci": params.ci, "ci_method": params.ci_method, "seed": params.seed,
+            "core_layers": list(self.core_layers), "n_blocks": self.n_blocks, "n_magnitudes": len(self.magnitudes),
+            "params": json.dumps(to_jsonable(dataclasses.asdict(params), keep_nan=True), sort_keys=True),
+        }])
+        fits = self.fits[["measure", "layer", "label", "core", *FIT_COLUMNS]].copy()
+        hypotheses, e3_rows = [], []
+        for measure, result in self.hypotheses.items():
+            fields = dataclasses.asdict(result)
+            low, high = fields.pop("window")
+            hypotheses.append({**identity, "measure": measure, **fields, "window_low": low, "window_high": high})
+        for measure, item in self.e3.items():
+            for layer, with_, without in zip(item.layers, item.alpha_with, item.alpha_without, strict=True):
+                e3_rows.append({**identity, "measure": measure, "layer": layer, "alpha_with": with_,
+                                "alpha_without": without, "boundary": list(item.boundary), "dropped": list(item.dropped)})
+        e4 = self.e4
+        e4_layers = pd.DataFrame({"layer": e4.layers, "alpha_on": e4.alpha_on, "alpha_off": e4.alpha_off})
+        e4_test = {name: getattr(e4, name) for name in
+                   ("mean_alpha_on", "mean_alpha_off", "ratio", "wilcoxon_statistic", "wilcoxon_p", "n_pairs")}
+        return {
+            "analyses": analyses,
+            "fits": _with_identity(fits, identity),
+            "hypotheses": pd.DataFrame(hypotheses),
+            "e3": pd.DataFrame(e3_rows),
+            "e4_layers": _with_identity(e4_layers, identity),
+            "e4": pd.DataFrame([{**identity, **e4_test}]),
+        }
+
     # -- cache payload -----------------------------------------------------------------
 
     def to_payload(self) -> bytes:
@@ -347,6 +381,11 @@ class AnalysisResult:
             massive_dims={int(k): [int(j) for j in v] for k, v in document["massive_dims"].items()},
             from_cache=True,
         )
+
+
+def _with_identity(frame: pd.DataFrame, identity: dict[str, Any]) -> pd.DataFrame:
+    """``frame`` with the identity columns (model, stimuli, ...) in front."""
+    return pd.concat([pd.DataFrame({k: [v] * len(frame) for k, v in identity.items()}, index=frame.index), frame], axis=1)
 
 
 def _frame_to_plain(frame: pd.DataFrame) -> dict[str, Any]:
@@ -656,7 +695,7 @@ def analyze(
         n_layers=record.n_layers,
         progress=progress,
     )
-    store.put_result(key, "analysis", result.to_payload())
+    store.put_result(key, "analysis", result.to_payload(), result.metric_tables())
     return result
 
 
@@ -727,6 +766,19 @@ class ComparisonResult:
             keep_nan=True,
         )
         return zlib.compress(json.dumps(document, allow_nan=True).encode(), 6)
+
+    def metric_tables(self) -> dict[str, pd.DataFrame]:
+        """The comparison as rows of the store's ``comparisons`` and ``comparison_tests``."""
+        identity = {"model_a": self.model_a, "model_b": self.model_b, "stimuli": self.stimuli,
+                    "conventions": self.conventions}
+        layers, tests = [], []
+        for measure, item in self.measures.items():
+            columns = ["layer_a", "layer_b", "gamma_a", "gamma_b", "core", "alpha_a", "alpha_b", "delta",
+                       "ci_low", "ci_high"]
+            layers.append(_with_identity(item.layers[columns].reset_index(drop=True), {**identity, "measure": measure}))
+            tests.append({**identity, "measure": measure, **item.summary()})
+        return {"comparisons": pd.concat(layers, ignore_index=True) if layers else pd.DataFrame(),
+                "comparison_tests": pd.DataFrame(tests)}
 
     @classmethod
     def from_payload(cls, payload: bytes) -> ComparisonResult:
@@ -812,5 +864,5 @@ def compare(
         if progress is not None:
             progress(len(measures), len(params.measures))
     result = ComparisonResult(model_a, model_b, stimuli, result_a.core_layers, measures, params.conventions)
-    store.put_result(key, "compare", result.to_payload())
+    store.put_result(key, "compare", result.to_payload(), result.metric_tables())
     return result

@@ -54,7 +54,7 @@ def test_the_fixture_is_a_schema_1_store(v1_store):
 
 def test_a_schema_1_store_migrates_with_every_vector_intact(v1_store):
     store = Store(v1_store)
-    assert store.schema_version() == SCHEMA_VERSION == 3
+    assert store.schema_version() == SCHEMA_VERSION == 4
     expected = np.load(DATA / "store_v1_expected.npz")
     np.testing.assert_array_equal(store.export_arrays("tiny", "six")["per_carrier"], expected["tiny"])
     np.testing.assert_array_equal(store.export_arrays("with-nan", "six")["per_carrier"], expected["with_nan"])
@@ -99,7 +99,7 @@ def test_a_failed_migration_leaves_the_store_as_it_was(v1_store, monkeypatch):
 
 @pytest.mark.parametrize(
     ("version", "message"),
-    [("4", "newer magdash"), ("99", "newer magdash"), ("two", "no valid schema version"), ("0", "no valid schema")],
+    [("5", "newer magdash"), ("99", "newer magdash"), ("two", "no valid schema version"), ("0", "no valid schema")],
 )
 def test_unreadable_versions_are_refused_untouched(tmp_path, version, message, capsys):
     path = tmp_path / "store.duckdb"
@@ -156,7 +156,7 @@ def test_a_schema_2_store_keeps_one_set_per_content_with_every_vector_intact(v2_
     with duckdb.connect(str(v2_store), read_only=True) as connection:
         done_before = connection.execute("SELECT count(*) FROM done").fetchone()[0]
     store = Store(v2_store)
-    assert store.schema_version() == SCHEMA_VERSION == 3
+    assert store.schema_version() == SCHEMA_VERSION == 4
     assert store.stimulus_set_names() == ["first-stimuli", "paper"]
     assert store.stimulus_sets_for("first") == store.stimulus_sets_for("second") == ["first-stimuli"]
     assert store.stimulus_sets_for("third") == ["paper"]  # the paper's sentences go by their name

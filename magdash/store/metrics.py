@@ -1,0 +1,377 @@
+"""Every computed result as tidy tables in the catalog, for SQL, pandas and other tools.
+
+A cached result (an analysis, a comparison, the carrier controls, E5, phase diagnostics) is
+also written as rows of the tables below, in the same transaction as its cache entry; its
+recomputation replaces those rows. Every row starts with ``result_key`` (the cache key: it
+hashes the model, the stimuli, the data fingerprint, every parameter and the code version,
+so two rows with one key come from one computation) and ends with ``computed_at``. A missing
+number (no fit, no bootstrap) is NULL, so ``avg`` and friends skip it.
+
+The column lists here are the documentation (``docs/metrics.md`` is generated from them by
+:func:`metric_tables_markdown`); a builder that hands the store another set of columns is
+refused. The rows are built by the result types themselves
+(``AnalysisResult.metric_tables``, ``ComparisonResult.metric_tables``,
+``CarrierTables.metric_tables``, ``e5_metric_table``, ``phase_metric_tables``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+
+from magdash.errors import StoreError
+
+log = logging.getLogger(__name__)
+
+_ARROW_TYPES = {
+    "VARCHAR": pa.string(),
+    "INTEGER": pa.int32(),
+    "BIGINT": pa.int64(),
+    "DOUBLE": pa.float64(),
+    "BOOLEAN": pa.bool_(),
+    "INTEGER[]": pa.list_(pa.int32()),
+    "DOUBLE[]": pa.list_(pa.float64()),
+    "VARCHAR[]": pa.list_(pa.string()),
+}
+
+
+@dataclass(frozen=True)
+class MetricTable:
+    """One tidy table: its name, the kind of cached result that owns its rows, its columns
+    as (name, SQL type, meaning) between ``result_key`` and ``computed_at``."""
+
+    name: str
+    kind: str
+    grain: str
+    columns: tuple[tuple[str, str, str], ...]
+
+    @property
+    def column_names(self) -> list[str]:
+        return [name for name, _, _ in self.columns]
+
+    def ddl(self) -> str:
+        body = ", ".join(f'"{name}" {sql_type}' for name, sql_type, _ in self.columns)
+        return (
+            f"CREATE TABLE IF NOT EXISTS {self.name} (result_key VARCHAR NOT NULL, {body}, "
+            "computed_at TIMESTAMP DEFAULT current_timestamp)"
+        )
+
+
+_MODEL = ("model", "VARCHAR", "the model's name in the store")
+_STIMULI = ("stimuli", "VARCHAR", "the stimulus set")
+_CONVENTIONS = ("conventions", "VARCHAR", "'magdash' or 'paper' (docs/science.md)")
+_MEASURE = ("measure", "VARCHAR", "eucl, residual or proj (V_eucl, V_residual, V_proj)")
+_LAYER = ("layer", "INTEGER", "0 = embeddings, l = after block l")
+_LABEL = ("label", "VARCHAR", "the layer's name")
+_CORE = ("core", "BOOLEAN", "in the analysis's core band")
+_ANALYSIS_ID = (_MODEL, _STIMULI, _CONVENTIONS)
+
+_FIT_COLUMNS = (
+    ("alpha", "DOUBLE", "OLS slope of log V on log n"),
+    ("ci_low", "DOUBLE", "lower end of alpha's bootstrap interval"),
+    ("ci_high", "DOUBLE", "upper end of alpha's bootstrap interval"),
+    ("alpha_theil_sen", "DOUBLE", "Theil-Sen slope"),
+    ("intercept", "DOUBLE", "OLS intercept"),
+    ("r2", "DOUBLE", "R squared of the OLS fit"),
+    ("p", "DOUBLE", "p of the OLS slope"),
+    ("se", "DOUBLE", "standard error of the OLS slope"),
+    ("n_points", "INTEGER", "magnitudes in the fit"),
+    ("n_outliers", "INTEGER", "magnitudes left out by the outlier rule"),
+)
+
+_PHASE_ID = (_MODEL, _STIMULI, ("massive", "VARCHAR", "the vectors' view: keep, drop or standardise"))
+
+METRIC_TABLES: tuple[MetricTable, ...] = (
+    MetricTable("analyses", "analysis", "one row per analysis", (
+        *_ANALYSIS_ID,
+        ("massive", "VARCHAR", "keep, or drop (massive-activation dimensions removed first)"),
+        ("measures", "VARCHAR[]", "the measures analysed"),
+        ("n_boot", "INTEGER", "bootstrap resamples"),
+        ("ci", "DOUBLE", "confidence level of the intervals"),
+        ("ci_method", "VARCHAR", "how the intervals were made"),
+        ("seed", "INTEGER", "bootstrap seed"),
+        ("core_layers", "INTEGER[]", "the core band's layers"),
+        ("n_blocks", "INTEGER", "transformer blocks L"),
+        ("n_magnitudes", "INTEGER", "magnitudes n"),
+        ("params", "VARCHAR", "every parameter, as JSON"),
+    )),
+    MetricTable("fits", "analysis", "one row per (analysis, measure, layer)", (
+        *_ANALYSIS_ID, _MEASURE, _LAYER, _LABEL, _CORE, *_FIT_COLUMNS,
+    )),
+    MetricTable("hypotheses", "analysis", "one row per (analysis, measure): H1-H4 over the core band", (
+        *_ANALYSIS_ID, _MEASURE,
+        ("core_layers", "INTEGER[]", "the core band"),
+        ("n_valid", "INTEGER", "core layers with a fit"),
+        ("mean_alpha", "DOUBLE", "mean core alpha"),
+        ("median_alpha", "DOUBLE", "median core alpha"),
+        ("positive_layers", "INTEGER", "core layers with alpha > 0"),
+        ("h1", "BOOLEAN", "H1 supported: mean alpha > 0"),
+        ("h1_t", "DOUBLE", "H1 one-sample t"),
+        ("h1_p", "DOUBLE", "H1 p"),
+        ("window_low", "DOUBLE", "H2 window, lower end"),
+        ("window_high", "DOUBLE", "H2 window, upper end"),
+        ("in_window_layers", "INTEGER", "core layers with alpha in the window"),
+        ("h2", "BOOLEAN", "H2 supported"),
+        ("h2_t", "DOUBLE", "H2 t"),
+        ("h2_p", "DOUBLE", "H2 p"),
+        ("below_one_layers", "INTEGER", "core layers with alpha < 1"),
+        ("h3", "BOOLEAN", "H3 supported"),
+        ("h4", "BOOLEAN", "H4 supported: alpha rises with depth"),
+        ("h4_rho", "DOUBLE", "H4 Spearman rho of alpha with depth"),
+        ("h4_p", "DOUBLE", "H4 p"),
+        ("h4_layers", "INTEGER[]", "the layers H4 ran over"),
+    )),
+    MetricTable("e3", "analysis", "one row per (analysis, measure, core layer): alpha without the boundary magnitudes", (
+        *_ANALYSIS_ID, _MEASURE, _LAYER,
+        ("alpha_with", "DOUBLE", "alpha on every magnitude"),
+        ("alpha_without", "DOUBLE", "alpha without the boundary magnitudes"),
+        ("boundary", "DOUBLE[]", "the boundary magnitudes asked for"),
+        ("dropped", "DOUBLE[]", "those present and dropped"),
+    )),
+    MetricTable("e4_layers", "analysis", "one row per (analysis, core layer): on- and off-axis alpha", (
+        *_ANALYSIS_ID, _LAYER,
+        ("alpha_on", "DOUBLE", "alpha of the variance along PC1 (the magnitude axis)"),
+        ("alpha_off", "DOUBLE", "alpha of the variance off it"),
+    )),
+    MetricTable("e4", "analysis", "one row per analysis: E4 over the core band", (
+        *_ANALYSIS_ID,
+        ("mean_alpha_on", "DOUBLE", "mean on-axis alpha"),
+        ("mean_alpha_off", "DOUBLE", "mean off-axis alpha"),
+        ("ratio", "DOUBLE", "mean on / mean off"),
+        ("wilcoxon_statistic", "DOUBLE", "Wilcoxon signed-rank statistic, on vs off"),
+        ("wilcoxon_p", "DOUBLE", "its p"),
+        ("n_pairs", "INTEGER", "layers paired"),
+    )),
+    MetricTable("comparisons", "compare", "one row per (comparison, measure, layer of model A)", (
+        ("model_a", "VARCHAR", "model A"), ("model_b", "VARCHAR", "model B (delta = A - B)"),
+        _STIMULI, _CONVENTIONS, _MEASURE,
+        ("layer_a", "INTEGER", "A's layer"),
+        ("layer_b", "INTEGER", "B's layer at the same depth fraction"),
+        ("gamma_a", "DOUBLE", "A's depth fraction l / L"),
+        ("gamma_b", "DOUBLE", "B's depth fraction"),
+        ("core", "BOOLEAN", "in A's core band"),
+        ("alpha_a", "DOUBLE", "A's alpha"),
+        ("alpha_b", "DOUBLE", "B's alpha"),
+        ("delta", "DOUBLE", "alpha_a - alpha_b"),
+        ("ci_low", "DOUBLE", "joint-bootstrap interval of delta, lower end"),
+        ("ci_high", "DOUBLE", "upper end"),
+    )),
+    MetricTable("comparison_tests", "compare", "one row per (comparison, measure): over A's core band", (
+        ("model_a", "VARCHAR", "model A"), ("model_b", "VARCHAR", "model B"),
+        _STIMULI, _CONVENTIONS, _MEASURE,
+        ("mean_alpha_a", "DOUBLE", "A's mean core alpha"),
+        ("mean_alpha_b", "DOUBLE", "B's mean alpha at the paired layers"),
+        ("mean_delta", "DOUBLE", "mean delta"),
+        ("wilcoxon_statistic", "DOUBLE", "Wilcoxon signed-rank statistic of the deltas"),
+        ("wilcoxon_p", "DOUBLE", "its p"),
+        ("n_pairs", "INTEGER", "layers paired"),
+    )),
+    MetricTable("e5", "e5", "one row per (E5 run, layer): V against corpus frequency", (
+        _MODEL, _STIMULI,
+        ("source", "VARCHAR", "the frequency source"),
+        _MEASURE, _LAYER, _LABEL,
+        ("rho", "DOUBLE", "Spearman rho of V(n) with log(count(n) + 1)"),
+        ("p", "DOUBLE", "its p"),
+        ("ci_low", "DOUBLE", "bootstrap interval of rho, lower end"),
+        ("ci_high", "DOUBLE", "upper end"),
+        ("partial_rho", "DOUBLE", "partial Spearman rho given log n"),
+        ("partial_p", "DOUBLE", "its p"),
+        ("n", "INTEGER", "magnitudes correlated"),
+        ("n_boot", "INTEGER", "bootstrap resamples"),
+        ("seed", "INTEGER", "bootstrap seed"),
+    )),
+    MetricTable("phase_layers", "phase-diagnostics", "one row per (phase run, layer): depth diagnostics", (
+        *_PHASE_ID, _LAYER,
+        ("gamma", "DOUBLE", "depth fraction l / L"),
+        ("dim", "INTEGER", "dimension of the view"),
+        ("n_vectors", "INTEGER", "vectors in the layer's sample"),
+        ("omega_mean", "DOUBLE", "mean Omega"),
+        ("omega_std", "DOUBLE", "SD of Omega"),
+        ("omega_q05", "DOUBLE", "Omega's 5% quantile"),
+        ("omega_q25", "DOUBLE", "25% quantile"),
+        ("omega_q50", "DOUBLE", "median"),
+        ("omega_q75", "DOUBLE", "75% quantile"),
+        ("omega_q95", "DOUBLE", "95% quantile"),
+        ("dip", "DOUBLE", "Hartigan's dip of Omega"),
+        ("dip_p", "DOUBLE", "its p"),
+        ("n_massive", "INTEGER", "massive-activation dimensions of the raw vectors"),
+        ("massive_dims", "INTEGER[]", "their indices, largest first"),
+        ("massive_share", "DOUBLE", "their share of E||h||^2"),
+        ("rank", "INTEGER", "rank of the covariance"),
+        ("q", "DOUBLE", "Marchenko-Pastur aspect ratio"),
+        ("sigma2", "DOUBLE", "fitted bulk variance"),
+        ("mp_edge", "DOUBLE", "MP upper edge"),
+        ("tw_margin", "DOUBLE", "Tracy-Widom margin above the edge"),
+        ("n_spikes", "DOUBLE", "eigenvalues above edge + margin; NULL when the fit was capped"),
+        ("largest_gap", "DOUBLE", "largest eigenvalue gap"),
+        ("gap_rank", "INTEGER", "where it lies"),
+        ("effective_rank", "DOUBLE", "exp of the spectral entropy"),
+        ("participation_ratio", "DOUBLE", "(sum lambda)^2 / sum lambda^2"),
+        ("mp_converged", "BOOLEAN", "the MP fit converged"),
+        ("mp_cap", "INTEGER", "the spike cap it may have hit"),
+        ("baseline_omega_mean", "DOUBLE", "isotropic Gaussian's mean Omega at this dim"),
+        ("baseline_omega_std", "DOUBLE", "its SD"),
+        ("baseline_effective_rank", "DOUBLE", "isotropic Gaussian's effective rank"),
+        ("baseline_participation_ratio", "DOUBLE", "its participation ratio"),
+    )),
+    MetricTable("phase_transitions", "phase-diagnostics", "one row per (phase run, curve): gamma_c", (
+        *_PHASE_ID,
+        ("curve", "VARCHAR", "omega (m(gamma), with interval), spikes or effective_rank"),
+        ("gamma_c", "DOUBLE", "depth after the largest change"),
+        ("change", "DOUBLE", "that signed change"),
+        ("low", "DOUBLE", "percentile interval of gamma_c, lower end"),
+        ("high", "DOUBLE", "upper end"),
+        ("n_boot", "INTEGER", "bootstrap resamples"),
+    )),
+    MetricTable("phase_jumps", "phase-diagnostics", "one row per (phase run, jump): the largest steps of m(gamma)", (
+        *_PHASE_ID,
+        ("jump", "INTEGER", "1 = the largest step"),
+        ("gamma", "DOUBLE", "depth after the step"),
+        ("change", "DOUBLE", "signed size"),
+        ("low", "DOUBLE", "bootstrap interval of the size, lower end"),
+        ("high", "DOUBLE", "upper end"),
+        ("p_largest", "DOUBLE", "share of resamples in which this step is the largest"),
+    )),
+    MetricTable("controls_loo", "controls", "one row per (controls run, measure, layer, carrier left out)", (
+        *_ANALYSIS_ID, _MEASURE, _LAYER, _LABEL, _CORE,
+        ("carrier", "INTEGER", "the carrier left out"),
+        ("alpha_loo", "DOUBLE", "alpha without it"),
+        ("alpha_full", "DOUBLE", "alpha with every carrier"),
+        ("sign_differs", "BOOLEAN", "the two alphas differ in sign"),
+    )),
+    MetricTable("controls_icc", "controls", "one row per (controls run, layer): agreement of the carriers' RDMs", (
+        *_ANALYSIS_ID, _LAYER, _LABEL, _CORE,
+        ("icc", "DOUBLE", "ICC(3,k) of the carriers' RDMs"),
+    )),
+    MetricTable("controls_permutation", "controls", "one row per (controls run, measure, layer): permutation null", (
+        *_ANALYSIS_ID, _MEASURE, _LAYER, _LABEL, _CORE,
+        ("alpha", "DOUBLE", "observed alpha"),
+        ("p_parametric", "DOUBLE", "OLS p"),
+        ("p_permutation", "DOUBLE", "share of permuted |alpha| >= observed"),
+        ("n_perm", "INTEGER", "permutations"),
+    )),
+)
+
+TABLES_BY_NAME = {table.name: table for table in METRIC_TABLES}
+
+LATEST_ANALYSES_VIEW = """CREATE OR REPLACE VIEW latest_analyses AS
+    SELECT * FROM analyses
+    QUALIFY row_number() OVER (
+        PARTITION BY model, stimuli, conventions, massive ORDER BY computed_at DESC, result_key) = 1"""
+"""The newest analysis of each (model, stimuli, conventions, massive): a cache keeps the results of
+earlier parameters and data beside the newest, so a query averaging ``fits`` picks these."""
+
+
+def schema_statements() -> list[str]:
+    """Every table and the view (the schema of a new store and of the migration to schema 4)."""
+    return [*(table.ddl() for table in METRIC_TABLES), LATEST_ANALYSES_VIEW]
+
+
+def tables_of(kind: str) -> list[MetricTable]:
+    """The metric tables whose rows a result of ``kind`` owns (none for other kinds)."""
+    return [table for table in METRIC_TABLES if table.kind == kind]
+
+
+def replace_rows(
+    connection: duckdb.DuckDBPyConnection,
+    key: str,
+    kind: str,
+    frames: Mapping[str, pd.DataFrame],
+    computed_at: object | None = None,
+) -> None:
+    """Replace every metric row of result ``key`` by ``frames`` (table name -> rows), on an
+    open transaction. Each frame must hold exactly its table's columns (order free)."""
+    owned = {table.name: table for table in tables_of(kind)}
+    foreign = sorted(set(frames) - set(owned))
+    if foreign:
+        raise StoreError(f"a {kind} result has no metric tables {foreign}; its tables are {sorted(owned)}")
+    for name, table in owned.items():
+        connection.execute(f"DELETE FROM {name} WHERE result_key = ?", [key])
+        frame = frames.get(name)
+        if frame is None or frame.empty:
+            continue
+        connection.register("metric_rows", _arrow_rows(table, key, frame))
+        try:
+            columns = ", ".join(f'"{column}"' for column in ["result_key", *table.column_names])
+            if computed_at is None:
+                connection.execute(f"INSERT INTO {name} ({columns}) SELECT {columns} FROM metric_rows")
+            else:
+                connection.execute(
+                    f"INSERT INTO {name} ({columns}, computed_at) SELECT {columns}, ? FROM metric_rows", [computed_at]
+                )
+        finally:
+            connection.unregister("metric_rows")
+
+
+def _arrow_rows(table: MetricTable, key: str, frame: pd.DataFrame) -> pa.Table:
+    expected, given = set(table.column_names), set(frame.columns)
+    if expected != given:
+        raise StoreError(
+            f"rows for {table.name} have the wrong columns: missing {sorted(expected - given)}, "
+            f"unknown {sorted(given - expected)}"
+        )
+    arrays = {"result_key": pa.array([key] * len(frame), pa.string())}
+    for name, sql_type, _ in table.columns:
+        values = frame[name].tolist()
+        if sql_type.endswith("[]"):
+            values = [None if item is None else list(item) for item in values]
+        arrays[name] = pa.array(values, _ARROW_TYPES[sql_type], from_pandas=True)
+    return pa.table(arrays)
+
+
+def backfill(connection: duckdb.DuckDBPyConnection) -> None:
+    """Fill the metric tables from the cached results already in the store (a migration step).
+
+    An entry that cannot be read as a current result (the payload of an older code version,
+    or controls cached before their payload named the model) is left as it is and logged:
+    its rows appear when it is next computed.
+    """
+    builders = _payload_builders()
+    rows = connection.execute(
+        f"SELECT key, kind, payload, created_at FROM results WHERE kind IN ({', '.join('?' * len(builders))})",
+        list(builders),
+    ).fetchall()
+    for key, kind, payload, created_at in rows:
+        try:
+            frames = builders[kind](bytes(payload))
+        except (KeyError, TypeError, ValueError) as error:
+            log.warning("cached %s result %s has no metric rows (%s: %s)", kind, key, type(error).__name__, error)
+            continue
+        if frames is None:
+            log.warning("cached %s result %s does not name its model: its rows are written when its controls are next run", kind, key)
+            continue
+        replace_rows(connection, key, kind, frames, computed_at=created_at)
+
+
+def _payload_builders():
+    """Cached payload -> metric frames, per kind. Imported here, not at module level: the
+    result types live above the store and import it."""
+    from magdash.controls.run import CarrierTables
+    from magdash.frequency.e5 import e5_tables_from_payload
+    from magdash.variability.analysis import AnalysisResult, ComparisonResult
+
+    return {
+        "analysis": lambda payload: AnalysisResult.from_payload(payload).metric_tables(),
+        "compare": lambda payload: ComparisonResult.from_payload(payload).metric_tables(),
+        "controls": lambda payload: CarrierTables.from_payload(payload).metric_tables(),
+        "e5": e5_tables_from_payload,
+    }
+
+
+def metric_tables_markdown() -> str:
+    """The tables and their columns as Markdown (``docs/metrics.md``)."""
+    lines = []
+    for table in METRIC_TABLES:
+        lines += [f"### `{table.name}`", "", f"{table.grain} (owned by a `{table.kind}` result).", "",
+                  "| column | type | meaning |", "|---|---|---|",
+                  "| `result_key` | VARCHAR | the cache key of the result the row belongs to |"]
+        lines += [f"| `{name}` | {sql_type} | {meaning} |" for name, sql_type, meaning in table.columns]
+        lines += ["| `computed_at` | TIMESTAMP | when the result was computed |", ""]
+    lines += ["### `latest_analyses` (a view)", "",
+              "The `analyses` rows of the newest analysis of each (model, stimuli, conventions, massive).", ""]
+    return "\n".join(lines)
