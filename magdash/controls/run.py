@@ -54,6 +54,7 @@ from magdash.overflow import count_nonfinite
 from magdash.params import ProgressCallback
 from magdash.presentation.formatting import format_number
 from magdash.store.keys import result_key
+from magdash.store.metrics import with_identity
 from magdash.variability.analysis import AnalysisParams, AnalysisResult, ComparisonResult, analyze, compare
 from magdash.variability.fits import OUTLIER_RULE_MEASURES
 
@@ -153,15 +154,10 @@ class CarrierTables:
         if self.model is None:
             return None
         identity = {"model": self.model, "stimuli": self.stimuli, "conventions": self.conventions}
-
-        def rows(frame: pd.DataFrame, **extra) -> pd.DataFrame:
-            columns = {name: [value] * len(frame) for name, value in {**identity, **extra}.items()}
-            return pd.concat([pd.DataFrame(columns, index=frame.index), frame], axis=1)
-
         return {
-            "controls_loo": rows(self.loo),
-            "controls_icc": rows(self.icc),
-            "controls_permutation": rows(self.permutation, n_perm=self.n_perm),
+            "controls_loo": with_identity(self.loo, identity),
+            "controls_icc": with_identity(self.icc, identity),
+            "controls_permutation": with_identity(self.permutation, identity).assign(n_perm=self.n_perm),
         }
 
 

@@ -25,6 +25,7 @@ from magdash.frequency.sources import FrequencySource, as_count_series, load_sou
 from magdash.jsonio import to_jsonable
 from magdash.params import DEFAULT_N_BOOT
 from magdash.store.keys import result_key
+from magdash.store.metrics import with_identity
 
 E5_COLUMNS = ["layer", "rho", "p", "ci_low", "ci_high", "partial_rho", "partial_p", "n"]
 E5_VERSION = "1"
@@ -273,9 +274,7 @@ def _document_table(document: dict) -> pd.DataFrame:
 def _document_tables(document: dict) -> dict[str, pd.DataFrame]:
     table = _document_table(document)
     identity = {name: document[name] for name in ("model", "stimuli", "source", "measure")}
-    rows = pd.concat([pd.DataFrame({k: [v] * len(table) for k, v in identity.items()}), table], axis=1)
-    rows["n_boot"], rows["seed"] = document["n_boot"], document["seed"]
-    return {"e5": rows}
+    return {"e5": with_identity(table, identity).assign(n_boot=document["n_boot"], seed=document["seed"])}
 
 
 def e5_tables_from_payload(payload: bytes) -> dict[str, pd.DataFrame]:

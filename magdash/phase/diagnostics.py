@@ -54,6 +54,7 @@ from magdash.phase.spectrum import (
     fit_spectrum,
     isotropic_spectrum_baseline,
 )
+from magdash.store.metrics import with_identity
 
 # Bootstrap resample-count matrices are built in blocks of at most this many cells.
 _BOOTSTRAP_BLOCK_CELLS = 4_000_000
@@ -389,10 +390,8 @@ def phase_metric_tables(result: PhaseResult, stimuli: str) -> dict[str, pd.DataF
     """The diagnostics as rows of the store's phase_layers, phase_transitions and phase_jumps
     (:mod:`magdash.store.metrics`), for ``result.model`` on ``stimuli``."""
     identity = {"model": result.model, "stimuli": stimuli, "massive": result.params.massive}
-    layers = layer_frame(result).drop(columns="model")
+    layers = with_identity(layer_frame(result).drop(columns="model"), identity)
     layers["massive_dims"] = [list(item.massive) for item in result.layers]
-    for name, value in reversed(identity.items()):
-        layers.insert(0, name, value)
     transitions = pd.DataFrame([
         {**identity, "curve": curve, **dataclasses.asdict(transition)}
         for curve, transition in (("omega", result.order), ("spikes", result.spikes), ("effective_rank", result.rank))

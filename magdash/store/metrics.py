@@ -272,6 +272,13 @@ def schema_statements() -> list[str]:
     return [*(table.ddl() for table in METRIC_TABLES), LATEST_ANALYSES_VIEW]
 
 
+def with_identity(frame: pd.DataFrame, identity: Mapping[str, object]) -> pd.DataFrame:
+    """``frame`` with one column per ``identity`` item (model, stimuli, ...) in front, the same
+    value on every row: how each result type turns its per-layer frames into metric rows."""
+    columns = {name: [value] * len(frame) for name, value in identity.items()}
+    return pd.concat([pd.DataFrame(columns, index=frame.index), frame], axis=1)
+
+
 def tables_of(kind: str) -> list[MetricTable]:
     """The metric tables whose rows a result of ``kind`` owns (none for other kinds)."""
     return [table for table in METRIC_TABLES if table.kind == kind]

@@ -51,6 +51,7 @@ from magdash.overflow import count_nonfinite, nonfinite_warning
 from magdash.params import DEFAULT_N_BOOT, ProgressCallback
 from magdash.phase.massive import MASSIVE_DEFAULT, MASSIVE_RATIO, DimensionStats, check_massive, find_massive
 from magdash.store.keys import result_key
+from magdash.store.metrics import with_identity
 from magdash.variability.compare import BOOTSTRAP_LAYER_CHOICES, ModelComparison, compare_models
 from magdash.variability.conventions import (
     MAGDASH,
@@ -315,10 +316,10 @@ class AnalysisResult:
                    ("mean_alpha_on", "mean_alpha_off", "ratio", "wilcoxon_statistic", "wilcoxon_p", "n_pairs")}
         return {
             "analyses": analyses,
-            "fits": _with_identity(fits, identity),
+            "fits": with_identity(fits, identity),
             "hypotheses": pd.DataFrame(hypotheses),
             "e3": pd.DataFrame(e3_rows),
-            "e4_layers": _with_identity(e4_layers, identity),
+            "e4_layers": with_identity(e4_layers, identity),
             "e4": pd.DataFrame([{**identity, **e4_test}]),
         }
 
@@ -381,11 +382,6 @@ class AnalysisResult:
             massive_dims={int(k): [int(j) for j in v] for k, v in document["massive_dims"].items()},
             from_cache=True,
         )
-
-
-def _with_identity(frame: pd.DataFrame, identity: dict[str, Any]) -> pd.DataFrame:
-    """``frame`` with the identity columns (model, stimuli, ...) in front."""
-    return pd.concat([pd.DataFrame({k: [v] * len(frame) for k, v in identity.items()}, index=frame.index), frame], axis=1)
 
 
 def _frame_to_plain(frame: pd.DataFrame) -> dict[str, Any]:
@@ -775,7 +771,7 @@ class ComparisonResult:
         for measure, item in self.measures.items():
             columns = ["layer_a", "layer_b", "gamma_a", "gamma_b", "core", "alpha_a", "alpha_b", "delta",
                        "ci_low", "ci_high"]
-            layers.append(_with_identity(item.layers[columns].reset_index(drop=True), {**identity, "measure": measure}))
+            layers.append(with_identity(item.layers[columns].reset_index(drop=True), {**identity, "measure": measure}))
             tests.append({**identity, "measure": measure, **item.summary()})
         return {"comparisons": pd.concat(layers, ignore_index=True) if layers else pd.DataFrame(),
                 "comparison_tests": pd.DataFrame(tests)}

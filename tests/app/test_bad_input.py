@@ -44,7 +44,7 @@ from magdash.stimuli import (
     StimulusSet,
     carrier_problems,
 )
-from magdash.store import Store
+from magdash.store import Store, metrics
 from magdash.variability.analysis import analyze
 from pages import ui
 from tests import support
@@ -113,12 +113,13 @@ def literal_in(text: str, elements) -> bool:
 
 
 def contents(path: Path) -> dict[str, str]:
-    """A digest of every table of a DuckDB file except the analysis cache (which pages fill)."""
+    """A digest of every table of a DuckDB file except the analysis cache and its metric tables
+    (which pages fill)."""
     with duckdb.connect(str(path), read_only=True) as connection:
         tables = [row[0] for row in connection.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
         digests = {}
         for table in sorted(tables):
-            if table == "results":
+            if table == "results" or table in metrics.TABLES_BY_NAME:
                 continue
             rows = connection.execute(f'SELECT * FROM "{table}"').fetchall()
             digests[table] = hashlib.sha256("\n".join(sorted(map(repr, rows))).encode()).hexdigest()

@@ -277,7 +277,7 @@ NPZ_FILES = {
     "not a zip": (lambda good, folder: _write(folder / "x.npz", b"number,count\n1,2\n"), "not an .npz file"),
     "empty": (lambda good, folder: _write(folder / "x.npz", b""), "not an .npz file"),
     "a plain .npy": (lambda good, folder: _npy(folder / "x.npy"), "a single .npy array"),
-    "a folder": (lambda good, folder: folder, "Is a directory"),
+    "a folder without layer files": (lambda good, folder: folder, "holds no layer files (layer-000.parquet"),
     "a missing file": (lambda good, folder: folder / "absent.npz", "no file"),
     "no per_carrier": (lambda good, folder: _npz(folder, magnitudes=[1, 2]), "no 'per_carrier' array"),
     "no magnitudes": (lambda good, folder: _npz(folder, per_carrier=np.ones((2, 1, 1, 2))), "no 'magnitudes' array"),
