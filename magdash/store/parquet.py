@@ -235,6 +235,8 @@ def _check_record(record: ModelRecord) -> None:
             raise TypeError(f"model field {name!r} must be {kind.__name__}")
     if not isinstance(record.layer_labels, (list, tuple)) or not all(isinstance(x, str) for x in record.layer_labels):
         raise TypeError("model field 'layer_labels' must be a list of names")
+    if not 1 <= record.n_blocks < len(record.layer_labels):
+        raise ValueError(f"n_blocks {record.n_blocks} does not fit {len(record.layer_labels)} layers")
 
 
 def import_parquet_folder(

@@ -132,6 +132,10 @@ def break_folder(folder, how: str) -> None:
         document = json.loads((folder / MANIFEST).read_text())
         document["version"] = 99
         (folder / MANIFEST).write_text(json.dumps(document))
+    elif how == "blocks":
+        document = json.loads((folder / MANIFEST).read_text())
+        document["model"]["n_blocks"] = 99
+        (folder / MANIFEST).write_text(json.dumps(document))
     elif how == "garbled":
         (folder / layer_file(0)).write_bytes(b"not parquet at all")
 
@@ -143,6 +147,7 @@ def break_folder(folder, how: str) -> None:
     ("ragged", "same, non-zero length"),
     ("magnitudes", "other magnitudes or carriers"),
     ("manifest", "version 99; this magdash reads 1"),
+    ("blocks", "n_blocks 99 does not fit 4 layers"),
     ("garbled", "not a readable Parquet file"),
 ])
 def test_a_bad_folder_is_refused_and_the_store_untouched(stored, tmp_path, capsys, how, message):
