@@ -63,21 +63,22 @@ def export_parquet(store: Store, name: str, stimuli: str, folder: str | os.PathL
         raise StoreError(f"{str(folder)!r} exists and is not an empty folder: choose a new folder for the export")
     record = store.model_record(name)
     stimulus_set = store.stimulus_set(stimuli)
+    # The item columns are the same in every layer's file: built once, in the layers' row order.
     sentences = {(item.magnitude, item.carrier_index): item.sentence for item in stimulus_set.items}
+    order = [(m, c) for m in stimulus_set.magnitudes for c in range(len(stimulus_set.carriers))]
+    items = {
+        "magnitude": pa.array([m for m, _ in order], pa.int64()),
+        "carrier": pa.array([c for _, c in order], pa.int32()),
+        "sentence": pa.array([sentences[key] for key in order], pa.string()),
+    }
     try:
         folder.mkdir(parents=True, exist_ok=True)
         written = []
         for data in store.read_layers(name, stimuli):
-            n_magnitudes, n_carriers, dim = data.vectors.shape
-            magnitudes = np.repeat(np.asarray(data.magnitudes, dtype=np.int64), n_carriers)
-            carriers = np.tile(np.arange(n_carriers, dtype=np.int32), n_magnitudes)
-            table = pa.table({
-                "magnitude": magnitudes,
-                "carrier": carriers,
-                "sentence": pa.array([sentences[(int(m), int(c))] for m, c in zip(magnitudes, carriers, strict=True)]),
-                "vector": pa.FixedSizeListArray.from_arrays(pa.array(data.vectors.reshape(-1)), dim),
-            })
+            dim = data.vectors.shape[2]
+            vectors = pa.FixedSizeListArray.from_arrays(pa.array(data.vectors.reshape(-1)), dim)
             del data
+            table = pa.table({**items, "vector": vectors})
             written.append(_write_atomically(folder / layer_file(len(written)), table))
         manifest = {
             "format": FORMAT,
