@@ -81,13 +81,16 @@ def main(argv: list[str]) -> int:
 
     import magdash.extract
     import magdash.store.database
+    import magdash.store.shards
     from magdash.cli import main as magdash_main
     from magdash.store import Store
 
     magdash.extract.FLUSH_SECONDS = 0.0
     original_load = magdash.extract.load_model
     original_write = Store.write_vectors
-    original_encode = magdash.store.database.encode_vectors
+    original_table = magdash.store.shards._shard_table
+    original_fsync_folder = magdash.store.shards._fsync_folder
+    original_flag = magdash.store.database.insert_nonfinite
 
     def load_model(*a, **k):
         event("load-begin")
@@ -101,21 +104,28 @@ def main(argv: list[str]) -> int:
 
     def write_vectors(self, model_id, item_keys, vectors):
         event("write-begin", len(item_keys))
-        layers = iter(range(vectors.shape[1]))
-
-        def encode_vectors(layer_vectors):
-            # Called once per layer inside the write transaction, before the layer's insert.
-            event("in-write", next(layers))
-            return original_encode(layer_vectors)
-
-        magdash.store.database.encode_vectors = encode_vectors
-        try:
-            written = original_write(self, model_id, item_keys, vectors)
-        finally:
-            magdash.store.database.encode_vectors = original_encode
+        written = original_write(self, model_id, item_keys, vectors)
         event("write-end", written)
         return written
 
+    # The three points of a write where a kill lands "in-write" (magdash.store.shards' protocol):
+    # the partial shard file exists and is being written; the shard is renamed and flushed but
+    # not registered; the registration's transaction is open.
+    def shard_table(*a, **k):
+        event("in-write", "writing")
+        return original_table(*a, **k)
+
+    def fsync_folder(folder):
+        original_fsync_folder(folder)
+        event("in-write", "renamed")
+
+    def flag(*a, **k):
+        event("in-write", "registering")
+        return original_flag(*a, **k)
+
+    magdash.store.shards._shard_table = shard_table
+    magdash.store.shards._fsync_folder = fsync_folder
+    magdash.store.database.insert_nonfinite = flag
     magdash.extract.load_model = load_model
     Store.write_vectors = write_vectors
     return magdash_main(args)

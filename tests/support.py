@@ -35,6 +35,7 @@ from magdash.stimuli import (
     PLACEHOLDER,
 )
 from magdash.store import Store
+from magdash.store.shards import shard_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
@@ -291,18 +292,24 @@ def store_contents(path: Path) -> dict[str, list[str]]:
         connection.close()
 
 
-def file_state(path: Path) -> tuple[bytes, bool]:
-    """The store file's bytes and whether a write-ahead log sits beside it.
+def file_state(path: Path) -> tuple[bytes, bool, dict[str, bytes]]:
+    """The store file's bytes, whether a write-ahead log sits beside it, and every file of its
+    shard folder with its bytes.
 
     A refused call must not write at all, so comparing bytes is the strict check, and cheap.
     """
     path = Path(path)
-    return path.read_bytes(), Path(f"{path}.wal").exists()
+    folder = shard_folder(path)
+    shard_bytes = {str(f.relative_to(folder)): f.read_bytes() for f in sorted(folder.rglob("*")) if f.is_file()}
+    return path.read_bytes(), Path(f"{path}.wal").exists(), shard_bytes
 
 
-def copy_store(source: Path, folder: Path) -> Path:
-    target = Path(folder) / "store.duckdb"
+def copy_store(source: Path, folder: Path, name: str = "store.duckdb") -> Path:
+    """Copy a store: its file and its shard folder."""
+    target = Path(folder) / name
     shutil.copyfile(source, target)
+    if shard_folder(Path(source)).is_dir():
+        shutil.copytree(shard_folder(Path(source)), shard_folder(target))
     return target
 
 
@@ -608,20 +615,14 @@ def stored_vectors(store: Store) -> dict[tuple[str, str, int], np.ndarray]:
 
 
 def duplicate_rows(path: Path) -> int:
-    """Rows stored twice for the same (model, item): in ``done`` and in every vector table."""
-    from magdash.store import vector_table
-
+    """Items stored twice for the same model, and vectors two items share: extra ``done`` rows per
+    (model, item) and per (shard, row), and ``done`` rows whose shard is not registered."""
     with duckdb.connect(str(path), read_only=True) as connection:
-        extra = connection.execute("SELECT count(*) - count(DISTINCT (model_id, item_key)) FROM done").fetchone()[0]
-        layers = connection.execute(
-            "SELECT DISTINCT m.model_id, json_array_length(m.layer_labels) FROM models m"
-        ).fetchall()
-        for model_id, n_layers in layers:
-            for layer in range(n_layers):
-                extra += connection.execute(
-                    f"SELECT count(*) - count(DISTINCT item_key) FROM {vector_table(model_id, layer)}"
-                ).fetchone()[0]
-    return int(extra)
+        return int(connection.execute(
+            "SELECT (SELECT count(*) - count(DISTINCT (model_id, item_key)) FROM done)"
+            " + (SELECT count(*) - count(DISTINCT (shard, row_index)) FROM done)"
+            " + (SELECT count(*) FROM done WHERE shard NOT IN (SELECT shard FROM shards))"
+        ).fetchone()[0])
 
 
 class KillWorkerOnce:

@@ -3,7 +3,8 @@
 - :mod:`~magdash.store.database`: the :class:`Store` and its queries;
 - :mod:`~magdash.store.connection`: opening the file, DuckDB's lock, retry, storage failures;
 - :mod:`~magdash.store.schema`: tables, schema version, migrations;
-- :mod:`~magdash.store.codec`: one table per (model, layer), vectors as float32 blobs;
+- :mod:`~magdash.store.shards`: the vectors, as Parquet shards beside the file that is their catalog;
+- :mod:`~magdash.store.codec`: the vector tables of stores before schema 5, read by the migration;
 - :mod:`~magdash.store.metrics`: every computed result as tidy tables, written with its cache entry;
 - :mod:`~magdash.store.npz`: npz files in and out;
 - :mod:`~magdash.store.parquet`: a model's vectors as a folder of Parquet files, in and out;
@@ -11,7 +12,6 @@
 - :mod:`~magdash.store.records`: what the store hands out (:class:`ModelRecord`, :class:`LayerData`).
 """
 
-from magdash.store.codec import vector_table
 from magdash.store.connection import DEFAULT_STORE, STORE_ENV, default_store_path
 from magdash.store.database import Store, nonfinite_counts_in
 from magdash.store.keys import result_key
@@ -21,5 +21,5 @@ from magdash.store.schema import SCHEMA_VERSION
 
 __all__ = [
     "DEFAULT_STORE", "SCHEMA_VERSION", "STORE_ENV", "LayerData", "ModelRecord", "Store", "default_store_path",
-    "import_inputs", "nonfinite_counts_in", "read_npz", "result_key", "validate_import_arrays", "vector_table",
+    "import_inputs", "nonfinite_counts_in", "read_npz", "result_key", "validate_import_arrays",
 ]

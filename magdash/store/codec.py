@@ -1,4 +1,8 @@
-"""How vectors are laid out in the store: one table per (model, layer), one float32 blob a row."""
+"""How stores before schema 5 laid vectors out: one table per (model, layer), one float32 blob a row.
+
+Read only by the migrations (:mod:`magdash.store.schema`); schema 5 keeps vectors in Parquet
+shards (:mod:`magdash.store.shards`).
+"""
 
 from __future__ import annotations
 
@@ -20,16 +24,6 @@ def vector_table(model_id: str, layer: int) -> str:
     """
     digest = hashlib.sha1(model_id.encode()).hexdigest()[:20]
     return f"vec_{digest}_{int(layer)}"
-
-
-def encode_vectors(vectors: np.ndarray) -> pa.Array:
-    """One little-endian float32 blob per row, built without a Python object per row."""
-    rows = np.ascontiguousarray(vectors, dtype="<f4")
-    width = rows.shape[1] * 4
-    offsets = np.arange(rows.shape[0] + 1, dtype=np.int32) * width
-    return pa.Array.from_buffers(
-        pa.binary(), rows.shape[0], [None, pa.py_buffer(offsets), pa.py_buffer(rows.reshape(-1).view(np.uint8))]
-    )
 
 
 def decode_vectors_into(out: np.ndarray, rows: np.ndarray, blobs: pa.ChunkedArray) -> None:

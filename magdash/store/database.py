@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 
@@ -27,14 +29,17 @@ import pyarrow as pa
 from magdash.errors import StoreError
 from magdash.overflow import nonfinite_rows
 from magdash.stimuli import StimulusSet, check_reserved_name
-from magdash.store import metrics, npz, parquet
-from magdash.store.codec import decode_vectors_into, encode_vectors, vector_table
+from magdash.store import metrics, npz, parquet, shards
 from magdash.store.connection import StoreFile
 from magdash.store.records import LayerData, ModelRecord
 from magdash.store.schema import ensure_schema, insert_nonfinite, schema_version
 
-# Rows decoded at a time when a layer is read: bounds what is held beside the layer itself.
-_READ_BATCH_BYTES = 32 << 20
+log = logging.getLogger(__name__)
+
+# Store files swept of unregistered shards by this process: a sweep lists the whole folder, so
+# it runs when a process first opens a store, not on every one of its short-lived Store objects.
+_SWEPT: set[str] = set()
+_SWEPT_GUARD = threading.Lock()
 
 
 class Store:
@@ -44,7 +49,9 @@ class Store:
         self._file = StoreFile(path, lock_timeout_s=lock_timeout_s)
         self.path = self._file.path
         self.lock_timeout_s = self._file.lock_timeout_s
-        ensure_schema(self._file)
+        self.shards = shards.shard_folder(self.path)
+        ensure_schema(self._file, self.shards)
+        _sweep_once_per_process(self)
 
     def schema_version(self) -> int:
         return schema_version(self._file)
@@ -75,20 +82,7 @@ class Store:
 
     def model_record(self, name: str) -> ModelRecord:
         with self._file.connect() as connection:
-            row = connection.execute(
-                "SELECT name, model_id, source, fingerprint, dtype, transformers_version, architecture,"
-                " n_blocks, hidden_size, layer_labels, position, is_random FROM models WHERE name = ?",
-                [name],
-            ).fetchone()
-        if row is None:
-            known = ", ".join(self.model_names()) or "none yet"
-            raise StoreError(f"no model named {name!r} in the store (stored: {known}); extract or import it first")
-        return ModelRecord(
-            name=row[0], model_id=row[1], source=row[2], fingerprint=row[3], dtype=row[4],
-            transformers_version=row[5], architecture=row[6], n_blocks=int(row[7]),
-            hidden_size=int(row[8]), layer_labels=tuple(json.loads(row[9])), position=row[10],
-            is_random=bool(row[11]),
-        )
+            return _model_record(connection, name)
 
     def find_model_by_id(self, model_id: str) -> str | None:
         with self._file.connect() as connection:
@@ -161,13 +155,7 @@ class Store:
 
     def stimulus_set(self, name: str) -> StimulusSet:
         with self._file.connect() as connection:
-            row = connection.execute(
-                "SELECT carriers, magnitudes FROM stimulus_sets WHERE name = ?", [name]
-            ).fetchone()
-        if row is None:
-            known = ", ".join(self.stimulus_set_names()) or "none yet"
-            raise StoreError(f"no stimulus set named {name!r} in the store (stored: {known})")
-        return StimulusSet(name, tuple(json.loads(row[0])), tuple(json.loads(row[1])))
+            return _stimulus_set(connection, name)
 
     def stimulus_set_names(self) -> list[str]:
         with self._file.connect() as connection:
@@ -213,44 +201,67 @@ class Store:
         return {r[0] for r in rows}
 
     def write_vectors(self, model_id: str, item_keys: Sequence[str], vectors: np.ndarray) -> int:
-        """Store ``vectors`` (n_items, n_layers, d) for ``item_keys`` in one transaction.
+        """Store ``vectors`` (n_items, n_layers, d) for ``item_keys`` as one shard, registered in one
+        transaction with the items' completion markers (:mod:`magdash.store.shards`).
 
-        Items already marked done (another run got there first) are skipped, so concurrent
-        extractions of the same model never duplicate rows. Returns how many items were written.
+        Items already marked done (another run got there first, or the same key earlier in the
+        batch) are skipped, so concurrent extractions of the same model never duplicate rows; a
+        shard none of whose items is new is deleted. Returns how many items were written.
         """
         vectors = np.asarray(vectors)
         if vectors.ndim != 3 or vectors.shape[0] != len(item_keys):
             raise ValueError("vectors must have shape (len(item_keys), n_layers, d)")
+        if not len(item_keys):
+            return 0
+        # Items done meanwhile are left out at registration rather than looked up first: that
+        # costs a second connection per batch for what only a concurrent extraction causes.
+        with shards.new_shard(self.shards, model_id, item_keys, vectors) as shard:
+            return self._register_shard(model_id, shard)
+
+    def register_worker_shard(self, model_id: str, shard: shards.Shard) -> int:
+        """Register a shard a sweep worker wrote into this store's folder
+        (:func:`magdash.store.shards.write_worker_shard`); items already done are skipped.
+        Returns how many items it adds."""
+        shards.check_worker_shard(self.shards, shard)
+        return self._register_shard(model_id, shard)
+
+    def _register_shard(self, model_id: str, shard: shards.Shard) -> int:
         with self._file.transaction() as connection:
-            connection.register("batch_keys", pa.table({"item_key": list(item_keys)}))
-            already = {
-                r[0] for r in connection.execute(
-                    "SELECT d.item_key FROM done d JOIN batch_keys b USING (item_key) WHERE d.model_id = ?",
-                    [model_id],
-                ).fetchall()
-            }
-            connection.unregister("batch_keys")
-            keep = []
-            for index, key in enumerate(item_keys):
+            already = _done_among(connection, model_id, shard.item_keys)
+            rows = []
+            for row, key in enumerate(shard.item_keys):
                 if key not in already:
                     already.add(key)
-                    keep.append(index)
-            if not keep:
-                return 0
-            kept = vectors[keep]
-            keys = pa.array([item_keys[i] for i in keep])
-            for layer in range(vectors.shape[1]):
-                table = vector_table(model_id, layer)
-                connection.execute(f"CREATE TABLE IF NOT EXISTS {table} (item_key VARCHAR, vec BLOB)")
-                connection.register("batch_rows", pa.table({"item_key": keys, "vec": encode_vectors(kept[:, layer])}))
-                connection.execute(f"INSERT INTO {table} SELECT * FROM batch_rows")
-                connection.unregister("batch_rows")
-            flagged_items, flagged_layers = np.nonzero(nonfinite_rows(kept))
-            insert_nonfinite(connection, model_id, flagged_layers.tolist(), [item_keys[keep[i]] for i in flagged_items])
-            connection.register("batch_done", pa.table({"model_id": [model_id] * len(keys), "item_key": keys}))
+                    rows.append(row)
+            if not rows:
+                return 0  # another run stored all of them meanwhile: the shard is deleted unregistered
+            connection.execute(
+                "INSERT INTO shards (shard, model_id, n_rows, n_layers, dim, n_bytes) VALUES (?, ?, ?, ?, ?, ?)",
+                [shard.name, model_id, len(shard.item_keys), shard.n_layers, shard.dim, shard.n_bytes],
+            )
+            connection.register("batch_done", pa.table({
+                "model_id": pa.array([model_id] * len(rows), pa.string()),
+                "item_key": pa.array([shard.item_keys[row] for row in rows], pa.string()),
+                "shard": pa.array([shard.name] * len(rows), pa.string()),
+                "row_index": pa.array(rows, pa.int32()),
+            }))
             connection.execute("INSERT INTO done SELECT * FROM batch_done")
             connection.unregister("batch_done")
-        return len(keep)
+            wanted = set(rows)
+            flags = [(row, layer) for row, layer in zip(shard.flagged_rows, shard.flagged_layers, strict=True)
+                     if row in wanted]
+            insert_nonfinite(connection, model_id, [layer for _, layer in flags],
+                             [shard.item_keys[row] for row, _ in flags])
+        shard.registered = True  # only once the commit succeeded: a failed one leaves the shard to delete
+        return len(rows)
+
+    def sweep_shards(self) -> list[str]:
+        """Delete shard files no transaction registered (left by killed writers); returns their names."""
+        return shards.sweep(self.shards, self._registered_shards)
+
+    def _registered_shards(self) -> set[str]:
+        with self._file.connect() as connection:
+            return {row[0] for row in connection.execute("SELECT shard FROM shards").fetchall()}
 
     def nonfinite_summary(self) -> pd.DataFrame:
         """(name, set_name, layer, vectors): how many stored vectors hold Inf or NaN, where any do."""
@@ -273,56 +284,56 @@ class Store:
     def read_layers(self, name: str, stimuli: str, layers: Sequence[int] | None = None) -> Iterator[LayerData]:
         """Yield layers one at a time (all by default).
 
-        This generator keeps no reference to a layer it has yielded, and a layer's rows are
-        decoded in batches straight into its array, so while the next layer is read memory holds
-        that layer, one batch of rows, and whatever the caller still keeps of the previous one.
-        Each layer is read on its own short connection, so a writer in another process waits at
-        most for one layer read, never for the caller's work between layers.
+        The model, the stimulus set and where each item's vectors are come from the catalog on
+        one short connection; the layers are then read from the shards, which are immutable,
+        without touching DuckDB, so a writer in another process never waits for a reader, nor a
+        reader for a writer's extraction. This generator keeps no reference to a layer it has
+        yielded, so while the next layer is read memory holds that layer and whatever the caller
+        still keeps.
         """
-        record = self.model_record(name)
-        stimulus_set = self.stimulus_set(stimuli)
-        layers = range(record.n_layers) if layers is None else list(layers)
+        with self._file.connect() as connection:
+            record = _model_record(connection, name)
+            carriers, magnitudes = _stimulus_grid(connection, stimuli)
+            layers = range(record.n_layers) if layers is None else list(layers)
+            for layer in layers:
+                if not 0 <= layer < record.n_layers:
+                    raise StoreError(f"layer {layer} does not exist for {name!r}: use 0..{record.n_layers - 1}")
+            located = connection.execute(
+                "SELECT d.shard, d.row_index, i.magnitude, i.carrier_index FROM done d "
+                "JOIN stimulus_items i USING (item_key) WHERE d.model_id = ? AND i.set_name = ?",
+                [record.model_id, stimuli],
+            ).fetchnumpy()
+        n_items = len(magnitudes) * len(carriers)
+        n_located = len(located["shard"])
+        # An item's place in the (magnitudes x carriers) grid, as StimulusSet.items orders them.
+        grid = np.asarray(magnitudes, dtype=np.int64)
+        by_value = np.argsort(grid, kind="stable")
+        magnitude_index = by_value[np.searchsorted(grid[by_value], np.asarray(located["magnitude"], np.int64))]
+        targets = magnitude_index * len(carriers) + np.asarray(located["carrier_index"], np.int64)
+        names, shard_of = np.unique(np.asarray(located["shard"], dtype=object), return_inverse=True)
+        rows = np.asarray(located["row_index"], np.int64)
+        plan = [(str(shard), targets[shard_of == index], rows[shard_of == index]) for index, shard in enumerate(names)]
         for layer in layers:
-            if not 0 <= layer < record.n_layers:
-                raise StoreError(f"layer {layer} does not exist for {name!r}: use 0..{record.n_layers - 1}")
-        position = {item.key: index for index, item in enumerate(stimulus_set.items)}
-        for layer in layers:
-            yield self._read_layer(record, stimulus_set, position, layer)
+            if n_located != n_items:
+                raise StoreError(
+                    f"model {record.name!r} has {n_located} of {n_items} vectors of stimulus set "
+                    f"{stimuli!r} at layer {layer}; run extract again to finish it"
+                )
+            yield self._read_layer(record, carriers, magnitudes, plan, layer)
 
     def _read_layer(
-        self, record: ModelRecord, stimulus_set: StimulusSet, position: dict[str, int], layer: int
+        self, record: ModelRecord, carriers: tuple[str, ...], magnitudes: tuple[int, ...],
+        plan: list[tuple[str, np.ndarray, np.ndarray]], layer: int,
     ) -> LayerData:
-        n_magnitudes, n_carriers = len(stimulus_set.magnitudes), len(stimulus_set.carriers)
-        vectors = np.empty((n_magnitudes, n_carriers, record.hidden_size), dtype=np.float32)
+        vectors = np.empty((len(magnitudes), len(carriers), record.hidden_size), dtype=np.float32)
         flat = vectors.reshape(-1, record.hidden_size)
-        table = vector_table(record.model_id, layer)
-        found = 0
-        with self._file.connect() as connection:
-            exists = connection.execute(
-                "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [table]
-            ).fetchall()[0][0]
-            if exists:
-                reader = connection.sql(
-                    f"SELECT item_key, vec FROM {table} "
-                    "WHERE item_key IN (SELECT item_key FROM stimulus_items WHERE set_name = ?)",
-                    params=[stimulus_set.name],
-                ).to_arrow_reader(max(1, _READ_BATCH_BYTES // (4 * record.hidden_size)))
-                for batch in reader:
-                    keys = batch.column(0).to_pylist()
-                    if found + len(keys) <= len(flat):
-                        targets = np.fromiter((position[key] for key in keys), dtype=np.int64, count=len(keys))
-                        decode_vectors_into(flat, targets, pa.chunked_array([batch.column(1)]))
-                    found += len(keys)
-        if found != len(flat):
-            raise StoreError(
-                f"model {record.name!r} has {found} of {len(flat)} vectors of stimulus set "
-                f"{stimulus_set.name!r} at layer {layer}; run extract again to finish it"
-            )
+        for shard, targets, rows in plan:
+            shards.read_layer_into(self.shards, shard, layer, flat, targets, rows)
         return LayerData(
             layer=layer,
             label=record.layer_labels[layer],
-            magnitudes=np.asarray(stimulus_set.magnitudes, dtype=np.float64),
-            carriers=list(stimulus_set.carriers),
+            magnitudes=np.asarray(magnitudes, dtype=np.float64),
+            carriers=list(carriers),
             vectors=vectors,
         )
 
@@ -417,6 +428,59 @@ class Store:
     export_arrays = npz.export_arrays
     export_parquet = parquet.export_parquet
     import_parquet_folder = parquet.import_parquet_folder
+
+
+def _sweep_once_per_process(store: Store) -> None:
+    key = str(store.path.resolve())
+    with _SWEPT_GUARD:
+        if key in _SWEPT:
+            return
+        _SWEPT.add(key)
+    swept = store.sweep_shards()
+    if swept:
+        log.warning("removed %d unfinished shard file(s) of %s left by an interrupted write", len(swept), store.path)
+
+
+def _model_record(connection: duckdb.DuckDBPyConnection, name: str) -> ModelRecord:
+    row = connection.execute(
+        "SELECT name, model_id, source, fingerprint, dtype, transformers_version, architecture,"
+        " n_blocks, hidden_size, layer_labels, position, is_random FROM models WHERE name = ?",
+        [name],
+    ).fetchone()
+    if row is None:
+        known = ", ".join(r[0] for r in connection.execute("SELECT name FROM models ORDER BY name").fetchall())
+        raise StoreError(f"no model named {name!r} in the store (stored: {known or 'none yet'}); extract or import it first")
+    return ModelRecord(
+        name=row[0], model_id=row[1], source=row[2], fingerprint=row[3], dtype=row[4],
+        transformers_version=row[5], architecture=row[6], n_blocks=int(row[7]),
+        hidden_size=int(row[8]), layer_labels=tuple(json.loads(row[9])), position=row[10],
+        is_random=bool(row[11]),
+    )
+
+
+def _stimulus_set(connection: duckdb.DuckDBPyConnection, name: str) -> StimulusSet:
+    return StimulusSet(name, *_stimulus_grid(connection, name))
+
+
+def _stimulus_grid(connection: duckdb.DuckDBPyConnection, name: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """A stored set's carriers and magnitudes, without building its items (a read needs only these)."""
+    row = connection.execute("SELECT carriers, magnitudes FROM stimulus_sets WHERE name = ?", [name]).fetchone()
+    if row is None:
+        known = ", ".join(r[0] for r in connection.execute("SELECT name FROM stimulus_sets ORDER BY name").fetchall())
+        raise StoreError(f"no stimulus set named {name!r} in the store (stored: {known or 'none yet'})")
+    return tuple(json.loads(row[0])), tuple(json.loads(row[1]))
+
+
+def _done_among(connection: duckdb.DuckDBPyConnection, model_id: str, item_keys: Sequence[str]) -> set[str]:
+    connection.register("batch_keys", pa.table({"item_key": pa.array(list(item_keys), pa.string())}))
+    try:
+        return {
+            row[0] for row in connection.execute(
+                "SELECT d.item_key FROM done d JOIN batch_keys b USING (item_key) WHERE d.model_id = ?", [model_id]
+            ).fetchall()
+        }
+    finally:
+        connection.unregister("batch_keys")
 
 
 def _register_model(connection: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -19,16 +20,22 @@ import pyarrow as pa
 from magdash.errors import StoreError
 from magdash.overflow import nonfinite_rows
 from magdash.stimuli import PAPER_SET_NAME, paper_stimuli
-from magdash.store import metrics
+from magdash.store import metrics, shards
 from magdash.store.codec import decode_vectors_into, vector_table
 from magdash.store.connection import StoreFile
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """1: the first release. 2: adds ``nonfinite``, the vectors holding Inf or NaN, per layer.
 3: one stimulus set per content (sets with the same sentences merged; the paper's named 'paper').
-4: the metric tables (:mod:`magdash.store.metrics`), filled from the cached results."""
+4: the metric tables (:mod:`magdash.store.metrics`), filled from the cached results.
+5: vectors in Parquet shards beside the file (:mod:`magdash.store.shards`): ``shards``, and
+``done`` says where each item is; the ``vec_*`` tables are gone."""
+
+_SHARDS_TABLE = """CREATE TABLE IF NOT EXISTS shards (
+    shard VARCHAR PRIMARY KEY, model_id VARCHAR NOT NULL, n_rows INTEGER, n_layers INTEGER, dim INTEGER,
+    n_bytes BIGINT, created_at TIMESTAMP DEFAULT current_timestamp)"""
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
@@ -43,7 +50,8 @@ _TABLES = (
     """CREATE TABLE IF NOT EXISTS stimulus_items (
         set_name VARCHAR, magnitude BIGINT, carrier_index INTEGER, item_key VARCHAR,
         sentence VARCHAR, span_start INTEGER, span_end INTEGER)""",
-    "CREATE TABLE IF NOT EXISTS done (model_id VARCHAR, item_key VARCHAR)",
+    "CREATE TABLE IF NOT EXISTS done (model_id VARCHAR, item_key VARCHAR, shard VARCHAR, row_index INTEGER)",
+    _SHARDS_TABLE,
     """CREATE TABLE IF NOT EXISTS results (
         key VARCHAR PRIMARY KEY, kind VARCHAR, payload BLOB,
         created_at TIMESTAMP DEFAULT current_timestamp)""",
@@ -55,8 +63,12 @@ _TABLES = (
 )
 
 
-def ensure_schema(store_file: StoreFile) -> None:
-    """Create a new store, migrate an older one, or refuse a file magdash cannot read right."""
+def ensure_schema(store_file: StoreFile, shard_folder: Path) -> None:
+    """Create a new store, migrate an older one, or refuse a file magdash cannot read right.
+
+    ``shard_folder`` is where the store's vectors go (:mod:`magdash.store.shards`); the
+    migration to schema 5 writes the vectors of older stores there.
+    """
     with store_file.transaction() as connection:
         tables = {
             row[0] for row in connection.execute(
@@ -71,7 +83,7 @@ def ensure_schema(store_file: StoreFile) -> None:
         version = _stored_schema_version(store_file, connection, tables)
         for step in range(version, SCHEMA_VERSION):
             log.warning("migrating store %s from schema %d to %d", store_file.path, step, step + 1)
-            MIGRATIONS[step](connection)
+            MIGRATIONS[step](connection, shard_folder)
             connection.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(step + 1)])
 
 
@@ -185,5 +197,104 @@ def _add_metric_tables(connection: duckdb.DuckDBPyConnection) -> None:
     metrics.backfill(connection)
 
 
-MIGRATIONS = {1: _flag_stored_nonfinite_vectors, 2: _merge_duplicate_stimulus_sets, 3: _add_metric_tables}
+def _move_vectors_to_shards(connection: duckdb.DuckDBPyConnection, shard_folder: Path) -> None:
+    """Migration 4 -> 5: every model's vectors from its ``vec_*`` tables into shards.
+
+    Each layer's table is scanned once, into a scratch array on disk beside the shards (so
+    memory holds one read batch, whatever the model's size); the shards are then written from
+    it, about 64 MB each, and registered, ``done`` gains each item's shard and row, and the
+    tables are dropped, all in the migration's one transaction. A failure half-way rolls the
+    transaction back, so the store is still at schema 4 with every table, and the shards it had
+    written are deleted (or, after a kill, swept as unregistered on the next open). Items whose
+    vectors are missing at some layer (a damaged table) are marked not done, so the next
+    extraction computes them again.
+    """
+    tables = {row[0] for row in connection.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    connection.execute(_SHARDS_TABLE)
+    connection.execute("ALTER TABLE done ADD COLUMN shard VARCHAR")
+    connection.execute("ALTER TABLE done ADD COLUMN row_index INTEGER")
+    written: list[shards.Shard] = []
+    try:
+        for model_id, hidden_size, layer_labels in connection.execute(
+            "SELECT DISTINCT m.model_id, m.hidden_size, m.layer_labels FROM models m "
+            "JOIN done d USING (model_id)"
+        ).fetchall():
+            layers = [vector_table(model_id, layer) for layer in range(len(json.loads(layer_labels)))]
+            written += _model_to_shards(connection, shard_folder, model_id, int(hidden_size), layers, tables)
+        for table in sorted(tables):
+            if table.startswith("vec_"):
+                connection.execute(f"DROP TABLE {table}")
+    except BaseException:
+        for shard in written:
+            (shard_folder / shard.name).unlink(missing_ok=True)
+        raise
+
+
+def _model_to_shards(
+    connection: duckdb.DuckDBPyConnection, shard_folder: Path, model_id: str, dim: int,
+    layer_tables: list[str], tables: set[str],
+) -> list[shards.Shard]:
+    keys = [row[0] for row in connection.execute(
+        "SELECT item_key FROM done WHERE model_id = ? ORDER BY item_key", [model_id]).fetchall()]
+    index = {key: row for row, key in enumerate(keys)}
+    n_layers = len(layer_tables)
+    shard_folder.mkdir(parents=True, exist_ok=True)
+    scratch_path = shard_folder / f"migration-{shards.model_folder(model_id)}.scratch"
+    scratch = np.lib.format.open_memmap(scratch_path, mode="w+", dtype=np.float32, shape=(len(keys), n_layers, dim))
+    try:
+        complete = np.zeros(len(keys), dtype=np.int64)
+        for layer, table in enumerate(layer_tables):
+            if table not in tables:
+                continue
+            reader = connection.sql(f"SELECT item_key, vec FROM {table}").to_arrow_reader(1 << 14)
+            for batch in reader:
+                rows = np.fromiter((index.get(key, -1) for key in batch.column(0).to_pylist()), np.int64)
+                known = rows >= 0
+                values = np.empty((batch.num_rows, dim), dtype=np.float32)
+                decode_vectors_into(values, np.arange(batch.num_rows), pa.chunked_array([batch.column(1)]))
+                scratch[rows[known], layer] = values[known]
+                complete[rows[known]] += 1
+        whole = np.flatnonzero(complete == n_layers)
+        if len(whole) < len(keys):
+            log.warning("%d item(s) of model %s lack vectors at some layer: they will be extracted again",
+                        len(keys) - len(whole), model_id)
+        connection.execute("DELETE FROM done WHERE model_id = ?", [model_id])
+        connection.execute("DELETE FROM nonfinite WHERE model_id = ? AND item_key NOT IN "
+                            "(SELECT unnest(?::VARCHAR[]))", [model_id, [keys[row] for row in whole]])
+        chunk = max(1, (64 << 20) // max(1, n_layers * dim * 4))
+        written = []
+        for start in range(0, len(whole), chunk):
+            rows = whole[start:start + chunk]
+            shard = shards.write_shard(shard_folder, model_id, [keys[row] for row in rows], scratch[rows])
+            written.append(shard)
+            connection.execute(
+                "INSERT INTO shards (shard, model_id, n_rows, n_layers, dim, n_bytes) VALUES (?, ?, ?, ?, ?, ?)",
+                [shard.name, model_id, len(rows), n_layers, dim, shard.n_bytes])
+            connection.register("moved", pa.table({
+                "model_id": pa.array([model_id] * len(rows), pa.string()),
+                "item_key": pa.array(shard.item_keys, pa.string()),
+                "shard": pa.array([shard.name] * len(rows), pa.string()),
+                "row_index": pa.array(np.arange(len(rows), dtype=np.int32)),
+            }))
+            connection.execute("INSERT INTO done SELECT * FROM moved")
+            connection.unregister("moved")
+        return written
+    finally:
+        del scratch
+        scratch_path.unlink(missing_ok=True)
+
+
+def _migration(step: Callable[[duckdb.DuckDBPyConnection], None]) -> Migration:
+    """A migration that works in the catalog alone."""
+    return lambda connection, _shard_folder: step(connection)
+
+
+Migration = Callable[[duckdb.DuckDBPyConnection, Path], None]
+
+MIGRATIONS: dict[int, Migration] = {
+    1: _migration(_flag_stored_nonfinite_vectors),
+    2: _migration(_merge_duplicate_stimulus_sets),
+    3: _migration(_add_metric_tables),
+    4: _move_vectors_to_shards,
+}
 """Schema version -> the step that brings a store of that version to the next one."""

@@ -1,24 +1,28 @@
-"""An extraction cut in two: the job a worker runs without the store, and the driver's registration.
+"""An extraction cut in two: the job a worker runs without the catalog, and the driver's registration.
 
 On a cluster only the driver holds the store's catalog (DuckDB takes one writer). The driver
-works out what is missing (:func:`extract_job`), a worker loads the model and runs the forward
-passes (:func:`run_extract_job`) and hands its vectors back, and the driver registers them
-(:func:`register_output`) in the store's transactions, which skip items already done. A worker
-killed mid-job therefore leaves nothing behind: Ray runs the job again, and only a finished
-job's output is ever registered. The batches are :func:`magdash.extract.number_vector_batches`,
+works out what is missing (:func:`extract_job`); a worker loads the model, runs the forward
+passes (:func:`run_extract_job`) and writes the vectors as shards straight into the store's
+shard folder (:func:`magdash.store.shards.write_shard`; a file system every node shares), one
+per ``FLUSH_ITEMS`` sentences, and hands back only their descriptions; the driver registers
+them (:func:`register_output`) in the store's transactions, which skip items already done.
+A worker killed mid-job leaves only unregistered shards, which no reader ever sees: Ray runs
+the job again, only a finished job's shards are registered, and the sweep removes the others
+once their grace period is over. The batches are :func:`magdash.extract.number_vector_batches`,
 the same as an in-process extraction's, so both store the same vectors.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from magdash.errors import ModelLoadError
 from magdash.params import ProgressCallback
 from magdash.stimuli import StimulusItem, StimulusSet
-from magdash.store import ModelRecord, Store
+from magdash.store import ModelRecord, Store, shards
 from magdash.sweep.plan import Cell, SweepPlan
 
 
@@ -39,15 +43,15 @@ class ExtractJob:
     allow_pickle: bool
     model_cache: str | None
     items: tuple[StimulusItem, ...]
+    shard_folder: str
 
 
 @dataclass(frozen=True)
 class ExtractOutput:
-    """A finished job's model record and vectors (n_items, n_layers, d), in its items' order."""
+    """A finished job's model record and the shards it wrote, in its items' order."""
 
     record: ModelRecord
-    item_keys: tuple[str, ...]
-    vectors: np.ndarray
+    shards: tuple[shards.Shard, ...]
 
 
 def model_identity(cell: Cell, model_cache: str | None = None) -> str:
@@ -69,13 +73,14 @@ def extract_job(store: Store, plan: SweepPlan, cell: Cell, stimuli: StimulusSet,
         device=plan.device, device_map=cell.model.device_map, batch_size=plan.batch_size,
         padding_side=plan.padding_side, trust_remote_code=cell.model.trust_remote_code,
         allow_pickle=cell.model.allow_pickle, model_cache=plan.model_cache,
-        items=tuple(item for item in stimuli.items if item.key in missing),
+        items=tuple(item for item in stimuli.items if item.key in missing), shard_folder=str(store.shards),
     )
 
 
 def run_extract_job(job: ExtractJob, progress: ProgressCallback | None = None) -> ExtractOutput:
-    """Load the model and extract the job's items; ``progress(done, total)`` after each batch."""
-    from magdash.extract import model_record_for, number_vector_batches
+    """Load the model, extract the job's items and write them as shards; ``progress(done, total)``
+    after each batch."""
+    from magdash.extract import FLUSH_ITEMS, model_record_for, number_vector_batches
     from magdash.models import load_model
 
     loaded = load_model(
@@ -88,23 +93,37 @@ def run_extract_job(job: ExtractJob, progress: ProgressCallback | None = None) -
             f"the worker's {job.spec!r} is not the driver's (other weights or another transformers "
             "version): install the same environment on every node"
         )
+    folder = Path(job.shard_folder)
+    written: list[shards.Shard] = []
     keys: list[str] = []
     parts: list[np.ndarray] = []
+    done = 0
+
+    def flush() -> None:
+        if keys:
+            written.append(shards.write_shard(folder, job.model_id, keys, np.concatenate(parts), for_worker=True))
+            keys.clear()
+            parts.clear()
+
     batches = number_vector_batches(
         loaded, job.items, position=job.position, batch_size=job.batch_size, padding_side=job.padding_side
     )
     for batch_keys, vectors in batches:
         keys.extend(batch_keys)
         parts.append(vectors)
+        done += len(batch_keys)
+        if len(keys) >= FLUSH_ITEMS:
+            flush()
         if progress:
-            progress(len(keys), len(job.items))
-    return ExtractOutput(record, tuple(keys), np.concatenate(parts))
+            progress(done, len(job.items))
+    flush()
+    return ExtractOutput(record, tuple(written))
 
 
 def register_output(store: Store, output: ExtractOutput) -> int:
-    """Register a finished job's model and vectors; items another run stored first are skipped.
+    """Register a finished job's model and shards; items another run stored first are skipped.
 
     Returns how many sentences were written.
     """
     store.register_model(output.record)
-    return store.write_vectors(output.record.model_id, output.item_keys, output.vectors)
+    return sum(store.register_worker_shard(output.record.model_id, shard) for shard in output.shards)

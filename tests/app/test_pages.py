@@ -15,7 +15,7 @@ from magdash.dashboard.jobs import first_run_label, run_first_protocol
 from magdash.presentation.formatting import MISSING
 from magdash.store import Store
 from pages import ui
-from tests.support import ROOT, labels, open_app, shown, widget
+from tests.support import ROOT, copy_store, labels, open_app, shown, widget
 
 PAGES = [page.file for page in db.PAGES if (ROOT / page.file).is_file()]
 DATA_PAGES = [page for page in PAGES if Path(page).stem not in ("home", "extract", "stimuli")]
@@ -356,13 +356,10 @@ def test_the_sidebar_menu_links_every_page_and_the_server_stays_quiet(tmp_path, 
 def test_a_set_only_the_model_holds_shows_no_comparison_warning(populated, tmp_path, monkeypatch):
     """Switching to a stimulus set the control lacks drops the comparison partner quietly (the
     pages there compare nothing); switching back restores the control."""
-    import shutil
-
     from magdash.extract import extract
     from magdash.stimuli import StimulusSet
 
-    path = tmp_path / "two-sets.duckdb"
-    shutil.copy(populated, path)
+    path = copy_store(populated, tmp_path, "two-sets.duckdb")
     tiny = StimulusSet("my-carriers", ("I saw {n} birds.", "There were {n} cars."), (1, 2, 3, 5, 8, 13))
     extract("minilm", tiny, Store(path), device="cpu")
     at = open_app(str(path), monkeypatch, page="pages/scaling.py")

@@ -35,8 +35,11 @@ import numpy as np
 import pytest
 
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES, PAPER_SET_NAME, paper_stimuli
-from magdash.store import Store, vector_table
-from tests.support import CHROMIUM, CHROMIUM_ARGS, ROOT, copy_store, require_chromium, streamlit_server
+from magdash.store import Store
+from magdash.store.shards import shard_files, shard_folder
+from tests.support import (
+    CHROMIUM, CHROMIUM_ARGS, ROOT, copy_store, duplicate_rows, require_chromium, streamlit_server,
+)
 
 BASE_MODEL = "tiny"          # extracted before the test, on the paper's stimuli
 IMPORTED_MODEL = "imported"  # random arrays, imported before the test
@@ -104,8 +107,8 @@ def child_env() -> dict[str, str]:
 
 
 def assert_complete_and_nothing_lost(path: Path, before: dict[str, list[str]]) -> None:
-    """The writer's set is completely extracted with one row per item in every layer table; the
-    models stored before read back bit for bit."""
+    """The writer's set is completely extracted with one vector per item, no shard file left
+    unregistered, and the models stored before read back bit for bit."""
     store = Store(path)
     progress = store.extraction_progress().set_index(["name", "set_name"])
     n_items = len(WRITER_CARRIERS) * 200
@@ -118,16 +121,14 @@ def assert_complete_and_nothing_lost(path: Path, before: dict[str, list[str]]) -
     assert record.model_id == store.model_record(BASE_MODEL).model_id  # same weights: shared tables
     paper_keys = {item.key for item in paper_stimuli().items}
     wide_keys = {item.key for item in store.stimulus_set(WRITER_SET).items}
+    assert duplicate_rows(path) == 0
     with duckdb.connect(str(path), read_only=True) as connection:
-        for layer in range(record.n_layers):
-            rows, distinct = connection.execute(
-                f"SELECT count(*), count(DISTINCT item_key) FROM {vector_table(record.model_id, layer)}"
-            ).fetchone()
-            assert rows == distinct == len(paper_keys | wide_keys), (layer, rows, distinct)
         done_rows, done_distinct = connection.execute(
             "SELECT count(*), count(DISTINCT item_key) FROM done WHERE model_id = ?", [record.model_id]
         ).fetchone()
+        registered = {row[0] for row in connection.execute("SELECT shard FROM shards").fetchall()}
     assert done_rows == done_distinct == len(paper_keys | wide_keys)
+    assert set(shard_files(shard_folder(path))) == registered
     for model, digests in before.items():
         assert layer_digests(path, model) == digests, f"the vectors of {model} changed"
 

@@ -23,7 +23,7 @@ from magdash.controls.run import ControlsParams, run_controls
 from magdash.errors import StoreError
 from magdash.frequency import FrequencySource, e5_from_store
 from magdash.phase.run import phase_from_store
-from magdash.store import Store, metrics, schema
+from magdash.store import SCHEMA_VERSION, Store, metrics, schema
 from magdash.store.npz import import_arrays
 from magdash.variability.analysis import AnalysisParams, analyze, compare
 from tests.support import DATA, ROOT
@@ -198,7 +198,7 @@ def test_a_schema_3_store_gets_its_cached_results_as_tables(v3_store):
     expected = json.loads((DATA / "store_v3_expected.json").read_text())
     assert stored_version(v3_store) == "3"
     store = Store(v3_store)
-    assert store.schema_version() == 4
+    assert store.schema_version() == SCHEMA_VERSION
     fits = store.metric_table("fits")
     for name, model, conventions in (("base", "base", "magdash"), ("tuned", "tuned", "magdash"),
                                      ("base_paper", "base", "paper")):
@@ -217,7 +217,7 @@ def test_a_schema_3_store_gets_its_cached_results_as_tables(v3_store):
 
 
 def test_a_failed_metric_migration_leaves_the_schema_3_store_as_it_was(v3_store, monkeypatch):
-    def fill_then_fail(connection):
+    def fill_then_fail(connection, _shard_folder):
         for statement in metrics.schema_statements():
             connection.execute(statement)
         connection.execute("DELETE FROM results")

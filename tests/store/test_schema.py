@@ -1,6 +1,6 @@
-"""Schema versioning: a schema-1 store (written by the release that wrote schema 1, see
-``tests/data/make_store_v1.py``) migrates forward with every vector intact; a failed migration
-leaves it as it was; newer, unversioned and foreign DuckDB files are refused untouched."""
+"""Schema versioning: stores written by the releases that wrote schemas 1, 2 and 4 (see
+``tests/data/make_store_v*.py``) migrate forward with every vector intact; a failed migration
+leaves the store as it was; newer, unversioned and foreign DuckDB files are refused untouched."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from magdash.cli import main
 from magdash.errors import StoreError
-from magdash.store import SCHEMA_VERSION, Store, schema
+from magdash.store import SCHEMA_VERSION, Store, schema, shards
 from magdash.variability.analysis import AnalysisParams, analyze
 from tests.support import DATA
 
@@ -23,6 +23,14 @@ from tests.support import DATA
 def v1_store(tmp_path) -> Path:
     path = tmp_path / "v1.duckdb"
     with gzip.open(DATA / "store_v1.duckdb.gz", "rb") as source, open(path, "wb") as target:
+        shutil.copyfileobj(source, target)
+    return path
+
+
+@pytest.fixture
+def v4_store(tmp_path) -> Path:
+    path = tmp_path / "v4.duckdb"
+    with gzip.open(DATA / "store_v4.duckdb.gz", "rb") as source, open(path, "wb") as target:
         shutil.copyfileobj(source, target)
     return path
 
@@ -54,7 +62,7 @@ def test_the_fixture_is_a_schema_1_store(v1_store):
 
 def test_a_schema_1_store_migrates_with_every_vector_intact(v1_store):
     store = Store(v1_store)
-    assert store.schema_version() == SCHEMA_VERSION == 4
+    assert store.schema_version() == SCHEMA_VERSION == 5
     expected = np.load(DATA / "store_v1_expected.npz")
     np.testing.assert_array_equal(store.export_arrays("tiny", "six")["per_carrier"], expected["tiny"])
     np.testing.assert_array_equal(store.export_arrays("with-nan", "six")["per_carrier"], expected["with_nan"])
@@ -80,7 +88,7 @@ def test_a_failed_migration_leaves_the_store_as_it_was(v1_store, monkeypatch):
     with duckdb.connect(str(v1_store), read_only=True) as connection:
         done_before = connection.execute("SELECT count(*) FROM done").fetchone()[0]
 
-    def migrate_then_fail(connection):
+    def migrate_then_fail(connection, _shard_folder):
         connection.execute("CREATE TABLE nonfinite (model_id VARCHAR, layer INTEGER, item_key VARCHAR)")
         connection.execute("DELETE FROM done")
         raise OSError("simulated crash half-way through the migration")
@@ -99,7 +107,7 @@ def test_a_failed_migration_leaves_the_store_as_it_was(v1_store, monkeypatch):
 
 @pytest.mark.parametrize(
     ("version", "message"),
-    [("5", "newer magdash"), ("99", "newer magdash"), ("two", "no valid schema version"), ("0", "no valid schema")],
+    [("6", "newer magdash"), ("99", "newer magdash"), ("two", "no valid schema version"), ("0", "no valid schema")],
 )
 def test_unreadable_versions_are_refused_untouched(tmp_path, version, message, capsys):
     path = tmp_path / "store.duckdb"
@@ -156,7 +164,7 @@ def test_a_schema_2_store_keeps_one_set_per_content_with_every_vector_intact(v2_
     with duckdb.connect(str(v2_store), read_only=True) as connection:
         done_before = connection.execute("SELECT count(*) FROM done").fetchone()[0]
     store = Store(v2_store)
-    assert store.schema_version() == SCHEMA_VERSION == 4
+    assert store.schema_version() == SCHEMA_VERSION == 5
     assert store.stimulus_set_names() == ["first-stimuli", "paper"]
     assert store.stimulus_sets_for("first") == store.stimulus_sets_for("second") == ["first-stimuli"]
     assert store.stimulus_sets_for("third") == ["paper"]  # the paper's sentences go by their name
@@ -179,7 +187,7 @@ def test_a_schema_2_store_keeps_one_set_per_content_with_every_vector_intact(v2_
 def test_a_failed_merge_leaves_the_store_as_it_was(v2_store, monkeypatch):
     before = stored_sets(v2_store)
 
-    def merge_then_fail(connection):
+    def merge_then_fail(connection, _shard_folder):
         connection.execute("DELETE FROM stimulus_items WHERE set_name = 'second-stimuli'")
         connection.execute("DELETE FROM stimulus_sets WHERE name = 'second-stimuli'")
         raise OSError("simulated crash half-way through the migration")
@@ -190,3 +198,64 @@ def test_a_failed_merge_leaves_the_store_as_it_was(v2_store, monkeypatch):
     assert stored_version(v2_store) == "2" and stored_sets(v2_store) == before
     monkeypatch.undo()
     assert Store(v2_store).stimulus_sets_for("second") == ["first-stimuli"]
+
+
+# -- schema 4 -> 5: vectors into shards ------------------------------------------------------
+
+
+def vector_tables(path: Path) -> set[str]:
+    with duckdb.connect(str(path), read_only=True) as connection:
+        return {row[0] for row in connection.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'vec_%'").fetchall()}
+
+
+def test_the_v4_fixture_keeps_its_vectors_in_tables(v4_store):
+    assert stored_version(v4_store) == "4"
+    assert len(vector_tables(v4_store)) == 3 * 5
+    assert not shards.shard_folder(v4_store).exists()
+
+
+def test_a_schema_4_store_moves_its_vectors_into_shards_bit_for_bit(v4_store):
+    expected = np.load(DATA / "store_v4_expected.npz")
+    store = Store(v4_store)
+    assert store.schema_version() == SCHEMA_VERSION
+    for name in ("base", "flagged"):
+        got = store.export_arrays(name, "tiny")["per_carrier"]
+        assert np.array_equal(got.view(np.uint32), expected[name].view(np.uint32)), name
+    assert store.nonfinite_counts("flagged", "tiny") == {3: 2}
+    assert store.nonfinite_counts("base", "tiny") == {}
+    progress = store.extraction_progress().set_index("name")
+    assert (progress.loc["partial", "done"], progress.loc["partial", "total"]) == (15, 30)
+    with pytest.raises(StoreError, match="15 of 30 vectors"):
+        store.read_layer("partial", "tiny", 0)
+    # the cached analysis is still the one the schema-4 release computed: same key, same numbers
+    assert np.array_equal(analyze(store, "base", "tiny", AnalysisParams(n_boot=100)).fits["alpha"].to_numpy(),
+                          expected["base_alphas"], equal_nan=True)
+    assert vector_tables(v4_store) == set()
+    with duckdb.connect(str(v4_store), read_only=True) as connection:
+        registered = {row[0] for row in connection.execute("SELECT shard FROM shards").fetchall()}
+        located = connection.execute("SELECT count(*) FROM done WHERE shard IN (SELECT shard FROM shards)").fetchone()[0]
+    assert located == 30 + 30 + 15
+    assert set(shards.shard_files(shards.shard_folder(v4_store))) == registered
+    assert not list(shards.shard_folder(v4_store).glob("*.scratch"))
+
+
+def test_a_shard_migration_failing_half_way_leaves_the_schema_4_store_readable(v4_store, monkeypatch):
+    written = []
+    original = shards.write_shard
+
+    def write_then_fail(*args, **kwargs):
+        if written:
+            raise OSError(28, "No space left on device")
+        written.append(original(*args, **kwargs))
+        return written[-1]
+
+    monkeypatch.setattr(shards, "write_shard", write_then_fail)
+    with pytest.raises(OSError, match="No space left"):
+        Store(v4_store)
+    assert stored_version(v4_store) == "4" and len(vector_tables(v4_store)) == 15
+    assert written and shards.shard_files(shards.shard_folder(v4_store)) == []
+    assert not list(shards.shard_folder(v4_store).glob("*.scratch"))
+    monkeypatch.undo()
+    expected = np.load(DATA / "store_v4_expected.npz")
+    assert np.array_equal(Store(v4_store).export_arrays("base", "tiny")["per_carrier"], expected["base"])

@@ -1,0 +1,164 @@
+"""The store's vectors as Parquet shards: what a shard holds, registration, the sweep of files
+no transaction registered, and what a missing, damaged or unwritable shard does."""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+
+import duckdb
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from magdash.errors import StoreError
+from magdash.stimuli import StimulusSet
+from magdash.store import ModelRecord, Store, database, shards
+
+SET = StimulusSet("tiny", ("A {n} b.", "C {n} d."), (1, 2, 3, 4))
+KEYS = [item.key for item in SET.items]
+RECORD = ModelRecord("m", "id-1", "test", "fp", "float32", "5", "Test", 2, 4, ("embeddings", "block 1", "block 2"))
+
+
+@pytest.fixture
+def store(tmp_path) -> Store:
+    store = Store(tmp_path / "store.duckdb")
+    store.register(SET, RECORD)
+    return store
+
+
+@pytest.fixture
+def vectors(rng) -> np.ndarray:
+    return rng.normal(size=(len(KEYS), RECORD.n_layers, RECORD.hidden_size)).astype(np.float32)
+
+
+def registered(store: Store) -> set[str]:
+    with duckdb.connect(str(store.path), read_only=True) as connection:
+        return {row[0] for row in connection.execute("SELECT shard FROM shards").fetchall()}
+
+
+def stored(store: Store) -> np.ndarray:
+    """Every stored vector as (items in the set's order, layers, d)."""
+    return np.stack([layer.vectors.reshape(len(KEYS), -1) for layer in store.read_layers("m", "tiny")], axis=1)
+
+
+def test_each_write_is_one_registered_shard_that_pyarrow_reads(store, vectors):
+    assert store.write_vectors(RECORD.model_id, KEYS[:5], vectors[:5]) == 5
+    assert store.write_vectors(RECORD.model_id, KEYS[5:], vectors[5:]) == 3
+    names = shards.shard_files(store.shards)
+    assert len(names) == 2 and set(names) == registered(store)
+    assert np.array_equal(stored(store).view(np.uint32), vectors.view(np.uint32))
+    first = next(name for name in names if pq.ParquetFile(store.shards / name).metadata.num_rows == 5)
+    table = pq.read_table(store.shards / first)
+    assert table.column_names == ["item_key", "l0", "l1", "l2"]
+    assert table.column("item_key").to_pylist() == KEYS[:5]
+    layer_1 = np.frombuffer(table.column("l1").combine_chunks().buffers()[1], dtype="<f4").reshape(5, 4)
+    assert np.array_equal(layer_1, vectors[:5, 1])
+    metadata = pq.read_schema(store.shards / first).metadata
+    assert b'"format": "magdash-shard-1"' in metadata[b"magdash"]
+
+
+def test_a_write_of_items_already_stored_writes_no_shard(store, vectors):
+    store.write_vectors(RECORD.model_id, KEYS, vectors)
+    before = shards.shard_files(store.shards)
+    assert store.write_vectors(RECORD.model_id, KEYS, vectors * 2) == 0
+    assert shards.shard_files(store.shards) == before
+    assert np.array_equal(stored(store), vectors)
+
+
+def test_a_shard_whose_items_were_stored_meanwhile_registers_only_the_new_ones(store, vectors):
+    store.write_vectors(RECORD.model_id, KEYS[:3], vectors[:3])
+    # A worker extracted every item before the first write was registered: its shard holds all.
+    late = shards.write_shard(store.shards, RECORD.model_id, KEYS, vectors * 2, for_worker=True)
+    assert store.register_worker_shard(RECORD.model_id, late) == len(KEYS) - 3
+    got = stored(store)
+    assert np.array_equal(got[:3], vectors[:3]) and np.array_equal(got[3:], vectors[3:] * 2)
+    assert store.register_worker_shard(RECORD.model_id, late) == 0
+
+
+def test_nonfinite_vectors_are_flagged_from_the_shard(store, vectors):
+    vectors[2, 1, 0] = np.nan
+    vectors[6, 1, 3] = np.inf
+    vectors[6, 2, 3] = -np.inf
+    store.write_vectors(RECORD.model_id, KEYS, vectors)
+    assert store.nonfinite_counts("m", "tiny") == {1: 2, 2: 1}
+    assert np.array_equal(stored(store).view(np.uint32), vectors.view(np.uint32))
+
+
+def test_files_no_transaction_registered_are_swept_when_a_process_opens_the_store(store, vectors, monkeypatch):
+    store.write_vectors(RECORD.model_id, KEYS[:4], vectors[:4])
+    kept = shards.shard_files(store.shards)
+    orphan = shards.write_shard(store.shards, RECORD.model_id, KEYS[4:], vectors[4:])  # a kill before registering
+    partial = store.shards / (orphan.name.removesuffix(".parquet") + "-other.parquet.tmp")
+    partial.write_bytes(b"PAR1 cut short")  # a kill while writing
+    assert len(shards.shard_files(store.shards)) == 3
+    Store(store.path)  # this process swept the store already: nothing happens
+    assert len(shards.shard_files(store.shards)) == 3
+    monkeypatch.setattr(database, "_SWEPT", set())  # as a new process
+    Store(store.path)
+    assert shards.shard_files(store.shards) == kept
+    assert store.missing_item_keys(RECORD.model_id, "tiny") == set(KEYS[4:])
+    assert store.write_vectors(RECORD.model_id, KEYS[4:], vectors[4:]) == 4
+    assert np.array_equal(stored(store), vectors)
+
+
+def test_the_sweep_spares_a_shard_a_writer_still_holds(store, vectors):
+    with shards.new_shard(store.shards, RECORD.model_id, KEYS, vectors) as shard:
+        assert store.sweep_shards() == []
+        assert (store.shards / shard.name).exists()
+    assert not (store.shards / shard.name).exists()  # never registered: removed by its writer
+    assert shards.shard_files(store.shards) == []
+
+
+def test_a_workers_shard_waits_for_its_driver_then_is_swept(store, vectors):
+    shard = shards.write_shard(store.shards, RECORD.model_id, KEYS, vectors, for_worker=True)
+    assert store.sweep_shards() == []
+    old = time.time() - shards.WORKER_GRACE_S - 60
+    os.utime(store.shards / shard.name, (old, old))
+    assert store.sweep_shards() == [shard.name]
+    with pytest.raises(StoreError, match="not in .*run the sweep again"):
+        store.register_worker_shard(RECORD.model_id, shard)
+    assert store.missing_item_keys(RECORD.model_id, "tiny") == set(KEYS)
+
+
+def test_a_missing_or_damaged_shard_is_a_message(store, vectors):
+    store.write_vectors(RECORD.model_id, KEYS, vectors)
+    (name,) = shards.shard_files(store.shards)
+    path = store.shards / name
+    content = path.read_bytes()
+    path.write_bytes(content[: len(content) // 2])
+    with pytest.raises(StoreError, match="damaged or unreadable"):
+        store.read_layer("m", "tiny", 0)
+    path.unlink()
+    with pytest.raises(StoreError, match="missing from .*copy or move both"):
+        store.read_layer("m", "tiny", 0)
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EFBIG])
+def test_a_full_disk_while_writing_a_shard_keeps_everything_before(store, vectors, monkeypatch, code):
+    store.write_vectors(RECORD.model_id, KEYS[:4], vectors[:4])
+    before = shards.shard_files(store.shards)
+
+    def full(*args, **kwargs):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(shards.pq, "write_table", full)
+    with pytest.raises(StoreError, match="the disk is full"):
+        store.write_vectors(RECORD.model_id, KEYS[4:], vectors[4:])
+    assert shards.shard_files(store.shards) == before and registered(store) == set(before)
+    assert store.missing_item_keys(RECORD.model_id, "tiny") == set(KEYS[4:])
+    monkeypatch.undo()
+    store.write_vectors(RECORD.model_id, KEYS[4:], vectors[4:])
+    assert np.array_equal(stored(store), vectors)
+
+
+def test_a_failed_registration_deletes_its_shard(store, vectors, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise duckdb.IOException("IO Error: No space left on device")
+
+    monkeypatch.setattr(database, "insert_nonfinite", refuse)
+    with pytest.raises(StoreError, match="the disk is full"):
+        store.write_vectors(RECORD.model_id, KEYS, vectors)
+    assert shards.shard_files(store.shards) == [] and registered(store) == set()
+    assert store.missing_item_keys(RECORD.model_id, "tiny") == set(KEYS)
