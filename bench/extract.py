@@ -16,6 +16,10 @@ side by side, each started fresh, repeated, and reported as medians:
 
 Targets: magdash within 1.25x of the floor, at least 5x faster than the loop.
 Run: ``python bench/extract.py [--repeats 3] [--magnitudes 1-1000]``.
+
+``--mode in-process`` isolates what the store costs (issue 17's target: within 1.1x of the
+floor): one process loads the model once and times, in turn, the floor's passes and
+``extract`` of the same sentences into a fresh store (shards written, registered, flagged).
 """
 
 from __future__ import annotations
@@ -29,14 +33,14 @@ import time
 from pathlib import Path
 
 
-def floor_run(magnitudes: str, batch_size: int) -> None:
+def floor_run(magnitudes: str, batch_size: int, loaded=None) -> None:
     import numpy as np
 
     from magdash.extract import forward_number_vectors, locate_numbers
     from magdash.models import load_model
     from magdash.stimuli import PAPER_CARRIERS, StimulusSet, parse_magnitudes
 
-    loaded = load_model("minilm", device="cpu")
+    loaded = loaded or load_model("minilm", device="cpu")
     stimuli = StimulusSet("bench", PAPER_CARRIERS, tuple(parse_magnitudes(magnitudes)))
     token_ids, number_tokens = locate_numbers(loaded, stimuli.items, "last")
     order = np.argsort([len(ids) for ids in token_ids], kind="stable")
@@ -46,6 +50,33 @@ def floor_run(magnitudes: str, batch_size: int) -> None:
         vectors = forward_number_vectors(loaded, [token_ids[i] for i in chosen], [number_tokens[i] for i in chosen])
         kept += vectors.shape[0]
     assert kept == len(stimuli.items)
+
+
+def in_process(magnitudes: str, batch_size: int, repeats: int) -> None:
+    """One loaded model, the floor's passes and ``extract`` into a fresh store in turn: what the
+    store costs an extraction, without process start-up and model loading around it."""
+    from magdash.extract import extract
+    from magdash.models import load_model
+    from magdash.stimuli import PAPER_CARRIERS, StimulusSet, parse_magnitudes
+    from magdash.store import Store
+
+    loaded = load_model("minilm", device="cpu")
+    stimuli = StimulusSet("bench", PAPER_CARRIERS, tuple(parse_magnitudes(magnitudes)))
+    floor_run(magnitudes, batch_size, loaded)  # warm-up: first passes allocate
+    times: dict[str, list[float]] = {"extract": [], "floor": []}
+    for repeat in range(repeats):
+        started = time.perf_counter()
+        floor_run(magnitudes, batch_size, loaded)
+        times["floor"].append(time.perf_counter() - started)
+        with tempfile.TemporaryDirectory() as folder:
+            started = time.perf_counter()
+            extract(loaded, stimuli, Store(Path(folder) / "bench.duckdb"), batch_size=batch_size)
+            times["extract"].append(time.perf_counter() - started)
+        print(f"in-process repeat {repeat + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()),
+              flush=True)
+    medians = {k: statistics.median(v) for k, v in times.items()}
+    print(f"in-process medians: extract {medians['extract']:.2f} s, floor {medians['floor']:.2f} s: "
+          f"extract / floor = {medians['extract'] / medians['floor']:.3f}  (target <= 1.1)")
 
 
 def loop_run(magnitudes: str, reference: bool) -> None:
@@ -91,13 +122,16 @@ def time_command(command: list[str]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mode", choices=("bench", "floor", "loop", "lean-loop"), default="bench")
+    parser.add_argument("--mode", choices=("bench", "in-process", "floor", "loop", "lean-loop"), default="bench")
     parser.add_argument("--magnitudes", default="1-1000")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     if args.mode == "floor":
         floor_run(args.magnitudes, args.batch_size)
+        return
+    if args.mode == "in-process":
+        in_process(args.magnitudes, args.batch_size, args.repeats)
         return
     if args.mode in ("loop", "lean-loop"):
         loop_run(args.magnitudes, reference=args.mode == "loop")

@@ -1,41 +1,41 @@
-"""Where vectors go and how fast: the store's Parquet shards side by side with the DuckDB vector
-tables of schema 4 and earlier, and with plain Parquet files.
+"""Where vectors go and how fast: the store's Parquet shards side by side with the previous
+release's store (schema 4: vectors in DuckDB tables) and with plain Parquet files.
 
 The issue's case by default: 1000 magnitudes x 5 carriers x 33 layers x 1024 floats (676 MB
-of float32). Each round, in one process, on the same array:
+of float32). Each round, on the same array:
 
-1. **store write**: the store's write path (``Store.write_vectors`` in the import's batches of
-   ``WRITE_BATCH_BYTES``, 256 MB: one shard each, fsynced, renamed, and registered with its
-   items' completion markers and non-finite flags in one transaction);
-2. **import**: ``import_arrays`` end to end (the store write plus the SHA-256 of the whole
-   array that is an imported model's identity);
-3. **tables write**: the layout of schema 4 and earlier, rebuilt here because the package no
-   longer writes it: one DuckDB table per layer, a float32 blob per row, the same batches, one
-   transaction each;
+1. **previous release** (``--previous REV``, default 7b5447e, the last release of schema 4,
+   unpacked with ``git archive`` and run in a subprocess on the same array, saved as .npy):
+   ``import_arrays``, every layer through ``read_layer`` (what a page reads) and through
+   ``read_layers`` (what an analysis reads), the store's size;
+2. the same three on this checkout, plus:
+3. **store write**: the store's write path alone (``Store.write_vectors`` in the import's batches
+   of ``WRITE_BATCH_BYTES``, 256 MB: one shard each, fsynced, renamed, and registered with its
+   items' completion markers and non-finite flags in one transaction); ``import`` adds to it the
+   SHA-256 of the whole array that is an imported model's identity;
 4. **Parquet floor**: ``pyarrow.parquet.write_table`` of one uncompressed file per layer with a
    fixed-size float list column, no fsync (the issue's reference, 437 MB/s on its machine);
-5. **layer reads**: every layer through ``Store.read_layers`` (what an analysis reads), through the tables (the schema-4
-   reader: the layer's rows of the set, decoded straight into the array), and from the
-   Parquet folder of ``export --format parquet`` (written and read back: export/import rates);
+5. ``export --format parquet`` and its ``import`` into a new store.
 
-and the sizes on disk against the raw floats. Prints MB/s per round, medians and the ratios.
-Targets (issue 17): store write >= 400 MB/s, store size <= 1.05x, layer reads >= 3x the
-tables'.
+Prints MB/s per round, medians and the ratios. Targets (issue 17): store write >= 400 MB/s,
+store size <= 1.05x the floats, layer reads >= 3x the previous release's.
 
-Run: ``python bench/storage.py [--magnitudes 1000] [--layers 33] [--dim 1024] [--rounds 3]``.
+Run: ``python bench/storage.py [--magnitudes 1000] [--layers 33] [--dim 1024] [--rounds 3]``
+(from a git clone, for the previous release; ``--previous none`` skips it).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -45,9 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from magdash.stimuli import StimulusSet  # noqa: E402
 from magdash.store import Store  # noqa: E402
-from magdash.store.codec import decode_vectors_into, vector_table  # noqa: E402
-from magdash.store.npz import WRITE_BATCH_BYTES, import_arrays, write_per_carrier  # noqa: E402
-from magdash.store.parquet import layer_file  # noqa: E402
+from magdash.store.npz import import_arrays, write_per_carrier  # noqa: E402
 from magdash.store.records import ModelRecord  # noqa: E402
 
 CARRIERS = ("I saw {n} birds.", "There were {n} chairs.", "She paid {n} dollars.", "We ran {n} miles.",
@@ -64,40 +62,56 @@ def timed(run) -> float:
     return time.perf_counter() - started
 
 
-def tables_write(path: Path, flat: np.ndarray, keys: list[str]) -> None:
-    """Schema 4's write path: per batch, one transaction inserting a blob row per item in each layer's table."""
-    n_items, n_layers, dim = flat.shape
-    chunk = max(1, WRITE_BATCH_BYTES // (n_layers * dim * 4))
-    offsets = np.arange(chunk + 1, dtype=np.int32) * dim * 4
-    with duckdb.connect(str(path), config={"force_compression": "uncompressed"}) as connection:
-        for layer in range(n_layers):
-            connection.execute(f"CREATE TABLE {vector_table('m', layer)} (item_key VARCHAR, vec BLOB)")
-        for start in range(0, n_items, chunk):
-            batch = flat[start:start + chunk]
-            connection.begin()
-            for layer in range(n_layers):
-                rows = np.ascontiguousarray(batch[:, layer])
-                blobs = pa.Array.from_buffers(pa.binary(), len(rows), [
-                    None, pa.py_buffer(offsets[:len(rows) + 1]), pa.py_buffer(rows.reshape(-1).view(np.uint8))])
-                connection.register("rows", pa.table({"item_key": keys[start:start + chunk], "vec": blobs}))
-                connection.execute(f"INSERT INTO {vector_table('m', layer)} SELECT * FROM rows")
-                connection.unregister("rows")
-            connection.commit()
+PREVIOUS_RELEASE = "7b5447e"
+
+# Run by the previous release's interpreter path: its own magdash, the same steps as this one's.
+_PREVIOUS_ROUND = """
+import json, shutil, sys, tempfile, time
+from pathlib import Path
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from magdash.store import Store
+from magdash.store.npz import import_arrays
+vectors = np.load(sys.argv[2])
+work = Path(tempfile.mkdtemp(dir=sys.argv[3]))
+store = Store(work / "store.duckdb")
+carriers = json.loads(sys.argv[4])
+started = time.perf_counter()
+import_arrays(store, "m", vectors, list(range(1, vectors.shape[0] + 1)), carriers=carriers, stimuli="bench")
+seconds = {"import": time.perf_counter() - started}
+started = time.perf_counter()
+for layer in range(vectors.shape[2]):
+    store.read_layer("m", "bench", layer)
+seconds["read_layer"] = time.perf_counter() - started
+started = time.perf_counter()
+list(store.read_layers("m", "bench"))
+seconds["read_layers"] = time.perf_counter() - started
+size = sum(p.stat().st_size for p in work.rglob("*") if p.is_file())
+shutil.rmtree(work)
+print(json.dumps({"seconds": seconds, "bytes": size}))
+"""
 
 
-def tables_read(path: Path, keys: list[str], n_layers: int, dim: int) -> None:
-    """Schema 4's layer reader: each layer's rows decoded in batches straight into its array."""
-    position = {key: index for index, key in enumerate(keys)}
-    with duckdb.connect(str(path), read_only=True) as connection:
-        connection.register("wanted", pa.table({"item_key": keys}))
-        for layer in range(n_layers):
-            out = np.empty((len(keys), dim), dtype=np.float32)
-            reader = connection.sql(
-                f"SELECT item_key, vec FROM {vector_table('m', layer)} WHERE item_key IN (SELECT item_key FROM wanted)"
-            ).to_arrow_reader(max(1, (32 << 20) // (4 * dim)))
-            for batch in reader:
-                targets = np.fromiter((position[k] for k in batch.column(0).to_pylist()), np.int64, batch.num_rows)
-                decode_vectors_into(out, targets, pa.chunked_array([batch.column(1)]))
+def unpack_previous(revision: str, into: Path) -> Path | None:
+    """The previous release's code, unpacked from this clone's history (None without git)."""
+    target = into / "previous"
+    target.mkdir()
+    try:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision], check=True, capture_output=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target
+
+
+def previous_round(code: Path, array: Path, work: Path, raw: int) -> dict[str, float]:
+    output = subprocess.run(
+        [sys.executable, "-c", _PREVIOUS_ROUND, str(code), str(array), str(work), json.dumps(CARRIERS)],
+        check=True, capture_output=True, text=True, cwd=code,
+    ).stdout
+    measured = json.loads(output.strip().splitlines()[-1])
+    rates = {f"previous_{name}": raw / 1e6 / value for name, value in measured["seconds"].items()}
+    return {**rates, "previous_size": measured["bytes"] / raw}
 
 
 def parquet_floor(folder: Path, flat: np.ndarray) -> None:
@@ -113,7 +127,6 @@ def one_round(vectors: np.ndarray, magnitudes: list[int], work: Path) -> dict[st
     raw = vectors.nbytes
     n_magnitudes, n_carriers, n_layers, dim = vectors.shape
     stimuli = StimulusSet("bench", CARRIERS, tuple(magnitudes))
-    keys = [item.key for item in stimuli.items]
     flat = vectors.reshape(n_magnitudes * n_carriers, n_layers, dim)
     record = ModelRecord("m", "bench-model", "bench", "fp", "float32", "", "bench", n_layers - 1, dim,
                          tuple(f"layer {i}" for i in range(n_layers)), "imported")
@@ -123,24 +136,19 @@ def one_round(vectors: np.ndarray, magnitudes: list[int], work: Path) -> dict[st
     imported = Store(work / "imported.duckdb")
     seconds["import"] = timed(lambda: import_arrays(imported, "m", vectors, magnitudes, carriers=list(CARRIERS),
                                                     stimuli="bench"))
-    seconds["tables_write"] = timed(lambda: tables_write(work / "tables.duckdb", flat, keys))
+    seconds["read_layer"] = timed(lambda: [imported.read_layer("m", "bench", layer) for layer in range(n_layers)])
+    seconds["read_layers"] = timed(lambda: list(imported.read_layers("m", "bench")))
     seconds["parquet_floor"] = timed(lambda: parquet_floor(work / "floor", flat))
     seconds["parquet_export"] = timed(lambda: store.export_parquet("m", "bench", work / "folder"))
     other = Store(work / "other.duckdb")
     seconds["parquet_import"] = timed(lambda: other.import_parquet_folder(work / "folder", "m"))
-    seconds["store_read"] = timed(lambda: list(store.read_layers("m", "bench")))
-    seconds["tables_read"] = timed(lambda: tables_read(work / "tables.duckdb", keys, n_layers, dim))
-    seconds["parquet_read"] = timed(lambda: [
-        pq.read_table(work / "folder" / layer_file(layer), columns=["vector"]).column("vector")
-        .combine_chunks().flatten().to_numpy() for layer in range(n_layers)])
     rates = {name: raw / 1e6 / value for name, value in seconds.items()}
     store_bytes = sum(p.stat().st_size for p in work.glob("store.duckdb*") if p.is_file())
-    sizes = {
+    return {
+        **rates,
         "store_size": (store_bytes + folder_bytes(work / "store.duckdb.shards")) / raw,
-        "tables_size": sum(p.stat().st_size for p in work.glob("tables.duckdb*")) / raw,
         "folder_size": folder_bytes(work / "folder") / raw,
     }
-    return {**rates, **sizes}
 
 
 def show(values: dict[str, float]) -> str:
@@ -153,25 +161,44 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=33)
     parser.add_argument("--dim", type=int, default=1024)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--previous", default=PREVIOUS_RELEASE, help="git revision of the release to compare, or none")
     args = parser.parse_args()
     rng = np.random.default_rng(17)
     vectors = rng.normal(size=(args.magnitudes, len(CARRIERS), args.layers, args.dim)).astype(np.float32)
     magnitudes = list(range(1, args.magnitudes + 1))
     print(f"{vectors.nbytes / 1e6:.0f} MB of float32 ({args.magnitudes} x {len(CARRIERS)} x {args.layers} x {args.dim})")
-    rounds = []
-    for index in range(args.rounds):
-        work = Path(tempfile.mkdtemp(prefix="magdash-storage-"))
-        try:
-            rounds.append(one_round(vectors, magnitudes, work))
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        print(f"round {index + 1}: {show(rounds[-1])}")
+    scratch = Path(tempfile.mkdtemp(prefix="magdash-storage-"))
+    try:
+        previous = None if args.previous == "none" else unpack_previous(args.previous, scratch)
+        if previous is None and args.previous != "none":
+            print(f"(no git history here: the previous release {args.previous} is not measured)")
+        array = scratch / "vectors.npy"
+        np.save(array, vectors)
+        rounds = []
+        for index in range(args.rounds):
+            measured = {}
+            if previous is not None:
+                measured.update(previous_round(previous, array, scratch, vectors.nbytes))
+            work = Path(tempfile.mkdtemp(dir=scratch))
+            try:
+                measured.update(one_round(vectors, magnitudes, work))
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            rounds.append(measured)
+            print(f"round {index + 1}: {show(measured)}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     median = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
     print(f"median: {show(median)}")
-    print(f"ratios (median): store write / tables write {median['store_write'] / median['tables_write']:.2f}x, "
-          f"store write / Parquet floor {median['store_write'] / median['parquet_floor']:.2f}x, "
-          f"store layer read / tables layer read {median['store_read'] / median['tables_read']:.2f}x, "
-          f"store size / tables size {median['store_size'] / median['tables_size']:.3f}")
+    ratios = [f"store write / Parquet floor {median['store_write'] / median['parquet_floor']:.2f}x"]
+    if previous is not None:
+        ratios += [
+            f"import / previous import {median['import'] / median['previous_import']:.2f}x",
+            f"read_layer / previous {median['read_layer'] / median['previous_read_layer']:.2f}x",
+            f"read_layers / previous {median['read_layers'] / median['previous_read_layers']:.2f}x",
+            f"store size / previous {median['store_size'] / median['previous_size']:.3f}",
+        ]
+    print("ratios (median): " + ", ".join(ratios))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -304,6 +305,34 @@ def number_vector_batches(
         yield [items[i].key for i in chosen], vectors
 
 
+class _OneWriteInFlight:
+    """Writes an extraction's batches on one background thread, one at a time, so the next
+    forward passes run while a batch becomes a shard (torch, numpy, pyarrow and DuckDB all work
+    outside the GIL). Memory holds at most the batch being written and the one being filled; a
+    kill finds at most one write under way, as before. A failed write raises from the next
+    ``submit`` or from ``close``, which waits for the last write."""
+
+    def __init__(self, write: Callable[..., object]):
+        self._write = write
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magdash-write")
+        self._pending: Future | None = None
+
+    def submit(self, *args: object) -> None:
+        self._wait()
+        self._pending = self._executor.submit(self._write, *args)
+
+    def _wait(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self) -> None:
+        try:
+            self._wait()
+        finally:
+            self._executor.shutdown(wait=True)
+
+
 def extract(
     model: str | LoadedModel,
     stimuli: StimulusSet,
@@ -372,13 +401,14 @@ def extract(
     todo = [item for item in stimuli.items if item.key in missing]
     done, pending_keys, pending_vectors = already, [], []
     last_flush = time.perf_counter()
+    writer = _OneWriteInFlight(functools.partial(store.write_vectors, model_id))
 
     def flush() -> None:
         nonlocal pending_keys, pending_vectors, last_flush
         # Taken out first: after a failed write the ``finally`` below must not try it again.
         keys, vectors, pending_keys, pending_vectors = pending_keys, pending_vectors, [], []
         if keys:
-            store.write_vectors(model_id, keys, np.concatenate(vectors))
+            writer.submit(keys, np.concatenate(vectors))
         last_flush = time.perf_counter()
 
     batches = number_vector_batches(
@@ -394,7 +424,10 @@ def extract(
             if progress:
                 progress(done, total)
     finally:
-        flush()
+        try:
+            flush()
+        finally:
+            writer.close()
     cancelled = done - already < len(todo)
     return ExtractionResult(
         name, stimuli.name, model_id, total, already, done - already, time.perf_counter() - started, cancelled

@@ -7,6 +7,7 @@ the fixtures only).
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 import shutil
@@ -302,6 +303,15 @@ def file_state(path: Path) -> tuple[bytes, bool, dict[str, bytes]]:
     folder = shard_folder(path)
     shard_bytes = {str(f.relative_to(folder)): f.read_bytes() for f in sorted(folder.rglob("*")) if f.is_file()}
     return path.read_bytes(), Path(f"{path}.wal").exists(), shard_bytes
+
+
+def unpack_store(version: int, folder: Path) -> Path:
+    """A copy of ``tests/data/store_v<version>.duckdb.gz``, a store an earlier release wrote
+    (``tests/data/make_store_v<version>.py``), as ``folder/v<version>.duckdb``."""
+    path = Path(folder) / f"v{version}.duckdb"
+    with gzip.open(DATA / f"store_v{version}.duckdb.gz", "rb") as source, open(path, "wb") as target:
+        shutil.copyfileobj(source, target)
+    return path
 
 
 def copy_store(source: Path, folder: Path, name: str = "store.duckdb") -> Path:

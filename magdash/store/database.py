@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 import duckdb
 import numpy as np
@@ -27,7 +27,6 @@ import pandas as pd
 import pyarrow as pa
 
 from magdash.errors import StoreError
-from magdash.overflow import nonfinite_rows
 from magdash.stimuli import StimulusSet, check_reserved_name
 from magdash.store import metrics, npz, parquet, shards
 from magdash.store.connection import StoreFile
@@ -50,6 +49,10 @@ class Store:
         self.path = self._file.path
         self.lock_timeout_s = self._file.lock_timeout_s
         self.shards = shards.shard_folder(self.path)
+        # (model, stimulus set) -> where a complete set's vectors are: they never move (registered
+        # shards are immutable and done rows are never removed), so a long-lived Store (the app's)
+        # reads a layer without a catalog query.
+        self._complete_sets: dict[tuple[str, str], _LayerPlan] = {}
         ensure_schema(self._file, self.shards)
         _sweep_once_per_process(self)
 
@@ -285,26 +288,36 @@ class Store:
         """Yield layers one at a time (all by default).
 
         The model, the stimulus set and where each item's vectors are come from the catalog on
-        one short connection; the layers are then read from the shards, which are immutable,
-        without touching DuckDB, so a writer in another process never waits for a reader, nor a
-        reader for a writer's extraction. This generator keeps no reference to a layer it has
-        yielded, so while the next layer is read memory holds that layer and whatever the caller
-        still keeps.
+        one short connection (once per Store object for a complete set, whose vectors never
+        move); the layers are then read from the shards, which are immutable, without touching
+        DuckDB, so a writer in another process never waits for a reader, nor a reader for a
+        writer's extraction. This generator keeps no reference to a layer it has yielded, so
+        while the next layer is read memory holds that layer and whatever the caller still keeps.
         """
+        plan = self._complete_sets.get((name, stimuli)) or self._layer_plan(name, stimuli)
+        record = plan.record
+        layers = range(record.n_layers) if layers is None else list(layers)
+        for layer in layers:
+            if not 0 <= layer < record.n_layers:
+                raise StoreError(f"layer {layer} does not exist for {name!r}: use 0..{record.n_layers - 1}")
+        n_items = len(plan.magnitudes) * len(plan.carriers)
+        for layer in layers:
+            if plan.n_located != n_items:
+                raise StoreError(
+                    f"model {record.name!r} has {plan.n_located} of {n_items} vectors of stimulus set "
+                    f"{stimuli!r} at layer {layer}; run extract again to finish it"
+                )
+            yield self._read_layer(plan, layer)
+
+    def _layer_plan(self, name: str, stimuli: str) -> _LayerPlan:
         with self._file.connect() as connection:
             record = _model_record(connection, name)
             carriers, magnitudes = _stimulus_grid(connection, stimuli)
-            layers = range(record.n_layers) if layers is None else list(layers)
-            for layer in layers:
-                if not 0 <= layer < record.n_layers:
-                    raise StoreError(f"layer {layer} does not exist for {name!r}: use 0..{record.n_layers - 1}")
             located = connection.execute(
                 "SELECT d.shard, d.row_index, i.magnitude, i.carrier_index FROM done d "
                 "JOIN stimulus_items i USING (item_key) WHERE d.model_id = ? AND i.set_name = ?",
                 [record.model_id, stimuli],
             ).fetchnumpy()
-        n_items = len(magnitudes) * len(carriers)
-        n_located = len(located["shard"])
         # An item's place in the (magnitudes x carriers) grid, as StimulusSet.items orders them.
         grid = np.asarray(magnitudes, dtype=np.int64)
         by_value = np.argsort(grid, kind="stable")
@@ -312,28 +325,25 @@ class Store:
         targets = magnitude_index * len(carriers) + np.asarray(located["carrier_index"], np.int64)
         names, shard_of = np.unique(np.asarray(located["shard"], dtype=object), return_inverse=True)
         rows = np.asarray(located["row_index"], np.int64)
-        plan = [(str(shard), targets[shard_of == index], rows[shard_of == index]) for index, shard in enumerate(names)]
-        for layer in layers:
-            if n_located != n_items:
-                raise StoreError(
-                    f"model {record.name!r} has {n_located} of {n_items} vectors of stimulus set "
-                    f"{stimuli!r} at layer {layer}; run extract again to finish it"
-                )
-            yield self._read_layer(record, carriers, magnitudes, plan, layer)
+        plan = _LayerPlan(
+            record, carriers, magnitudes, len(rows),
+            tuple((str(shard), targets[shard_of == index], rows[shard_of == index]) for index, shard in enumerate(names)),
+        )
+        if plan.n_located == len(magnitudes) * len(carriers):
+            self._complete_sets[(name, stimuli)] = plan
+        return plan
 
-    def _read_layer(
-        self, record: ModelRecord, carriers: tuple[str, ...], magnitudes: tuple[int, ...],
-        plan: list[tuple[str, np.ndarray, np.ndarray]], layer: int,
-    ) -> LayerData:
-        vectors = np.empty((len(magnitudes), len(carriers), record.hidden_size), dtype=np.float32)
+    def _read_layer(self, plan: _LayerPlan, layer: int) -> LayerData:
+        record = plan.record
+        vectors = np.empty((len(plan.magnitudes), len(plan.carriers), record.hidden_size), dtype=np.float32)
         flat = vectors.reshape(-1, record.hidden_size)
-        for shard, targets, rows in plan:
+        for shard, targets, rows in plan.shards:
             shards.read_layer_into(self.shards, shard, layer, flat, targets, rows)
         return LayerData(
             layer=layer,
             label=record.layer_labels[layer],
-            magnitudes=np.asarray(magnitudes, dtype=np.float64),
-            carriers=list(carriers),
+            magnitudes=np.asarray(plan.magnitudes, dtype=np.float64),
+            carriers=list(plan.carriers),
             vectors=vectors,
         )
 
@@ -428,6 +438,17 @@ class Store:
     export_arrays = npz.export_arrays
     export_parquet = parquet.export_parquet
     import_parquet_folder = parquet.import_parquet_folder
+
+
+@dataclass(frozen=True)
+class _LayerPlan:
+    """Where a (model, stimulus set)'s vectors are: per shard, the grid positions and shard rows."""
+
+    record: ModelRecord
+    carriers: tuple[str, ...]
+    magnitudes: tuple[int, ...]
+    n_located: int
+    shards: tuple[tuple[str, np.ndarray, np.ndarray], ...]
 
 
 def _sweep_once_per_process(store: Store) -> None:

@@ -67,7 +67,7 @@ def import_arrays(
     dim = per_carrier.shape[3]
     layer_labels, n_blocks = _imported_layers(layer_labels, n_blocks, last_layer)
     digest = hashlib.sha256()
-    digest.update(np.ascontiguousarray(per_carrier).tobytes())
+    digest.update(memoryview(np.ascontiguousarray(per_carrier)).cast("B"))  # hashed in place, not copied
     digest.update(json.dumps([magnitudes, carriers, layer_labels, n_blocks]).encode())
     fingerprint = f"sha256:{digest.hexdigest()[:32]}"
     model_id = hashlib.sha1(f"{fingerprint}|import".encode()).hexdigest()[:20]
@@ -79,7 +79,8 @@ def import_arrays(
         hidden_size=dim, layer_labels=tuple(layer_labels), position="imported", is_random=False,
     )
     set_name = store.register(stimulus_set, record, join_stored=stimuli is None)
-    write_per_carrier(store, model_id, stimulus_set, per_carrier[np.argsort(magnitudes, kind="stable")])
+    rows = per_carrier if magnitudes == sorted(magnitudes) else per_carrier[np.argsort(magnitudes, kind="stable")]
+    write_per_carrier(store, model_id, stimulus_set, rows)
     return record, set_name
 
 
@@ -154,6 +155,13 @@ def _import_set_name(name: str, carriers: Sequence[str], magnitudes: Sequence[in
     return derived if len(derived) <= MAX_SET_NAME_CHARS else f"import-{fingerprint.removeprefix('sha256:')[:16]}"
 
 
+def _has_finite(array: np.ndarray) -> bool:
+    """Whether any value is finite, looking at a million at a time: a real array answers at its
+    first slice, where ``np.isfinite(array).any()`` would build a mask as large as the array."""
+    flat = array.reshape(-1)
+    return any(np.isfinite(flat[start:start + (1 << 20)]).any() for start in range(0, flat.size, 1 << 20))
+
+
 def validate_import_arrays(
     per_carrier: np.ndarray,
     magnitudes: Sequence[float] | None,
@@ -171,7 +179,7 @@ def validate_import_arrays(
     if min(array.shape) < 1:
         raise StoreError(f"per_carrier has an empty axis {array.shape}")
     array = array.astype(np.float32, copy=False)
-    if not np.isfinite(array).any():
+    if not _has_finite(array):
         raise StoreError("per_carrier holds no finite values (all NaN or infinite)")
     if magnitudes is None:
         raise StoreError(

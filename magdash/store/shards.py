@@ -105,8 +105,8 @@ def _lock(descriptor: int, *, wait: bool) -> bool:
     (pyarrow's) keeps it, and any other open of the file, even in this process, is refused it."""
     try:
         import fcntl
-    except ImportError:  # Windows: no flock; the sweep then removes nothing
-        return not wait
+    except ImportError:  # Windows: no flock, so no file counts as free and the sweep removes nothing
+        return False
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
     except BlockingIOError:
@@ -278,17 +278,20 @@ def shard_files(folder: Path) -> list[str]:
     )
 
 
-def sweep(folder: Path, registered: Callable[[], set[str]], *, now: float | None = None) -> list[str]:
+def sweep(folder: Path, registered: Callable[[], set[str]]) -> list[str]:
     """Delete the folder's unregistered shard files that no writer holds; returns their names.
 
     ``registered`` reads the catalog's shard names; it is called again once the candidates are
     locked, so a shard registered while they were being locked is kept.
     """
+    files = shard_files(folder)
+    if not files:
+        return []
     known = registered()
-    now = time.time() if now is None else now
+    now = time.time()
     held: list[tuple[str, int]] = []
     try:
-        for name in shard_files(folder):
+        for name in files:
             if name in known:
                 continue
             path = folder / name

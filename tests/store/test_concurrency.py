@@ -38,7 +38,13 @@ from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES, PAPER_SET_NAME, pa
 from magdash.store import Store
 from magdash.store.shards import shard_files, shard_folder
 from tests.support import (
-    CHROMIUM, CHROMIUM_ARGS, ROOT, copy_store, duplicate_rows, require_chromium, streamlit_server,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    ROOT,
+    copy_store,
+    duplicate_rows,
+    require_chromium,
+    streamlit_server,
 )
 
 BASE_MODEL = "tiny"          # extracted before the test, on the paper's stimuli

@@ -8,10 +8,8 @@ read-only connection and gives the numbers the analyses give.
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
-import shutil
 from pathlib import Path
 
 import duckdb
@@ -26,7 +24,7 @@ from magdash.phase.run import phase_from_store
 from magdash.store import SCHEMA_VERSION, Store, metrics, schema
 from magdash.store.npz import import_arrays
 from magdash.variability.analysis import AnalysisParams, analyze, compare
-from tests.support import DATA, ROOT
+from tests.support import DATA, ROOT, unpack_store
 
 MAGNITUDES = np.array([1, 2, 3, 5, 8, 13, 21, 34, 55, 89])
 CARRIERS = ["I saw {} birds.", "There were {} chairs.", "She paid {} dollars.", "We ran {} miles."]
@@ -183,10 +181,7 @@ def test_the_documented_columns_are_the_tables_columns(store):
 
 @pytest.fixture
 def v3_store(tmp_path) -> Path:
-    path = tmp_path / "v3.duckdb"
-    with gzip.open(DATA / "store_v3.duckdb.gz", "rb") as source, open(path, "wb") as target:
-        shutil.copyfileobj(source, target)
-    return path
+    return unpack_store(3, tmp_path)
 
 
 def stored_version(path: Path) -> str:

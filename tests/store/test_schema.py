@@ -4,8 +4,6 @@ leaves the store as it was; newer, unversioned and foreign DuckDB files are refu
 
 from __future__ import annotations
 
-import gzip
-import shutil
 from pathlib import Path
 
 import duckdb
@@ -16,31 +14,22 @@ from magdash.cli import main
 from magdash.errors import StoreError
 from magdash.store import SCHEMA_VERSION, Store, schema, shards
 from magdash.variability.analysis import AnalysisParams, analyze
-from tests.support import DATA
+from tests.support import DATA, unpack_store
 
 
 @pytest.fixture
 def v1_store(tmp_path) -> Path:
-    path = tmp_path / "v1.duckdb"
-    with gzip.open(DATA / "store_v1.duckdb.gz", "rb") as source, open(path, "wb") as target:
-        shutil.copyfileobj(source, target)
-    return path
+    return unpack_store(1, tmp_path)
 
 
 @pytest.fixture
 def v4_store(tmp_path) -> Path:
-    path = tmp_path / "v4.duckdb"
-    with gzip.open(DATA / "store_v4.duckdb.gz", "rb") as source, open(path, "wb") as target:
-        shutil.copyfileobj(source, target)
-    return path
+    return unpack_store(4, tmp_path)
 
 
 @pytest.fixture
 def v2_store(tmp_path) -> Path:
-    path = tmp_path / "v2.duckdb"
-    with gzip.open(DATA / "store_v2.duckdb.gz", "rb") as source, open(path, "wb") as target:
-        shutil.copyfileobj(source, target)
-    return path
+    return unpack_store(2, tmp_path)
 
 
 def stored_sets(path: Path) -> dict[str, str]:

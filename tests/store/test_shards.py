@@ -162,3 +162,11 @@ def test_a_failed_registration_deletes_its_shard(store, vectors, monkeypatch):
         store.write_vectors(RECORD.model_id, KEYS, vectors)
     assert shards.shard_files(store.shards) == [] and registered(store) == set()
     assert store.missing_item_keys(RECORD.model_id, "tiny") == set(KEYS)
+
+
+def test_a_set_read_before_it_was_complete_is_read_again_once_it_is(store, vectors):
+    store.write_vectors(RECORD.model_id, KEYS[:5], vectors[:5])
+    with pytest.raises(StoreError, match="5 of 8 vectors"):
+        store.read_layer("m", "tiny", 0)
+    store.write_vectors(RECORD.model_id, KEYS[5:], vectors[5:])
+    assert np.array_equal(stored(store), vectors)  # the same Store object sees the new shard

@@ -3,10 +3,12 @@ in-process, a killed worker retried with nothing registered twice, failures kept
 
 from __future__ import annotations
 
+import duckdb
 import numpy as np
 import pytest
 
 from magdash.store import Store
+from magdash.store.shards import shard_files
 from magdash.sweep import SweepParams, load_plan, run_sweep
 from tests.support import KillWorkerOnce, duplicate_rows, stored_vectors, write_plan
 
@@ -38,6 +40,14 @@ def test_the_store_after_a_ray_sweep_equals_the_in_process_one(swept):
     columns = ["name", "model_id", "n_blocks", "hidden_size", "stimulus_sets"]
     assert local.list_models()[columns].equals(remote.list_models()[columns])
     assert local_summary.frame().drop(columns="seconds").equals(ray_summary.frame().drop(columns="seconds"))
+
+
+def test_ray_workers_write_the_shards_and_the_driver_registers_them(swept):
+    *_, remote = swept
+    with duckdb.connect(str(remote.path), read_only=True) as connection:
+        registered = {row[0] for row in connection.execute("SELECT shard FROM shards").fetchall()}
+    assert registered and all(name.endswith(".worker.parquet") for name in registered)
+    assert set(shard_files(remote.shards)) == registered
 
 
 def test_a_bad_model_fails_that_task_alone_with_its_message(swept):
