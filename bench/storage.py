@@ -10,7 +10,7 @@ of float32). Each round, on the same array:
    ``read_layers`` (what an analysis reads), the store's size;
 2. the same three on this checkout, plus:
 3. **store write**: the store's write path alone (``Store.write_vectors`` in the import's batches
-   of ``WRITE_BATCH_BYTES``, 256 MB: one shard each, fsynced, renamed, and registered with its
+   of ``shards.WRITE_BATCH_BYTES``, 256 MB: one shard each, fsynced, renamed, and registered with its
    items' completion markers and non-finite flags in one transaction); ``import`` adds to it the
    SHA-256 of the whole array that is an imported model's identity;
 4. **Parquet floor**: ``pyarrow.parquet.write_table`` of one uncompressed file per layer with a

@@ -28,6 +28,7 @@ from magdash.stimuli import (
     PLACEHOLDER,
     StimulusSet,
 )
+from magdash.store import shards
 from magdash.store.records import ModelRecord
 
 if TYPE_CHECKING:
@@ -84,20 +85,14 @@ def import_arrays(
     return record, set_name
 
 
-WRITE_BATCH_BYTES = 256 << 20
-"""Vectors an import writes at a time: large enough that a shard's registration (a DuckDB
-connection and transaction, tens of ms) is a small part of its writing, small enough that the
-layer-major copy a shard needs stays a fraction of the array the import already holds."""
-
-
 def write_per_carrier(store: Store, model_id: str, stimuli: StimulusSet, per_carrier: np.ndarray) -> None:
     """Write ``per_carrier`` (rows in ``stimuli.magnitudes`` order, ascending) under each item's key,
-    one shard (and one transaction) per ``WRITE_BATCH_BYTES``."""
+    one shard (and one transaction) per :data:`~magdash.store.shards.WRITE_BATCH_BYTES`."""
     n_magnitudes, n_carriers, n_layers, dim = per_carrier.shape
     index = {(item.magnitude, item.carrier_index): item.key for item in stimuli.items}
     keys = [index[(m, c)] for m in stimuli.magnitudes for c in range(n_carriers)]
     flat = per_carrier.reshape(n_magnitudes * n_carriers, n_layers, dim)
-    chunk = max(1, WRITE_BATCH_BYTES // max(1, n_layers * dim * 4))
+    chunk = shards.items_per_batch(n_layers, dim)
     for start in range(0, len(keys), chunk):
         store.write_vectors(model_id, keys[start:start + chunk], flat[start:start + chunk])
 

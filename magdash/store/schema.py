@@ -202,7 +202,7 @@ def _move_vectors_to_shards(connection: duckdb.DuckDBPyConnection, shard_folder:
 
     Each layer's table is scanned once, into a scratch array on disk beside the shards (so
     memory holds one read batch, whatever the model's size); the shards are then written from
-    it, about 64 MB each, and registered, ``done`` gains each item's shard and row, and the
+    it (``shards.WRITE_BATCH_BYTES`` each) and registered, ``done`` gains each item's shard and row, and the
     tables are dropped, all in the migration's one transaction. A failure half-way rolls the
     transaction back, so the store is still at schema 4 with every table, and the shards it had
     written are deleted (or, after a kill, swept as unregistered on the next open). Items whose
@@ -220,7 +220,7 @@ def _move_vectors_to_shards(connection: duckdb.DuckDBPyConnection, shard_folder:
             "JOIN done d USING (model_id)"
         ).fetchall():
             layers = [vector_table(model_id, layer) for layer in range(len(json.loads(layer_labels)))]
-            written += _model_to_shards(connection, shard_folder, model_id, int(hidden_size), layers, tables)
+            _model_to_shards(connection, shard_folder, model_id, int(hidden_size), layers, tables, written)
         for table in sorted(tables):
             if table.startswith("vec_"):
                 connection.execute(f"DROP TABLE {table}")
@@ -232,8 +232,10 @@ def _move_vectors_to_shards(connection: duckdb.DuckDBPyConnection, shard_folder:
 
 def _model_to_shards(
     connection: duckdb.DuckDBPyConnection, shard_folder: Path, model_id: str, dim: int,
-    layer_tables: list[str], tables: set[str],
-) -> list[shards.Shard]:
+    layer_tables: list[str], tables: set[str], written: list[shards.Shard],
+) -> None:
+    """Move one model's vectors into shards, adding each shard to ``written`` as soon as it is
+    on disk, so a failure later in the same model still deletes it."""
     keys = [row[0] for row in connection.execute(
         "SELECT item_key FROM done WHERE model_id = ? ORDER BY item_key", [model_id]).fetchall()]
     index = {key: row for row, key in enumerate(keys)}
@@ -261,8 +263,7 @@ def _model_to_shards(
         connection.execute("DELETE FROM done WHERE model_id = ?", [model_id])
         connection.execute("DELETE FROM nonfinite WHERE model_id = ? AND item_key NOT IN "
                             "(SELECT unnest(?::VARCHAR[]))", [model_id, [keys[row] for row in whole]])
-        chunk = max(1, (64 << 20) // max(1, n_layers * dim * 4))
-        written = []
+        chunk = shards.items_per_batch(n_layers, dim)
         for start in range(0, len(whole), chunk):
             rows = whole[start:start + chunk]
             shard = shards.write_shard(shard_folder, model_id, [keys[row] for row in rows], scratch[rows])
@@ -278,7 +279,6 @@ def _model_to_shards(
             }))
             connection.execute("INSERT INTO done SELECT * FROM moved")
             connection.unregister("moved")
-        return written
     finally:
         del scratch
         scratch_path.unlink(missing_ok=True)

@@ -27,6 +27,7 @@ Registered shards are immutable and never deleted, so readers read them without 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -50,6 +51,12 @@ SHARD_FORMAT = "magdash-shard-1"
 WORKER_GRACE_S = 3600.0
 """How long a sweep worker's shard may wait, unregistered, for the driver that registers it."""
 
+WRITE_BATCH_BYTES = 256 << 20
+"""Vectors written as one shard when a whole array is stored (an import, the migration): large
+enough that a shard's registration (a DuckDB connection and transaction, tens of ms) is a small
+part of its writing, small enough that the layer-major copy a shard needs stays a fraction of
+the array the caller already holds."""
+
 _METADATA_KEY = b"magdash"
 _SUFFIX = ".parquet"
 _PARTIAL_SUFFIX = ".parquet.tmp"
@@ -64,6 +71,11 @@ def shard_folder(store_path: Path) -> Path:
 def model_folder(model_id: str) -> str:
     """The subfolder of a model's shards, derived from a hash so no user text reaches a path."""
     return hashlib.sha1(model_id.encode()).hexdigest()[:20]
+
+
+def items_per_batch(n_layers: int, dim: int) -> int:
+    """How many items of ``n_layers`` x ``dim`` float32 make up ``WRITE_BATCH_BYTES``."""
+    return max(1, WRITE_BATCH_BYTES // max(1, n_layers * dim * 4))
 
 
 def layer_column(layer: int) -> str:
@@ -123,16 +135,16 @@ def _fsync_folder(folder: Path) -> None:
             os.close(descriptor)
 
 
-def shard_write_error(error: OSError, folder: Path) -> StoreError:
+def _shard_write_error(error: OSError, folder: Path) -> StoreError:
     """The message for a shard that could not be written, saying what was kept."""
     where = repr(str(folder))
-    if error.errno in (28, 27, 122):  # ENOSPC, EFBIG, EDQUOT
+    if error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
         return StoreError(
             f"the disk is full: could not write a shard in {where} ({error.strerror}). Everything stored "
             "before this write is kept; free some space (or move the store with --store) and run "
             "again to carry on where it stopped"
         )
-    if error.errno == 13:
+    if error.errno == errno.EACCES:
         return StoreError(f"cannot write the store's shard folder {where}: permission denied")
     return StoreError(f"could not write a shard in {where} ({error}); everything stored before is kept")
 
@@ -156,7 +168,7 @@ def _write(folder: Path, model_id: str, item_keys: Sequence[str], vectors: np.nd
             leftover.unlink(missing_ok=True)
         os.close(descriptor)
         if isinstance(error, OSError):
-            raise shard_write_error(error, folder) from None
+            raise _shard_write_error(error, folder) from None
         raise
     shard = Shard(
         name=name, item_keys=tuple(item_keys), n_layers=vectors.shape[1], dim=vectors.shape[2],
@@ -184,7 +196,7 @@ def _create_locked(folder: Path, model_id: str, mark: str) -> tuple[str, Path, i
                 pass
             os.close(descriptor)
     except OSError as error:
-        raise shard_write_error(error, folder) from None
+        raise _shard_write_error(error, folder) from None
 
 
 @contextmanager

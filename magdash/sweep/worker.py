@@ -73,7 +73,8 @@ def extract_job(store: Store, plan: SweepPlan, cell: Cell, stimuli: StimulusSet,
         device=plan.device, device_map=cell.model.device_map, batch_size=plan.batch_size,
         padding_side=plan.padding_side, trust_remote_code=cell.model.trust_remote_code,
         allow_pickle=cell.model.allow_pickle, model_cache=plan.model_cache,
-        items=tuple(item for item in stimuli.items if item.key in missing), shard_folder=str(store.shards),
+        items=tuple(item for item in stimuli.items if item.key in missing),
+        shard_folder=str(store.shards.absolute()),  # a worker's working folder is not the driver's
     )
 
 

@@ -234,11 +234,12 @@ def test_a_shard_migration_failing_half_way_leaves_the_schema_4_store_readable(v
     original = shards.write_shard
 
     def write_then_fail(*args, **kwargs):
-        if written:
+        if len(written) == 2:  # the third shard of the first model
             raise OSError(28, "No space left on device")
         written.append(original(*args, **kwargs))
         return written[-1]
 
+    monkeypatch.setattr(shards, "WRITE_BATCH_BYTES", 10 * 5 * 8 * 4)  # ten items a shard: three a model
     monkeypatch.setattr(shards, "write_shard", write_then_fail)
     with pytest.raises(OSError, match="No space left"):
         Store(v4_store)
