@@ -223,7 +223,7 @@ class Store:
 
     def register_worker_shard(self, model_id: str, shard: shards.Shard) -> int:
         """Register a shard a sweep worker wrote into this store's folder
-        (:func:`magdash.store.shards.write_worker_shard`); items already done are skipped.
+        (:func:`magdash.store.shards.write_shard` with ``for_worker``); items already done are skipped.
         Returns how many items it adds."""
         shards.check_worker_shard(self.shards, shard)
         return self._register_shard(model_id, shard)
@@ -493,15 +493,14 @@ def _stimulus_grid(connection: duckdb.DuckDBPyConnection, name: str) -> tuple[tu
 
 
 def _done_among(connection: duckdb.DuckDBPyConnection, model_id: str, item_keys: Sequence[str]) -> set[str]:
+    # No ``finally`` for the unregister: after a failed query (a damaged file) the transaction is
+    # aborted, and a second error would hide the first, which says what happened.
     connection.register("batch_keys", pa.table({"item_key": pa.array(list(item_keys), pa.string())}))
-    try:
-        return {
-            row[0] for row in connection.execute(
-                "SELECT d.item_key FROM done d JOIN batch_keys b USING (item_key) WHERE d.model_id = ?", [model_id]
-            ).fetchall()
-        }
-    finally:
-        connection.unregister("batch_keys")
+    rows = connection.execute(
+        "SELECT d.item_key FROM done d JOIN batch_keys b USING (item_key) WHERE d.model_id = ?", [model_id]
+    ).fetchall()
+    connection.unregister("batch_keys")
+    return {row[0] for row in rows}
 
 
 def _register_model(connection: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:

@@ -20,7 +20,7 @@ A process killed between 1 and 3 leaves an unregistered file and no lock (the ke
 with the process). :func:`sweep` deletes such files when a process first opens the store. It
 never deletes a file some writer still holds (the ``flock`` probe fails), and it reads the
 catalog again after taking the locks, so a shard registered in the meantime is kept. A sweep
-worker's shard (:func:`write_worker_shard`) is written by a process that does not hold the
+worker's shard (:func:`write_shard` with ``for_worker``) is written by a process that does not hold the
 catalog and is registered later by the driver, so it is left alone for ``WORKER_GRACE_S``.
 Registered shards are immutable and never deleted, so readers read them without any lock.
 """
