@@ -10,6 +10,7 @@ transaction under way is rolled back, so what was stored before it is kept.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
@@ -66,12 +67,25 @@ def _is_lock_conflict(error: Exception) -> bool:
 def _is_storage_failure(error: duckdb.Error) -> bool:
     """A failure of the file rather than of a statement. DuckDB raises its bare ``Error`` for a
     block whose checksum does not match (a damaged file)."""
-    return isinstance(error, _STORAGE_ERRORS) or type(error) in (duckdb.Error, duckdb.DatabaseError) or _disk_is_full(error)
+    return isinstance(error, _STORAGE_ERRORS) or type(error) in (duckdb.Error, duckdb.DatabaseError) or disk_is_full(error)
 
 
-def _disk_is_full(error: Exception) -> bool:
+def disk_is_full(error: Exception) -> bool:
+    """Whether ``error`` is a full disk, a file-size limit or a quota. DuckDB reports these only in
+    its message text; an ``OSError`` says so in its errno."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        return True
     text = str(error).lower()
     return "no space left" in text or "file too large" in text or "disk quota" in text
+
+
+def disk_full_error(what: str, reason: str) -> StoreError:
+    """The one message for a write that found the disk full: what could not be written, and that
+    everything stored before it is kept (every write is one transaction or one renamed file)."""
+    return StoreError(
+        f"the disk is full: could not write {what} ({reason}). Everything stored before this write "
+        "is kept; free some space (or move the store with --store) and run again to carry on where it stopped"
+    )
 
 
 # DuckDB writes a main header and two database headers, 4 KiB each, before any data block.
@@ -148,12 +162,8 @@ class StoreFile:
         first_line = str(error).splitlines()[0]
         text = str(error).lower()
         where = repr(str(self.path))
-        if _disk_is_full(error):
-            return StoreError(
-                f"the disk is full: could not write store {where} ({first_line}). Everything stored "
-                "before this write is kept; free some space (or move the store with --store) and run "
-                "again to carry on where it stopped"
-            )
+        if disk_is_full(error):
+            return disk_full_error(f"store {where}", first_line)
         if isinstance(error, duckdb.OutOfMemoryException):
             return StoreError(
                 f"DuckDB ran out of memory working on store {where} ({first_line}). Everything stored "
@@ -179,7 +189,7 @@ class StoreFile:
             try:
                 return duckdb.connect(str(self.path), config=_CONNECTION_CONFIG)
             except duckdb.IOException as error:
-                if _disk_is_full(error):
+                if disk_is_full(error):
                     if not existed:  # a header cut short by the full disk: leave nothing behind
                         for leftover in (self.path, Path(f"{self.path}.wal")):
                             leftover.unlink(missing_ok=True)

@@ -301,12 +301,12 @@ class Store:
             if not 0 <= layer < record.n_layers:
                 raise StoreError(f"layer {layer} does not exist for {name!r}: use 0..{record.n_layers - 1}")
         n_items = len(plan.magnitudes) * len(plan.carriers)
+        if layers and plan.n_located != n_items:
+            raise StoreError(
+                f"model {record.name!r} has {plan.n_located} of {n_items} vectors of stimulus set "
+                f"{stimuli!r}; run extract again to finish it"
+            )
         for layer in layers:
-            if plan.n_located != n_items:
-                raise StoreError(
-                    f"model {record.name!r} has {plan.n_located} of {n_items} vectors of stimulus set "
-                    f"{stimuli!r} at layer {layer}; run extract again to finish it"
-                )
             yield self._read_layer(plan, layer)
 
     def _layer_plan(self, name: str, stimuli: str) -> _LayerPlan:

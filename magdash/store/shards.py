@@ -44,6 +44,7 @@ import pyarrow.parquet as pq
 
 from magdash.errors import StoreError
 from magdash.overflow import nonfinite_rows
+from magdash.store.connection import disk_full_error, disk_is_full
 
 SHARD_FORMAT = "magdash-shard-1"
 """Written into every shard's Parquet metadata; a reader refuses a shard of another format."""
@@ -138,12 +139,8 @@ def _fsync_folder(folder: Path) -> None:
 def _shard_write_error(error: OSError, folder: Path) -> StoreError:
     """The message for a shard that could not be written, saying what was kept."""
     where = repr(str(folder))
-    if error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
-        return StoreError(
-            f"the disk is full: could not write a shard in {where} ({error.strerror}). Everything stored "
-            "before this write is kept; free some space (or move the store with --store) and run "
-            "again to carry on where it stopped"
-        )
+    if disk_is_full(error):
+        return disk_full_error(f"a shard in {where}", error.strerror)
     if error.errno == errno.EACCES:
         return StoreError(f"cannot write the store's shard folder {where}: permission denied")
     return StoreError(f"could not write a shard in {where} ({error}); everything stored before is kept")
