@@ -45,7 +45,7 @@ missing = "zero" if zero else "error"
 try:
     with st.spinner(ui.plain(f"Analysing {view.model} (first time only)…")):
         ui.analysis_for(key)
-    table = ui.cached("e5_table", key, source, view.measure, missing)
+    table = ui.cached("e5_table", key, db.E5Key(key, source, view.measure, missing))
 except MagdashError as error:
     ui.show_error(error)
     st.stop()

@@ -17,6 +17,7 @@ from magdash.dashboard.keys import (
     TRAINED_SERIES,
     AnalysisKey,
     ComparisonKey,
+    E5Key,
     LayerKey,
     PhaseKey,
     SourceKey,
@@ -50,7 +51,7 @@ from magdash.dashboard.view import (
 __all__ = [
     "CONTROL_SERIES", "CONVENTION_LABELS", "MEASURE_CHOICES", "PAGES", "QUERY_KEYS",
     "SCIENCE_NOTES", "TRAINED_SERIES", "AnalysisKey", "ComparisonKey", "LayerKey", "PageSpec", "PhaseKey",
-    "SourceKey", "StoreInventory", "ViewState", "adjusted_phase_keys", "analysis_key", "analysis_params", "comparison_key", "core_band",
+    "E5Key", "SourceKey", "StoreInventory", "ViewState", "adjusted_phase_keys", "analysis_key", "analysis_params", "comparison_key", "core_band",
     "default_layer", "default_store", "depth_axis", "depth_example", "dropped_analysis_key", "escape_markdown", "inventory_table", "is_control",
     "layer_from_option", "layer_key", "layer_options", "page_groups", "phase_keys", "phase_params", "read_inventory",
     "reconcile_view", "science_notes", "store_stamp", "view_from_query", "view_to_query",

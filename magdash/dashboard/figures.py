@@ -24,7 +24,7 @@ from magdash.errors import MagdashError
 from magdash.frequency import (
     counts_for_magnitudes,
     distribution_plot_data,
-    e5_correlation,
+    e5_from_analysis,
     e5_summary,
     fit_distributions,
 )
@@ -216,14 +216,11 @@ FIT_LABELS = {"power_law": "power law", "exponential": "exponential", "loglog_ol
 """Legend names of the count-distribution fits of :func:`magdash.frequency.fit_distributions`."""
 
 
-def e5_table(result: AnalysisResult, source: FrequencySource, measure: str, missing: str = "error") -> pd.DataFrame:
-    """E5 at every layer: Spearman rho of V(n) with log(count(n) + 1), CI, partial rho given log n."""
-    table = e5_correlation(
-        result.magnitudes, result.values[measure], source, n_boot=result.params.n_boot,
-        seed=result.params.seed, missing=missing,
-    )
+def e5_table(result: AnalysisResult, e5: pd.DataFrame) -> pd.DataFrame:
+    """The E5 of every layer (:func:`magdash.frequency.e5_from_analysis`: Spearman rho of V(n)
+    with log(count(n) + 1), CI, partial rho given log n) with the model and the core band."""
+    table = e5.copy()
     table.insert(0, "model", result.model)
-    table.insert(2, "label", [result.layer_labels[layer] for layer in table["layer"]])
     table.insert(3, "core", table["layer"].isin(result.core_layers))
     return table
 
@@ -356,7 +353,7 @@ def detail_sections(store: Store, result: AnalysisResult, measure: str, layer: i
     if source is not None:
         try:
             counts = load_source(source, store)
-            table = e5_table(result, counts, measure)
+            table = e5_table(result, e5_from_analysis(store, result, counts, measure))
             frame = frequency_scatter_frame(result, counts, measure, layer)
             sections.append(report.ReportSection(
                 f"Corpus frequency (E5), source {source}: {name}",

@@ -102,6 +102,16 @@ class SourceKey:
 
 
 @dataclass(frozen=True)
+class E5Key:
+    """Identifies the E5 of one cached analysis against one frequency source."""
+
+    analysis: AnalysisKey
+    source: SourceKey
+    measure: str
+    missing: str
+
+
+@dataclass(frozen=True)
 class PhaseKey:
     """Identifies the depth diagnostics of one model's stored number-token vectors."""
 

@@ -16,7 +16,14 @@ from magdash.frequency.corpus import (
     count_corpus,
     expand_inputs,
 )
-from magdash.frequency.e5 import E5_COLUMNS, counts_for_magnitudes, e5_correlation, e5_from_store, e5_summary
+from magdash.frequency.e5 import (
+    E5_COLUMNS,
+    counts_for_magnitudes,
+    e5_correlation,
+    e5_from_analysis,
+    e5_from_store,
+    e5_summary,
+)
 from magdash.frequency.fits import distribution_plot_data, fit_distributions
 from magdash.frequency.rule import PAPER_PATTERN, number_word_values
 from magdash.frequency.sources import (
@@ -40,6 +47,6 @@ __all__ = [
     "BUILTIN_SOURCES", "DEFAULT_SOURCE", "E5_COLUMNS", "FORMATS", "OPENWEBTEXT", "PAPER_PATTERN", "WORDFREQ",
     "WORDFREQ_NOTE", "CorpusCounts", "CountOptions", "FrequencyError", "FrequencySource", "builtin_source",
     "check_source_name", "corpus_source", "count_corpus", "counts_for_magnitudes", "counts_table", "distribution_plot_data",
-    "e5_correlation", "e5_from_store", "e5_summary", "expand_inputs", "fit_distributions", "list_sources",
+    "e5_correlation", "e5_from_analysis", "e5_from_store", "e5_summary", "expand_inputs", "fit_distributions", "list_sources",
     "load_source", "number_word_values", "read_counts_csv", "save_source",
 ]

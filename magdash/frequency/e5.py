@@ -246,15 +246,49 @@ def e5_from_store(
         magnitudes = data.magnitudes
     table = e5_correlation(magnitudes, values, frequency, n_boot=n_boot, seed=seed, missing=missing)
     table.insert(1, "label", [labels[layer] for layer in table["layer"]])
-    document = {
-        "model": model, "stimuli": stimuli, "source": frequency.name, "measure": measure, "n_boot": n_boot,
-        "seed": seed, "columns": list(table.columns), "data": {c: table[c].tolist() for c in table.columns},
-    }
+    _put_e5(store, key, table, model=model, stimuli=stimuli, source=frequency.name, measure=measure,
+            n_boot=n_boot, seed=seed)
+    return table
+
+
+def e5_from_analysis(
+    store, result, source: FrequencySource, measure: str, missing: str = "error", *, use_cache: bool = True,
+) -> pd.DataFrame:
+    """E5 at every layer from a cached analysis's V (the dashboard's E5), cached in the store and
+    written to its ``e5`` table like :func:`e5_from_store`'s.
+
+    ``result`` is an :class:`~magdash.variability.analysis.AnalysisResult`: its V carries the
+    analysis's choices (massive dimensions kept or dropped, measures), and its bootstrap
+    resamples and seed are the E5's. The cache key is the analysis's key with the source's
+    counts, ``measure`` and ``missing``, so the same E5 is computed once per store. The table is
+    :func:`e5_from_store`'s (``layer``, ``label`` and :data:`E5_COLUMNS`).
+    """
+    from magdash.variability.analysis import analysis_key
+
+    params = result.params
+    key = result_key(
+        "e5", E5_VERSION, analysis=analysis_key(store, result.model, result.stimuli, params),
+        source=source.name, counts=_counts_hash(source), measure=measure, missing=missing,
+    )
+    payload = store.get_result(key) if use_cache else None
+    if payload is not None:
+        return _document_table(json.loads(zlib.decompress(payload)))
+    table = e5_correlation(
+        result.magnitudes, result.values[measure], source, n_boot=params.n_boot, seed=params.seed, missing=missing,
+    )
+    table.insert(1, "label", [result.layer_labels[layer] for layer in table["layer"]])
+    _put_e5(store, key, table, model=result.model, stimuli=result.stimuli, source=source.name, measure=measure,
+            n_boot=params.n_boot, seed=params.seed)
+    return table
+
+
+def _put_e5(store, key: str, table: pd.DataFrame, **identity) -> None:
+    """Cache an E5 table under ``key`` and replace its rows of the ``e5`` metric table."""
+    document = {**identity, "columns": list(table.columns), "data": {c: table[c].tolist() for c in table.columns}}
     store.put_result(
         key, "e5", zlib.compress(json.dumps(to_jsonable(document, keep_nan=True), allow_nan=True).encode(), 6),
         _document_tables(document),
     )
-    return table
 
 
 def _counts_hash(source: FrequencySource) -> str:

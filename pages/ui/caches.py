@@ -88,6 +88,17 @@ def frequency_sources_for(path: str, stamp: tuple) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
+def e5_for(key: db.E5Key) -> pd.DataFrame:
+    """The E5 of an analysis, from the store's cache or computed once and written to its e5 table."""
+    from magdash.frequency.e5 import e5_from_analysis
+
+    return e5_from_analysis(
+        store_for(key.analysis.store), analysis_for(key.analysis), frequency_source_for(key.source),
+        key.measure, key.missing,
+    )
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
 def phase_for(key: db.PhaseKey):
     from magdash.phase.run import phase_from_store
 
@@ -116,6 +127,7 @@ _RESOLVERS: dict[type, Callable[[Any], Any]] = {
     db.ComparisonKey: comparison_for,
     db.LayerKey: layer_for,
     db.SourceKey: frequency_source_for,
+    db.E5Key: e5_for,
 }
 
 
@@ -127,7 +139,7 @@ class Several:
 
 
 def resolve(value: Any) -> Any:
-    """A key's cached object (analysis, comparison, layer, source, phase); other values as is."""
+    """A key's cached object (analysis, comparison, layer, source, E5, phase); other values as is."""
     if isinstance(value, Several):
         return {name: resolve(key) for name, key in value.items}
     resolver = _RESOLVERS.get(type(value))

@@ -281,6 +281,10 @@ def test_geometry_metric_and_frequency_source_switch(populated, monkeypatch):
     assert not at.exception
     assert "openwebtext-500k" in texts(at)
     assert len(at.get("vega_lite_chart")) == 3
+    # the page's E5, every layer of the model, is in the store's e5 table for SQL
+    e5 = Store(populated).metric_table("e5")
+    shown = e5[(e5["source"] == "openwebtext-500k") & (e5["model"] == "minilm")]
+    assert sorted(shown["layer"]) == list(range(Store(populated).model_record("minilm").n_layers))
 
 
 def test_stimuli_upload_is_validated_and_saved(populated, monkeypatch):

@@ -18,6 +18,7 @@ from magdash.dashboard import figures as figs
 from magdash.dashboard import jobs as jobs
 from magdash.dashboard import stimuli as ds
 from magdash.errors import MagdashError, StimulusError
+from magdash.frequency import e5_from_analysis
 from magdash.frequency.sources import builtin_source
 from magdash.params import parse_band
 from magdash.presentation import export, report
@@ -532,7 +533,7 @@ def test_every_figure_builds_and_one_exports(planted, planted_view):
 
     comparison = compare(planted, key.model_a, key.model_b, key.stimuli, key.params)
     source = builtin_source("openwebtext-500k")
-    e5 = figs.e5_table(result, source, "eucl")
+    e5 = figs.e5_table(result, e5_from_analysis(planted, result, source, "eucl"))
     built = [
         figs.scaling_figure(result, "residual", 2, layer), figs.profile_figure(result, "trace"),
         figs.weber_figure(results, "eucl"), figs.cv_figure(result), figs.noise_figure(result, "eucl"),
@@ -574,8 +575,9 @@ def test_e5_covers_every_layer_and_missing_counts_are_explained(planted, planted
     key = db.analysis_key(view, inventory)
     result = analyze(planted, key.model, key.stimuli, key.params)
     source = builtin_source("openwebtext-500k")
-    table = figs.e5_table(result, source, "eucl")
+    table = figs.e5_table(result, e5_from_analysis(planted, result, source, "eucl"))
     assert list(table["layer"]) == [0, 1, 2, 3]
+    assert list(table["core"]) == [False, True, True, False] and set(table["model"]) == {"planted"}
     assert np.isnan(table.loc[0, "rho"])  # V = 0 at the embeddings
     # V_eucl = n**0.5 is monotone in n; counts mostly fall with n: rho is strongly negative.
     assert table.loc[1, "rho"] < -0.5
@@ -586,7 +588,7 @@ def test_e5_covers_every_layer_and_missing_counts_are_explained(planted, planted
     assert "0 of 2 layers significant (rho > 0 and p < .05)" in paper
     small = dataclasses.replace(source, counts=source.counts[source.counts["number"] <= 100])
     with pytest.raises(MagdashError, match="1000|missing|150"):
-        figs.e5_table(result, small, "eucl")
+        e5_from_analysis(planted, result, small, "eucl")
     zero = figs.frequency_scatter_frame(result, small, "eucl", 1, "zero")
     assert zero.loc[zero["magnitude"] == 1000, "count"].item() == 0
 

@@ -31,6 +31,7 @@ from magdash.frequency import (
     counts_table,
     distribution_plot_data,
     e5_correlation,
+    e5_from_analysis,
     e5_from_store,
     e5_summary,
     fit_distributions,
@@ -513,16 +514,21 @@ def test_e5_missing_magnitudes_and_constant_layers():
     assert summary["layers_with_rho"] == 1 and summary["mean_rho"] == pytest.approx(1.0)
 
 
-def test_e5_from_store_uses_v_eucl_of_the_core_layers(store):
+def _plant_frequency_model(store) -> None:
+    """V_eucl(n) = log(count(n) + 1) at layers 0-2 and its reverse at 3-4 (5 layers: core 2, 3)."""
     counts = load_source(OPENWEBTEXT)
     radius = np.log1p(counts_for_magnitudes(MAGNITUDES, counts))
     directions = np.array([[1, 0, 0, 0], [-1, 0, 0, 0], [0, 1, 0, 0], [0, -1, 0, 0]], dtype=float)
-    layers = 5  # embeddings + 4 blocks: core layers 2, 3
+    layers = 5
     per_carrier = np.zeros((MAGNITUDES.size, 4, layers, 4))
     for layer in range(layers):
         scale = radius if layer < 3 else radius[::-1]
         per_carrier[:, :, layer, :] = scale[:, None, None] * directions[None] + layer
     store.import_arrays("planted", per_carrier.astype(np.float32), MAGNITUDES.tolist())
+
+
+def test_e5_from_store_uses_v_eucl_of_the_core_layers(store):
+    _plant_frequency_model(store)
     table = e5_from_store(store, "planted", OPENWEBTEXT, n_boot=100)
     assert list(table["layer"]) == [2, 3]
     assert table["rho"].iloc[0] == pytest.approx(1.0)
@@ -530,3 +536,38 @@ def test_e5_from_store_uses_v_eucl_of_the_core_layers(store):
     assert "label" in table.columns
     with pytest.raises(FrequencyError, match="do not exist"):
         e5_from_store(store, "planted", OPENWEBTEXT, layers=[9])
+
+
+def test_e5_from_an_analysis_covers_every_layer_and_is_kept_in_the_e5_table(store, monkeypatch):
+    from magdash.frequency import e5 as e5_module
+    from magdash.variability.analysis import AnalysisParams, analyze
+
+    _plant_frequency_model(store)
+    result = analyze(store, "planted", params=AnalysisParams(n_boot=200))
+    counts = load_source(OPENWEBTEXT)
+    table = e5_from_analysis(store, result, counts, "eucl")
+    assert list(table["layer"]) == [0, 1, 2, 3, 4]
+    assert table["rho"].iloc[:3].to_numpy() == pytest.approx([1.0, 1.0, 1.0])
+    assert (table["rho"].iloc[3:] < 0).all()
+    rows = store.metric_table("e5")
+    assert sorted(rows["layer"]) == [0, 1, 2, 3, 4] and rows["result_key"].nunique() == 1
+    assert set(rows["source"]) == {OPENWEBTEXT} and set(rows["model"]) == {"planted"}
+    assert list(rows.sort_values("layer")["rho"]) == pytest.approx(list(table["rho"]))
+    # At the core layers it is the CLI's E5 with the analysis's resamples and seed, CI included.
+    core = e5_from_store(store, "planted", OPENWEBTEXT, n_boot=200, seed=result.params.seed)
+    pd.testing.assert_frame_equal(table.iloc[2:4].reset_index(drop=True), core)
+    rows = store.metric_table("e5")
+
+    def fail(*args, **kwargs):
+        raise AssertionError("E5 recomputed although it is cached")
+
+    monkeypatch.setattr(e5_module, "e5_correlation", fail)
+    pd.testing.assert_frame_equal(e5_from_analysis(store, result, counts, "eucl"), table)
+    monkeypatch.undo()
+    e5_from_analysis(store, result, counts, "eucl", use_cache=False)
+    assert len(store.metric_table("e5")) == len(rows)  # a recomputation replaces its rows
+
+    few = FrequencySource(name="few", counts=counts.counts[counts.counts["number"] <= 10], provenance={})
+    with pytest.raises(FrequencyError, match="missing"):
+        e5_from_analysis(store, result, few, "eucl")
+    assert len(store.metric_table("e5")) == len(rows)
