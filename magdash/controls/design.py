@@ -51,6 +51,7 @@ from magdash.jsonio import to_jsonable
 from magdash.params import ProgressCallback
 from magdash.stimuli import parse_magnitudes
 from magdash.store.keys import result_key
+from magdash.store.metrics import with_identity
 from magdash.variability.fits import OUTLIER_FACTOR, resample_counts, scaling_mask
 
 log = logging.getLogger(__name__)
@@ -225,6 +226,24 @@ class DesignResult:
             "e6_bootstrap_layer_power": float(e6["bootstrap_layers"]),
             "ci_half_width": float(width["half_width"].iloc[0]) if len(width) else math.nan,
             **{f"minimal_alpha_{k}": v for k, v in self.minimal_alpha.items()},
+        }
+
+    def metric_tables(self, model: str, stimuli: str, conventions: str) -> dict[str, pd.DataFrame]:
+        """The store's ``designs``, ``design_h1``, ``design_e6`` and ``design_ci`` rows
+        (:mod:`magdash.store.metrics`) of a design calibrated on ``model`` and ``stimuli``."""
+        identity = {"model": model, "stimuli": stimuli, "conventions": conventions}
+        params = self.params
+        design = {
+            "magnitudes": params.magnitudes, "n_magnitudes": self.n_magnitudes, "n_carriers": params.n_carriers,
+            "n_layers": self.n_layers, "n_studies": params.n_studies, "n_boot": params.n_boot, "level": params.level,
+            "power_target": params.power_target, "seed": params.seed, "calibration_rho": self.calibration.rho,
+            **self.summary(),
+        }
+        return {
+            "designs": with_identity(pd.DataFrame([design]), identity),
+            "design_h1": with_identity(self.h1, identity),
+            "design_e6": with_identity(self.e6, identity),
+            "design_ci": with_identity(self.ci_width, identity),
         }
 
 
@@ -521,11 +540,15 @@ def run_design(
     require_raw_vectors(analysis_params)
     stimuli = store.resolve_stimuli(model, stimuli)
     key = design_key(store, model, stimuli, analysis_params, params)
-    if use_cache:
-        payload = store.get_result(key)
-        if payload is not None:
-            return DesignResult.from_payload(payload)
+    payload = store.get_result(key) if use_cache else None
+    if payload is not None:
+        result = DesignResult.from_payload(payload)
+        # Designs cached before the design tables existed get their rows when next asked for.
+        if not store.has_metric_rows(key, "designs"):
+            store.put_metric_rows(key, "design", result.metric_tables(model, stimuli, analysis_params.conventions))
+        return result
     calibration = calibrate(store, model, stimuli, analysis_params)
     result = simulate_design(calibration, params, progress)
-    store.put_result(key, "design", result.to_payload())
+    store.put_result(key, "design", result.to_payload(),
+                     result.metric_tables(model, stimuli, analysis_params.conventions))
     return result

@@ -1,8 +1,8 @@
 """Every computed result as tidy tables in the catalog, for SQL, pandas and other tools.
 
-A cached result (an analysis, a comparison, the carrier controls, E5, phase diagnostics) is
-also written as rows of the tables below, in the same transaction as its cache entry; its
-recomputation replaces those rows. Every row starts with ``result_key`` (the cache key: it
+A cached result (an analysis, a comparison, the carrier controls, a design simulation, E5,
+phase diagnostics) is also written as rows of the tables below, in the same transaction as its
+cache entry; its recomputation replaces those rows. Every row starts with ``result_key`` (the cache key: it
 hashes the model, the stimuli, the data fingerprint, every parameter and the code version,
 so two rows with one key come from one computation) and ends with ``computed_at``. A missing
 number (no fit, no bootstrap) is NULL, so ``avg`` and friends skip it.
@@ -11,7 +11,8 @@ The column lists here are the documentation (``docs/metrics.md`` is generated fr
 :func:`metric_tables_markdown`); a builder that hands the store another set of columns is
 refused. The rows are built by the result types themselves
 (``AnalysisResult.metric_tables``, ``ComparisonResult.metric_tables``,
-``CarrierTables.metric_tables``, ``e5_metric_table``, ``phase_metric_tables``).
+``CarrierTables.metric_tables``, ``DesignResult.metric_tables``, ``e5_metric_table``,
+``phase_metric_tables``).
 """
 
 from __future__ import annotations
@@ -254,6 +255,70 @@ METRIC_TABLES: tuple[MetricTable, ...] = (
         ("p_parametric", "DOUBLE", "OLS p"),
         ("p_permutation", "DOUBLE", "share of permuted |alpha| >= observed"),
         ("n_perm", "INTEGER", "permutations"),
+    )),
+    MetricTable("designs", "design", "one row per design simulation: the design and its answers", (
+        *_ANALYSIS_ID,
+        ("magnitudes", "VARCHAR", "the design's magnitude spec"),
+        ("n_magnitudes", "INTEGER", "positive magnitudes in the design"),
+        ("n_carriers", "INTEGER", "carriers in the design"),
+        ("n_layers", "INTEGER", "core layers in the design"),
+        ("n_studies", "INTEGER", "simulated studies per point"),
+        ("n_boot", "INTEGER", "bootstrap resamples of the layerwise E6 test"),
+        ("level", "DOUBLE", "the tests' two-sided level"),
+        ("power_target", "DOUBLE", "the power the minimal detectable alpha reaches"),
+        ("seed", "INTEGER", "the simulation's seed"),
+        ("calibration_rho", "DOUBLE", "correlation of the core layers' magnitude effects, from the model"),
+        ("alpha", "DOUBLE", "the true alpha the answers below are at"),
+        ("h1_power", "DOUBLE", "H1 t-test power at alpha"),
+        ("h1_size", "DOUBLE", "its rejection rate at alpha = 0 (the real size)"),
+        ("h1_power_size_adjusted", "DOUBLE", "H1 power at the simulated null's critical t"),
+        ("delta", "DOUBLE", "the true delta alpha the E6 answers are at"),
+        ("e6_wilcoxon_power", "DOUBLE", "E6 Wilcoxon power at delta"),
+        ("e6_wilcoxon_size", "DOUBLE", "its rejection rate at delta = 0"),
+        ("e6_bootstrap_layer_power", "DOUBLE", "mean share of core layers whose bootstrap CI excludes 0"),
+        ("ci_half_width", "DOUBLE", "expected 95% CI half-width of a layer's alpha"),
+        ("minimal_alpha_nominal", "DOUBLE", "smallest alpha with H1 power >= power_target (NULL: none)"),
+        ("minimal_alpha_nominal_low", "DOUBLE", "its Monte Carlo band, lower end"),
+        ("minimal_alpha_nominal_high", "DOUBLE", "upper end"),
+        ("minimal_alpha_size_adjusted", "DOUBLE", "the same for the size-adjusted power"),
+        ("minimal_alpha_size_adjusted_low", "DOUBLE", "its Monte Carlo band, lower end"),
+        ("minimal_alpha_size_adjusted_high", "DOUBLE", "upper end"),
+    )),
+    MetricTable("design_h1", "design", "one row per (design simulation, true alpha): H1 power", (
+        *_ANALYSIS_ID,
+        ("alpha", "DOUBLE", "true alpha of every core layer"),
+        ("power", "DOUBLE", "share of studies whose t-test rejects alpha = 0 with t > 0"),
+        ("power_low", "DOUBLE", "its 95% Wilson interval, lower end"),
+        ("power_high", "DOUBLE", "upper end"),
+        ("power_size_adjusted", "DOUBLE", "the same at the simulated null's critical t"),
+        ("size_adjusted_low", "DOUBLE", "its Wilson interval, lower end"),
+        ("size_adjusted_high", "DOUBLE", "upper end"),
+        ("majority", "DOUBLE", "share of studies with alpha > 0 at more than half the core layers"),
+        ("mean_alpha", "DOUBLE", "mean fitted alpha"),
+    )),
+    MetricTable("design_e6", "design", "one row per (design simulation, true delta): E6 power", (
+        *_ANALYSIS_ID,
+        ("delta", "DOUBLE", "true difference in alpha at every core layer"),
+        ("wilcoxon", "DOUBLE", "share of studies whose Wilcoxon test of the paired alphas rejects"),
+        ("wilcoxon_low", "DOUBLE", "its 95% Wilson interval, lower end"),
+        ("wilcoxon_high", "DOUBLE", "upper end"),
+        ("wilcoxon_size_adjusted", "DOUBLE", "the same at the simulated null's critical statistic"),
+        ("bootstrap_layers", "DOUBLE", "mean share of core layers whose bootstrap CI of delta excludes 0"),
+        ("bootstrap_layers_low", "DOUBLE", "its +-1.96 SE band, lower end"),
+        ("bootstrap_layers_high", "DOUBLE", "upper end"),
+        ("bootstrap_majority", "DOUBLE", "share of studies where more than half the core layers exclude 0"),
+        ("bootstrap_majority_low", "DOUBLE", "its Wilson interval, lower end"),
+        ("bootstrap_majority_high", "DOUBLE", "upper end"),
+    )),
+    MetricTable("design_ci", "design", "one row per (design simulation, setting): expected CI half-width", (
+        *_ANALYSIS_ID,
+        ("factor", "VARCHAR", "'design', or the factor varied: 'carriers' or 'magnitudes'"),
+        ("value", "INTEGER", "its value"),
+        ("n_carriers", "INTEGER", "carriers"),
+        ("n_magnitudes", "INTEGER", "magnitudes"),
+        ("half_width", "DOUBLE", "mean 95% CI half-width of a layer's alpha"),
+        ("half_width_low", "DOUBLE", "its +-1.96 SE band, lower end"),
+        ("half_width_high", "DOUBLE", "upper end"),
     )),
 )
 

@@ -26,12 +26,13 @@ from magdash.store.connection import StoreFile
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """1: the first release. 2: adds ``nonfinite``, the vectors holding Inf or NaN, per layer.
 3: one stimulus set per content (sets with the same sentences merged; the paper's named 'paper').
 4: the metric tables (:mod:`magdash.store.metrics`), filled from the cached results.
 5: vectors in Parquet shards beside the file (:mod:`magdash.store.shards`): ``shards``, and
-``done`` says where each item is; the ``vec_*`` tables are gone."""
+``done`` says where each item is; the ``vec_*`` tables are gone.
+6: the design simulator's metric tables (``designs``, ``design_h1``, ``design_e6``, ``design_ci``)."""
 
 _SHARDS_TABLE = """CREATE TABLE IF NOT EXISTS shards (
     shard VARCHAR PRIMARY KEY, model_id VARCHAR NOT NULL, n_rows INTEGER, n_layers INTEGER, dim INTEGER,
@@ -197,6 +198,13 @@ def _add_metric_tables(connection: duckdb.DuckDBPyConnection) -> None:
     metrics.backfill(connection)
 
 
+def _add_design_tables(connection: duckdb.DuckDBPyConnection) -> None:
+    """Migration 5 -> 6: create the design simulator's metric tables. Designs cached before
+    get their rows when they are next asked for (:func:`magdash.controls.design.run_design`)."""
+    for table in metrics.tables_of("design"):
+        connection.execute(table.ddl())
+
+
 def _move_vectors_to_shards(connection: duckdb.DuckDBPyConnection, shard_folder: Path) -> None:
     """Migration 4 -> 5: every model's vectors from its ``vec_*`` tables into shards.
 
@@ -296,5 +304,6 @@ MIGRATIONS: dict[int, Migration] = {
     2: _migration(_merge_duplicate_stimulus_sets),
     3: _migration(_add_metric_tables),
     4: _move_vectors_to_shards,
+    5: _migration(_add_design_tables),
 }
 """Schema version -> the step that brings a store of that version to the next one."""

@@ -15,6 +15,7 @@ from magdash.controls.design import (
     Simulator,
     calibrate,
     crossing,
+    design_key,
     participation_ratio,
     run_design,
     signed_rank,
@@ -25,6 +26,7 @@ from magdash.controls.design import (
 from magdash.controls.simulate import Calibration, CarrierScatter
 from magdash.errors import AnalysisError
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
+from magdash.variability.analysis import AnalysisParams
 
 MAGNITUDES = np.asarray(PAPER_MAGNITUDES, dtype=np.float64)
 LOG_N = np.log(MAGNITUDES)
@@ -137,6 +139,20 @@ def test_run_design_is_cached_and_the_cli_prints_it(store, rng, capsys):
     again = run_design(store, "m", params=params)
     assert again.from_cache and not first.from_cache
     assert again.h1.equals(first.h1.astype(again.h1.dtypes.to_dict()))
+    # the design as tables, for SQL: one row for the design, one per point of each curve
+    (design,) = store.metric_table("designs").to_dict(orient="records")
+    assert (design["model"], design["n_carriers"], design["n_studies"]) == ("m", 5, 100)
+    assert design["h1_power"] == pytest.approx(first.summary()["h1_power"])
+    h1 = store.metric_table("design_h1").sort_values("alpha")
+    assert list(h1["power"]) == pytest.approx(list(first.h1["power"]))
+    assert len(store.metric_table("design_e6")) == len(first.e6)
+    assert list(store.metric_table("design_ci")["factor"]) == ["design", "carriers", "magnitudes"]
+    # a design cached before the tables existed gets its rows when next asked for
+    key = design_key(store, "m", design["stimuli"], AnalysisParams(), params)
+    store.put_metric_rows(key, "design", {})
+    assert store.metric_table("designs").empty
+    assert run_design(store, "m", params=params).from_cache
+    assert list(store.metric_table("design_h1").sort_values("alpha")["power"]) == list(h1["power"])
     args = ["design", "--model", "m", "--store", str(store.path), "--studies", "100", "--points", "3",
             "--design-boot", "10"]
     assert main([*args, "--json"]) == 0

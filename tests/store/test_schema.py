@@ -12,7 +12,7 @@ import pytest
 
 from magdash.cli import main
 from magdash.errors import StoreError
-from magdash.store import SCHEMA_VERSION, Store, schema, shards
+from magdash.store import SCHEMA_VERSION, Store, metrics, schema, shards
 from magdash.variability.analysis import AnalysisParams, analyze
 from tests.support import DATA, unpack_store
 
@@ -51,7 +51,7 @@ def test_the_fixture_is_a_schema_1_store(v1_store):
 
 def test_a_schema_1_store_migrates_with_every_vector_intact(v1_store):
     store = Store(v1_store)
-    assert store.schema_version() == SCHEMA_VERSION == 5
+    assert store.schema_version() == SCHEMA_VERSION == 6
     expected = np.load(DATA / "store_v1_expected.npz")
     np.testing.assert_array_equal(store.export_arrays("tiny", "six")["per_carrier"], expected["tiny"])
     np.testing.assert_array_equal(store.export_arrays("with-nan", "six")["per_carrier"], expected["with_nan"])
@@ -96,7 +96,7 @@ def test_a_failed_migration_leaves_the_store_as_it_was(v1_store, monkeypatch):
 
 @pytest.mark.parametrize(
     ("version", "message"),
-    [("6", "newer magdash"), ("99", "newer magdash"), ("two", "no valid schema version"), ("0", "no valid schema")],
+    [(str(SCHEMA_VERSION + 1), "newer magdash"), ("99", "newer magdash"), ("two", "no valid schema version"), ("0", "no valid schema")],
 )
 def test_unreadable_versions_are_refused_untouched(tmp_path, version, message, capsys):
     path = tmp_path / "store.duckdb"
@@ -153,7 +153,7 @@ def test_a_schema_2_store_keeps_one_set_per_content_with_every_vector_intact(v2_
     with duckdb.connect(str(v2_store), read_only=True) as connection:
         done_before = connection.execute("SELECT count(*) FROM done").fetchone()[0]
     store = Store(v2_store)
-    assert store.schema_version() == SCHEMA_VERSION == 5
+    assert store.schema_version() == SCHEMA_VERSION == 6
     assert store.stimulus_set_names() == ["first-stimuli", "paper"]
     assert store.stimulus_sets_for("first") == store.stimulus_sets_for("second") == ["first-stimuli"]
     assert store.stimulus_sets_for("third") == ["paper"]  # the paper's sentences go by their name
@@ -249,3 +249,18 @@ def test_a_shard_migration_failing_half_way_leaves_the_schema_4_store_readable(v
     monkeypatch.undo()
     expected = np.load(DATA / "store_v4_expected.npz")
     assert np.array_equal(Store(v4_store).export_arrays("base", "tiny")["per_carrier"], expected["base"])
+
+
+def test_a_schema_5_store_gains_the_design_tables_and_keeps_everything(tmp_path):
+    path = tmp_path / "v5.duckdb"
+    store = Store(path)
+    store.put_result("k", "analysis", b"payload")
+    design_tables = [table.name for table in metrics.tables_of("design")]
+    with duckdb.connect(str(path)) as connection:  # schema 5 is schema 6 without them
+        for name in design_tables:
+            connection.execute(f"DROP TABLE {name}")
+        connection.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION == 6
+    assert all(store.metric_table(name).empty for name in design_tables)
+    assert store.get_result("k") == b"payload"
