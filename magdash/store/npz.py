@@ -5,7 +5,8 @@ the paper's own files hold only ``per_carrier``, and the user says what the rest
 
 Files are read without pickle. An import is stored through :class:`~magdash.store.Store`
 like an extraction, under a model identity hashed from the arrays, so importing the same file
-twice is a no-op.
+twice is a no-op. ``per_carrier`` saved uncompressed (``numpy.savez``) is memory-mapped rather
+than read, so an import holds one write batch in memory whatever the file's size.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import struct
+import zipfile
+import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -230,7 +234,8 @@ def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
         raise StoreError(f"{str(path)!r} is not an .npz file (not a zip archive); save it with numpy.savez")
     try:
         with np.load(path, allow_pickle=False) as data:
-            arrays = {key: data[key] for key in data.files}
+            mapped = _mapped_npz_member(path, "per_carrier")
+            arrays = {key: mapped if key == "per_carrier" and mapped is not None else data[key] for key in data.files}
     except FileNotFoundError:
         raise StoreError(f"no file {str(path)!r}") from None
     except ValueError as error:
@@ -242,6 +247,51 @@ def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     if "per_carrier" not in arrays:
         raise StoreError(f"{str(path)!r} has no 'per_carrier' array (it has: {', '.join(arrays) or 'nothing'})")
     return arrays
+
+
+_ZIP_LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # signature ... file name length, extra field length
+
+
+def _mapped_npz_member(path: str | os.PathLike, name: str) -> np.memmap | None:
+    """Array ``name`` of an npz memory-mapped in place, or None where it cannot be: it is
+    compressed (``numpy.savez_compressed``), encrypted, absent, or holds objects. An npz is a zip
+    archive of ``.npy`` files; a stored (uncompressed) member's bytes lie in the archive as they
+    are, after its local header, and the ``.npy`` header says their dtype, shape and order. The
+    member's CRC is checked first (one pass, a chunk at a time), as zipfile checks it on a read."""
+    with zipfile.ZipFile(path) as archive:
+        try:
+            info = archive.getinfo(f"{name}.npy")
+        except KeyError:
+            return None
+    if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+        return None
+    with open(path, "rb") as handle:
+        handle.seek(info.header_offset)
+        header = _ZIP_LOCAL_HEADER.unpack(handle.read(_ZIP_LOCAL_HEADER.size))
+        if header[0] != b"PK\x03\x04":
+            return None
+        start = handle.seek(header[-2] + header[-1], os.SEEK_CUR)
+        # A damaged file must not import as other numbers.
+        checksum, left = 0, info.file_size
+        while left > 0:
+            chunk = handle.read(min(left, 1 << 20))
+            if not chunk:
+                break
+            checksum, left = zlib.crc32(chunk, checksum), left - len(chunk)
+        if left or checksum != info.CRC:
+            raise zipfile.BadZipFile(f"{name}.npy fails its CRC check")
+        handle.seek(start)
+        version = np.lib.format.read_magic(handle)
+        if version == (1, 0):
+            shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(handle)
+        elif version == (2, 0):
+            shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(handle)
+        else:
+            return None
+        offset = handle.tell()
+    if dtype.hasobject or 0 in shape:
+        return None
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order="F" if fortran_order else "C")
 
 
 def import_inputs(

@@ -134,19 +134,20 @@ def read_parquet_folder(folder: str | os.PathLike) -> ParquetFolder:
         missing = sorted(set(range(max(numbered) + 1)) - set(numbered))
         raise StoreError(f"{str(folder)!r} lacks layer files for layers {missing[:10]}: layers must run from 0 without gaps")
     manifest = _read_manifest(folder)
-    layers, magnitudes, n_carriers = [], None, None
-    for layer in range(len(numbered)):
+    magnitudes, first = _read_layer(numbered[0])
+    n_carriers, dim = first.shape[1], first.shape[2]
+    # Filled layer by layer: memory holds the model's vectors and one layer file, not two copies.
+    per_carrier = np.empty((len(magnitudes), n_carriers, len(numbered), dim), dtype=np.float32)
+    per_carrier[:, :, 0] = first
+    del first
+    for layer in range(1, len(numbered)):
         layer_magnitudes, vectors = _read_layer(numbered[layer])
-        if magnitudes is None:
-            magnitudes, n_carriers = layer_magnitudes, vectors.shape[1]
-        elif layer_magnitudes != magnitudes or vectors.shape[1] != n_carriers:
+        if layer_magnitudes != magnitudes or vectors.shape[1] != n_carriers:
             raise StoreError(f"{numbered[layer].name} holds other magnitudes or carriers than {numbered[0].name}")
-        if layers and vectors.shape[2] != layers[0].shape[2]:
+        if vectors.shape[2] != dim:
             raise StoreError(f"{numbered[layer].name} has vectors of {vectors.shape[2]} dimensions, "
-                             f"{numbered[0].name} of {layers[0].shape[2]}")
-        layers.append(vectors)
-    per_carrier = np.stack(layers, axis=2)
-    del layers
+                             f"{numbered[0].name} of {dim}")
+        per_carrier[:, :, layer] = vectors
     if manifest is None:
         return ParquetFolder(folder, per_carrier, magnitudes, None, None, None)
     record, stimuli = manifest

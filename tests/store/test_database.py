@@ -133,6 +133,30 @@ def test_import_export_round_trip(store, rng, tmp_path):
     assert set(read_npz(path)) == {"per_carrier", "magnitudes", "carriers", "layer_labels", "n_blocks"}
 
 
+def test_an_uncompressed_npz_is_imported_batch_by_batch_without_reading_it_whole(store, rng, tmp_path, monkeypatch):
+    import tracemalloc
+
+    from magdash.store import shards
+
+    per_carrier = rng.normal(size=(100, 5, 8, 1024)).astype(np.float32)  # 16 MB
+    np.savez(tmp_path / "plain.npz", per_carrier=per_carrier, magnitudes=np.arange(1, 101))
+    np.savez_compressed(tmp_path / "packed.npz", per_carrier=per_carrier, magnitudes=np.arange(1, 101))
+    monkeypatch.setattr(shards, "WRITE_BATCH_BYTES", 1 << 20)
+    peaks = {}
+    for name in ("plain", "packed"):
+        tracemalloc.start()
+        try:
+            arrays = read_npz(tmp_path / f"{name}.npz")
+            store.import_arrays(name, arrays["per_carrier"], arrays["magnitudes"])
+            del arrays
+            peaks[name] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        np.testing.assert_array_equal(store.export_arrays(name, store.stimulus_sets_for(name)[0])["per_carrier"],
+                                      per_carrier)
+    assert peaks["plain"] < per_carrier.nbytes / 4 < per_carrier.nbytes <= peaks["packed"]
+
+
 @pytest.mark.parametrize(
     ("array", "magnitudes", "message"),
     [
