@@ -35,13 +35,15 @@ from magdash.models import (
 )
 from magdash.params import ProgressCallback
 from magdash.stimuli import POSITIONS, StimulusItem, StimulusSet, token_indices_for_span
-from magdash.store import ModelRecord, Store
+from magdash.store import ModelRecord, Store, shards
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BATCH_SIZE = 32
 FLUSH_SECONDS = 2.0
-FLUSH_ITEMS = 1024
+"""A running extraction stores what it has at least this often (a kill loses at most this much
+work), and at the latest when it holds ``shards.WRITE_BATCH_BYTES`` of vectors: a fast device
+then writes few large shards instead of paying a registration every few sentences."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class ExtractionResult:
     extracted: int
     seconds: float
     cancelled: bool = False
+    store_seconds: float = 0.0  # of ``seconds``, spent waiting for the store (catalog, writes not hidden)
 
 
 @dataclass
@@ -305,6 +308,20 @@ def number_vector_batches(
         yield [items[i].key for i in chosen], vectors
 
 
+class _Stopwatch:
+    """Adds up the time spent inside its ``with`` blocks."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._started = 0.0
+
+    def __enter__(self) -> None:
+        self._started = time.perf_counter()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.seconds += time.perf_counter() - self._started
+
+
 class _OneWriteInFlight:
     """Writes an extraction's batches on one background thread, one at a time, so the next
     forward passes run while a batch becomes a shard (torch, numpy, pyarrow and DuckDB all work
@@ -381,13 +398,13 @@ def extract(
         dtype = model.dtype
     name = name or default_name(source.spec, dtype, position)
     model_id = source.model_id(dtype, position, transformers_version())
-    store.register_stimulus_set(stimuli)
-    missing = store.missing_item_keys(model_id, stimuli.name)
+    waiting_for_store = _Stopwatch()
+    with waiting_for_store:
+        missing, stored_as = store.start_extraction(stimuli, model_id)
     total = len(stimuli.items)
     already = total - len(missing)
     if progress:
         progress(already, total)
-    stored_as = store.find_model_by_id(model_id)
     if not missing and stored_as is not None:
         if stored_as != name:
             # The same vectors under one more name: nothing to run, but the name must exist.
@@ -397,18 +414,20 @@ def extract(
         source, dtype=dtype, device=device, device_map=device_map,
         trust_remote_code=trust_remote_code, allow_pickle=allow_pickle,
     )
-    store.register_model(model_record_for(loaded, name, position))
+    with waiting_for_store:
+        store.register_model(model_record_for(loaded, name, position))
     todo = [item for item in stimuli.items if item.key in missing]
-    done, pending_keys, pending_vectors = already, [], []
+    done, pending_keys, pending_vectors, pending_bytes = already, [], [], 0
     last_flush = time.perf_counter()
     writer = _OneWriteInFlight(functools.partial(store.write_vectors, model_id))
 
     def flush() -> None:
-        nonlocal pending_keys, pending_vectors, last_flush
+        nonlocal pending_keys, pending_vectors, pending_bytes, last_flush
         # Taken out first: after a failed write the ``finally`` below must not try it again.
-        keys, vectors, pending_keys, pending_vectors = pending_keys, pending_vectors, [], []
+        keys, vectors, pending_keys, pending_vectors, pending_bytes = pending_keys, pending_vectors, [], [], 0
         if keys:
-            writer.submit(keys, np.concatenate(vectors))
+            with waiting_for_store:
+                writer.submit(keys, np.concatenate(vectors))
         last_flush = time.perf_counter()
 
     batches = number_vector_batches(
@@ -418,8 +437,9 @@ def extract(
         for keys, vectors in batches:
             pending_keys.extend(keys)
             pending_vectors.append(vectors)
+            pending_bytes += vectors.nbytes
             done += len(keys)
-            if len(pending_keys) >= FLUSH_ITEMS or time.perf_counter() - last_flush > FLUSH_SECONDS:
+            if pending_bytes >= shards.WRITE_BATCH_BYTES or time.perf_counter() - last_flush > FLUSH_SECONDS:
                 flush()
             if progress:
                 progress(done, total)
@@ -427,10 +447,12 @@ def extract(
         try:
             flush()
         finally:
-            writer.close()
+            with waiting_for_store:
+                writer.close()
     cancelled = done - already < len(todo)
     return ExtractionResult(
-        name, stimuli.name, model_id, total, already, done - already, time.perf_counter() - started, cancelled
+        name, stimuli.name, model_id, total, already, done - already, time.perf_counter() - started, cancelled,
+        waiting_for_store.seconds,
     )
 
 

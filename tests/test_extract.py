@@ -1,5 +1,7 @@
 """Extraction: hooks, pre-norm capture, number positions under padding, resume, MiniLM end to end."""
 
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -101,6 +103,33 @@ def test_extract_is_content_addressed_and_resumes(tiny_llama, tmp_path):
         a = clean.read_layer(name, "small", layer).vectors
         b = interrupted.read_layer(name, "small", layer).vectors
         np.testing.assert_allclose(a, b, atol=2e-5)
+
+
+def test_a_fast_device_writes_few_large_shards_and_the_wait_for_the_store_is_counted(tiny_llama, store, monkeypatch):
+    from magdash import extract as extract_module
+    from magdash.store import shards
+
+    loaded = load_model(str(tiny_llama), device="cpu")
+    missing, stored_as = store.start_extraction(SMALL_SET, "not-yet")
+    assert missing == {item.key for item in SMALL_SET.items} and stored_as is None
+    item_bytes = len(loaded.layer_labels) * loaded.hidden_size * 4
+    # As on a GPU: the clock never forces a write, only the size does: 6 items a shard, batches of 4.
+    monkeypatch.setattr(extract_module, "FLUSH_SECONDS", float("inf"))
+    monkeypatch.setattr(shards, "WRITE_BATCH_BYTES", 6 * item_bytes)
+    written = []
+    original = store.write_vectors
+
+    def slow_write(model_id, keys, vectors):
+        written.append(len(keys))
+        time.sleep(0.2)
+        return original(model_id, keys, vectors)
+
+    monkeypatch.setattr(store, "write_vectors", slow_write)
+    result = extract(loaded, SMALL_SET, store, batch_size=4)
+    assert written == [8, 7]  # 4 + 4 items reach 6 items' bytes; the 7 left are written at the end
+    # the last write is always waited for, so at least its 0.2 s is the store's
+    assert 0.2 <= result.store_seconds < result.seconds
+    assert store.start_extraction(SMALL_SET, result.model_id) == (set(), result.name)
 
 
 def test_random_control_has_same_shape_and_different_weights(tiny_llama, store):

@@ -103,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(
             f"{result.name} / {result.stimuli}: extracted {result.extracted} sentences "
-            f"({result.already_stored} were stored) in {result.seconds:.1f} s -> {store.path}"
+            f"({result.already_stored} were stored) in {result.seconds:.1f} s, {result.store_seconds:.1f} s of it "
+            f"waiting for the store -> {store.path}"
         )
     warn(flagged_layer_warnings(store, [result.name], result.stimuli))
     return 0

@@ -89,10 +89,7 @@ class Store:
 
     def find_model_by_id(self, model_id: str) -> str | None:
         with self._file.connect() as connection:
-            row = connection.execute(
-                "SELECT name FROM models WHERE model_id = ? ORDER BY created_at LIMIT 1", [model_id]
-            ).fetchone()
-        return None if row is None else row[0]
+            return _first_name_of(connection, model_id)
 
     def model_names(self) -> list[str]:
         with self._file.connect() as connection:
@@ -196,12 +193,15 @@ class Store:
 
     def missing_item_keys(self, model_id: str, set_name: str) -> set[str]:
         with self._file.connect() as connection:
-            rows = connection.execute(
-                "SELECT item_key FROM stimulus_items WHERE set_name = ? "
-                "EXCEPT SELECT item_key FROM done WHERE model_id = ?",
-                [set_name, model_id],
-            ).fetchall()
-        return {r[0] for r in rows}
+            return _missing_item_keys(connection, model_id, set_name)
+
+    def start_extraction(self, stimuli: StimulusSet, model_id: str) -> tuple[set[str], str | None]:
+        """Register ``stimuli`` (:meth:`register_stimulus_set`) and return the keys of its items
+        ``model_id`` still misses and the name the model is stored under (None: not stored), in
+        one transaction: an extraction's catalog work before its forward passes."""
+        with self._file.transaction() as connection:
+            _register_stimulus_set(connection, stimuli)
+            return _missing_item_keys(connection, model_id, stimuli.name), _first_name_of(connection, model_id)
 
     def write_vectors(self, model_id: str, item_keys: Sequence[str], vectors: np.ndarray) -> int:
         """Store ``vectors`` (n_items, n_layers, d) for ``item_keys`` as one shard, registered in one
@@ -490,6 +490,21 @@ def _stimulus_grid(connection: duckdb.DuckDBPyConnection, name: str) -> tuple[tu
         known = ", ".join(r[0] for r in connection.execute("SELECT name FROM stimulus_sets ORDER BY name").fetchall())
         raise StoreError(f"no stimulus set named {name!r} in the store (stored: {known or 'none yet'})")
     return tuple(json.loads(row[0])), tuple(json.loads(row[1]))
+
+
+def _first_name_of(connection: duckdb.DuckDBPyConnection, model_id: str) -> str | None:
+    row = connection.execute(
+        "SELECT name FROM models WHERE model_id = ? ORDER BY created_at LIMIT 1", [model_id]
+    ).fetchone()
+    return None if row is None else row[0]
+
+
+def _missing_item_keys(connection: duckdb.DuckDBPyConnection, model_id: str, set_name: str) -> set[str]:
+    rows = connection.execute(
+        "SELECT item_key FROM stimulus_items WHERE set_name = ? EXCEPT SELECT item_key FROM done WHERE model_id = ?",
+        [set_name, model_id],
+    ).fetchall()
+    return {r[0] for r in rows}
 
 
 def _done_among(connection: duckdb.DuckDBPyConnection, model_id: str, item_keys: Sequence[str]) -> set[str]:

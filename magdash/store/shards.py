@@ -53,10 +53,10 @@ WORKER_GRACE_S = 3600.0
 """How long a sweep worker's shard may wait, unregistered, for the driver that registers it."""
 
 WRITE_BATCH_BYTES = 256 << 20
-"""Vectors written as one shard when a whole array is stored (an import, the migration): large
-enough that a shard's registration (a DuckDB connection and transaction, tens of ms) is a small
-part of its writing, small enough that the layer-major copy a shard needs stays a fraction of
-the array the caller already holds."""
+"""The most vectors written as one shard (an import, the migration, an extraction's or a sweep
+worker's batch): large enough that a shard's registration (a DuckDB connection and transaction,
+tens of ms) is a small part of its writing, small enough that the layer-major copy a shard needs
+stays a fraction of the array the caller already holds."""
 
 _METADATA_KEY = b"magdash"
 _SUFFIX = ".parquet"

@@ -4,7 +4,7 @@ On a cluster only the driver holds the store's catalog (DuckDB takes one writer)
 works out what is missing (:func:`extract_job`); a worker loads the model, runs the forward
 passes (:func:`run_extract_job`) and writes the vectors as shards straight into the store's
 shard folder (:func:`magdash.store.shards.write_shard`; a file system every node shares), one
-per ``FLUSH_ITEMS`` sentences, and hands back only their descriptions; the driver registers
+of up to ``shards.WRITE_BATCH_BYTES`` each, and hands back only their descriptions; the driver registers
 them (:func:`register_output`) in the store's transactions, which skip items already done.
 A worker killed mid-job leaves only unregistered shards, which no reader ever sees: Ray runs
 the job again, only a finished job's shards are registered, and the sweep removes the others
@@ -81,7 +81,7 @@ def extract_job(store: Store, plan: SweepPlan, cell: Cell, stimuli: StimulusSet,
 def run_extract_job(job: ExtractJob, progress: ProgressCallback | None = None) -> ExtractOutput:
     """Load the model, extract the job's items and write them as shards; ``progress(done, total)``
     after each batch."""
-    from magdash.extract import FLUSH_ITEMS, model_record_for, number_vector_batches
+    from magdash.extract import model_record_for, number_vector_batches
     from magdash.models import load_model
 
     loaded = load_model(
@@ -113,7 +113,7 @@ def run_extract_job(job: ExtractJob, progress: ProgressCallback | None = None) -
         keys.extend(batch_keys)
         parts.append(vectors)
         done += len(batch_keys)
-        if len(keys) >= FLUSH_ITEMS:
+        if sum(part.nbytes for part in parts) >= shards.WRITE_BATCH_BYTES:
             flush()
         if progress:
             progress(done, len(job.items))
