@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from magdash import __version__
 from magdash.errors import MagdashError
 
-SUBCOMMAND_MODULES = ("extract", "listing", "transfer", "analyze", "freq", "phase", "controls", "design", "sweep")
+SUBCOMMAND_MODULES = (
+    "extract", "listing", "transfer", "compact", "analyze", "freq", "phase", "controls", "design", "sweep",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

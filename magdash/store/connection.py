@@ -215,6 +215,49 @@ class StoreFile:
                 ) from None
 
 
+    def compact(self) -> tuple[int, int]:
+        """Rewrite the file without the space freed inside it; returns its size before and after.
+
+        DuckDB reuses the blocks of dropped tables but never gives them back to the file system
+        (the migration to schema 5 drops every vector table). The catalog is copied into a new
+        file beside this one (``COPY FROM DATABASE``), fsynced and renamed over it while this
+        connection still holds DuckDB's lock on the old file, so no other process can write to
+        the old file meanwhile; one waiting for the lock opens the new file. The old connection
+        wrote nothing since its checkpoint, so closing it touches neither the new file nor its
+        log. A failure before the rename leaves the store as it was and no copy behind.
+        """
+        copy = self.path.with_name(f"{self.path.name}.compact")
+        with self.connect() as connection:
+            connection.execute("CHECKPOINT")
+            before = self.path.stat().st_size
+            database = connection.execute("SELECT current_database()").fetchone()[0].replace('"', '""')
+            try:
+                for leftover in (copy, Path(f"{copy}.wal")):
+                    leftover.unlink(missing_ok=True)
+                # ATTACH takes no parameters: the path is a quoted literal.
+                connection.execute(f"ATTACH '{str(copy).replace(chr(39), chr(39) * 2)}' AS magdash_compact")
+                connection.execute(f'COPY FROM DATABASE "{database}" TO magdash_compact')
+                connection.execute("DETACH magdash_compact")
+                if Path(f"{copy}.wal").exists():  # DETACH checkpoints: a log left means the copy is not whole
+                    raise StoreError(f"the compacted copy of store {str(self.path)!r} was not checkpointed")
+                with open(copy, "rb+") as handle:
+                    os.fsync(handle.fileno())
+                os.replace(copy, self.path)
+            except BaseException as error:
+                with suppress(duckdb.Error):
+                    connection.execute("DETACH DATABASE IF EXISTS magdash_compact")
+                for leftover in (copy, Path(f"{copy}.wal")):
+                    leftover.unlink(missing_ok=True)
+                if isinstance(error, OSError):
+                    if disk_is_full(error):
+                        raise disk_full_error(f"a compacted copy of store {str(self.path)!r}", error.strerror) from None
+                    raise StoreError(
+                        f"could not compact store {str(self.path)!r} ({error.strerror or error}); it is as it was"
+                    ) from None
+                raise
+        fsync_folder(self.path.parent)
+        return before, self.path.stat().st_size
+
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         with self.connect() as connection:
@@ -228,3 +271,12 @@ class StoreFile:
                 raise
             connection.commit()
 
+
+def fsync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (not every file system lets a folder be fsynced)."""
+    with suppress(OSError):
+        descriptor = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)

@@ -59,6 +59,12 @@ class Store:
     def schema_version(self) -> int:
         return schema_version(self._file)
 
+    def compact(self) -> tuple[int, int]:
+        """Rewrite the catalog file without the space DuckDB freed inside it (dropped tables, old
+        results); the shards are untouched. Returns the file's size in bytes before and after
+        (:meth:`magdash.store.connection.StoreFile.compact`)."""
+        return self._file.compact()
+
     # -- models ------------------------------------------------------------------------
 
     def register_model(self, record: ModelRecord) -> None:

@@ -34,6 +34,8 @@ SCHEMA_VERSION = 6
 ``done`` says where each item is; the ``vec_*`` tables are gone.
 6: the design simulator's metric tables (``designs``, ``design_h1``, ``design_e6``, ``design_ci``)."""
 
+_SHARDS_SCHEMA = 5  # the first schema whose vectors are in shards, not tables
+
 _SHARDS_TABLE = """CREATE TABLE IF NOT EXISTS shards (
     shard VARCHAR PRIMARY KEY, model_id VARCHAR NOT NULL, n_rows INTEGER, n_layers INTEGER, dim INTEGER,
     n_bytes BIGINT, created_at TIMESTAMP DEFAULT current_timestamp)"""
@@ -68,7 +70,8 @@ def ensure_schema(store_file: StoreFile, shard_folder: Path) -> None:
     """Create a new store, migrate an older one, or refuse a file magdash cannot read right.
 
     ``shard_folder`` is where the store's vectors go (:mod:`magdash.store.shards`); the
-    migration to schema 5 writes the vectors of older stores there.
+    migration to schema 5 writes the vectors of older stores there, and the file is then
+    rewritten without the space their tables held.
     """
     with store_file.transaction() as connection:
         tables = {
@@ -86,6 +89,22 @@ def ensure_schema(store_file: StoreFile, shard_folder: Path) -> None:
             log.warning("migrating store %s from schema %d to %d", store_file.path, step, step + 1)
             MIGRATIONS[step](connection, shard_folder)
             connection.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(step + 1)])
+    if version < _SHARDS_SCHEMA:
+        _give_back_vector_tables_space(store_file)
+
+
+def _give_back_vector_tables_space(store_file: StoreFile) -> None:
+    """After the vector tables moved into shards, rewrite the file without their space. The
+    migration is committed by now: a failure here (a full disk) leaves a working store that is
+    only larger, and says how to try again."""
+    try:
+        before, after = store_file.compact()
+    except StoreError as error:
+        log.warning("store %s keeps the space of its old vector tables (%s); run `magdash compact` later",
+                    store_file.path, error)
+        return
+    log.warning("store %s: the space of its old vector tables is given back (%.1f MB -> %.1f MB)",
+                store_file.path, before / 1e6, after / 1e6)
 
 
 def _stored_schema_version(store_file: StoreFile, connection: duckdb.DuckDBPyConnection, tables: set[str]) -> int:

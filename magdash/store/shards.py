@@ -34,7 +34,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +45,7 @@ import pyarrow.parquet as pq
 from magdash.errors import StoreError
 from magdash.overflow import nonfinite_rows
 from magdash.store.connection import disk_full_error, disk_is_full
+from magdash.store.connection import fsync_folder as _fsync_folder  # a name the fault tests patch
 
 SHARD_FORMAT = "magdash-shard-1"
 """Written into every shard's Parquet metadata; a reader refuses a shard of another format."""
@@ -125,15 +126,6 @@ def _lock(descriptor: int, *, wait: bool) -> bool:
     except BlockingIOError:
         return False
     return True
-
-
-def _fsync_folder(folder: Path) -> None:
-    with suppress(OSError):  # not every file system lets a folder be opened for fsync
-        descriptor = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
 
 
 def _shard_write_error(error: OSError, folder: Path) -> StoreError:

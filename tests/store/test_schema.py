@@ -206,7 +206,10 @@ def test_the_v4_fixture_keeps_its_vectors_in_tables(v4_store):
 
 def test_a_schema_4_store_moves_its_vectors_into_shards_bit_for_bit(v4_store):
     expected = np.load(DATA / "store_v4_expected.npz")
+    size_before = v4_store.stat().st_size
     store = Store(v4_store)
+    # the file is rewritten without the space of the dropped vector tables
+    assert v4_store.stat().st_size < size_before and not list(v4_store.parent.glob("*.compact*"))
     assert store.schema_version() == SCHEMA_VERSION
     for name in ("base", "flagged"):
         got = store.export_arrays(name, "tiny")["per_carrier"]
@@ -264,3 +267,105 @@ def test_a_schema_5_store_gains_the_design_tables_and_keeps_everything(tmp_path)
     assert store.schema_version() == SCHEMA_VERSION == 6
     assert all(store.metric_table(name).empty for name in design_tables)
     assert store.get_result("k") == b"payload"
+
+
+# -- compaction --------------------------------------------------------------------------------------
+
+
+def every_row(path: Path) -> dict[str, list]:
+    """Every table's rows (sorted), every view and constraint: what a compaction must keep."""
+    with duckdb.connect(str(path), read_only=True) as connection:
+        tables = [row[0] for row in connection.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
+        content = {
+            table: sorted(map(repr, connection.execute(f'SELECT * FROM "{table}"').fetchall())) for table in tables
+        }
+        content["views"] = connection.execute(
+            "SELECT view_name, sql FROM duckdb_views() WHERE NOT internal ORDER BY 1").fetchall()
+        content["constraints"] = connection.execute(
+            "SELECT table_name, constraint_text FROM duckdb_constraints() ORDER BY 1, 2").fetchall()
+    return content
+
+
+def store_with_freed_space(path: Path, rng) -> np.ndarray:
+    store = Store(path)
+    per_carrier = rng.normal(size=(6, 3, 4, 8)).astype(np.float32)
+    store.import_arrays("m", per_carrier, [1, 2, 3, 4, 5, 6], stimuli="six")
+    store.put_result("k", "analysis", b"payload")
+    with duckdb.connect(str(path)) as connection:
+        connection.execute("CREATE TABLE filler AS SELECT range AS i, random() AS r FROM range(2000000)")
+        connection.execute("CHECKPOINT")
+        # Data written after it: DuckDB truncates free blocks at the end of the file, not between.
+        connection.execute("CREATE TABLE later AS SELECT range AS i FROM range(100000)")
+        connection.execute("CHECKPOINT")
+        connection.execute("DROP TABLE filler")
+        connection.execute("CHECKPOINT")
+    return per_carrier
+
+
+def test_compact_gives_back_the_freed_space_and_keeps_every_row(tmp_path, rng, capsys):
+    path = tmp_path / "store.duckdb"
+    per_carrier = store_with_freed_space(path, rng)
+    size, rows = path.stat().st_size, every_row(path)
+    before, after = Store(path).compact()
+    assert before == size and after == path.stat().st_size and after < size / 3
+    assert every_row(path) == rows
+    np.testing.assert_array_equal(Store(path).export_arrays("m", "six")["per_carrier"], per_carrier)
+    assert main(["compact", "--store", str(path)]) == 0
+    assert f"store {path}: " in capsys.readouterr().out
+    assert not list(tmp_path.glob("*.compact*"))
+
+
+def test_a_failed_compaction_leaves_the_store_as_it_was(tmp_path, rng, monkeypatch):
+    import os
+
+    path = tmp_path / "store.duckdb"
+    store_with_freed_space(path, rng)
+    rows = every_row(path)
+
+    def refuse(source, target):
+        raise OSError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(StoreError, match="could not compact store .* it is as it was"):
+        Store(path).compact()
+    monkeypatch.undo()
+    assert every_row(path) == rows and not list(tmp_path.glob("*.compact*"))
+
+
+def test_a_writer_that_opens_the_compacted_file_before_the_old_one_is_closed_keeps_its_write(tmp_path, rng, monkeypatch):
+    """Another process waiting for the lock opens the new file as soon as it is renamed, while
+    the compacting connection still holds the old one: closing that must not touch the new
+    file or the log of the other process's write (which is killed before it checkpoints)."""
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "store.duckdb"
+    store_with_freed_space(path, rng)
+    writer = (
+        "import duckdb, sys, time\n"
+        f"connection = duckdb.connect({str(path)!r})\n"
+        "connection.execute('CREATE TABLE written_meanwhile AS SELECT 42 AS x')\n"
+        "print('written', flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    real_replace, children = os.replace, []
+
+    def replace_then_write(source, target):
+        real_replace(source, target)
+        child = subprocess.Popen([sys.executable, "-c", writer], stdout=subprocess.PIPE, text=True)
+        children.append(child)
+        assert child.stdout.readline().strip() == "written"
+
+    monkeypatch.setattr(os, "replace", replace_then_write)
+    try:
+        Store(path).compact()
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
+    monkeypatch.undo()
+    assert Path(f"{path}.wal").exists()  # the killed writer's log, replayed on the next open
+    with duckdb.connect(str(path)) as connection:
+        assert connection.execute("SELECT x FROM written_meanwhile").fetchall() == [(42,)]
+    assert Store(path).get_result("k") == b"payload"
