@@ -214,12 +214,12 @@ class StoreFile:
                     "point --store at another file"
                 ) from None
 
-
     def compact(self) -> tuple[int, int]:
         """Rewrite the file without the space freed inside it; returns its size before and after.
 
-        DuckDB reuses the blocks of dropped tables but never gives them back to the file system
-        (the migration to schema 5 drops every vector table). The catalog is copied into a new
+        DuckDB reuses the blocks of dropped tables but gives back to the file system only those
+        at the file's end (the migration to schema 5 drops every vector table, wherever its
+        blocks lie, and results replaced leave holes too). The catalog is copied into a new
         file beside this one (``COPY FROM DATABASE``), fsynced and renamed over it while this
         connection still holds DuckDB's lock on the old file, so no other process can write to
         the old file meanwhile; one waiting for the lock opens the new file. The old connection

@@ -2,9 +2,9 @@
 
 A cached result (an analysis, a comparison, the carrier controls, a design simulation, E5,
 phase diagnostics) is also written as rows of the tables below, in the same transaction as its
-cache entry; its recomputation replaces those rows. Every row starts with ``result_key`` (the cache key: it
-hashes the model, the stimuli, the data fingerprint, every parameter and the code version,
-so two rows with one key come from one computation) and ends with ``computed_at``. A missing
+cache entry; its recomputation replaces those rows. Every row starts with ``result_key`` (the
+cache key: it hashes the model, the stimuli, the data fingerprint, every parameter and the code
+version, so two rows with one key come from one computation) and ends with ``computed_at``. A missing
 number (no fit, no bootstrap) is NULL, so ``avg`` and friends skip it.
 
 The column lists here are the documentation (``docs/metrics.md`` is generated from them by

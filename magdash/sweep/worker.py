@@ -3,9 +3,9 @@
 On a cluster only the driver holds the store's catalog (DuckDB takes one writer). The driver
 works out what is missing (:func:`extract_job`); a worker loads the model, runs the forward
 passes (:func:`run_extract_job`) and writes the vectors as shards straight into the store's
-shard folder (:func:`magdash.store.shards.write_shard`; a file system every node shares), one
-of up to ``shards.WRITE_BATCH_BYTES`` each, and hands back only their descriptions; the driver registers
-them (:func:`register_output`) in the store's transactions, which skip items already done.
+shard folder (:func:`magdash.store.shards.write_shard`; a file system every node shares), each
+of up to ``shards.WRITE_BATCH_BYTES``, and hands back only their descriptions; the driver
+registers them (:func:`register_output`) in the store's transactions, which skip items already done.
 A worker killed mid-job leaves only unregistered shards, which no reader ever sees: Ray runs
 the job again, only a finished job's shards are registered, and the sweep removes the others
 once their grace period is over. The batches are :func:`magdash.extract.number_vector_batches`,
