@@ -332,7 +332,7 @@ class Store:
         names, shard_of = np.unique(np.asarray(located["shard"], dtype=object), return_inverse=True)
         rows = np.asarray(located["row_index"], np.int64)
         plan = _LayerPlan(
-            record, carriers, magnitudes, len(rows),
+            record, carriers, magnitudes,
             tuple((str(shard), targets[shard_of == index], rows[shard_of == index]) for index, shard in enumerate(names)),
         )
         if plan.n_located == len(magnitudes) * len(carriers):
@@ -453,8 +453,11 @@ class _LayerPlan:
     record: ModelRecord
     carriers: tuple[str, ...]
     magnitudes: tuple[int, ...]
-    n_located: int
     shards: tuple[tuple[str, np.ndarray, np.ndarray], ...]
+
+    @property
+    def n_located(self) -> int:
+        return sum(len(rows) for _, _, rows in self.shards)
 
 
 def _sweep_once_per_process(store: Store) -> None:

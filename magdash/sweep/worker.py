@@ -98,13 +98,15 @@ def run_extract_job(job: ExtractJob, progress: ProgressCallback | None = None) -
     written: list[shards.Shard] = []
     keys: list[str] = []
     parts: list[np.ndarray] = []
-    done = 0
+    done = pending_bytes = 0
 
     def flush() -> None:
+        nonlocal pending_bytes
         if keys:
             written.append(shards.write_shard(folder, job.model_id, keys, np.concatenate(parts), for_worker=True))
             keys.clear()
             parts.clear()
+            pending_bytes = 0
 
     batches = number_vector_batches(
         loaded, job.items, position=job.position, batch_size=job.batch_size, padding_side=job.padding_side
@@ -112,8 +114,9 @@ def run_extract_job(job: ExtractJob, progress: ProgressCallback | None = None) -
     for batch_keys, vectors in batches:
         keys.extend(batch_keys)
         parts.append(vectors)
+        pending_bytes += vectors.nbytes
         done += len(batch_keys)
-        if sum(part.nbytes for part in parts) >= shards.WRITE_BATCH_BYTES:
+        if pending_bytes >= shards.WRITE_BATCH_BYTES:
             flush()
         if progress:
             progress(done, len(job.items))
