@@ -22,6 +22,8 @@ import os
 import shutil
 import struct
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -179,8 +181,8 @@ def converted_folder(info: GGUFInfo, dtype: str, cache: Path) -> Path:
     """The model folder of ``info`` dequantized to ``dtype``, converting it on first use.
 
     The conversion is written to a temporary folder beside its final place and renamed into it
-    when complete, so an interrupted conversion leaves nothing that looks finished, and two
-    processes converting at once both end with the same folder.
+    when complete, so an interrupted conversion leaves nothing that looks finished; a process
+    that asks for a folder another one is converting waits for it instead of converting again.
     """
     from magdash.models import transformers_version
 
@@ -188,9 +190,50 @@ def converted_folder(info: GGUFInfo, dtype: str, cache: Path) -> Path:
     folder = cache / converted_name(info, dtype, version)
     if (folder / _COMPLETE).exists():
         return folder
-    log.warning("converting %s to %s safetensors once (kept in %s)", info.path.name, dtype, cache)
     try:
         cache.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ModelLoadError(f"cannot write to the model cache {str(cache)!r}: {error.strerror}") from None
+    with _conversion_lock(cache / f".{folder.name}.lock"):
+        if (folder / _COMPLETE).exists():  # converted by another process while this one waited
+            return folder
+        _convert_into(info, dtype, cache, folder, version)
+    return folder
+
+
+@contextmanager
+def _conversion_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` while converting, so that processes converting the same
+    file at once (the app and a CLI command, test workers) do it once: the others wait, then
+    find the folder finished. Where locks are unavailable (Windows, some network file
+    systems) each converts on its own and the rename below keeps the first finished folder."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    try:
+        handle = open(path, "a")  # noqa: SIM115 - held for the conversion, closed in finally
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.warning("waiting for another process converting %s", path.name.removesuffix(".lock").lstrip("."))
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        handle.close()
+
+
+def _convert_into(info: GGUFInfo, dtype: str, cache: Path, folder: Path, version: str) -> None:
+    """Convert ``info`` into a staging folder beside ``folder`` and rename it into place."""
+    log.warning("converting %s to %s safetensors once (kept in %s)", info.path.name, dtype, cache)
+    try:
         staging = Path(tempfile.mkdtemp(prefix=".converting-", dir=cache))
         staging.chmod(0o755)  # mkdtemp's folder is private; the cache is shared like the store
     except OSError as error:
@@ -211,7 +254,35 @@ def converted_folder(info: GGUFInfo, dtype: str, cache: Path) -> Path:
         raise ModelLoadError(f"cannot write the converted model to {str(cache)!r}: {error}") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return folder
+
+
+@contextmanager
+def _parsed_once(path: Path) -> Iterator[None]:
+    """Let transformers parse the GGUF file once instead of once per ``from_pretrained`` part.
+
+    transformers builds a ``gguf.GGUFReader`` for the config, again for the tokenizer and again
+    for the weights; each parses every metadata field, the vocabulary included (about 20 s for
+    Gemma 3's 262k tokens on two cores, most of a conversion). The reader of ``path`` is made
+    once and handed out again while this context is open; the patch is removed on exit.
+    """
+    import gguf
+
+    original = gguf.GGUFReader
+    readers: dict[str, object] = {}
+
+    def reader(file, *args, **kwargs):
+        if args or kwargs or Path(file).resolve() != path.resolve():
+            return original(file, *args, **kwargs)
+        key = str(path)
+        if key not in readers:
+            readers[key] = original(file)
+        return readers[key]
+
+    gguf.GGUFReader = reader
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original
 
 
 def _convert(info: GGUFInfo, dtype: str, target: Path) -> None:
@@ -237,8 +308,9 @@ def _convert(info: GGUFInfo, dtype: str, target: Path) -> None:
     # the folder must hold plain tensors.
     dense = GgufConfig(gguf_file=info.path.name, dequantize=True)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(**where)
-        model = AutoModelForCausalLM.from_pretrained(**where, dtype=getattr(torch, dtype), quantization_config=dense)
+        with _parsed_once(info.path):
+            tokenizer = AutoTokenizer.from_pretrained(**where)
+            model = AutoModelForCausalLM.from_pretrained(**where, dtype=getattr(torch, dtype), quantization_config=dense)
     except (ValueError, KeyError, RuntimeError, OSError, ImportError) as error:
         raise ModelLoadError(
             f"transformers cannot read {info.path.name} ({info.architecture}, {info.quantization}): "

@@ -1,11 +1,11 @@
 """Fixtures: tiny random-weight Llama and Mistral models (built by :mod:`tests.support`), a fresh
-store, a seeded generator; the hypothesis profile; the bad-input case totals after each run."""
+store, a seeded generator; the hypothesis profile; the model cache shared by every run; the
+order in which the test files are handed to parallel workers; the bad-input case totals after
+each run."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -14,11 +14,20 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# One model cache for the whole session (and the app servers it starts), so each built-in GGUF
-# is converted once per run; set MAGDASH_MODEL_CACHE to keep conversions between runs.
-_SESSION_MODEL_CACHE = None if os.environ.get("MAGDASH_MODEL_CACHE") else tempfile.mkdtemp(prefix="magdash-models-")
-if _SESSION_MODEL_CACHE:
-    os.environ["MAGDASH_MODEL_CACHE"] = _SESSION_MODEL_CACHE
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Each worker has a core of its own: a second intra-op thread per worker only makes the
+    # workers (and the processes they start) wait for one another.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+# The built-in GGUF decoders are converted once and kept between runs, outside the clone (the
+# conversion cache is keyed by file hash, dtype, transformers version and CONVERSION_VERSION, so
+# a stale entry is never used); the test workers and the app servers they start share it, and a
+# conversion one of them is doing makes the others wait for it. A cold conversion is tested on
+# its own (tests/test_gguf.py::test_a_cold_conversion_gives_the_weights_of_the_shared_cache).
+TEST_MODEL_CACHE = Path(
+    os.environ.get("MAGDASH_TEST_MODEL_CACHE")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "magdash" / "test-models"
+)
+os.environ.setdefault("MAGDASH_MODEL_CACHE", str(TEST_MODEL_CACHE))
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 
@@ -46,13 +55,13 @@ def tiny_mistral(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def smollm2():
-    """The built-in SmolLM2-135M-Instruct, converted once per session into the session's model cache."""
+    """The built-in SmolLM2-135M-Instruct, converted into the shared model cache on first use."""
     return load_builtin("smollm2")
 
 
 @pytest.fixture(scope="session")
 def gemma3():
-    """The built-in Gemma 3 270M (about 80 s to convert: the tests that need it are few)."""
+    """The built-in Gemma 3 270M (about 35 s to convert on first use: the tests that need it are few)."""
     return load_builtin("gemma3-270m")
 
 
@@ -77,9 +86,19 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(20260404)
 
 
-def pytest_sessionfinish(session, exitstatus) -> None:
-    if _SESSION_MODEL_CACHE:
-        shutil.rmtree(_SESSION_MODEL_CACHE, ignore_errors=True)
+HEAVY_MARKS = ("slow", "faults", "browser", "bad_input")
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """Hand the heaviest test files to the parallel workers first (``--dist loadfile`` sends
+    each file whole to one worker, in this order), so that no long file starts last and runs on
+    alone; within a file the order is kept. A file weighs one per test, ten per test carrying a
+    mark of ``HEAVY_MARKS``."""
+    weight: dict[str, int] = {}
+    for item in items:
+        heavy = any(item.get_closest_marker(mark) for mark in HEAVY_MARKS)
+        weight[item.fspath.strpath] = weight.get(item.fspath.strpath, 0) + (10 if heavy else 1)
+    items.sort(key=lambda item: -weight[item.fspath.strpath])
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

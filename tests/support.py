@@ -7,6 +7,7 @@ the fixtures only).
 
 from __future__ import annotations
 
+import functools
 import gzip
 import os
 import re
@@ -136,6 +137,19 @@ def running_server_pages_manager(*args, **kwargs):
     return manager
 
 
+@functools.cache
+def scan_component_manifests_once() -> None:
+    """Make Streamlit scan the installed distributions for component manifests once per process.
+
+    Every new AppTest reads the metadata of every installed distribution on its first run
+    (a running server does it once, at start-up); the suite creates hundreds of AppTests, and
+    nothing is installed while it runs. The scan's result is kept, not changed.
+    """
+    from streamlit.components.v2 import manifest_scanner
+
+    manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
+
+
 def open_app(store: str | Path, monkeypatch, *, query: dict | None = None, page: str | None = None,
              fresh_server: bool = False):
     """The app under AppTest on ``store``, run once (and on ``page``), with no exception.
@@ -145,6 +159,7 @@ def open_app(store: str | Path, monkeypatch, *, query: dict | None = None, page:
     """
     from streamlit.testing.v1 import AppTest, app_test
 
+    scan_component_manifests_once()
     monkeypatch.setenv("MAGDASH_STORE", str(store))
     if not fresh_server:
         monkeypatch.setattr(app_test, "PagesManager", running_server_pages_manager)
@@ -156,6 +171,42 @@ def open_app(store: str | Path, monkeypatch, *, query: dict | None = None, page:
         at.switch_page(page).run()
     assert_clean(at)
     return at
+
+
+def app_pages() -> list[str]:
+    """The app's page files (``magdash.dashboard.PAGES``), as AppTest switches to them."""
+    from magdash import dashboard
+
+    return [page.file for page in dashboard.PAGES if (ROOT / page.file).is_file()]
+
+
+def data_pages() -> list[str]:
+    """The pages that show results of a stored model (all but Home, Extract and Stimuli)."""
+    return [page for page in app_pages() if Path(page).stem not in ("home", "extract", "stimuli")]
+
+
+# Charts and tables each page draws on a store holding a model and its random control on the
+# paper's stimuli (every chart has PNG and SVG buttons, every table a CSV button).
+EXPECTED_CHARTS = {
+    "home": 1, "extract": 0, "stimuli": 0, "scaling": 2, "weber": 5, "frequency": 3,
+    "compare": 1, "geometry": 3, "depth": 6, "controls": 4, "design": 0,
+}
+EXPECTED_TABLES = {
+    "home": 1, "scaling": 1, "weber": 2, "frequency": 2, "compare": 1, "geometry": 1, "depth": 2,
+    "controls": 5,
+}
+
+
+def chart_specs(at) -> list[dict]:
+    import json
+
+    return [json.loads(element.proto.spec) for element in at.get("vega_lite_chart")]
+
+
+def texts(at) -> str:
+    """Every message and Markdown text the run shows, unescaped."""
+    kinds = ("markdown", "info", "warning", "error", "success", "caption")
+    return "\n".join(shown(element) for kind in kinds for element in at.get(kind))
 
 
 def assert_clean(at, case: object = "") -> None:
@@ -175,6 +226,38 @@ def widget(elements, label: str):
 def shown(element) -> str:
     """What a Markdown element shows: user text is escaped for Markdown, the escapes vanish."""
     return re.sub(r"\\(.)", r"\1", str(element.value))
+
+
+# -- the README's shell with a warm interpreter ----------------------------------------------------
+
+
+@contextmanager
+def warm_python(folder: Path, env: dict[str, str]) -> Iterator[tuple[Path, Path]]:
+    """Serve ``python -m magdash`` from one process that imported the CLI's dependencies once
+    (``tests/warm_python.py``), for ``env``. Yields the folder to put first on a shell's PATH
+    (its ``python`` sends ``-m magdash`` commands to the server and runs anything else with the
+    real interpreter) and the log with one line per command served; stops the server after."""
+    folder.mkdir(parents=True, exist_ok=True)
+    socket_path, served = folder / "python.sock", folder / "served.log"
+    served.touch()
+    script = ROOT / "tests" / "warm_python.py"
+    server = subprocess.Popen([sys.executable, str(script), "serve", str(socket_path), str(served)], env=env,
+                              stdout=open(folder / "server.log", "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115
+    try:
+        deadline = time.monotonic() + 300
+        while not socket_path.exists():
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the warm python did not start: {(folder / 'server.log').read_text()[-2000:]}")
+            time.sleep(0.05)
+        shim = folder / "bin"
+        shim.mkdir()
+        (shim / "python").write_text(
+            f'#!/bin/sh\nexec "{sys.executable}" -S "{script}" client "{socket_path}" "{sys.executable}" "$@"\n')
+        (shim / "python").chmod(0o755)
+        yield shim, served
+    finally:
+        server.kill()
+        server.wait()
 
 
 # -- a real browser ------------------------------------------------------------------------------

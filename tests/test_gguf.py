@@ -6,8 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from magdash.builtin_models import builtin_model_path
@@ -143,3 +146,48 @@ def test_cli_extracts_a_gguf_file_and_lists_it_as_quantized(smollm2, smollm2_fil
     status = main(["extract", "--model", str(tmp_path / "missing.gguf"), "--store", str(store_path)])
     assert status == 2
     assert capsys.readouterr().err.startswith("magdash: error: no model")
+
+
+@pytest.mark.slow
+def test_a_cold_conversion_gives_the_weights_of_the_shared_cache(smollm2, tmp_path):
+    """The suite keeps conversions between runs; converting afresh, as a new user does, must give
+    the very folder the shared cache holds (tensors bit for bit, config and tokenizer), or the
+    conversion changed without a CONVERSION_VERSION bump and the shared cache is stale."""
+    from safetensors.numpy import load_file
+
+    shared = converted_folder(smollm2.source.gguf, "float32", model_cache_dir())
+    cold = converted_folder(smollm2.source.gguf, "float32", tmp_path)
+    assert cold.parent == tmp_path and cold.name == shared.name
+    expected, got = load_file(shared / "model.safetensors"), load_file(cold / "model.safetensors")
+    assert sorted(got) == sorted(expected)
+    assert all(np.array_equal(got[name].view(np.uint8), expected[name].view(np.uint8)) for name in expected)
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        assert (cold / name).read_bytes() == (shared / name).read_bytes(), name
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == [cold.name]
+
+
+def test_a_second_process_waits_for_a_conversion_under_way_and_converts_nothing(smollm2_file, tmp_path):
+    """Two processes asking for the same conversion at once: one converts, the other waits for
+    its lock and finds the finished folder (the conversion itself is replaced by a stand-in that
+    logs each call and takes a second)."""
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "import magdash.gguf as g\n"
+        "def fake(info, dtype, target):\n"
+        "    with open(sys.argv[2], 'a') as log: log.write('convert\\n')\n"
+        "    time.sleep(1.0)\n"
+        "    (target / 'model.safetensors').write_bytes(b'x')\n"
+        "g._convert = fake\n"
+        "print(g.converted_folder(g.gguf_info(Path(sys.argv[3])), 'float32', Path(sys.argv[1])))\n"
+    )
+    calls = tmp_path / "calls.log"
+    cache = tmp_path / "cache"
+    command = [sys.executable, "-c", script, str(cache), str(calls), str(smollm2_file)]
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    second = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    outputs = [process.communicate(timeout=120) for process in (first, second)]
+    assert [process.returncode for process in (first, second)] == [0, 0], outputs
+    assert outputs[0][0] == outputs[1][0] and Path(outputs[0][0].strip()).is_dir()
+    assert calls.read_text() == "convert\n"
+    assert not [p for p in cache.iterdir() if p.name.startswith(".converting-")]

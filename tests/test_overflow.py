@@ -15,7 +15,7 @@ from magdash.overflow import count_nonfinite, nonfinite_rows, nonfinite_warning
 from magdash.stimuli import PAPER_CARRIERS, StimulusSet
 from magdash.store import Store
 from magdash.variability.analysis import AnalysisParams, analyze, run_analysis
-from tests.support import APP, build_tiny_model
+from tests.support import APP, build_tiny_model, scan_component_manifests_once
 
 MAGNITUDES = tuple(range(1, 31))
 
@@ -148,6 +148,7 @@ def test_the_cli_warns_on_stderr_and_keeps_json_clean(overflow_store, capsys):
 def test_the_app_shows_the_warning_in_the_sidebar(overflow_store, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
+    scan_component_manifests_once()
     monkeypatch.setenv("MAGDASH_STORE", str(overflow_store))
     app = AppTest.from_file(str(APP), default_timeout=300)
     app.query_params.update({"model": "fp16", "stimuli": "s"})

@@ -8,6 +8,10 @@ introduced as needing "*your files*" (your own models, the paper's npz files, yo
 left out, and so are the "*measured example*" blocks that reproduce a worked example's numbers
 on the built-in models (minutes each; the same paths run in tests/test_builtin_models.py); the
 test checks that these are the only ones.
+
+Each ``python -m magdash`` command runs in a process of its own forked from a server that has
+imported the CLI's dependencies once (``tests/warm_python.py``): the 40-odd commands would
+otherwise spend most of their time importing torch, transformers and SciPy again.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import ROOT, warm_python
 
 pytestmark = pytest.mark.slow
 
@@ -77,14 +81,20 @@ def test_the_readme_commands_run_as_written_in_order(tmp_path):
         (venv / "bin" / "activate").write_text(f'export PATH="{Path(sys.executable).parent}:$PATH"\n')
     work = tmp_path / "clone"
     work.mkdir()
-    (work / ".venv").symlink_to(venv)
     commands = [body for kind, body in readme_blocks() if kind == "run"]
     assert commands[0].startswith("source .venv/bin/activate\n")
     script = "set -e\n" + "\n".join(commands)
     env = {key: value for key, value in os.environ.items() if key not in ("MAGDASH_STORE", "VIRTUAL_ENV")}
     env |= {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
-    result = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=1800)
+    activated = env | {"VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}:{env['PATH']}"}
+    with warm_python(tmp_path / "warm", activated) as (shim, served):
+        # .venv/bin/activate activates the environment, then puts the warm python first.
+        (work / ".venv" / "bin").mkdir(parents=True)
+        (work / ".venv" / "bin" / "activate").write_text(f'source "{venv}/bin/activate"\nexport PATH="{shim}:$PATH"\n')
+        result = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True,
+                                timeout=1800)
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    assert len(served.read_text().splitlines()) == script.count("python -m magdash ")  # each in a process of its own
     assert "minilm-copy" in result.stdout  # the imported copy is listed by a later command... or analysed
     assert (work / "cache" / "magdash.duckdb").is_file() and (work / "minilm.npz").is_file()
     assert "Wilcoxon p = 0.25" in result.stdout  # compare ran on the paper's stimuli

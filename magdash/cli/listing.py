@@ -19,9 +19,10 @@ def run(args: argparse.Namespace) -> int:
     from magdash.models import cached_repo_ids
 
     store = open_store(args)
-    models = store.list_models()
-    progress = store.extraction_progress()
-    sets = store.stimulus_set_names()
+    with store.session():
+        models = store.list_models()
+        progress = store.extraction_progress()
+        sets = store.stimulus_set_names()
     available = {"builtin": list(BUILTIN_MODELS), "huggingface_cache": cached_repo_ids()}
     if args.json:
         print_json({

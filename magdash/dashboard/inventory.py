@@ -87,22 +87,23 @@ class StoreInventory:
 
 
 def read_inventory(store: Store) -> StoreInventory:
-    """Everything the sidebar and the home page need, in a handful of queries."""
-    models = store.list_models()
-    records = {name: store.model_record(name) for name in models["name"]}
-    complete = {
-        name: sorted(s for s in (sets or "").split(", ") if s)
-        for name, sets in zip(models["name"], models["stimulus_sets"], strict=True)
-    }
-    return StoreInventory(
-        path=str(store.path),
-        models=models,
-        records=records,
-        complete_sets=complete,
-        progress=store.extraction_progress(),
-        stimulus_sets=store.stimulus_set_names(),
-        nonfinite=store.nonfinite_summary(),
-    )
+    """Everything the sidebar and the home page need, in a handful of queries on one open file."""
+    with store.session():
+        models = store.list_models()
+        records = {name: store.model_record(name) for name in models["name"]}
+        complete = {
+            name: sorted(s for s in (sets or "").split(", ") if s)
+            for name, sets in zip(models["name"], models["stimulus_sets"], strict=True)
+        }
+        return StoreInventory(
+            path=str(store.path),
+            models=models,
+            records=records,
+            complete_sets=complete,
+            progress=store.extraction_progress(),
+            stimulus_sets=store.stimulus_set_names(),
+            nonfinite=store.nonfinite_summary(),
+        )
 
 
 def is_control(record: ModelRecord) -> bool:

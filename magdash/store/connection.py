@@ -1,9 +1,15 @@
 """Opening a store file: DuckDB's one-writer lock, retry, and storage failures as messages.
 
 DuckDB lets one process at a time hold a file open for writing. A store therefore never keeps
-a connection: every operation opens one, does its work and closes it, retrying while another
-process holds the lock. A CLI extraction and the dashboard can share one store; each waits at
-most for the other's current batch. Storage failures while writing (a full disk, a damaged
+its file open between operations: every operation attaches it, does its work and detaches it,
+retrying while another process holds the lock. A CLI extraction and the dashboard can share one
+store; each waits at most for the other's current batch.
+
+The files are attached to one in-memory DuckDB instance per process (``ATTACH ... AS alias``,
+then ``USE alias``) rather than opened with ``duckdb.connect(path)``: starting a DuckDB
+instance builds its catalog of built-in functions, about 15-20 ms every time, while attaching
+a file to a running one takes about 2 ms. Holding the attachment holds the file lock, exactly
+as an open connection does; detaching releases it (and checkpoints, as closing did). Storage failures while writing (a full disk, a damaged
 file) become a :class:`~magdash.errors.StoreError` that says what was kept and what to do; the
 transaction under way is rolled back, so what was stored before it is kept.
 """
@@ -11,6 +17,7 @@ transaction under way is rolled back, so what was stored before it is kept.
 from __future__ import annotations
 
 import errno
+import hashlib
 import logging
 import os
 import threading
@@ -30,6 +37,10 @@ STORE_ENV = "MAGDASH_STORE"
 LOCK_TIMEOUT_ENV = "MAGDASH_LOCK_TIMEOUT"
 DEFAULT_LOCK_TIMEOUT_S = 120.0
 _FIRST_RETRY_DELAY_S = 0.02
+# A waiting process retries at least this often: other processes' operations are short (a few
+# milliseconds each), so a writer polling more slowly would keep missing the gaps between a
+# busy dashboard's reads.
+_LONGEST_RETRY_DELAY_S = 0.1
 # Hidden-state floats barely compress, yet analysing them for compression made every
 # checkpoint (each connection close) several times slower; see bench/extract.py.
 _CONNECTION_CONFIG = {"force_compression": "uncompressed"}
@@ -44,10 +55,35 @@ _STORAGE_ERRORS = (
     duckdb.PermissionException,
 )
 
-# One lock per store file inside this process: DuckDB refuses a second connection with a
-# different configuration, and Streamlit serves every browser session from one process.
+# One lock per store file inside this process: Streamlit serves every browser session from one
+# process, and a file is attached to the process's instance once, under one alias, at a time.
 _PROCESS_LOCKS: dict[str, threading.RLock] = {}
 _PROCESS_LOCKS_GUARD = threading.Lock()
+
+# The process's DuckDB instance (made again in a forked child: an instance is not fork-safe),
+# and how many connections of this process use each attached file (under its file's lock).
+_ENGINE: duckdb.DuckDBPyConnection | None = None
+_ENGINE_PID = 0
+_ATTACHED: dict[str, int] = {}
+
+
+def _engine() -> duckdb.DuckDBPyConnection:
+    global _ENGINE, _ENGINE_PID
+    with _PROCESS_LOCKS_GUARD:
+        if _ENGINE is None or _ENGINE_PID != os.getpid():
+            # Nothing is ever downloaded: a file that is not a DuckDB store is refused, not
+            # handed to an extension fetched from the internet.
+            _ENGINE = duckdb.connect(":memory:", config={
+                **_CONNECTION_CONFIG, "autoinstall_known_extensions": False,
+            })
+            _ENGINE_PID = os.getpid()
+            _ATTACHED.clear()
+        return _ENGINE
+
+
+def _quoted(text: str) -> str:
+    """A SQL string literal (ATTACH takes no parameters)."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def default_store_path() -> Path:
@@ -143,19 +179,35 @@ class StoreFile:
 
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection whose default database is this file (attached for the block)."""
         with _process_lock(self._lock_key):
             connection = self._open_with_retry()
             try:
                 try:
                     yield connection
                 finally:
-                    connection.close()
+                    self._release(connection)
             except duckdb.Error as error:
                 # A commit that cannot write its log fails as a TransactionException, which
                 # otherwise means a conflict: only the text tells a full disk apart.
                 if _is_storage_failure(error):
                     raise self._storage_error(error) from None
                 raise
+
+    @contextmanager
+    def session(self) -> Iterator[None]:
+        """Keep the file open for the block, so that the connections made inside are cheap.
+
+        Opening a DuckDB file starts a database instance (its catalog of built-in functions,
+        its header, its tables): about 20 ms, while a connection to an instance that is already
+        open takes well under one. A block of several short operations (an analysis's lookups,
+        the dashboard's inventory) therefore opens the file once. Each operation still has its
+        own connection and transaction. The file stays locked for the block's duration, as for
+        one operation, so a session must not be held across a computation: other processes
+        and this process's other threads wait for it.
+        """
+        with self.connect():
+            yield
 
     def _storage_error(self, error: duckdb.Error) -> StoreError:
         """The message for a failure of the store file itself, saying what was kept and what to do."""
@@ -181,13 +233,16 @@ class StoreFile:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise StoreError(f"cannot create the store folder {str(self.path.parent)!r}: {error.strerror}") from None
+        if _ATTACHED.get(self._alias):  # this thread holds the file already (a session)
+            return self._use_attached()
         _remove_if_creation_was_interrupted(self.path)
         deadline = time.monotonic() + self.lock_timeout_s
         delay = _FIRST_RETRY_DELAY_S
         while True:
             existed = self.path.exists()
             try:
-                return duckdb.connect(str(self.path), config=_CONNECTION_CONFIG)
+                _engine().execute(f"ATTACH {_quoted(str(self.path))} AS {self._alias} (TYPE DUCKDB)")
+                return self._use_attached()
             except duckdb.IOException as error:
                 if disk_is_full(error):
                     if not existed:  # a header cut short by the full disk: leave nothing behind
@@ -207,12 +262,50 @@ class StoreFile:
                 if delay == _FIRST_RETRY_DELAY_S:
                     log.info("store %s is busy in another process; waiting up to %.0f s", self.path, self.lock_timeout_s)
                 time.sleep(delay)
-                delay = min(delay * 1.5, 0.5)
+                delay = min(delay * 1.5, _LONGEST_RETRY_DELAY_S)
             except duckdb.Error as error:
                 raise StoreError(
                     f"cannot open store {str(self.path)!r}: {str(error).splitlines()[0]}; "
                     "point --store at another file"
                 ) from None
+
+    @property
+    def _alias(self) -> str:
+        return "magdash_" + hashlib.sha1(self._lock_key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+    def _use_attached(self) -> duckdb.DuckDBPyConnection:
+        connection = _engine().cursor()
+        try:
+            connection.execute(f"USE {self._alias}")
+        except BaseException:
+            connection.close()
+            self._detach_if_unused()
+            raise
+        _ATTACHED[self._alias] = _ATTACHED.get(self._alias, 0) + 1
+        return connection
+
+    def _release(self, connection: duckdb.DuckDBPyConnection) -> None:
+        """Close ``connection``; the last one of this file detaches it, which checkpoints it and
+        releases DuckDB's lock on it for other processes."""
+        connection.close()
+        _ATTACHED[self._alias] -= 1
+        self._detach_if_unused()
+
+    def _detach_if_unused(self) -> None:
+        if _ATTACHED.get(self._alias, 0) > 0:
+            return
+        _ATTACHED.pop(self._alias, None)
+        try:
+            _engine().execute(f"DETACH DATABASE IF EXISTS {self._alias}")
+        except duckdb.Error as error:
+            still = _engine().execute(
+                "SELECT count(*) FROM duckdb_databases() WHERE database_name = ?", [self._alias]).fetchone()[0]
+            if still:
+                raise
+            # Detached, but its checkpoint failed (a full disk): what was committed stays in the
+            # write-ahead log and is replayed on the next open, as when a closing connection's
+            # checkpoint fails.
+            log.info("store %s detached without its checkpoint (%s)", self.path, str(error).splitlines()[0])
 
     def compact(self) -> tuple[int, int]:
         """Rewrite the file without the space freed inside it; returns its size before and after.
@@ -231,13 +324,13 @@ class StoreFile:
             connection.execute("CHECKPOINT")
             before = self.path.stat().st_size
             database = connection.execute("SELECT current_database()").fetchone()[0].replace('"', '""')
+            target = f"{self._alias}_compact"
             try:
                 for leftover in (copy, Path(f"{copy}.wal")):
                     leftover.unlink(missing_ok=True)
-                # ATTACH takes no parameters: the path is a quoted literal.
-                connection.execute(f"ATTACH '{str(copy).replace(chr(39), chr(39) * 2)}' AS magdash_compact")
-                connection.execute(f'COPY FROM DATABASE "{database}" TO magdash_compact')
-                connection.execute("DETACH magdash_compact")
+                connection.execute(f"ATTACH {_quoted(str(copy))} AS {target} (TYPE DUCKDB)")
+                connection.execute(f'COPY FROM DATABASE "{database}" TO {target}')
+                connection.execute(f"DETACH {target}")
                 if Path(f"{copy}.wal").exists():  # DETACH checkpoints: a log left means the copy is not whole
                     raise StoreError(f"the compacted copy of store {str(self.path)!r} was not checkpointed")
                 with open(copy, "rb+") as handle:
@@ -245,7 +338,7 @@ class StoreFile:
                 os.replace(copy, self.path)
             except BaseException as error:
                 with suppress(duckdb.Error):
-                    connection.execute("DETACH DATABASE IF EXISTS magdash_compact")
+                    connection.execute(f"DETACH DATABASE IF EXISTS {target}")
                 for leftover in (copy, Path(f"{copy}.wal")):
                     leftover.unlink(missing_ok=True)
                 if isinstance(error, OSError):

@@ -53,8 +53,15 @@ class Store:
         # shards are immutable and done rows are never removed), so a long-lived Store (the app's)
         # reads a layer without a catalog query.
         self._complete_sets: dict[tuple[str, str], _LayerPlan] = {}
-        ensure_schema(self._file, self.shards)
-        _sweep_once_per_process(self)
+        with self._file.session():
+            ensure_schema(self._file, self.shards)
+            _sweep_once_per_process(self)
+
+    def session(self):
+        """A context in which this store's operations share one open file (see
+        :meth:`magdash.store.connection.StoreFile.session`): for a group of quick lookups, never
+        around a computation, since other processes wait for the file meanwhile."""
+        return self._file.session()
 
     def schema_version(self) -> int:
         return schema_version(self._file)

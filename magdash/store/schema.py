@@ -154,7 +154,8 @@ def insert_nonfinite(
 def _flag_stored_nonfinite_vectors(connection: duckdb.DuckDBPyConnection) -> None:
     """Migration 1 -> 2: create ``nonfinite`` and fill it by scanning every stored vector once."""
     connection.execute("CREATE TABLE nonfinite (model_id VARCHAR, layer INTEGER, item_key VARCHAR)")
-    tables = {row[0] for row in connection.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    tables = {row[0] for row in connection.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}
     models = connection.execute("SELECT model_id, hidden_size, layer_labels FROM models").fetchall()
     for model_id, hidden_size, layer_labels in models:
         layers, keys = [], []
@@ -236,7 +237,8 @@ def _move_vectors_to_shards(connection: duckdb.DuckDBPyConnection, shard_folder:
     vectors are missing at some layer (a damaged table) are marked not done, so the next
     extraction computes them again.
     """
-    tables = {row[0] for row in connection.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    tables = {row[0] for row in connection.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}
     connection.execute(_SHARDS_TABLE)
     connection.execute("ALTER TABLE done ADD COLUMN shard VARCHAR")
     connection.execute("ALTER TABLE done ADD COLUMN row_index INTEGER")

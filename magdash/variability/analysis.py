@@ -661,16 +661,16 @@ def analyze(
     something is computed).
     """
     params = params or AnalysisParams()
-    stimuli = store.resolve_stimuli(model, stimuli)
-    record = store.model_record(model)
-    params.core_for(record.n_blocks, record.n_layers)  # fail on a bad band before reading
-    key = analysis_key(store, model, stimuli, params)
-    if use_cache:
-        payload = store.get_result(key)
+    with store.session():
+        stimuli = store.resolve_stimuli(model, stimuli)
+        record = store.model_record(model)
+        params.core_for(record.n_blocks, record.n_layers)  # fail on a bad band before reading
+        key = analysis_key(store, model, stimuli, params)
+        payload = store.get_result(key) if use_cache else None
         if payload is not None:
             log.info("analysis of %s on %s found in the cache", model, stimuli)
             return AnalysisResult.from_payload(payload)
-    magnitudes = store.stimulus_set(stimuli).magnitudes
+        magnitudes = store.stimulus_set(stimuli).magnitudes
 
     def layers():
         for data in store.read_layers(model, stimuli):
@@ -816,19 +816,19 @@ def compare(
     if model_a == model_b:  # every difference would be 0 and the Wilcoxon test undefined (p = nan)
         raise AnalysisError(f"compare needs two different models; both are {model_a!r}")
     params = params or AnalysisParams()
-    stimuli = resolve_common_stimuli(store, model_a, model_b, stimuli)
-    record_a = store.model_record(model_a)
-    record_b = store.model_record(model_b)
-    key = result_key(
-        "compare",
-        ANALYSIS_VERSION,
-        models=[model_a, model_b],
-        stimuli=stimuli,
-        data=[store.data_fingerprint(model_a, stimuli), store.data_fingerprint(model_b, stimuli)],
-        params=params,
-    )
-    if use_cache:
-        payload = store.get_result(key)
+    with store.session():
+        stimuli = resolve_common_stimuli(store, model_a, model_b, stimuli)
+        record_a = store.model_record(model_a)
+        record_b = store.model_record(model_b)
+        key = result_key(
+            "compare",
+            ANALYSIS_VERSION,
+            models=[model_a, model_b],
+            stimuli=stimuli,
+            data=[store.data_fingerprint(model_a, stimuli), store.data_fingerprint(model_b, stimuli)],
+            params=params,
+        )
+        payload = store.get_result(key) if use_cache else None
         if payload is not None:
             return ComparisonResult.from_payload(payload)
     result_a = analyze(store, model_a, stimuli, params, use_cache=use_cache)

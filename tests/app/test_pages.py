@@ -1,52 +1,54 @@
-"""The Streamlit app under AppTest: every page on an empty store and on one holding the
-built-in model and its random control; widget changes rerun cleanly; the URL keeps the view."""
+"""The Streamlit app under AppTest: every page on an empty store and on a store of imported
+vectors (a model and its random control on the paper's stimuli); a failing extraction, the first
+run's progress and cancel, pages that meet a model they cannot measure, the sidebar menu. The
+same pages on the real first run's store, and the widget changes, are in test_pages_populated.py."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from magdash import dashboard as db
-from magdash.dashboard.jobs import first_run_label, run_first_protocol
-from magdash.presentation.formatting import MISSING
+from magdash.dashboard.jobs import first_run_label
+from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.store import Store
 from pages import ui
-from tests.support import ROOT, copy_store, labels, open_app, shown, widget
+from tests.support import (
+    EXPECTED_CHARTS,
+    EXPECTED_TABLES,
+    ROOT,
+    app_pages,
+    data_pages,
+    labels,
+    open_app,
+    shown,
+    widget,
+)
 
-PAGES = [page.file for page in db.PAGES if (ROOT / page.file).is_file()]
-DATA_PAGES = [page for page in PAGES if Path(page).stem not in ("home", "extract", "stimuli")]
-
-# Charts each page draws on the populated store (every chart has PNG and SVG buttons).
-EXPECTED_CHARTS = {
-    "home": 1, "extract": 0, "stimuli": 0, "scaling": 2, "weber": 5, "frequency": 3,
-    "compare": 1, "geometry": 3, "depth": 6, "controls": 4, "design": 0,
-}
-EXPECTED_TABLES = {
-    "home": 1, "scaling": 1, "weber": 2, "frequency": 2, "compare": 1, "geometry": 1, "depth": 2,
-    "controls": 5,
-}
+PAGES = app_pages()
+DATA_PAGES = data_pages()
 
 
 @pytest.fixture(scope="module")
-def populated(tmp_path_factory) -> str:
-    """The first-run protocol (minilm, smollm2 and their controls), exactly what the Home button runs."""
-    path = tmp_path_factory.mktemp("populated") / "store.duckdb"
+def imported(tmp_path_factory) -> str:
+    """A store of imported vectors: "planted" and "planted@random" on the paper's stimuli, 7
+    blocks of d = 16. The planted model's spread grows with magnitude (V ~ n^0.5), the control's
+    does not, so every figure has something to draw."""
+    path = tmp_path_factory.mktemp("imported") / "store.duckdb"
     store = Store(path)
-    assert run_first_protocol(store, db.analysis_params(db.ViewState(store=str(path))))
+    rng = np.random.default_rng(7)
+    magnitudes = np.asarray(PAPER_MAGNITUDES, dtype=float)
+    shape = (len(PAPER_MAGNITUDES), len(PAPER_CARRIERS), 8, 16)
+    axis = rng.normal(size=16)
+    centre = np.log(magnitudes)[:, None, None, None] * axis
+    spread = magnitudes[:, None, None, None] ** 0.5 / 10
+    store.import_arrays("planted", centre + spread * rng.normal(size=shape), PAPER_MAGNITUDES,
+                        carriers=PAPER_CARRIERS, stimuli="paper")
+    store.import_arrays("planted@random", rng.normal(size=shape), PAPER_MAGNITUDES,
+                        carriers=PAPER_CARRIERS, stimuli="paper")
     return str(path)
-
-
-def chart_specs(at: AppTest) -> list[dict]:
-    return [json.loads(element.proto.spec) for element in at.get("vega_lite_chart")]
-
-
-def texts(at: AppTest) -> str:
-    kinds = ("markdown", "info", "warning", "error", "success", "caption")
-    return "\n".join(shown(element) for kind in kinds for element in at.get(kind))
 
 
 # -- empty store -------------------------------------------------------------------------------
@@ -136,188 +138,17 @@ def test_extract_page_runs_a_model_and_the_pages_show_it(tiny_llama, tmp_path, m
     assert widget(at.select_slider, "Layer").options[-1] == "4 · final norm (post-norm)"
 
 
-# -- populated store -----------------------------------------------------------------------------
-
-
 @pytest.mark.parametrize("page", PAGES)
-def test_every_page_on_the_populated_store(page, populated, monkeypatch):
-    at = open_app(populated, monkeypatch, page=page)
+def test_every_page_draws_its_figures_on_imported_vectors(page, imported, monkeypatch):
+    at = open_app(imported, monkeypatch, page=page)
     name = Path(page).stem
     assert len(at.get("vega_lite_chart")) == EXPECTED_CHARTS[name]
     buttons = labels(at.get("download_button"))
     assert buttons.count("PNG") == buttons.count("SVG") == EXPECTED_CHARTS[name]
     assert buttons.count("CSV") >= EXPECTED_TABLES.get(name, 0)
-    assert "Report (HTML)" in labels(at.sidebar.get("download_button"))
     assert not at.error
-
-
-def test_controls_page_judges_the_builtin_model_against_its_random_control(populated, monkeypatch):
-    at = open_app(populated, monkeypatch, page="pages/controls.py")
-    verdicts = at.dataframe[0].value
-    assert list(verdicts["control"]) == ["carriers", "icc", "permutation", "variant", "random"]
-    assert "minilm@random" in " ".join(verdicts["verdict"])
-    assert "Controls report (HTML)" in labels(at.get("download_button"))
-    widget(at.sidebar.selectbox, "Measure").set_value("proj").run()
-    assert not at.exception and "V_proj" in texts(at)
-    # a variant cannot be extracted for a model whose weights are not at hand: a message, no job
-    widget(at.selectbox, "dtype").set_value("float32").run()
-    widget(at.button, "Extract variant").click().run()
-    assert any("already stored with dtype float32" in shown(e) for e in at.error)
-
-
-def test_design_page_simulates_on_request(populated, monkeypatch):
-    at = open_app(populated, monkeypatch, page="pages/design.py")
-    assert any("press Simulate" in shown(info) for info in at.info)
-    widget(at.number_input, "Studies per point").set_value(50)
-    widget(at.number_input, "Joint-bootstrap resamples (E6)").set_value(10)
-    widget(at.number_input, "Core layers").set_value(3)
-    at.get("form_submit_button")[0].click().run()
-    assert not at.exception and not at.error
-    assert len(at.get("vega_lite_chart")) == 3
-    assert "minimal detectable alpha" in texts(at)
-    buttons = labels(at.get("download_button"))
-    assert buttons.count("PNG") == 3 and "Design report (HTML)" in buttons
-
-
-def test_missing_numbers_in_app_tables_read_as_the_missing_mark(populated, monkeypatch):
-    at = open_app(populated, monkeypatch, page="pages/compare.py")
-    table = at.dataframe[0]
-    assert table.value[["ci_low", "ci_high"]].isna().any().all()  # no CI outside the core band
-    assert table.proto.placeholder == MISSING  # shown as the mark, not as "None"
-
-
-def test_depth_page_shows_the_worked_example_on_a_real_decoder(populated, monkeypatch):
-    at = open_app(populated, monkeypatch, page="pages/depth.py")
-    expander = next(e for e in at.expander if "Worked example" in e.label)
-    shown_text = " ".join(m.value for m in expander.markdown)
-    # the measured numbers and the honest reading, from docs/depth_example.md
-    assert "smollm2@random" in shown_text and "12,828 token vectors" in shown_text
-    assert "mp_converged: false" in shown_text and "What it says about the claim" in shown_text
-
-
-def test_a_bookmark_opened_on_a_fresh_server_goes_through_the_app(populated, monkeypatch):
-    # The first request of a fresh server runs a page file alone; the page declares the
-    # navigation and reruns, so the sidebar and the bookmarked view are there.
-    at = open_app(populated, monkeypatch, query={"layer": "2"}, page="pages/scaling.py", fresh_server=True)
-    assert widget(at.sidebar.selectbox, "Model").value == "minilm"
-    assert widget(at.select_slider, "Layer").value == "2 · block 2"
-    assert len(at.get("vega_lite_chart")) == 2
-
-
-def test_layer_change_reruns_and_lands_in_the_url(populated, monkeypatch):
-    at = open_app(populated, monkeypatch, page="pages/scaling.py")
-    slider = widget(at.select_slider, "Layer")
-    assert slider.value == "4 · block 4"  # the middle of the default core band 3..5
-    slider.set_value("2 · block 2").run()
-    assert not at.exception
-    assert at.query_params["layer"] == "2"
-    assert "block 2" in json.dumps(chart_specs(at)[0]["title"])
-    widget(at.select_slider, "Layer").set_value("6 · block 6").run()
-    assert at.query_params["layer"] == "6" and not at.exception
-    # Switching model keeps the layer (in the URL and on the slider): the same depth, another model.
-    widget(at.sidebar.selectbox, "Model").set_value("minilm@random").run()
-    assert not at.exception and at.query_params["model"] == "minilm@random"
-    assert at.query_params["layer"] == "6" and widget(at.select_slider, "Layer").value == "6 · block 6"
-    assert not [w for w in at.sidebar.warning if "cannot be compared" in shown(w)]
-
-
-def test_measure_model_and_core_band_changes_rerun_cleanly(populated, monkeypatch):
-    at = open_app(populated, monkeypatch, page="pages/scaling.py")
-    widget(at.sidebar.selectbox, "Measure").set_value("proj").run()
-    assert not at.exception and at.query_params["measure"] == "proj"
-    assert "V_proj" in json.dumps(chart_specs(at)[0]["title"])
-    widget(at.sidebar.selectbox, "Model").set_value("minilm@random").run()
-    assert not at.exception and at.query_params["model"] == "minilm@random"
-    assert "minilm@random" in json.dumps(chart_specs(at)[1]["title"])
-    widget(at.sidebar.select_slider, "Core layers").set_value((2, 4)).run()
-    assert not at.exception and at.query_params["core"] == "2-4"
-    assert "core layers 2-4" in json.dumps(chart_specs(at)[1]["title"])
-    at.switch_page("pages/weber.py").run()  # the choices are kept across pages
-    assert not at.exception
-    assert widget(at.sidebar.selectbox, "Model").value == "minilm@random"
-    assert widget(at.sidebar.select_slider, "Core layers").value == (2, 4)
-
-
-def test_the_conventions_setting_lands_in_the_url_and_in_the_figures(populated, monkeypatch):
-    at = open_app(populated, monkeypatch, page="pages/scaling.py")
-    assert "magdash's conventions" in json.dumps(chart_specs(at)[1]["title"])
-    widget(at.sidebar.radio, "Conventions").set_value("paper").run()
-    assert not at.exception and at.query_params["conv"] == "paper"
-    assert "the conventions of the paper's script" in json.dumps(chart_specs(at)[1]["title"])
-    at.switch_page("pages/weber.py").run()  # kept across pages
-    assert not at.exception and widget(at.sidebar.radio, "Conventions").value == "paper"
-    science = [e for e in at.expander if "docs/science.md" in e.label]
-    assert len(science) == 1 and "Two conventions" in " ".join(m.value for m in science[0].markdown)
-    bookmarked = open_app(populated, monkeypatch, query={"conv": "paper"}, page="pages/frequency.py")
-    assert widget(bookmarked.sidebar.radio, "Conventions").value == "paper"
-    assert "(rho > 0 and p < .05)" in texts(bookmarked)
-
-
-def test_a_bookmarked_view_opens_as_it_was_shared(populated, monkeypatch):
-    query = {"model": "minilm@random", "measure": "residual", "layer": "2", "vs": "minilm"}
-    at = open_app(populated, monkeypatch, query=query, page="pages/compare.py")
-    assert widget(at.sidebar.selectbox, "Model").value == "minilm@random"
-    assert widget(at.sidebar.selectbox, "Measure").value == "residual"
-    assert widget(at.selectbox, "Model B").value == "minilm"
-    assert "minilm@random vs minilm" in json.dumps(chart_specs(at)[0]["title"])
-    at.switch_page("pages/scaling.py").run()
-    assert widget(at.select_slider, "Layer").value == "2 · block 2"
-
-
-def test_a_broken_link_explains_what_it_ignored(populated, monkeypatch):
-    at = open_app(populated, monkeypatch, query={"model": "gone", "measure": "bogus", "core": "x"})
-    warnings = " ".join(shown(w) for w in at.sidebar.warning)
-    assert "'gone'" in warnings and "'bogus'" in warnings and "'x'" in warnings
-    assert widget(at.sidebar.selectbox, "Model").value == "minilm"
-
-
-def test_geometry_metric_and_frequency_source_switch(populated, monkeypatch):
-    at = open_app(populated, monkeypatch, page="pages/geometry.py")
-    widget(at.radio, "Distance").set_value("cosine").run()
-    assert not at.exception
-    assert "cosine" in json.dumps(chart_specs(at)[0]["title"])
-    at.switch_page("pages/frequency.py").run()
-    widget(at.selectbox, "Frequency source").set_value("openwebtext-500k").run()
-    assert not at.exception
-    assert "openwebtext-500k" in texts(at)
-    assert len(at.get("vega_lite_chart")) == 3
-    # the page's E5, every layer of the model, is in the store's e5 table for SQL
-    e5 = Store(populated).metric_table("e5")
-    shown = e5[(e5["source"] == "openwebtext-500k") & (e5["model"] == "minilm")]
-    assert sorted(shown["layer"]) == list(range(Store(populated).model_record("minilm").n_layers))
-
-
-def test_stimuli_upload_is_validated_and_saved(populated, monkeypatch):
-    at = open_app(populated, monkeypatch, page="pages/stimuli.py")
-    widget(at.radio, "Carriers from").set_value("upload").run()
-    uploader = at.file_uploader[0]
-    uploader.upload("carriers.txt", "Caf\xe9 {n}.\n".encode("latin-1"), "text/plain")
-    at.run()
-    assert any("not UTF-8" in shown(e) for e in at.error)
-    at.file_uploader[0].upload("carriers.csv", b"carrier\nThere are {n} cats.\nNo number.\n", "text/csv")
-    at.run()
-    assert any("row 3 has no {n}" in shown(e) for e in at.error)
-    assert widget(at.button, "Save stimulus set").disabled
-    at.file_uploader[0].upload("carriers.csv", b"carrier\nThere are {n} cats.\nI saw {n} dogs.\n", "text/csv")
-    at.run()
-    widget(at.radio, "Magnitudes from").set_value("list").run()
-    widget(at.text_input, "Magnitudes").set_value("1-5").run()
-    widget(at.text_input, "Stimulus set name").set_value("pets").run()
-    widget(at.button, "Save stimulus set").click().run()
-    assert any("Saved 'pets'" in shown(s) for s in at.success)
-    assert Store(populated).stimulus_set("pets").magnitudes == (1, 2, 3, 4, 5)
-    at.switch_page("pages/extract.py").run()
-    assert "pets" in widget(at.main.selectbox, "Stimulus set").options
-
-
-def test_tokenization_preview_for_the_builtin_model(populated, monkeypatch):
-    at = open_app(populated, monkeypatch, page="pages/stimuli.py")
-    widget(at.toggle, "Show the tokenization").set_value(True).run()
-    assert not at.exception
-    preview = at.dataframe[-1].value
-    assert {"number_tokens", "kept", "tokens"} <= set(preview.columns)
-    assert preview.loc[preview["magnitude"] == 1000, "kept"].iloc[0] != ""
-    assert any("numbers shown" in shown(m) for m in at.markdown)
+    if name in ("scaling", "weber", "compare"):
+        assert "planted" in " ".join(str(chart.proto.spec) for chart in at.get("vega_lite_chart"))
 
 
 def test_user_level_problems_in_a_page_show_as_messages(tmp_path, monkeypatch):
@@ -355,21 +186,3 @@ def test_the_sidebar_menu_links_every_page_and_the_server_stays_quiet(tmp_path, 
     assert config["runner"]["postScriptGC"] is False
     # A :material/...: page icon is fetched from fonts.gstatic.com on every page load.
     assert 'page_icon=":material' not in (ROOT / "app.py").read_text(encoding="utf-8")
-
-
-def test_a_set_only_the_model_holds_shows_no_comparison_warning(populated, tmp_path, monkeypatch):
-    """Switching to a stimulus set the control lacks drops the comparison partner quietly (the
-    pages there compare nothing); switching back restores the control."""
-    from magdash.extract import extract
-    from magdash.stimuli import StimulusSet
-
-    path = copy_store(populated, tmp_path, "two-sets.duckdb")
-    tiny = StimulusSet("my-carriers", ("I saw {n} birds.", "There were {n} cars."), (1, 2, 3, 5, 8, 13))
-    extract("minilm", tiny, Store(path), device="cpu")
-    at = open_app(str(path), monkeypatch, page="pages/scaling.py")
-    widget(at.sidebar.selectbox, "Stimulus set").set_value("my-carriers").run()
-    assert not at.exception and at.query_params["stimuli"] == "my-carriers"
-    assert "vs" not in at.query_params
-    assert not [w for w in at.sidebar.warning if "cannot be compared" in shown(w)]
-    widget(at.sidebar.selectbox, "Stimulus set").set_value("paper").run()
-    assert not at.exception and at.query_params.get("vs", "minilm@random") == "minilm@random"

@@ -9,18 +9,25 @@ import pytest
 
 from magdash.cli import main
 from magdash.store import Store
+from tests.support import copy_store
 
 
 def run_cli(*args):
     return subprocess.run([sys.executable, "-m", "magdash", *args], capture_output=True, text=True, timeout=300)
 
 
-@pytest.fixture
-def filled_store(tmp_path, tiny_llama):
-    path = tmp_path / "cli.duckdb"
+@pytest.fixture(scope="module")
+def extracted_store(tmp_path_factory, tiny_llama):
+    path = tmp_path_factory.mktemp("extracted") / "cli.duckdb"
     assert main(["extract", "--model", str(tiny_llama), "--name", "tiny", "--store", str(path),
                  "--magnitudes", "1-6", "--stimuli", "six", "--quiet", "--device", "cpu"]) == 0
     return path
+
+
+@pytest.fixture
+def filled_store(extracted_store, tmp_path):
+    """A copy of the module's extraction (the tiny Llama on magnitudes 1-6), for one test to change."""
+    return copy_store(extracted_store, tmp_path, "cli.duckdb")
 
 
 def test_extract_list_export_import(filled_store, tmp_path, capsys):
@@ -59,35 +66,56 @@ def _store_bytes(path):
     return store.list_models().drop(columns="created_at").to_json(), store.stimulus_set_names()
 
 
-@pytest.mark.parametrize(
-    ("make_args", "message"),
-    [
-        (lambda d: ["extract", "--model", "no-such-model"], "no model 'no-such-model'"),
-        (lambda d: ["extract", "--model", "minilm", "--carriers", str(d / "noplaceholder.txt")], "no {n} placeholder"),
-        (lambda d: ["extract", "--model", "minilm", "--carriers", str(d / "absent.txt")], "cannot read carrier file"),
-        (lambda d: ["extract", "--model", "minilm", "--magnitudes", "1-x"], "cannot read '1-x'"),
-        (lambda d: ["extract", "--model", "minilm", "--magnitudes", "0,5"], "not positive"),
-        (lambda d: ["extract", "--model", "minilm", "--stimuli", "unknown"], "no stored stimulus set"),
-        (lambda d: ["import", str(d / "no_per_carrier.npz"), "--name", "x"], "no 'per_carrier' array"),
-        (lambda d: ["import", str(d / "all_nan.npz"), "--name", "x"], "no finite values"),
-        (lambda d: ["import", str(d / "negative.npz"), "--name", "x"], "positive"),
-        (lambda d: ["import", str(d / "garbage.npz"), "--name", "x"], "not a readable .npz"),
-        (lambda d: ["export", "--model", "nobody", "--out", str(d / "x.npz")], "no model named 'nobody'"),
-    ],
-)
-def test_bad_input_gives_one_line_and_exit_2(filled_store, tmp_path, make_args, message):
-    (tmp_path / "noplaceholder.txt").write_text("There are items.\n")
-    np.savez(tmp_path / "no_per_carrier.npz", magnitudes=np.arange(3))
-    np.savez(tmp_path / "all_nan.npz", per_carrier=np.full((2, 1, 1, 3), np.nan), magnitudes=[1, 2])
-    np.savez(tmp_path / "negative.npz", per_carrier=np.ones((2, 1, 1, 3)), magnitudes=[-1, 2])
-    (tmp_path / "garbage.npz").write_bytes(b"PK\x03\x04 definitely not a zip")
-    before = _store_bytes(filled_store)
-    result = run_cli(*make_args(tmp_path), "--store", str(filled_store))
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("magdash: error:")
+def _bad_files(folder):
+    (folder / "noplaceholder.txt").write_text("There are items.\n")
+    np.savez(folder / "no_per_carrier.npz", magnitudes=np.arange(3))
+    np.savez(folder / "all_nan.npz", per_carrier=np.full((2, 1, 1, 3), np.nan), magnitudes=[1, 2])
+    np.savez(folder / "negative.npz", per_carrier=np.ones((2, 1, 1, 3)), magnitudes=[-1, 2])
+    (folder / "garbage.npz").write_bytes(b"PK\x03\x04 definitely not a zip")
+
+
+def _assert_one_error_line(stderr, message):
+    assert "Traceback" not in stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("magdash: error:"), lines
     assert message in lines[0]
+
+
+BAD_INPUT_CASES = [
+    (lambda d: ["extract", "--model", "no-such-model"], "no model 'no-such-model'"),
+    (lambda d: ["extract", "--model", "minilm", "--carriers", str(d / "noplaceholder.txt")], "no {n} placeholder"),
+    (lambda d: ["extract", "--model", "minilm", "--carriers", str(d / "absent.txt")], "cannot read carrier file"),
+    (lambda d: ["extract", "--model", "minilm", "--magnitudes", "1-x"], "cannot read '1-x'"),
+    (lambda d: ["extract", "--model", "minilm", "--magnitudes", "0,5"], "not positive"),
+    (lambda d: ["extract", "--model", "minilm", "--stimuli", "unknown"], "no stored stimulus set"),
+    (lambda d: ["import", str(d / "no_per_carrier.npz"), "--name", "x"], "no 'per_carrier' array"),
+    (lambda d: ["import", str(d / "all_nan.npz"), "--name", "x"], "no finite values"),
+    (lambda d: ["import", str(d / "negative.npz"), "--name", "x"], "positive"),
+    (lambda d: ["import", str(d / "garbage.npz"), "--name", "x"], "not a readable .npz"),
+    (lambda d: ["export", "--model", "nobody", "--out", str(d / "x.npz")], "no model named 'nobody'"),
+]
+
+
+@pytest.mark.parametrize(("make_args", "message"), BAD_INPUT_CASES)
+def test_bad_input_gives_one_line_and_exit_2(filled_store, tmp_path, make_args, message, capsys):
+    """In-process (main); the same cases through the real program are the test below."""
+    _bad_files(tmp_path)
+    before = _store_bytes(filled_store)
+    capsys.readouterr()
+    assert main([*make_args(tmp_path), "--store", str(filled_store)]) == 2
+    _assert_one_error_line(capsys.readouterr().err, message)
+    assert _store_bytes(filled_store) == before
+
+
+@pytest.mark.slow
+def test_bad_input_through_the_real_program_gives_one_line_and_exit_2(filled_store, tmp_path):
+    """``python -m magdash`` as a user runs it: nothing logged or warned beside the one line."""
+    _bad_files(tmp_path)
+    before = _store_bytes(filled_store)
+    for make_args, message in (BAD_INPUT_CASES[0], BAD_INPUT_CASES[3], BAD_INPUT_CASES[9]):
+        result = run_cli(*make_args(tmp_path), "--store", str(filled_store))
+        assert result.returncode == 2, result.stderr
+        _assert_one_error_line(result.stderr, message)
     assert _store_bytes(filled_store) == before
 
 
