@@ -20,6 +20,7 @@ import json
 import os
 import socket
 import sys
+from contextlib import suppress
 from pathlib import Path
 
 # What every CLI command imports on its way; the rest comes lazily, as in a fresh interpreter.
@@ -69,11 +70,9 @@ def serve(socket_path: str, served_log: str) -> None:
 
 
 def _reap() -> None:
-    try:
+    with suppress(ChildProcessError):
         while os.waitpid(-1, os.WNOHANG)[0]:
             pass
-    except ChildProcessError:
-        pass
 
 
 def _run_request(connection: socket.socket, served_log: str) -> None:
@@ -112,10 +111,8 @@ def _run_request(connection: socket.socket, served_log: str) -> None:
         atexit._run_exitfuncs()
     finally:
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with suppress(OSError, ValueError):
                 stream.flush()
-            except (OSError, ValueError):
-                pass
         try:
             connection.sendall(int(status).to_bytes(4, "big", signed=True))
         finally:

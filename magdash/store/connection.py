@@ -70,7 +70,7 @@ _ATTACHED: dict[str, int] = {}
 def _engine() -> duckdb.DuckDBPyConnection:
     global _ENGINE, _ENGINE_PID
     with _PROCESS_LOCKS_GUARD:
-        if _ENGINE is None or _ENGINE_PID != os.getpid():
+        if _ENGINE is None or os.getpid() != _ENGINE_PID:
             # Nothing is ever downloaded: a file that is not a DuckDB store is refused, not
             # handed to an extension fetched from the internet.
             _ENGINE = duckdb.connect(":memory:", config={
