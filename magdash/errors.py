@@ -23,6 +23,14 @@ class StoreError(MagdashError):
     """A store that cannot be opened, is of an unknown schema, or lacks the requested data."""
 
 
+class NoStoreError(StoreError):
+    """Nothing is stored at the path, and the operation only reads (reading never creates a store)."""
+
+
+class ReadOnlyStoreError(StoreError):
+    """A write asked of a store opened read-only (the dashboard's read-only mode)."""
+
+
 class AnalysisError(MagdashError):
     """Data that cannot be analysed (too few points, wrong shapes, nothing stored)."""
 

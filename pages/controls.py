@@ -3,6 +3,7 @@ token position and the random-weight control?"""
 
 import streamlit as st
 
+from magdash import dashboard as db
 from magdash.dashboard import controls as dc
 from magdash.dashboard.jobs import extraction_job
 from magdash.errors import MagdashError
@@ -32,10 +33,13 @@ with st.expander("Extract a variant now (when the weights are at hand)"):
     left, right = st.columns(2)
     dtype = left.selectbox("dtype", DTYPES, key="ctl_dtype")
     position = right.selectbox("Token position", POSITIONS, key="ctl_position")
-    if st.button("Extract variant", disabled=running, icon=":material/play_arrow:", key="ctl_extract"):
+    if ctx.read_only:
+        st.info(db.read_only_reason("extract variants"))
+    if st.button("Extract variant", disabled=running or ctx.read_only, icon=":material/play_arrow:", key="ctl_extract"):
         try:
-            request = dc.variant_request(ctx.store, ctx.record, view.stimuli, dtype=dtype, position=position)
-            ui.start_job(view.store, extraction_job(ctx.store, request))
+            store = ui.store_to_write(ctx, "extracting a variant")
+            request = dc.variant_request(store, ctx.record, view.stimuli, dtype=dtype, position=position)
+            ui.start_job(view.store, extraction_job(store, request))
             st.rerun()
         except MagdashError as error:
             ui.show_error(error)

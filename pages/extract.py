@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from magdash import dashboard as db
 from magdash.builtin_models import BUILTIN_MODELS, BUILTINS, INSTALL_MODELS, is_installed
 from magdash.dashboard.jobs import ExtractionRequest, extraction_job, model_spec
 from magdash.errors import MagdashError
@@ -16,6 +17,9 @@ st.caption(
     "What is already stored is skipped, so a cancelled or killed run resumes."
 )
 ctx = ui.require_store("extraction")
+if ctx.read_only:
+    st.info(db.read_only_reason("extract models"))
+    st.stop()
 
 job = ui.job_panel(ctx.view.store)
 running = job is not None and not job.finished
@@ -73,10 +77,11 @@ except MagdashError as error:
 
 if st.button("Extract", type="primary", disabled=running or spec is None, icon=":material/play_arrow:", key="ex_start"):
     try:
-        stimuli = paper_stimuli() if stimuli_name == PAPER_SET_NAME else ctx.store.stimulus_set(stimuli_name)
+        store = ui.store_to_write(ctx, "an extraction", create=True)
+        stimuli = paper_stimuli() if stimuli_name == PAPER_SET_NAME else store.stimulus_set(stimuli_name)
         request = ExtractionRequest(spec=spec, stimuli=stimuli, name=name.strip() or None, dtype=dtype, device=device,
                                     position=position, batch_size=int(batch_size))
-        ui.start_job(ctx.view.store, extraction_job(ctx.store, request))
+        ui.start_job(ctx.view.store, extraction_job(store, request))
         st.rerun()
     except MagdashError as error:
         ui.show_error(error)

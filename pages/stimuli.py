@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from magdash import dashboard as db
 from magdash.dashboard import stimuli as ds
 from magdash.errors import MagdashError
 from magdash.stimuli import PAPER_CARRIERS, POSITIONS
@@ -65,10 +66,13 @@ ready = carriers.ok and bool(magnitudes) and magnitude_problem is None
 if ready:
     st.caption(f"{len(carriers.carriers)} carriers x {len(magnitudes)} magnitudes = "
                f"{len(carriers.carriers) * len(magnitudes)} sentences")
-if st.button("Save stimulus set", disabled=not ready, key="st_save", icon=":material/save:"):
+if ctx.read_only:
+    st.info(db.read_only_reason("save stimulus sets"))
+if st.button("Save stimulus set", disabled=not ready or ctx.read_only, key="st_save", icon=":material/save:"):
     try:
-        stimuli = ds.build_stimulus_set(name, carriers.carriers, magnitudes, ctx.store)
-        ctx.store.register_stimulus_set(stimuli)
+        store = ui.store_to_write(ctx, "saving a stimulus set")
+        stimuli = ds.build_stimulus_set(name, carriers.carriers, magnitudes, store)
+        store.register_stimulus_set(stimuli)
         st.success(ui.plain(f"Saved {stimuli.name!r}: extract it on the Extract page."))
     except MagdashError as error:
         ui.show_error(error)

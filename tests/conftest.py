@@ -6,6 +6,7 @@ each run."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,9 @@ TEST_MODEL_CACHE = Path(
     or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "magdash" / "test-models"
 )
 os.environ.setdefault("MAGDASH_MODEL_CACHE", str(TEST_MODEL_CACHE))
+# When this run began (set once, by the first process: the parallel workers inherit it), so that
+# a test can tell a conversion this run made from one an earlier run left in the cache.
+os.environ.setdefault("MAGDASH_TEST_RUN_STARTED", repr(time.time()))
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 

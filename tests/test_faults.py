@@ -414,9 +414,10 @@ def test_twenty_sigkills_and_resumes_give_exactly_the_clean_store(tiny_llama, cl
     _assert_same_as_clean(clean_store, store, context=f"\n{table}")
 
 
-# A SIGKILL between DuckDB creating a new store's file and writing its header leaves an empty
-# file (seen once in 60 kills within the first 25 ms of Store()); a full disk at that moment
-# leaves a cut header. Neither can hold data, and either blocked every later run.
+# A new store is written under a temporary name beside its path and linked into place once its
+# tables are written, so a kill or a full disk during creation leaves only that temporary file
+# (empty, or a DuckDB header cut short): never anything at the store's path. The next creation
+# removes it, since no process holds it.
 
 
 def _cut_header(tmp_path: Path) -> bytes:
@@ -426,25 +427,35 @@ def _cut_header(tmp_path: Path) -> bytes:
 
 
 @pytest.mark.parametrize("leftover", ["empty file", "cut header"])
-def test_a_store_file_left_unfinished_at_creation_is_started_afresh(tiny_llama, clean_store, tmp_path, leftover, capsys):
+def test_a_creation_killed_half_way_leaves_nothing_at_the_path_and_is_cleaned_up(
+        tiny_llama, clean_store, tmp_path, leftover, capsys):
     from magdash.cli import main
 
     path = tmp_path / "new.duckdb"
-    path.write_bytes(b"" if leftover == "empty file" else _cut_header(tmp_path))
+    abandoned = tmp_path / ".new.duckdb.creating-99999-0badc0de"
+    abandoned.write_bytes(b"" if leftover == "empty file" else _cut_header(tmp_path))
+    other = tmp_path / ".other.duckdb.creating-99999-0badc0de"  # another store's: not this one's to remove
+    other.write_bytes(b"")
     returncode = main(_extract_args(tiny_llama, path))
     output = capsys.readouterr()
     assert returncode == 0, output.err
     assert f"extracted {N_ITEMS} sentences (0 were stored)" in output.out
     _assert_same_as_clean(clean_store, path, context=leftover)
+    assert not abandoned.exists() and other.exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if ".creating-" in p.name) == [other.name]
 
 
-@pytest.mark.parametrize("content", [b"my notes\n", b"\0" * 100, b"x" * 20_000])
-def test_a_file_that_is_not_an_unfinished_store_is_never_replaced(tmp_path, content):
+@pytest.mark.parametrize("content", [b"", b"my notes\n", b"\0" * 100, b"x" * 20_000, "cut header"])
+def test_a_file_that_is_not_a_store_is_never_replaced(tmp_path, content):
+    """Whatever its size, empty included: a file at the path that is not a store is refused untouched."""
     path = tmp_path / "notes.duckdb"
-    path.write_bytes(content)
+    path.write_bytes(_cut_header(tmp_path) if content == "cut header" else content)
+    before = path.read_bytes()
     with pytest.raises(MagdashError):
         Store(path)
-    assert path.read_bytes() == content
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["notes.duckdb", *(
+        ["reference.duckdb"] if content == "cut header" else [])])
 
 
 # -- disk full ------------------------------------------------------------------------------------
@@ -469,15 +480,14 @@ def _assert_reports_disk_full(result: subprocess.CompletedProcess) -> str:
 @pytest.mark.parametrize(
     ("fsize", "when"),
     [
-        # Bytes a file may hold: the store's file cannot even be created.
+        # Bytes a file may hold. A new store (about 800 KB once its tables are checkpointed) is
+        # written under a temporary name: its headers cannot be written, its tables cannot, or
+        # its checkpoint cannot; nothing is left at the store's path (the next run creates it).
         (5_000, "creating the store"),
-        # The file's headers fit, its tables cannot be created (the next open creates them).
         (13_000, "creating the tables"),
-        # The tables fit (from about 15,500 bytes); storing the stimulus set cannot reach the
-        # write-ahead log (up to at least 22,000).
-        (19_000, "storing the stimulus set"),
-        # DuckDB's checkpoints stop at the limit, the write-ahead log (the catalog's rows, the
-        # vectors are in shards) grows to it mid-run.
+        (400_000, "checkpointing the new store"),
+        # A store made beforehand: DuckDB's checkpoints stop at the limit, the write-ahead log
+        # (the catalog's rows, the vectors are in shards) grows to it mid-run.
         (100_000, "mid-run"),
     ],
 )
@@ -485,11 +495,15 @@ def test_a_full_disk_is_reported_and_the_store_stays_usable(tiny_llama, clean_st
     store = tmp_path / "full.duckdb"
     events = tmp_path / "full.events"
     args = _extract_args(tiny_llama, store)
+    if when == "mid-run":
+        Store(store)
     result = _run_child(args, events=events, fsize=fsize)
     _assert_reports_disk_full(result)
     writes = _writes(_read_events(events))
     stored = 0
-    if store.exists() and when != "creating the tables":
+    if when != "mid-run":  # nothing at the path, no temporary file left beside it
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["full.events"], result.stderr[-2000:]
+    else:
         assert _consistency_problems(store) == [], f"{when}: {result.stderr[-2000:]}"
         stored = _done_count(store)
     if when == "mid-run":

@@ -60,10 +60,24 @@ def check_seed(seed: int) -> int:
     return seed
 
 
-def open_store(args: argparse.Namespace):
+def open_store(args: argparse.Namespace, *, create: bool = False):
+    """The ``--store`` of a command. Only the commands that store what the user gives them
+    (extract, import, sweep, phase --prompts, freq count and freq import) pass ``create``;
+    every other one finds no store at a path with nothing there, says so, and creates nothing."""
     from magdash.store import Store
 
-    return Store(args.store)
+    return Store(args.store, create=create)
+
+
+def open_store_if_any(args: argparse.Namespace):
+    """The ``--store`` of a command that also works without one (the built-in frequency sources):
+    None when nothing is stored at the path."""
+    from magdash.errors import NoStoreError
+
+    try:
+        return open_store(args)
+    except NoStoreError:
+        return None
 
 
 def warn(lines: Iterable[str | None]) -> None:

@@ -80,7 +80,7 @@ def named_stimulus_set(args: argparse.Namespace, store) -> StimulusSet:
 def run(args: argparse.Namespace) -> int:
     check_name(args.name, "--name", "llama3-8b")
     custom = custom_stimulus_set(args)
-    store = open_store(args)
+    store = open_store(args, create=True)
     stimuli = custom or named_stimulus_set(args, store)
     if args.stimuli is None:
         # A name magdash chose gives way to the name these sentences are already stored under.

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from magdash.cli.common import add_store_option, check_seed, flagged_layer_warnings, open_store, print_json, warn
+from magdash.cli.common import (
+    add_store_option,
+    check_seed,
+    flagged_layer_warnings,
+    open_store,
+    open_store_if_any,
+    print_json,
+    warn,
+)
 from magdash.errors import AnalysisError
 from magdash.params import DEFAULT_N_BOOT
 from magdash.presentation.formatting import format_number
@@ -114,7 +122,7 @@ def run_count(args: argparse.Namespace) -> int:
     # The name is checked before the (possibly long) count.
     name = check_source_name(args.name or default_source_name(files))
     counted = count_corpus(files, options, threads=args.threads)
-    save_source(open_store(args), corpus_source(counted, name))
+    save_source(open_store(args, create=True), corpus_source(counted, name))
     if args.json:
         print_json({**counted.to_json(), "source": name})
         return 0
@@ -132,7 +140,7 @@ def run_import_csv(args: argparse.Namespace) -> int:
     from magdash.frequency import check_source_name, read_counts_csv, save_source
 
     source = read_counts_csv(args.file, name=check_source_name(args.name))
-    save_source(open_store(args), source)
+    save_source(open_store(args, create=True), source)
     if args.json:
         print_json({"source": source.name, "n_numbers": len(source.counts), "total": source.total})
     else:
@@ -143,7 +151,7 @@ def run_import_csv(args: argparse.Namespace) -> int:
 def run_list(args: argparse.Namespace) -> int:
     from magdash.frequency import list_sources
 
-    table = list_sources(open_store(args))
+    table = list_sources(open_store_if_any(args))
     if args.json:
         print_json(table.to_dict("records"))
         return 0
@@ -155,7 +163,7 @@ def run_list(args: argparse.Namespace) -> int:
 def run_fits(args: argparse.Namespace) -> int:
     from magdash.frequency import fit_distributions, load_source
 
-    source = load_source(args.source, open_store(args))
+    source = load_source(args.source, open_store_if_any(args))
     table = fit_distributions(source)
     if args.json:
         print_json({"source": source.name, "fits": table.to_dict("records")})

@@ -69,7 +69,9 @@ def run(args: argparse.Namespace) -> int:
     from magdash.phase import phase_summary
 
     options = {"params": params_from(args), "use_cache": not args.no_cache}
-    store = open_store(args)
+    # With --prompts the model runs over the user's text, like an extraction: its cached samples
+    # go into the store, created where --store asks.
+    store = open_store(args, create=args.prompts is not None)
     if args.prompts is not None:
         text = _read_prompts(args.prompts)
         main, control = _texts_results(args, text, store, options)

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
     params = SweepParams(ray=args.ray, retries=args.retries)
     plan = load_plan(args.plan)
-    store = open_store(args)
+    store = open_store(args, create=True)
     progress = ProgressBar("task", "sweep", quiet=args.quiet)
     try:
         summary = run_sweep(plan, store, params, progress=progress)

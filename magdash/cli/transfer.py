@@ -91,7 +91,7 @@ def run_import(args: argparse.Namespace) -> int:
         from magdash.store.parquet import read_parquet_folder
 
         folder = read_parquet_folder(args.file)  # every file checked before the store is opened
-        store = open_store(args)
+        store = open_store(args, create=True)
         record, stimuli = store.import_parquet_folder(
             folder, args.name, stimuli=args.stimuli, carriers=carriers,
             magnitudes=None if magnitudes is None else [int(m) for m in magnitudes], last_layer=args.last_layer,
@@ -99,7 +99,7 @@ def run_import(args: argparse.Namespace) -> int:
     else:
         arrays = read_npz(args.file)
         magnitudes, carriers, n_blocks = import_inputs(arrays, magnitudes, carriers)
-        store = open_store(args)
+        store = open_store(args, create=True)
         record, stimuli = store.import_arrays(
             args.name, arrays["per_carrier"], magnitudes,
             carriers=carriers, layer_labels=arrays.get("layer_labels"),

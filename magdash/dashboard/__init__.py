@@ -1,5 +1,6 @@
 """The dashboard's logic, free of Streamlit: the pages in ``pages/`` hold widgets and layout only.
 
+- :mod:`~magdash.dashboard.access`: the folders the app may open stores in, and read-only mode;
 - :mod:`~magdash.dashboard.navigation`: the pages, their groups and URL paths, the science notes;
 - :mod:`~magdash.dashboard.view`: the view state, the URL query string, the view's parameters;
 - :mod:`~magdash.dashboard.inventory`: what a store holds, with data tokens;
@@ -8,10 +9,18 @@
 - :mod:`~magdash.dashboard.stimuli`: carrier uploads, the magnitude editor, tokenization preview;
 - :mod:`~magdash.dashboard.figures`: every figure and table a page shows, with its subtitle.
 
-The first four are gathered here (``from magdash import dashboard as db``).
+The access rules and the first four are gathered here (``from magdash import dashboard as db``).
 """
 
-from magdash.dashboard.inventory import StoreInventory, inventory_table, is_control, read_inventory, store_stamp
+from magdash.dashboard.access import StoreAccess, check_store_path, read_only_reason, store_access
+from magdash.dashboard.inventory import (
+    StoreInventory,
+    empty_inventory,
+    inventory_table,
+    is_control,
+    read_inventory,
+    store_stamp,
+)
 from magdash.dashboard.keys import (
     CONTROL_SERIES,
     TRAINED_SERIES,
@@ -51,7 +60,8 @@ from magdash.dashboard.view import (
 __all__ = [
     "CONTROL_SERIES", "CONVENTION_LABELS", "MEASURE_CHOICES", "PAGES", "QUERY_KEYS",
     "SCIENCE_NOTES", "TRAINED_SERIES", "AnalysisKey", "ComparisonKey", "LayerKey", "PageSpec", "PhaseKey",
-    "E5Key", "SourceKey", "StoreInventory", "ViewState", "adjusted_phase_keys", "analysis_key", "analysis_params", "comparison_key", "core_band",
+    "E5Key", "SourceKey", "StoreAccess", "StoreInventory", "ViewState", "check_store_path", "empty_inventory",
+    "read_only_reason", "store_access", "adjusted_phase_keys", "analysis_key", "analysis_params", "comparison_key", "core_band",
     "default_layer", "default_store", "depth_axis", "depth_example", "dropped_analysis_key", "escape_markdown", "inventory_table", "is_control",
     "layer_from_option", "layer_key", "layer_options", "page_groups", "phase_keys", "phase_params", "read_inventory",
     "reconcile_view", "science_notes", "store_stamp", "view_from_query", "view_to_query",

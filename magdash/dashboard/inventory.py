@@ -106,6 +106,19 @@ def read_inventory(store: Store) -> StoreInventory:
         )
 
 
+def empty_inventory(path: str) -> StoreInventory:
+    """The inventory of a path where no store is yet (the dashboard never creates one to read it)."""
+    return StoreInventory(
+        path=str(path),
+        models=pd.DataFrame(columns=["name", "model_id", "stimulus_sets", "nonfinite_layers"]),
+        records={},
+        complete_sets={},
+        progress=pd.DataFrame(columns=["name", "set_name", "done", "total"]),
+        stimulus_sets=[],
+        nonfinite=pd.DataFrame(columns=["name", "set_name", "layer", "vectors"]),
+    )
+
+
 def is_control(record: ModelRecord) -> bool:
     """A random-weight control: extracted with ``@random``, or imported under such a name."""
     return record.is_random or "@random" in record.name

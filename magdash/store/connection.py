@@ -20,15 +20,18 @@ import errno
 import hashlib
 import logging
 import os
+import secrets
+import stat
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from glob import escape as glob_escape
 from pathlib import Path
 
 import duckdb
 
-from magdash.errors import StoreError
+from magdash.errors import NoStoreError, ReadOnlyStoreError, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -124,58 +127,158 @@ def disk_full_error(what: str, reason: str) -> StoreError:
     )
 
 
-# DuckDB writes a main header and two database headers, 4 KiB each, before any data block.
-_DUCKDB_HEADERS_BYTES = 3 * 4096
+# A DuckDB file holds its format's magic at these bytes of its first header.
+_DUCKDB_MAGIC, _DUCKDB_MAGIC_AT = b"DUCK", slice(8, 12)
+_CREATING = ".creating-"
 
 
-def _remove_if_creation_was_interrupted(path: Path) -> None:
-    """Delete a store file that provably holds no data, so a run killed while creating the store
-    does not block every later run: the file is empty or a DuckDB header cut short, there is no
-    write-ahead log beside it, and no process has it open (DuckDB holds an fcntl lock on it).
-    Any other file is left for DuckDB to open or refuse.
-    """
-    try:
-        import fcntl
-    except ImportError:  # Windows: no fcntl, so no safe way to know the file is unused
-        return
-    try:
-        size = path.stat().st_size
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    if size >= _DUCKDB_HEADERS_BYTES or Path(f"{path}.wal").exists():
-        return
-    try:
-        with open(path, "rb+") as handle:
-            if size and handle.read(12)[8:12] != b"DUCK":
-                return
-            # Fails while another process holds the file: it is creating the store right now.
-            fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            log.warning("store %s holds no data (its creation was interrupted); starting it afresh", path)
-            path.unlink()
-    except OSError:
-        return
+def _shown(path: Path) -> str:
+    text = str(path)
+    return repr(text if len(text) <= 120 else text[:117] + "...")
+
+
+def _kind_of(mode: int) -> str:
+    for test, kind in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
 
 
 class StoreFile:
-    """One store file: short connections and transactions on it, with lock retry."""
+    """One store file: short connections and transactions on it, with lock retry.
 
-    def __init__(self, path: str | os.PathLike | None = None, *, lock_timeout_s: float | None = None):
+    Opening checks the path before DuckDB sees it, so that nothing at a user's path is ever
+    harmed: a folder, a device, a FIFO or a socket is refused at once (nothing is opened, so
+    nothing can block), and so is a regular file that is not a DuckDB file, empty ones
+    included; a path with nothing at it is a :class:`~magdash.errors.NoStoreError` unless
+    ``create``. A new store is written under a temporary name beside the path and linked into
+    place only once its tables are written (:meth:`create`), so no half-created store can be
+    left at the path. ``read_only`` attaches the file read-only: nothing is written to it.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, *, lock_timeout_s: float | None = None,
+                 create: bool = True, read_only: bool = False):
         self.path = Path(path) if path else default_store_path()
         if lock_timeout_s is None:
             lock_timeout_s = float(os.environ.get(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT_S))
         self.lock_timeout_s = lock_timeout_s
+        self.read_only = read_only
         try:
-            is_folder = self.path.is_dir()
             self._lock_key = str(self.path.resolve())
-        except (OSError, ValueError) as error:
-            # A name too long for the file system, or one with a NUL byte, cannot be a file.
-            shown = str(self.path) if len(str(self.path)) <= 80 else str(self.path)[:77] + "..."
-            reason = error.strerror if isinstance(error, OSError) else str(error)
+            self._lock_key.encode("utf-8")
+        except (OSError, ValueError, UnicodeError) as error:
+            # A name too long for the file system, one with a NUL byte or one that is not UTF-8
+            # (DuckDB takes UTF-8 paths) cannot be a store file.
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else "not a usable file name"
             raise StoreError(
-                f"cannot use {shown!r} as a store file ({reason}); give a path such as cache/magdash.duckdb"
+                f"cannot use {_shown(self.path)} as a store file ({reason}); give a path such as cache/magdash.duckdb"
             ) from None
-        if is_folder:
-            raise StoreError(f"store path {str(self.path)!r} is a folder: give a file name such as magdash.duckdb")
+        self.exists = self._check_path()
+        if not self.exists and (read_only or not create):
+            raise NoStoreError(
+                f"no store at {_shown(self.path)}: nothing was created there. A store is created by "
+                "`magdash extract`, `magdash import` or `magdash sweep` (or the dashboard's first run)"
+            )
+
+    def _check_path(self) -> bool:
+        """Whether a store file is at the path; refuses anything else that is there."""
+        where = _shown(self.path)
+        try:
+            status = os.stat(self.path)
+        except FileNotFoundError:
+            if os.path.lexists(self.path):
+                raise StoreError(f"store path {where} is a symbolic link to nothing; magdash has not "
+                                 "followed it: point --store at a file") from None
+            status = None
+        except NotADirectoryError:
+            raise StoreError(f"cannot use {where} as a store: a folder on its path is a file") from None
+        except OSError as error:
+            raise StoreError(f"cannot use {where} as a store ({error.strerror})") from None
+        shards = Path(f"{self.path}.shards")
+        if status is None:
+            if os.path.lexists(shards):
+                raise StoreError(
+                    f"{_shown(shards)} is already there: a new store at {where} would keep its vectors there. "
+                    "magdash has not changed it: move it, or choose another store name"
+                )
+            return False
+        if stat.S_ISDIR(status.st_mode):
+            raise StoreError(f"store path {where} is a folder: give a file name such as magdash.duckdb")
+        if not stat.S_ISREG(status.st_mode):
+            raise StoreError(f"store path {where} is {_kind_of(status.st_mode)}, not a store file; magdash "
+                             "has not opened it: give a file name such as cache/magdash.duckdb")
+        try:
+            with open(self.path, "rb") as handle:
+                head = handle.read(12)
+        except OSError as error:
+            raise StoreError(f"cannot read store {where} ({error.strerror})") from None
+        if head[_DUCKDB_MAGIC_AT] != _DUCKDB_MAGIC:
+            what = "an empty file" if not head else "not a DuckDB file"
+            raise StoreError(f"{where} is {what}, not a magdash store; magdash has not changed it: point "
+                             "--store at a store, or at a new file name to create one")
+        if os.path.lexists(shards) and not shards.is_dir():
+            raise StoreError(f"{_shown(shards)}, where the store keeps its vectors, is not a folder; "
+                             "magdash has not changed it: move it away")
+        return True
+
+    def create(self, write_tables: Callable[[duckdb.DuckDBPyConnection], None]) -> None:
+        """Create the store: its tables written by ``write_tables`` into a new file under a
+        temporary name beside the path, checkpointed, fsynced, then linked into place (a link
+        never replaces a file: a store another process created meanwhile is kept, and opened).
+
+        A creation killed half-way leaves only its temporary file, which is never the store and
+        is removed by the next creation once no process holds it.
+        """
+        folder = self.path.parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreError(f"cannot create the store folder {_shown(folder)}: {error.strerror}") from None
+        _remove_abandoned_creations(self.path)
+        staging = folder / f".{self.path.name}{_CREATING}{os.getpid()}-{secrets.token_hex(4)}"
+        alias = f"{self._alias}_new"
+        try:
+            engine = _engine()
+            with _process_lock(self._lock_key):
+                try:
+                    engine.execute(f"ATTACH {_quoted(str(staging))} AS {alias} (TYPE DUCKDB)")
+                    connection = engine.cursor()
+                    try:
+                        connection.execute(f"USE {alias}")
+                        connection.begin()
+                        write_tables(connection)
+                        connection.commit()
+                    finally:
+                        connection.close()
+                    engine.execute(f"DETACH {alias}")
+                except duckdb.Error as error:
+                    with suppress(duckdb.Error):
+                        engine.execute(f"DETACH DATABASE IF EXISTS {alias}")
+                    if disk_is_full(error):
+                        raise disk_full_error(f"a new store at {_shown(self.path)}", str(error).splitlines()[0]) from None
+                    if "permission denied" in str(error).lower():
+                        raise StoreError(f"cannot create store {_shown(self.path)}: permission denied; point "
+                                         "--store at a folder you can write") from None
+                    raise StoreError(f"cannot create store {_shown(self.path)} ({str(error).splitlines()[0]})") from None
+                if Path(f"{staging}.wal").exists():  # DETACH checkpoints: a log left means the file is not whole
+                    raise disk_full_error(f"a new store at {_shown(self.path)}", "its checkpoint did not complete")
+                with open(staging, "rb+") as handle:
+                    os.fsync(handle.fileno())
+                try:
+                    os.link(staging, self.path)
+                except FileExistsError:
+                    log.info("store %s was created by another process meanwhile", self.path)
+                fsync_folder(folder)
+        except OSError as error:
+            if disk_is_full(error):
+                raise disk_full_error(f"a new store at {_shown(self.path)}", error.strerror) from None
+            raise StoreError(f"cannot create store {_shown(self.path)} ({error.strerror or error})") from None
+        finally:
+            for leftover in (staging, Path(f"{staging}.wal")):
+                with suppress(OSError):
+                    leftover.unlink()
+        self.exists = self._check_path()
 
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -229,25 +332,21 @@ class StoreFile:
         )
 
     def _open_with_retry(self) -> duckdb.DuckDBPyConnection:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise StoreError(f"cannot create the store folder {str(self.path.parent)!r}: {error.strerror}") from None
         if _ATTACHED.get(self._alias):  # this thread holds the file already (a session)
             return self._use_attached()
-        _remove_if_creation_was_interrupted(self.path)
+        options = "TYPE DUCKDB, READ_ONLY" if self.read_only else "TYPE DUCKDB"
         deadline = time.monotonic() + self.lock_timeout_s
         delay = _FIRST_RETRY_DELAY_S
         while True:
-            existed = self.path.exists()
+            # DuckDB creates a file it is asked to attach: a store removed since it was checked
+            # must not come back as an empty one.
+            if not self._check_path():
+                raise NoStoreError(f"the store {_shown(self.path)} is gone: it was moved or deleted")
             try:
-                _engine().execute(f"ATTACH {_quoted(str(self.path))} AS {self._alias} (TYPE DUCKDB)")
+                _engine().execute(f"ATTACH {_quoted(str(self.path))} AS {self._alias} ({options})")
                 return self._use_attached()
             except duckdb.IOException as error:
                 if disk_is_full(error):
-                    if not existed:  # a header cut short by the full disk: leave nothing behind
-                        for leftover in (self.path, Path(f"{self.path}.wal")):
-                            leftover.unlink(missing_ok=True)
                     raise self._storage_error(error) from None
                 if not _is_lock_conflict(error):
                     raise StoreError(
@@ -271,7 +370,8 @@ class StoreFile:
 
     @property
     def _alias(self) -> str:
-        return "magdash_" + hashlib.sha1(self._lock_key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        mode = "ro" if self.read_only else "rw"
+        return f"magdash_{mode}_" + hashlib.sha1(self._lock_key.encode("utf-8")).hexdigest()[:16]
 
     def _use_attached(self) -> duckdb.DuckDBPyConnection:
         connection = _engine().cursor()
@@ -351,8 +451,13 @@ class StoreFile:
         fsync_folder(self.path.parent)
         return before, self.path.stat().st_size
 
+    def check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyStoreError(f"store {_shown(self.path)} is open read-only: nothing is written to it")
+
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        self.check_writable()
         with self.connect() as connection:
             connection.begin()
             try:
@@ -363,6 +468,26 @@ class StoreFile:
                     connection.rollback()
                 raise
             connection.commit()
+
+
+def _remove_abandoned_creations(path: Path) -> None:
+    """Remove the temporary files of creations of ``path`` that were killed: those no process
+    holds (DuckDB locks a file it has attached). Only names magdash gives its own temporary
+    files are looked at."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no way to tell an abandoned file from one being written
+        return
+    for candidate in path.parent.glob(f".{glob_escape(path.name)}{_CREATING}*"):
+        if candidate.name.endswith(".wal") or not candidate.is_file():
+            continue
+        try:
+            with open(candidate, "rb+") as handle:
+                fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                for leftover in (candidate, Path(f"{candidate}.wal")):
+                    leftover.unlink(missing_ok=True)
+        except OSError:
+            continue
 
 
 def fsync_folder(folder: Path) -> None:

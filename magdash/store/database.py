@@ -31,7 +31,7 @@ from magdash.stimuli import StimulusSet, check_reserved_name
 from magdash.store import metrics, npz, parquet, shards
 from magdash.store.connection import StoreFile
 from magdash.store.records import LayerData, ModelRecord
-from magdash.store.schema import ensure_schema, insert_nonfinite, schema_version
+from magdash.store.schema import create_tables, ensure_schema, insert_nonfinite, schema_version
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +42,24 @@ _SWEPT_GUARD = threading.Lock()
 
 
 class Store:
-    """A magdash store file. Cheap to create; holds no connection between calls."""
+    """A magdash store file. Cheap to create; holds no connection between calls.
 
-    def __init__(self, path: str | os.PathLike | None = None, *, lock_timeout_s: float | None = None):
-        self._file = StoreFile(path, lock_timeout_s=lock_timeout_s)
+    Args:
+        path: the store file (default ``$MAGDASH_STORE``, else ``cache/magdash.duckdb``).
+        lock_timeout_s: how long to wait for another process holding the file.
+        create: create the store when nothing is at ``path`` (reading commands pass False: a
+            path with no store is then a :class:`~magdash.errors.NoStoreError`, and nothing is
+            created). Whatever else is at the path, if it is not a store, is refused untouched.
+        read_only: attach the file read-only: results are computed but not kept, and every
+            other write is a :class:`~magdash.errors.ReadOnlyStoreError`.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, *, lock_timeout_s: float | None = None,
+                 create: bool = True, read_only: bool = False):
+        self._file = StoreFile(path, lock_timeout_s=lock_timeout_s, create=create, read_only=read_only)
+        if not self._file.exists:
+            self._file.create(create_tables)
+        self.read_only = read_only
         self.path = self._file.path
         self.lock_timeout_s = self._file.lock_timeout_s
         self.shards = shards.shard_folder(self.path)
@@ -55,7 +69,8 @@ class Store:
         self._complete_sets: dict[tuple[str, str], _LayerPlan] = {}
         with self._file.session():
             ensure_schema(self._file, self.shards)
-            _sweep_once_per_process(self)
+            if not read_only:
+                _sweep_once_per_process(self)
 
     def session(self):
         """A context in which this store's operations share one open file (see
@@ -229,6 +244,7 @@ class Store:
             raise ValueError("vectors must have shape (len(item_keys), n_layers, d)")
         if not len(item_keys):
             return 0
+        self._file.check_writable()  # before the shard is written, not at its registration
         # Items done meanwhile are left out at registration rather than looked up first: that
         # costs a second connection per batch for what only a concurrent extraction causes.
         with shards.new_shard(self.shards, model_id, item_keys, vectors) as shard:
@@ -379,7 +395,11 @@ class Store:
         self, key: str, kind: str, payload: bytes, tables: Mapping[str, pd.DataFrame] | None = None
     ) -> None:
         """Cache ``payload`` under ``key`` and, in the same transaction, replace the result's
-        rows in the metric tables of ``kind`` by ``tables`` (:mod:`magdash.store.metrics`)."""
+        rows in the metric tables of ``kind`` by ``tables`` (:mod:`magdash.store.metrics`).
+        A read-only store keeps nothing: the result is only returned to its caller."""
+        if self.read_only:
+            log.info("store %s is read-only: result %s is not kept", self.path, key[:12])
+            return
         with self._file.transaction() as connection:
             connection.execute("DELETE FROM results WHERE key = ?", [key])
             connection.execute("INSERT INTO results (key, kind, payload) VALUES (?, ?, ?)", [key, kind, payload])
@@ -387,7 +407,10 @@ class Store:
 
     def put_metric_rows(self, key: str, kind: str, tables: Mapping[str, pd.DataFrame]) -> None:
         """Replace the metric rows of a result computed from other cached data (phase
-        diagnostics come from cached samples and their own parameters) in one transaction."""
+        diagnostics come from cached samples and their own parameters) in one transaction;
+        nothing on a read-only store."""
+        if self.read_only:
+            return
         with self._file.transaction() as connection:
             metrics.replace_rows(connection, key, kind, tables)
 

@@ -66,25 +66,39 @@ _TABLES = (
 )
 
 
+def create_tables(connection: duckdb.DuckDBPyConnection) -> None:
+    """Write a new store's tables and schema version (:meth:`StoreFile.create` runs this on the
+    new file, under its temporary name, in one transaction)."""
+    for statement in (*_TABLES, *metrics.schema_statements()):
+        connection.execute(statement)
+    connection.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+
+
 def ensure_schema(store_file: StoreFile, shard_folder: Path) -> None:
-    """Create a new store, migrate an older one, or refuse a file magdash cannot read right.
+    """Migrate an older store, or refuse a file magdash cannot read right.
 
     ``shard_folder`` is where the store's vectors go (:mod:`magdash.store.shards`); the
     migration to schema 5 writes the vectors of older stores there, and the file is then
-    rewritten without the space their tables held.
+    rewritten without the space their tables held. A store opened read-only is never migrated:
+    an older one is refused with what to do.
     """
-    with store_file.transaction() as connection:
+    with store_file.connect() as connection:
         tables = {
             row[0] for row in connection.execute(
                 "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
             ).fetchall()
         }
-        if not tables:
-            for statement in (*_TABLES, *metrics.schema_statements()):
-                connection.execute(statement)
-            connection.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
-            return
         version = _stored_schema_version(store_file, connection, tables)
+    if version == SCHEMA_VERSION:
+        return
+    if store_file.read_only:
+        raise StoreError(
+            f"store {str(store_file.path)!r} is of schema {version}, which this magdash reads after migrating "
+            f"it to {SCHEMA_VERSION}; a read-only store is never changed: open it once without read-only "
+            "(e.g. `python -m magdash list --store ...`) to migrate it"
+        )
+    with store_file.transaction() as connection:
+        version = _stored_schema_version(store_file, connection, tables)  # another process may have migrated it
         for step in range(version, SCHEMA_VERSION):
             log.warning("migrating store %s from schema %d to %d", store_file.path, step, step + 1)
             MIGRATIONS[step](connection, shard_folder)
@@ -109,6 +123,11 @@ def _give_back_vector_tables_space(store_file: StoreFile) -> None:
 
 def _stored_schema_version(store_file: StoreFile, connection: duckdb.DuckDBPyConnection, tables: set[str]) -> int:
     where = repr(str(store_file.path))
+    if not tables:
+        raise StoreError(
+            f"{where} is a DuckDB file with no tables, not a magdash store; magdash has not changed it: "
+            "point --store at a store, or at a new file name to create one"
+        )
     if "meta" not in tables or "models" not in tables:
         listed = ", ".join(sorted(tables)[:5]) + (" ..." if len(tables) > 5 else "")
         raise StoreError(

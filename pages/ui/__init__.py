@@ -30,7 +30,16 @@ from pages.ui.caches import (
     store_for,
     tokenizer_for,
 )
-from pages.ui.session import AppContext, build_navigation, context, end_run, update_view, view_key, view_setter
+from pages.ui.session import (
+    AppContext,
+    build_navigation,
+    context,
+    end_run,
+    login_gate,
+    update_view,
+    view_key,
+    view_setter,
+)
 from pages.ui.sidebar import setup
 from pages.ui.widgets import (
     analysed,
@@ -44,12 +53,13 @@ from pages.ui.widgets import (
     say,
     show_error,
     start_job,
+    store_to_write,
     table,
 )
 
 __all__ = [
     "AppContext", "analysed", "analysis_for", "build_navigation", "cached", "cached_repos", "comparison_for", "compute", "context", "controls_for", "design_for", "end_run",
     "figure", "frequency_source_for", "frequency_sources_for", "job_panel", "job_registry", "layer_for", "phase_for",
-    "layer_picker", "nothing_to_show", "plain", "require_data", "require_store", "results_arg", "say", "setup", "show_error",
-    "start_job", "store_for", "table", "tokenizer_for", "update_view", "view_key", "view_setter",
+    "layer_picker", "login_gate", "nothing_to_show", "plain", "require_data", "require_store", "results_arg", "say", "setup", "show_error",
+    "start_job", "store_for", "store_to_write", "table", "tokenizer_for", "update_view", "view_key", "view_setter",
 ]

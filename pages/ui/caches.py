@@ -19,13 +19,33 @@ from magdash import dashboard as db
 from magdash.dashboard import controls as dc
 from magdash.dashboard import figures as figs
 from magdash.dashboard.jobs import JobRegistry
+from magdash.errors import ReadOnlyStoreError
 from magdash.store import Store
 
 
-@st.cache_resource(show_spinner=False)
 def store_for(path: str) -> Store:
+    """The store at ``path``, if the dashboard may open it (:mod:`magdash.dashboard.access`):
+    never created here, read-only in read-only mode. Raises NoStoreError where none is yet."""
+    access = db.store_access()
+    db.check_store_path(path, access)
+    return _open_store(path, access.read_only)
+
+
+@st.cache_resource(show_spinner=False)
+def _open_store(path: str, read_only: bool) -> Store:
     """One Store per path; it holds no connection, so sharing it across sessions is safe."""
-    return Store(path)
+    return Store(path, create=False, read_only=read_only)
+
+
+def new_store(path: str) -> Store:
+    """The store at ``path``, created if nothing is there: for the first run and an extraction
+    the user asked for, inside the allowed folders, never in read-only mode."""
+    access = db.store_access()
+    if access.read_only:
+        raise ReadOnlyStoreError(db.read_only_reason("extract models or create stores"))
+    db.check_store_path(path, access)
+    Store(path, create=True)
+    return _open_store(path, False)
 
 
 @st.cache_resource(show_spinner=False)

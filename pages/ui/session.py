@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import streamlit as st
+from streamlit.errors import StreamlitSecretNotFoundError
 
 from magdash import dashboard as db
-from magdash.errors import MagdashError
+from magdash.errors import MagdashError, NoStoreError
 from magdash.store import ModelRecord, Store
 from pages.ui.caches import inventory_for, store_for
 
@@ -33,6 +34,8 @@ class AppContext:
     inventory: db.StoreInventory | None = None
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    read_only: bool = False
+    """The dashboard's read-only mode (:mod:`magdash.dashboard.access`)."""
 
     @property
     def record(self) -> ModelRecord | None:
@@ -43,6 +46,28 @@ class AppContext:
     @property
     def has_data(self) -> bool:
         return self.inventory is not None and bool(self.inventory.usable_models)
+
+
+def login_configured() -> bool:
+    """Whether ``.streamlit/secrets.toml`` configures Streamlit's login (an ``[auth]`` section
+    for an OpenID Connect provider): then only logged-in users see the dashboard."""
+    try:
+        return "auth" in st.secrets
+    except (FileNotFoundError, KeyError, StreamlitSecretNotFoundError):
+        return False
+
+
+def login_gate() -> None:
+    """With login configured, stop the run of anyone not logged in, after a Log in button
+    (``st.login``: the provider's page, then back here). Without it the dashboard is open to
+    whoever reaches the server: keep it on localhost, or behind a reverse proxy that
+    authenticates (README, "Serving the dashboard")."""
+    if not login_configured() or st.user.is_logged_in:
+        return
+    st.title("magdash")
+    st.info("This dashboard is for logged-in users.")
+    st.button("Log in", on_click=st.login, type="primary", key="login")
+    st.stop()
 
 
 def set_view(view: db.ViewState) -> None:
@@ -87,14 +112,20 @@ def view_key(field_name: str, value: Any) -> str:
 
 
 def open_context(view: db.ViewState) -> AppContext:
-    """Open the view's store and read its inventory (cached until the store file changes)."""
+    """Open the view's store and read its inventory (cached until the store file changes).
+
+    A path with no store yet gives an empty inventory and no store: reading never creates one
+    (the first run and the Extract page do, through :func:`pages.ui.caches.new_store`)."""
+    read_only = db.store_access().read_only
     try:
         store = store_for(view.store)
         inventory = inventory_for(view.store, db.store_stamp(view.store))
+    except NoStoreError:
+        store, inventory = None, db.empty_inventory(view.store)
     except MagdashError as error:
-        return AppContext(view=view, error=str(error))
+        return AppContext(view=view, error=str(error), read_only=read_only)
     view, notes = db.reconcile_view(view, inventory)
-    return AppContext(view=view, store=store, inventory=inventory, notes=notes)
+    return AppContext(view=view, store=store, inventory=inventory, notes=notes, read_only=read_only)
 
 
 def start_run(context: AppContext) -> None:

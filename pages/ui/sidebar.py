@@ -19,6 +19,7 @@ from pages.ui.caches import controls_for, design_for
 from pages.ui.session import (
     AppContext,
     current_view,
+    login_configured,
     open_context,
     set_view,
     start_run,
@@ -47,17 +48,26 @@ def setup() -> AppContext:
 def sidebar(context: AppContext) -> None:
     view = context.view
     with st.sidebar:
+        if login_configured() and st.user.is_logged_in:
+            st.button("Log out", on_click=st.logout, key="logout")
         st.caption("Global choices (kept across pages and in the URL)")
         store_key = view_key("store", view.store)
         st.text_input(
             "Store", value=view.store, key=store_key,
             on_change=view_setter("store", store_key, lambda v: v.strip() or db.default_store()),
-            help="DuckDB store file; the CLI's --store or $MAGDASH_STORE. A new path starts an empty store.",
+            help="DuckDB store file; the CLI's --store or $MAGDASH_STORE. Only stores inside the dashboard's "
+                 "allowed folders open (its store's folder and $MAGDASH_STORE_FOLDERS); a new one is created only by "
+                 "the first run or an extraction.",
         )
+        if context.read_only:
+            st.caption("Read-only: results are computed and shown, nothing is stored.")
         if context.error:
             st.error(plain(context.error))
             return
         inventory = context.inventory
+        if context.store is None:
+            st.info(plain(f"No store at {view.store} yet: the first run (Home) or Extract creates it."))
+            return
         if not inventory.usable_models:
             st.info("This store holds no complete extraction yet: see Home or Extract.")
             return

@@ -15,10 +15,11 @@ import streamlit as st
 
 from magdash import dashboard as db
 from magdash.dashboard.jobs import Job, JobSnapshot, format_seconds
-from magdash.errors import MagdashError
+from magdash.errors import MagdashError, NoStoreError, ReadOnlyStoreError
 from magdash.presentation import export
 from magdash.presentation.formatting import MISSING, P_FORMAT, column_label, is_p_column
-from pages.ui.caches import _figure_spec, analysis_for, cached, job_registry
+from magdash.store import Store
+from pages.ui.caches import _figure_spec, analysis_for, cached, job_registry, new_store
 from pages.ui.session import AppContext, context, view_key, view_setter
 
 SEEN_JOBS_KEY = "magdash_seen_jobs"
@@ -93,15 +94,28 @@ def nothing_to_show(context: AppContext, what: str) -> None:
     """Say why a page is empty and where to go, with links (no dead ends)."""
     if context.error:
         st.error(plain(f"The store cannot be opened: {context.error}"))
-        st.info("Fix the store path in the sidebar (a new file name starts an empty store).")
+        st.info("Fix the store path in the sidebar.")
         return
-    st.info(plain(
-        f"Nothing to show yet: {what} needs a model extracted on a stimulus set, and the store "
-        f"at {context.view.store} holds none completely."
-    ))
+    where = (f"the store at {context.view.store} holds none completely" if context.store is not None
+             else f"there is no store at {context.view.store} yet")
+    st.info(plain(f"Nothing to show yet: {what} needs a model extracted on a stimulus set, and {where}."))
     left, right = st.columns(2)
     left.page_link("pages/home.py", label="Home: run the paper's protocol in one click", icon=":material/home:")
     right.page_link("pages/extract.py", label="Extract a model", icon=":material/download:")
+
+
+def store_to_write(ctx: AppContext, what: str, *, create: bool = False) -> Store:
+    """The store a page writes to for ``what`` ("saving a stimulus set"), created only where
+    ``create`` (the first run, an extraction). Raises MagdashError saying why not: read-only
+    mode, or no store yet."""
+    if ctx.read_only:
+        raise ReadOnlyStoreError(db.read_only_reason(what))
+    if create:
+        return new_store(ctx.view.store)
+    if ctx.store is None:
+        raise NoStoreError(f"there is no store at {ctx.view.store} yet, so {what} has nowhere to go: "
+                           "extract a model first (Home or Extract), which creates it")
+    return ctx.store
 
 
 def require_data(what: str) -> AppContext:

@@ -182,26 +182,30 @@ def test_store_path_that_is_not_a_store_is_refused_and_nothing_is_touched(kind, 
 @pytest.mark.parametrize("text", [
     "missing/deep/folders/new.duckdb", *HOSTILE, "   ", LONG, "nul\0byte.duckdb",
 ])
-def test_store_path_with_hostile_text_opens_a_new_store_or_says_why_not(text, store_path, tmp_path, monkeypatch):
-    """A new path starts an empty store (README); a path the file system refuses gets a message.
-    Either way the path is shown literally and the previous store is untouched."""
+def test_store_path_with_hostile_text_says_there_is_no_store_yet_or_why_not(text, store_path, tmp_path, monkeypatch):
+    """A new path is not a store until the first run or an extraction creates it: the sidebar
+    says so and nothing is created; a path the file system refuses gets a message. Either way the
+    path is shown literally and the previous store is untouched."""
     record("app sidebar store path")
-    monkeypatch.chdir(tmp_path)  # relative names land here
+    monkeypatch.chdir(tmp_path)  # relative names land here, inside the allowed folder
     good_before = contents(store_path)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
     at = open_app(store_path, monkeypatch)
     widget(at.sidebar.text_input, "Store").set_value(text).run()
     assert_clean(at, text)
     if not text.strip():  # a blank field means the default store ($MAGDASH_STORE)
         assert widget(at.sidebar.selectbox, "Model").value == SEED_MODEL
     else:
-        created = any("no complete extraction" in m for m in messages(at.sidebar.info))
-        assert created or at.sidebar.error, said(at)[:500]
+        missing = any("No store at" in m and "creates it" in m for m in messages(at.sidebar.info))
+        assert missing or at.sidebar.error, said(at)[:500]
         at.switch_page("pages/scaling.py").run()
         assert_clean(at, text)
-        if created:  # the empty page names the new store, literally
+        if missing:  # the empty page names the path, literally, and says no store is there yet
             assert literal_in(text, at.main.info), said(at)[:500]
+            assert any("no store at" in m for m in messages(at.main.info)), said(at)[:500]
         else:
             assert any("The store cannot be opened" in m for m in messages(at.main.error)), said(at)[:500]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing created
     assert contents(store_path) == good_before
 
 

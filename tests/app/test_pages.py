@@ -73,8 +73,12 @@ def test_every_page_on_an_empty_store_says_what_to_do(page, tmp_path, monkeypatc
 
 def test_the_sidebar_of_an_empty_store_points_to_home(tmp_path, monkeypatch):
     at = open_app(str(tmp_path / "empty.duckdb"), monkeypatch)
-    assert any("no complete extraction" in shown(info) for info in at.sidebar.info)
+    assert any("No store at" in shown(info) and "Home" in shown(info) for info in at.sidebar.info)
     assert widget(at.sidebar.text_input, "Store").value == str(tmp_path / "empty.duckdb")
+    assert not (tmp_path / "empty.duckdb").exists()  # browsing never creates a store
+    Store(tmp_path / "empty.duckdb")  # created empty, as an extraction would
+    at = open_app(str(tmp_path / "empty.duckdb"), monkeypatch)
+    assert any("no complete extraction" in shown(info) for info in at.sidebar.info)
 
 
 def test_first_run_button_shows_progress_and_cancels(tmp_path, monkeypatch):

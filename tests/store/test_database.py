@@ -114,8 +114,9 @@ def test_newer_schema_is_refused(tmp_path):
 def test_a_file_that_is_not_a_store_gives_a_clear_error(tmp_path):
     path = tmp_path / "notes.duckdb"
     path.write_bytes(b"this is not a database" * 100)
-    with pytest.raises(StoreError, match="cannot open store"):
+    with pytest.raises(StoreError, match="is not a DuckDB file, not a magdash store; magdash has not changed it"):
         Store(path)
+    assert path.read_bytes() == b"this is not a database" * 100
 
 
 def test_import_export_round_trip(store, rng, tmp_path):
