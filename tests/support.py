@@ -742,3 +742,90 @@ class KillWorkerOnce:
         except FileExistsError:
             return
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+# -- hostile store paths --------------------------------------------------------------------------
+# Paths a user (or a link to a dashboard) may give as a store; each builder makes what is at the
+# path inside ``folder`` (or points outside it, at ``outside``) and returns the path as text.
+# Device nodes are a stand-in the test makes (a character device like /dev/null's), never a real one.
+
+
+def _socket_at(path: Path) -> None:
+    with socket.socket(socket.AF_UNIX) as server:
+        previous = os.getcwd()
+        os.chdir(path.parent)  # AF_UNIX names are short: bind the bare name
+        try:
+            server.bind(path.name)
+        finally:
+            os.chdir(previous)
+
+
+def make_device_stand_in(path: Path) -> None:
+    """A character device node like /dev/null's at ``path`` (skips the test without CAP_MKNOD)."""
+    import stat
+
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("making a device node needs CAP_MKNOD (root)")
+
+
+def _in_read_only_folder(folder: Path) -> str:
+    if os.geteuid() == 0:  # root writes through any mode bits; nobody creates files in /proc/self
+        return "/proc/self/magdash.duckdb"
+    locked = folder / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    return str(locked / "store.duckdb")
+
+
+def _file_as_parent(folder: Path) -> str:
+    (folder / "notes.txt").write_text("a file, not a folder\n")
+    return str(folder / "notes.txt" / "store.duckdb")
+
+
+def _link(folder: Path, name: str, target: Path) -> str:
+    (folder / name).symlink_to(target)
+    return str(folder / name)
+
+
+HOSTILE_STORE_PATHS = {
+    "empty file": lambda folder, outside: (folder / "empty.duckdb").write_bytes(b"") or str(folder / "empty.duckdb"),
+    "FIFO": lambda folder, outside: os.mkfifo(folder / "pipe.duckdb") or str(folder / "pipe.duckdb"),
+    "folder": lambda folder, outside: (folder / "dir.duckdb").mkdir() or str(folder / "dir.duckdb"),
+    "socket": lambda folder, outside: _socket_at(folder / "sock.duckdb") or str(folder / "sock.duckdb"),
+    "character device": lambda folder, outside: make_device_stand_in(folder / "null.duckdb") or str(folder / "null.duckdb"),
+    "symbolic link to nothing": lambda folder, outside: _link(folder, "dangling.duckdb", outside / "nothing.duckdb"),
+    "symbolic link out of the folder": lambda folder, outside: _link(folder, "link.duckdb", outside / "store.duckdb"),
+    "'..' out of the folder": lambda folder, outside: f"{folder}/../{outside.name}/new.duckdb",
+    "absolute path elsewhere": lambda folder, outside: str(outside / "elsewhere" / "new.duckdb"),
+    "/proc file": lambda folder, outside: "/proc/self/status",
+    "very long name": lambda folder, outside: str(folder / ("x" * 300 + ".duckdb")),
+    "non-UTF-8 name": lambda folder, outside: os.fsdecode(bytes(folder) + b"/caf\xe9.duckdb"),
+    "read-only folder": lambda folder, outside: _in_read_only_folder(folder),
+    "parent is a file": lambda folder, outside: _file_as_parent(folder),
+}
+"""Every case of the hostile-path suites (tests/store/test_paths.py, tests/app/test_access.py)."""
+
+def tree_state(*roots: Path) -> dict[str, tuple]:
+    """Every entry under ``roots`` (not following links, opening no FIFO or device): its kind,
+    size and, for regular files, a digest of its bytes; compared before and after a refused call."""
+    import hashlib
+    import stat
+
+    state: dict[str, tuple] = {}
+
+    def visit(path: Path) -> None:
+        info = os.lstat(path)
+        if stat.S_ISREG(info.st_mode):
+            state[str(path)] = ("file", info.st_size, hashlib.sha256(path.read_bytes()).hexdigest())
+        elif stat.S_ISDIR(info.st_mode):
+            state[str(path)] = ("folder",)
+            for child in sorted(os.listdir(path)):
+                visit(path / child)
+        else:
+            state[str(path)] = (stat.S_IFMT(info.st_mode), os.readlink(path) if stat.S_ISLNK(info.st_mode) else "")
+
+    for root in roots:
+        visit(Path(root))
+    return state

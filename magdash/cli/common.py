@@ -100,9 +100,9 @@ def print_json(payload: Any) -> None:
 
 
 def write_report(path: str, document: str) -> None:
-    """Write an HTML report; a path that cannot be written is the user's to fix, not a traceback."""
-    try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(document)
-    except OSError as error:
-        raise MagdashError(f"cannot write the report to {path!r}: {error.strerror or error}") from None
+    """Write an HTML report (:func:`magdash.output_files.write_output`: never over a file that is
+    not an earlier report); a path that cannot be written is the user's to fix, not a traceback."""
+    from magdash.output_files import is_report, write_output
+
+    write_output(path, lambda target: target.write_text(document, encoding="utf-8"), what="the report",
+                 ours=is_report)

@@ -8,8 +8,8 @@ import os
 import numpy as np
 
 from magdash.cli.common import add_store_option, check_name, open_store
-from magdash.errors import StoreError
 from magdash.models import LAST_LAYER_CHOICES
+from magdash.output_files import check_output_path, is_npz_export, write_output
 
 
 def register(subparsers) -> None:
@@ -65,12 +65,15 @@ def run_export(args: argparse.Namespace) -> int:
         size = sum(path.stat().st_size for path in written)
         print(f"wrote {args.out}: {len(written) - 1} layer files and magdash.json ({size / 1e6:.1f} MB)")
         return 0
-    arrays = store.export_arrays(args.model, stimuli)
     target = args.out if args.out.endswith(".npz") else args.out + ".npz"
-    try:
-        np.savez(target, **arrays)
-    except OSError as error:
-        raise StoreError(f"cannot write {target!r}: {error.strerror}") from None
+    check_output_path(target, what="the export", ours=is_npz_export)  # before the vectors are read
+    arrays = store.export_arrays(args.model, stimuli)
+
+    def save(path):
+        with open(path, "wb") as handle:  # a file object: savez would add .npz to a temporary name
+            np.savez(handle, **arrays)
+
+    write_output(target, save, what="the export", ours=is_npz_export)
     shape = "x".join(map(str, arrays["per_carrier"].shape))
     print(f"wrote {target}: per_carrier {shape} ({os.path.getsize(target) / 1e6:.1f} MB)")
     return 0

@@ -33,6 +33,7 @@ import pandas as pd
 from magdash.errors import AnalysisError
 from magdash.jsonio import to_jsonable
 from magdash.models import weights_note
+from magdash.output_files import REPORT_MARK
 from magdash.presentation import charts, tables
 from magdash.presentation.export import chart_to_png, chart_to_svg
 from magdash.presentation.formatting import MISSING, column_label, format_number, format_p, is_p_column
@@ -182,7 +183,7 @@ def build_report_html(
     if len(summary):
         body.append(table_html(summary, "Models"))
     body.append(f"<pre>{html.escape(json.dumps(json.loads(manifest_json), indent=2, sort_keys=True))}</pre>")
-    body.append(f'<script type="application/json" id="magdash-manifest">{manifest_json}</script>')
+    body.append(f'<script type="application/json" {REPORT_MARK}>{manifest_json}</script>')
     body.append("</section>")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -68,3 +68,46 @@ def test_first_run_then_page_switch_in_chromium(app_server, tmp_path):
             assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
         finally:
             browser.close()
+
+
+def test_hostile_store_urls_are_refused_and_harm_nothing_in_chromium(tmp_path):
+    """The URL as someone who can reach a lab's dashboard would craft it: a FIFO and a device
+    stand-in beside the store, ``..`` out of the allowed folder, a new folder elsewhere. Each page
+    answers with a message (its script run ends: nothing blocks), and nothing is created,
+    changed or deleted."""
+    from urllib.parse import quote
+
+    from playwright.sync_api import expect, sync_playwright
+
+    from magdash.store import Store
+    from tests.support import make_device_stand_in, tree_state
+
+    require_chromium()
+    folder = tmp_path / "lab"
+    folder.mkdir()
+    Store(folder / "store.duckdb")
+    os.mkfifo(folder / "pipe.duckdb")
+    make_device_stand_in(folder / "zero.duckdb")
+    paths = {
+        str(folder / "pipe.duckdb"): "is a FIFO",
+        str(folder / "zero.duckdb"): "is a character device",
+        "../../../elsewhere/z.duckdb": "opens stores only inside",
+        str(tmp_path / "any" / "new" / "folder" / "x.duckdb"): "opens stores only inside",
+        str(folder / "new.duckdb"): "No store at",
+    }
+    env = {**os.environ, "MAGDASH_STORE": str(folder / "store.duckdb"), "HF_HUB_OFFLINE": "1"}
+    def state() -> dict:  # all but the server's own log
+        return {path: entry for path, entry in tree_state(tmp_path).items() if not path.endswith("streamlit.log")}
+
+    with streamlit_server(env, tmp_path / "streamlit.log") as url, sync_playwright() as playwright:
+        before = state()
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            for path, message in paths.items():
+                page.goto(f"{url}/scaling?store={quote(path)}", wait_until="domcontentloaded")
+                expect(page.locator("[data-testid=stSidebar]").get_by_text(message).first).to_be_visible(timeout=120_000)
+                assert page.locator("[data-testid=stException]").count() == 0, path
+        finally:
+            browser.close()
+        assert state() == before
