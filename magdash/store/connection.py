@@ -419,15 +419,16 @@ class StoreFile:
         wrote nothing since its checkpoint, so closing it touches neither the new file nor its
         log. A failure before the rename leaves the store as it was and no copy behind.
         """
-        copy = self.path.with_name(f"{self.path.name}.compact")
+        # A temporary name of the kind a creation uses: what a killed compaction leaves is
+        # removed like an abandoned creation, and no other file near the store is ever touched.
+        _remove_abandoned_creations(self.path)
+        copy = self.path.with_name(f".{self.path.name}{_CREATING}compact-{os.getpid()}-{secrets.token_hex(4)}")
         with self.connect() as connection:
             connection.execute("CHECKPOINT")
             before = self.path.stat().st_size
             database = connection.execute("SELECT current_database()").fetchone()[0].replace('"', '""')
             target = f"{self._alias}_compact"
             try:
-                for leftover in (copy, Path(f"{copy}.wal")):
-                    leftover.unlink(missing_ok=True)
                 connection.execute(f"ATTACH {_quoted(str(copy))} AS {target} (TYPE DUCKDB)")
                 connection.execute(f'COPY FROM DATABASE "{database}" TO {target}')
                 connection.execute(f"DETACH {target}")

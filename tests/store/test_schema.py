@@ -209,7 +209,7 @@ def test_a_schema_4_store_moves_its_vectors_into_shards_bit_for_bit(v4_store):
     size_before = v4_store.stat().st_size
     store = Store(v4_store)
     # the file is rewritten without the space of the dropped vector tables
-    assert v4_store.stat().st_size < size_before and not list(v4_store.parent.glob("*.compact*"))
+    assert v4_store.stat().st_size < size_before and not list(v4_store.parent.glob(".*.creating-*"))
     assert store.schema_version() == SCHEMA_VERSION
     for name in ("base", "flagged"):
         got = store.export_arrays(name, "tiny")["per_carrier"]
@@ -312,7 +312,7 @@ def test_compact_gives_back_the_freed_space_and_keeps_every_row(tmp_path, rng, c
     np.testing.assert_array_equal(Store(path).export_arrays("m", "six")["per_carrier"], per_carrier)
     assert main(["compact", "--store", str(path)]) == 0
     assert f"store {path}: " in capsys.readouterr().out
-    assert not list(tmp_path.glob("*.compact*"))
+    assert not list(tmp_path.glob(".*.creating-*"))
 
 
 def test_a_failed_compaction_leaves_the_store_as_it_was(tmp_path, rng, monkeypatch):
@@ -329,7 +329,7 @@ def test_a_failed_compaction_leaves_the_store_as_it_was(tmp_path, rng, monkeypat
     with pytest.raises(StoreError, match="could not compact store .* it is as it was"):
         Store(path).compact()
     monkeypatch.undo()
-    assert every_row(path) == rows and not list(tmp_path.glob("*.compact*"))
+    assert every_row(path) == rows and not list(tmp_path.glob(".*.creating-*"))
 
 
 def test_a_writer_that_opens_the_compacted_file_before_the_old_one_is_closed_keeps_its_write(tmp_path, rng, monkeypatch):

@@ -1,0 +1,51 @@
+"""The dashboard's access rules on their own: allowed folders from the environment, paths
+checked after resolving ``..`` and symbolic links, read-only mode."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from magdash.dashboard.access import check_store_path, read_only_reason, store_access
+from magdash.errors import StoreError
+
+
+def test_the_allowed_folders_are_the_stores_folder_and_those_the_environment_adds(tmp_path):
+    lab, extra = tmp_path / "lab", tmp_path / "extra"
+    access = store_access({"MAGDASH_STORE": str(lab / "runs.duckdb"),
+                           "MAGDASH_STORE_FOLDERS": f"{extra}{os.pathsep}{os.pathsep}{lab}"})
+    assert access.folders == (lab, extra)  # resolved, blank entries and repeats dropped
+    assert not access.read_only
+    default = store_access({})
+    assert default.folders == (os.path.realpath("cache"),) or str(default.folders[0]).endswith("/cache")
+
+
+@pytest.mark.parametrize(("value", "read_only"), [("1", True), ("true", True), (" Yes ", True), ("on", True),
+                                                   ("0", False), ("", False), ("no", False)])
+def test_read_only_mode_is_switched_on_by_the_environment(value, read_only):
+    assert store_access({"MAGDASH_READ_ONLY": value}).read_only is read_only
+
+
+def test_paths_are_checked_after_resolving_dots_and_links(tmp_path):
+    lab, outside = tmp_path / "lab", tmp_path / "outside"
+    lab.mkdir()
+    outside.mkdir()
+    access = store_access({"MAGDASH_STORE": str(lab / "runs.duckdb")})
+    assert check_store_path(str(lab / "runs.duckdb"), access) == lab / "runs.duckdb"
+    assert check_store_path(str(lab / "sub" / ".." / "new.duckdb"), access) == lab / "new.duckdb"
+    for escaping in (f"{lab}/../outside/x.duckdb", str(outside / "x.duckdb"), "/etc/passwd", "/dev/zero"):
+        with pytest.raises(StoreError, match="opens stores only inside .*MAGDASH_STORE_FOLDERS"):
+            check_store_path(escaping, access)
+    (lab / "link.duckdb").symlink_to(outside / "x.duckdb")
+    (lab / "linked-folder").symlink_to(outside, target_is_directory=True)
+    for linked in (lab / "link.duckdb", lab / "linked-folder" / "y.duckdb"):
+        with pytest.raises(StoreError, match="resolves to .*outside"):
+            check_store_path(str(linked), access)
+    with pytest.raises(StoreError, match="cannot use"):
+        check_store_path("bad\0name.duckdb", access)
+
+
+def test_the_read_only_reason_names_what_is_not_done_and_how_to_write():
+    reason = read_only_reason("extract models")
+    assert "does not extract models" in reason and "MAGDASH_READ_ONLY" in reason and "CLI" in reason
