@@ -139,7 +139,7 @@ def test_reading_while_a_cli_extraction_writes(tmp_path, tiny_llama):
     path = tmp_path / "busy.duckdb"
     writer = subprocess.Popen(
         [sys.executable, "-m", "magdash", "extract", "--model", str(tiny_llama), "--name", "tiny",
-         "--magnitudes", "1-400", "--stimuli", "big", "--batch-size", "8", "--quiet", "--store", str(path),
+         "--magnitudes", "1-200", "--stimuli", "big", "--batch-size", "8", "--quiet", "--store", str(path),
          "--device", "cpu"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
