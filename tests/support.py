@@ -197,6 +197,18 @@ EXPECTED_TABLES = {
 }
 
 
+def assert_page_draws_everything(at, page: str) -> None:
+    """The page drew its charts (each with PNG and SVG buttons) and tables (CSV buttons), as
+    EXPECTED_CHARTS and EXPECTED_TABLES say, the sidebar offers the report, and nothing failed."""
+    name = Path(page).stem
+    assert len(at.get("vega_lite_chart")) == EXPECTED_CHARTS[name]
+    buttons = labels(at.get("download_button"))
+    assert buttons.count("PNG") == buttons.count("SVG") == EXPECTED_CHARTS[name]
+    assert buttons.count("CSV") >= EXPECTED_TABLES.get(name, 0)
+    assert "Report (HTML)" in labels(at.sidebar.get("download_button"))
+    assert not at.error
+
+
 def chart_specs(at) -> list[dict]:
     import json
 

@@ -7,7 +7,6 @@ Slow (the first run extracts four models): the fast loop's page tests are test_p
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -16,9 +15,8 @@ from magdash.dashboard.jobs import run_first_protocol
 from magdash.presentation.formatting import MISSING
 from magdash.store import Store
 from tests.support import (
-    EXPECTED_CHARTS,
-    EXPECTED_TABLES,
     app_pages,
+    assert_page_draws_everything,
     chart_specs,
     copy_store,
     labels,
@@ -44,14 +42,7 @@ def populated(tmp_path_factory) -> str:
 
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_on_the_populated_store(page, populated, monkeypatch):
-    at = open_app(populated, monkeypatch, page=page)
-    name = Path(page).stem
-    assert len(at.get("vega_lite_chart")) == EXPECTED_CHARTS[name]
-    buttons = labels(at.get("download_button"))
-    assert buttons.count("PNG") == buttons.count("SVG") == EXPECTED_CHARTS[name]
-    assert buttons.count("CSV") >= EXPECTED_TABLES.get(name, 0)
-    assert "Report (HTML)" in labels(at.sidebar.get("download_button"))
-    assert not at.error
+    assert_page_draws_everything(open_app(populated, monkeypatch, page=page), page)
 
 
 def test_controls_page_judges_the_builtin_model_against_its_random_control(populated, monkeypatch):
