@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from magdash.errors import MagdashError, ModelLoadError
+from magdash.errors import MagdashError, ModelLoadError, StimulusError
 from magdash.models import (
     DTYPES,
     LoadedModel,
@@ -116,18 +116,23 @@ def _input_device(loaded: LoadedModel):
     return embeddings.weight.device if embeddings is not None else torch.device(loaded.device)
 
 
-def tokenize_items(
-    tokenizer, items: Sequence[StimulusItem], max_length: int | None = None
+def tokenize_texts(
+    tokenizer, texts: Sequence[str], max_length: int | None = None, sequence_start: str = "tokenizer"
 ) -> list[tuple[list[int], list[tuple[int, int]]]]:
-    """Token ids and character offsets of every item's sentence, unpadded."""
+    """Token ids and character offsets of every text, unpadded; with ``sequence_start``
+    "bos:<id>" (:func:`magdash.models.sequence_start_rule`) the BOS token is put in front, with
+    the empty character span of a special token."""
+    prepend = [int(sequence_start.removeprefix("bos:"))] if sequence_start.startswith("bos:") else []
+    limit = None if max_length is None else max_length - len(prepend)
     encoded = tokenizer(
-        [item.sentence for item in items],
+        list(texts),
         return_offsets_mapping=True,
         add_special_tokens=True,
-        truncation=max_length is not None,
-        max_length=max_length,
+        truncation=limit is not None,
+        max_length=limit,
     )
-    return list(zip(encoded["input_ids"], encoded["offset_mapping"], strict=True))
+    return [(prepend + list(ids), [(0, 0)] * len(prepend) + list(offsets))
+            for ids, offsets in zip(encoded["input_ids"], encoded["offset_mapping"], strict=True)]
 
 
 def build_batch(
@@ -231,22 +236,49 @@ def _is_out_of_memory(error: BaseException) -> bool:
 
 
 def locate_numbers(
-    model: LoadedModel | object, items: Sequence[StimulusItem], position: str
+    model: LoadedModel | object, items: Sequence[StimulusItem], position: str, sequence_start: str = "tokenizer"
 ) -> tuple[list[list[int]], list[list[int]]]:
     """Token ids and number-token indices of each item (by default the last token overlapping the number,
     as in Cacioli 2026, arXiv 2604.04469; docs/science.md).
 
-    ``model`` is a loaded model or just its fast tokenizer (enough for a tokenization preview).
+    ``model`` is a loaded model (whose own ``sequence_start`` applies) or just its fast tokenizer
+    (enough for a tokenization preview; give ``sequence_start``).
     """
     if isinstance(model, LoadedModel):
-        tokenizer, max_length = model.tokenizer, model.max_length
+        tokenizer, max_length, sequence_start = model.tokenizer, model.max_length, model.sequence_start
     else:
         tokenizer, max_length = model, None
     token_ids, number_tokens = [], []
-    for item, (ids, offsets) in zip(items, tokenize_items(tokenizer, items, max_length), strict=True):
+    encoded = tokenize_texts(tokenizer, [item.sentence for item in items], max_length, sequence_start)
+    for item, (ids, offsets) in zip(items, encoded, strict=True):
         token_ids.append(list(ids))
         number_tokens.append(token_indices_for_span(offsets, item.start, item.end, position))
     return token_ids, number_tokens
+
+
+def numbers_at_the_first_position(
+    items: Sequence[StimulusItem], number_tokens: Sequence[Sequence[int]]
+) -> list[str]:
+    """The carriers (as templates) whose number's kept tokens include position 0, the attention sink."""
+    return sorted({f"{item.sentence[:item.start]}{{n}}{item.sentence[item.end:]}"
+                   for item, numbers in zip(items, number_tokens, strict=True) if 0 in numbers})
+
+
+def check_number_positions(loaded: LoadedModel, items: Sequence[StimulusItem], position: str,
+                           allow_number_first: bool) -> None:
+    """Refuse, before anything is stored, carriers that would put a number at position 0: only a
+    model with no BOS token can (:func:`magdash.models.sequence_start_rule`)."""
+    if allow_number_first:
+        return
+    _, number_tokens = locate_numbers(loaded, items, position)
+    first = numbers_at_the_first_position(items, number_tokens)
+    if first:
+        listed = "; ".join(repr(carrier) for carrier in first[:5]) + (" ..." if len(first) > 5 else "")
+        raise StimulusError(
+            f"{loaded.source.spec!r} has no BOS token, so these carriers put the number at the sequence's "
+            f"first position, where decoders build an attention-sink vector rather than the number's: {listed}. "
+            "Put a word before {n}, or pass --allow-number-first (allow_number_first=True) to measure them anyway"
+        )
 
 
 def drop_tokens_after_number(
@@ -275,6 +307,7 @@ def model_record_for(loaded: LoadedModel, name: str, position: str) -> ModelReco
         layer_labels=loaded.layer_labels,
         position=position,
         is_random=loaded.source.is_random,
+        sequence_start=loaded.sequence_start,
     )
 
 
@@ -286,14 +319,17 @@ def number_vector_batches(
     batch_size: int = DEFAULT_BATCH_SIZE,
     padding_side: str = "right",
     should_stop: Callable[[], bool] | None = None,
+    allow_number_first: bool = False,
 ) -> Iterator[tuple[list[str], np.ndarray]]:
     """The number-token vectors of ``items``, one batch at a time: (item keys, (batch, n_layers, d)).
 
     Sentences are sorted by token length so batches carry little padding; the same items, batch
     size and padding side give the same batches wherever they run (in-process or a sweep's
     worker), hence the same vectors. ``should_stop`` is polled before each batch; the batches
-    simply end when it says so.
+    simply end when it says so. Carriers that put a number at position 0 are refused unless
+    ``allow_number_first`` (:func:`check_number_positions`).
     """
+    check_number_positions(loaded, items, position, allow_number_first)
     token_ids, number_tokens = locate_numbers(loaded, items, position)
     if loaded.is_causal:
         token_ids = drop_tokens_after_number(token_ids, number_tokens)
@@ -367,8 +403,13 @@ def extract(
     model_cache: str | Path | None = None,
     progress: ProgressCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
+    allow_number_first: bool = False,
 ) -> ExtractionResult:
     """Extract every missing number-token vector of ``stimuli`` into ``store``.
+
+    A model whose tokenizer adds no BOS token gets its BOS prepended; one that has none refuses
+    carriers putting the number first unless ``allow_number_first``
+    (:func:`magdash.models.sequence_start_rule`), before anything is stored.
 
     What is already stored is skipped before any weights are loaded, so a repeated call is a
     no-op and a killed run resumes with what is missing. Batches come from
@@ -414,9 +455,10 @@ def extract(
         source, dtype=dtype, device=device, device_map=device_map,
         trust_remote_code=trust_remote_code, allow_pickle=allow_pickle,
     )
+    todo = [item for item in stimuli.items if item.key in missing]
+    check_number_positions(loaded, todo, position, allow_number_first)
     with waiting_for_store:
         store.register_model(model_record_for(loaded, name, position))
-    todo = [item for item in stimuli.items if item.key in missing]
     done, pending_keys, pending_vectors, pending_bytes = already, [], [], 0
     last_flush = time.perf_counter()
     writer = _OneWriteInFlight(functools.partial(store.write_vectors, model_id))
@@ -431,7 +473,8 @@ def extract(
         last_flush = time.perf_counter()
 
     batches = number_vector_batches(
-        loaded, todo, position=position, batch_size=batch_size, padding_side=padding_side, should_stop=should_stop
+        loaded, todo, position=position, batch_size=batch_size, padding_side=padding_side, should_stop=should_stop,
+        allow_number_first=True,  # checked above, before the model was registered
     )
     try:
         for keys, vectors in batches:
@@ -464,25 +507,33 @@ def capture_all_tokens(
     batch_size: int = 16,
     max_length: int | None = None,
     progress: ProgressCallback | None = None,
-) -> int:
+    keep_first_position: bool = False,
+) -> tuple[int, int]:
     """Stream the vectors of every real token of ``texts``, layer by layer, to ``on_batch``.
 
-    Pad and special tokens (empty character span) are left out. Nothing is accumulated here:
-    the consumer keeps what it needs (online covariances, Omega values). Returns the number of
-    tokens seen per layer.
+    Each text starts as an extraction's sentences do (the model's BOS prepended where its
+    tokenizer adds none: :func:`magdash.models.sequence_start_rule`). Pad and special tokens
+    (empty character span) are left out, and so is a real token at a sequence's first position,
+    the attention sink, unless ``keep_first_position``: its vector's norm can be a hundred times
+    the others' and would decide the spectra alone. Nothing is accumulated here: the consumer
+    keeps what it needs (online covariances, Omega values). Returns the number of tokens seen
+    per layer and the number of first-position tokens left out.
     """
     import torch
 
     tokenizer = loaded.tokenizer
     limit = min(max_length or loaded.max_length, loaded.max_length)
-    encoded = tokenizer(list(texts), return_offsets_mapping=True, truncation=True, max_length=limit)
-    order = np.argsort([len(ids) for ids in encoded["input_ids"]], kind="stable")
-    seen = 0
+    encoded = tokenize_texts(tokenizer, texts, limit, loaded.sequence_start)
+    order = np.argsort([len(ids) for ids, _ in encoded], kind="stable")
+    seen = left_out = 0
     n_layers = len(loaded.layer_labels)
     for start in range(0, len(order), batch_size):
         chosen = order[start:start + batch_size]
-        ids = [encoded["input_ids"][i] for i in chosen]
-        real = [[k for k, (s, e) in enumerate(encoded["offset_mapping"][i]) if e > s] for i in chosen]
+        ids = [encoded[i][0] for i in chosen]
+        real = [[k for k, (s, e) in enumerate(encoded[i][1]) if e > s and (keep_first_position or k > 0)]
+                for i in chosen]
+        left_out += sum(1 for i in chosen if not keep_first_position and encoded[i][1] and
+                        encoded[i][1][0][1] > encoded[i][1][0][0])
         batch = build_batch(ids, [r or [0] for r in real], pad_id=tokenizer.pad_token_id,
                             padding_side="right", device=_input_device(loaded))
         mask = torch.zeros(batch.input_ids.shape, dtype=torch.bool)
@@ -502,4 +553,4 @@ def capture_all_tokens(
         seen += int(mask.sum())
         if progress:
             progress(min(start + batch_size, len(order)), len(order))
-    return seen
+    return seen, left_out

@@ -57,6 +57,9 @@ class GGUFInfo:
     """The file's quantization type as llama.cpp names it (Q4_1, Q4_K_M, F16, ...)."""
     config_digest: str
     """Digest of the architecture's hyperparameters: what an ``@random`` control is built from."""
+    sequence_start: str = "none"
+    """How the file's tokenizer starts a sentence (``tokenizer.ggml.add_bos_token`` and
+    ``bos_token_id``), as :func:`magdash.models.sequence_start_rule` names it."""
 
 
 def model_cache_dir(cache: str | Path | None = None) -> Path:
@@ -153,7 +156,12 @@ def _gguf_info(path: Path, _size: int, _mtime_ns: int) -> GGUFInfo:
     hyperparameters = {k: v for k, v in sorted(metadata.items()) if k.startswith(f"{architecture}.")}
     config_digest = hashlib.sha1(json.dumps(hyperparameters, default=str).encode()).hexdigest()[:16]
     quantization = quantization_name(metadata.get("general.file_type"))
-    return GGUFInfo(path, sha256_file(path), architecture, quantization, config_digest)
+    bos = metadata.get("tokenizer.ggml.bos_token_id")
+    if metadata.get("tokenizer.ggml.add_bos_token"):
+        start = "tokenizer"
+    else:
+        start = f"bos:{int(bos)}" if isinstance(bos, int) else "none"
+    return GGUFInfo(path, sha256_file(path), architecture, quantization, config_digest, start)
 
 
 def sha256_file(path: Path) -> str:

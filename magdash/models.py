@@ -20,6 +20,7 @@ so checking whether a model is already stored costs no model load.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -67,9 +68,52 @@ class ModelSource:
     """Where a GGUF model's conversion is kept (default: :func:`magdash.gguf.model_cache_dir`)."""
 
     def model_id(self, dtype: str, position: str, transformers_version: str) -> str:
-        """Identity of the vectors this model produces: weights, dtype, library version, position."""
+        """Identity of the vectors this model produces: weights, dtype, library version, position,
+        and a prepended BOS token (:attr:`sequence_start`) where magdash adds one: such vectors
+        differ from those of the same sentences without it."""
         payload = f"{self.fingerprint}|{dtype}|{transformers_version}|{position}"
+        if self.sequence_start.startswith("bos:"):
+            payload += f"|start={self.sequence_start}"
         return hashlib.sha1(payload.encode()).hexdigest()[:20]
+
+    @functools.cached_property
+    def sequence_start(self) -> str:
+        """How a sentence starts before its first word (:func:`sequence_start_rule`), read from
+        the GGUF header or the tokenizer and config, without loading the weights."""
+        if self.gguf is not None:
+            return self.gguf.sequence_start
+        return sequence_start_rule(load_tokenizer(self), _read_config(self.path).get("bos_token_id"))
+
+
+def sequence_start_rule(tokenizer, config_bos_token_id: object = None) -> str:
+    """How every sentence starts before its first word, so that no number lands at position 0.
+
+    A sequence's first position is an attention sink in decoders: the model writes a vector of
+    a very large norm there whatever the token (Xiao et al. 2023, arXiv 2309.17453; SmolLM2's
+    norm there is about a hundred times that of the same token later), so a number at position 0
+    would be measured in the sink, not as a number. Returns
+
+    - ``"tokenizer"`` when the tokenizer puts special tokens before the text itself (BERT's
+      ``[CLS]``, Llama's and Gemma's ``<bos>``): nothing to add;
+    - ``"bos:<id>"`` when it does not but the model has a BOS token (the tokenizer's, else the
+      config's ``bos_token_id``): magdash prepends it, and it is part of the model's identity;
+    - ``"none"`` when the model has no BOS token: carriers that put the number first are refused
+      unless the user allows them (``--allow-number-first``).
+
+    Args:
+        tokenizer: the model's fast tokenizer.
+        config_bos_token_id: the model config's ``bos_token_id``, if any.
+    """
+    probe = "7 items"
+    with_specials = list(tokenizer(probe, add_special_tokens=True)["input_ids"])
+    plain = list(tokenizer(probe, add_special_tokens=False)["input_ids"])
+    if plain and with_specials[:1] != plain[:1] and any(
+            with_specials[i:i + len(plain)] == plain for i in range(1, len(with_specials) - len(plain) + 1)):
+        return "tokenizer"
+    bos = getattr(tokenizer, "bos_token_id", None)
+    if bos is None and isinstance(config_bos_token_id, int) and not isinstance(config_bos_token_id, bool):
+        bos = config_bos_token_id
+    return f"bos:{int(bos)}" if bos is not None else "none"
 
 
 def transformers_version() -> str:
@@ -311,6 +355,11 @@ class LoadedModel:
     is_causal: bool = False
 
     @property
+    def sequence_start(self) -> str:
+        """How each sentence starts before its first word (:func:`sequence_start_rule`)."""
+        return self.source.sequence_start
+
+    @property
     def layer_labels(self) -> tuple[str, ...]:
         return layer_labels(self.n_blocks, self.final_norm is not None)
 
@@ -439,6 +488,12 @@ def load_model(
         raise ModelLoadError(
             f"the tokenizer of {source.spec!r} has no offset mapping (not a 'fast' tokenizer); "
             "magdash needs offsets to find the number's tokens: add a tokenizer.json"
+        )
+    found = sequence_start_rule(tokenizer, getattr(config, "bos_token_id", None))
+    if found != source.sequence_start:
+        raise ModelLoadError(
+            f"the tokenizer of {source.spec!r} starts a sentence with {found!r}, its files say "
+            f"{source.sequence_start!r}; magdash cannot tell where its numbers fall"
         )
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token

@@ -89,10 +89,11 @@ elif st.toggle("Show the tokenization", key="st_preview_on", help="Loads the mod
     try:
         preview_set = ds.preview_set(carriers.carriers, magnitudes)
         with st.spinner(ui.plain(f"Loading {preview_spec}…")):
-            tokenizer = ui.tokenizer_for(preview_spec)
+            tokenizer, sequence_start = ui.tokenizer_for(preview_spec)
         items = ds.preview_items(preview_set)
-        preview = ds.tokenization_preview(tokenizer, items, position)
+        preview = ds.tokenization_preview(tokenizer, items, position, sequence_start)
         ui.say(ds.split_summary(preview))
+        st.caption(ui.plain(ds.sequence_start_note(sequence_start, tokenizer)))
         if note := ds.preview_note(preview_set, items):
             st.caption(note)
         ui.table(preview, name=f"tokenization-{preview_spec}")

@@ -28,6 +28,7 @@ ui.figure("weber_figure", results, view.measure, db.depth_axis(records), name=f"
 st.subheader("Hypotheses across models")
 st.caption(ui.plain(f"{measure_label(view.measure)} on {view.stimuli}; a programme verdict needs a majority of models."))
 ui.table("verdict_table", results, view.measure, name=f"verdicts-{view.measure}")
+ui.warn_artifacts(key, view.model)
 for warning in ui.analysis_for(key).checks.warnings():  # the paper's consistency checks
     st.warning(ui.plain(f"{view.model}: {warning}"))
 

@@ -71,8 +71,11 @@ def _carrier_words() -> list[str]:
     return sorted(words | {".", ",", "the", "a", "value", "Hello", "world"})
 
 
-def build_tokenizer(folder: Path, digit_chunk: int) -> None:
-    """A word-level fast tokenizer with offsets; numbers split into chunks of ``digit_chunk``."""
+def build_tokenizer(folder: Path, digit_chunk: int, start: str = "bos") -> None:
+    """A word-level fast tokenizer with offsets; numbers split into chunks of ``digit_chunk``.
+
+    ``start``: "bos" adds ``<s>`` before every text (as Llama's does), "bos-not-added" knows
+    ``<s>`` but adds nothing (as SmolLM2's), "no-bos" has no BOS token at all."""
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
@@ -87,26 +90,29 @@ def build_tokenizer(folder: Path, digit_chunk: int) -> None:
         pre_tokenizers.Split(Regex(r"\d{1," + str(digit_chunk) + "}"), behavior="isolated"),
         pre_tokenizers.Split(Regex(r"[.,]"), behavior="isolated"),
     ])
-    tokenizer.post_processor = processors.TemplateProcessing(
-        single="<s> $A", special_tokens=[("<s>", vocab["<s>"])]
-    )
+    if start == "bos":
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single="<s> $A", special_tokens=[("<s>", vocab["<s>"])]
+        )
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="<pad>"
+        tokenizer_object=tokenizer, bos_token=None if start == "no-bos" else "<s>", eos_token="</s>",
+        unk_token="<unk>", pad_token="<pad>",
     )
     fast.save_pretrained(folder)
 
 
-def build_tiny_model(folder: Path, family: str, n_blocks: int = 3, hidden: int = 32) -> Path:
+def build_tiny_model(folder: Path, family: str, n_blocks: int = 3, hidden: int = 32, start: str = "bos") -> Path:
+    """A random-weight Llama or Mistral in ``folder``; ``start`` as in :func:`build_tokenizer`."""
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM
 
     folder.mkdir(parents=True, exist_ok=True)
-    build_tokenizer(folder, digit_chunk=3 if family == "llama" else 1)
+    build_tokenizer(folder, digit_chunk=3 if family == "llama" else 1, start=start)
     vocab_size = len(AutoTokenizer.from_pretrained(folder))
     common = dict(
         vocab_size=vocab_size, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=n_blocks,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128, pad_token_id=0,
-        bos_token_id=1, eos_token_id=2,
+        bos_token_id=None if start == "no-bos" else 1, eos_token_id=2,
     )
     torch.manual_seed(1234)
     if family == "llama":

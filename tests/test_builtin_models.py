@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from magdash import dashboard as db
-from magdash.extract import drop_tokens_after_number, extract, forward_number_vectors, locate_numbers, tokenize_items
+from magdash.extract import drop_tokens_after_number, extract, forward_number_vectors, locate_numbers, tokenize_texts
 from magdash.phase.diagnostics import PhaseParams
 from magdash.phase.run import phase_from_store
 from magdash.presentation import report
@@ -25,7 +25,9 @@ pytestmark = pytest.mark.slow
 
 DECODERS = ["smollm2", "gemma3"]
 # The two files' published shapes (blocks, width, BOS first).
-EXPECTED = {"smollm2": (30, 576, False), "gemma3": (18, 640, True)}
+# blocks, width, and how a sentence starts: SmolLM2's tokenizer adds no BOS (magdash prepends
+# <|im_start|>, id 1), Gemma's adds <bos> itself.
+EXPECTED = {"smollm2": (30, 576, "bos:1"), "gemma3": (18, 640, "tokenizer")}
 
 
 @pytest.fixture(params=DECODERS)
@@ -75,12 +77,13 @@ def test_layers_match_transformers_hidden_states_and_the_final_norm(decoder):
 
 
 def test_number_position_for_every_paper_sentence_and_1_to_1000(decoder):
-    """Per-digit tokens, a lone space token before the number, BOS first where the model has one."""
+    """Per-digit tokens, a lone space token before the number, BOS first in every sentence (the
+    tokenizer's own, or prepended), so no number is at position 0."""
     name, loaded = decoder
-    has_bos = EXPECTED[name][2]
+    assert loaded.sequence_start == EXPECTED[name][2]
     tokenizer = loaded.tokenizer
     items = list(paper_stimuli().items) + list(StimulusSet("wide", PAPER_CARRIERS, tuple(range(1, 1001))).items)
-    encoded = tokenize_items(tokenizer, items)
+    encoded = tokenize_texts(tokenizer, [item.sentence for item in items], None, loaded.sequence_start)
     _, number_tokens = locate_numbers(loaded, items, "last")
     for item, (ids, offsets), kept in zip(items, encoded, number_tokens, strict=True):
         digits = str(item.magnitude)
@@ -93,8 +96,8 @@ def test_number_position_for_every_paper_sentence_and_1_to_1000(decoder):
         if item.start > 0:
             assert tokenizer.convert_ids_to_tokens(ids[first - 1]) in ("Ġ", "▁")
             assert tuple(offsets[first - 1]) == (item.start - 1, item.start)
-        assert (ids[0] == tokenizer.bos_token_id) == has_bos
-        assert (first == int(has_bos)) == (item.start == 0)
+        assert ids[0] == tokenizer.bos_token_id
+        assert (first == 1) == (item.start == 0) and 0 not in kept
 
 
 def test_batches_give_the_vectors_of_single_sentences_and_truncation_changes_nothing(decoder):

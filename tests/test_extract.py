@@ -1,5 +1,6 @@
 """Extraction: hooks, pre-norm capture, number positions under padding, resume, MiniLM end to end."""
 
+import hashlib
 import time
 
 import numpy as np
@@ -15,9 +16,10 @@ SMALL_SET = StimulusSet(
 )
 
 
-def _hf_reference(loaded, sentence, position_index):
-    tokenizer, model = loaded.tokenizer, loaded.model
-    ids = torch.tensor([tokenizer(sentence)["input_ids"]])
+def _hf_reference(loaded, token_ids, position_index):
+    """transformers' own hidden states of ``token_ids`` (a prepended BOS included) at a position."""
+    model = loaded.model
+    ids = torch.tensor([list(token_ids)])
     with torch.inference_mode():
         out = model(input_ids=ids, output_hidden_states=True)
     return [h[0, position_index].float().numpy() for h in out.hidden_states]
@@ -30,7 +32,8 @@ def test_pre_norm_capture_matches_manual_computation(family, request):
     item = make_item(1000, 0, "There are {n} items.")
     token_ids, number_tokens = locate_numbers(loaded, [item], "last")
     ours = forward_number_vectors(loaded, token_ids, number_tokens)[0]
-    reference = _hf_reference(loaded, item.sentence, number_tokens[0][0])
+    assert token_ids[0] == loaded.tokenizer(item.sentence)["input_ids"]  # the tokenizer's own BOS
+    reference = _hf_reference(loaded, token_ids[0], number_tokens[0][0])
     n_blocks = loaded.n_blocks
     assert ours.shape == (n_blocks + 2, loaded.hidden_size)
     for layer in range(n_blocks):
@@ -156,7 +159,8 @@ def test_minilm_end_to_end(store):
     loaded = load_model("minilm", device="cpu")
     item = next(i for i in paper_stimuli().items if i.magnitude == 150 and i.carrier_index == 1)
     ids, numbers = locate_numbers(loaded, [item], "last")
-    reference = _hf_reference(loaded, item.sentence, numbers[0][0])
+    assert loaded.sequence_start == "tokenizer" and ids[0] == loaded.tokenizer(item.sentence)["input_ids"]  # [CLS]
+    reference = _hf_reference(loaded, ids[0], numbers[0][0])
     row = paper_stimuli().magnitudes.index(item.magnitude)
     for index in (0, 3, 6):
         stored = store.read_layer("minilm", "paper", index).vectors[row, item.carrier_index]
@@ -169,9 +173,10 @@ def test_capture_all_tokens_streams_every_real_token(tiny_llama):
     loaded = load_model(str(tiny_llama), device="cpu")
     texts = ["There are 5 items.", "Exactly 1000 were measured.", "Hello world"]
     received: dict[int, list[np.ndarray]] = {}
-    seen = capture_all_tokens(loaded, texts, lambda layer, v: received.setdefault(layer, []).append(v), batch_size=2)
+    seen, left_out = capture_all_tokens(loaded, texts, lambda layer, v: received.setdefault(layer, []).append(v),
+                                        batch_size=2)
     real_counts = [len(loaded.tokenizer(t)["input_ids"]) - 1 for t in texts]  # minus BOS
-    assert seen == sum(real_counts)
+    assert seen == sum(real_counts) and left_out == 0  # the tokenizer's BOS holds the first position
     assert sorted(received) == list(range(loaded.n_blocks + 2))
     stacked = {layer: np.concatenate(chunks) for layer, chunks in received.items()}
     assert all(v.shape == (seen, loaded.hidden_size) for v in stacked.values())
@@ -220,8 +225,8 @@ def test_other_decoder_families(family, tmp_path):
     items = [make_item(m, 0, "There are {n} items.") for m in (7, 1000)]
     token_ids, number_tokens = locate_numbers(loaded, items, "last")
     ours = forward_number_vectors(loaded, token_ids, number_tokens, padding_side="left")
-    for row, item in enumerate(items):
-        reference = _hf_reference(loaded, item.sentence, number_tokens[row][0])
+    for row in range(len(items)):
+        reference = _hf_reference(loaded, token_ids[row], number_tokens[row][0])
         np.testing.assert_allclose(ours[row, 0], reference[0], atol=1e-4)
         np.testing.assert_allclose(ours[row, 1], reference[1], atol=1e-4)
         np.testing.assert_allclose(ours[row, 3], reference[2], atol=1e-4)
@@ -283,3 +288,55 @@ def test_causal_models_skip_the_words_after_the_number(tiny_llama, tmp_path):
     stored = np.stack([layer.vectors for layer in store.read_layers(result.name, "small")], axis=2)
     order = [SMALL_SET.magnitudes.index(i.magnitude) * 3 + i.carrier_index for i in items]
     np.testing.assert_allclose(stored.reshape(15, -1, 32)[order], full, atol=2e-5)
+
+
+# -- the first position: no number in the attention sink -----------------------------------------
+
+FIRST = StimulusSet("first", ("{n} was the value.", "There are {n} items."), (1, 7, 42))
+
+
+def test_a_bos_the_tokenizer_leaves_out_is_prepended_and_is_part_of_the_identity(tmp_path, store):
+    """SmolLM2's case on a tiny Llama: the tokenizer adds no BOS although the model has one."""
+    from magdash.extract import numbers_at_the_first_position
+    from magdash.models import resolve_model
+    from tests.support import build_tiny_model
+
+    folder = build_tiny_model(tmp_path / "no-bos-added", "llama", start="bos-not-added")
+    loaded = load_model(str(folder), device="cpu")
+    assert loaded.sequence_start == "bos:1"
+    assert loaded.tokenizer("7 was the value.")["input_ids"][0] != 1  # the tokenizer itself adds none
+    items = list(FIRST.items)
+    token_ids, number_tokens = locate_numbers(loaded, items, "last")
+    assert all(ids[0] == 1 for ids in token_ids)
+    assert numbers_at_the_first_position(items, number_tokens) == []
+    assert all(0 not in numbers for numbers in number_tokens)
+    result = extract(str(folder), FIRST, store, device="cpu")
+    record = store.model_record(result.name)
+    assert record.sequence_start == "bos:1" and record.model_id == result.model_id
+    source = resolve_model(str(folder))
+    without = hashlib.sha1(f"{source.fingerprint}|float32|{record.transformers_version}|last".encode()).hexdigest()[:20]
+    assert record.model_id != without  # vectors extracted without the BOS are not these
+    # The stored vector of "7 was the value." is the model's at the number, BOS in front (position 1).
+    item = next(i for i in items if i.magnitude == 7 and i.carrier_index == 0)
+    reference = _hf_reference(loaded, [1, *loaded.tokenizer(item.sentence)["input_ids"][:1]], 1)
+    stored = store.read_layer(result.name, "first", 1).vectors[FIRST.magnitudes.index(7), 0]
+    np.testing.assert_allclose(stored, reference[1], atol=1e-5)
+
+
+def test_a_model_without_a_bos_refuses_carriers_that_put_the_number_first(tmp_path, store, capsys):
+    from magdash.cli import main
+    from magdash.errors import StimulusError
+    from tests.support import build_tiny_model
+
+    folder = build_tiny_model(tmp_path / "no-bos", "llama", start="no-bos")
+    assert load_model(str(folder), device="cpu").sequence_start == "none"
+    with pytest.raises(StimulusError, match=r"no BOS token.*'\{n\} was the value\.'.*--allow-number-first"):
+        extract(str(folder), FIRST, store, device="cpu")
+    assert store.model_names() == [] and store.extraction_progress().empty  # nothing stored
+    path = str(store.path)
+    assert main(["extract", "--model", str(folder), "--magnitudes", "1,7", "--store", path, "--quiet"]) == 2
+    assert "--allow-number-first" in capsys.readouterr().err
+    result = extract(str(folder), FIRST, store, device="cpu", allow_number_first=True)
+    assert result.extracted == len(FIRST.items) and store.model_record(result.name).sequence_start == "none"
+    carriers_after = StimulusSet("after", ("There are {n} items.",), (2, 3))  # a word before {n}: fine
+    assert extract(str(folder), carriers_after, store, device="cpu", name="fine").extracted == 2

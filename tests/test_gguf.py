@@ -24,7 +24,7 @@ from magdash.gguf import (
     model_cache_dir,
     read_metadata,
 )
-from magdash.models import load_model, quantization, resolve_model, weights_note
+from magdash.models import load_model, quantization, resolve_model, transformers_version, weights_note
 from magdash.store import Store
 from tests.support import require_builtin
 
@@ -202,3 +202,83 @@ def test_a_second_process_waits_for_a_conversion_under_way_and_converts_nothing(
     assert outputs[0][0] == outputs[1][0] and Path(outputs[0][0].strip()).is_dir()
     assert calls.read_text() == "convert\n"
     assert not [p for p in cache.iterdir() if p.name.startswith(".converting-")]
+
+
+def _fake_conversion(calls: list, also=None):
+    def convert(info, dtype, target):
+        calls.append(dtype)
+        (target / "model.safetensors").write_bytes(b"x")
+        if also is not None:
+            also(target)
+    return convert
+
+
+def test_a_conversion_waits_for_one_under_way_in_this_process_too(smollm2_file, tmp_path, monkeypatch, caplog):
+    import fcntl
+    import logging
+    import threading
+    import time
+
+    import magdash.gguf as gguf
+
+    calls: list = []
+    monkeypatch.setattr(gguf, "_convert", _fake_conversion(calls))
+    info = gguf_info(smollm2_file)
+    folder_name = gguf.converted_name(info, "float32", transformers_version())
+    tmp_path.mkdir(exist_ok=True)
+    holder = open(tmp_path / f".{folder_name}.lock", "a")  # noqa: SIM115 - another converter holds it
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    result = {}
+    with caplog.at_level(logging.WARNING, logger="magdash.gguf"):
+        worker = threading.Thread(target=lambda: result.setdefault("folder", converted_folder(info, "float32", tmp_path)))
+        worker.start()
+        deadline = time.monotonic() + 120
+        while "waiting for another process" not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert calls == []  # nothing converted while the lock is held
+        holder.close()
+        worker.join(120)
+    assert "waiting for another process converting" in caplog.text
+    assert calls == ["float32"] and (result["folder"] / "magdash-conversion.json").exists()
+
+
+def test_a_conversion_finished_by_another_process_meanwhile_is_kept(smollm2_file, tmp_path, monkeypatch):
+    import magdash.gguf as gguf
+
+    info = gguf_info(smollm2_file)
+    final = tmp_path / gguf.converted_name(info, "float32", transformers_version())
+
+    def theirs(_target):
+        final.mkdir()
+        (final / "magdash-conversion.json").write_text("{}")
+
+    monkeypatch.setattr(gguf, "_convert", _fake_conversion([], also=theirs))
+    assert converted_folder(info, "float32", tmp_path) == final
+    assert (final / "magdash-conversion.json").read_text() == "{}"  # theirs, not replaced
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".converting-")]
+
+
+def test_a_conversion_that_cannot_be_written_is_a_message(smollm2_file, tmp_path, monkeypatch):
+    import magdash.gguf as gguf
+
+    info = gguf_info(smollm2_file)
+    (tmp_path / "a-file").write_text("not a folder")
+    with pytest.raises(ModelLoadError, match="cannot write to the model cache"):
+        converted_folder(info, "float32", tmp_path / "a-file" / "cache")
+    final = tmp_path / gguf.converted_name(info, "float32", transformers_version())
+    monkeypatch.setattr(gguf, "_convert", _fake_conversion([], also=lambda _t: (final.mkdir(), (final / "x").touch())))
+    with pytest.raises(ModelLoadError, match="cannot write the converted model"):
+        converted_folder(info, "float32", tmp_path)  # the place is taken by an unfinished folder
+    assert gguf.find_converted(info, tmp_path, "0.0") is None
+
+
+def test_a_gguf_transformers_cannot_read_is_refused_with_a_message(smollm2_file, tmp_path):
+    import dataclasses
+
+    import magdash.gguf as gguf
+
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(smollm2_file.read_bytes()[:2_000_000])
+    info = dataclasses.replace(gguf_info(smollm2_file), path=broken)
+    with pytest.raises(ModelLoadError, match="transformers cannot read broken.gguf"):
+        gguf._convert(info, "float32", tmp_path)

@@ -80,6 +80,11 @@ def add_analysis_options(parser: argparse.ArgumentParser) -> None:
         help="comma-separated measures: eucl, residual, proj, pairwise, trace, cv, on_axis, off_axis",
     )
     parser.add_argument(
+        "--exclude-carrier", type=int, action="append", default=[], metavar="C",
+        help="leave carrier C (0-based, in the stimulus set's order) out of everything; repeatable. The "
+             "warnings say when one carrier drives a result or holds outlier vectors",
+    )
+    parser.add_argument(
         "--bootstrap-layers",
         choices=("core", "all", "none"),
         default="core",
@@ -133,6 +138,7 @@ def analysis_params(args: argparse.Namespace):
         ci_method=args.ci_method,
         massive=args.massive,
         massive_ratio=args.massive_ratio,
+        exclude_carriers=tuple(args.exclude_carrier),
     )
 
 

@@ -37,6 +37,9 @@ def register(subparsers) -> None:
     parser.add_argument("--padding-side", choices=("right", "left"), default="right")
     parser.add_argument("--trust-remote-code", action="store_true", help="run code shipped with the model (only for models you trust)")
     parser.add_argument("--allow-pickle", action="store_true", help="load pickle (.bin) weights (only for files you trust)")
+    parser.add_argument("--allow-number-first", action="store_true",
+                        help="a model with no BOS token: measure carriers that put the number at position 0 "
+                             "(an attention sink) anyway")
     parser.add_argument("--model-cache", metavar="DIR", default=None,
                         help="where GGUF models are converted once (default: $MAGDASH_MODEL_CACHE or cache/models)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -95,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
             device_map=args.device_map, position=args.position, batch_size=args.batch_size,
             padding_side=args.padding_side, trust_remote_code=args.trust_remote_code,
             allow_pickle=args.allow_pickle, model_cache=args.model_cache, progress=progress,
+            allow_number_first=args.allow_number_first,
         )
     finally:
         progress.close()

@@ -60,6 +60,9 @@ def register(subparsers) -> None:
     parser.add_argument("--batch-size", type=int, default=16, metavar="B",
                         help="with --prompts: chunks per forward pass")
     parser.add_argument("--dtype", default="float32", help="with --prompts: float32, float16 or bfloat16")
+    parser.add_argument("--keep-first-position", action="store_true",
+                        help="with --prompts: keep the token at each chunk's first position (an attention "
+                             "sink, left out by default)")
     parser.add_argument("--device", default="auto", help="with --prompts: auto, cpu, cuda, mps")
     parser.set_defaults(func=run)
 
@@ -110,7 +113,7 @@ def _texts_results(args, text: str, store, options):
     from magdash.phase.run import phase_from_texts
 
     run_options = dict(store=store, dtype=args.dtype, device=args.device, batch_size=args.batch_size,
-                       max_length=args.max_length, **options)
+                       max_length=args.max_length, keep_first_position=args.keep_first_position, **options)
     main = phase_from_texts(args.model, text, **run_options)
     control = None
     if args.control:
@@ -139,6 +142,9 @@ def _print_result(result, payload: dict) -> None:
     print(f"model: {result.model} ({view}"
           + ("; embeddings left out of the transitions)" if params.skip_embedding_step else ")"))
     print(f"gamma_c (largest change of mean Omega): {_number(order.gamma_c)}{interval}")
+    if result.first_position_left_out:
+        print(f"left out: {result.first_position_left_out} token(s) at a chunk's first position (attention sinks; "
+              "--keep-first-position keeps them)")
     for rank, jump in enumerate(result.jumps, start=1):
         share = f", largest in {jump.p_largest:.0%} of resamples" if math.isfinite(jump.p_largest) else ""
         print(f"  jump {rank}: to gamma {_number(jump.gamma)}, change {_number(jump.change, 4)} "

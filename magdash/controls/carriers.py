@@ -1,10 +1,8 @@
 """Carrier controls: is one sentence driving alpha, and do the carriers agree?
 
-Leave-one-carrier-out (LOO). For a layer's vectors ``x`` (n_magnitudes, C, d) and each carrier
-c, the measures are recomputed on the other C - 1 carriers (:mod:`magdash.variability.measures`,
-so V_proj uses the PC1 of the reduced centroids) and alpha refitted with the measure's point
-rules (:func:`magdash.variability.fits.fit_scaling`, no bootstrap). A sentence that alone carries
-the result shows as a LOO alpha whose sign differs from the full one. Needs C >= 3.
+Leave-one-carrier-out (LOO): :func:`magdash.variability.artifacts.leave_one_carrier_out` (the
+analysis runs it itself, and its rule for a carrier that drives the result is
+:func:`magdash.variability.artifacts.carrier_influence`); the controls tabulate it by layer.
 
 Intraclass correlation of the vectors across carriers, as the paper's ``icc_per_layer``
 (Cacioli 2026, ``paradigm_a_extract.py``): each carrier c gives the cosine-distance RDM of its
@@ -25,15 +23,11 @@ the cosine, as in the paper's script; a layer whose RDMs are all equal has BMS =
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
 
 from magdash.errors import AnalysisError
-from magdash.variability.fits import OUTLIER_FACTOR, OUTLIER_RULE_MEASURES, fit_scaling
-from magdash.variability.measures import LayerVectors
 
-MIN_LOO_CARRIERS = 3
 ICC_POOR = 0.5
 """ICC below this is poor agreement across carriers (Koo & Li 2016)."""
 
@@ -77,33 +71,3 @@ def carrier_icc(x: np.ndarray) -> float:
         raise AnalysisError(f"expected vectors of shape (n_magnitudes, n_carriers, d), got {x.shape}")
     rdms = np.stack([cosine_rdm(x[:, carrier]) for carrier in range(x.shape[1])], axis=1)
     return icc_consistency(rdms)
-
-
-def leave_one_carrier_out(
-    x: np.ndarray,
-    magnitudes: np.ndarray,
-    measures: Sequence[str],
-    *,
-    outlier_factor: float = OUTLIER_FACTOR,
-) -> np.ndarray:
-    """OLS alpha without each carrier: shape (len(measures), C), NaN where there is no fit."""
-    x = np.asarray(x)
-    n_carriers = x.shape[1]
-    if n_carriers < MIN_LOO_CARRIERS:
-        raise AnalysisError(
-            f"leaving one carrier out needs at least {MIN_LOO_CARRIERS} carriers, got {n_carriers}"
-        )
-    alphas = np.full((len(measures), n_carriers), math.nan)
-    for dropped in range(n_carriers):
-        kept = [c for c in range(n_carriers) if c != dropped]
-        values = LayerVectors(x[:, kept]).compute(list(measures))
-        for row, measure in enumerate(measures):
-            fit = fit_scaling(
-                magnitudes,
-                values[measure],
-                drop_outliers=measure in OUTLIER_RULE_MEASURES,
-                n_boot=0,
-                outlier_factor=outlier_factor,
-            )
-            alphas[row, dropped] = fit.alpha
-    return alphas

@@ -13,8 +13,9 @@
 Each control gives a one-line :class:`Verdict` over the core band: ``problem`` True, False, or
 None when it could not be judged (e.g. no variant stored). The rules:
 
-- carriers: a problem when the mean core alpha without some carrier has the other sign than
-  with all of them; ICC: mean core ICC below 0.5 (poor agreement, Koo & Li 2016);
+- carriers: a problem when, without some carrier, the mean core alpha has the other sign than
+  with all of them or moves by more than the result's CI half-width (the analysis's own rule,
+  :func:`magdash.variability.artifacts.carrier_influence`); ICC: mean core ICC below 0.5 (poor agreement, Koo & Li 2016);
 - permutation: a problem when the permutation p is above ``significance`` at a majority of the
   core layers (alpha cannot be told from shuffled magnitudes);
 - variants and ``@random``: :func:`magdash.controls.variants.variant_problem` and
@@ -38,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from magdash.controls.carriers import ICC_POOR, MIN_LOO_CARRIERS, carrier_icc, leave_one_carrier_out
+from magdash.controls.carriers import ICC_POOR, carrier_icc
 from magdash.controls.permutation import DEFAULT_N_PERM, PermutationNull
 from magdash.controls.variants import (
     VariantSummary,
@@ -56,6 +57,7 @@ from magdash.presentation.formatting import format_number
 from magdash.store.keys import result_key
 from magdash.store.metrics import with_identity
 from magdash.variability.analysis import AnalysisParams, AnalysisResult, ComparisonResult, analyze, compare
+from magdash.variability.artifacts import MIN_LOO_CARRIERS, carrier_influence, leave_one_carrier_out
 from magdash.variability.fits import OUTLIER_RULE_MEASURES
 
 log = logging.getLogger(__name__)
@@ -313,15 +315,20 @@ class ControlsResult:
             verdicts.append(Verdict("carriers", measure, None,
                                     f"leave-one-carrier-out needs at least {MIN_LOO_CARRIERS} carriers"))
         else:
-            flips = loo[loo["sign_differs"]]
+            # The analysis's own rule (magdash.variability.artifacts): the sign changes, or the mean
+            # moves by more than the result's CI half-width.
+            half_width = self.analysis.core_half_width(measure)
+            drivers = [item for item in carrier_influence(full, half_width, list(loo["mean_core_alpha_without"]))
+                       if item.drives]
             low, high = loo["mean_core_alpha_without"].min(), loo["mean_core_alpha_without"].max()
             span = f"mean core alpha {_fmt(full)} with all {len(loo)} carriers, {_fmt(low)} to {_fmt(high)} without one"
-            if flips.empty:
-                verdicts.append(Verdict("carriers", measure, False, f"no single carrier drives the sign: {span}"))
+            if not drivers:
+                verdicts.append(Verdict("carriers", measure, False, f"no single carrier drives the result: {span}"))
             else:
-                which = ", ".join(str(int(c)) for c in flips["carrier"])
-                verdicts.append(Verdict("carriers", measure, True,
-                                        f"the sign changes without carrier {which}: {span}"))
+                which = ", ".join(
+                    f"{item.carrier} ({'the sign changes' if item.sign_differs else 'moves by more than the CI half-width ' + _fmt(half_width)})"
+                    for item in drivers)
+                verdicts.append(Verdict("carriers", measure, True, f"the result rests on carrier {which}: {span}"))
         core_icc = self.tables.icc.loc[self.tables.icc["core"], "icc"].to_numpy(dtype=np.float64)
         if np.isfinite(core_icc).any():
             mean_icc = float(np.nanmean(core_icc))

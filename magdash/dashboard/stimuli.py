@@ -185,19 +185,22 @@ def what_to_fix(carriers_ok: bool, magnitudes_ok: bool) -> str | None:
     return f"Fix the {' and '.join(broken)} above to preview their tokens." if broken else None
 
 
-def tokenization_preview(tokenizer, items, position: str = "last") -> pd.DataFrame:
+def tokenization_preview(tokenizer, items, position: str = "last", sequence_start: str = "tokenizer") -> pd.DataFrame:
     """Which tokens each number maps to for a model's fast tokenizer (or a loaded model).
 
     Columns: magnitude, carrier, sentence, number_tokens (every token overlapping the number,
     joined by " + "), n_number_tokens, kept (the token(s) whose vector is stored at
-    ``position``), tokens (the whole sentence, " | "-separated).
+    ``position``), tokens (the whole sequence as the model sees it, a prepended BOS included,
+    " | "-separated), first_position (whether the kept token is at position 0, the attention
+    sink). ``sequence_start`` is the model's rule (:func:`magdash.models.sequence_start_rule`;
+    a loaded model brings its own).
     """
     from magdash.extract import locate_numbers
 
     if position not in POSITIONS:
         raise StimulusError(f"unknown token position {position!r}: use one of {', '.join(POSITIONS)}")
-    token_ids, overlapping = locate_numbers(tokenizer, items, "mean")
-    _, kept = locate_numbers(tokenizer, items, position)
+    token_ids, overlapping = locate_numbers(tokenizer, items, "mean", sequence_start)
+    _, kept = locate_numbers(tokenizer, items, position, sequence_start)
     tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
     rows = []
     for item, ids, overlap, keep in zip(items, token_ids, overlapping, kept, strict=True):
@@ -211,9 +214,23 @@ def tokenization_preview(tokenizer, items, position: str = "last") -> pd.DataFra
                 "n_number_tokens": len(overlap),
                 "kept": " + ".join(pieces[i] for i in keep),
                 "tokens": " | ".join(pieces),
+                "first_position": 0 in keep,
             }
         )
     return pd.DataFrame(rows)
+
+
+def sequence_start_note(sequence_start: str, tokenizer=None) -> str:
+    """What the model puts before each sentence, in words (the preview's caption)."""
+    if sequence_start == "tokenizer":
+        return "The tokenizer puts its own special token(s) before every sentence: no number is at position 0."
+    if sequence_start.startswith("bos:"):
+        token_id = int(sequence_start.removeprefix("bos:"))
+        shown = f" {tokenizer.convert_ids_to_tokens(token_id)}" if tokenizer is not None else ""
+        return (f"The tokenizer adds no BOS token: magdash puts the model's BOS{shown} (id {token_id}) before every "
+                "sentence, so no number is at position 0 (the attention sink); it is part of the model's identity.")
+    return ("The model has no BOS token: a number at the start of a sentence would be at position 0, the "
+            "attention sink. Extraction refuses such carriers unless --allow-number-first is given.")
 
 
 def split_summary(preview: pd.DataFrame) -> str:

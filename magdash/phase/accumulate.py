@@ -53,6 +53,7 @@ class LayerSample:
     eigenvalues: np.ndarray  # non-zero covariance eigenvalues (ddof=1), descending, float64
     omegas: np.ndarray  # Omega of every vector, float32, in arrival order
     nonfinite: int = 0  # vectors left out for holding Inf or NaN (magdash.overflow)
+    first_position: int = 0  # all-token mode: tokens left out for standing at a sequence's first position
     # Per-dimension statistics of the layer's raw vectors (before any magdash.phase.massive
     # view), from which the massive dimensions are found; None for a layer without vectors.
     raw: DimensionStats | None = None
@@ -151,7 +152,7 @@ class LayerAccumulator:
             # Every vector overflowed: nothing to summarise, the layer is only flagged.
             return LayerSample(layer, self.dim, 0, np.zeros(0), np.zeros(0, dtype=np.float32), self.nonfinite)
         return LayerSample(layer, self.dim, self.total, self.eigenvalues(), self.omegas(), self.nonfinite,
-                           self.dimension_stats())
+                           raw=self.dimension_stats())
 
     def _merge_pending(self) -> None:
         if not self._pending:
@@ -185,6 +186,7 @@ def samples_to_bytes(samples: Sequence[LayerSample], n_blocks: int) -> bytes:
         "dims": np.array([s.dim for s in samples], dtype=np.int64),
         "counts": np.array([s.count for s in samples], dtype=np.int64),
         "nonfinite": np.array([s.nonfinite for s in samples], dtype=np.int64),
+        "first_position": np.array([s.first_position for s in samples], dtype=np.int64),
     }
     for index, sample in enumerate(samples):
         arrays[f"eigenvalues_{index}"] = np.asarray(sample.eigenvalues, dtype=np.float64)
@@ -201,11 +203,12 @@ def samples_to_bytes(samples: Sequence[LayerSample], n_blocks: int) -> bytes:
 def samples_from_bytes(payload: bytes) -> tuple[list[LayerSample], int]:
     """Inverse of :func:`samples_to_bytes`: (samples, n_blocks)."""
     with np.load(io.BytesIO(payload), allow_pickle=False) as data:
-        columns = zip(data["layers"], data["dims"], data["counts"], data["nonfinite"], strict=True)
+        first = data["first_position"] if "first_position" in data else np.zeros(len(data["layers"]), dtype=np.int64)
+        columns = zip(data["layers"], data["dims"], data["counts"], data["nonfinite"], first, strict=True)
         samples = [
             LayerSample(int(layer), int(dim), int(count), data[f"eigenvalues_{i}"], data[f"omegas_{i}"], int(bad),
-                        _raw_stats(data, i))
-            for i, (layer, dim, count, bad) in enumerate(columns)
+                        int(left_out), _raw_stats(data, i))
+            for i, (layer, dim, count, bad, left_out) in enumerate(columns)
         ]
         return samples, int(data["n_blocks"])
 

@@ -172,6 +172,12 @@ class PhaseResult:
     def gamma_c(self) -> float:
         return self.order.gamma_c
 
+    @property
+    def first_position_left_out(self) -> int:
+        """All-token mode: tokens left out for standing at a sequence's first position (the
+        attention sink); 0 in number-token mode, where no number is there."""
+        return max((sample.first_position for sample in self.samples), default=0)
+
     def sample(self, layer: int) -> LayerSample:
         for sample in self.samples:
             if sample.layer == layer:
@@ -428,6 +434,7 @@ def phase_summary(result: PhaseResult) -> dict:
         "gamma_c_low": order.low, "gamma_c_high": order.high,
         "massive": params.massive, "massive_ratio": params.massive_ratio,
         "skip_embedding_step": params.skip_embedding_step,
+        "first_position_left_out": result.first_position_left_out,
         "jumps": [dataclasses.asdict(jump) for jump in result.jumps],
         "layers": layers,
     }

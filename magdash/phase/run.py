@@ -40,8 +40,10 @@ from magdash.store.keys import result_key
 
 log = logging.getLogger(__name__)
 
-PHASE_VERSION = 3
-"""Bump whenever a change to the phase code can change a cached sample: old entries die."""
+PHASE_VERSION = 4
+"""Bump whenever a change to the phase code can change a cached sample: old entries die.
+4: in all-token mode the model's BOS starts each chunk where its tokenizer adds none, and the
+first position's token (the attention sink) is left out by default."""
 
 
 def _view_key(params: PhaseParams) -> dict:
@@ -150,8 +152,11 @@ def all_token_samples(
     max_length: int | None = None,
     progress: ProgressCallback | None = None,
     adjustments: dict[int, Adjustment] | None = None,
+    keep_first_position: bool = False,
 ) -> list[LayerSample]:
-    """Stream every real token of ``texts`` through the model into per-layer accumulators.
+    """Stream every real token of ``texts`` through the model into per-layer accumulators; a
+    token at a sequence's first position (the attention sink) only with ``keep_first_position``
+    (:func:`magdash.extract.capture_all_tokens`), and the number left out is in each sample.
 
     With ``adjustments`` (layer -> :class:`~magdash.phase.massive.Adjustment`, from a raw
     pass) each layer's vectors are transformed into that view before they are accumulated.
@@ -171,13 +176,14 @@ def all_token_samples(
             accumulators[layer] = LayerAccumulator(vectors.shape[1])
         accumulators[layer].add(vectors)
 
-    seen = capture_all_tokens(loaded, texts, on_batch, batch_size=batch_size,
-                              max_length=max_length, progress=progress)
+    seen, left_out = capture_all_tokens(loaded, texts, on_batch, batch_size=batch_size, max_length=max_length,
+                                        progress=progress, keep_first_position=keep_first_position)
     if seen < 2:
         raise AnalysisError(f"the prompts gave {seen} token(s); the spectra need at least two")
     samples = [accumulators[layer].finish(layer) for layer in sorted(accumulators)]
     for sample in samples:
         sample.nonfinite += bad_rows.get(sample.layer, 0)
+        sample.first_position = left_out
     return samples
 
 
@@ -219,13 +225,17 @@ def phase_from_texts(
     params: PhaseParams | None = None,
     use_cache: bool = True,
     progress: ProgressCallback | None = None,
+    keep_first_position: bool = False,
 ) -> PhaseResult:
     """All-token diagnostics of a model (spec or LoadedModel) over prompts or one document.
 
     ``texts`` is a list of prompts used as they are (carrier sentences, say), or a single
-    string: a document, cut to the model's context by :func:`document_chunks`. With a store,
-    the samples are looked up before any weights are loaded and stored afterwards; the
-    ``drop``/``standardise`` views reuse a cached raw pass when there is one.
+    string: a document, cut to the model's context by :func:`document_chunks`. Each chunk
+    starts with the model's BOS (prepended where its tokenizer adds none), and the token at a
+    chunk's first position, the attention sink, is left out unless ``keep_first_position``
+    (:attr:`PhaseResult.first_position_left_out` counts them). With a store, the samples are
+    looked up before any weights are loaded and stored afterwards; the ``drop``/``standardise``
+    views reuse a cached raw pass when there is one.
     """
     from magdash.models import resolve_model, transformers_version
 
@@ -237,6 +247,7 @@ def phase_from_texts(
     identity = dict(
         fingerprint=source.fingerprint, dtype=dtype, transformers=transformers_version(),
         texts=texts_hash([texts] if document else texts), document=document, max_length=max_length,
+        start=source.sequence_start, keep_first_position=keep_first_position,
     )
     raw_key = result_key("phase-tokens", PHASE_VERSION, **identity, massive="keep")
     key = result_key("phase-tokens", PHASE_VERSION, **identity, **_view_key(params))
@@ -254,7 +265,8 @@ def phase_from_texts(
 
         loaded = load_model(source, dtype=dtype, device=device)
     prompts = document_chunks(loaded, texts, max_length) if document else list(texts)
-    options = dict(batch_size=batch_size, max_length=max_length, progress=progress)
+    options = dict(batch_size=batch_size, max_length=max_length, progress=progress,
+                   keep_first_position=keep_first_position)
     raw = lookup(raw_key)
     samples, n_blocks = raw if raw is not None else (all_token_samples(loaded, prompts, **options), loaded.n_blocks)
     if store is not None and raw is None:

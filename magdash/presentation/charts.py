@@ -37,6 +37,7 @@ import pandas as pd
 from magdash.errors import AnalysisError
 from magdash.jsonio import to_jsonable
 from magdash.presentation.tables import E3_FITS, NOISE_MODEL_LABELS, POINT_STATUS, measure_label, rdm_blocks
+from magdash.variability.artifacts import OUTLIER_NORM_FACTOR
 
 DEFAULT_WIDTH = 560
 DEFAULT_HEIGHT = 320
@@ -410,8 +411,10 @@ def scaling_scatter(
     """Log–log V against n at one layer: V per magnitude, the OLS line and two references.
 
     - ``points`` (:func:`magdash.presentation.tables.scaling_points`): magnitude, V, status, measure, label.
-      Points with status "fitted" are filled; outliers (the 3x-median rule) are red crosses.
-      Points with V <= 0 or no value cannot sit on a log axis and are counted in the subtitle.
+      Points with status "fitted" are filled; outliers (the 3x-median rule) are red crosses; a
+      magnitude holding outlier vectors (column outlier_vectors > 0: a norm over 10x the layer's
+      median) is ringed and said in the subtitle. Points with V <= 0 or no value cannot sit on a
+      log axis and are counted in the subtitle.
     - ``lines`` (:func:`magdash.presentation.tables.scaling_lines`): line, alpha, magnitude, V — the OLS fit
       (solid) and the alpha = 1 (scalar, dashed) and alpha = 0 (constant, dotted) references.
     - ``carriers`` (optional, :func:`magdash.presentation.tables.carrier_distances`): magnitude, carrier,
@@ -512,6 +515,16 @@ def scaling_scatter(
             ],
         )
     )
+    if "outlier_vectors" in drawable and (drawable["outlier_vectors"] > 0).any():
+        ringed = drawable[drawable["outlier_vectors"] > 0]
+        notes.append(f"ringed: {len(ringed)} magnitude(s) holding vectors over {OUTLIER_NORM_FACTOR:g}x the "
+                     "layer's median norm")
+        layers.append(
+            alt.Chart(inline_data(ringed.assign(flag="outlier vectors")))
+            .mark_point(size=260, filled=False, strokeWidth=2, color=OUTLIER_COLOR, invalid=POINT_INVALID)
+            .encode(x=x, y=y, tooltip=[alt.Tooltip("magnitude:Q", title="n"),
+                                       alt.Tooltip("outlier_vectors:Q", title="outlier vectors")])
+        )
     layer_name = str(points["label"].iloc[0]) if "label" in points and len(points) else ""
     text = title or f"{label} vs magnitude at {layer_name} (log-log)"
     return _finish(

@@ -303,6 +303,10 @@ def analysis_sections(
     primary = measures[0]
     window = first.params.window
     sections = [_verdict_section(results, measures)]
+    warnings = [line for result in results.values() for line in result.warnings()]
+    if warnings:
+        # Before any figure: what the tool found that may make a number an artifact.
+        sections.insert(0, ReportSection("Warnings: read these before the numbers", text=warnings))
     for name, result in results.items():
         fits = tables.fit_table(result, model=name)
         sections.append(

@@ -86,8 +86,10 @@ def _gamma(layers: pd.Series | np.ndarray, n_blocks: int) -> np.ndarray:
 def scaling_points(result: AnalysisResult, measure: str, layer: int) -> pd.DataFrame:
     """V(n) of one layer and measure, with whether each point entered the fit.
 
-    Columns: magnitude, V, status (one of :data:`POINT_STATUS`), measure, layer, label.
-    The status follows the analysis's point rules (:func:`magdash.variability.fits.scaling_mask`).
+    Columns: magnitude, V, status (one of :data:`POINT_STATUS`), measure, layer, label, and
+    outlier_vectors: how many of the magnitude's vectors at this layer have an outsized norm
+    (:mod:`magdash.variability.artifacts`). The status follows the analysis's point rules
+    (:func:`magdash.variability.fits.scaling_mask`).
     """
     if measure not in result.values:
         raise AnalysisError(f"measure {measure!r} was not analysed; add it to the measures")
@@ -115,6 +117,8 @@ def scaling_points(result: AnalysisResult, measure: str, layer: int) -> pd.DataF
             "measure": measure,
             "layer": layer,
             "label": result.layer_labels[layer],
+            "outlier_vectors": [sum(1 for item in result.outlier_vectors
+                                    if item.layer == layer and item.magnitude == int(m)) for m in magnitudes],
         }
     )
 

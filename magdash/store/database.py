@@ -129,7 +129,7 @@ class Store:
         with self._file.connect() as connection:
             models = connection.execute(
                 "SELECT name, model_id, source, architecture, n_blocks, hidden_size, dtype, position,"
-                " is_random, fingerprint, transformers_version, created_at FROM models ORDER BY name"
+                " is_random, fingerprint, transformers_version, sequence_start, created_at FROM models ORDER BY name"
             ).df()
             progress = self._progress_query(connection)
             flagged = connection.execute(
@@ -504,7 +504,7 @@ def _sweep_once_per_process(store: Store) -> None:
 def _model_record(connection: duckdb.DuckDBPyConnection, name: str) -> ModelRecord:
     row = connection.execute(
         "SELECT name, model_id, source, fingerprint, dtype, transformers_version, architecture,"
-        " n_blocks, hidden_size, layer_labels, position, is_random FROM models WHERE name = ?",
+        " n_blocks, hidden_size, layer_labels, position, is_random, sequence_start FROM models WHERE name = ?",
         [name],
     ).fetchone()
     if row is None:
@@ -514,7 +514,7 @@ def _model_record(connection: duckdb.DuckDBPyConnection, name: str) -> ModelReco
         name=row[0], model_id=row[1], source=row[2], fingerprint=row[3], dtype=row[4],
         transformers_version=row[5], architecture=row[6], n_blocks=int(row[7]),
         hidden_size=int(row[8]), layer_labels=tuple(json.loads(row[9])), position=row[10],
-        is_random=bool(row[11]),
+        is_random=bool(row[11]), sequence_start=row[12] or "",
     )
 
 

@@ -25,6 +25,11 @@ class ModelRecord:
     layer_labels: tuple[str, ...]
     position: str = "last"
     is_random: bool = False
+    sequence_start: str = ""
+    """How each sentence began before its first word: "tokenizer" (the tokenizer's own special
+    tokens), "bos:<id>" (magdash prepended the model's BOS token), "none" (the model has no BOS;
+    the first word is at position 0), or "" (not recorded: imported, or stored before magdash
+    recorded it). See :func:`magdash.models.sequence_start_rule`."""
 
     @property
     def n_layers(self) -> int:

@@ -26,7 +26,7 @@ from magdash.store.connection import StoreFile
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """1: the first release. 2: adds ``nonfinite``, the vectors holding Inf or NaN, per layer.
 3: one stimulus set per content (sets with the same sentences merged; the paper's named 'paper').
 4: the metric tables (:mod:`magdash.store.metrics`), filled from the cached results.
@@ -46,7 +46,7 @@ _TABLES = (
         name VARCHAR PRIMARY KEY, model_id VARCHAR NOT NULL, source VARCHAR, fingerprint VARCHAR,
         dtype VARCHAR, transformers_version VARCHAR, architecture VARCHAR, n_blocks INTEGER,
         hidden_size INTEGER, layer_labels VARCHAR, position VARCHAR, is_random BOOLEAN,
-        created_at TIMESTAMP DEFAULT current_timestamp)""",
+        created_at TIMESTAMP DEFAULT current_timestamp, sequence_start VARCHAR)""",
     """CREATE TABLE IF NOT EXISTS stimulus_sets (
         name VARCHAR PRIMARY KEY, content_hash VARCHAR, carriers VARCHAR, magnitudes VARCHAR,
         created_at TIMESTAMP DEFAULT current_timestamp)""",
@@ -244,6 +244,14 @@ def _add_design_tables(connection: duckdb.DuckDBPyConnection) -> None:
         connection.execute(table.ddl())
 
 
+def _add_sequence_start(connection: duckdb.DuckDBPyConnection) -> None:
+    """Migration 6 -> 7: ``models.sequence_start``, how each sentence began before its first word
+    (:func:`magdash.models.sequence_start_rule`). Models stored before were extracted as their
+    tokenizer left the sentence: their rows say "" (not recorded)."""
+    connection.execute("ALTER TABLE models ADD COLUMN IF NOT EXISTS sequence_start VARCHAR")
+    connection.execute("UPDATE models SET sequence_start = '' WHERE sequence_start IS NULL")
+
+
 def _move_vectors_to_shards(connection: duckdb.DuckDBPyConnection, shard_folder: Path) -> None:
     """Migration 4 -> 5: every model's vectors from its ``vec_*`` tables into shards.
 
@@ -345,5 +353,6 @@ MIGRATIONS: dict[int, Migration] = {
     3: _migration(_add_metric_tables),
     4: _move_vectors_to_shards,
     5: _migration(_add_design_tables),
+    6: _migration(_add_sequence_start),
 }
 """Schema version -> the step that brings a store of that version to the next one."""

@@ -52,6 +52,16 @@ from magdash.params import DEFAULT_N_BOOT, ProgressCallback
 from magdash.phase.massive import MASSIVE_DEFAULT, MASSIVE_RATIO, DimensionStats, check_massive, find_massive
 from magdash.store.keys import result_key
 from magdash.store.metrics import with_identity
+from magdash.variability.artifacts import (
+    MIN_LOO_CARRIERS,
+    OUTLIER_NORM_FACTOR,
+    CarrierInfluence,
+    OutlierVector,
+    carrier_influence,
+    leave_one_carrier_out,
+    outlier_vectors,
+    ranges,
+)
 from magdash.variability.compare import BOOTSTRAP_LAYER_CHOICES, ModelComparison, compare_models
 from magdash.variability.conventions import (
     MAGDASH,
@@ -69,6 +79,7 @@ from magdash.variability.fits import (
     ScalingFit,
     fit_scaling,
     noise_model_rows,
+    outlier_mask,
     scaling_mask,
 )
 from magdash.variability.geometry import LayerGeometry, ModelRdms, layer_geometry
@@ -88,8 +99,10 @@ from magdash.variability.measures import MEASURES, LayerVectors
 
 log = logging.getLogger(__name__)
 
-ANALYSIS_VERSION = "7"
-"""Bump whenever a change to the analysis code can change a result: old cache entries die."""
+ANALYSIS_VERSION = "8"
+"""Bump whenever a change to the analysis code can change a result: old cache entries die.
+8: the result holds its artifact checks (outlier vectors, leave-one-carrier-out alphas) and can
+leave carriers out (``exclude_carriers``)."""
 
 PRIMARY_MEASURES = ("eucl", "residual", "proj")
 
@@ -115,9 +128,16 @@ class AnalysisParams:
     # above massive_ratio x the median over j) are removed before any measure is computed.
     massive: str = MASSIVE_DEFAULT
     massive_ratio: float = MASSIVE_RATIO
+    # Carriers (0-based, in the stimulus set's order) left out of everything: how a reader acts
+    # on a warning that one carrier drives the result or holds outlier vectors.
+    exclude_carriers: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         rules = get_conventions(self.conventions)
+        excluded = tuple(sorted({int(c) for c in self.exclude_carriers}))
+        if any(c < 0 for c in excluded):
+            raise AnalysisError(f"carriers to leave out are numbered from 0, got {list(self.exclude_carriers)}")
+        object.__setattr__(self, "exclude_carriers", excluded)
         check_massive(self.massive, self.massive_ratio)
         if self.massive == "standardise":
             raise AnalysisError("the noise analysis keeps or drops the massive dimensions (--massive keep|drop)")
@@ -216,6 +236,11 @@ class AnalysisResult:
     checks: ConsistencyChecks
     nonfinite_layers: dict[int, int] = field(default_factory=dict)
     massive_dims: dict[int, list[int]] = field(default_factory=dict)  # layer -> dims dropped (massive="drop")
+    carriers: list[str] = field(default_factory=list)  # the carriers analysed (excluded ones left out)
+    # magdash.variability.artifacts: the vectors over 10x their layer's median norm, and each
+    # measure's alpha per layer without each carrier (n_layers, n_carriers; empty below 3 carriers).
+    outlier_vectors: list[OutlierVector] = field(default_factory=list)
+    carrier_alphas: dict[str, np.ndarray] = field(default_factory=dict)
     from_cache: bool = field(default=False, compare=False)
 
     @property
@@ -223,11 +248,81 @@ class AnalysisResult:
         return len(self.layer_labels)
 
     def warnings(self) -> list[str]:
-        """What the reader must know before trusting the numbers: flagged Inf/NaN layers and
+        """What the reader must know before trusting the numbers: flagged Inf/NaN layers, outlier
+        vectors, carriers that drive a measure's result, points the outlier rule dropped, and
         the paper's consistency checks that tripped."""
         name = self.model or "the model"
         warning = nonfinite_warning(name, self.nonfinite_layers)
-        return ([warning] if warning else []) + [f"{name}: {line}" for line in self.checks.warnings()]
+        lines = [warning] if warning else []
+        lines += [f"{name}: {line}" for line in self.artifact_warnings()]
+        return lines + [f"{name}: {line}" for line in self.checks.warnings()]
+
+    def carrier_label(self, carrier: int) -> str:
+        sentence = self.carriers[carrier] if carrier < len(self.carriers) else "?"
+        return f"carrier {carrier} ({sentence!r})"
+
+    def artifact_warnings(self) -> list[str]:
+        """The artifact checks of :mod:`magdash.variability.artifacts`, one line each."""
+        lines = []
+        by_carrier: dict[int, list[OutlierVector]] = {}
+        for item in self.outlier_vectors:
+            by_carrier.setdefault(item.carrier, []).append(item)
+        for carrier, items in sorted(by_carrier.items()):
+            ratio = max(item.norm_ratio for item in items)
+            lines.append(
+                f"{self.carrier_label(carrier)}: {len(items)} vector(s) of magnitudes "
+                f"{ranges([i.magnitude for i in items])} at layers {ranges([i.layer for i in items])} have a norm over "
+                f"{OUTLIER_NORM_FACTOR:g}x their layer's median (up to {ratio:,.0f}x), as at an attention sink; "
+                f"--exclude-carrier {carrier} leaves that carrier out")
+        for measure in self.params.measures:
+            for influence in self.carrier_influence(measure):
+                if not influence.drives:
+                    continue
+                how = "changes the sign" if influence.sign_differs else (
+                    f"moves it by more than its CI half-width {influence.half_width:.3g}")
+                lines.append(
+                    f"{MEASURES[measure].title}: leaving out {self.carrier_label(influence.carrier)} moves the mean core "
+                    f"alpha from {influence.mean_all:.3g} to {influence.mean_without:.3g} ({how}): the result rests on "
+                    f"that carrier (--exclude-carrier {influence.carrier})")
+            dropped = self.dropped_points(measure)
+            if dropped:
+                magnitudes = sorted({m for ms in dropped.values() for m in ms})
+                lines.append(
+                    f"{MEASURES[measure].title}: the {self.params.outlier_factor:g}x-median outlier rule dropped "
+                    f"magnitude(s) {ranges(magnitudes)} at core layer(s) {ranges(dropped)} "
+                    f"(up to {max(len(ms) for ms in dropped.values())} of {self.magnitudes.size} points a layer)")
+        return lines
+
+    def dropped_points(self, measure: str) -> dict[int, list[int]]:
+        """Core layer -> the magnitudes the outlier rule left out of ``measure``'s fit there."""
+        if measure not in OUTLIER_RULE_MEASURES or measure not in self.values:
+            return {}
+        dropped = {}
+        for layer in self.core_layers:
+            values = self.values[measure][layer]
+            if not np.isfinite(values).all():
+                continue
+            kept = outlier_mask(values, self.params.outlier_factor)
+            if not kept.all():
+                dropped[layer] = [int(m) for m in self.magnitudes[~kept]]
+        return dropped
+
+    def core_half_width(self, measure: str) -> float:
+        """The mean over the core layers of each layer's bootstrap CI half-width (NaN without CIs)."""
+        rows = self.fits[(self.fits["measure"] == measure) & self.fits["layer"].isin(self.core_layers)]
+        widths = ((rows["ci_high"] - rows["ci_low"]) / 2).to_numpy(dtype=np.float64)
+        return float(np.nanmean(widths)) if np.isfinite(widths).any() else math.nan
+
+    def carrier_influence(self, measure: str) -> list[CarrierInfluence]:
+        """Leave-one-carrier-out over the core layers, with the rule of
+        :func:`magdash.variability.artifacts.carrier_influence`; empty below 3 carriers."""
+        alphas = self.carrier_alphas.get(measure)
+        if alphas is None or alphas.size == 0:
+            return []
+        core = alphas[self.core_layers]
+        means = [float(np.nanmean(core[:, c])) if np.isfinite(core[:, c]).any() else math.nan
+                 for c in range(core.shape[1])]
+        return carrier_influence(self.hypotheses[measure].mean_alpha, self.core_half_width(measure), means)
 
     def alphas(self, measure: str) -> np.ndarray:
         """OLS alpha per layer for ``measure`` (NaN where there is no fit)."""
@@ -286,6 +381,11 @@ class AnalysisResult:
             "warnings": self.warnings(),
             "nonfinite_layers": dict(self.nonfinite_layers),
             "massive_dims": dict(self.massive_dims),
+            "carriers": list(self.carriers),
+            "outlier_vectors": [dataclasses.asdict(item) for item in self.outlier_vectors],
+            "carrier_influence": {measure: [dataclasses.asdict(item) for item in self.carrier_influence(measure)]
+                                  for measure in self.params.measures},
+            "dropped_points": {measure: self.dropped_points(measure) for measure in self.params.measures},
             "params": dataclasses.asdict(self.params),
         }
 
@@ -345,6 +445,9 @@ class AnalysisResult:
             "checks": self.checks,
             "nonfinite_layers": self.nonfinite_layers,
             "massive_dims": self.massive_dims,
+            "carriers": self.carriers,
+            "outlier_vectors": [dataclasses.asdict(item) for item in self.outlier_vectors],
+            "carrier_alphas": self.carrier_alphas,
         }
         return zlib.compress(json.dumps(to_jsonable(document, keep_nan=True), allow_nan=True).encode(), 6)
 
@@ -355,6 +458,7 @@ class AnalysisResult:
         params["measures"] = tuple(params["measures"])
         params["window"] = tuple(params["window"])
         params["boundary"] = tuple(params["boundary"])
+        params["exclude_carriers"] = tuple(params.get("exclude_carriers", ()))
         if params["core_layers"] is not None:
             params["core_layers"] = tuple(params["core_layers"])
         hypotheses = {}
@@ -380,6 +484,9 @@ class AnalysisResult:
             checks=ConsistencyChecks(**document["checks"]),
             nonfinite_layers={int(k): int(v) for k, v in document["nonfinite_layers"].items()},
             massive_dims={int(k): [int(j) for j in v] for k, v in document["massive_dims"].items()},
+            carriers=list(document.get("carriers", [])),
+            outlier_vectors=[OutlierVector(**item) for item in document.get("outlier_vectors", [])],
+            carrier_alphas={k: np.asarray(v, dtype=np.float64) for k, v in document.get("carrier_alphas", {}).items()},
             from_cache=True,
         )
 
@@ -446,8 +553,14 @@ def run_analysis(
     stimuli: str = "",
     n_layers: int | None = None,
     progress: ProgressCallback | None = None,
+    carriers: Sequence[str] | None = None,
 ) -> AnalysisResult:
     """The whole analysis from an iterable of (label, vectors) per layer, in layer order.
+
+    ``carriers`` names the vectors' carriers (axis 1) for the warnings; the carriers of
+    ``params.exclude_carriers`` are removed from every layer first. Each layer is checked for
+    artifacts as it is read (:mod:`magdash.variability.artifacts`): vectors of outsized norm, and
+    alpha without each carrier.
 
     ``vectors`` has shape (n_magnitudes, n_carriers, d); each layer is dropped once measured,
     so a generator that reads one layer at a time keeps memory at one layer. A layer holding an
@@ -464,6 +577,9 @@ def run_analysis(
     measured: list[LayerMeasurement] = []
     nonfinite: dict[int, int] = {}
     massive: dict[int, list[int]] = {}
+    flagged: list[OutlierVector] = []
+    loo: dict[str, list[np.ndarray]] = {measure: [] for measure in params.measures}
+    kept_carriers, total_carriers = None, 0
     # Counted by hand: enumerate() would keep the previous layer alive while the next is read.
     index = -1
     for label, vectors in layers:
@@ -472,11 +588,24 @@ def run_analysis(
             raise AnalysisError(
                 f"layer {index} has {vectors.shape[0]} magnitudes, expected {magnitudes.size}"
             )
+        if kept_carriers is None:
+            total_carriers = vectors.shape[1]
+            kept_carriers = _kept_carriers(total_carriers, params.exclude_carriers)
+        if len(kept_carriers) != vectors.shape[1]:
+            vectors = vectors[:, kept_carriers]
         bad = count_nonfinite(vectors)
+        with_loo = vectors.shape[1] >= MIN_LOO_CARRIERS
         if bad:
             nonfinite[index] = bad
             measured.append(LayerMeasurement.left_out(params.measures, magnitudes.size))
+            for measure in params.measures:
+                loo[measure].append(np.full(vectors.shape[1] if with_loo else 0, math.nan))
         else:
+            flagged += outlier_vectors(index, vectors, magnitudes)
+            alphas = leave_one_carrier_out(vectors, magnitudes, params.measures, outlier_factor=params.outlier_factor) \
+                if with_loo else np.zeros((len(params.measures), 0))
+            for row, measure in enumerate(params.measures):
+                loo[measure].append(alphas[row])
             if params.massive == "drop":
                 flat = vectors.reshape(-1, vectors.shape[-1])
                 dropped = find_massive(DimensionStats.of(flat).abs_mean, params.massive_ratio)
@@ -510,7 +639,32 @@ def run_analysis(
     )
     result.nonfinite_layers = nonfinite
     result.massive_dims = massive
+    names = list(carriers) if carriers is not None else [f"carrier {c}" for c in range(total_carriers)]
+    # Flags and warnings name carriers by their place in the stimulus set, excluded ones counted.
+    result.carriers = names
+    result.outlier_vectors = [dataclasses.replace(item, carrier=kept_carriers[item.carrier]) for item in flagged]
+    result.carrier_alphas = {measure: _in_set_order(np.stack(rows), kept_carriers, len(names))
+                             for measure, rows in loo.items()}
     return result
+
+
+def _kept_carriers(n_carriers: int, excluded: Sequence[int]) -> list[int]:
+    outside = [c for c in excluded if c >= n_carriers]
+    if outside:
+        raise AnalysisError(f"--exclude-carrier {outside[0]}: the stimulus set has carriers 0 to {n_carriers - 1}")
+    kept = [c for c in range(n_carriers) if c not in excluded]
+    if len(kept) < 2:
+        raise AnalysisError(f"leaving out carriers {list(excluded)} leaves {len(kept)}; V needs at least 2")
+    return kept
+
+
+def _in_set_order(alphas: np.ndarray, kept: list[int], n_carriers: int) -> np.ndarray:
+    """(n_layers, kept carriers) -> (n_layers, n_carriers), NaN for excluded carriers."""
+    if alphas.shape[1] == 0:
+        return alphas
+    full = np.full((alphas.shape[0], n_carriers), math.nan)
+    full[:, kept] = alphas
+    return full
 
 
 def _bootstrap_layers(params: AnalysisParams, core: Sequence[int], n_layers: int) -> set[int]:
@@ -670,7 +824,8 @@ def analyze(
         if payload is not None:
             log.info("analysis of %s on %s found in the cache", model, stimuli)
             return AnalysisResult.from_payload(payload)
-        magnitudes = store.stimulus_set(stimuli).magnitudes
+        stimulus_set = store.stimulus_set(stimuli)
+        magnitudes = stimulus_set.magnitudes
 
     def layers():
         for data in store.read_layers(model, stimuli):
@@ -690,6 +845,7 @@ def analyze(
         stimuli=stimuli,
         n_layers=record.n_layers,
         progress=progress,
+        carriers=stimulus_set.carriers,
     )
     store.put_result(key, "analysis", result.to_payload(), result.metric_tables())
     return result

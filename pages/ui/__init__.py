@@ -55,11 +55,12 @@ from pages.ui.widgets import (
     start_job,
     store_to_write,
     table,
+    warn_artifacts,
 )
 
 __all__ = [
     "AppContext", "analysed", "analysis_for", "build_navigation", "cached", "cached_repos", "comparison_for", "compute", "context", "controls_for", "design_for", "end_run",
     "figure", "frequency_source_for", "frequency_sources_for", "job_panel", "job_registry", "layer_for", "phase_for",
     "layer_picker", "login_gate", "nothing_to_show", "plain", "require_data", "require_store", "results_arg", "say", "setup", "show_error",
-    "start_job", "store_for", "store_to_write", "table", "tokenizer_for", "update_view", "view_key", "view_setter",
+    "start_job", "store_for", "store_to_write", "table", "tokenizer_for", "update_view", "view_key", "view_setter", "warn_artifacts",
 ]

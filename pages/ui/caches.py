@@ -55,10 +55,12 @@ def job_registry() -> JobRegistry:
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def tokenizer_for(spec: str):
-    """A model's tokenizer alone, for the tokenization preview (no weights are loaded)."""
-    from magdash.models import load_tokenizer
+    """A model's tokenizer alone and how it starts a sentence, for the tokenization preview
+    (no weights are loaded)."""
+    from magdash.models import load_tokenizer, resolve_model
 
-    return load_tokenizer(spec)
+    source = resolve_model(spec)
+    return load_tokenizer(source), source.sequence_start
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

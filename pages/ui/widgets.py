@@ -104,12 +104,19 @@ def nothing_to_show(context: AppContext, what: str) -> None:
     right.page_link("pages/extract.py", label="Extract a model", icon=":material/download:")
 
 
+def warn_artifacts(key: db.AnalysisKey, model: str) -> None:
+    """The artifact warnings of an analysis (outlier vectors, a carrier that drives the result,
+    points the outlier rule dropped), where its numbers are shown."""
+    for line in analysis_for(key).artifact_warnings():
+        st.warning(plain(f"{model}: {line}"), icon=":material/warning:")
+
+
 def store_to_write(ctx: AppContext, what: str, *, create: bool = False) -> Store:
     """The store a page writes to for ``what`` ("saving a stimulus set"), created only where
     ``create`` (the first run, an extraction). Raises MagdashError saying why not: read-only
     mode, or no store yet."""
     if ctx.read_only:
-        raise ReadOnlyStoreError(db.read_only_reason(what))
+        raise ReadOnlyStoreError(f"{what[:1].upper()}{what[1:]} is not possible. " + db.read_only_reason("store anything"))
     if create:
         return new_store(ctx.view.store)
     if ctx.store is None:

@@ -180,3 +180,30 @@ def test_without_login_configured_the_dashboard_is_open_and_has_no_login_button(
     _, _, store = areas
     at = open_app(store, monkeypatch)
     assert "Log in" not in labels(at.button) and "Log out" not in labels(at.sidebar.button)
+
+
+def test_a_page_that_writes_says_why_it_cannot(tmp_path, monkeypatch):
+    from magdash import dashboard as db
+    from magdash.errors import NoStoreError, ReadOnlyStoreError
+    from pages.ui.caches import new_store
+    from pages.ui.session import AppContext
+    from pages.ui.widgets import store_to_write
+
+    missing = str(tmp_path / "new.duckdb")
+    monkeypatch.setenv("MAGDASH_STORE", missing)
+    with pytest.raises(NoStoreError, match="nowhere to go: extract a model first"):
+        store_to_write(AppContext(view=db.ViewState(store=missing)), "saving a stimulus set")
+    with pytest.raises(ReadOnlyStoreError, match="Saving a stimulus set is not possible. This dashboard is read-only"):
+        store_to_write(AppContext(view=db.ViewState(store=missing), read_only=True), "saving a stimulus set")
+    monkeypatch.setenv("MAGDASH_READ_ONLY", "1")
+    with pytest.raises(ReadOnlyStoreError, match="does not extract models or create stores"):
+        new_store(missing)
+    assert not (tmp_path / "new.duckdb").exists()
+
+
+def test_saving_stimuli_where_no_store_is_yet_says_what_creates_one(tmp_path, monkeypatch):
+    at = open_app(str(tmp_path / "new.duckdb"), monkeypatch, page="pages/stimuli.py")
+    widget(at.button, "Save stimulus set").click().run()
+    assert_clean(at)
+    assert any("no store at" in shown(e) and "extract a model first" in shown(e) for e in at.error), said(at)
+    assert not (tmp_path / "new.duckdb").exists()

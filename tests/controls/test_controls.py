@@ -12,12 +12,13 @@ import pytest
 
 from magdash.cli import main
 from magdash.controls import ControlsParams, run_controls
-from magdash.controls.carriers import carrier_icc, cosine_rdm, icc_consistency, leave_one_carrier_out
+from magdash.controls.carriers import carrier_icc, cosine_rdm, icc_consistency
 from magdash.controls.permutation import PermutationNull
 from magdash.controls.variants import variant_name
 from magdash.errors import AnalysisError, MagdashError
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.variability.analysis import AnalysisParams
+from magdash.variability.artifacts import leave_one_carrier_out
 from magdash.variability.fits import fit_scaling, ols
 from magdash.variability.measures import v_eucl
 

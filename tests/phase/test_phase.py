@@ -335,7 +335,7 @@ def test_frames_summary_and_cache_payload():
     summary = phase_summary(result)
     # The keys the JSON always had stay; the new ones come beside them.
     assert set(summary) == {"model", "gamma_c", "layers", "gamma_c_low", "gamma_c_high", "massive",
-                            "massive_ratio", "skip_embedding_step", "jumps"}
+                            "massive_ratio", "skip_embedding_step", "jumps", "first_position_left_out"}
     assert set(summary["layers"][0]) == {"layer", "gamma", "omega_mean", "dip_p", "n_spikes", "mp_edge",
                                          "sigma2", "effective_rank", "participation_ratio", "dim",
                                          "mp_converged", "mp_cap", "massive_dims", "massive_share"}

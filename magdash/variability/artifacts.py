@@ -1,0 +1,143 @@
+"""Artifacts looked for before a result is shown: vectors of outsized norm, a carrier that drives
+the result, points the outlier rule dropped (docs/science.md, "Artifacts the analysis looks for").
+
+**Outlier vectors.** At each layer, a vector whose L2 norm exceeds ``OUTLIER_NORM_FACTOR`` (10)
+times the median norm of the layer's vectors is flagged. Number vectors of one layer differ in
+norm by well under a factor of two in the models measured here; a factor of ten is what a
+sequence's first position gives in decoders, where the model writes an attention sink (Xiao et
+al. 2023, arXiv 2309.17453; "massive activations", Sun et al. 2024, arXiv 2402.17762): about
+117x the other carriers' norm for SmolLM2 with the number at position 0. Such vectors make the
+V of their magnitudes a thousand times the rest, and the PC1 of the centroids their axis.
+
+**A carrier that drives the result.** Leave-one-carrier-out: for each carrier c the measures are
+recomputed on the other C - 1 carriers and alpha refitted with the measure's point rules (no
+bootstrap; needs C >= 3). Carrier c drives a measure's result when, over the core layers, the
+mean alpha without it has the other sign than the mean alpha with all carriers, or differs
+from it by more than the result's bootstrap half-width: the mean over the core layers of each
+layer's (ci_high - ci_low) / 2. Without CIs (``n_boot = 0``) only the sign counts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from magdash.errors import AnalysisError
+from magdash.variability.fits import OUTLIER_FACTOR, OUTLIER_RULE_MEASURES, fit_scaling
+from magdash.variability.measures import LayerVectors
+
+OUTLIER_NORM_FACTOR = 10.0
+"""A vector is an outlier when its norm exceeds this many times its layer's median norm."""
+
+MIN_LOO_CARRIERS = 3
+"""Leaving one carrier out needs at least this many carriers (two would leave one)."""
+
+
+def outlier_vector_mask(vectors: np.ndarray, factor: float = OUTLIER_NORM_FACTOR) -> np.ndarray:
+    """(n_magnitudes, n_carriers) True where a vector's norm exceeds ``factor`` x the layer's median.
+
+    Args:
+        vectors: one layer's vectors, (n_magnitudes, n_carriers, d).
+        factor: the multiple of the median norm above which a vector is flagged.
+    """
+    norms = np.linalg.norm(np.asarray(vectors, dtype=np.float64), axis=-1)
+    median = float(np.median(norms))
+    if not median > 0:
+        return np.zeros(norms.shape, dtype=bool)
+    return norms > factor * median
+
+
+@dataclass(frozen=True)
+class OutlierVector:
+    """One flagged vector: where it is and how far above its layer's median norm."""
+
+    layer: int
+    magnitude: int
+    carrier: int
+    norm_ratio: float
+
+
+def outlier_vectors(layer: int, vectors: np.ndarray, magnitudes: np.ndarray,
+                    factor: float = OUTLIER_NORM_FACTOR) -> list[OutlierVector]:
+    """The flagged vectors of one layer (:func:`outlier_vector_mask`), with their norm ratios."""
+    norms = np.linalg.norm(np.asarray(vectors, dtype=np.float64), axis=-1)
+    median = float(np.median(norms))
+    flagged = outlier_vector_mask(vectors, factor)
+    return [OutlierVector(layer, int(magnitudes[m]), int(c), float(norms[m, c] / median))
+            for m, c in zip(*np.nonzero(flagged), strict=True)]
+
+
+def leave_one_carrier_out(
+    x: np.ndarray,
+    magnitudes: np.ndarray,
+    measures: Sequence[str],
+    *,
+    outlier_factor: float = OUTLIER_FACTOR,
+) -> np.ndarray:
+    """OLS alpha without each carrier: shape (len(measures), C), NaN where there is no fit."""
+    x = np.asarray(x)
+    n_carriers = x.shape[1]
+    if n_carriers < MIN_LOO_CARRIERS:
+        raise AnalysisError(
+            f"leaving one carrier out needs at least {MIN_LOO_CARRIERS} carriers, got {n_carriers}"
+        )
+    alphas = np.full((len(measures), n_carriers), math.nan)
+    for dropped in range(n_carriers):
+        kept = [c for c in range(n_carriers) if c != dropped]
+        values = LayerVectors(x[:, kept]).compute(list(measures))
+        for row, measure in enumerate(measures):
+            fit = fit_scaling(
+                magnitudes,
+                values[measure],
+                drop_outliers=measure in OUTLIER_RULE_MEASURES,
+                n_boot=0,
+                outlier_factor=outlier_factor,
+            )
+            alphas[row, dropped] = fit.alpha
+    return alphas
+
+
+@dataclass(frozen=True)
+class CarrierInfluence:
+    """What leaving out one carrier does to a measure's mean core alpha."""
+
+    carrier: int
+    mean_without: float
+    mean_all: float
+    half_width: float
+    sign_differs: bool
+    drives: bool
+
+
+def carrier_influence(mean_all: float, half_width: float, means_without: Sequence[float]) -> list[CarrierInfluence]:
+    """The rule of the module docstring, for every carrier.
+
+    Args:
+        mean_all: the mean core alpha with every carrier.
+        half_width: the result's bootstrap half-width (NaN: no CIs, only the sign counts).
+        means_without: the mean core alpha without each carrier, in carrier order.
+    """
+    rows = []
+    for carrier, without in enumerate(means_without):
+        usable = math.isfinite(without) and math.isfinite(mean_all)
+        sign_differs = bool(usable and np.sign(without) != np.sign(mean_all))
+        moved = bool(usable and math.isfinite(half_width) and abs(without - mean_all) > half_width)
+        rows.append(CarrierInfluence(carrier, float(without), float(mean_all), float(half_width),
+                                     sign_differs, sign_differs or moved))
+    return rows
+
+
+def ranges(values: Sequence[int]) -> str:
+    """1, 2, 3, 5, 7, 8 -> "1-3, 5, 7-8": how the warnings name magnitudes and layers."""
+    values = sorted(set(int(v) for v in values))
+    parts, start = [], None
+    for index, value in enumerate(values):
+        if start is None:
+            start = value
+        if index + 1 == len(values) or values[index + 1] != value + 1:
+            parts.append(str(start) if start == value else f"{start}-{value}")
+            start = None
+    return ", ".join(parts)
