@@ -512,12 +512,13 @@ def capture_all_tokens(
     """Stream the vectors of every real token of ``texts``, layer by layer, to ``on_batch``.
 
     Each text starts as an extraction's sentences do (the model's BOS prepended where its
-    tokenizer adds none: :func:`magdash.models.sequence_start_rule`). Pad and special tokens
-    (empty character span) are left out, and so is a real token at a sequence's first position,
-    the attention sink, unless ``keep_first_position``: its vector's norm can be a hundred times
-    the others' and would decide the spectra alone. Nothing is accumulated here: the consumer
-    keeps what it needs (online covariances, Omega values). Returns the number of tokens seen
-    per layer and the number of first-position tokens left out.
+    tokenizer adds none: :func:`magdash.models.sequence_start_rule`). A sequence's first
+    position is the attention sink: its vector's norm can be a hundred times the others' and
+    would decide the spectra alone, so it is left out, whether it holds the BOS or, in a model
+    without one, the first word; ``keep_first_position`` keeps a first word. Pad and special
+    tokens (empty character span) are always left out. Nothing is accumulated here: the
+    consumer keeps what it needs (online covariances, Omega values). Returns the number of
+    tokens seen per layer and the number of sequences whose first position was left out.
     """
     import torch
 
@@ -532,8 +533,8 @@ def capture_all_tokens(
         ids = [encoded[i][0] for i in chosen]
         real = [[k for k, (s, e) in enumerate(encoded[i][1]) if e > s and (keep_first_position or k > 0)]
                 for i in chosen]
-        left_out += sum(1 for i in chosen if not keep_first_position and encoded[i][1] and
-                        encoded[i][1][0][1] > encoded[i][1][0][0])
+        left_out += sum(1 for i, positions in zip(chosen, real, strict=True) if encoded[i][0] and
+                        (not positions or positions[0] != 0))
         batch = build_batch(ids, [r or [0] for r in real], pad_id=tokenizer.pad_token_id,
                             padding_side="right", device=_input_device(loaded))
         mask = torch.zeros(batch.input_ids.shape, dtype=torch.bool)

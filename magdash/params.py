@@ -8,7 +8,7 @@ CLI options and the dashboard's URL share.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from magdash.errors import AnalysisError
 
@@ -50,3 +50,17 @@ def parse_band(text: str) -> tuple[int, int]:
     if layers != list(range(layers[0], layers[-1] + 1)):
         raise AnalysisError(f"layers {text.strip()!r} are not one band of consecutive layers; write FIRST-LAST")
     return layers[0], layers[-1]
+
+
+def ranges(values: Sequence[int]) -> str:
+    """1, 2, 3, 5, 7, 8 -> "1-3, 5, 7-8": how the warnings name magnitudes and layers
+    (the inverse of :func:`parse_layers`'s list form)."""
+    values = sorted(set(int(v) for v in values))
+    parts, start = [], None
+    for index, value in enumerate(values):
+        if start is None:
+            start = value
+        if index + 1 == len(values) or values[index + 1] != value + 1:
+            parts.append(str(start) if start == value else f"{start}-{value}")
+            start = None
+    return ", ".join(parts)

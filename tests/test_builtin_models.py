@@ -132,6 +132,11 @@ def test_smollm2_end_to_end_with_its_random_control(smollm2, store):
         assert store.missing_item_keys(record.model_id, stimuli.name) == set()
     assert store.model_record("smollm2").fingerprint.startswith("gguf:Q4_1:sha256:")
     assert store.model_record("smollm2@random").is_random
+    # BOS in front, no number sits at the attention sink: no stored vector of a layer >= 1 has a
+    # norm over 10x its layer's median (with "{n} was the value." starting the sequence, the
+    # nine single digits reached about 117x at block 20)
+    flagged = store.outlier_vectors("smollm2", stimuli.name)
+    assert flagged[flagged["layer"] >= 1].empty, flagged
     table = db.inventory_table(db.read_inventory(store)).set_index("model")["weights"]
     assert table["smollm2"] == "quantized (Q4_1 GGUF), dequantized to float32"
     assert table["smollm2@random"] == ""  # random weights were never quantized
@@ -143,6 +148,7 @@ def test_smollm2_end_to_end_with_its_random_control(smollm2, store):
         for measure in params.measures:
             values = analysis.values[measure]
             assert values.shape == (n_layers, 26) and np.isfinite(values).all()
+        assert [item for item in analysis.outlier_vectors if item.layer >= 1] == []
         fits = analysis.fits[analysis.fits["measure"] == "eucl"]
         assert sorted(fits["layer"]) == list(range(n_layers))
         # Layer 0 is context-free (the same vector in every carrier, V = 0): no fit, by design.

@@ -3,6 +3,7 @@
 import hashlib
 import time
 
+import duckdb
 import numpy as np
 import pytest
 import torch
@@ -176,7 +177,8 @@ def test_capture_all_tokens_streams_every_real_token(tiny_llama):
     seen, left_out = capture_all_tokens(loaded, texts, lambda layer, v: received.setdefault(layer, []).append(v),
                                         batch_size=2)
     real_counts = [len(loaded.tokenizer(t)["input_ids"]) - 1 for t in texts]  # minus BOS
-    assert seen == sum(real_counts) and left_out == 0  # the tokenizer's BOS holds the first position
+    # the tokenizer's BOS holds each text's first position, left out of the spectra and counted
+    assert seen == sum(real_counts) and left_out == len(texts)
     assert sorted(received) == list(range(loaded.n_blocks + 2))
     stacked = {layer: np.concatenate(chunks) for layer, chunks in received.items()}
     assert all(v.shape == (seen, loaded.hidden_size) for v in stacked.values())
@@ -321,6 +323,17 @@ def test_a_bos_the_tokenizer_leaves_out_is_prepended_and_is_part_of_the_identity
     reference = _hf_reference(loaded, [1, *loaded.tokenizer(item.sentence)["input_ids"][:1]], 1)
     stored = store.read_layer(result.name, "first", 1).vectors[FIRST.magnitudes.index(7), 0]
     np.testing.assert_allclose(stored, reference[1], atol=1e-5)
+    # every vector's norm is recorded as it is written, like the Inf/NaN flags
+    layer = store.read_layer(result.name, "first", 2).vectors
+    with duckdb.connect(str(store.path), read_only=True) as connection:
+        norms = dict(connection.execute(
+            "SELECT item_key, norm FROM vector_norms WHERE model_id = ? AND layer = 2", [record.model_id]).fetchall())
+        n_rows = connection.execute("SELECT count(*) FROM vector_norms").fetchone()[0]
+    assert n_rows == len(items) * record.n_layers
+    by_item = {(i.magnitude, i.carrier_index): i.key for i in items}
+    for (magnitude, carrier), key in by_item.items():
+        vector = layer[FIRST.magnitudes.index(magnitude), carrier].astype(np.float64)
+        assert norms[key] == pytest.approx(np.linalg.norm(vector), rel=1e-6)
 
 
 def test_a_model_without_a_bos_refuses_carriers_that_put_the_number_first(tmp_path, store, capsys):
@@ -340,3 +353,32 @@ def test_a_model_without_a_bos_refuses_carriers_that_put_the_number_first(tmp_pa
     assert result.extracted == len(FIRST.items) and store.model_record(result.name).sequence_start == "none"
     carriers_after = StimulusSet("after", ("There are {n} items.",), (2, 3))  # a word before {n}: fine
     assert extract(str(folder), carriers_after, store, device="cpu", name="fine").extracted == 2
+
+
+@pytest.mark.parametrize(("start", "rule"), [("bos", "tokenizer"), ("bos-not-added", "bos:1"), ("no-bos", "none")])
+def test_all_token_mode_leaves_each_sequence_s_first_position_out_and_counts_it(tmp_path, start, rule):
+    """The attention sink is position 0: the BOS (the tokenizer's or magdash's) or, without one, the first word."""
+    from magdash.extract import capture_all_tokens
+    from tests.support import build_tiny_model
+
+    loaded = load_model(str(build_tiny_model(tmp_path / start, "llama", start=start)), device="cpu")
+    assert loaded.sequence_start == rule
+    texts = ["There are 7 items.", "Seven was the value here.", "A b."]
+    words = sum(len(loaded.tokenizer(text, add_special_tokens=False)["input_ids"]) for text in texts)
+
+    def run(**options):
+        rows = {}
+
+        def on_batch(layer, vectors):
+            rows[layer] = rows.get(layer, 0) + len(vectors)
+
+        seen, left_out = capture_all_tokens(loaded, texts, on_batch, batch_size=2, **options)
+        assert set(rows.values()) == {seen}  # every layer got exactly the tokens counted
+        return seen, left_out
+
+    if rule == "none":  # the first word sits at position 0: left out unless asked for
+        assert run() == (words - len(texts), len(texts))
+        assert run(keep_first_position=True) == (words, 0)
+    else:  # the BOS holds position 0, every word is kept, and the BOS is never a vector of the spectra
+        assert run() == (words, len(texts))
+        assert run(keep_first_position=True) == (words, len(texts))

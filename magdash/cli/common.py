@@ -94,6 +94,20 @@ def flagged_layer_warnings(store, models: Sequence[str], stimuli: str) -> list[s
     return [nonfinite_warning(model, store.nonfinite_counts(model, stimuli)) for model in models]
 
 
+def outsized_vector_warnings(store, model: str, stimuli: str) -> list[str]:
+    """One line per carrier holding vectors the store flagged as outsized (:meth:`Store.outlier_vectors`)."""
+    from magdash.norm_outliers import outsized_warning
+
+    flagged = store.outlier_vectors(model, stimuli)
+    carriers = store.stimulus_set(stimuli).carriers if len(flagged) else ()
+    return [
+        f"{model}: carrier {carrier} ({carriers[carrier]!r}): " + outsized_warning(
+            rows["magnitude"].tolist(), rows["layer"].tolist(), float(rows["ratio"].max()),
+            f"analyze --exclude-carrier {carrier} leaves that carrier out")
+        for carrier, rows in flagged.groupby("carrier")
+    ]
+
+
 def print_json(payload: Any) -> None:
     json.dump(to_jsonable(payload), sys.stdout, allow_nan=False, indent=2)
     sys.stdout.write("\n")

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from magdash.cli.common import ProgressBar, add_store_option, check_name, flagged_layer_warnings, open_store, warn
+from magdash.cli.common import (
+    ProgressBar,
+    add_store_option,
+    check_name,
+    flagged_layer_warnings,
+    open_store,
+    outsized_vector_warnings,
+    warn,
+)
 from magdash.errors import StimulusError
 from magdash.stimuli import (
     PAPER_CARRIERS,
@@ -111,4 +119,5 @@ def run(args: argparse.Namespace) -> int:
             f"waiting for the store -> {store.path}"
         )
     warn(flagged_layer_warnings(store, [result.name], result.stimuli))
+    warn(outsized_vector_warnings(store, result.name, result.stimuli))
     return 0

@@ -7,7 +7,7 @@ cached analyses survive unrelated writes (such as the analysis cache itself).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -45,6 +45,7 @@ class StoreInventory:
     progress: pd.DataFrame
     stimulus_sets: list[str]
     nonfinite: pd.DataFrame  # Store.nonfinite_summary()
+    carriers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # set name -> its carrier templates
 
     @property
     def is_empty(self) -> bool:
@@ -103,6 +104,7 @@ def read_inventory(store: Store) -> StoreInventory:
             progress=store.extraction_progress(),
             stimulus_sets=store.stimulus_set_names(),
             nonfinite=store.nonfinite_summary(),
+            carriers=store.set_carriers(),
         )
 
 

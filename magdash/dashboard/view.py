@@ -29,7 +29,7 @@ from magdash.variability.hypotheses import default_core_layers
 MEASURE_CHOICES = ("eucl", "residual", "proj", "pairwise", "trace")
 """Measures offered in the sidebar: the paper's three plus its two secondary ones."""
 
-QUERY_KEYS = ("store", "model", "stimuli", "measure", "core", "layer", "vs", "boot", "conv")
+QUERY_KEYS = ("store", "model", "stimuli", "measure", "core", "layer", "vs", "boot", "conv", "leave")
 
 CONVENTION_LABELS = {"magdash": "magdash", "paper": "the paper's script"}
 """How the sidebar names each set of statistical conventions."""
@@ -42,7 +42,8 @@ class ViewState:
     ``core`` is an inclusive layer band (first, last) and only set when it differs from the
     model's default band floor(L/2) .. L-1; ``other`` is the second model of Compare;
     ``conventions`` magdash's statistical conventions or the paper's
-    (:mod:`magdash.variability.conventions`).
+    (:mod:`magdash.variability.conventions`); ``exclude`` the carriers (indices into the
+    stimulus set's) the analyses leave out, as ``analyze --exclude-carrier`` does.
     """
 
     store: str
@@ -54,6 +55,7 @@ class ViewState:
     other: str | None = None
     n_boot: int = DEFAULT_N_BOOT
     conventions: str = MAGDASH
+    exclude: tuple[int, ...] = ()
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
@@ -125,6 +127,13 @@ def view_from_query(query: Mapping[str, str | Sequence[str]], store: str | None 
                 f"conventions {values['conv']!r} in the link are unknown; showing magdash's "
                 f"(choose from {', '.join(CONVENTION_NAMES)})"
             )
+    if values["leave"]:
+        parts = [_non_negative_int(part) for part in values["leave"].split(",")]
+        if None in parts:
+            notes.append(f"carriers to leave out {values['leave']!r} in the link are not carrier numbers "
+                         "(0, 1, ... separated by commas); leaving none out")
+        else:
+            changes["exclude"] = tuple(sorted(set(parts)))
     return dataclasses.replace(view, **changes), notes
 
 
@@ -157,6 +166,8 @@ def view_to_query(view: ViewState, store: str | None = None) -> dict[str, str]:
         query["boot"] = str(view.n_boot)
     if view.conventions != MAGDASH:
         query["conv"] = view.conventions
+    if view.exclude:
+        query["leave"] = ",".join(map(str, view.exclude))
     return query
 
 
@@ -196,7 +207,14 @@ def reconcile_view(view: ViewState, inventory: StoreInventory) -> tuple[ViewStat
             notes.append(f"{other!r} cannot be compared with {model!r} on {stimuli!r}; choose another model")
         control = control_name(model)
         other = control if control in partners else (partners[0] if partners else None)
-    return dataclasses.replace(view, model=model, stimuli=stimuli, core=core, layer=layer, other=other), notes
+    exclude = view.exclude
+    carriers = inventory.carriers.get(stimuli, ())
+    if exclude and (max(exclude) >= len(carriers) or len(carriers) - len(exclude) < 2):
+        notes.append(f"carriers {', '.join(map(str, exclude))} cannot be left out of {stimuli!r} (carriers 0 to "
+                     f"{len(carriers) - 1}; V needs at least 2 of them); leaving none out")
+        exclude = ()
+    return dataclasses.replace(view, model=model, stimuli=stimuli, core=core, layer=layer, other=other,
+                               exclude=exclude), notes
 
 
 def _preferred_set(sets: Sequence[str]) -> str:
@@ -225,6 +243,7 @@ def analysis_params(view: ViewState) -> AnalysisParams:
         core_layers=core,
         n_boot=view.n_boot,
         conventions=view.conventions,  # bootstrap CIs on the core layers: the CLI's and the API's default
+        exclude_carriers=view.exclude,
     )
 
 

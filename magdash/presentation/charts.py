@@ -36,8 +36,8 @@ import pandas as pd
 
 from magdash.errors import AnalysisError
 from magdash.jsonio import to_jsonable
+from magdash.norm_outliers import OUTLIER_NORM_FACTOR
 from magdash.presentation.tables import E3_FITS, NOISE_MODEL_LABELS, POINT_STATUS, measure_label, rdm_blocks
-from magdash.variability.artifacts import OUTLIER_NORM_FACTOR
 
 DEFAULT_WIDTH = 560
 DEFAULT_HEIGHT = 320

@@ -27,11 +27,18 @@ import pandas as pd
 import pyarrow as pa
 
 from magdash.errors import StoreError
+from magdash.norm_outliers import OUTLIER_NORM_FACTOR
 from magdash.stimuli import StimulusSet, check_reserved_name
 from magdash.store import metrics, npz, parquet, shards
 from magdash.store.connection import StoreFile
 from magdash.store.records import LayerData, ModelRecord
-from magdash.store.schema import create_tables, ensure_schema, insert_nonfinite, schema_version
+from magdash.store.schema import (
+    create_tables,
+    ensure_schema,
+    insert_nonfinite,
+    insert_vector_norms,
+    schema_version,
+)
 
 log = logging.getLogger(__name__)
 
@@ -190,6 +197,12 @@ class Store:
             rows = connection.execute("SELECT name FROM stimulus_sets ORDER BY name").fetchall()
         return [r[0] for r in rows]
 
+    def set_carriers(self) -> dict[str, tuple[str, ...]]:
+        """Every stored stimulus set's carrier templates, by set name."""
+        with self._file.connect() as connection:
+            rows = connection.execute("SELECT name, carriers FROM stimulus_sets ORDER BY name").fetchall()
+        return {name: tuple(json.loads(carriers)) for name, carriers in rows}
+
     def stimulus_sets_for(self, name: str) -> list[str]:
         """The stimulus sets completely extracted for model ``name``."""
         model_id = self.model_record(name).model_id
@@ -284,6 +297,7 @@ class Store:
                      if row in wanted]
             insert_nonfinite(connection, model_id, [layer for _, layer in flags],
                              [shard.item_keys[row] for row, _ in flags])
+            insert_vector_norms(connection, model_id, [shard.item_keys[row] for row in rows], shard.norms[rows])
         shard.registered = True  # only once the commit succeeded: a failed one leaves the shard to delete
         return len(rows)
 
@@ -308,6 +322,34 @@ class Store:
         """Layer -> how many of the stimulus set's stored vectors hold Inf or NaN (flagged layers only)."""
         self.model_record(name)  # an unknown model is an error, not "nothing flagged"
         return nonfinite_counts_in(self.nonfinite_summary(), name, stimuli)
+
+    def outlier_vectors(self, name: str, stimuli: str, factor: float = OUTLIER_NORM_FACTOR) -> pd.DataFrame:
+        """The stimulus set's stored vectors whose norm, recorded as it was written, exceeds
+        ``factor`` x the median norm of the set's vectors at that layer (:mod:`magdash.norm_outliers`).
+
+        Args:
+            name: the stored model.
+            stimuli: the stimulus set; the median is over its stored vectors.
+            factor: the multiple of the layer's median norm above which a vector is flagged.
+        Returns:
+            One row per flagged vector: layer, magnitude, carrier (the carrier's index), sentence,
+            norm, median_norm, ratio; ordered by layer, magnitude and carrier.
+        """
+        model_id = self.model_record(name).model_id
+        self.stimulus_set(stimuli)  # an unknown set is an error, not "nothing flagged"
+        with self._file.connect() as connection:
+            return connection.execute(
+                "WITH stored AS (SELECT n.layer, i.magnitude, i.carrier_index AS carrier, i.sentence, n.norm"
+                " FROM vector_norms n JOIN stimulus_items i ON i.item_key = n.item_key AND i.set_name = ?"
+                " WHERE n.model_id = ?),"
+                " medians AS (SELECT layer, median(norm) AS median_norm FROM stored WHERE isfinite(norm)"
+                " GROUP BY layer)"
+                " SELECT s.layer, s.magnitude, s.carrier, s.sentence, s.norm, m.median_norm,"
+                " s.norm / m.median_norm AS ratio FROM stored s JOIN medians m ON m.layer = s.layer"
+                " WHERE isfinite(s.norm) AND m.median_norm > 0 AND s.norm > ? * m.median_norm"
+                " ORDER BY s.layer, s.magnitude, s.carrier",
+                [stimuli, model_id, factor],
+            ).df()
 
     def read_layer(self, name: str, stimuli: str, layer: int) -> LayerData:
         """One layer's vectors as a (n_magnitudes, n_carriers, d) float32 array."""

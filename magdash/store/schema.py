@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from magdash.errors import StoreError
+from magdash.norm_outliers import vector_norms
 from magdash.overflow import nonfinite_rows
 from magdash.stimuli import PAPER_SET_NAME, paper_stimuli
 from magdash.store import metrics, shards
@@ -32,13 +33,19 @@ SCHEMA_VERSION = 7
 4: the metric tables (:mod:`magdash.store.metrics`), filled from the cached results.
 5: vectors in Parquet shards beside the file (:mod:`magdash.store.shards`): ``shards``, and
 ``done`` says where each item is; the ``vec_*`` tables are gone.
-6: the design simulator's metric tables (``designs``, ``design_h1``, ``design_e6``, ``design_ci``)."""
+6: the design simulator's metric tables (``designs``, ``design_h1``, ``design_e6``, ``design_ci``).
+7: ``models.sequence_start`` (whether a BOS token was prepended to each sentence) and
+``vector_norms``, every stored vector's L2 norm per layer, from which the outlier flags are read."""
 
 _SHARDS_SCHEMA = 5  # the first schema whose vectors are in shards, not tables
 
 _SHARDS_TABLE = """CREATE TABLE IF NOT EXISTS shards (
     shard VARCHAR PRIMARY KEY, model_id VARCHAR NOT NULL, n_rows INTEGER, n_layers INTEGER, dim INTEGER,
     n_bytes BIGINT, created_at TIMESTAMP DEFAULT current_timestamp)"""
+
+_VECTOR_NORMS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS vector_norms (model_id VARCHAR, item_key VARCHAR, layer INTEGER, norm FLOAT)"
+)
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
@@ -63,6 +70,7 @@ _TABLES = (
         created_at TIMESTAMP DEFAULT current_timestamp)""",
     "CREATE TABLE IF NOT EXISTS frequency_counts (source VARCHAR, number BIGINT, count BIGINT)",
     "CREATE TABLE IF NOT EXISTS nonfinite (model_id VARCHAR, layer INTEGER, item_key VARCHAR)",
+    _VECTOR_NORMS_TABLE,
 )
 
 
@@ -170,6 +178,24 @@ def insert_nonfinite(
     connection.unregister("new_flags")
 
 
+def insert_vector_norms(
+    connection: duckdb.DuckDBPyConnection, model_id: str, item_keys: Sequence[str], norms: np.ndarray
+) -> None:
+    """Record ``norms[i, layer]``, the L2 norm of item ``item_keys[i]``'s vector at ``layer``."""
+    if not len(item_keys):
+        return
+    norms = np.asarray(norms, dtype=np.float32)
+    n_layers = norms.shape[1]
+    connection.register("new_norms", pa.table({
+        "model_id": pa.array([model_id] * norms.size, pa.string()),
+        "item_key": pa.array(np.repeat(np.asarray(item_keys, dtype=object), n_layers), pa.string()),
+        "layer": pa.array(np.tile(np.arange(n_layers, dtype=np.int32), len(item_keys))),
+        "norm": pa.array(norms.ravel()),
+    }))
+    connection.execute("INSERT INTO vector_norms SELECT * FROM new_norms")
+    connection.unregister("new_norms")
+
+
 def _flag_stored_nonfinite_vectors(connection: duckdb.DuckDBPyConnection) -> None:
     """Migration 1 -> 2: create ``nonfinite`` and fill it by scanning every stored vector once."""
     connection.execute("CREATE TABLE nonfinite (model_id VARCHAR, layer INTEGER, item_key VARCHAR)")
@@ -245,11 +271,39 @@ def _add_design_tables(connection: duckdb.DuckDBPyConnection) -> None:
 
 
 def _add_sequence_start(connection: duckdb.DuckDBPyConnection) -> None:
-    """Migration 6 -> 7: ``models.sequence_start``, how each sentence began before its first word
+    """Migration 6 -> 7, first step: ``models.sequence_start``, how each sentence began before its first word
     (:func:`magdash.models.sequence_start_rule`). Models stored before were extracted as their
     tokenizer left the sentence: their rows say "" (not recorded)."""
     connection.execute("ALTER TABLE models ADD COLUMN IF NOT EXISTS sequence_start VARCHAR")
     connection.execute("UPDATE models SET sequence_start = '' WHERE sequence_start IS NULL")
+
+
+def _record_vector_norms(connection: duckdb.DuckDBPyConnection, shard_folder: Path) -> None:
+    """Migration 6 -> 7, second step: ``vector_norms``, filled by reading every registered shard
+    once, a layer at a time (memory holds one shard's layer)."""
+    connection.execute(_VECTOR_NORMS_TABLE)
+    located = connection.execute(
+        "SELECT d.shard, d.model_id, list(d.item_key ORDER BY d.row_index), list(d.row_index ORDER BY d.row_index),"
+        " any_value(s.n_layers), any_value(s.dim) FROM done d JOIN shards s ON s.shard = d.shard GROUP BY d.shard, d.model_id"
+    ).fetchall()
+    for shard, model_id, item_keys, rows, n_layers, dim in located:
+        rows = np.asarray(rows, dtype=np.int64)
+        norms = np.empty((len(rows), n_layers), dtype=np.float32)
+        vectors = np.empty((len(rows), dim), dtype=np.float32)
+        try:
+            for layer in range(n_layers):
+                shards.read_layer_into(shard_folder, shard, layer, vectors, np.arange(len(rows)), rows)
+                norms[:, layer] = vector_norms(vectors)
+        except StoreError as error:  # reading its vectors will say so; the rest of the store opens
+            log.warning("no norms recorded for the %d vectors of shard %s: %s", len(rows), shard, error)
+            continue
+        insert_vector_norms(connection, model_id, item_keys, norms)
+
+
+def _sequence_start_and_vector_norms(connection: duckdb.DuckDBPyConnection, shard_folder: Path) -> None:
+    """Migration 6 -> 7."""
+    _add_sequence_start(connection)
+    _record_vector_norms(connection, shard_folder)
 
 
 def _move_vectors_to_shards(connection: duckdb.DuckDBPyConnection, shard_folder: Path) -> None:
@@ -353,6 +407,6 @@ MIGRATIONS: dict[int, Migration] = {
     3: _migration(_add_metric_tables),
     4: _move_vectors_to_shards,
     5: _migration(_add_design_tables),
-    6: _migration(_add_sequence_start),
+    6: _sequence_start_and_vector_norms,
 }
 """Schema version -> the step that brings a store of that version to the next one."""

@@ -43,6 +43,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from magdash.errors import StoreError
+from magdash.norm_outliers import vector_norms
 from magdash.overflow import nonfinite_rows
 from magdash.store.connection import disk_full_error, disk_is_full
 from magdash.store.connection import fsync_folder as _fsync_folder  # a name the fault tests patch
@@ -87,7 +88,8 @@ def layer_column(layer: int) -> str:
 @dataclass
 class Shard:
     """A shard written to disk: its name in the folder, its items in row order, the layers and
-    dimension of its vectors, and which (row, layer) vectors hold Inf or NaN."""
+    dimension of its vectors, which (row, layer) vectors hold Inf or NaN, and every vector's
+    L2 norm, (rows, layers) (:mod:`magdash.norm_outliers`)."""
 
     name: str
     item_keys: tuple[str, ...]
@@ -96,6 +98,7 @@ class Shard:
     n_bytes: int
     flagged_rows: tuple[int, ...]
     flagged_layers: tuple[int, ...]
+    norms: np.ndarray = field(repr=False, compare=False)
     registered: bool = field(default=False, compare=False)
 
 
@@ -142,6 +145,7 @@ def _write(folder: Path, model_id: str, item_keys: Sequence[str], vectors: np.nd
     """Write a shard as steps 1-2 of the module's protocol; returns it and its locked descriptor."""
     vectors = np.asarray(vectors)
     flagged_rows, flagged_layers = np.nonzero(nonfinite_rows(vectors))
+    norms = vector_norms(vectors).astype(np.float32)
     name, partial, descriptor = _create_locked(folder, model_id, mark)
     final = folder / name
     try:
@@ -162,7 +166,7 @@ def _write(folder: Path, model_id: str, item_keys: Sequence[str], vectors: np.nd
     shard = Shard(
         name=name, item_keys=tuple(item_keys), n_layers=vectors.shape[1], dim=vectors.shape[2],
         n_bytes=final.stat().st_size, flagged_rows=tuple(flagged_rows.tolist()),
-        flagged_layers=tuple(flagged_layers.tolist()),
+        flagged_layers=tuple(flagged_layers.tolist()), norms=norms,
     )
     return shard, descriptor
 

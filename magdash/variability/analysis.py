@@ -47,20 +47,19 @@ from scipy import stats
 
 from magdash.errors import AnalysisError
 from magdash.jsonio import to_jsonable
+from magdash.norm_outliers import outsized_warning
 from magdash.overflow import count_nonfinite, nonfinite_warning
-from magdash.params import DEFAULT_N_BOOT, ProgressCallback
+from magdash.params import DEFAULT_N_BOOT, ProgressCallback, ranges
 from magdash.phase.massive import MASSIVE_DEFAULT, MASSIVE_RATIO, DimensionStats, check_massive, find_massive
 from magdash.store.keys import result_key
 from magdash.store.metrics import with_identity
 from magdash.variability.artifacts import (
     MIN_LOO_CARRIERS,
-    OUTLIER_NORM_FACTOR,
     CarrierInfluence,
     OutlierVector,
     carrier_influence,
     leave_one_carrier_out,
     outlier_vectors,
-    ranges,
 )
 from magdash.variability.compare import BOOTSTRAP_LAYER_CHOICES, ModelComparison, compare_models
 from magdash.variability.conventions import (
@@ -269,11 +268,9 @@ class AnalysisResult:
             by_carrier.setdefault(item.carrier, []).append(item)
         for carrier, items in sorted(by_carrier.items()):
             ratio = max(item.norm_ratio for item in items)
-            lines.append(
-                f"{self.carrier_label(carrier)}: {len(items)} vector(s) of magnitudes "
-                f"{ranges([i.magnitude for i in items])} at layers {ranges([i.layer for i in items])} have a norm over "
-                f"{OUTLIER_NORM_FACTOR:g}x their layer's median (up to {ratio:,.0f}x), as at an attention sink; "
-                f"--exclude-carrier {carrier} leaves that carrier out")
+            lines.append(f"{self.carrier_label(carrier)}: " + outsized_warning(
+                [i.magnitude for i in items], [i.layer for i in items], ratio,
+                f"--exclude-carrier {carrier} leaves that carrier out"))
         for measure in self.params.measures:
             for influence in self.carrier_influence(measure):
                 if not influence.drives:

@@ -2,12 +2,8 @@
 the result, points the outlier rule dropped (docs/science.md, "Artifacts the analysis looks for").
 
 **Outlier vectors.** At each layer, a vector whose L2 norm exceeds ``OUTLIER_NORM_FACTOR`` (10)
-times the median norm of the layer's vectors is flagged. Number vectors of one layer differ in
-norm by well under a factor of two in the models measured here; a factor of ten is what a
-sequence's first position gives in decoders, where the model writes an attention sink (Xiao et
-al. 2023, arXiv 2309.17453; "massive activations", Sun et al. 2024, arXiv 2402.17762): about
-117x the other carriers' norm for SmolLM2 with the number at position 0. Such vectors make the
-V of their magnitudes a thousand times the rest, and the PC1 of the centroids their axis.
+times the median norm of the layer's vectors is flagged: the rule of :mod:`magdash.norm_outliers`,
+which the store also applies to the norms it records as vectors are written.
 
 **A carrier that drives the result.** Leave-one-carrier-out: for each carrier c the measures are
 recomputed on the other C - 1 carriers and alpha refitted with the measure's point rules (no
@@ -26,11 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from magdash.errors import AnalysisError
+from magdash.norm_outliers import OUTLIER_NORM_FACTOR, outsized, vector_norms
 from magdash.variability.fits import OUTLIER_FACTOR, OUTLIER_RULE_MEASURES, fit_scaling
 from magdash.variability.measures import LayerVectors
-
-OUTLIER_NORM_FACTOR = 10.0
-"""A vector is an outlier when its norm exceeds this many times its layer's median norm."""
 
 MIN_LOO_CARRIERS = 3
 """Leaving one carrier out needs at least this many carriers (two would leave one)."""
@@ -43,11 +37,7 @@ def outlier_vector_mask(vectors: np.ndarray, factor: float = OUTLIER_NORM_FACTOR
         vectors: one layer's vectors, (n_magnitudes, n_carriers, d).
         factor: the multiple of the median norm above which a vector is flagged.
     """
-    norms = np.linalg.norm(np.asarray(vectors, dtype=np.float64), axis=-1)
-    median = float(np.median(norms))
-    if not median > 0:
-        return np.zeros(norms.shape, dtype=bool)
-    return norms > factor * median
+    return outsized(vector_norms(vectors), factor)[0]
 
 
 @dataclass(frozen=True)
@@ -63,9 +53,8 @@ class OutlierVector:
 def outlier_vectors(layer: int, vectors: np.ndarray, magnitudes: np.ndarray,
                     factor: float = OUTLIER_NORM_FACTOR) -> list[OutlierVector]:
     """The flagged vectors of one layer (:func:`outlier_vector_mask`), with their norm ratios."""
-    norms = np.linalg.norm(np.asarray(vectors, dtype=np.float64), axis=-1)
-    median = float(np.median(norms))
-    flagged = outlier_vector_mask(vectors, factor)
+    norms = vector_norms(vectors)
+    flagged, median = outsized(norms, factor)
     return [OutlierVector(layer, int(magnitudes[m]), int(c), float(norms[m, c] / median))
             for m, c in zip(*np.nonzero(flagged), strict=True)]
 
@@ -128,16 +117,3 @@ def carrier_influence(mean_all: float, half_width: float, means_without: Sequenc
         rows.append(CarrierInfluence(carrier, float(without), float(mean_all), float(half_width),
                                      sign_differs, sign_differs or moved))
     return rows
-
-
-def ranges(values: Sequence[int]) -> str:
-    """1, 2, 3, 5, 7, 8 -> "1-3, 5, 7-8": how the warnings name magnitudes and layers."""
-    values = sorted(set(int(v) for v in values))
-    parts, start = [], None
-    for index, value in enumerate(values):
-        if start is None:
-            start = value
-        if index + 1 == len(values) or values[index + 1] != value + 1:
-            parts.append(str(start) if start == value else f"{start}-{value}")
-            start = None
-    return ", ".join(parts)

@@ -94,7 +94,7 @@ def view_setter(field_name: str, widget_key: str, convert: Callable[[Any], Any] 
         # layer stays (the view is repaired if the new model lacks it): comparing models at the
         # same layer is what a switch is for.
         if field_name in ("model", "stimuli", "store"):
-            changes |= {"other": None}
+            changes |= {"other": None, "exclude": ()}
         if field_name in ("model", "store"):
             changes |= {"core": None}
         if field_name == "store":

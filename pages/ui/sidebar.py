@@ -110,6 +110,16 @@ def sidebar(context: AppContext) -> None:
             st.number_input("Bootstrap resamples", min_value=0, max_value=100_000, value=view.n_boot, step=1000,
                             key=boot_key, on_change=view_setter("n_boot", boot_key, int),
                             help="10,000 as in the paper; 0 skips the confidence intervals.")
+            carriers = inventory.carriers.get(view.stimuli, ())
+            if len(carriers) > 2:  # V needs two carriers: with two, none can go
+                exclude_key = view_key("exclude", (view.stimuli, view.exclude))
+                st.multiselect(
+                    "Leave out carriers", list(range(len(carriers))), default=list(view.exclude), key=exclude_key,
+                    format_func=lambda c: f"{c}: {carriers[c]}", max_selections=len(carriers) - 2,
+                    on_change=view_setter("exclude", exclude_key, lambda chosen: tuple(sorted(chosen))),
+                    help="Every analysis leaves these carrier sentences out (analyze --exclude-carrier): for a "
+                         "carrier the warnings say drives a result or holds vectors of outsized norm.",
+                )
         report_button(context)
         for note in context.notes + st.session_state.pop("magdash_link_notes", []):
             st.warning(plain(note))

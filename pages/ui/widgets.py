@@ -107,8 +107,11 @@ def nothing_to_show(context: AppContext, what: str) -> None:
 def warn_artifacts(key: db.AnalysisKey, model: str) -> None:
     """The artifact warnings of an analysis (outlier vectors, a carrier that drives the result,
     points the outlier rule dropped), where its numbers are shown."""
-    for line in analysis_for(key).artifact_warnings():
+    lines = analysis_for(key).artifact_warnings()
+    for line in lines:
         st.warning(plain(f"{model}: {line}"), icon=":material/warning:")
+    if lines:
+        st.caption("To leave a carrier out of every analysis: the sidebar's Analysis settings, Leave out carriers.")
 
 
 def store_to_write(ctx: AppContext, what: str, *, create: bool = False) -> Store:

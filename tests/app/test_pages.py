@@ -184,3 +184,36 @@ def test_the_sidebar_menu_links_every_page_and_the_server_stays_quiet(tmp_path, 
     assert config["runner"]["postScriptGC"] is False
     # A :material/...: page icon is fetched from fonts.gstatic.com on every page load.
     assert 'page_icon=":material' not in (ROOT / "app.py").read_text(encoding="utf-8")
+
+
+# -- artifacts ------------------------------------------------------------------------------------
+
+
+def test_scaling_and_weber_name_a_sink_carrier_and_the_sidebar_leaves_it_out(tmp_path, monkeypatch):
+    """Carrier 2's vectors of magnitudes 1-9 are 100x the others' norm at every block (a sink)."""
+    path = tmp_path / "sink.duckdb"
+    rng = np.random.default_rng(3)
+    magnitudes = np.asarray(PAPER_MAGNITUDES, dtype=float)
+    arrays = rng.normal(size=(len(PAPER_MAGNITUDES), len(PAPER_CARRIERS), 6, 16))
+    arrays[..., 0] += 10.0 + np.log(magnitudes)[:, None, None]
+    arrays[:9, 2, 1:] *= 100.0
+    Store(path).import_arrays("sinky", arrays, PAPER_MAGNITUDES, carriers=PAPER_CARRIERS, stimuli="paper")
+    boot = {"boot": "100"}
+
+    def sink_warnings(at) -> list[str]:
+        return [shown(w) for w in at.main.warning if "norm over 10x" in shown(w)]
+
+    for page in ("pages/scaling.py", "pages/weber.py"):
+        at = open_app(path, monkeypatch, query=boot, page=page)
+        [line] = sink_warnings(at)
+        assert "sinky: carrier 2 ('{n} was the value.')" in line
+        assert "45 vector(s) of magnitudes 1-9 at layers 1-5" in line
+        assert any("Leave out carriers" in shown(c) for c in at.main.caption)
+    at = open_app(path, monkeypatch, query=boot, page="pages/scaling.py")
+    widget(at.sidebar.multiselect, "Leave out carriers").select(2).run()
+    assert not at.exception and at.query_params["leave"] == "2"
+    assert sink_warnings(at) == []  # the analysis shown is now the one without carrier 2
+    at = open_app(path, monkeypatch, query={**boot, "leave": "9"})  # a bookmark's first run: the note
+    assert any("carriers 9 cannot be left out of 'paper'" in shown(w) for w in at.sidebar.warning)
+    at.switch_page("pages/scaling.py").run()
+    assert len(sink_warnings(at)) == 1 and "leave" not in at.query_params

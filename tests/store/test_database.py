@@ -367,3 +367,38 @@ def test_import_options_must_agree_with_the_file(store, rng, tmp_path, capsys):
         store.import_arrays("x", rng.normal(size=(6, 2, 3, 4)), [1, 2, 3, 4, 5, 6], n_blocks=3)
     with pytest.raises(StoreError, match="cannot end in a post-norm layer"):
         store.import_arrays("x", rng.normal(size=(6, 2, 2, 4)), [1, 2, 3, 4, 5, 6], last_layer="post-norm")
+
+
+def test_outsized_vectors_are_flagged_from_the_norms_stored_with_them(store, rng):
+    """Planted: carrier 1's vectors of magnitudes 2 and 5 at layers 1-2 are 100x the others' norm."""
+    from magdash.variability.analysis import AnalysisParams, analyze
+
+    magnitudes = (1, 2, 3, 4, 5, 6)
+    arrays = rng.normal(size=(len(magnitudes), 3, 4, 8)).astype(np.float32)
+    arrays[..., 0] += 5.0
+    for layer in (1, 2):
+        arrays[[1, 4], 1, layer] *= 100.0
+    store.import_arrays("planted", arrays, magnitudes, carriers=("a {n}", "b {n}", "c {n}"), stimuli="s")
+    flagged = store.outlier_vectors("planted", "s")
+    assert list(zip(flagged["layer"], flagged["magnitude"], flagged["carrier"], strict=True)) == [
+        (1, 2, 1), (1, 5, 1), (2, 2, 1), (2, 5, 1)]
+    assert flagged["sentence"].tolist() == ["b 2", "b 5", "b 2", "b 5"]
+    norms = np.linalg.norm(arrays.astype(np.float64), axis=-1)
+    for row in flagged.itertuples():
+        assert row.norm == pytest.approx(norms[magnitudes.index(row.magnitude), row.carrier, row.layer], rel=1e-6)
+        assert row.median_norm == pytest.approx(np.median(norms[:, :, row.layer]), rel=1e-6)
+        assert row.ratio > 10
+    # the analysis applies the same rule to the vectors it reads: the same vectors
+    result = analyze(store, "planted", "s", AnalysisParams(n_boot=0))
+    assert {(o.layer, o.magnitude, o.carrier) for o in result.outlier_vectors} == set(
+        zip(flagged["layer"], flagged["magnitude"], flagged["carrier"], strict=True))
+    assert store.outlier_vectors("planted", "s", factor=1000.0).empty
+    # what `extract` prints from them: one line for the carrier, its magnitudes and layers
+    from magdash.cli.common import outsized_vector_warnings
+
+    assert outsized_vector_warnings(store, "planted", "s") == [
+        f"planted: carrier 1 ('b {{n}}'): 4 vector(s) of magnitudes 2, 5 at layers 1-2 have a norm over 10x their "
+        f"layer's median (up to {flagged['ratio'].max():,.0f}x), as at an attention sink; "
+        "analyze --exclude-carrier 1 leaves that carrier out"]
+    with pytest.raises(StoreError, match="no stimulus set named 'other'"):
+        store.outlier_vectors("planted", "other")

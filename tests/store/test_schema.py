@@ -195,7 +195,7 @@ def test_a_failed_merge_leaves_the_store_as_it_was(v2_store, monkeypatch):
 def vector_tables(path: Path) -> set[str]:
     with duckdb.connect(str(path), read_only=True) as connection:
         return {row[0] for row in connection.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'vec_%'").fetchall()}
+            "SELECT table_name FROM duckdb_tables() WHERE starts_with(table_name, 'vec_')").fetchall()}
 
 
 def test_the_v4_fixture_keeps_its_vectors_in_tables(v4_store):
@@ -277,14 +277,20 @@ def test_a_schema_6_store_gains_the_sequence_start_and_its_models_read_as_not_re
     path = tmp_path / "v6.duckdb"
     Store(path).import_arrays("old", rng.normal(size=(3, 2, 2, 4)), (1, 2, 3), carriers=("a {n}", "b {n}"),
                               stimuli="s")
-    with duckdb.connect(str(path)) as connection:  # schema 6 is schema 7 without the column
+    with duckdb.connect(str(path)) as connection:  # schema 6 is schema 7 without these
+        expected = connection.execute("SELECT * FROM vector_norms ORDER BY ALL").fetchall()
         connection.execute("ALTER TABLE models DROP COLUMN sequence_start")
+        connection.execute("DROP TABLE vector_norms")
         connection.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
     store = Store(path)
     assert store.schema_version() == SCHEMA_VERSION == 7
     record = store.model_record("old")
     assert record.sequence_start == "" and record.n_blocks == 1
     assert store.list_models()["sequence_start"].tolist() == [""]
+    # the norms are recorded from the shards, as the write would have
+    with duckdb.connect(str(path), read_only=True) as connection:
+        assert connection.execute("SELECT * FROM vector_norms ORDER BY ALL").fetchall() == expected
+    assert len(expected) == 3 * 2 * 2
 
 
 # -- compaction --------------------------------------------------------------------------------------
