@@ -14,7 +14,7 @@ st.caption(
     "(Weber's law), alpha = 0 constant noise; the paper finds alpha slightly below 0."
 )
 key = ui.analysed(ctx)
-ui.warn_artifacts(key, view.model)
+ui.warn_artifacts(key)
 
 layer = ui.layer_picker(ctx)
 carriers = st.toggle("Show the carriers' own distances", value=True, key="sc_carriers",

@@ -22,13 +22,13 @@ with st.spinner(ui.plain(f"Analysing {len(keys)} model(s) on {view.stimuli} (fir
 records = [ctx.inventory.record(name) for name in models]
 results = ui.results_arg(keys)
 key = keys[view.model]
+ui.warn_artifacts(*keys.values())  # every model's verdict is in the table below
 
 ui.figure("weber_figure", results, view.measure, db.depth_axis(records), name=f"weber-window-{view.measure}")
 
 st.subheader("Hypotheses across models")
 st.caption(ui.plain(f"{measure_label(view.measure)} on {view.stimuli}; a programme verdict needs a majority of models."))
 ui.table("verdict_table", results, view.measure, name=f"verdicts-{view.measure}")
-ui.warn_artifacts(key, view.model)
 for warning in ui.analysis_for(key).checks.warnings():  # the paper's consistency checks
     st.warning(ui.plain(f"{view.model}: {warning}"))
 

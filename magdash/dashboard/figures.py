@@ -58,13 +58,16 @@ def scaling_figure(result: AnalysisResult, measure: str, layer: int, layer_data:
     fit = result.fit(measure, layer)
     lines = tables.scaling_lines(points, fit)
     carriers = None
+    left_out = result.params.exclude_carriers
     if layer_data is not None and measure in CARRIER_MEASURES:
-        carriers = tables.carrier_distances(layer_data, measure)
+        carriers = tables.carrier_distances(layer_data, measure, left_out)
     if fit.has_fit:
         ci = f", 95% CI [{fmt(fit.ci_low)}, {fmt(fit.ci_high)}]" if math.isfinite(fit.ci_low) else ""
         subtitle = f"alpha = {fmt(fit.alpha)}{ci}, R² = {fmt(fit.r2)}, {fit.n_points} points, {fit.n_outliers} outliers"
     else:
         subtitle = f"no fit at this layer: alpha = {MISSING} ({fit.n_points} usable points; V = 0 or fewer than 5)"
+    if left_out:
+        subtitle += f"; carrier(s) {', '.join(map(str, left_out))} left out"
     return charts.scaling_scatter(points, lines, carriers=carriers, subtitle=subtitle, width="container")
 
 
@@ -81,6 +84,8 @@ def profile_figure(result: AnalysisResult, measure: str = "eucl") -> alt.LayerCh
         f"{'the core layers' if result.params.bootstrap_layers == 'core' else 'every layer'}; "
         f"{result.params.rules.description}"
     )
+    if result.params.exclude_carriers:
+        subtitle += f"; carrier(s) {', '.join(map(str, result.params.exclude_carriers))} left out"
     return charts.alpha_profile(
         tables.fit_table(result), measures=profile_measures(measure), subtitle=subtitle, width="container"
     )

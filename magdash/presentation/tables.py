@@ -157,18 +157,21 @@ def scaling_lines(points: pd.DataFrame, fit: ScalingFit | Mapping[str, float]) -
     return pd.DataFrame(rows, columns=columns)
 
 
-def carrier_distances(layer_data: LayerData, measure: str = "eucl") -> pd.DataFrame:
+def carrier_distances(layer_data: LayerData, measure: str = "eucl", left_out: Sequence[int] = ()) -> pd.DataFrame:
     """Per-carrier distance to the magnitude's centroid, ``||x[n,c] - m[n]||``.
 
     Their mean over carriers is V_eucl(n) (``measure="eucl"``) or, after removing each
     carrier's sentence offset s[c] = mean_n x[n,c] - grand mean, V_residual(n)
-    (``measure="residual"``). Columns: magnitude, carrier_index, carrier, distance.
+    (``measure="residual"``). Carriers in ``left_out`` (an analysis's ``exclude_carriers``)
+    take no part, as in the analysis. Columns: magnitude, carrier_index (in the stimulus set),
+    carrier, distance.
     """
     if measure not in CARRIER_MEASURES:
         raise AnalysisError(
             f"per-carrier distances exist for the eucl and residual measures, not {measure!r}"
         )
-    vectors = np.asarray(layer_data.vectors, dtype=np.float64)
+    kept = [c for c in range(len(layer_data.carriers)) if c not in set(left_out)]
+    vectors = np.asarray(layer_data.vectors, dtype=np.float64)[:, kept]
     if measure == "residual":
         carrier_means = vectors.mean(axis=0)
         vectors = vectors - (carrier_means - carrier_means.mean(axis=0, keepdims=True))[None]
@@ -181,8 +184,8 @@ def carrier_distances(layer_data: LayerData, measure: str = "eucl") -> pd.DataFr
     return pd.DataFrame(
         {
             "magnitude": np.repeat(np.asarray(layer_data.magnitudes, dtype=np.float64), n_carriers),
-            "carrier_index": np.tile(np.arange(n_carriers), n_magnitudes),
-            "carrier": np.tile(np.asarray(layer_data.carriers, dtype=object), n_magnitudes),
+            "carrier_index": np.tile(np.asarray(kept), n_magnitudes),
+            "carrier": np.tile(np.asarray(layer_data.carriers, dtype=object)[kept], n_magnitudes),
             "distance": distances.ravel(),
         }
     )

@@ -104,13 +104,15 @@ def nothing_to_show(context: AppContext, what: str) -> None:
     right.page_link("pages/extract.py", label="Extract a model", icon=":material/download:")
 
 
-def warn_artifacts(key: db.AnalysisKey, model: str) -> None:
-    """The artifact warnings of an analysis (outlier vectors, a carrier that drives the result,
-    points the outlier rule dropped), where its numbers are shown."""
-    lines = analysis_for(key).artifact_warnings()
-    for line in lines:
-        st.warning(plain(f"{model}: {line}"), icon=":material/warning:")
-    if lines:
+def warn_artifacts(*keys: db.AnalysisKey) -> None:
+    """The artifact warnings of each analysis (outlier vectors, a carrier that drives the result,
+    points the outlier rule dropped), where their numbers are shown."""
+    shown_any = False
+    for key in keys:
+        for line in analysis_for(key).artifact_warnings():
+            st.warning(plain(f"{key.model}: {line}"), icon=":material/warning:")
+            shown_any = True
+    if shown_any:
         st.caption("To leave a carrier out of every analysis: the sidebar's Analysis settings, Leave out carriers.")
 
 

@@ -213,6 +213,8 @@ def test_scaling_and_weber_name_a_sink_carrier_and_the_sidebar_leaves_it_out(tmp
     widget(at.sidebar.multiselect, "Leave out carriers").select(2).run()
     assert not at.exception and at.query_params["leave"] == "2"
     assert sink_warnings(at) == []  # the analysis shown is now the one without carrier 2
+    scatter = at.get("vega_lite_chart")[0].proto.spec
+    assert "carrier(s) 2 left out" in scatter and "{n} was the value." not in scatter  # its distances are gone
     at = open_app(path, monkeypatch, query={**boot, "leave": "9"})  # a bookmark's first run: the note
     assert any("carriers 9 cannot be left out of 'paper'" in shown(w) for w in at.sidebar.warning)
     at.switch_page("pages/scaling.py").run()
