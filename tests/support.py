@@ -823,6 +823,13 @@ HOSTILE_STORE_PATHS = {
     "read-only folder": lambda folder, outside: _in_read_only_folder(folder),
     "parent is a file": lambda folder, outside: _file_as_parent(folder),
 }
+
+
+def hostile_path_params(in_fast_loop: int = 3) -> list:
+    """HOSTILE_STORE_PATHS as test parameters: the first ``in_fast_loop`` run in the fast loop,
+    the others with the bad-input suites (``-m bad_input``; CI runs them all)."""
+    return [pytest.param(name, marks=() if index < in_fast_loop else pytest.mark.bad_input)
+            for index, name in enumerate(HOSTILE_STORE_PATHS)]
 """Every case of the hostile-path suites (tests/store/test_paths.py, tests/app/test_access.py)."""
 
 def tree_state(*roots: Path) -> dict[str, tuple]:

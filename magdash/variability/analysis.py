@@ -636,7 +636,9 @@ def run_analysis(
     )
     result.nonfinite_layers = nonfinite
     result.massive_dims = massive
-    names = list(carriers) if carriers is not None else [f"carrier {c}" for c in range(total_carriers)]
+    if carriers and len(carriers) != total_carriers:
+        raise AnalysisError(f"{len(carriers)} carrier sentences named for vectors of {total_carriers} carriers")
+    names = list(carriers) if carriers else [f"carrier {c}" for c in range(total_carriers)]
     # Flags and warnings name carriers by their place in the stimulus set, excluded ones counted.
     result.carriers = names
     result.outlier_vectors = [dataclasses.replace(item, carrier=kept_carriers[item.carrier]) for item in flagged]

@@ -23,7 +23,7 @@ import numpy as np
 
 from magdash.errors import AnalysisError
 from magdash.norm_outliers import OUTLIER_NORM_FACTOR, outsized, vector_norms
-from magdash.variability.fits import OUTLIER_FACTOR, OUTLIER_RULE_MEASURES, fit_scaling
+from magdash.variability.fits import OUTLIER_FACTOR, OUTLIER_RULE_MEASURES, scaling_alpha
 from magdash.variability.measures import LayerVectors
 
 MIN_LOO_CARRIERS = 3
@@ -78,14 +78,9 @@ def leave_one_carrier_out(
         kept = [c for c in range(n_carriers) if c != dropped]
         values = LayerVectors(x[:, kept]).compute(list(measures))
         for row, measure in enumerate(measures):
-            fit = fit_scaling(
-                magnitudes,
-                values[measure],
-                drop_outliers=measure in OUTLIER_RULE_MEASURES,
-                n_boot=0,
-                outlier_factor=outlier_factor,
-            )
-            alphas[row, dropped] = fit.alpha
+            alphas[row, dropped] = scaling_alpha(magnitudes, values[measure],
+                                                 drop_outliers=measure in OUTLIER_RULE_MEASURES,
+                                                 outlier_factor=outlier_factor)
     return alphas
 
 

@@ -148,6 +148,32 @@ def scaling_mask(
     return usable & not_outlier, int(np.count_nonzero(usable & ~not_outlier))
 
 
+def _centred_sums(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float] | None:
+    """(Sxx, Syy, Sxy) about the means; None where no line can be fitted (n < 3 or constant x)."""
+    if x.size < 3:
+        return None
+    xc = x - x.mean()
+    yc = y - y.mean()
+    sxx = float(xc @ xc)
+    if sxx == 0:
+        return None
+    return sxx, float(yc @ yc), float(xc @ yc)
+
+
+def scaling_alpha(
+    magnitudes: np.ndarray, values: np.ndarray, *, drop_outliers: bool, outlier_factor: float = OUTLIER_FACTOR
+) -> float:
+    """The OLS alpha of :func:`fit_scaling` alone, by the same point rules (NaN where it has no
+    fit), for checks that refit many times and need no p, R^2, Theil–Sen slope or interval."""
+    magnitudes = np.asarray(magnitudes, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    keep, _ = scaling_mask(magnitudes, values, drop_outliers=drop_outliers, outlier_factor=outlier_factor)
+    if np.count_nonzero(keep) < MIN_POINTS:
+        return math.nan
+    sums = _centred_sums(np.log(magnitudes[keep]), np.log(values[keep]))
+    return math.nan if sums is None else sums[2] / sums[0]
+
+
 def ols(x: np.ndarray, y: np.ndarray) -> LineFit:
     """OLS line with R^2, two-sided p of the slope (t with n-2 df) and the slope's SE.
 
@@ -156,17 +182,11 @@ def ols(x: np.ndarray, y: np.ndarray) -> LineFit:
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     n = x.size
-    if n < 3:
+    sums = _centred_sums(x, y)
+    if sums is None:
         nan = math.nan
         return LineFit(nan, nan, nan, nan, nan)
-    xc = x - x.mean()
-    yc = y - y.mean()
-    sxx = float(xc @ xc)
-    syy = float(yc @ yc)
-    sxy = float(xc @ yc)
-    if sxx == 0:
-        nan = math.nan
-        return LineFit(nan, nan, nan, nan, nan)
+    sxx, syy, sxy = sums
     slope = sxy / sxx
     intercept = float(y.mean() - slope * x.mean())
     df = n - 2

@@ -24,6 +24,7 @@ from tests.support import (
     assert_clean,
     copy_store,
     file_state,
+    hostile_path_params,
     labels,
     open_app,
     record,
@@ -75,7 +76,7 @@ def _outcome_is_a_message(at, path: str, folder: Path) -> None:
         assert "opens stores only inside" in text, text[:600]
 
 
-@pytest.mark.parametrize("case", list(HOSTILE_STORE_PATHS))
+@pytest.mark.parametrize("case", hostile_path_params())
 def test_hostile_store_paths_in_the_sidebar_and_the_url_harm_nothing(case, areas, tmp_path, monkeypatch):
     folder, outside, store = areas
     # Text from a browser is Unicode: bytes that are not UTF-8 arrive as replacement characters.

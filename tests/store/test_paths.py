@@ -21,11 +21,11 @@ import pytest
 from magdash.cli import main
 from magdash.errors import MagdashError, NoStoreError
 from magdash.store import Store
-from tests.support import HOSTILE_STORE_PATHS, make_device_stand_in, record, tree_state
+from tests.support import HOSTILE_STORE_PATHS, hostile_path_params, make_device_stand_in, record, tree_state
 
 pytestmark = pytest.mark.timeout(120)  # a call that blocked on a FIFO would end here
 
-CASES = list(HOSTILE_STORE_PATHS)
+CASES = hostile_path_params()
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from magdash.variability.fits import (
     outlier_mask,
     percentile_interval,
     resample_counts,
+    scaling_alpha,
     scaling_mask,
     theil_sen,
     weighted_slopes,
@@ -219,3 +220,21 @@ def test_input_checks():
         fit_scaling(MAGNITUDES, np.ones(5), drop_outliers=False)
     with pytest.raises(AnalysisError, match=">= 0"):
         fit_scaling(MAGNITUDES, np.ones(26), drop_outliers=False, n_boot=-1)
+
+
+@pytest.mark.parametrize("drop_outliers", [False, True])
+def test_scaling_alpha_is_fit_scaling_s_alpha_by_the_same_point_rules(drop_outliers):
+    rng = np.random.default_rng(11)
+    n = np.arange(1.0, 27.0)
+    cases = [
+        2.0 * n ** 0.3 * np.exp(rng.normal(scale=0.1, size=n.size)),  # a planted alpha of 0.3
+        np.where(n < 4, 100.0, 1.0) * n ** -0.2,  # three points 100x the rest: the outlier rule's case
+        np.r_[np.zeros(22), 1.0, 2.0, 3.0, 4.0],  # four usable points: no fit
+        np.full(n.size, 5.0),  # constant V: slope 0
+    ]
+    for values in cases:
+        expected = fit_scaling(n, values, drop_outliers=drop_outliers, n_boot=0).alpha
+        got = scaling_alpha(n, values, drop_outliers=drop_outliers)
+        assert got == expected or (np.isnan(got) and np.isnan(expected))
+    assert scaling_alpha(n, cases[1], drop_outliers=True) == pytest.approx(-0.2, abs=1e-12)
+    assert abs(scaling_alpha(n, cases[1], drop_outliers=False) + 0.2) > 0.5  # the rule is applied
