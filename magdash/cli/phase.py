@@ -61,8 +61,8 @@ def register(subparsers) -> None:
                         help="with --prompts: chunks per forward pass")
     parser.add_argument("--dtype", default="float32", help="with --prompts: float32, float16 or bfloat16")
     parser.add_argument("--keep-first-position", action="store_true",
-                        help="with --prompts: keep the token at each chunk's first position (an attention "
-                             "sink, left out by default)")
+                        help="with --prompts: keep a word at each chunk's first position (an attention "
+                             "sink, left out by default; a BOS there is never kept)")
     parser.add_argument("--device", default="auto", help="with --prompts: auto, cpu, cuda, mps")
     parser.set_defaults(func=run)
 
@@ -143,8 +143,8 @@ def _print_result(result, payload: dict) -> None:
           + ("; embeddings left out of the transitions)" if params.skip_embedding_step else ")"))
     print(f"gamma_c (largest change of mean Omega): {_number(order.gamma_c)}{interval}")
     if result.first_position_left_out:
-        print(f"left out: {result.first_position_left_out} token(s) at a chunk's first position (attention sinks; "
-              "--keep-first-position keeps them)")
+        print(f"left out: the first position of {result.first_position_left_out} chunk(s), the attention sink "
+              "(its BOS, or a first word: --keep-first-position keeps a word)")
     for rank, jump in enumerate(result.jumps, start=1):
         share = f", largest in {jump.p_largest:.0%} of resamples" if math.isfinite(jump.p_largest) else ""
         print(f"  jump {rank}: to gamma {_number(jump.gamma)}, change {_number(jump.change, 4)} "

@@ -235,7 +235,7 @@ class AnalysisResult:
     checks: ConsistencyChecks
     nonfinite_layers: dict[int, int] = field(default_factory=dict)
     massive_dims: dict[int, list[int]] = field(default_factory=dict)  # layer -> dims dropped (massive="drop")
-    carriers: list[str] = field(default_factory=list)  # the carriers analysed (excluded ones left out)
+    carriers: list[str] = field(default_factory=list)  # the stimulus set's carriers, excluded ones included
     # magdash.variability.artifacts: the vectors over 10x their layer's median norm, and each
     # measure's alpha per layer without each carrier (n_layers, n_carriers; empty below 3 carriers).
     outlier_vectors: list[OutlierVector] = field(default_factory=list)
