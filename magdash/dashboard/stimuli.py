@@ -208,7 +208,7 @@ def tokenization_preview(tokenizer, items, position: str = "last", sequence_star
         rows.append(
             {
                 "magnitude": item.magnitude,
-                "carrier": item.carrier_index + 1,
+                "carrier": item.carrier_index,  # from 0, as the warnings and --exclude-carrier count
                 "sentence": item.sentence,
                 "number_tokens": " + ".join(pieces[i] for i in overlap),
                 "n_number_tokens": len(overlap),

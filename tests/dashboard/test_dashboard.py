@@ -494,6 +494,21 @@ def test_tokenization_preview_shows_split_numbers(tiny_llama):
     assert "1 of 2 numbers shown span several tokens (e.g. 1000 → 100 + 0)" in ds.split_summary(last)
 
 
+def test_the_tokenization_preview_shows_the_bos_magdash_prepends(tmp_path):
+    from magdash.models import load_model
+    from tests.support import build_tiny_model
+
+    loaded = load_model(str(build_tiny_model(tmp_path / "no-bos-added", "llama", start="bos-not-added")), device="cpu")
+    stimuli = StimulusSet("p", ("{n} was the value.", "There are {n} items."), (7,))
+    preview = ds.tokenization_preview(loaded, list(stimuli.items), "last")
+    bos = loaded.tokenizer.convert_ids_to_tokens(1)
+    assert all(tokens.split(" | ")[0] == bos for tokens in preview["tokens"])  # the BOS the model sees
+    assert preview["carrier"].tolist() == [0, 1] and not preview["first_position"].any()
+    bare = ds.tokenization_preview(loaded.tokenizer, list(stimuli.items), "last")  # the tokenizer's own start
+    assert bare.loc[bare["carrier"] == 0, "first_position"].item()
+    assert "magdash puts the model's BOS" in ds.sequence_start_note(loaded.sequence_start, loaded.tokenizer)
+
+
 def test_tokenizer_specs_list_builtins_stored_sources_and_the_cache(planted_view):
     _, inventory = planted_view
     specs = ds.tokenizer_specs(inventory.records.values(), ["org/a", "minilm"])
