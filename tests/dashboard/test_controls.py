@@ -80,6 +80,7 @@ def test_a_variant_is_extracted_only_when_the_weights_are_at_hand(stored, tmp_pa
         dc.variant_request(stored, _record("import", name="m"), "paper", dtype="float16", position="last")
 
 
+@pytest.mark.slow  # renders every figure to an image; the fast loop draws the same figures through the pages
 def test_controls_figures_tables_and_report(stored):
     params = ControlsParams(analysis=AnalysisParams(n_boot=200), n_perm=500, variants=("m:first",))
     result = run_controls(stored, "m", params=params)

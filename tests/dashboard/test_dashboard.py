@@ -608,6 +608,7 @@ def test_e5_covers_every_layer_and_missing_counts_are_explained(planted, planted
     assert zero.loc[zero["magnitude"] == 1000, "count"].item() == 0
 
 
+@pytest.mark.slow  # renders every figure to an image; the fast loop draws the same figures through the pages
 def test_the_report_holds_figures_verdicts_and_the_manifest(planted, planted_view):
     view, inventory = planted_view
     keys = {n: db.analysis_key(view, inventory, n) for n in inventory.usable_models}

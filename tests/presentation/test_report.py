@@ -194,6 +194,7 @@ def _import(store, name: str, n_blocks: int, stimuli: str, seed: int, sentence: 
     store.import_arrays(name, per_carrier, MAGNITUDES, carriers=carriers, layer_labels=labels, stimuli=stimuli)
 
 
+@pytest.mark.slow  # renders every figure to an image; the fast loop draws the same figures through the pages
 def test_build_report_from_a_store(store):
     _import(store, HOSTILE, 4, "grid", 1)
     _import(store, "plain", 6, "grid", 2)
