@@ -96,15 +96,16 @@ def read_inventory(store: Store) -> StoreInventory:
             name: sorted(s for s in (sets or "").split(", ") if s)
             for name, sets in zip(models["name"], models["stimulus_sets"], strict=True)
         }
+        carriers = store.set_carriers()  # by set name, in name order: the sets' names too
         return StoreInventory(
             path=str(store.path),
             models=models,
             records=records,
             complete_sets=complete,
             progress=store.extraction_progress(),
-            stimulus_sets=store.stimulus_set_names(),
+            stimulus_sets=list(carriers),
             nonfinite=store.nonfinite_summary(),
-            carriers=store.set_carriers(),
+            carriers=carriers,
         )
 
 
