@@ -109,8 +109,9 @@ def peak_rss_mib() -> float:
 
 def analyse(source: str, path: Path | None, n_magnitudes: int, n_boot: int) -> None:
     """Child process: run the analysis and print a JSON line with peak RSS and timings."""
+    from magdash.runs.analysis_runs import analyze
     from magdash.store import Store
-    from magdash.variability.analysis import AnalysisParams, analyze, run_analysis
+    from magdash.variability.analysis import AnalysisParams, run_analysis
 
     started = time.perf_counter()
     params = AnalysisParams(n_boot=n_boot)

@@ -39,7 +39,7 @@ def floor_run(magnitudes: str, batch_size: int, loaded=None) -> None:
     import numpy as np
 
     from magdash.extract import forward_number_vectors, locate_numbers
-    from magdash.models import load_model
+    from magdash.sources import load_model
     from magdash.stimuli import PAPER_CARRIERS, StimulusSet, parse_magnitudes
 
     loaded = loaded or load_model("minilm", device="cpu")
@@ -58,7 +58,7 @@ def in_process(magnitudes: str, batch_size: int, repeats: int, device: str = "cp
     """One loaded model, the floor's passes and ``extract`` into a fresh store in turn: what the
     store costs an extraction, without process start-up and model loading around it."""
     from magdash.extract import extract
-    from magdash.models import load_model
+    from magdash.sources import load_model
     from magdash.stimuli import PAPER_CARRIERS, StimulusSet, parse_magnitudes
     from magdash.store import Store
 
@@ -93,7 +93,7 @@ def loop_run(magnitudes: str, reference: bool) -> None:
     from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from magdash.models import builtin_model_path
+    from magdash.sources.builtin import builtin_model_path
     from magdash.stimuli import PAPER_CARRIERS, StimulusSet, parse_magnitudes, token_indices_for_span
 
     hf_logging.set_verbosity_error()

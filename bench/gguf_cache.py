@@ -54,8 +54,8 @@ def main() -> None:
     parser.add_argument("--first-run", action="store_true", help="also time the first-run protocol")
     args = parser.parse_args()
 
-    from magdash.gguf import converted_folder
-    from magdash.models import resolve_model
+    from magdash.sources import resolve_model
+    from magdash.sources.gguf import converted_folder
 
     with tempfile.TemporaryDirectory(prefix="magdash-bench-gguf-") as tmp:
         work = Path(tmp)

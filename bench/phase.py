@@ -2,13 +2,13 @@
 
 Workload: a document of carrier sentences (the paper's five, numbers 1, 2, 3, ...) long
 enough for ``--tokens`` real tokens (10,000 by default), cut to the model's context with
-:func:`magdash.phase.run.document_chunks`. Three runs over the same chunks, in one process,
+:func:`magdash.runs.depth_runs.document_chunks`. Three runs over the same chunks, in one process,
 interleaved and repeated, medians reported:
 
 * ``forward``: the same sorted batches through the model, nothing captured;
 * ``capture``: :func:`magdash.extract.capture_all_tokens` with a consumer that does nothing
   (hooks, pad/special masking, copies to the CPU);
-* ``diagnostics``: :func:`magdash.phase.run.phase_from_texts` — capture, online covariance and
+* ``diagnostics``: :func:`magdash.runs.depth_runs.phase_from_texts` — capture, online covariance and
   Omega per layer, eigenvalues, MP fits, dip tests and the 1,000-resample gamma_c bootstrap.
 
 Target: diagnostics <= 1.5x forward.
@@ -27,7 +27,7 @@ TARGET_RATIO = 1.5
 
 
 def make_chunks(loaded, tokens: int) -> tuple[list[str], int]:
-    from magdash.phase.run import document_chunks
+    from magdash.runs.depth_runs import document_chunks
     from magdash.stimuli import PAPER_CARRIERS
 
     sentences, n = [], 0
@@ -71,7 +71,7 @@ def capture_only(loaded, chunks: list[str], batch_size: int) -> None:
 
 def diagnostics(loaded, chunks: list[str], batch_size: int) -> None:
     from magdash.phase import PhaseParams
-    from magdash.phase.run import phase_from_texts
+    from magdash.runs.depth_runs import phase_from_texts
 
     phase_from_texts(loaded, chunks, batch_size=batch_size, params=PhaseParams(n_boot=1000))
 
@@ -85,7 +85,7 @@ def main() -> None:
 
     import torch
 
-    from magdash.models import load_model
+    from magdash.sources import load_model
 
     loaded = load_model("minilm", device="cpu")
     chunks, n_tokens = make_chunks(loaded, args.tokens)

@@ -23,17 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
+from magdash.environment import transformers_version
 from magdash.errors import MagdashError, ModelLoadError, StimulusError
-from magdash.models import (
-    DTYPES,
-    LoadedModel,
-    default_name,
-    load_model,
-    pick_device,
-    resolve_model,
-    transformers_version,
-)
-from magdash.params import ProgressCallback
+from magdash.names import default_name
+from magdash.params import DTYPES, ProgressCallback
+from magdash.sources import LoadedModel, load_model, pick_device, resolve_model
 from magdash.stimuli import POSITIONS, StimulusItem, StimulusSet, token_indices_for_span
 from magdash.store import ModelRecord, Store, shards
 
@@ -120,7 +114,7 @@ def tokenize_texts(
     tokenizer, texts: Sequence[str], max_length: int | None = None, sequence_start: str = "tokenizer"
 ) -> list[tuple[list[int], list[tuple[int, int]]]]:
     """Token ids and character offsets of every text, unpadded; with ``sequence_start``
-    "bos:<id>" (:func:`magdash.models.sequence_start_rule`) the BOS token is put in front, with
+    "bos:<id>" (:func:`magdash.sources.base.sequence_start_rule`) the BOS token is put in front, with
     the empty character span of a special token."""
     prepend = [int(sequence_start.removeprefix("bos:"))] if sequence_start.startswith("bos:") else []
     limit = None if max_length is None else max_length - len(prepend)
@@ -267,7 +261,7 @@ def numbers_at_the_first_position(
 def check_number_positions(loaded: LoadedModel, items: Sequence[StimulusItem], position: str,
                            allow_number_first: bool) -> None:
     """Refuse, before anything is stored, carriers that would put a number at position 0: only a
-    model with no BOS token can (:func:`magdash.models.sequence_start_rule`)."""
+    model with no BOS token can (:func:`magdash.sources.base.sequence_start_rule`)."""
     if allow_number_first:
         return
     _, number_tokens = locate_numbers(loaded, items, position)
@@ -409,14 +403,14 @@ def extract(
 
     A model whose tokenizer adds no BOS token gets its BOS prepended; one that has none refuses
     carriers putting the number first unless ``allow_number_first``
-    (:func:`magdash.models.sequence_start_rule`), before anything is stored.
+    (:func:`magdash.sources.base.sequence_start_rule`), before anything is stored.
 
     What is already stored is skipped before any weights are loaded, so a repeated call is a
     no-op and a killed run resumes with what is missing. Batches come from
     :func:`number_vector_batches`; results are flushed in transactions every couple of
     seconds. ``should_stop`` is polled between batches: the run then stores what it has and
     returns with ``cancelled=True``. ``model_cache`` is where a GGUF model's conversion is kept
-    (:func:`magdash.gguf.model_cache_dir`).
+    (:func:`magdash.sources.gguf.model_cache_dir`).
     """
     started = time.perf_counter()
     # Every option is checked before anything is stored, so a refused call leaves no trace.
@@ -512,7 +506,7 @@ def capture_all_tokens(
     """Stream the vectors of every real token of ``texts``, layer by layer, to ``on_batch``.
 
     Each text starts as an extraction's sentences do (the model's BOS prepended where its
-    tokenizer adds none: :func:`magdash.models.sequence_start_rule`). A sequence's first
+    tokenizer adds none: :func:`magdash.sources.base.sequence_start_rule`). A sequence's first
     position is the attention sink: its vector's norm can be a hundred times the others' and
     would decide the spectra alone, so it is left out, whether it holds the BOS or, in a model
     without one, the first word; ``keep_first_position`` keeps a first word. Pad and special

@@ -1,12 +1,16 @@
-"""JSON conversion shared by the CLI, the report and the result cache."""
+"""JSON conversion shared by the CLI, the report and the result cache, and the cache's payloads:
+plain data, compressed, never pickle."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import zlib
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 
 def to_jsonable(value: Any, *, keep_nan: bool = False) -> Any:
@@ -33,3 +37,39 @@ def to_jsonable(value: Any, *, keep_nan: bool = False) -> Any:
         number = float(value)
         return number if keep_nan or math.isfinite(number) else None
     return value
+
+
+def pack(document: Any) -> bytes:
+    """A result cache payload: ``document`` as zlib-compressed JSON, NaN kept (never pickle, so a
+    shared store cannot run code)."""
+    return zlib.compress(json.dumps(to_jsonable(document, keep_nan=True), allow_nan=True).encode(), 6)
+
+
+def unpack(payload: bytes) -> Any:
+    """The document :func:`pack` wrote."""
+    return json.loads(zlib.decompress(payload))
+
+
+def frame_to_plain(frame: pd.DataFrame, *, dtypes: bool = True) -> dict[str, Any]:
+    """A DataFrame as plain data for a payload: its columns, their values and (unless
+    ``dtypes`` is False, the older controls payload's form) their dtypes."""
+    document: dict[str, Any] = {"columns": list(frame.columns)}
+    if dtypes:
+        document["dtypes"] = [str(t) for t in frame.dtypes]
+    document["data"] = {c: frame[c].tolist() for c in frame.columns}
+    return document
+
+
+def frame_from_plain(document: dict[str, Any]) -> pd.DataFrame:
+    """The DataFrame :func:`frame_to_plain` wrote: each column back in its dtype, or, for a
+    document without dtypes, None read back as NaN in object columns."""
+    frame = pd.DataFrame({c: document["data"][c] for c in document["columns"]})
+    if "dtypes" not in document:
+        for column in frame.columns:
+            if frame[column].dtype == object:
+                frame[column] = frame[column].map(lambda v: math.nan if v is None else v)
+        return frame
+    for column, dtype in zip(document["columns"], document["dtypes"], strict=True):
+        if dtype not in ("object", "str", "string"):
+            frame[column] = frame[column].astype(dtype)
+    return frame

@@ -1,7 +1,7 @@
 """Defaults and input rules shared by every analysis, its CLI command and its page.
 
 Each analysis has a params dataclass shared by the CLI, the Python API and the app
-(:class:`magdash.variability.analysis.AnalysisParams`, :class:`magdash.phase.run.PhaseParams`);
+(:class:`magdash.variability.analysis.AnalysisParams`, :class:`magdash.phase.diagnostics.PhaseParams`);
 the values they have in common are defined here once, with the parser of layer bands that the
 CLI options and the dashboard's URL share.
 """
@@ -17,6 +17,10 @@ DEFAULT_N_BOOT = 10_000
 
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` while an extraction or analysis runs."""
+
+DTYPES = ("float32", "float16", "bfloat16")
+"""The dtypes a model is loaded in for an extraction."""
+DEFAULT_DTYPE = DTYPES[0]
 
 MAX_LAYERS = 10_000
 """More layers than any model has: a longer range is a typo, refused before it is built."""

@@ -39,6 +39,8 @@ PAPER_CARRIERS: tuple[str, ...] = (
 )
 PAPER_SET_NAME = "paper"
 POSITIONS = ("last", "first", "mean")
+"""Which of the number's tokens is kept: the last (the paper's), the first, or their mean."""
+DEFAULT_POSITION = POSITIONS[0]
 
 _RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
 _NUMBER = re.compile(r"^\s*([+-]?\d+)\s*$")

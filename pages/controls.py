@@ -7,7 +7,7 @@ from magdash import dashboard as db
 from magdash.dashboard import controls as dc
 from magdash.dashboard.jobs import extraction_job
 from magdash.errors import MagdashError
-from magdash.models import DTYPES
+from magdash.params import DTYPES
 from magdash.presentation.export import safe_filename
 from magdash.stimuli import POSITIONS
 from pages import ui

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from magdash import dashboard as db
-from magdash.phase.massive import MASSIVE_LABELS, MASSIVE_RATIO
+from magdash.phase.massive_dims import MASSIVE_LABELS, MASSIVE_RATIO
 from pages import ui
 
 ctx = ui.require_data("the depth diagnostics")

@@ -3,10 +3,12 @@
 import streamlit as st
 
 from magdash import dashboard as db
-from magdash.builtin_models import BUILTIN_MODELS, BUILTINS, INSTALL_MODELS, is_installed
-from magdash.dashboard.jobs import ExtractionRequest, extraction_job, model_spec
+from magdash.dashboard.jobs import ExtractionRequest, extraction_job
 from magdash.errors import MagdashError
-from magdash.models import DTYPES, default_name
+from magdash.names import default_name
+from magdash.params import DTYPES
+from magdash.sources import KINDS_BY_NAME, spec_from_choice
+from magdash.sources.builtin import BUILTIN_MODELS, BUILTINS, INSTALL_MODELS, is_installed
 from magdash.stimuli import PAPER_SET_NAME, POSITIONS, paper_stimuli
 from pages import ui
 
@@ -24,33 +26,25 @@ if ctx.read_only:
 job = ui.job_panel(ctx.view.store)
 running = job is not None and not job.finished
 
-SOURCES = {"builtin": "Built-in", "cache": "Hugging Face cache", "folder": "Local folder or GGUF", "ollama": "Ollama"}
 left, right = st.columns(2)
 with left:
-    source = st.radio("Model from", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="ex_source")
-    if source == "builtin":
+    kind = st.radio("Model from", list(KINDS_BY_NAME), format_func=lambda name: KINDS_BY_NAME[name].label,
+                    horizontal=True, key="ex_source")
+    chosen = KINDS_BY_NAME[kind]
+    if kind == "builtin":
         value = st.selectbox("Built-in model", BUILTIN_MODELS, key="ex_builtin",
                              format_func=lambda name: f"{name} — {BUILTINS[name].description}")
         if BUILTINS[value].terms:
             st.caption(BUILTINS[value].terms)
         if not is_installed(value):
             st.info(f"{value} is not installed: `{INSTALL_MODELS}`")
-    elif source == "cache":
-        repos = ui.cached_repos()
-        if not repos:
-            st.info(
-                "Your Hugging Face cache holds no models. magdash never downloads: fetch one on a "
-                "machine with internet (`huggingface-cli download ORG/NAME`), or give a local folder."
-            )
-        value = st.selectbox("Model in the cache", repos, key="ex_cache", disabled=not repos) or ""
-    elif source == "folder":
-        value = st.text_input("Model folder or GGUF file", key="ex_folder", placeholder="/models/Meta-Llama-3-8B",
-                              help="A folder holding config.json, a tokenizer and *.safetensors, or a .gguf "
-                                   "file (converted once to safetensors under cache/models; weights stay as "
-                                   "the quantization left them)")
+    elif chosen.choices is not None:
+        options = ui.source_choices(kind)
+        if not options:
+            st.info(chosen.nothing_to_choose)
+        value = st.selectbox(chosen.label, options, key=f"ex_{kind}", disabled=not options) or ""
     else:
-        value = st.text_input("Ollama model", key="ex_ollama", placeholder="llama3.2:1b",
-                              help="A model pulled with `ollama pull`, found in $OLLAMA_MODELS or ~/.ollama/models")
+        value = st.text_input(chosen.label, key=f"ex_{kind}", placeholder=chosen.example, help=f"Give {chosen.hint}")
     control = st.toggle("@random control (same architecture, random weights)", key="ex_control",
                         help="The architecture-only baseline: seeded random weights, no training")
     seed = st.number_input("Random seed", min_value=0, value=0, step=1, key="ex_seed", disabled=not control)
@@ -67,7 +61,7 @@ with right:
                                  help="Lower it if the model runs out of memory")
 
 try:
-    spec = model_spec(source, value, control=control, seed=int(seed))
+    spec = spec_from_choice(kind, value, control=control, seed=int(seed))
     name = st.text_input("Store as", value=default_name(spec, dtype, position), key=f"ex_name_{spec}_{dtype}_{position}",
                          help="The name the model gets in the store")
     problem = None

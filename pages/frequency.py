@@ -4,7 +4,8 @@ import streamlit as st
 
 from magdash import dashboard as db
 from magdash.errors import MagdashError
-from magdash.frequency.sources import read_counts_csv, save_source
+from magdash.frequency.sources import read_counts_csv
+from magdash.runs.frequency_runs import save_source
 from pages import ui
 
 ctx = ui.require_data("the frequency analysis")

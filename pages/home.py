@@ -3,9 +3,9 @@
 import streamlit as st
 
 from magdash import dashboard as db
-from magdash.builtin_models import INSTALL_MODELS, is_installed
 from magdash.dashboard.jobs import first_run_job, first_run_label, first_run_models
 from magdash.errors import MagdashError
+from magdash.sources.builtin import INSTALL_MODELS, is_installed
 from magdash.stimuli import PAPER_SET_NAME
 from pages import ui
 

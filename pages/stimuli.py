@@ -79,7 +79,7 @@ if st.button("Save stimulus set", disabled=not ready or ctx.read_only, key="st_s
 
 st.subheader("4. Tokenization preview")
 st.caption("Which tokens each number becomes for a model, and which token's vector is stored.")
-specs = ds.tokenizer_specs(ctx.inventory.records.values(), ui.cached_repos())
+specs = ds.tokenizer_specs(ctx.inventory.records.values(), ui.source_choices("hf-cache"))
 a, b = st.columns(2)
 preview_spec = a.selectbox("Model", specs, key="st_preview_model")
 position = b.selectbox("Token position", POSITIONS, key="st_preview_position")

@@ -300,7 +300,7 @@ def require_chromium() -> None:
 
 def require_builtin(name: str) -> None:
     """Skip (with the command) when a built-in decoder is not installed; under CI that is a failure."""
-    from magdash.builtin_models import INSTALL_MODELS, is_installed
+    from magdash.sources.builtin import INSTALL_MODELS, is_installed
 
     if is_installed(name):
         return
@@ -311,7 +311,7 @@ def require_builtin(name: str) -> None:
 
 def load_builtin(name: str):
     """A built-in model loaded on the CPU in float32, from the session's model cache."""
-    from magdash.models import load_model
+    from magdash.sources import load_model
 
     require_builtin(name)
     return load_model(name, device="cpu")

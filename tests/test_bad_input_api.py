@@ -405,7 +405,8 @@ def test_stimulus_set_names_round_trip_exactly(base_store, base_contents, names)
 @settings(max_examples=12)
 @given(NAME_BATCHES)
 def test_frequency_source_names_round_trip(base_store, base_contents, names):
-    from magdash.frequency import FrequencySource, load_source, save_source
+    from magdash.frequency import FrequencySource
+    from magdash.runs.frequency_runs import load_source, save_source
 
     with tempfile.TemporaryDirectory() as folder:
         path = copy_store(base_store, Path(folder))
@@ -472,7 +473,8 @@ ANALYSIS_PARAMS = st.fixed_dictionaries({}, optional={
        stimuli=st.sampled_from([None, BASE_SET, "nope"]))
 def test_analyze_gives_a_result_or_a_message(base_store, params, model, stimuli):
     record("api analyze")
-    from magdash.variability.analysis import AnalysisParams, analyze
+    from magdash.runs.analysis_runs import analyze
+    from magdash.variability.analysis import AnalysisParams
 
     with tempfile.TemporaryDirectory() as folder:
         path = copy_store(base_store, Path(folder))
@@ -491,7 +493,8 @@ def test_analyze_gives_a_result_or_a_message(base_store, params, model, stimuli)
 @pytest.mark.parametrize("core", [(99,), (-1,), (0, 4), ()])
 def test_analyze_refuses_a_core_band_outside_the_model(base_store, base_contents, core):
     record("api analyze")
-    from magdash.variability.analysis import AnalysisParams, analyze
+    from magdash.runs.analysis_runs import analyze
+    from magdash.variability.analysis import AnalysisParams
 
     with pytest.raises(MagdashError, match="core"):
         analyze(Store(base_store), "base", BASE_SET, AnalysisParams(core_layers=core, n_boot=0))
@@ -501,7 +504,8 @@ def test_analyze_refuses_a_core_band_outside_the_model(base_store, base_contents
 def test_analyze_refuses_a_negative_seed_with_a_message(base_store, base_contents):
     """NumPy's generators take only seeds >= 0; a negative one must be refused, not crash."""
     record("api analyze")
-    from magdash.variability.analysis import AnalysisParams, analyze
+    from magdash.runs.analysis_runs import analyze
+    from magdash.variability.analysis import AnalysisParams
 
     with pytest.raises(MagdashError, match="seed"):
         analyze(Store(base_store), "base", BASE_SET, AnalysisParams(seed=-1, n_boot=10))
@@ -513,7 +517,8 @@ def test_analyze_refuses_a_negative_seed_with_a_message(base_store, base_content
 ])
 def test_compare_refuses_unknown_models_and_sets(base_store, base_contents, model_a, model_b, stimuli):
     record("api compare")
-    from magdash.variability.analysis import AnalysisParams, compare
+    from magdash.runs.analysis_runs import compare
+    from magdash.variability.analysis import AnalysisParams
 
     with pytest.raises(MagdashError):
         compare(Store(base_store), model_a, model_b, stimuli, AnalysisParams(n_boot=0))
@@ -569,7 +574,8 @@ def test_frequency_functions_give_results_or_messages(magnitudes, counts, missin
 
 
 def test_frequency_store_calls_refuse_without_changing_the_store(base_store, base_contents, tmp_path):
-    from magdash.frequency import FrequencySource, count_corpus, e5_from_store, load_source, save_source
+    from magdash.frequency import FrequencySource, count_corpus
+    from magdash.runs.frequency_runs import e5_from_store, load_source, save_source
 
     store = Store(base_store)
     corpus = tmp_path / "corpus.txt"

@@ -163,7 +163,8 @@ print(json.dumps({{"before": loaded_before, "visited": visited,
 @pytest.mark.slow
 def test_browsing_a_store_loads_neither_torch_nor_transformers(tmp_path):
     from magdash import dashboard as db
-    from magdash.frequency import read_counts_csv, save_source
+    from magdash.frequency import read_counts_csv
+    from magdash.runs.frequency_runs import save_source
     from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
     from magdash.store import Store
 

@@ -27,15 +27,19 @@ import pandas as pd
 if __name__ == "__main__":  # run as a script to rewrite the golden file
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from magdash.controls.design import DESIGN_VERSION, DesignParams, design_key, run_design
-from magdash.controls.run import CONTROLS_VERSION, ControlsParams, controls_key, run_controls
-from magdash.frequency import FrequencySource, e5_from_store
+from magdash.controls.design import DESIGN_VERSION, DesignParams
+from magdash.controls.robustness import CONTROLS_VERSION, ControlsParams
+from magdash.frequency import FrequencySource
 from magdash.frequency.e5 import E5_VERSION
-from magdash.phase.accumulate import samples_from_bytes
-from magdash.phase.run import PHASE_VERSION, number_token_key, phase_from_store
+from magdash.phase.accumulate import PHASE_VERSION, samples_from_bytes
+from magdash.runs.analysis_runs import analysis_key, analyze, compare
+from magdash.runs.controls_runs import controls_key, run_controls
+from magdash.runs.depth_runs import number_token_key, phase_from_store
+from magdash.runs.design_runs import design_key, run_design
+from magdash.runs.frequency_runs import e5_from_store
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.store import Store
-from magdash.variability.analysis import ANALYSIS_VERSION, AnalysisParams, analysis_key, analyze, compare
+from magdash.variability.analysis import ANALYSIS_VERSION, AnalysisParams
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "golden_results.json"
 PARAMS = AnalysisParams(n_boot=200)
@@ -140,8 +144,8 @@ def test_cached_results_change_only_with_their_version(tmp_path):
     text = json.dumps(documents["analysis"])
     assert "magdash." not in text and "__" not in text  # no class paths in a payload
     for part, version, name in (("analysis", ANALYSIS_VERSION, "ANALYSIS_VERSION in magdash/variability/analysis.py"),
-                                ("phase", PHASE_VERSION, "PHASE_VERSION in magdash/phase/run.py"),
-                                ("controls", CONTROLS_VERSION, "CONTROLS_VERSION in magdash/controls/run.py"),
+                                ("phase", PHASE_VERSION, "PHASE_VERSION in magdash/phase/accumulate.py"),
+                                ("controls", CONTROLS_VERSION, "CONTROLS_VERSION in magdash/controls/robustness.py"),
                                 ("design", DESIGN_VERSION, "DESIGN_VERSION in magdash/controls/design.py"),
                                 ("e5", E5_VERSION, "E5_VERSION in magdash/frequency/e5.py")):
         changed = differences(golden[part], json.loads(json.dumps(documents[part], allow_nan=True)), part)

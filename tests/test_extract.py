@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from magdash.extract import extract, forward_number_vectors, locate_numbers
-from magdash.models import load_model
+from magdash.sources import load_model
 from magdash.stimuli import StimulusSet, make_item, paper_stimuli
 
 SMALL_SET = StimulusSet(
@@ -235,7 +235,7 @@ def test_other_decoder_families(family, tmp_path):
 
 
 def test_tokenizer_alone_locates_numbers_like_the_model(tiny_llama):
-    from magdash.models import load_tokenizer
+    from magdash.sources import load_tokenizer
 
     items = [make_item(m, 0, "There are {n} items.") for m in (5, 1000)]
     with_model = locate_numbers(load_model(str(tiny_llama), device="cpu"), items, "mean")
@@ -248,7 +248,7 @@ def test_tokenizer_without_offsets_gets_a_clear_error(tiny_llama, monkeypatch):
     import transformers
 
     from magdash.errors import ModelLoadError
-    from magdash.models import load_tokenizer
+    from magdash.sources import load_tokenizer
 
     class SlowTokenizer:
         is_fast = False
@@ -262,7 +262,7 @@ def test_tokenizer_without_offsets_gets_a_clear_error(tiny_llama, monkeypatch):
 
 def test_pickle_only_checkpoints_are_refused(tmp_path):
     from magdash.errors import ModelLoadError
-    from magdash.models import resolve_model
+    from magdash.sources import resolve_model
 
     folder = tmp_path / "pickled"
     folder.mkdir()
@@ -300,7 +300,7 @@ FIRST = StimulusSet("first", ("{n} was the value.", "There are {n} items."), (1,
 def test_a_bos_the_tokenizer_leaves_out_is_prepended_and_is_part_of_the_identity(tmp_path, store):
     """SmolLM2's case on a tiny Llama: the tokenizer adds no BOS although the model has one."""
     from magdash.extract import numbers_at_the_first_position
-    from magdash.models import resolve_model
+    from magdash.sources import resolve_model
     from tests.support import build_tiny_model
 
     folder = build_tiny_model(tmp_path / "no-bos-added", "llama", start="bos-not-added")

@@ -572,7 +572,7 @@ FAIL_AT = 3
 )
 def test_out_of_memory_in_a_forward_pass_is_reported_and_resumable(tiny_llama, clean_store, tmp_path, fault):
     from magdash.extract import extract
-    from magdash.models import load_model
+    from magdash.sources import load_model
 
     loaded = load_model(str(tiny_llama), device="cpu")
     failing = dataclasses.replace(loaded, model=_failing_model(loaded.model, FAIL_AT, fault))
@@ -591,7 +591,7 @@ def test_out_of_memory_in_a_forward_pass_is_reported_and_resumable(tiny_llama, c
 
 def test_other_runtime_errors_are_not_reported_as_out_of_memory(tiny_llama, tmp_path):
     from magdash.extract import extract
-    from magdash.models import load_model
+    from magdash.sources import load_model
 
     loaded = load_model(str(tiny_llama), device="cpu")
     failing = dataclasses.replace(loaded, model=_failing_model(loaded.model, FAIL_AT, _raise_other_runtime_error))

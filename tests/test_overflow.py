@@ -12,9 +12,10 @@ import pytest
 from magdash.cli import main
 from magdash.extract import extract
 from magdash.overflow import count_nonfinite, nonfinite_rows, nonfinite_warning
+from magdash.runs.analysis_runs import analyze
 from magdash.stimuli import PAPER_CARRIERS, StimulusSet
 from magdash.store import Store
-from magdash.variability.analysis import AnalysisParams, analyze, run_analysis
+from magdash.variability.analysis import AnalysisParams, run_analysis
 from tests.support import APP, build_tiny_model, scan_component_manifests_once
 
 MAGNITUDES = tuple(range(1, 31))

@@ -27,7 +27,7 @@ from pathlib import Path
 PRELOAD = (
     "magdash.cli", "magdash.cli.extract", "magdash.cli.listing", "magdash.cli.transfer", "magdash.cli.compact",
     "magdash.cli.analyze", "magdash.cli.freq", "magdash.cli.phase", "magdash.cli.controls", "magdash.cli.design",
-    "magdash.cli.sweep", "magdash.store", "magdash.variability.analysis", "magdash.extract", "magdash.models",
+    "magdash.cli.sweep", "magdash.store", "magdash.variability.analysis", "magdash.extract", "magdash.sources",
     "torch", "transformers", "scipy.stats", "pandas", "pyarrow.parquet", "duckdb",
 )
 _LENGTH_BYTES = 8

@@ -11,8 +11,8 @@ import math
 
 from magdash.cli.common import add_store_option, check_seed, flagged_layer_warnings, open_store, print_json, warn
 from magdash.errors import AnalysisError
+from magdash.formatting import MISSING, format_number
 from magdash.params import DEFAULT_N_BOOT
-from magdash.presentation.formatting import MISSING, format_number
 from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH
 from magdash.variability.fits import CI_METHODS
 
@@ -110,7 +110,7 @@ def add_analysis_options(parser: argparse.ArgumentParser) -> None:
         help="statistical conventions: magdash's (default) or those of the paper's script, which "
         "reproduce its numbers exactly (see docs/science.md)",
     )
-    from magdash.phase.massive import MASSIVE_DEFAULT, MASSIVE_RATIO
+    from magdash.phase.massive_dims import MASSIVE_DEFAULT, MASSIVE_RATIO
 
     parser.add_argument(
         "--massive", choices=("keep", "drop"), default=MASSIVE_DEFAULT,
@@ -157,7 +157,7 @@ def _window(text: str) -> tuple[float, float]:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    from magdash.variability.analysis import analyze
+    from magdash.runs.analysis_runs import analyze
 
     params = analysis_params(args)
     store = open_store(args)
@@ -165,7 +165,7 @@ def run_analyze(args: argparse.Namespace) -> int:
     warn(result.warnings())
     control = None
     if args.massive_control:
-        from magdash.variability.massive import massive_control
+        from magdash.runs.analysis_runs import massive_control
 
         control = massive_control(store, args.model, result.stimuli, params)
     if args.json:
@@ -196,7 +196,7 @@ def _print_massive_control(control) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from magdash.variability.analysis import compare
+    from magdash.runs.analysis_runs import compare
 
     if len(args.model) != 2:
         raise AnalysisError(f"compare needs exactly two models (--model A --model B), got {len(args.model)}")

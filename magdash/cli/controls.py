@@ -2,7 +2,7 @@
 
 Leave-one-carrier-out alpha, the carrier ICC, a permutation null, other extractions of the same
 model (``--variant``: another dtype, weights file or token position) and the ``@random``
-control, each with a one-line verdict over the core band (:mod:`magdash.controls.run`).
+control, each with a one-line verdict over the core band (:mod:`magdash.controls.robustness`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import argparse
 from magdash.cli.analyze import add_analysis_options, analysis_params
 from magdash.cli.common import flagged_layer_warnings, open_store, print_json, warn, write_report
 from magdash.controls.permutation import DEFAULT_N_PERM
-from magdash.presentation.formatting import format_number
+from magdash.formatting import format_number
 
 MARKS = {True: "PROBLEM", False: "ok", None: "n/a"}
 
@@ -57,7 +57,7 @@ def params_from_args(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from magdash.controls import run_controls
+    from magdash.runs.controls_runs import run_controls
 
     store = open_store(args)
     result = run_controls(store, args.model, args.stimuli, params_from_args(args))

@@ -13,7 +13,7 @@ import math
 from magdash.cli.analyze import add_analysis_options, analysis_params
 from magdash.cli.common import open_store, print_json, write_report
 from magdash.controls.design import DesignParams
-from magdash.presentation.formatting import format_number
+from magdash.formatting import format_number
 
 _DEFAULTS = DesignParams()
 
@@ -63,14 +63,14 @@ def params_from_args(args: argparse.Namespace) -> DesignParams:
 
 
 def run(args: argparse.Namespace) -> int:
-    from magdash.controls.design import run_design
+    from magdash.runs.design_runs import run_design
 
     params = params_from_args(args)
     store = open_store(args)
     result = run_design(store, args.model, args.stimuli, params, analysis_params(args))
     if args.report:
         from magdash.dashboard.controls import design_report
-        from magdash.variability.analysis import analyze
+        from magdash.runs.analysis_runs import analyze
 
         analysis = analyze(store, args.model, args.stimuli, analysis_params(args))
         write_report(args.report, design_report(store, result, args.model, analysis))

@@ -15,8 +15,8 @@ from magdash.cli.common import (
     warn,
 )
 from magdash.errors import AnalysisError
+from magdash.formatting import format_number
 from magdash.params import DEFAULT_N_BOOT
-from magdash.presentation.formatting import format_number
 from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH
 
 
@@ -111,8 +111,8 @@ def run_count(args: argparse.Namespace) -> int:
         corpus_source,
         count_corpus,
         expand_inputs,
-        save_source,
     )
+    from magdash.runs.frequency_runs import save_source
 
     options = CountOptions(
         number_range=parse_range(args.number_range), sentence_final=args.sentence_final, words=args.words,
@@ -137,7 +137,8 @@ def run_count(args: argparse.Namespace) -> int:
 
 
 def run_import_csv(args: argparse.Namespace) -> int:
-    from magdash.frequency import check_source_name, read_counts_csv, save_source
+    from magdash.frequency import check_source_name, read_counts_csv
+    from magdash.runs.frequency_runs import save_source
 
     source = read_counts_csv(args.file, name=check_source_name(args.name))
     save_source(open_store(args, create=True), source)
@@ -149,7 +150,7 @@ def run_import_csv(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from magdash.frequency import list_sources
+    from magdash.runs.frequency_runs import list_sources
 
     table = list_sources(open_store_if_any(args))
     if args.json:
@@ -161,7 +162,8 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_fits(args: argparse.Namespace) -> int:
-    from magdash.frequency import fit_distributions, load_source
+    from magdash.frequency import fit_distributions
+    from magdash.runs.frequency_runs import load_source
 
     source = load_source(args.source, open_store_if_any(args))
     table = fit_distributions(source)
@@ -177,8 +179,9 @@ def run_fits(args: argparse.Namespace) -> int:
 
 
 def run_corr(args: argparse.Namespace) -> int:
-    from magdash.frequency import e5_from_store, e5_summary, load_source
+    from magdash.frequency import e5_summary
     from magdash.params import parse_layers
+    from magdash.runs.frequency_runs import e5_from_store, load_source
 
     if args.n_boot < 0:
         raise AnalysisError("--n-boot must be >= 0")

@@ -15,8 +15,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from magdash.builtin_models import BUILTIN_MODELS
-    from magdash.models import cached_repo_ids
+    from magdash.sources.builtin import BUILTIN_MODELS
+    from magdash.sources.hf_cache import cached_repo_ids
 
     store = open_store(args)
     with store.session():

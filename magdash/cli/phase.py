@@ -13,9 +13,9 @@ from pathlib import Path
 
 from magdash.cli.common import add_store_option, check_seed, open_store, print_json, warn
 from magdash.errors import AnalysisError
+from magdash.formatting import format_number
 from magdash.phase.diagnostics import PhaseParams
-from magdash.phase.massive import MASSIVE_MODES
-from magdash.presentation.formatting import format_number
+from magdash.phase.massive_dims import MASSIVE_MODES
 
 
 def register(subparsers) -> None:
@@ -101,7 +101,7 @@ def params_from(args: argparse.Namespace) -> PhaseParams:
 
 
 def _stored_results(args, store, options):
-    from magdash.phase.run import phase_from_store, stored_control
+    from magdash.runs.depth_runs import phase_from_store, stored_control
 
     main = phase_from_store(store, args.model, args.stimuli, **options)
     control = stored_control(store, args.model, args.stimuli, **options) if args.control else None
@@ -109,8 +109,9 @@ def _stored_results(args, store, options):
 
 
 def _texts_results(args, text: str, store, options):
-    from magdash.models import RANDOM_SUFFIX, split_random_suffix
-    from magdash.phase.run import phase_from_texts
+    from magdash.names import RANDOM_SUFFIX
+    from magdash.runs.depth_runs import phase_from_texts
+    from magdash.sources.random_weights import split_random_suffix
 
     run_options = dict(store=store, dtype=args.dtype, device=args.device, batch_size=args.batch_size,
                        max_length=args.max_length, keep_first_position=args.keep_first_position, **options)

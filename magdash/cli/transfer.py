@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from magdash.cli.common import add_store_option, check_name, open_store
-from magdash.models import LAST_LAYER_CHOICES
+from magdash.layers import LAST_LAYER_CHOICES
 from magdash.output_files import check_output_path, is_npz_export, write_output
 
 

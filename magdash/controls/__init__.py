@@ -3,9 +3,12 @@
 - :mod:`~magdash.controls.carriers`: leave-one-carrier-out alpha and the carrier ICC(3,k);
 - :mod:`~magdash.controls.permutation`: the permutation null of alpha;
 - :mod:`~magdash.controls.variants`: another dtype, weights file or token position, and ``@random``;
-- :mod:`~magdash.controls.run`: all of them for a stored model, with verdicts, cached.
+- :mod:`~magdash.controls.robustness`: all of them for one model, with verdicts;
+- :mod:`~magdash.controls.simulate` and :mod:`~magdash.controls.design`: the study-design simulator.
+
+The runs over a store, cached, are :mod:`magdash.runs.controls_runs` and :mod:`magdash.runs.design_runs`.
 """
 
-from magdash.controls.run import CONTROLS_VERSION, ControlsParams, ControlsResult, Verdict, run_controls
+from magdash.controls.robustness import CONTROLS_VERSION, ControlsParams, ControlsResult, Verdict
 
-__all__ = ["CONTROLS_VERSION", "ControlsParams", "ControlsResult", "Verdict", "run_controls"]
+__all__ = ["CONTROLS_VERSION", "ControlsParams", "ControlsResult", "Verdict"]

@@ -1,7 +1,8 @@
 """The study-design simulator: what can a study of this size detect?
 
 Synthetic studies are drawn from the generative model of :mod:`magdash.controls.simulate` with
-a planted alpha and noise calibrated from a stored model (:func:`calibrate`), for a design
+a planted alpha and noise calibrated from a model's vectors (:func:`calibrate`; over a store and cached:
+:func:`magdash.runs.design_runs.run_design`), for a design
 (:class:`DesignParams`: magnitudes, carriers, core layers), and analysed as the analysis engine
 fits V_eucl (OLS of log V on log n with the 3x-median outlier rule, bootstrap off). Outputs:
 
@@ -32,11 +33,9 @@ seeded by ``seed`` and the grid point, so a result is reproducible point by poin
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import math
-import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,14 +43,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from magdash.controls.run import require_raw_vectors
 from magdash.controls.simulate import MAX_DIMENSION, Calibration, CarrierScatter, draw_log_v, fit_alphas
 from magdash.errors import AnalysisError
-from magdash.jsonio import to_jsonable
+from magdash.jsonio import pack, unpack
 from magdash.params import ProgressCallback
 from magdash.stimuli import parse_magnitudes
-from magdash.store.keys import result_key
-from magdash.store.metrics import with_identity
 from magdash.variability.fits import OUTLIER_FACTOR, resample_counts, scaling_mask
 
 log = logging.getLogger(__name__)
@@ -186,12 +182,11 @@ class DesignResult:
         }
 
     def to_payload(self) -> bytes:
-        document = self.to_json()
-        return zlib.compress(json.dumps(to_jsonable(document, keep_nan=True), allow_nan=True).encode(), 6)
+        return pack(self.to_json())
 
     @classmethod
     def from_payload(cls, payload: bytes) -> DesignResult:
-        document = json.loads(zlib.decompress(payload))
+        document = unpack(payload)
         params = document["params"]
         params["carrier_grid"] = tuple(params["carrier_grid"])
         params["magnitude_grid"] = tuple(params["magnitude_grid"])
@@ -226,24 +221,6 @@ class DesignResult:
             "e6_bootstrap_layer_power": float(e6["bootstrap_layers"]),
             "ci_half_width": float(width["half_width"].iloc[0]) if len(width) else math.nan,
             **{f"minimal_alpha_{k}": v for k, v in self.minimal_alpha.items()},
-        }
-
-    def metric_tables(self, model: str, stimuli: str, conventions: str) -> dict[str, pd.DataFrame]:
-        """The store's ``designs``, ``design_h1``, ``design_e6`` and ``design_ci`` rows
-        (:mod:`magdash.store.metrics`) of a design calibrated on ``model`` and ``stimuli``."""
-        identity = {"model": model, "stimuli": stimuli, "conventions": conventions}
-        params = self.params
-        design = {
-            "magnitudes": params.magnitudes, "n_magnitudes": self.n_magnitudes, "n_carriers": params.n_carriers,
-            "n_layers": self.n_layers, "n_studies": params.n_studies, "n_boot": params.n_boot, "level": params.level,
-            "power_target": params.power_target, "seed": params.seed, "calibration_rho": self.calibration.rho,
-            **self.summary(),
-        }
-        return {
-            "designs": with_identity(pd.DataFrame([design]), identity),
-            "design_h1": with_identity(self.h1, identity),
-            "design_e6": with_identity(self.e6, identity),
-            "design_ci": with_identity(self.ci_width, identity),
         }
 
 
@@ -472,25 +449,26 @@ def participation_ratio(deviations: np.ndarray) -> float:
     return total * total / squares if squares > 0 else math.nan
 
 
-def calibrate(store, model: str, stimuli: str | None = None, analysis_params=None) -> Calibration:
-    """The noise of ``model``'s core layers (:mod:`magdash.controls.simulate`), from the store."""
-    from magdash.variability.analysis import AnalysisParams, analyze
+def calibrate(result, layers: Iterable[tuple[int, np.ndarray]], n_carriers: int) -> Calibration:
+    """The noise of a model's core layers (:mod:`magdash.controls.simulate`) from its analysis.
 
-    base = analysis_params or AnalysisParams()
-    params = dataclasses.replace(base, measures=("eucl",), n_boot=0)
-    result = analyze(store, model, stimuli, params)
-    core = list(result.core_layers)
+    Args:
+        result: the model's :class:`~magdash.variability.analysis.AnalysisResult` of V_eucl
+            (its V, fits and core band).
+        layers: (layer, vectors of shape (n_magnitudes, n_carriers, d)) for the core layers, in
+            order; each is dropped once used.
+        n_carriers: the stimulus set's carriers.
+    """
     log_n = np.log(result.magnitudes)
-    n_carriers = len(store.stimulus_set(result.stimuli).carriers)
     scatter = CarrierScatter()
     dims, taus, intercepts, residuals = [], [], [], []
-    for data in store.read_layers(model, result.stimuli, core):
-        v = result.values["eucl"][data.layer]
-        fit = result.fit("eucl", data.layer)
-        keep, _ = scaling_mask(result.magnitudes, v, drop_outliers=True, outlier_factor=params.outlier_factor)
-        if not fit.has_fit or not np.isfinite(data.vectors).all():
+    for layer, x in layers:
+        v = result.values["eucl"][layer]
+        fit = result.fit("eucl", layer)
+        keep, _ = scaling_mask(result.magnitudes, v, drop_outliers=True, outlier_factor=result.params.outlier_factor)
+        if not fit.has_fit or not np.isfinite(x).all():
             continue
-        x = data.vectors  # float32: a 1000 x 20 x 4096 layer needs no float64 copy for a ratio
+        # float32: a 1000 x 20 x 4096 layer needs no float64 copy for a ratio
         deviations = (x - x.mean(axis=1, keepdims=True, dtype=np.float64).astype(np.float32))[keep]
         deviations /= v[keep][:, None, None].astype(np.float32)
         dimension = participation_ratio(deviations.reshape(-1, x.shape[2]))
@@ -502,53 +480,15 @@ def calibrate(store, model: str, stimuli: str | None = None, analysis_params=Non
         dims.append(dimension)
         intercepts.append(fit.intercept)
         residuals.append(residual)
-        del data, x, deviations
+        del x, deviations
     if len(taus) < 2:
         raise AnalysisError(
-            f"{model!r} has fewer than 2 core layers with a fit of V_eucl; the simulator needs them to calibrate"
+            f"{result.model!r} has fewer than 2 core layers with a fit of V_eucl; the simulator needs them to calibrate"
         )
     matrix = np.array(residuals)
     both = np.isfinite(matrix).all(axis=0)
     correlation = np.corrcoef(matrix[:, both]) if np.count_nonzero(both) >= 3 else np.eye(len(taus))
     off_diagonal = correlation[~np.eye(len(taus), dtype=bool)]
     rho = float(np.clip(np.nanmean(off_diagonal), 0.0, 0.95)) if off_diagonal.size else 0.0
-    return Calibration(tuple(taus), tuple(dims), tuple(intercepts), rho, n_carriers, source=f"{model} on {result.stimuli}")
-
-
-def design_key(store, model: str, stimuli: str, analysis_params, params: DesignParams) -> str:
-    return result_key(
-        "design", DESIGN_VERSION, model=model, stimuli=stimuli,
-        data=store.data_fingerprint(model, stimuli), analysis=analysis_params, params=params,
-    )
-
-
-def run_design(
-    store,
-    model: str,
-    stimuli: str | None = None,
-    params: DesignParams | None = None,
-    analysis_params=None,
-    *,
-    use_cache: bool = True,
-    progress: ProgressCallback | None = None,
-) -> DesignResult:
-    """Calibrate on ``model`` and simulate the design; cached in the store."""
-    from magdash.variability.analysis import AnalysisParams
-
-    params = params or DesignParams()
-    analysis_params = analysis_params or AnalysisParams()
-    require_raw_vectors(analysis_params)
-    stimuli = store.resolve_stimuli(model, stimuli)
-    key = design_key(store, model, stimuli, analysis_params, params)
-    payload = store.get_result(key) if use_cache else None
-    if payload is not None:
-        result = DesignResult.from_payload(payload)
-        # Designs cached before the design tables existed get their rows when next asked for.
-        if not store.has_metric_rows(key, "designs"):
-            store.put_metric_rows(key, "design", result.metric_tables(model, stimuli, analysis_params.conventions))
-        return result
-    calibration = calibrate(store, model, stimuli, analysis_params)
-    result = simulate_design(calibration, params, progress)
-    store.put_result(key, "design", result.to_payload(),
-                     result.metric_tables(model, stimuli, analysis_params.conventions))
-    return result
+    return Calibration(tuple(taus), tuple(dims), tuple(intercepts), rho, n_carriers,
+                       source=f"{result.model} on {result.stimuli}")

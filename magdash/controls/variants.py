@@ -1,8 +1,9 @@
 """Variants of one model: another dtype, another weights file (a GGUF quantization), another
 token position, and the ``@random`` architecture-only control.
 
-A variant is a second stored extraction of the same architecture on the same stimuli. Its
-alphas are compared with the model's layer by layer by :func:`magdash.variability.analysis.compare`
+A variant is a second stored extraction of the same architecture on the same stimuli
+(:func:`magdash.runs.controls_runs.is_variant`). Its alphas are compared with the model's layer by
+layer by :func:`magdash.runs.analysis_runs.compare`
 (delta = alpha_model - alpha_variant with a joint bootstrap CI that resamples the magnitudes of
 both at once; Wilcoxon over the core layers, E6 of Cacioli 2026), and summarised over the core
 band by the largest |delta alpha| and the layer where it occurs (:func:`variant_summary`).
@@ -22,52 +23,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-
-from magdash.models import DTYPES
-from magdash.stimuli import POSITIONS
-from magdash.store import ModelRecord
-
-
-def variant_kind(model: ModelRecord, variant: ModelRecord) -> str:
-    """What differs between two extractions: dtype, token position, weights file, or several."""
-    parts = []
-    if model.dtype != variant.dtype:
-        parts.append(f"dtype {model.dtype} vs {variant.dtype}")
-    if model.position != variant.position:
-        parts.append(f"token position {model.position} vs {variant.position}")
-    if model.fingerprint != variant.fingerprint and not parts:
-        parts.append("weights file")
-    return "; ".join(parts) or "same extraction settings"
-
-
-def is_variant(model: ModelRecord, other: ModelRecord) -> bool:
-    """``other`` could be the same model extracted another way: same architecture and shape,
-    not a random-weight control, another name."""
-    return (
-        other.name != model.name
-        and not other.is_random
-        and "@random" not in other.name
-        and other.architecture == model.architecture
-        and other.n_blocks == model.n_blocks
-        and other.hidden_size == model.hidden_size
-    )
-
-
-def variant_name(model: str, *, dtype: str = "float32", position: str = "last") -> str:
-    """The store name an extraction of ``model``'s spec with another dtype or position gets
-    (:func:`magdash.models.default_name`): ``minilm`` -> ``minilm:float16``, ``minilm:first``."""
-    spec = model
-    for options in (POSITIONS, DTYPES):
-        for option in options:
-            if spec.endswith(f":{option}"):
-                spec = spec[: -len(option) - 1]
-                break
-    name = spec
-    if dtype != "float32":
-        name += f":{dtype}"
-    if position != "last":
-        name += f":{position}"
-    return name
 
 
 @dataclass(frozen=True)
@@ -90,7 +45,7 @@ class VariantSummary:
 
 
 def variant_summary(comparison, measure: str, kind: str) -> VariantSummary:
-    """Summarise a :class:`~magdash.variability.analysis.ComparisonResult` (model A = the model)."""
+    """Summarise a :class:`~magdash.variability.compare.ComparisonResult` (model A = the model)."""
     item = comparison.measures[measure]
     core = item.layers[item.layers["core"]]
     deltas = np.abs(core["delta"].to_numpy(dtype=np.float64))

@@ -10,21 +10,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import altair as alt
 import pandas as pd
 
 from magdash.controls.design import DesignParams, DesignResult
-from magdash.controls.run import ControlsParams, ControlsResult
-from magdash.controls.variants import is_variant, variant_name
+from magdash.controls.robustness import ControlsParams, ControlsResult
 from magdash.dashboard.inventory import StoreInventory
 from magdash.dashboard.jobs import ExtractionRequest
 from magdash.dashboard.view import ViewState, analysis_params, core_band
 from magdash.errors import MagdashError
-from magdash.models import control_name
+from magdash.formatting import format_number, format_p
+from magdash.names import control_name, variant_name
 from magdash.presentation import charts, report, tables
-from magdash.presentation.formatting import format_number, format_p
+from magdash.runs.controls_runs import is_variant
+from magdash.sources import spec_for_source
 from magdash.store import ModelRecord, Store
 from magdash.variability.analysis import AnalysisParams
 
@@ -98,22 +98,9 @@ def default_design(record: ModelRecord, view: ViewState) -> DesignParams:
 # -- extracting a variant on demand ------------------------------------------------------------
 
 
-def extraction_spec(record: ModelRecord) -> str | None:
-    """The spec that loads ``record``'s weights again (built-in, folder, cache); None for an import,
-    a random-weight control or a folder that is gone."""
-    if record.is_random or ":" not in record.source:
-        return None
-    kind, _, value = record.source.partition(":")
-    if kind == "builtin" or kind == "hf-cache":
-        return value
-    if kind == "folder" and Path(value).is_dir():
-        return value
-    return None
-
-
 def variant_request(store: Store, record: ModelRecord, stimuli: str, *, dtype: str, position: str) -> ExtractionRequest:
     """The extraction of the view model's weights at another dtype or token position."""
-    spec = extraction_spec(record)
+    spec = None if record.is_random else spec_for_source(record.source)
     if spec is None:
         raise MagdashError(
             f"the weights of {record.name!r} are not at hand here ({record.source}): extract the variant where "

@@ -21,31 +21,31 @@ import pandas as pd
 
 from magdash.dashboard.keys import AnalysisKey, ComparisonKey, PhaseKey, adjusted_phase_keys
 from magdash.errors import MagdashError
+from magdash.formatting import MISSING, format_number, format_p
 from magdash.frequency import (
     counts_for_magnitudes,
     distribution_plot_data,
-    e5_from_analysis,
     e5_summary,
     fit_distributions,
 )
 from magdash.frequency.sources import FrequencySource
 from magdash.phase import PhaseResult, Transition, layer_frame
 from magdash.phase.diagnostics import depth_fraction
-from magdash.phase.massive import MASSIVE_LABELS
+from magdash.phase.massive_dims import MASSIVE_LABELS
 from magdash.phase.omega import isotropic_omega_mean
 from magdash.presentation import charts, report, tables
-from magdash.presentation.formatting import MISSING, format_number, format_p
 from magdash.presentation.tables import CARRIER_MEASURES
 from magdash.store import LayerData, Store
-from magdash.variability.analysis import PRIMARY_MEASURES, AnalysisResult, ComparisonResult
+from magdash.variability.analysis import PRIMARY_MEASURES, AnalysisResult
+from magdash.variability.compare import ComparisonResult
 from magdash.variability.conventions import MAGDASH
 from magdash.variability.geometry import centroid_rdm, pc1_coordinates
-from magdash.variability.massive import MassiveControl
+from magdash.variability.massive_control import MassiveControl
 from magdash.variability.measures import centroids
 
 
 def fmt(value: float, digits: int = 3) -> str:
-    """A number for a sentence (:data:`~magdash.presentation.formatting.MISSING` when there is none)."""
+    """A number for a sentence (:data:`~magdash.formatting.MISSING` when there is none)."""
     return format_number(value, f".{digits}f")
 
 
@@ -222,7 +222,7 @@ FIT_LABELS = {"power_law": "power law", "exponential": "exponential", "loglog_ol
 
 
 def e5_table(result: AnalysisResult, e5: pd.DataFrame) -> pd.DataFrame:
-    """The E5 of every layer (:func:`magdash.frequency.e5_from_analysis`: Spearman rho of V(n)
+    """The E5 of every layer (:func:`magdash.runs.frequency_runs.e5_from_analysis`: Spearman rho of V(n)
     with log(count(n) + 1), CI, partial rho given log n) with the model and the core band."""
     table = e5.copy()
     table.insert(0, "model", result.model)
@@ -307,7 +307,7 @@ def dashboard_report(store: Store, keys: Mapping[str, AnalysisKey], comparison: 
     run manifest. The view's query string goes into the manifest so the dashboard view can be
     reopened. Analyses come from the store's cache when present.
     """
-    from magdash.variability.analysis import analyze, compare
+    from magdash.runs.analysis_runs import analyze, compare
 
     results = {name: analyze(store, key.model, key.stimuli, key.params) for name, key in keys.items()}
     comparisons = []
@@ -329,8 +329,8 @@ def detail_sections(store: Store, result: AnalysisResult, measure: str, layer: i
                     ) -> list[report.ReportSection]:
     """The report's sections for one model beyond the alpha profiles: V vs n, RDM and PC1 at
     one layer, E5 and the depth diagnostics (each page's figures and tables)."""
-    from magdash.frequency.sources import load_source
-    from magdash.phase.run import phase_from_store
+    from magdash.runs.depth_runs import phase_from_store
+    from magdash.runs.frequency_runs import e5_from_analysis, load_source
 
     if layer is None:
         core = result.core_layers or (result.n_layers // 2,)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 
 from magdash.errors import MagdashError
-from magdash.models import weights_note
 from magdash.overflow import nonfinite_warning
+from magdash.sources.gguf import weights_note
 from magdash.store import ModelRecord, Store, nonfinite_counts_in
 
 

@@ -15,13 +15,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from magdash.builtin_models import is_installed
 from magdash.errors import MagdashError
-from magdash.gguf import GGUF_SUFFIX
-from magdash.models import OLLAMA_PREFIX
+from magdash.sources.builtin import is_installed
 from magdash.stimuli import StimulusSet, paper_stimuli
 from magdash.store import Store
 from magdash.variability.analysis import AnalysisParams
@@ -287,34 +284,6 @@ class ExtractionRequest:
     batch_size: int = 32
 
 
-def model_spec(source: str, value: str, *, control: bool = False, seed: int = 0) -> str:
-    """The model spec for the Extract page's choice (built-in, cache, folder or GGUF file, Ollama)
-    and control flag."""
-    value = (value or "").strip()
-    if not value:
-        what = {"folder": "a model folder or .gguf file path", "cache": "a model from the list",
-                "ollama": "an Ollama model name"}.get(source, "a model")
-        raise MagdashError(f"no model chosen: give {what}")
-    if source == "folder":
-        path = Path(value).expanduser()
-        try:
-            is_folder, is_file = path.is_dir(), path.is_file()
-        except OSError as error:  # e.g. a name too long for the file system
-            raise MagdashError(f"cannot use {value!r} as a folder ({error.strerror}): give the folder holding "
-                               "config.json and *.safetensors") from None
-        if is_file and path.suffix.lower() != GGUF_SUFFIX:
-            raise MagdashError(f"{value!r} is a file but not a .gguf file: give a .gguf file or a model folder")
-        if not (is_folder or is_file):
-            raise MagdashError(f"folder {value!r} does not exist: give the folder holding config.json and "
-                               "*.safetensors, or a .gguf file")
-        value = str(path.resolve())
-    if source == "ollama" and not value.startswith(OLLAMA_PREFIX):
-        value = f"{OLLAMA_PREFIX}{value}"
-    if control:
-        value = f"{value}@random" if seed == 0 else f"{value}@random:{int(seed)}"
-    return value
-
-
 def extraction_job(store: Store, request: ExtractionRequest) -> Job:
     """A job that extracts ``request`` into ``store`` (resumes, can be cancelled)."""
     from magdash.extract import extract
@@ -366,7 +335,7 @@ def run_first_protocol(store: Store, params: AnalysisParams, context: JobContext
     is stored).
     """
     from magdash.extract import extract
-    from magdash.variability.analysis import analyze, compare
+    from magdash.runs.analysis_runs import analyze, compare
 
     context = context or JobContext()
     stimuli = paper_stimuli()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from magdash.dashboard.inventory import StoreInventory
 from magdash.dashboard.view import ViewState, analysis_params, phase_params
 from magdash.errors import MagdashError
-from magdash.models import control_name
+from magdash.names import control_name
 from magdash.phase.diagnostics import PhaseParams
 from magdash.store import ModelRecord
 from magdash.variability.analysis import AnalysisParams

@@ -192,7 +192,7 @@ def tokenization_preview(tokenizer, items, position: str = "last", sequence_star
     joined by " + "), n_number_tokens, kept (the token(s) whose vector is stored at
     ``position``), tokens (the whole sequence as the model sees it, a prepended BOS included,
     " | "-separated), first_position (whether the kept token is at position 0, the attention
-    sink). ``sequence_start`` is the model's rule (:func:`magdash.models.sequence_start_rule`;
+    sink). ``sequence_start`` is the model's rule (:func:`magdash.sources.base.sequence_start_rule`;
     a loaded model brings its own).
     """
     from magdash.extract import locate_numbers
@@ -246,15 +246,14 @@ def split_summary(preview: pd.DataFrame) -> str:
 
 
 def tokenizer_specs(records: Iterable[ModelRecord], cached: Sequence[str]) -> list[str]:
-    """Model specs whose tokenizer can be previewed: built-ins, stored models' sources, the HF cache."""
-    from magdash.builtin_models import BUILTIN_MODELS
+    """Model specs whose tokenizer can be previewed: built-ins, the stored models whose files are
+    at hand (:func:`magdash.sources.spec_for_source`), the Hugging Face cache's models."""
+    from magdash.sources import KINDS_BY_NAME, spec_for_source
 
-    specs = list(BUILTIN_MODELS)
+    specs = list(KINDS_BY_NAME["builtin"].choices())
     for record in records:
-        kind, _, where = record.source.partition(":")
-        if kind == "ollama":
-            where = record.source
-        if kind in ("builtin", "hf-cache", "folder", "gguf", "ollama") and where and where not in specs:
-            specs.append(where)
+        spec = spec_for_source(record.source)
+        if spec is not None and spec not in specs:
+            specs.append(spec)
     specs += [repo for repo in cached if repo not in specs]
     return specs

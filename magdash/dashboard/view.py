@@ -17,7 +17,7 @@ from typing import Any
 
 from magdash.dashboard.inventory import StoreInventory
 from magdash.errors import MagdashError
-from magdash.models import control_name
+from magdash.names import control_name
 from magdash.params import DEFAULT_N_BOOT, parse_band
 from magdash.phase.diagnostics import PhaseParams
 from magdash.stimuli import PAPER_SET_NAME

@@ -20,8 +20,6 @@ from magdash.frequency.e5 import (
     E5_COLUMNS,
     counts_for_magnitudes,
     e5_correlation,
-    e5_from_analysis,
-    e5_from_store,
     e5_summary,
 )
 from magdash.frequency.fits import distribution_plot_data, fit_distributions
@@ -37,16 +35,12 @@ from magdash.frequency.sources import (
     check_source_name,
     corpus_source,
     counts_table,
-    list_sources,
-    load_source,
     read_counts_csv,
-    save_source,
 )
 
 __all__ = [
     "BUILTIN_SOURCES", "DEFAULT_SOURCE", "E5_COLUMNS", "FORMATS", "OPENWEBTEXT", "PAPER_PATTERN", "WORDFREQ",
     "WORDFREQ_NOTE", "CorpusCounts", "CountOptions", "FrequencyError", "FrequencySource", "builtin_source",
     "check_source_name", "corpus_source", "count_corpus", "counts_for_magnitudes", "counts_table", "distribution_plot_data",
-    "e5_correlation", "e5_from_analysis", "e5_from_store", "e5_summary", "expand_inputs", "fit_distributions", "list_sources",
-    "load_source", "number_word_values", "read_counts_csv", "save_source",
+    "e5_correlation", "e5_summary", "expand_inputs", "fit_distributions", "number_word_values", "read_counts_csv",
 ]

@@ -9,11 +9,8 @@ partial correlation controlling for log n so that users can try.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import warnings
-import zlib
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -21,15 +18,13 @@ import pandas as pd
 from scipy import stats
 
 from magdash.frequency.corpus import FrequencyError
-from magdash.frequency.sources import FrequencySource, as_count_series, load_source
-from magdash.jsonio import to_jsonable
+from magdash.frequency.sources import FrequencySource, as_count_series
 from magdash.params import DEFAULT_N_BOOT
-from magdash.store.keys import result_key
-from magdash.store.metrics import with_identity
 
 E5_COLUMNS = ["layer", "rho", "p", "ci_low", "ci_high", "partial_rho", "partial_p", "n"]
 E5_VERSION = "1"
-"""Bumped whenever :func:`e5_from_store` can give another table for the same inputs (its cache key)."""
+"""Bumped whenever :func:`e5_correlation` can give another table for the same inputs (the cache key
+of :mod:`magdash.runs.frequency_runs`)."""
 MISSING_POLICIES = ("error", "zero")
 # Resampled values per bootstrap chunk: bounds memory for long magnitude lists.
 _BOOT_CHUNK_ELEMENTS = 2_000_000
@@ -193,127 +188,6 @@ def e5_correlation(
             partial, partial_p = _partial_spearman(y, x, z)
         rows.append([layer, rho, p, low, high, partial, partial_p, n])
     return pd.DataFrame(rows, columns=E5_COLUMNS)
-
-
-def e5_from_store(
-    store,
-    model: str,
-    source: str | FrequencySource,
-    *,
-    stimuli: str | None = None,
-    layers: Sequence[int] | None = None,
-    measure: str = "eucl",
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    missing: str = "error",
-    use_cache: bool = True,
-) -> pd.DataFrame:
-    """E5 for a stored model: V (default V_eucl, :mod:`magdash.variability.measures`) per layer against a source.
-
-    ``layers`` defaults to the core band floor(L/2) .. L-1. The table is
-    :func:`e5_correlation`'s with a ``label`` column (the layer's name) after ``layer``. It is
-    cached in the store (keyed by the vectors, the source's counts and every parameter) and
-    written to the store's ``e5`` table.
-    """
-    from magdash.variability.hypotheses import default_core_layers
-    from magdash.variability.measures import compute_measure
-
-    record = store.model_record(model)
-    stimuli = store.resolve_stimuli(model, stimuli)
-    layers = list(layers) if layers is not None else default_core_layers(record.n_blocks)
-    if not layers:
-        raise FrequencyError("choose at least one layer")
-    outside = [layer for layer in layers if not 0 <= layer < record.n_layers]
-    if outside:
-        raise FrequencyError(f"layers {outside} do not exist; {model!r} has layers 0..{record.n_layers - 1}")
-    frequency = load_source(source, store) if isinstance(source, str) else source
-    key = result_key(
-        "e5", E5_VERSION, model=model, stimuli=stimuli, data=store.data_fingerprint(model, stimuli),
-        source=frequency.name, counts=_counts_hash(frequency), layers=layers, measure=measure, n_boot=n_boot,
-        seed=seed, missing=missing,
-    )
-    payload = store.get_result(key) if use_cache else None
-    if payload is not None:
-        return _document_table(json.loads(zlib.decompress(payload)))
-    values, labels, magnitudes = {}, {}, None
-    for data in store.read_layers(model, stimuli, layers):
-        layer = data.layer
-        # A layer holding Inf/NaN vectors (magdash.overflow) gets no correlation: NaN V.
-        values[layer] = (
-            np.full(len(data.magnitudes), np.nan) if data.n_nonfinite else compute_measure(measure, data.vectors)
-        )
-        labels[layer] = data.label
-        magnitudes = data.magnitudes
-    table = e5_correlation(magnitudes, values, frequency, n_boot=n_boot, seed=seed, missing=missing)
-    table.insert(1, "label", [labels[layer] for layer in table["layer"]])
-    _put_e5(store, key, table, model=model, stimuli=stimuli, source=frequency.name, measure=measure,
-            n_boot=n_boot, seed=seed)
-    return table
-
-
-def e5_from_analysis(
-    store, result, source: FrequencySource, measure: str, missing: str = "error", *, use_cache: bool = True,
-) -> pd.DataFrame:
-    """E5 at every layer from a cached analysis's V (the dashboard's E5), cached in the store and
-    written to its ``e5`` table like :func:`e5_from_store`'s.
-
-    ``result`` is an :class:`~magdash.variability.analysis.AnalysisResult`: its V carries the
-    analysis's choices (massive dimensions kept or dropped, measures), and its bootstrap
-    resamples and seed are the E5's. The cache key is the analysis's key with the source's
-    counts, ``measure`` and ``missing``, so the same E5 is computed once per store. The table is
-    :func:`e5_from_store`'s (``layer``, ``label`` and :data:`E5_COLUMNS`).
-    """
-    from magdash.variability.analysis import analysis_key
-
-    params = result.params
-    key = result_key(
-        "e5", E5_VERSION, analysis=analysis_key(store, result.model, result.stimuli, params),
-        source=source.name, counts=_counts_hash(source), measure=measure, missing=missing,
-    )
-    payload = store.get_result(key) if use_cache else None
-    if payload is not None:
-        return _document_table(json.loads(zlib.decompress(payload)))
-    table = e5_correlation(
-        result.magnitudes, result.values[measure], source, n_boot=params.n_boot, seed=params.seed, missing=missing,
-    )
-    table.insert(1, "label", [result.layer_labels[layer] for layer in table["layer"]])
-    _put_e5(store, key, table, model=result.model, stimuli=result.stimuli, source=source.name, measure=measure,
-            n_boot=params.n_boot, seed=params.seed)
-    return table
-
-
-def _put_e5(store, key: str, table: pd.DataFrame, **identity) -> None:
-    """Cache an E5 table under ``key`` and replace its rows of the ``e5`` metric table."""
-    document = {**identity, "columns": list(table.columns), "data": {c: table[c].tolist() for c in table.columns}}
-    store.put_result(
-        key, "e5", zlib.compress(json.dumps(to_jsonable(document, keep_nan=True), allow_nan=True).encode(), 6),
-        _document_tables(document),
-    )
-
-
-def _counts_hash(source: FrequencySource) -> str:
-    counts = source.counts
-    digest = hashlib.sha256(counts["number"].to_numpy(dtype=np.int64).tobytes())
-    digest.update(counts["count"].to_numpy(dtype=np.int64).tobytes())
-    return digest.hexdigest()
-
-
-def _document_table(document: dict) -> pd.DataFrame:
-    table = pd.DataFrame({c: document["data"][c] for c in document["columns"]})
-    for column in ("rho", "p", "ci_low", "ci_high", "partial_rho", "partial_p"):
-        table[column] = table[column].astype(np.float64)
-    return table
-
-
-def _document_tables(document: dict) -> dict[str, pd.DataFrame]:
-    table = _document_table(document)
-    identity = {name: document[name] for name in ("model", "stimuli", "source", "measure")}
-    return {"e5": with_identity(table, identity).assign(n_boot=document["n_boot"], seed=document["seed"])}
-
-
-def e5_tables_from_payload(payload: bytes) -> dict[str, pd.DataFrame]:
-    """The ``e5`` metric rows of a cached E5 table (the store's migration reads them)."""
-    return _document_tables(json.loads(zlib.decompress(payload)))
 
 
 def e5_summary(table: pd.DataFrame, alpha: float = 0.05, conventions: str = "magdash") -> dict:

@@ -11,7 +11,7 @@ Built in, usable without being stored:
   documents (Cacioli, arXiv 2604.04469, Appendix E), packaged as ``magdash/data`` CSV with its
   provenance lines.
 
-Stored in the store (through :class:`magdash.store.Store`, which alone speaks SQL to it):
+Stored in the store (saved, loaded and listed by :mod:`magdash.runs.frequency_runs`):
 counts of a user's corpus (:func:`magdash.frequency.corpus.count_corpus`) and CSV imports
 (:func:`read_counts_csv`). Built-in names cannot be used for stored sources.
 """
@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import importlib.resources
 import io
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -219,7 +218,7 @@ def _integer_column(values: pd.Series, label: str, origin: str, first_line: int)
     return numeric.to_numpy(dtype=np.float64).astype(np.int64)
 
 
-# -- the store -----------------------------------------------------------------------------
+# -- names and listings ----------------------------------------------------------------------
 
 
 def check_source_name(name: str) -> str:
@@ -233,55 +232,11 @@ def check_source_name(name: str) -> str:
     return name
 
 
-def save_source(store, source: FrequencySource) -> None:
-    """Store a source (replacing one of the same name). Built-in names are refused."""
-    name = check_source_name(source.name)
-    store.put_frequency_source(name, source.counts, source.provenance)
-
-
 def corpus_source(counted: CorpusCounts, name: str) -> FrequencySource:
     return FrequencySource(check_source_name(name), counted.counts, counted.provenance())
 
 
-def load_source(name: str, store=None) -> FrequencySource:
-    """A built-in source, or one from the store.
-
-    Names are stripped as :func:`check_source_name` strips them when a source is saved, so
-    " mine " finds the source saved as "mine".
-    """
-    name = name.strip() if isinstance(name, str) else name
-    if name in BUILTIN_SOURCES:
-        return builtin_source(name)
-    if store is None:
-        raise FrequencyError(f"{name!r} is not a built-in source ({', '.join(BUILTIN_SOURCES)}) and no store is open")
-    from magdash.errors import StoreError
-
-    try:
-        counts, provenance = store.get_frequency_source(name)
-    except StoreError:
-        stored = list(store.list_frequency_sources()["name"])
-        known = ", ".join(list(BUILTIN_SOURCES) + stored)
-        raise FrequencyError(f"no frequency source named {name!r}; available: {known}") from None
-    table = pd.DataFrame({
-        "number": counts["number"].to_numpy(dtype=np.int64), "count": counts["count"].to_numpy(dtype=np.int64),
-    })
-    return FrequencySource(name, table, provenance)
-
-
-def list_sources(store=None) -> pd.DataFrame:
-    """Built-in and stored sources: name, kind, n_numbers, total, note, provenance (a dict)."""
-    rows = []
-    for name in BUILTIN_SOURCES:
-        source = builtin_source(name)
-        rows.append(_listing_row(name, len(source.counts), source.total, source.provenance))
-    if store is not None:
-        for row in store.list_frequency_sources().itertuples():
-            provenance = json.loads(row.provenance) if isinstance(row.provenance, str) else dict(row.provenance or {})
-            rows.append(_listing_row(row.name, int(row.n_numbers), int(row.total), provenance))
-    return pd.DataFrame(rows, columns=["name", "kind", "n_numbers", "total", "note", "provenance"])
-
-
-def _listing_row(name: str, n_numbers: int, total: int, provenance: dict) -> dict:
+def listing_row(name: str, n_numbers: int, total: int, provenance: dict) -> dict:
     return {
         "name": name, "kind": provenance.get("kind", "unknown"), "n_numbers": n_numbers, "total": total,
         "note": provenance.get("note", ""), "provenance": provenance,

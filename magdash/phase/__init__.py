@@ -4,13 +4,16 @@
 - :mod:`~magdash.phase.spectrum`: covariance spectra, the Marchenko-Pastur fit, spikes,
   effective rank and participation ratio;
 - :mod:`~magdash.phase.accumulate`: per-layer samples, streamed (online covariance) so that
-  all-token runs keep no vectors;
+  all-token runs keep no vectors, in the view of the massive dimensions asked for;
+- :mod:`~magdash.phase.massive_dims`: massive-activation dimensions and the keep/drop/standardise views;
 - :mod:`~magdash.phase.diagnostics`: every per-layer diagnostic and gamma_c from the samples,
   with :class:`PhaseParams`;
-- :mod:`~magdash.phase.texts`: prompt documents cut to a model's context;
-- :mod:`~magdash.phase.run`: runs over stored vectors or a model's forward passes, cached.
+- :mod:`~magdash.phase.texts`: prompt documents cut to a model's context.
+
+The runs over stored vectors or a model's forward passes, cached, are :mod:`magdash.runs.depth_runs`.
 """
 
+from magdash.phase.accumulate import PHASE_VERSION
 from magdash.phase.diagnostics import (
     LayerDiagnostics,
     PhaseParams,
@@ -20,9 +23,8 @@ from magdash.phase.diagnostics import (
     layer_frame,
     phase_summary,
 )
-from magdash.phase.run import PHASE_VERSION, phase_from_store, phase_from_texts, stored_control
 
 __all__ = [
     "PHASE_VERSION", "LayerDiagnostics", "PhaseParams", "PhaseResult", "Transition", "analyze_samples",
-    "layer_frame", "phase_from_store", "phase_from_texts", "phase_summary", "stored_control",
+    "layer_frame", "phase_summary",
 ]

@@ -36,11 +36,16 @@ import scipy.linalg.blas
 
 from magdash.errors import AnalysisError
 from magdash.overflow import nonfinite_rows
-from magdash.phase.massive import DimensionStats
+from magdash.phase.massive_dims import Adjustment, DimensionStats
 from magdash.phase.omega import omega
 from magdash.phase.spectrum import covariance_eigenvalues, gram_eigenvalues
 
 MIN_MERGE_ROWS = 4096
+
+PHASE_VERSION = 4
+"""Bump whenever a change to the phase code can change a cached sample: old entries die.
+4: in all-token mode the model's BOS starts each chunk where its tokenizer adds none, and the
+first position's token (the attention sink) is left out by default."""
 
 
 @dataclass
@@ -54,7 +59,7 @@ class LayerSample:
     omegas: np.ndarray  # Omega of every vector, float32, in arrival order
     nonfinite: int = 0  # vectors left out for holding Inf or NaN (magdash.overflow)
     first_position: int = 0  # all-token mode: tokens left out for standing at a sequence's first position
-    # Per-dimension statistics of the layer's raw vectors (before any magdash.phase.massive
+    # Per-dimension statistics of the layer's raw vectors (before any magdash.phase.massive_dims
     # view), from which the massive dimensions are found; None for a layer without vectors.
     raw: DimensionStats | None = None
 
@@ -218,3 +223,38 @@ def _raw_stats(data, index: int) -> DimensionStats | None:
         return None
     mean, abs_mean, square_mean = data[f"raw_{index}"]
     return DimensionStats(int(data[f"raw_count_{index}"]), abs_mean=abs_mean, mean=mean, square_mean=square_mean)
+
+
+def view_sample(vectors: np.ndarray, layer: int, massive: str, massive_ratio: float) -> LayerSample:
+    """One layer's sample of ``vectors`` (n, d) in the view ``massive`` asks for
+    (:mod:`magdash.phase.massive_dims`: keep, drop or standardise).
+
+    The per-dimension statistics (and so the massive dimensions) always come from the raw
+    vectors; Inf/NaN vectors are left out of them as of everything else.
+    """
+    raw_accumulator = LayerAccumulator(vectors.shape[1])
+    raw_accumulator.add(vectors)
+    if massive == "keep":
+        return raw_accumulator.finish(layer)
+    stats = raw_accumulator.dimension_stats()
+    if stats is None:
+        return raw_accumulator.finish(layer)
+    finite = vectors[~nonfinite_rows(vectors)]
+    adjustment = Adjustment.for_stats(massive, stats, massive_ratio)
+    accumulator = LayerAccumulator(adjustment.dim(vectors.shape[1]))
+    accumulator.add(adjustment.apply(finite))
+    sample = accumulator.finish(layer)
+    sample.nonfinite, sample.raw = raw_accumulator.nonfinite, stats
+    return sample
+
+
+def view_adjustments(raw: Sequence[LayerSample], massive: str, massive_ratio: float) -> dict[int, Adjustment]:
+    """Each layer's view transform, from a raw pass's per-dimension statistics.
+
+    A layer without statistics (every vector Inf/NaN) has nothing to transform: it stays raw
+    and is flagged as before.
+    """
+    return {
+        s.layer: Adjustment("keep") if s.raw is None else Adjustment.for_stats(massive, s.raw, massive_ratio)
+        for s in raw
+    }

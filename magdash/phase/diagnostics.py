@@ -13,7 +13,7 @@ Per layer l of a model with L blocks, at depth fraction gamma = l / L, over a se
 - the three largest steps of m(gamma) (:class:`Jump`), each with a bootstrap interval of its
   size and the share of resamples in which it is the largest, so a gamma_c that is one step
   among equals, or the embeddings-to-block-1 step, shows as such;
-- the massive-activation dimensions of the layer (:mod:`magdash.phase.massive`) and their
+- the massive-activation dimensions of the layer (:mod:`magdash.phase.massive_dims`) and their
   share of ||h||^2; ``PhaseParams.massive`` chooses whether everything above is computed on
   the raw vectors, without those dimensions, or per-dimension standardised.
 
@@ -24,7 +24,7 @@ the paper's m(gamma) runs from gamma = 0, and its gamma_c is comparable only so;
 make a gamma_c that is just the first step visible instead of hiding it. The vectors are reduced to
 :class:`~magdash.phase.accumulate.LayerSample` (eigenvalues, Omega values, counts), which is
 what gets cached; everything here is recomputed from it in milliseconds. Runs over stored
-vectors or a model's forward passes live in :mod:`magdash.phase.run`.
+vectors or a model's forward passes live in :mod:`magdash.runs.depth_runs`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import pandas as pd
 from magdash.errors import AnalysisError
 from magdash.params import DEFAULT_N_BOOT
 from magdash.phase.accumulate import LayerSample
-from magdash.phase.massive import MASSIVE_DEFAULT, MASSIVE_RATIO, check_massive, find_massive, massive_share
+from magdash.phase.massive_dims import MASSIVE_DEFAULT, MASSIVE_RATIO, check_massive, find_massive, massive_share
 from magdash.phase.omega import (
     OMEGA_QUANTILES,
     OmegaSummary,
@@ -54,7 +54,6 @@ from magdash.phase.spectrum import (
     fit_spectrum,
     isotropic_spectrum_baseline,
 )
-from magdash.store.metrics import with_identity
 
 # Bootstrap resample-count matrices are built in blocks of at most this many cells.
 _BOOTSTRAP_BLOCK_CELLS = 4_000_000
@@ -70,7 +69,7 @@ class PhaseParams:
     docstring for why it is off by default). The cached samples do not depend on these, so
     changing them costs no model run or store read. ``massive`` (keep, drop or standardise) and
     ``massive_ratio`` (the multiple of the median mean |h_j| above which a dimension is
-    massive, :mod:`magdash.phase.massive`) choose the vectors' view: other samples, cached
+    massive, :mod:`magdash.phase.massive_dims`) choose the vectors' view: other samples, cached
     under their own key.
     """
 
@@ -390,22 +389,6 @@ def layer_frame(result: PhaseResult) -> pd.DataFrame:
         }
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def phase_metric_tables(result: PhaseResult, stimuli: str) -> dict[str, pd.DataFrame]:
-    """The diagnostics as rows of the store's phase_layers, phase_transitions and phase_jumps
-    (:mod:`magdash.store.metrics`), for ``result.model`` on ``stimuli``."""
-    identity = {"model": result.model, "stimuli": stimuli, "massive": result.params.massive}
-    layers = with_identity(layer_frame(result).drop(columns="model"), identity)
-    layers["massive_dims"] = [list(item.massive) for item in result.layers]
-    transitions = pd.DataFrame([
-        {**identity, "curve": curve, **dataclasses.asdict(transition)}
-        for curve, transition in (("omega", result.order), ("spikes", result.spikes), ("effective_rank", result.rank))
-    ])
-    jumps = pd.DataFrame(
-        [{**identity, "jump": rank, **dataclasses.asdict(jump)} for rank, jump in enumerate(result.jumps, start=1)]
-    )
-    return {"phase_layers": layers, "phase_transitions": transitions, "phase_jumps": jumps}
 
 
 SUMMARY_FIELDS = ("omega_mean", "dip_p", "n_spikes", "mp_edge", "sigma2", "effective_rank",

@@ -30,13 +30,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from magdash.environment import package_versions
 from magdash.errors import AnalysisError
+from magdash.formatting import MISSING, column_label, format_number, format_p, is_p_column
 from magdash.jsonio import to_jsonable
-from magdash.models import weights_note
 from magdash.output_files import REPORT_MARK
 from magdash.presentation import charts, tables
 from magdash.presentation.export import chart_to_png, chart_to_svg
-from magdash.presentation.formatting import MISSING, column_label, format_number, format_p, is_p_column
+from magdash.sources.gguf import weights_note
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ def format_cell(value: Any) -> tuple[str, str]:
 
 def table_html(frame: pd.DataFrame, caption: str = "") -> str:
     """An HTML table with every header and cell escaped; readable headers
-    (:func:`~magdash.presentation.formatting.column_label`), p-values in scientific notation
+    (:func:`~magdash.formatting.column_label`), p-values in scientific notation
     below 0.001."""
     parts = ['<div class="table-wrap"><table>']
     if caption:
@@ -214,22 +215,6 @@ def extract_manifest(document: str) -> dict[str, Any]:
 
 
 # -- the manifest --------------------------------------------------------------------------
-
-
-def package_versions() -> dict[str, str]:
-    """Library versions for the manifest: :func:`magdash.models.describe_environment` plus
-    the packages that draw and export the charts."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    from magdash.models import describe_environment
-
-    versions = dict(describe_environment())
-    for package in ("altair", "vl-convert-python", "pandas"):
-        try:
-            versions[package] = version(package)
-        except PackageNotFoundError:
-            continue
-    return versions
 
 
 def build_manifest(
@@ -531,7 +516,8 @@ def build_report(
     pair without shared stimuli gets a note instead). ``extra_sections`` (e.g. frequency or
     depth diagnostics built by the caller) go before the manifest.
     """
-    from magdash.variability.analysis import AnalysisParams, analyze, compare
+    from magdash.runs.analysis_runs import analyze, compare
+    from magdash.variability.analysis import AnalysisParams
 
     if not models:
         raise AnalysisError("choose at least one model for the report")

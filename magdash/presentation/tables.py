@@ -38,12 +38,13 @@ from magdash.variability.hypotheses import HYPOTHESES, programme_verdict
 
 if TYPE_CHECKING:
     from magdash.controls.design import DesignResult
-    from magdash.controls.run import ControlsResult
+    from magdash.controls.robustness import ControlsResult
     from magdash.phase import PhaseResult
     from magdash.phase.omega import OmegaSummary
     from magdash.phase.spectrum import SpectrumFit
     from magdash.store import LayerData
-    from magdash.variability.analysis import AnalysisResult, ComparisonResult
+    from magdash.variability.analysis import AnalysisResult
+    from magdash.variability.compare import ComparisonResult
     from magdash.variability.geometry import Pc1Coordinates
 
 MEASURE_LABELS = {
@@ -511,7 +512,7 @@ def pc1_frame(coordinates: Pc1Coordinates, magnitudes: Sequence[float]) -> pd.Da
 
 
 def massive_alpha_frame(layers: pd.DataFrame, measure: str) -> pd.DataFrame:
-    """Long form of :meth:`magdash.variability.massive.MassiveControl.layers` for one measure.
+    """Long form of :meth:`magdash.variability.massive_control.MassiveControl.layers` for one measure.
 
     Columns: view ("raw" or "massive dimensions dropped"), layer, label, core, alpha, ci_low,
     ci_high, n_massive.
@@ -602,7 +603,7 @@ def order_parameter_frame(results: Mapping[str, PhaseResult], *, ci: float = 0.9
     """
     from scipy import stats
 
-    from magdash.phase.massive import MASSIVE_LABELS
+    from magdash.phase.massive_dims import MASSIVE_LABELS
 
     z = float(stats.norm.ppf(0.5 + ci / 2.0))
     rows = []
@@ -633,7 +634,7 @@ def jumps_frame(results: Mapping[str, PhaseResult]) -> pd.DataFrame:
     Columns: series, view, rank, gamma (depth after the step), change, ci_low, ci_high (its
     bootstrap interval), p_largest (share of resamples in which it is the largest step).
     """
-    from magdash.phase.massive import MASSIVE_LABELS
+    from magdash.phase.massive_dims import MASSIVE_LABELS
 
     rows = [
         {"series": series, "view": MASSIVE_LABELS[result.params.massive], "rank": rank, "gamma": jump.gamma,

@@ -456,11 +456,22 @@ class Store:
         with self._file.transaction() as connection:
             metrics.replace_rows(connection, key, kind, tables)
 
-    def has_metric_rows(self, key: str, table: str) -> bool:
-        name = _metric_table_name(table)
+    def has_metric_rows(self, key: str, kind: str) -> bool:
+        """Whether result ``key`` has a row in any of the metric tables of its ``kind``."""
+        owned = _metric_tables_of(kind)
+        union = " UNION ALL ".join(f"SELECT 1 FROM {table.name} WHERE result_key = ?" for table in owned)
         with self._file.connect() as connection:
-            row = connection.execute(f"SELECT 1 FROM {name} WHERE result_key = ? LIMIT 1", [key]).fetchone()
+            row = connection.execute(f"SELECT 1 FROM ({union}) LIMIT 1", [key] * len(owned)).fetchone()
         return row is not None
+
+    def results_without_rows(self, kind: str) -> list[str]:
+        """The keys of the cached results of ``kind`` that have no row in its metric tables
+        (results cached before the tables existed)."""
+        owned = _metric_tables_of(kind)
+        absent = " AND ".join(f"key NOT IN (SELECT result_key FROM {table.name})" for table in owned)
+        with self._file.connect() as connection:
+            found = connection.execute(f"SELECT key FROM results WHERE kind = ? AND {absent} ORDER BY key", [kind])
+            return [row[0] for row in found.fetchall()]
 
     def metric_table(self, table: str) -> pd.DataFrame:
         """Every row of one metric table (``docs/metrics.md`` lists them and their columns)."""
@@ -665,6 +676,14 @@ def _as_stored(connection: duckdb.DuckDBPyConnection, stimuli: StimulusSet) -> S
     if stored is None or stored == stimuli.name:
         return stimuli
     return StimulusSet(stored, stimuli.carriers, stimuli.magnitudes)
+
+
+def _metric_tables_of(kind: str) -> list[metrics.MetricTable]:
+    owned = metrics.tables_of(kind)
+    if not owned:
+        kinds = sorted({table.kind for table in metrics.METRIC_TABLES})
+        raise StoreError(f"results of kind {kind!r} have no metric tables; the kinds are {', '.join(kinds)}")
+    return owned
 
 
 def _metric_table_name(table: str) -> str:

@@ -9,15 +9,13 @@ number (no fit, no bootstrap) is NULL, so ``avg`` and friends skip it.
 
 The column lists here are the documentation (``docs/metrics.md`` is generated from them by
 :func:`metric_tables_markdown`); a builder that hands the store another set of columns is
-refused. The rows are built by the result types themselves
-(``AnalysisResult.metric_tables``, ``ComparisonResult.metric_tables``,
-``CarrierTables.metric_tables``, ``DesignResult.metric_tables``, ``e5_metric_table``,
-``phase_metric_tables``).
+refused. The rows are built in one place above the store, :mod:`magdash.runs.rows`, and written
+by :mod:`magdash.runs.cache` (with the result, or for a result cached before its tables existed,
+when it is next read or by ``python -m magdash backfill``).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -26,8 +24,6 @@ import pandas as pd
 import pyarrow as pa
 
 from magdash.errors import StoreError
-
-log = logging.getLogger(__name__)
 
 _ARROW_TYPES = {
     "VARCHAR": pa.string(),
@@ -337,13 +333,6 @@ def schema_statements() -> list[str]:
     return [*(table.ddl() for table in METRIC_TABLES), LATEST_ANALYSES_VIEW]
 
 
-def with_identity(frame: pd.DataFrame, identity: Mapping[str, object]) -> pd.DataFrame:
-    """``frame`` with one column per ``identity`` item (model, stimuli, ...) in front, the same
-    value on every row: how each result type turns its per-layer frames into metric rows."""
-    columns = {name: [value] * len(frame) for name, value in identity.items()}
-    return pd.concat([pd.DataFrame(columns, index=frame.index), frame], axis=1)
-
-
 def tables_of(kind: str) -> list[MetricTable]:
     """The metric tables whose rows a result of ``kind`` owns (none for other kinds)."""
     return [table for table in METRIC_TABLES if table.kind == kind]
@@ -394,45 +383,6 @@ def _arrow_rows(table: MetricTable, key: str, frame: pd.DataFrame) -> pa.Table:
             values = [None if item is None else list(item) for item in values]
         arrays[name] = pa.array(values, _ARROW_TYPES[sql_type], from_pandas=True)
     return pa.table(arrays)
-
-
-def backfill(connection: duckdb.DuckDBPyConnection) -> None:
-    """Fill the metric tables from the cached results already in the store (a migration step).
-
-    An entry that cannot be read as a current result (the payload of an older code version,
-    or controls cached before their payload named the model) is left as it is and logged:
-    its rows appear when it is next computed.
-    """
-    builders = _payload_builders()
-    rows = connection.execute(
-        f"SELECT key, kind, payload, created_at FROM results WHERE kind IN ({', '.join('?' * len(builders))})",
-        list(builders),
-    ).fetchall()
-    for key, kind, payload, created_at in rows:
-        try:
-            frames = builders[kind](bytes(payload))
-        except (KeyError, TypeError, ValueError) as error:
-            log.warning("cached %s result %s has no metric rows (%s: %s)", kind, key, type(error).__name__, error)
-            continue
-        if frames is None:
-            log.warning("cached %s result %s does not name its model: its rows are written when its controls are next run", kind, key)
-            continue
-        replace_rows(connection, key, kind, frames, computed_at=created_at)
-
-
-def _payload_builders():
-    """Cached payload -> metric frames, per kind. Imported here, not at module level: the
-    result types live above the store and import it."""
-    from magdash.controls.run import CarrierTables
-    from magdash.frequency.e5 import e5_tables_from_payload
-    from magdash.variability.analysis import AnalysisResult, ComparisonResult
-
-    return {
-        "analysis": lambda payload: AnalysisResult.from_payload(payload).metric_tables(),
-        "compare": lambda payload: ComparisonResult.from_payload(payload).metric_tables(),
-        "controls": lambda payload: CarrierTables.from_payload(payload).metric_tables(),
-        "e5": e5_tables_from_payload,
-    }
 
 
 def metric_tables_markdown() -> str:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from magdash.errors import StoreError
-from magdash.models import LAST_LAYER_CHOICES, POST_NORM_LABEL
+from magdash.layers import LAST_LAYER_CHOICES, POST_NORM_LABEL
 from magdash.stimuli import (
     MAX_SET_NAME_CHARS,
     PAPER_CARRIERS,

@@ -29,7 +29,7 @@ class ModelRecord:
     """How each sentence began before its first word: "tokenizer" (the tokenizer's own special
     tokens), "bos:<id>" (magdash prepended the model's BOS token), "none" (the model has no BOS;
     the first word is at position 0), or "" (not recorded: imported, or stored before magdash
-    recorded it). See :func:`magdash.models.sequence_start_rule`."""
+    recorded it). See :func:`magdash.sources.base.sequence_start_rule`."""
 
     @property
     def n_layers(self) -> int:

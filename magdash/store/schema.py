@@ -257,22 +257,23 @@ def _merge_duplicate_stimulus_sets(connection: duckdb.DuckDBPyConnection) -> Non
 
 
 def _add_metric_tables(connection: duckdb.DuckDBPyConnection) -> None:
-    """Migration 3 -> 4: create the metric tables and fill them from the cached results."""
+    """Migration 3 -> 4: create the metric tables. The results cached before get their rows when
+    they are next read, or all at once with ``python -m magdash backfill``
+    (:mod:`magdash.runs.cache`): a migration never decodes results, whose types live above the store."""
     for statement in metrics.schema_statements():
         connection.execute(statement)
-    metrics.backfill(connection)
 
 
 def _add_design_tables(connection: duckdb.DuckDBPyConnection) -> None:
     """Migration 5 -> 6: create the design simulator's metric tables. Designs cached before
-    get their rows when they are next asked for (:func:`magdash.controls.design.run_design`)."""
+    get their rows when they are next asked for (:func:`magdash.runs.design_runs.run_design`)."""
     for table in metrics.tables_of("design"):
         connection.execute(table.ddl())
 
 
 def _add_sequence_start(connection: duckdb.DuckDBPyConnection) -> None:
     """Migration 6 -> 7, first step: ``models.sequence_start``, how each sentence began before its first word
-    (:func:`magdash.models.sequence_start_rule`). Models stored before were extracted as their
+    (:func:`magdash.sources.base.sequence_start_rule`). Models stored before were extracted as their
     tokenizer left the sentence: their rows say "" (not recorded)."""
     connection.execute("ALTER TABLE models ADD COLUMN IF NOT EXISTS sequence_start VARCHAR")
     connection.execute("UPDATE models SET sequence_start = '' WHERE sequence_start IS NULL")

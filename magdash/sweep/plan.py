@@ -33,7 +33,7 @@ A plan is a TOML file (read with :mod:`tomllib`)::
     n_perm = 10000
 
 A cell is one (model, stimulus set, dtype, position); its store name is
-:func:`magdash.models.default_name` of the model's name (or spec), so a sweep stores each
+:func:`magdash.names.default_name` of the model's name (or spec), so a sweep stores each
 cell under the name ``magdash extract`` would give it. Every mistake is a :class:`PlanError`
 naming the plan file and the entry, raised before anything runs.
 """
@@ -47,10 +47,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from magdash.controls.run import ControlsParams
+from magdash.controls.robustness import ControlsParams
 from magdash.errors import MagdashError, PlanError
 from magdash.extract import DEFAULT_BATCH_SIZE
-from magdash.models import DTYPES, default_name
+from magdash.names import default_name
+from magdash.params import DTYPES
 from magdash.phase.diagnostics import PhaseParams
 from magdash.stimuli import PAPER_CARRIERS, PAPER_SET_NAME, POSITIONS, StimulusSet, parse_magnitudes, read_carrier_file
 from magdash.variability.analysis import AnalysisParams
@@ -114,7 +115,7 @@ class SweepPlan:
     batch_size: int = DEFAULT_BATCH_SIZE
     padding_side: str = "right"
     device: str = "auto"
-    model_cache: str | None = None  # None: magdash.gguf.model_cache_dir's default
+    model_cache: str | None = None  # None: magdash.sources.gguf.model_cache_dir's default
     analysis: AnalysisParams = field(default_factory=AnalysisParams)
     phase: PhaseParams = field(default_factory=PhaseParams)
     controls: ControlsParams | None = None  # None: the defaults over ``analysis``

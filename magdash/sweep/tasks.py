@@ -127,14 +127,14 @@ def _results_cached(context: TaskContext, key_of: Callable[[Store, str, str], li
 
 
 def _analyze_done(context: TaskContext) -> bool:
-    from magdash.variability.analysis import analysis_key
+    from magdash.runs.analysis_runs import analysis_key
 
     return _results_cached(context, lambda *cell: [analysis_key(*cell, context.plan.analysis)])
 
 
 def _analyze_run(context: TaskContext) -> str:
-    from magdash.presentation.formatting import format_number
-    from magdash.variability.analysis import analyze
+    from magdash.formatting import format_number
+    from magdash.runs.analysis_runs import analyze
 
     result = analyze(context.store, context.cell.store_name, context.stimuli.name, context.plan.analysis)
     measure = result.params.measures[0]
@@ -148,14 +148,14 @@ register_task_kind(TaskKind("analyze", _analyze_done, _analyze_run))
 
 
 def _phase_done(context: TaskContext) -> bool:
-    from magdash.phase.run import number_token_key
+    from magdash.runs.depth_runs import number_token_key
 
     return _results_cached(context, lambda *cell: [number_token_key(*cell, context.plan.phase)])
 
 
 def _phase_run(context: TaskContext) -> str:
-    from magdash.phase.run import phase_from_store
-    from magdash.presentation.formatting import format_number
+    from magdash.formatting import format_number
+    from magdash.runs.depth_runs import phase_from_store
 
     result = phase_from_store(context.store, context.cell.store_name, context.stimuli.name, context.plan.phase)
     return f"gamma_c {format_number(result.gamma_c, '.3f')}"
@@ -168,15 +168,15 @@ register_task_kind(TaskKind("phase", _phase_done, _phase_run))
 
 
 def _controls_done(context: TaskContext) -> bool:
-    from magdash.controls.run import controls_key
-    from magdash.variability.analysis import analysis_key
+    from magdash.runs.analysis_runs import analysis_key
+    from magdash.runs.controls_runs import controls_key
 
     params = context.plan.controls_params
     return _results_cached(context, lambda *cell: [analysis_key(*cell, params.analysis), controls_key(*cell, params)])
 
 
 def _controls_run(context: TaskContext) -> str:
-    from magdash.controls.run import run_controls
+    from magdash.runs.controls_runs import run_controls
 
     result = run_controls(context.store, context.cell.store_name, context.stimuli.name, context.plan.controls_params)
     flagged = sorted({v.control for measure in result.measures for v in result.verdicts(measure) if v.problem})

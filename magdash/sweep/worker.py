@@ -56,7 +56,8 @@ class ExtractOutput:
 
 def model_identity(cell: Cell, model_cache: str | None = None) -> str:
     """The ``model_id`` a cell's vectors are stored under, from the weights' fingerprint (no load)."""
-    from magdash.models import resolve_model, transformers_version
+    from magdash.environment import transformers_version
+    from magdash.sources import resolve_model
 
     source = resolve_model(cell.model.spec, allow_pickle=cell.model.allow_pickle, model_cache=model_cache)
     return source.model_id(cell.dtype, cell.position, transformers_version())
@@ -82,7 +83,7 @@ def run_extract_job(job: ExtractJob, progress: ProgressCallback | None = None) -
     """Load the model, extract the job's items and write them as shards; ``progress(done, total)``
     after each batch."""
     from magdash.extract import model_record_for, number_vector_batches
-    from magdash.models import load_model
+    from magdash.sources import load_model
 
     loaded = load_model(
         job.spec, dtype=job.dtype, device=job.device, device_map=job.device_map,

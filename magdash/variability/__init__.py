@@ -11,8 +11,11 @@ arXiv 2603.20642), the steps of one analysis:
 - :mod:`~magdash.variability.geometry`: centroid RDMs, RSA, PC1;
 - :mod:`~magdash.variability.conventions`: magdash's conventions and the paper script's, each
   one table of rules, and the paper's consistency checks;
-- :mod:`~magdash.variability.analysis`: all of them over a stored model, with
-  :class:`~magdash.variability.analysis.AnalysisParams`, cached in the store;
-- :mod:`~magdash.variability.massive`: alpha with the massive-activation dimensions dropped,
+- :mod:`~magdash.variability.artifacts`: what every analysis looks for before its numbers are shown;
+- :mod:`~magdash.variability.analysis`: all of them over one model's vectors, layer by layer, with
+  :class:`~magdash.variability.analysis.AnalysisParams`;
+- :mod:`~magdash.variability.massive_control`: alpha with the massive-activation dimensions dropped,
   as a control beside the raw alpha.
+
+The runs over a store, cached, are :mod:`magdash.runs.analysis_runs`.
 """

@@ -1,10 +1,10 @@
-"""The scalar-variability analysis of one model on one stimulus set, cached in the store.
+"""The scalar-variability analysis of one model on one stimulus set, from its vectors.
 
-:func:`analyze` reads the stored vectors one layer at a time (memory stays bounded by a
-single layer), computes the chosen variability measures (:mod:`magdash.variability.measures`), the E4
-on/off-axis variances, the coefficient of variation and the centroid geometry
-(:mod:`magdash.variability.geometry`) of that layer, and then fits and tests everything from the small
-(n_layers x n_magnitudes) arrays of V:
+:func:`run_analysis` takes the vectors one layer at a time (a generator reading a store keeps
+memory at a single layer), computes the chosen variability measures
+(:mod:`magdash.variability.measures`), the E4 on/off-axis variances, the coefficient of variation
+and the centroid geometry (:mod:`magdash.variability.geometry`) of that layer, and then fits and
+tests everything from the small (n_layers x n_magnitudes) arrays of V:
 
 - per layer and measure: the scaling fit (:func:`magdash.variability.fits.fit_scaling`; the 3x-median
   outlier rule for V_eucl and V_residual only, as in the paper) and the AICc noise-model
@@ -21,22 +21,15 @@ of the paper's script (``"paper"``), which reproduce its numbers exactly; every 
 listed in :mod:`magdash.variability.conventions`. The paper's consistency checks run in both
 (``AnalysisResult.checks``; tripped ones are in :meth:`AnalysisResult.warnings`).
 
-A result is cached in the store under a key hashing the data fingerprint of (model, stimuli),
-every parameter and :data:`ANALYSIS_VERSION`, so asking again returns it without recomputing;
-new vectors, other parameters or a new analysis version give a new key. The cache payload
-is compressed JSON (never pickle: a shared store must not be able to run code).
-
-:func:`compare` runs the same for two models on the same stimuli and compares their alphas
-layer by layer (:mod:`magdash.variability.compare`).
+:class:`AnalysisResult` is plain data (``to_payload``: compressed JSON, never pickle); the run over
+a store that caches it under :data:`ANALYSIS_VERSION` is :func:`magdash.runs.analysis_runs.analyze`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import math
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,13 +39,11 @@ import pandas as pd
 from scipy import stats
 
 from magdash.errors import AnalysisError
-from magdash.jsonio import to_jsonable
+from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
 from magdash.norm_outliers import outsized_warning
 from magdash.overflow import count_nonfinite, nonfinite_warning
 from magdash.params import DEFAULT_N_BOOT, ProgressCallback, ranges
-from magdash.phase.massive import MASSIVE_DEFAULT, MASSIVE_RATIO, DimensionStats, check_massive, find_massive
-from magdash.store.keys import result_key
-from magdash.store.metrics import with_identity
+from magdash.phase.massive_dims import MASSIVE_DEFAULT, MASSIVE_RATIO, DimensionStats, check_massive, find_massive
 from magdash.variability.artifacts import (
     MIN_LOO_CARRIERS,
     CarrierInfluence,
@@ -61,7 +52,7 @@ from magdash.variability.artifacts import (
     leave_one_carrier_out,
     outlier_vectors,
 )
-from magdash.variability.compare import BOOTSTRAP_LAYER_CHOICES, ModelComparison, compare_models
+from magdash.variability.compare import BOOTSTRAP_LAYER_CHOICES
 from magdash.variability.conventions import (
     MAGDASH,
     ConsistencyChecks,
@@ -123,7 +114,7 @@ class AnalysisParams:
     outlier_factor: float = OUTLIER_FACTOR
     conventions: str = MAGDASH  # "magdash" or "paper" (magdash.variability.conventions)
     ci_method: str | None = None  # None: the conventions' (magdash studentized, paper percentile)
-    # "drop": every layer's massive-activation dimensions (magdash.phase.massive: mean |h_j|
+    # "drop": every layer's massive-activation dimensions (magdash.phase.massive_dims: mean |h_j|
     # above massive_ratio x the median over j) are removed before any measure is computed.
     massive: str = MASSIVE_DEFAULT
     massive_ratio: float = MASSIVE_RATIO
@@ -151,7 +142,7 @@ class AnalysisParams:
         unknown = [m for m in measures if m not in MEASURES]
         if not measures or unknown:
             raise AnalysisError(
-                f"unknown measure(s) {', '.join(unknown) or '(none given)'}; choose from "
+                f"unknown measure(s) {', '.join(map(repr, unknown)) or '(none given)'}; choose from "
                 f"{', '.join(MEASURES)}"
             )
         if self.bootstrap_layers not in BOOTSTRAP_LAYER_CHOICES:
@@ -386,40 +377,6 @@ class AnalysisResult:
             "params": dataclasses.asdict(self.params),
         }
 
-    def metric_tables(self) -> dict[str, pd.DataFrame]:
-        """The result as rows of the store's metric tables (:mod:`magdash.store.metrics`):
-        analyses, fits, hypotheses, e3, e4_layers, e4."""
-        identity = {"model": self.model, "stimuli": self.stimuli, "conventions": self.params.conventions}
-        params = self.params
-        analyses = pd.DataFrame([{
-            **identity, "massive": params.massive, "measures": list(params.measures), "n_boot": params.n_boot,
-            "ci": params.ci, "ci_method": params.ci_method, "seed": params.seed,
-            "core_layers": list(self.core_layers), "n_blocks": self.n_blocks, "n_magnitudes": len(self.magnitudes),
-            "params": json.dumps(to_jsonable(dataclasses.asdict(params), keep_nan=True), sort_keys=True),
-        }])
-        fits = self.fits[["measure", "layer", "label", "core", *FIT_COLUMNS]].copy()
-        hypotheses, e3_rows = [], []
-        for measure, result in self.hypotheses.items():
-            fields = dataclasses.asdict(result)
-            low, high = fields.pop("window")
-            hypotheses.append({**identity, "measure": measure, **fields, "window_low": low, "window_high": high})
-        for measure, item in self.e3.items():
-            for layer, with_, without in zip(item.layers, item.alpha_with, item.alpha_without, strict=True):
-                e3_rows.append({**identity, "measure": measure, "layer": layer, "alpha_with": with_,
-                                "alpha_without": without, "boundary": list(item.boundary), "dropped": list(item.dropped)})
-        e4 = self.e4
-        e4_layers = pd.DataFrame({"layer": e4.layers, "alpha_on": e4.alpha_on, "alpha_off": e4.alpha_off})
-        e4_test = {name: getattr(e4, name) for name in
-                   ("mean_alpha_on", "mean_alpha_off", "ratio", "wilcoxon_statistic", "wilcoxon_p", "n_pairs")}
-        return {
-            "analyses": analyses,
-            "fits": with_identity(fits, identity),
-            "hypotheses": pd.DataFrame(hypotheses),
-            "e3": pd.DataFrame(e3_rows),
-            "e4_layers": with_identity(e4_layers, identity),
-            "e4": pd.DataFrame([{**identity, **e4_test}]),
-        }
-
     # -- cache payload -----------------------------------------------------------------
 
     def to_payload(self) -> bytes:
@@ -432,13 +389,13 @@ class AnalysisResult:
             "core_layers": self.core_layers,
             "params": self.params,
             "values": self.values,
-            "fits": _frame_to_plain(self.fits),
+            "fits": frame_to_plain(self.fits),
             "hypotheses": self.hypotheses,
             "e3": self.e3,
             "e4": self.e4,
-            "noise_models": _frame_to_plain(self.noise_models),
-            "geometry": _frame_to_plain(self.geometry),
-            "cv_trend": _frame_to_plain(self.cv_trend),
+            "noise_models": frame_to_plain(self.noise_models),
+            "geometry": frame_to_plain(self.geometry),
+            "cv_trend": frame_to_plain(self.cv_trend),
             "checks": self.checks,
             "nonfinite_layers": self.nonfinite_layers,
             "massive_dims": self.massive_dims,
@@ -446,11 +403,11 @@ class AnalysisResult:
             "outlier_vectors": [dataclasses.asdict(item) for item in self.outlier_vectors],
             "carrier_alphas": self.carrier_alphas,
         }
-        return zlib.compress(json.dumps(to_jsonable(document, keep_nan=True), allow_nan=True).encode(), 6)
+        return pack(document)
 
     @classmethod
     def from_payload(cls, payload: bytes) -> AnalysisResult:
-        document = json.loads(zlib.decompress(payload))
+        document = unpack(payload)
         params = document["params"]
         params["measures"] = tuple(params["measures"])
         params["window"] = tuple(params["window"])
@@ -471,13 +428,13 @@ class AnalysisResult:
             core_layers=list(document["core_layers"]),
             params=AnalysisParams(**params),
             values={k: np.asarray(v, dtype=np.float64) for k, v in document["values"].items()},
-            fits=_frame_from_plain(document["fits"]),
+            fits=frame_from_plain(document["fits"]),
             hypotheses=hypotheses,
             e3={k: BoundarySensitivity(**v) for k, v in document["e3"].items()},
             e4=AxisSpecificity(**document["e4"]),
-            noise_models=_frame_from_plain(document["noise_models"]),
-            geometry=_frame_from_plain(document["geometry"]),
-            cv_trend=_frame_from_plain(document["cv_trend"]),
+            noise_models=frame_from_plain(document["noise_models"]),
+            geometry=frame_from_plain(document["geometry"]),
+            cv_trend=frame_from_plain(document["cv_trend"]),
             checks=ConsistencyChecks(**document["checks"]),
             nonfinite_layers={int(k): int(v) for k, v in document["nonfinite_layers"].items()},
             massive_dims={int(k): [int(j) for j in v] for k, v in document["massive_dims"].items()},
@@ -486,23 +443,6 @@ class AnalysisResult:
             carrier_alphas={k: np.asarray(v, dtype=np.float64) for k, v in document.get("carrier_alphas", {}).items()},
             from_cache=True,
         )
-
-
-def _frame_to_plain(frame: pd.DataFrame) -> dict[str, Any]:
-    return {
-        "columns": list(frame.columns),
-        "dtypes": [str(t) for t in frame.dtypes],
-        "data": {c: frame[c].tolist() for c in frame.columns},
-    }
-
-
-def _frame_from_plain(document: dict[str, Any]) -> pd.DataFrame:
-    frame = pd.DataFrame({c: document["data"][c] for c in document["columns"]})
-    for column, dtype in zip(document["columns"], document["dtypes"], strict=True):
-        if dtype in ("object", "str", "string"):
-            continue
-        frame[column] = frame[column].astype(dtype)
-    return frame
 
 
 # -- per-layer measurement ---------------------------------------------------------------
@@ -782,238 +722,3 @@ def _cv_trend(magnitudes: np.ndarray, cv_values: np.ndarray) -> pd.DataFrame:
             rho, p_value = float(result.statistic), float(result.pvalue)
         rows.append({"layer": layer, "spearman": rho, "p": p_value})
     return pd.DataFrame(rows)
-
-
-# -- store orchestration -----------------------------------------------------------------
-
-
-def analysis_key(store, model: str, stimuli: str, params: AnalysisParams) -> str:
-    """The cache key of an analysis: model, stimuli, their data fingerprint, every parameter."""
-    return result_key(
-        "analysis",
-        ANALYSIS_VERSION,
-        model=model,
-        stimuli=stimuli,
-        data=store.data_fingerprint(model, stimuli),
-        params=params,
-    )
-
-
-def analyze(
-    store,
-    model: str,
-    stimuli: str | None = None,
-    params: AnalysisParams | None = None,
-    *,
-    use_cache: bool = True,
-    progress: ProgressCallback | None = None,
-) -> AnalysisResult:
-    """Analyse ``model`` on ``stimuli`` (the store's default rule when None), cached in the store.
-
-    ``progress(done_layers, total_layers)`` is called after each layer is measured (only when
-    something is computed).
-    """
-    params = params or AnalysisParams()
-    with store.session():
-        stimuli = store.resolve_stimuli(model, stimuli)
-        record = store.model_record(model)
-        params.core_for(record.n_blocks, record.n_layers)  # fail on a bad band before reading
-        key = analysis_key(store, model, stimuli, params)
-        payload = store.get_result(key) if use_cache else None
-        if payload is not None:
-            log.info("analysis of %s on %s found in the cache", model, stimuli)
-            return AnalysisResult.from_payload(payload)
-        stimulus_set = store.stimulus_set(stimuli)
-        magnitudes = stimulus_set.magnitudes
-
-    def layers():
-        for data in store.read_layers(model, stimuli):
-            log.info("measuring %s layer %d (%s)", model, data.layer, data.label)
-            label, vectors = data.label, data.vectors
-            del data
-            yield label, vectors
-            # Drop this layer before reading the next, so two layers never coexist.
-            del vectors
-
-    result = run_analysis(
-        layers(),
-        np.asarray(magnitudes, dtype=np.float64),
-        n_blocks=record.n_blocks,
-        params=params,
-        model=model,
-        stimuli=stimuli,
-        n_layers=record.n_layers,
-        progress=progress,
-        carriers=stimulus_set.carriers,
-    )
-    store.put_result(key, "analysis", result.to_payload(), result.metric_tables())
-    return result
-
-
-def resolve_common_stimuli(store, model_a: str, model_b: str, stimuli: str | None) -> str:
-    """The stimulus set both models have completely: the one asked for, else the only shared one."""
-    if stimuli is not None:
-        store.resolve_stimuli(model_a, stimuli)
-        store.resolve_stimuli(model_b, stimuli)
-        return stimuli
-    shared = sorted(set(store.stimulus_sets_for(model_a)) & set(store.stimulus_sets_for(model_b)))
-    if len(shared) == 1:
-        return shared[0]
-    if not shared:
-        raise AnalysisError(
-            f"models {model_a!r} and {model_b!r} share no complete stimulus set; extract the same "
-            "stimuli for both"
-        )
-    raise AnalysisError(
-        f"models {model_a!r} and {model_b!r} share several stimulus sets ({', '.join(shared)}); "
-        "choose one with --stimuli"
-    )
-
-
-@dataclass
-class ComparisonResult:
-    """Model A minus model B on the same stimuli, one :class:`ModelComparison` per measure."""
-
-    model_a: str
-    model_b: str
-    stimuli: str
-    core_layers: list[int]
-    measures: dict[str, ModelComparison]
-    conventions: str = MAGDASH
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "model_a": self.model_a,
-            "model_b": self.model_b,
-            "stimuli": self.stimuli,
-            "conventions": self.conventions,
-            "core_layers": list(self.core_layers),
-            "measures": {
-                name: {**item.summary(), "layers": item.layers.to_dict(orient="records")}
-                for name, item in self.measures.items()
-            },
-        }
-
-    def to_payload(self) -> bytes:
-        document = to_jsonable(
-            {
-                "model_a": self.model_a,
-                "model_b": self.model_b,
-                "stimuli": self.stimuli,
-                "core_layers": self.core_layers,
-                "conventions": self.conventions,
-                "measures": {
-                    name: {
-                        **{
-                            f.name: getattr(item, f.name)
-                            for f in dataclasses.fields(item)
-                            if f.name != "layers"
-                        },
-                        "layers": _frame_to_plain(item.layers),
-                    }
-                    for name, item in self.measures.items()
-                },
-            },
-            keep_nan=True,
-        )
-        return zlib.compress(json.dumps(document, allow_nan=True).encode(), 6)
-
-    def metric_tables(self) -> dict[str, pd.DataFrame]:
-        """The comparison as rows of the store's ``comparisons`` and ``comparison_tests``."""
-        identity = {"model_a": self.model_a, "model_b": self.model_b, "stimuli": self.stimuli,
-                    "conventions": self.conventions}
-        layers, tests = [], []
-        for measure, item in self.measures.items():
-            columns = ["layer_a", "layer_b", "gamma_a", "gamma_b", "core", "alpha_a", "alpha_b", "delta",
-                       "ci_low", "ci_high"]
-            layers.append(with_identity(item.layers[columns].reset_index(drop=True), {**identity, "measure": measure}))
-            tests.append({**identity, "measure": measure, **item.summary()})
-        return {"comparisons": pd.concat(layers, ignore_index=True) if layers else pd.DataFrame(),
-                "comparison_tests": pd.DataFrame(tests)}
-
-    @classmethod
-    def from_payload(cls, payload: bytes) -> ComparisonResult:
-        document = json.loads(zlib.decompress(payload))
-        measures = {}
-        for name, item in document["measures"].items():
-            item["layers"] = _frame_from_plain(item["layers"])
-            measures[name] = ModelComparison(**item)
-        return cls(
-            model_a=document["model_a"],
-            model_b=document["model_b"],
-            stimuli=document["stimuli"],
-            core_layers=list(document["core_layers"]),
-            measures=measures,
-            conventions=document["conventions"],
-        )
-
-
-def compare(
-    store,
-    model_a: str,
-    model_b: str,
-    stimuli: str | None = None,
-    params: AnalysisParams | None = None,
-    *,
-    use_cache: bool = True,
-    progress: ProgressCallback | None = None,
-) -> ComparisonResult:
-    """Layerwise alpha of ``model_a`` minus ``model_b`` for each measure in ``params``.
-
-    ``progress(done, total)`` is called after each measure's comparison (its joint bootstrap
-    takes seconds), so a progress bar can count them.
-
-    Both models are analysed with ``params`` (cached; a chosen core band applies to model A,
-    and to model B only when both have the same depth), then compared with
-    :func:`magdash.variability.compare.compare_models`: joint bootstrap over magnitudes, depth alignment
-    by gamma = l / L, Wilcoxon over model A's core layers.
-    """
-    if model_a == model_b:  # every difference would be 0 and the Wilcoxon test undefined (p = nan)
-        raise AnalysisError(f"compare needs two different models; both are {model_a!r}")
-    params = params or AnalysisParams()
-    with store.session():
-        stimuli = resolve_common_stimuli(store, model_a, model_b, stimuli)
-        record_a = store.model_record(model_a)
-        record_b = store.model_record(model_b)
-        key = result_key(
-            "compare",
-            ANALYSIS_VERSION,
-            models=[model_a, model_b],
-            stimuli=stimuli,
-            data=[store.data_fingerprint(model_a, stimuli), store.data_fingerprint(model_b, stimuli)],
-            params=params,
-        )
-        payload = store.get_result(key) if use_cache else None
-        if payload is not None:
-            return ComparisonResult.from_payload(payload)
-    result_a = analyze(store, model_a, stimuli, params, use_cache=use_cache)
-    # A chosen core band is model A's; a model of another depth keeps its own default band.
-    params_b = params
-    if record_b.n_blocks != record_a.n_blocks:
-        params_b = dataclasses.replace(params, core_layers=None)
-    result_b = analyze(store, model_b, stimuli, params_b, use_cache=use_cache)
-    if not np.array_equal(result_a.magnitudes, result_b.magnitudes):
-        raise AnalysisError("the two models were measured on different magnitudes")
-    measures = {}
-    for measure in params.measures:
-        measures[measure] = compare_models(
-            result_a.magnitudes,
-            result_a.values[measure],
-            result_b.values[measure],
-            n_blocks_a=record_a.n_blocks,
-            n_blocks_b=record_b.n_blocks,
-            measure=measure,
-            drop_outliers=measure in OUTLIER_RULE_MEASURES and params.rules.e6_outlier_rule,
-            core_layers=result_a.core_layers,
-            n_boot=params.n_boot,
-            seed=params.seed,
-            ci=params.ci,
-            bootstrap_layers=params.bootstrap_layers,
-            outlier_factor=params.outlier_factor,
-            stream=params.rules.bootstrap_stream,
-        )
-        if progress is not None:
-            progress(len(measures), len(params.measures))
-    result = ComparisonResult(model_a, model_b, stimuli, result_a.core_layers, measures, params.conventions)
-    store.put_result(key, "compare", result.to_payload(), result.metric_tables())
-    return result

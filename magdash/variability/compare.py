@@ -21,15 +21,19 @@ of the paired alphas (the paper's E6 statistic).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from magdash.errors import AnalysisError
+from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
 from magdash.params import DEFAULT_N_BOOT
+from magdash.variability.conventions import MAGDASH
 from magdash.variability.fits import (
     OUTLIER_FACTOR,
     fit_scaling,
@@ -222,3 +226,66 @@ def _nanmean(values: pd.Series) -> float:
     array = values.to_numpy(dtype=np.float64)
     finite = array[np.isfinite(array)]
     return float(finite.mean()) if finite.size else math.nan
+
+
+@dataclass
+class ComparisonResult:
+    """Model A minus model B on the same stimuli, one :class:`ModelComparison` per measure."""
+
+    model_a: str
+    model_b: str
+    stimuli: str
+    core_layers: list[int]
+    measures: dict[str, ModelComparison]
+    conventions: str = MAGDASH
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model_a": self.model_a,
+            "model_b": self.model_b,
+            "stimuli": self.stimuli,
+            "conventions": self.conventions,
+            "core_layers": list(self.core_layers),
+            "measures": {
+                name: {**item.summary(), "layers": item.layers.to_dict(orient="records")}
+                for name, item in self.measures.items()
+            },
+        }
+
+    def to_payload(self) -> bytes:
+        return pack(
+            {
+                "model_a": self.model_a,
+                "model_b": self.model_b,
+                "stimuli": self.stimuli,
+                "core_layers": self.core_layers,
+                "conventions": self.conventions,
+                "measures": {
+                    name: {
+                        **{
+                            f.name: getattr(item, f.name)
+                            for f in dataclasses.fields(item)
+                            if f.name != "layers"
+                        },
+                        "layers": frame_to_plain(item.layers),
+                    }
+                    for name, item in self.measures.items()
+                },
+            }
+        )
+
+    @classmethod
+    def from_payload(cls, payload: bytes) -> ComparisonResult:
+        document = unpack(payload)
+        measures = {}
+        for name, item in document["measures"].items():
+            item["layers"] = frame_from_plain(item["layers"])
+            measures[name] = ModelComparison(**item)
+        return cls(
+            model_a=document["model_a"],
+            model_b=document["model_b"],
+            stimuli=document["stimuli"],
+            core_layers=list(document["core_layers"]),
+            measures=measures,
+            conventions=document["conventions"],
+        )

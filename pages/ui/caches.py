@@ -57,7 +57,7 @@ def job_registry() -> JobRegistry:
 def tokenizer_for(spec: str):
     """A model's tokenizer alone and how it starts a sentence, for the tokenization preview
     (no weights are loaded)."""
-    from magdash.models import load_tokenizer, resolve_model
+    from magdash.sources import load_tokenizer, resolve_model
 
     source = resolve_model(spec)
     return load_tokenizer(source), source.sequence_start
@@ -70,22 +70,23 @@ def inventory_for(path: str, stamp: tuple) -> db.StoreInventory:
 
 
 @st.cache_data(show_spinner=False, ttl=60)
-def cached_repos() -> list[str]:
-    from magdash.models import cached_repo_ids
+def source_choices(kind: str) -> list[str]:
+    """What there is to pick for a kind of model source (the models in the Hugging Face cache)."""
+    from magdash.sources import KINDS_BY_NAME
 
-    return cached_repo_ids()
+    return KINDS_BY_NAME[kind].choices()
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def analysis_for(key: db.AnalysisKey):
-    from magdash.variability.analysis import analyze
+    from magdash.runs.analysis_runs import analyze
 
     return analyze(store_for(key.store), key.model, key.stimuli, key.params)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def comparison_for(key: db.ComparisonKey):
-    from magdash.variability.analysis import compare
+    from magdash.runs.analysis_runs import compare
 
     return compare(store_for(key.store), key.model_a, key.model_b, key.stimuli, key.params)
 
@@ -97,14 +98,14 @@ def layer_for(key: db.LayerKey):
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def frequency_source_for(key: db.SourceKey):
-    from magdash.frequency.sources import load_source
+    from magdash.runs.frequency_runs import load_source
 
     return load_source(key.name, store_for(key.store))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def frequency_sources_for(path: str, stamp: tuple) -> pd.DataFrame:
-    from magdash.frequency.sources import list_sources
+    from magdash.runs.frequency_runs import list_sources
 
     return list_sources(store_for(path))
 
@@ -112,7 +113,7 @@ def frequency_sources_for(path: str, stamp: tuple) -> pd.DataFrame:
 @st.cache_data(show_spinner=False, max_entries=16)
 def e5_for(key: db.E5Key) -> pd.DataFrame:
     """The E5 of an analysis, from the store's cache or computed once and written to its e5 table."""
-    from magdash.frequency.e5 import e5_from_analysis
+    from magdash.runs.frequency_runs import e5_from_analysis
 
     return e5_from_analysis(
         store_for(key.analysis.store), analysis_for(key.analysis), frequency_source_for(key.source),
@@ -122,21 +123,21 @@ def e5_for(key: db.E5Key) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def phase_for(key: db.PhaseKey):
-    from magdash.phase.run import phase_from_store
+    from magdash.runs.depth_runs import phase_from_store
 
     return phase_from_store(store_for(key.store), key.model, key.stimuli, key.params)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def controls_for(key: dc.ControlsKey):
-    from magdash.controls import run_controls
+    from magdash.runs.controls_runs import run_controls
 
     return run_controls(store_for(key.store), key.model, key.stimuli, key.params)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def design_for(key: dc.DesignKey):
-    from magdash.controls.design import run_design
+    from magdash.runs.design_runs import run_design
 
     return run_design(store_for(key.store), key.model, key.stimuli, key.params, key.analysis)
 

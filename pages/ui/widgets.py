@@ -16,8 +16,8 @@ import streamlit as st
 from magdash import dashboard as db
 from magdash.dashboard.jobs import Job, JobSnapshot, format_seconds
 from magdash.errors import MagdashError, NoStoreError, ReadOnlyStoreError
+from magdash.formatting import MISSING, P_FORMAT, column_label, is_p_column
 from magdash.presentation import export
-from magdash.presentation.formatting import MISSING, P_FORMAT, column_label, is_p_column
 from magdash.store import Store
 from pages.ui.caches import _figure_spec, analysis_for, cached, job_registry, new_store
 from pages.ui.session import AppContext, context, view_key, view_setter

@@ -33,7 +33,10 @@ from magdash import dashboard as db
 from magdash.dashboard import stimuli as ds
 from magdash.errors import MagdashError, StimulusError
 from magdash.frequency.corpus import FrequencyError
-from magdash.frequency.sources import BUILTIN_SOURCES, check_source_name, read_counts_csv, save_source
+from magdash.frequency.sources import BUILTIN_SOURCES, check_source_name, read_counts_csv
+from magdash.runs.analysis_runs import analyze
+from magdash.runs.frequency_runs import save_source
+from magdash.sources import KINDS_BY_NAME
 from magdash.stimuli import (
     MAX_CARRIER_CHARS,
     MAX_MAGNITUDE,
@@ -45,7 +48,6 @@ from magdash.stimuli import (
     carrier_problems,
 )
 from magdash.store import Store, metrics
-from magdash.variability.analysis import analyze
 from pages import ui
 from tests import support
 from tests.support import ROOT, assert_clean, copy_store, record, shown, widget
@@ -255,25 +257,29 @@ def _model_folders(tmp_path: Path) -> dict[str, tuple[str, str]]:
         "folder without weights": (str(tmp_path / "no-weights"), "holds no *.safetensors weights"),
         "only pickle weights": (str(tmp_path / "pickle-only"), "pickle"),
         "broken config.json": (str(tmp_path / "bad-config"), "cannot read"),
-        "not a GGUF file": (str(tmp_path / "fake.gguf"), "is not a GGUF file"),
+        "a GGUF file given as a folder": (str(tmp_path / "fake.gguf"), "is a file, not a folder"),
         "two GGUF files": (str(tmp_path / "two-ggufs"), "holds 2 GGUF files"),
         "10,000 characters": (LONG, "too long"),
         "NUL byte": ("model\0folder", "does not exist"),
         "blank": ("   ", "no model chosen"),
     }
     cases |= {f"hostile {i}": (text, "does not exist") for i, text in enumerate(HOSTILE)}
-    return cases
+    return {case: ("folder", typed, expected) for case, (typed, expected) in cases.items()} | {
+        "not a GGUF file": ("gguf", str(tmp_path / "fake.gguf"), "is not a GGUF file"),
+        "a folder given as a GGUF file": ("gguf", str(tmp_path / "two-ggufs"), "is not a .gguf file"),
+        "a text file given as a GGUF file": ("gguf", str(tmp_path / "a-file"), "is not a .gguf file"),
+    }
 
 
 def test_extract_model_folder_bad_input(store_path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     before = contents(store_path)
     at = open_app(store_path, monkeypatch, page="pages/extract.py")
-    widget(at.radio, "Model from").set_value("folder").run()
     registry = ui.job_registry()
-    for case, (typed, expected) in _model_folders(tmp_path).items():
+    for case, (kind, typed, expected) in _model_folders(tmp_path).items():
         record("app extract model folder")
-        widget(at.text_input, "Model folder or GGUF file").set_value(typed).run()
+        widget(at.radio, "Model from").set_value(kind).run()
+        widget(at.text_input, KINDS_BY_NAME[kind].label).set_value(typed).run()
         assert_clean(at, case)
         button = widget(at.button, "Extract")
         if button.disabled:  # refused before a job starts: the reason is on the page
@@ -296,7 +302,7 @@ def test_extract_store_as_names_are_saved_verbatim_and_shown_literally(tiny_llam
     seed_before = seed_vectors(store_path)
     at = open_app(store_path, monkeypatch, page="pages/extract.py")
     widget(at.radio, "Model from").set_value("folder").run()
-    widget(at.text_input, "Model folder or GGUF file").set_value(str(tiny_llama)).run()
+    widget(at.text_input, "Local folder").set_value(str(tiny_llama)).run()
     registry = ui.job_registry()
     # (token position, name): each position is another model identity, so each name is new.
     for position, name in [("last", SEED_MODEL), ("last", HOSTILE[0]), ("first", HOSTILE[2]), ("mean", "   ")]:

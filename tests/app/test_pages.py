@@ -111,10 +111,10 @@ def test_first_run_button_shows_progress_and_cancels(tmp_path, monkeypatch):
 def test_a_failing_extraction_shows_a_message_not_a_traceback(tmp_path, monkeypatch):
     at = open_app(str(tmp_path / "s.duckdb"), monkeypatch, page="pages/extract.py")
     widget(at.radio, "Model from").set_value("folder").run()
-    widget(at.text_input, "Model folder or GGUF file").set_value(str(tmp_path / "nowhere")).run()
+    widget(at.text_input, "Local folder").set_value(str(tmp_path / "nowhere")).run()
     assert any("does not exist" in shown(info) for info in at.info)
     assert widget(at.button, "Extract").disabled
-    widget(at.text_input, "Model folder or GGUF file").set_value(str(tmp_path)).run()  # a folder, but no model
+    widget(at.text_input, "Local folder").set_value(str(tmp_path)).run()  # a folder, but no model
     widget(at.button, "Extract").click().run()
     job = ui.job_registry().get(str(tmp_path / "s.duckdb"))
     assert job.wait(300).state == "failed"
@@ -128,7 +128,7 @@ def test_extract_page_runs_a_model_and_the_pages_show_it(tiny_llama, tmp_path, m
     path = str(tmp_path / "s.duckdb")
     at = open_app(path, monkeypatch, page="pages/extract.py")
     widget(at.radio, "Model from").set_value("folder").run()
-    widget(at.text_input, "Model folder or GGUF file").set_value(str(tiny_llama)).run()
+    widget(at.text_input, "Local folder").set_value(str(tiny_llama)).run()
     widget(at.button, "Extract").click().run()
     snapshot = ui.job_registry().get(path).wait(300)
     assert snapshot.state == "done", snapshot.message

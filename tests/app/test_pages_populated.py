@@ -12,7 +12,7 @@ import pytest
 
 from magdash import dashboard as db
 from magdash.dashboard.jobs import run_first_protocol
-from magdash.presentation.formatting import MISSING
+from magdash.formatting import MISSING
 from magdash.store import Store
 from tests.support import (
     app_pages,

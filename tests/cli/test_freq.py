@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from magdash.cli import main
-from magdash.frequency import OPENWEBTEXT, counts_for_magnitudes, load_source
+from magdash.frequency import OPENWEBTEXT, counts_for_magnitudes
+from magdash.runs.frequency_runs import load_source
 from magdash.store import Store
 
 

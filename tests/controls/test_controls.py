@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from magdash.cli import main
-from magdash.controls import ControlsParams, run_controls
+from magdash.controls import ControlsParams
 from magdash.controls.carriers import carrier_icc, cosine_rdm, icc_consistency
 from magdash.controls.permutation import PermutationNull
-from magdash.controls.variants import variant_name
 from magdash.errors import AnalysisError, MagdashError
+from magdash.runs.controls_runs import run_controls
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.variability.analysis import AnalysisParams
 from magdash.variability.artifacts import leave_one_carrier_out
@@ -146,12 +146,6 @@ def test_controls_without_variants_or_control_say_so(store, rng):
         run_controls(store, "alone", params=ControlsParams(analysis=FAST, variants=("alone",)))
     with pytest.raises(AnalysisError, match="--n-perm"):
         ControlsParams(n_perm=0)
-
-
-def test_variant_names_follow_the_extraction_names():
-    assert variant_name("minilm", dtype="float16") == "minilm:float16"
-    assert variant_name("minilm:float16", position="first") == "minilm:first"
-    assert variant_name("minilm", dtype="bfloat16", position="mean") == "minilm:bfloat16:mean"
 
 
 def test_cli_controls_json_and_bad_input(store, rng, capsys):

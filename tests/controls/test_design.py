@@ -13,11 +13,8 @@ from magdash.cli import main
 from magdash.controls.design import (
     DesignParams,
     Simulator,
-    calibrate,
     crossing,
-    design_key,
     participation_ratio,
-    run_design,
     signed_rank,
     simulate_design,
     size_adjusted_rate,
@@ -25,6 +22,7 @@ from magdash.controls.design import (
 )
 from magdash.controls.simulate import Calibration, CarrierScatter
 from magdash.errors import AnalysisError
+from magdash.runs.design_runs import calibrate_on, design_key, run_design
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.variability.analysis import AnalysisParams
 
@@ -121,7 +119,7 @@ def _import(store, name, rng, exponent=-0.1, n_layers=7, shared=0.15):
 
 def test_calibration_recovers_planted_isotropic_noise(store, rng):
     _import(store, "m", rng)
-    calibration = calibrate(store, "m")
+    calibration = calibrate_on(store, "m")
     assert calibration.n_layers == 3 and calibration.n_carriers == 5
     # isotropic 12-d deviations: the participation ratio is near 12 (4 x 26 independent directions)
     assert all(8 <= d <= 13 for d in calibration.dimension)

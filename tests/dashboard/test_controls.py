@@ -9,15 +9,18 @@ import numpy as np
 import pytest
 
 from magdash import dashboard as db
-from magdash.controls.design import DesignParams, run_design
-from magdash.controls.run import ControlsParams, run_controls
+from magdash.controls.design import DesignParams
+from magdash.controls.robustness import ControlsParams
 from magdash.dashboard import controls as dc
 from magdash.dashboard import figures as figs
 from magdash.errors import MagdashError
 from magdash.presentation import export, report, tables
+from magdash.runs.analysis_runs import analyze
+from magdash.runs.controls_runs import run_controls
+from magdash.runs.design_runs import run_design
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.store import ModelRecord, Store
-from magdash.variability.analysis import AnalysisParams, analyze
+from magdash.variability.analysis import AnalysisParams
 
 MAGNITUDES = np.asarray(PAPER_MAGNITUDES, dtype=np.float64)
 
@@ -65,12 +68,9 @@ def _record(source, **changes):
 
 
 def test_a_variant_is_extracted_only_when_the_weights_are_at_hand(stored, tmp_path):
-    assert dc.extraction_spec(_record("builtin:minilm")) == "minilm"
-    assert dc.extraction_spec(_record("hf-cache:org/name")) == "org/name"
-    assert dc.extraction_spec(_record(f"folder:{tmp_path}")) == str(tmp_path)
-    assert dc.extraction_spec(_record(f"folder:{tmp_path / 'gone'}")) is None
-    assert dc.extraction_spec(_record("import")) is None
-    assert dc.extraction_spec(_record("builtin:minilm", is_random=True)) is None
+    for absent in (_record(f"folder:{tmp_path / 'gone'}"), _record("import"), _record("builtin:minilm", is_random=True)):
+        with pytest.raises(MagdashError, match="are not at hand here"):
+            dc.variant_request(stored, absent, "paper", dtype="bfloat16", position="last")
     request = dc.variant_request(stored, _record("builtin:minilm"), "paper", dtype="bfloat16", position="first")
     assert (request.spec, request.name, request.dtype, request.position) == ("minilm", "minilm:bfloat16:first",
                                                                             "bfloat16", "first")

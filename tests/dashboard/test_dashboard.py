@@ -13,19 +13,20 @@ import numpy as np
 import pytest
 
 from magdash import dashboard as db
-from magdash.builtin_models import BUILTIN_MODELS
 from magdash.dashboard import figures as figs
 from magdash.dashboard import jobs as jobs
 from magdash.dashboard import stimuli as ds
 from magdash.errors import MagdashError, StimulusError
-from magdash.frequency import e5_from_analysis
+from magdash.formatting import MISSING
 from magdash.frequency.sources import builtin_source
 from magdash.params import parse_band
 from magdash.presentation import export, report
-from magdash.presentation.formatting import MISSING
+from magdash.runs.analysis_runs import analyze
+from magdash.runs.frequency_runs import e5_from_analysis
+from magdash.sources.builtin import BUILTIN_MODELS
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES, StimulusSet
 from magdash.store import Store
-from magdash.variability.analysis import PRIMARY_MEASURES, analyze
+from magdash.variability.analysis import PRIMARY_MEASURES
 from tests.support import ROOT
 
 PLANTED_ALPHA = (0.5, 0.5, -0.2)  # blocks 1..3; the embedding layer has V = 0 (no fit)
@@ -348,25 +349,6 @@ def test_registry_allows_one_running_job_per_store():
     assert registry.get("store") is None
 
 
-def test_model_spec_from_the_extract_form(tmp_path):
-    assert jobs.model_spec("builtin", "minilm") == "minilm"
-    assert jobs.model_spec("builtin", "minilm", control=True) == "minilm@random"
-    assert jobs.model_spec("cache", "org/name", control=True, seed=7) == "org/name@random:7"
-    assert jobs.model_spec("folder", str(tmp_path)) == str(tmp_path.resolve())
-    with pytest.raises(MagdashError, match="does not exist"):
-        jobs.model_spec("folder", str(tmp_path / "missing"))
-    with pytest.raises(MagdashError, match="no model chosen"):
-        jobs.model_spec("cache", "")
-    model_file = tmp_path / "model.gguf"
-    model_file.write_bytes(b"GGUF")
-    assert jobs.model_spec("folder", str(model_file), control=True) == f"{model_file.resolve()}@random"
-    (tmp_path / "notes.txt").write_text("x")
-    with pytest.raises(MagdashError, match="not a .gguf file"):
-        jobs.model_spec("folder", str(tmp_path / "notes.txt"))
-    assert jobs.model_spec("ollama", "llama3.2:1b") == "ollama:llama3.2:1b"
-    assert jobs.model_spec("ollama", "ollama:qwen2") == "ollama:qwen2"
-
-
 def test_first_run_pairs_each_model_with_its_control():
     pairs = jobs.first_run_pairs()
     assert pairs[0] == ("minilm", "minilm@random")
@@ -482,7 +464,7 @@ def test_the_preview_says_which_input_to_fix():
 
 
 def test_tokenization_preview_shows_split_numbers(tiny_llama):
-    from magdash.models import load_model
+    from magdash.sources import load_model
 
     loaded = load_model(str(tiny_llama), device="cpu")
     stimuli = StimulusSet("p", ("There are {n} items.",), (7, 1000))
@@ -495,7 +477,7 @@ def test_tokenization_preview_shows_split_numbers(tiny_llama):
 
 
 def test_the_tokenization_preview_shows_the_bos_magdash_prepends(tmp_path):
-    from magdash.models import load_model
+    from magdash.sources import load_model
     from tests.support import build_tiny_model
 
     loaded = load_model(str(build_tiny_model(tmp_path / "no-bos-added", "llama", start="bos-not-added")), device="cpu")
@@ -544,7 +526,7 @@ def test_every_figure_builds_and_one_exports(planted, planted_view):
     result = results["planted"]
     layer = planted.read_layer("planted", "paper", 2)
     key = db.comparison_key(view, inventory)
-    from magdash.variability.analysis import compare
+    from magdash.runs.analysis_runs import compare
 
     comparison = compare(planted, key.model_a, key.model_b, key.stimuli, key.params)
     source = builtin_source("openwebtext-500k")
@@ -566,7 +548,7 @@ def test_every_figure_builds_and_one_exports(planted, planted_view):
 
 def test_comparison_against_a_flat_control(planted, planted_view):
     view, inventory = planted_view
-    from magdash.variability.analysis import compare
+    from magdash.runs.analysis_runs import compare
 
     key = db.comparison_key(view, inventory)
     assert (key.model_a, key.model_b) == ("planted", "flat@random")

@@ -31,15 +31,10 @@ from magdash.frequency import (
     counts_table,
     distribution_plot_data,
     e5_correlation,
-    e5_from_analysis,
-    e5_from_store,
     e5_summary,
     fit_distributions,
-    list_sources,
-    load_source,
     number_word_values,
     read_counts_csv,
-    save_source,
 )
 from magdash.frequency import corpus as frequency_corpus
 from magdash.frequency.rule import (
@@ -50,6 +45,7 @@ from magdash.frequency.rule import (
     PAPER_PATTERN,
     WORD_CHARS,
 )
+from magdash.runs.frequency_runs import e5_from_analysis, e5_from_store, list_sources, load_source, save_source
 
 PAPER = re.compile(PAPER_PATTERN)
 # The paper's rule plus "digits followed by one '.' that ends the run of [\w.]".
@@ -539,8 +535,9 @@ def test_e5_from_store_uses_v_eucl_of_the_core_layers(store):
 
 
 def test_e5_from_an_analysis_covers_every_layer_and_is_kept_in_the_e5_table(store, monkeypatch):
-    from magdash.frequency import e5 as e5_module
-    from magdash.variability.analysis import AnalysisParams, analyze
+    from magdash.runs import frequency_runs as e5_module
+    from magdash.runs.analysis_runs import analyze
+    from magdash.variability.analysis import AnalysisParams
 
     _plant_frequency_model(store)
     result = analyze(store, "planted", params=AnalysisParams(n_boot=200))

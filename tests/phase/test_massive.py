@@ -11,12 +11,12 @@ import pytest
 
 from magdash.cli import main
 from magdash.errors import AnalysisError
-from magdash.phase.accumulate import LayerSample
+from magdash.phase.accumulate import LayerSample, view_sample
 from magdash.phase.diagnostics import PhaseParams, analyze_samples, layer_frame, phase_summary
-from magdash.phase.massive import Adjustment, DimensionStats, find_massive, massive_share
+from magdash.phase.massive_dims import MASSIVE_RATIO, Adjustment, DimensionStats, find_massive, massive_share
 from magdash.phase.omega import isotropic_omega_mean
-from magdash.phase.run import phase_from_store, phase_from_texts, view_sample
 from magdash.phase.spectrum import fit_spectrum
+from magdash.runs.depth_runs import phase_from_store, phase_from_texts
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 
 PLANTED = {3: 60.0, 77: 40.0, 150: 30.0, 201: 25.0}  # dimension -> offset, about 50x the median |h_j|
@@ -43,12 +43,12 @@ def test_the_detector_finds_exactly_the_planted_dimensions_largest_first():
 
 def test_raw_omega_is_far_from_the_gaussian_value_and_the_adjusted_views_are_not():
     vectors = with_massive(2000, 256, seed=3)
-    raw = analyze_samples([view_sample(vectors, 0, PhaseParams())], 1, PhaseParams(n_boot=0))
+    raw = analyze_samples([view_sample(vectors, 0, "keep", MASSIVE_RATIO)], 1, PhaseParams(n_boot=0))
     assert raw.layers[0].omega.mean > 0.6  # four coordinates make it look "solid"
     assert raw.layers[0].massive == (3, 77, 150, 201) and raw.layers[0].massive_share > 0.9
     for mode, dim in (("drop", 252), ("standardise", 256)):
         params = PhaseParams(n_boot=0, massive=mode)
-        result = analyze_samples([view_sample(vectors, 0, params)], 1, params)
+        result = analyze_samples([view_sample(vectors, 0, params.massive, params.massive_ratio)], 1, params)
         layer = result.layers[0]
         assert layer.dim == dim and layer.count == 2000
         assert abs(layer.omega.mean - isotropic_omega_mean(dim)) < 0.01
@@ -145,7 +145,7 @@ def test_the_cli_drops_the_massive_dimensions_of_stored_vectors(store, capsys):
 
 
 def test_all_token_views_take_a_second_pass_and_reuse_the_cached_raw_one(tiny_llama, store, monkeypatch):
-    import magdash.phase.run as run
+    import magdash.runs.depth_runs as run
 
     text = " ".join(f"The count reached {n}. There are {n} items." for n in range(1, 41))
     options = dict(store=store, max_length=64, device="cpu")

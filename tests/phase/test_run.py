@@ -11,11 +11,11 @@ import pytest
 from magdash import dashboard as db
 from magdash.cli import build_parser, main
 from magdash.cli import phase as phase_command
-from magdash.models import control_name
+from magdash.names import control_name
 from magdash.params import DEFAULT_N_BOOT
 from magdash.phase import PhaseParams
 from magdash.phase.omega import isotropic_omega_mean
-from magdash.phase.run import phase_from_store, phase_from_texts
+from magdash.runs.depth_runs import phase_from_store, phase_from_texts
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 
 LAYER_KEYS = {"layer", "gamma", "omega_mean", "dip_p", "n_spikes", "mp_edge", "sigma2",
@@ -140,12 +140,12 @@ def test_prompts_run_every_token_through_the_model(tiny_llama, tmp_path, capsys,
     assert {s.count for s in result.samples} == {n_tokens}  # every real token, no specials
     assert {s.dim for s in result.samples} == {32}
 
-    import magdash.models
+    import magdash.sources
 
     def no_loading(*_args, **_kwargs):
         raise AssertionError("model loaded although the samples are cached")
 
-    monkeypatch.setattr(magdash.models, "load_model", no_loading)
+    monkeypatch.setattr(magdash.sources, "load_model", no_loading)
     assert run_json(capsys, *args)["layers"] == payload["layers"]
 
 

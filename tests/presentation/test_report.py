@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 
 from magdash.errors import AnalysisError
+from magdash.formatting import MISSING
 from magdash.jsonio import to_jsonable
 from magdash.presentation import charts, export, report
-from magdash.presentation.formatting import MISSING
 from magdash.variability.analysis import AnalysisParams
 
 HOSTILE = "<script>alert(1)</script>"

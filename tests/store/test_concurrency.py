@@ -144,7 +144,8 @@ def assert_complete_and_nothing_lost(path: Path, before: dict[str, list[str]]) -
 READER = r"""
 import hashlib, json, os, sys
 from pathlib import Path
-from magdash.variability.analysis import AnalysisParams, analyze
+from magdash.runs.analysis_runs import analyze
+from magdash.variability.analysis import AnalysisParams
 from magdash.store import Store
 
 path, stop, counter, expected = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), json.loads(sys.argv[4])

@@ -119,7 +119,7 @@ STIMULI = '[[stimuli]]\nname = "paper"\n'
         (MODELS + "[[stimuli]]\nname = 'x'\nmagnitudes = 'ten'\n", "stimuli 'x': "),
         (MODELS + "[[stimuli]]\nname = 'paper'\nmagnitudes = '1-3'\n", "kept for the paper's stimuli"),
         (MODELS + STIMULI + "[analyze]\nn_boot = -1\n", "[analyze]: --n-boot must be 0 or more"),
-        (MODELS + STIMULI + "[analyze]\nmeasures = ['volume']\n", "[analyze]: unknown measure(s) volume"),
+        (MODELS + STIMULI + "[analyze]\nmeasures = ['volume']\n", "[analyze]: unknown measure(s) 'volume'"),
         (MODELS + STIMULI + "[analyze]\nboots = 3\n", "unknown key(s) boots in [analyze]"),
         (MODELS + STIMULI + "[phase]\nlevel = 0.5\n", "[phase]: the Tracy-Widom level must be one of"),
         ("phase = 3\n" + MODELS + STIMULI, "[phase] must be a table"),

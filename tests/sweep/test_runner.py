@@ -37,7 +37,7 @@ def test_a_sweep_runs_every_task_then_skips_them_all(tmp_path, store, tiny_llama
 
 
 def test_the_controls_task_caches_the_controls_and_is_skipped_after(tmp_path, store, tiny_llama):
-    from magdash.controls.run import run_controls
+    from magdash.runs.controls_runs import run_controls
 
     plan = load_plan(write_plan(tmp_path, {"llama": tiny_llama}, tasks='["extract", "controls"]',
                                 extra="[controls]\nn_perm = 200\n"))
@@ -52,7 +52,7 @@ def test_the_controls_task_caches_the_controls_and_is_skipped_after(tmp_path, st
 
 
 def test_a_gguf_model_is_converted_in_the_plans_model_cache(tmp_path, store, smollm2, monkeypatch):
-    from magdash.gguf import MODEL_CACHE_ENV
+    from magdash.sources.gguf import MODEL_CACHE_ENV
 
     # The session's conversion of smollm2 is in $MAGDASH_MODEL_CACHE; the plan names that folder
     # while the environment points elsewhere, so only the plan's folder can give a conversion.

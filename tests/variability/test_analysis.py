@@ -12,16 +12,10 @@ import pytest
 
 from magdash.cli import main
 from magdash.errors import AnalysisError
+from magdash.runs.analysis_runs import analysis_key, analyze, compare
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
-from magdash.variability.analysis import (
-    AnalysisParams,
-    AnalysisResult,
-    ComparisonResult,
-    analysis_key,
-    analyze,
-    compare,
-    run_analysis,
-)
+from magdash.variability.analysis import AnalysisParams, AnalysisResult, run_analysis
+from magdash.variability.compare import ComparisonResult
 from magdash.variability.hypotheses import programme_verdict
 
 MAGNITUDES = np.array(PAPER_MAGNITUDES, dtype=np.float64)
@@ -298,3 +292,9 @@ def test_programme_verdict_across_models(store, rng):
     assert verdicts.loc["H2", "models"] == "three" and not verdicts.loc["H2", "supported"]
     assert verdicts.loc["H3", "supporting_models"] == 3 and verdicts.loc["H3", "supported"]
     assert AnalysisParams(core_layers=(3, 2, 3)).core_layers == (2, 3)
+
+
+def test_an_unknown_measure_is_named_on_one_line_whatever_its_characters():
+    with pytest.raises(AnalysisError) as refused:
+        AnalysisParams(measures=("eucl", "0\n0"))
+    assert "unknown measure(s) '0\\n0'" in str(refused.value) and "\n" not in str(refused.value)

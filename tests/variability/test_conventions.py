@@ -20,8 +20,9 @@ from scipy import stats
 from magdash.cli import main
 from magdash.errors import AnalysisError
 from magdash.frequency import e5_correlation, e5_summary
+from magdash.runs.analysis_runs import analysis_key, analyze, compare
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
-from magdash.variability.analysis import AnalysisParams, analysis_key, analyze, compare, run_analysis
+from magdash.variability.analysis import AnalysisParams, run_analysis
 from magdash.variability.compare import compare_models
 from magdash.variability.conventions import CONVENTIONS, get_conventions
 from magdash.variability.fits import compare_noise_models, resample_counts

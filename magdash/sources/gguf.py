@@ -27,7 +27,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from magdash.errors import ModelLoadError
+from magdash.environment import transformers_version
+from magdash.errors import MagdashError, ModelLoadError
+from magdash.sources.base import Located, SourceKind, existing_path
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +61,7 @@ class GGUFInfo:
     """Digest of the architecture's hyperparameters: what an ``@random`` control is built from."""
     sequence_start: str = "none"
     """How the file's tokenizer starts a sentence (``tokenizer.ggml.add_bos_token`` and
-    ``bos_token_id``), as :func:`magdash.models.sequence_start_rule` names it."""
+    ``bos_token_id``), as :func:`magdash.sources.base.sequence_start_rule` names it."""
 
 
 def model_cache_dir(cache: str | Path | None = None) -> Path:
@@ -192,8 +194,6 @@ def converted_folder(info: GGUFInfo, dtype: str, cache: Path) -> Path:
     when complete, so an interrupted conversion leaves nothing that looks finished; a process
     that asks for a folder another one is converting waits for it instead of converting again.
     """
-    from magdash.models import transformers_version
-
     version = transformers_version()
     folder = cache / converted_name(info, dtype, version)
     if (folder / _COMPLETE).exists():
@@ -341,3 +341,49 @@ def _convert(info: GGUFInfo, dtype: str, target: Path) -> None:
                   str(target / "model.safetensors"), metadata={"format": "pt"})
     except RuntimeError as error:  # safetensors refuses tensors that share memory
         raise ModelLoadError(f"cannot save {info.path.name} as safetensors: {str(error).splitlines()[0]}") from None
+
+
+def quantization(fingerprint: str) -> str | None:
+    """The quantization type a stored model's weights had (``Q4_1``), None for unquantized ones."""
+    kind, _, rest = fingerprint.partition(":")
+    return rest.partition(":")[0] if kind == "gguf" else None
+
+
+def weights_note(fingerprint: str, dtype: str) -> str:
+    """What to say about a stored model's weights: empty unless they were quantized.
+
+    Quantized weights are a lossy copy of the trained model (4-bit types keep about 4.5 bits
+    per weight), so every table that shows the model says so.
+    """
+    kind = quantization(fingerprint)
+    return f"quantized ({kind} GGUF), dequantized to {dtype}" if kind else ""
+
+
+def _locate(base: str, _model_cache: Path) -> Located | None:
+    path = existing_path(base)
+    file = find_gguf(path) if path is not None else None
+    return Located(file, f"gguf:{file}") if file is not None else None
+
+
+def _spec_from_choice(value: str) -> str:
+    path = Path(value).expanduser()
+    try:
+        is_file = path.is_file()
+    except OSError as error:  # e.g. a name too long for the file system
+        raise MagdashError(f"cannot use {value!r} as a GGUF file ({error.strerror})") from None
+    if not is_file or path.suffix.lower() != GGUF_SUFFIX:
+        raise MagdashError(f"{value!r} is not a .gguf file: give the path of a .gguf file (a folder of "
+                           "safetensors is a local folder)")
+    return str(path.resolve())
+
+
+KIND = SourceKind(
+    name="gguf",
+    label="GGUF file",
+    hint="a .gguf file (or a folder holding exactly one), converted once to safetensors under the model cache",
+    example="~/models/Llama-3.2-1B-Q4_K_M.gguf",
+    locate=_locate,
+    spec_from_choice=_spec_from_choice,
+    spec_from_source=lambda value: value if Path(value).is_file() else None,
+)
+"""The file format of llama.cpp, Ollama and LM Studio: quantized weights, hyperparameters and tokenizer."""

@@ -1,6 +1,6 @@
-"""All robustness controls of one stored model's alphas, in one place, cached in the store.
+"""All robustness controls of one model's alphas, in one place.
 
-:func:`run_controls` answers the obvious objections to "alpha is negative in this model":
+The controls (run over a store and cached by :func:`magdash.runs.controls_runs.run_controls`) answer the obvious objections to "alpha is negative in this model":
 
 - carriers: leave-one-carrier-out alpha per layer and measure, and the ICC(3,k) of the carrier
   RDMs per layer (:mod:`magdash.controls.carriers`);
@@ -21,18 +21,15 @@ None when it could not be judged (e.g. no variant stored). The rules:
 - variants and ``@random``: :func:`magdash.controls.variants.variant_problem` and
   :func:`~magdash.controls.variants.random_problem`.
 
-The carrier and permutation tables are cached under a key hashing the data fingerprint, the
-parameters and :data:`CONTROLS_VERSION`; the comparisons are cached by
-:func:`magdash.variability.analysis.compare` itself.
+:func:`carrier_tables` computes the carrier and permutation tables from a model's vectors and its
+analysis; they are cached under :data:`CONTROLS_VERSION`, and the comparisons with the variants
+and ``@random`` as comparisons are (:func:`magdash.runs.analysis_runs.compare`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import logging
 import math
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,23 +41,18 @@ from magdash.controls.permutation import DEFAULT_N_PERM, PermutationNull
 from magdash.controls.variants import (
     VariantSummary,
     random_problem,
-    variant_kind,
     variant_problem,
     variant_summary,
 )
 from magdash.errors import AnalysisError
-from magdash.jsonio import to_jsonable
-from magdash.models import control_name
+from magdash.formatting import format_number
+from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
 from magdash.overflow import count_nonfinite
 from magdash.params import ProgressCallback
-from magdash.presentation.formatting import format_number
-from magdash.store.keys import result_key
-from magdash.store.metrics import with_identity
-from magdash.variability.analysis import AnalysisParams, AnalysisResult, ComparisonResult, analyze, compare
+from magdash.variability.analysis import AnalysisParams, AnalysisResult
 from magdash.variability.artifacts import MIN_LOO_CARRIERS, carrier_influence, leave_one_carrier_out
+from magdash.variability.compare import ComparisonResult
 from magdash.variability.fits import OUTLIER_RULE_MEASURES
-
-log = logging.getLogger(__name__)
 
 CONTROLS_VERSION = "1"
 """Bump whenever a change to the controls code can change a cached table."""
@@ -134,45 +126,21 @@ class CarrierTables:
             "model": self.model,
             "stimuli": self.stimuli,
             "conventions": self.conventions,
-            **{name: _frame_to_plain(getattr(self, name)) for name in ("loo", "icc", "permutation")},
+            **{name: frame_to_plain(getattr(self, name), dtypes=False) for name in ("loo", "icc", "permutation")},
         }
-        return zlib.compress(json.dumps(to_jsonable(document, keep_nan=True), allow_nan=True).encode(), 6)
+        return pack(document)
 
     @classmethod
     def from_payload(cls, payload: bytes) -> CarrierTables:
-        document = json.loads(zlib.decompress(payload))
+        document = unpack(payload)
         return cls(
             carriers=list(document["carriers"]),
             n_perm=int(document["n_perm"]),
             model=document.get("model"),
             stimuli=document.get("stimuli"),
             conventions=document.get("conventions"),
-            **{name: _frame_from_plain(document[name]) for name in ("loo", "icc", "permutation")},
+            **{name: frame_from_plain(document[name]) for name in ("loo", "icc", "permutation")},
         )
-
-    def metric_tables(self) -> dict[str, pd.DataFrame] | None:
-        """The tables as rows of the store's controls_loo, controls_icc and
-        controls_permutation; None when the payload did not name its model."""
-        if self.model is None:
-            return None
-        identity = {"model": self.model, "stimuli": self.stimuli, "conventions": self.conventions}
-        return {
-            "controls_loo": with_identity(self.loo, identity),
-            "controls_icc": with_identity(self.icc, identity),
-            "controls_permutation": with_identity(self.permutation, identity).assign(n_perm=self.n_perm),
-        }
-
-
-def _frame_to_plain(frame: pd.DataFrame) -> dict[str, Any]:
-    return {"columns": list(frame.columns), "data": {c: frame[c].tolist() for c in frame.columns}}
-
-
-def _frame_from_plain(document: dict[str, Any]) -> pd.DataFrame:
-    frame = pd.DataFrame({c: document["data"][c] for c in document["columns"]})
-    for column in frame.columns:
-        if frame[column].dtype == object:
-            frame[column] = frame[column].map(lambda v: math.nan if v is None else v)
-    return frame
 
 
 def carrier_tables(
@@ -408,85 +376,3 @@ class ControlsResult:
 
 def _fmt(value: float, spec: str = "+.4f") -> str:
     return format_number(value, spec)
-
-
-def controls_key(store, model: str, stimuli: str, params: ControlsParams) -> str:
-    """The cache key of the carrier and permutation tables."""
-    return result_key(
-        "controls",
-        CONTROLS_VERSION,
-        model=model,
-        stimuli=stimuli,
-        data=store.data_fingerprint(model, stimuli),
-        analysis=params.analysis,
-        n_perm=params.n_perm,
-        seed=params.seed,
-    )
-
-
-def run_controls(
-    store,
-    model: str,
-    stimuli: str | None = None,
-    params: ControlsParams | None = None,
-    *,
-    use_cache: bool = True,
-    progress: ProgressCallback | None = None,
-) -> ControlsResult:
-    """Every control of ``model`` on ``stimuli`` (module docstring); cached in the store."""
-    params = params or ControlsParams()
-    stimuli = store.resolve_stimuli(model, stimuli)
-    record = store.model_record(model)
-    for name in params.variants:
-        if name == model:
-            raise AnalysisError(f"the variant {name!r} is the model itself; name another stored extraction")
-        store.resolve_stimuli(name, stimuli)  # a variant must be stored on the same stimuli
-    analysis = analyze(store, model, stimuli, params.analysis, use_cache=use_cache)
-    key = controls_key(store, model, stimuli, params)
-    payload = store.get_result(key) if use_cache else None
-    from_cache = payload is not None
-    if payload is not None:
-        tables = CarrierTables.from_payload(payload)
-        if tables.model is None:  # cached before the metric tables: name it and write its rows
-            tables = dataclasses.replace(tables, model=model, stimuli=stimuli, conventions=params.analysis.conventions)
-            store.put_result(key, "controls", tables.to_payload(), tables.metric_tables())
-    else:
-        carriers = list(store.stimulus_set(stimuli).carriers)
-
-        def layers():
-            for data in store.read_layers(model, stimuli):
-                vectors = data.vectors
-                del data
-                yield vectors
-                del vectors
-
-        tables = carrier_tables(
-            layers(), analysis, carriers, n_perm=params.n_perm, seed=params.seed, progress=progress
-        )
-        store.put_result(key, "controls", tables.to_payload(), tables.metric_tables())
-    variants = {
-        name: compare(store, model, name, stimuli, params.analysis, use_cache=use_cache) for name in params.variants
-    }
-    kinds = {name: variant_kind(record, store.model_record(name)) for name in params.variants}
-    random_name = control_name(model)
-    random = None
-    if (
-        params.random_control
-        and random_name != model
-        and random_name in store.model_names()
-        and stimuli in store.stimulus_sets_for(random_name)
-    ):
-        random = compare(store, model, random_name, stimuli, params.analysis, use_cache=use_cache)
-    return ControlsResult(
-        model=model,
-        stimuli=stimuli,
-        core_layers=list(analysis.core_layers),
-        params=params,
-        analysis=analysis,
-        tables=tables,
-        variants=variants,
-        variant_kinds=kinds,
-        random=random,
-        random_name=random_name,
-        from_cache=from_cache,
-    )

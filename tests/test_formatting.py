@@ -11,12 +11,14 @@ import pytest
 
 from magdash.cli import main
 from magdash.dashboard import figures
-from magdash.frequency import read_counts_csv, save_source
-from magdash.presentation.formatting import MISSING, format_number, format_p
+from magdash.formatting import MISSING, format_number, format_p
+from magdash.frequency import read_counts_csv
 from magdash.presentation.report import format_cell
+from magdash.runs.analysis_runs import analyze
+from magdash.runs.frequency_runs import save_source
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.store import Store
-from magdash.variability.analysis import AnalysisParams, analyze
+from magdash.variability.analysis import AnalysisParams
 
 OTHER_SPELLINGS = re.compile(r"\bn/a\b|\bundefined\b|\bnan\b|\binf\b", re.IGNORECASE)
 
@@ -70,7 +72,7 @@ def test_every_surface_writes_missing_numbers_the_same_way(no_fit_store, capsys)
 
 
 def test_tables_show_readable_headers_and_p_values_in_scientific_notation():
-    from magdash.presentation.formatting import P_FORMAT, column_label, is_p_column
+    from magdash.formatting import P_FORMAT, column_label, is_p_column
     from magdash.presentation.report import table_html
 
     assert [column_label(c) for c in ("measure_label", "alpha_theil_sen", "ci_low", "r2", "n_points", "odd_name")] == [

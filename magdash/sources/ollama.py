@@ -7,7 +7,7 @@ Ollama keeps a model as a manifest and content-addressed blobs under its models 
     blobs/sha256-<hex>                                    the layer with that digest
 
 The layer of media type ``application/vnd.ollama.image.model`` is the GGUF file; magdash loads it
-as any other GGUF (:mod:`magdash.gguf`). Ollama itself need not be installed or running.
+as any other GGUF (:mod:`magdash.sources.gguf`). Ollama itself need not be installed or running.
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ import json
 import os
 from pathlib import Path
 
-from magdash.errors import ModelLoadError
+from magdash.errors import MagdashError, ModelLoadError
+from magdash.sources.base import Located, SourceKind
 
+OLLAMA_PREFIX = "ollama:"
 OLLAMA_MODELS_ENV = "OLLAMA_MODELS"
 DEFAULT_REGISTRY = "registry.ollama.ai"
 DEFAULT_NAMESPACE = "library"
@@ -85,3 +87,36 @@ def installed_models(models_dir: Path) -> list[str]:
         short = model if (registry, namespace) == (DEFAULT_REGISTRY, DEFAULT_NAMESPACE) else f"{namespace}/{model}"
         names.append(f"{short}:{tag}")
     return sorted(names)
+
+
+def _locate(base: str, _model_cache: Path) -> Located | None:
+    if not base.startswith(OLLAMA_PREFIX):
+        return None
+    return Located(resolve_ollama(base.removeprefix(OLLAMA_PREFIX)), base, is_gguf=True)
+
+
+def _spec_from_choice(value: str) -> str:
+    if not value:
+        raise MagdashError("no model chosen: give an Ollama model name")
+    return value if value.startswith(OLLAMA_PREFIX) else f"{OLLAMA_PREFIX}{value}"
+
+
+def _spec_from_source(value: str) -> str | None:
+    spec = f"{OLLAMA_PREFIX}{value}"
+    try:
+        resolve_ollama(value)
+    except ModelLoadError:
+        return None
+    return spec
+
+
+KIND = SourceKind(
+    name="ollama",
+    label="Ollama",
+    hint="ollama:NAME[:TAG], a model pulled with Ollama (found in $OLLAMA_MODELS or ~/.ollama/models)",
+    example="llama3.2:1b",
+    locate=_locate,
+    spec_from_choice=_spec_from_choice,
+    spec_from_source=_spec_from_source,
+)
+"""Ollama's blobs are GGUF files named by their digest; Ollama itself need not run."""

@@ -13,18 +13,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from magdash.builtin_models import builtin_model_path
 from magdash.cli import main
+from magdash.environment import transformers_version
 from magdash.errors import ModelLoadError
-from magdash.gguf import (
+from magdash.sources import load_model, resolve_model
+from magdash.sources.builtin import builtin_model_path
+from magdash.sources.gguf import (
     CONVERSION_VERSION,
     MODEL_CACHE_ENV,
     converted_folder,
     gguf_info,
     model_cache_dir,
+    quantization,
     read_metadata,
+    weights_note,
 )
-from magdash.models import load_model, quantization, resolve_model, transformers_version, weights_note
 from magdash.store import Store
 from tests.support import require_builtin
 
@@ -184,7 +187,7 @@ def test_a_second_process_waits_for_a_conversion_under_way_and_converts_nothing(
     script = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "import magdash.gguf as g\n"
+        "import magdash.sources.gguf as g\n"
         "def fake(info, dtype, target):\n"
         "    with open(sys.argv[2], 'a') as log: log.write('convert\\n')\n"
         "    time.sleep(1.0)\n"
@@ -219,7 +222,7 @@ def test_a_conversion_waits_for_one_under_way_in_this_process_too(smollm2_file, 
     import threading
     import time
 
-    import magdash.gguf as gguf
+    import magdash.sources.gguf as gguf
 
     calls: list = []
     monkeypatch.setattr(gguf, "_convert", _fake_conversion(calls))
@@ -229,7 +232,7 @@ def test_a_conversion_waits_for_one_under_way_in_this_process_too(smollm2_file, 
     holder = open(tmp_path / f".{folder_name}.lock", "a")  # noqa: SIM115 - another converter holds it
     fcntl.flock(holder, fcntl.LOCK_EX)
     result = {}
-    with caplog.at_level(logging.WARNING, logger="magdash.gguf"):
+    with caplog.at_level(logging.WARNING, logger="magdash.sources.gguf"):
         worker = threading.Thread(target=lambda: result.setdefault("folder", converted_folder(info, "float32", tmp_path)))
         worker.start()
         deadline = time.monotonic() + 120
@@ -243,7 +246,7 @@ def test_a_conversion_waits_for_one_under_way_in_this_process_too(smollm2_file, 
 
 
 def test_a_conversion_finished_by_another_process_meanwhile_is_kept(smollm2_file, tmp_path, monkeypatch):
-    import magdash.gguf as gguf
+    import magdash.sources.gguf as gguf
 
     info = gguf_info(smollm2_file)
     final = tmp_path / gguf.converted_name(info, "float32", transformers_version())
@@ -259,7 +262,7 @@ def test_a_conversion_finished_by_another_process_meanwhile_is_kept(smollm2_file
 
 
 def test_a_conversion_that_cannot_be_written_is_a_message(smollm2_file, tmp_path, monkeypatch):
-    import magdash.gguf as gguf
+    import magdash.sources.gguf as gguf
 
     info = gguf_info(smollm2_file)
     (tmp_path / "a-file").write_text("not a folder")
@@ -275,7 +278,7 @@ def test_a_conversion_that_cannot_be_written_is_a_message(smollm2_file, tmp_path
 def test_a_gguf_transformers_cannot_read_is_refused_with_a_message(smollm2_file, tmp_path):
     import dataclasses
 
-    import magdash.gguf as gguf
+    import magdash.sources.gguf as gguf
 
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(smollm2_file.read_bytes()[:2_000_000])

@@ -1,15 +1,15 @@
 """Alpha with the massive-activation dimensions dropped, as a control beside the raw alpha.
 
-A handful of massive dimensions (:mod:`magdash.phase.massive`) can hold most of ||h||^2, so
+A handful of massive dimensions (:mod:`magdash.phase.massive_dims`) can hold most of ||h||^2, so
 every variability measure of the raw vectors is partly a measure of those few coordinates.
 The control reruns the same analysis (same parameters, seed and core band) on the vectors
 without each layer's massive dimensions and sets the two alphas side by side: a conclusion
-that survives the drop is not carried by the massive dimensions.
+that survives the drop is not carried by the massive dimensions. The run over a store is
+:func:`magdash.runs.analysis_runs.massive_control`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from magdash.params import ProgressCallback
-from magdash.variability.analysis import AnalysisParams, AnalysisResult, analyze
+from magdash.variability.analysis import AnalysisResult
 
 
 @dataclass(frozen=True)
@@ -68,20 +67,3 @@ class MassiveControl:
             "layers": self.layers().to_dict(orient="records"),
         }
 
-
-def massive_control(
-    store,
-    model: str,
-    stimuli: str | None = None,
-    params: AnalysisParams | None = None,
-    *,
-    use_cache: bool = True,
-    progress: ProgressCallback | None = None,
-) -> MassiveControl:
-    """:func:`~magdash.variability.analysis.analyze` with the massive dimensions kept and dropped
-    (both cached); ``params.massive`` is overridden, its ``massive_ratio`` is used."""
-    params = params or AnalysisParams()
-    options = dict(use_cache=use_cache, progress=progress)
-    raw = analyze(store, model, stimuli, dataclasses.replace(params, massive="keep"), **options)
-    dropped = analyze(store, model, raw.stimuli, dataclasses.replace(params, massive="drop"), **options)
-    return MassiveControl(raw, dropped)

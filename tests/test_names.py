@@ -1,15 +1,11 @@
-"""Model names (what extraction stores a model as, the name of its @random control) and the
-refusal of incomplete checkpoints."""
+"""Model names: what an extraction stores a model as, its variants' and its @random control's."""
 
 from __future__ import annotations
 
-import re
-import shutil
-
 import pytest
 
-from magdash.errors import ModelLoadError
-from magdash.models import DTYPES, control_name, default_name, load_model
+from magdash.names import control_name, default_name, split_options, variant_name
+from magdash.params import DTYPES
 from magdash.stimuli import POSITIONS
 
 
@@ -34,15 +30,9 @@ def test_a_control_is_its_own_control(name):
     assert control_name(name) == name
 
 
-@pytest.mark.parametrize("dropped", ["model.embed_tokens.weight", "model.layers.1.self_attn.q_proj.weight"])
-def test_a_checkpoint_missing_a_weight_is_refused_not_filled_at_random(tiny_llama, tmp_path, dropped):
-    from safetensors.torch import load_file, save_file
-
-    folder = tmp_path / "incomplete"
-    shutil.copytree(tiny_llama, folder)
-    tensors = load_file(folder / "model.safetensors")
-    del tensors[dropped]
-    save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
-    with pytest.raises(ModelLoadError, match=f"lacks weights the model needs \\({re.escape(dropped.removeprefix('model.'))}"):
-        load_model(str(folder), device="cpu")
-    assert load_model(str(tiny_llama), device="cpu").n_blocks == 3  # the complete folder loads
+def test_a_variant_name_replaces_the_options_of_the_name_it_starts_from():
+    assert variant_name("minilm", dtype="float16") == "minilm:float16"
+    assert variant_name("minilm:float16", position="first") == "minilm:first"
+    assert variant_name("minilm", dtype="bfloat16", position="mean") == "minilm:bfloat16:mean"
+    assert variant_name("minilm:bfloat16:mean", dtype="bfloat16") == "minilm:bfloat16"
+    assert split_options("org/model:v2:bfloat16:first") == ("org/model:v2", ":bfloat16:first")

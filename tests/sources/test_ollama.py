@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from magdash.builtin_models import builtin_model_path
 from magdash.errors import ModelLoadError
 from magdash.extract import extract
-from magdash.models import resolve_model
-from magdash.ollama import installed_models, manifest_path, resolve_ollama
+from magdash.sources import resolve_model
+from magdash.sources.builtin import builtin_model_path
+from magdash.sources.ollama import installed_models, manifest_path, resolve_ollama
 from magdash.stimuli import PAPER_CARRIERS, StimulusSet
 from tests.support import require_builtin
 
@@ -25,7 +25,7 @@ def fake_ollama(root: Path, blob_source: Path | None, reference: tuple[str, ...]
     digest = "0" * 64
     (root / "blobs").mkdir(parents=True, exist_ok=True)
     if blob_source is not None:
-        from magdash.gguf import gguf_info
+        from magdash.sources.gguf import gguf_info
 
         digest = gguf_info(blob_source).sha256
         blob = root / "blobs" / f"sha256-{digest}"

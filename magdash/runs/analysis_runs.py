@@ -1,0 +1,209 @@
+"""The scalar-variability analysis over a store: one model, two models compared, and the
+analysis without the massive dimensions beside the raw one, each cached in the store.
+
+:func:`analyze` reads a model's stored vectors one layer at a time into
+:func:`magdash.variability.analysis.run_analysis` (memory stays bounded by a single layer) and
+keeps the :class:`~magdash.variability.analysis.AnalysisResult` under a key hashing the data
+fingerprint of (model, stimuli), every parameter and
+:data:`~magdash.variability.analysis.ANALYSIS_VERSION`. :func:`compare` analyses two models on the
+same stimuli and compares their alphas layer by layer
+(:func:`magdash.variability.compare.compare_models`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import numpy as np
+
+from magdash.errors import AnalysisError
+from magdash.params import ProgressCallback
+from magdash.runs import rows
+from magdash.runs.cache import CachedKind, keep, lookup, result_key
+from magdash.variability.analysis import ANALYSIS_VERSION, AnalysisParams, AnalysisResult, run_analysis
+from magdash.variability.compare import ComparisonResult, compare_models
+from magdash.variability.fits import OUTLIER_RULE_MEASURES
+from magdash.variability.massive_control import MassiveControl
+
+log = logging.getLogger(__name__)
+
+ANALYSIS = CachedKind("analysis", AnalysisResult.to_payload, AnalysisResult.from_payload, rows.analysis_rows)
+COMPARISON = CachedKind("compare", ComparisonResult.to_payload, ComparisonResult.from_payload, rows.comparison_rows)
+
+
+def analysis_key(store, model: str, stimuli: str, params: AnalysisParams) -> str:
+    """The cache key of an analysis: model, stimuli, their data fingerprint, every parameter."""
+    return result_key(
+        "analysis", ANALYSIS_VERSION, model=model, stimuli=stimuli, data=store.data_fingerprint(model, stimuli),
+        params=params,
+    )
+
+
+def analyze(
+    store,
+    model: str,
+    stimuli: str | None = None,
+    params: AnalysisParams | None = None,
+    *,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+) -> AnalysisResult:
+    """Analyse ``model`` on ``stimuli``, cached in the store.
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding the model's vectors.
+        model: the model's name in the store.
+        stimuli: the stimulus set; None takes the model's only complete one (the store's rule).
+        params: every choice of the analysis (:class:`~magdash.variability.analysis.AnalysisParams`).
+        use_cache: False recomputes and replaces the cached result.
+        progress: called as ``progress(done_layers, total_layers)`` after each layer is measured
+            (only when something is computed).
+    """
+    params = params or AnalysisParams()
+    with store.session():
+        stimuli = store.resolve_stimuli(model, stimuli)
+        record = store.model_record(model)
+        params.core_for(record.n_blocks, record.n_layers)  # fail on a bad band before reading
+        key = analysis_key(store, model, stimuli, params)
+        found = lookup(store, ANALYSIS, key) if use_cache else None
+        if found is not None:
+            return found
+        stimulus_set = store.stimulus_set(stimuli)
+
+    def layers():
+        for data in store.read_layers(model, stimuli):
+            log.info("measuring %s layer %d (%s)", model, data.layer, data.label)
+            label, vectors = data.label, data.vectors
+            del data
+            yield label, vectors
+            # Drop this layer before reading the next, so two layers never coexist.
+            del vectors
+
+    result = run_analysis(
+        layers(),
+        np.asarray(stimulus_set.magnitudes, dtype=np.float64),
+        n_blocks=record.n_blocks,
+        params=params,
+        model=model,
+        stimuli=stimuli,
+        n_layers=record.n_layers,
+        progress=progress,
+        carriers=stimulus_set.carriers,
+    )
+    keep(store, ANALYSIS, key, result)
+    return result
+
+
+def resolve_common_stimuli(store, model_a: str, model_b: str, stimuli: str | None) -> str:
+    """The stimulus set both models have completely: the one asked for, else the only shared one."""
+    if stimuli is not None:
+        store.resolve_stimuli(model_a, stimuli)
+        store.resolve_stimuli(model_b, stimuli)
+        return stimuli
+    shared = sorted(set(store.stimulus_sets_for(model_a)) & set(store.stimulus_sets_for(model_b)))
+    if len(shared) == 1:
+        return shared[0]
+    if not shared:
+        raise AnalysisError(
+            f"models {model_a!r} and {model_b!r} share no complete stimulus set; extract the same "
+            "stimuli for both"
+        )
+    raise AnalysisError(
+        f"models {model_a!r} and {model_b!r} share several stimulus sets ({', '.join(shared)}); "
+        "choose one with --stimuli"
+    )
+
+
+def compare(
+    store,
+    model_a: str,
+    model_b: str,
+    stimuli: str | None = None,
+    params: AnalysisParams | None = None,
+    *,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+) -> ComparisonResult:
+    """Layerwise alpha of ``model_a`` minus ``model_b`` for each measure in ``params``.
+
+    Both models are analysed with ``params`` (cached; a chosen core band applies to model A,
+    and to model B only when both have the same depth), then compared with
+    :func:`magdash.variability.compare.compare_models`: joint bootstrap over magnitudes, depth alignment
+    by gamma = l / L, Wilcoxon over model A's core layers.
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding both models.
+        model_a: the model whose alphas the differences start from (its core band is used).
+        model_b: the model subtracted.
+        stimuli: the stimulus set both hold; None takes the only one they share.
+        params: the analysis parameters of both.
+        use_cache: False recomputes the analyses and the comparison.
+        progress: called as ``progress(done, total)`` after each measure's comparison (its joint
+            bootstrap takes seconds), so a progress bar can count them.
+    """
+    if model_a == model_b:  # every difference would be 0 and the Wilcoxon test undefined (p = nan)
+        raise AnalysisError(f"compare needs two different models; both are {model_a!r}")
+    params = params or AnalysisParams()
+    with store.session():
+        stimuli = resolve_common_stimuli(store, model_a, model_b, stimuli)
+        record_a = store.model_record(model_a)
+        record_b = store.model_record(model_b)
+        key = result_key(
+            "compare", ANALYSIS_VERSION, models=[model_a, model_b], stimuli=stimuli,
+            data=[store.data_fingerprint(model_a, stimuli), store.data_fingerprint(model_b, stimuli)], params=params,
+        )
+        found = lookup(store, COMPARISON, key) if use_cache else None
+        if found is not None:
+            return found
+    result_a = analyze(store, model_a, stimuli, params, use_cache=use_cache)
+    # A chosen core band is model A's; a model of another depth keeps its own default band.
+    params_b = params
+    if record_b.n_blocks != record_a.n_blocks:
+        params_b = dataclasses.replace(params, core_layers=None)
+    result_b = analyze(store, model_b, stimuli, params_b, use_cache=use_cache)
+    if not np.array_equal(result_a.magnitudes, result_b.magnitudes):
+        raise AnalysisError("the two models were measured on different magnitudes")
+    measures = {}
+    for measure in params.measures:
+        measures[measure] = compare_models(
+            result_a.magnitudes,
+            result_a.values[measure],
+            result_b.values[measure],
+            n_blocks_a=record_a.n_blocks,
+            n_blocks_b=record_b.n_blocks,
+            measure=measure,
+            drop_outliers=measure in OUTLIER_RULE_MEASURES and params.rules.e6_outlier_rule,
+            core_layers=result_a.core_layers,
+            n_boot=params.n_boot,
+            seed=params.seed,
+            ci=params.ci,
+            bootstrap_layers=params.bootstrap_layers,
+            outlier_factor=params.outlier_factor,
+            stream=params.rules.bootstrap_stream,
+        )
+        if progress is not None:
+            progress(len(measures), len(params.measures))
+    result = ComparisonResult(model_a, model_b, stimuli, result_a.core_layers, measures, params.conventions)
+    keep(store, COMPARISON, key, result)
+    return result
+
+
+def massive_control(
+    store,
+    model: str,
+    stimuli: str | None = None,
+    params: AnalysisParams | None = None,
+    *,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+) -> MassiveControl:
+    """:func:`analyze` with the massive dimensions kept and dropped (both cached), set side by
+    side (:class:`~magdash.variability.massive_control.MassiveControl`); ``params.massive`` is
+    overridden, its ``massive_ratio`` is used. Arguments as :func:`analyze`'s."""
+    params = params or AnalysisParams()
+    options = dict(use_cache=use_cache, progress=progress)
+    raw = analyze(store, model, stimuli, dataclasses.replace(params, massive="keep"), **options)
+    dropped = analyze(store, model, raw.stimuli, dataclasses.replace(params, massive="drop"), **options)
+    return MassiveControl(raw, dropped)
+

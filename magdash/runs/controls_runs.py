@@ -1,0 +1,132 @@
+"""The robustness controls of a stored model (:mod:`magdash.controls.robustness`), cached in the store.
+
+The carrier and permutation tables are cached under a key hashing the data fingerprint, the
+parameters and :data:`~magdash.controls.robustness.CONTROLS_VERSION`; the comparisons with the
+variants and the ``@random`` control are cached as every comparison is
+(:func:`magdash.runs.analysis_runs.compare`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from magdash.controls.robustness import CONTROLS_VERSION, CarrierTables, ControlsParams, ControlsResult, carrier_tables
+from magdash.errors import AnalysisError
+from magdash.names import control_name, is_control_name
+from magdash.params import ProgressCallback
+from magdash.runs import rows
+from magdash.runs.analysis_runs import analyze, compare
+from magdash.runs.cache import CachedKind, cached_result, result_key
+from magdash.store import ModelRecord
+
+CONTROLS = CachedKind("controls", CarrierTables.to_payload, CarrierTables.from_payload, rows.controls_rows)
+
+
+def variant_kind(model: ModelRecord, variant: ModelRecord) -> str:
+    """What differs between two extractions: dtype, token position, weights file, or several."""
+    parts = []
+    if model.dtype != variant.dtype:
+        parts.append(f"dtype {model.dtype} vs {variant.dtype}")
+    if model.position != variant.position:
+        parts.append(f"token position {model.position} vs {variant.position}")
+    if model.fingerprint != variant.fingerprint and not parts:
+        parts.append("weights file")
+    return "; ".join(parts) or "same extraction settings"
+
+
+def is_variant(model: ModelRecord, other: ModelRecord) -> bool:
+    """``other`` could be the same model extracted another way: same architecture and shape,
+    not a random-weight control, another name."""
+    return (
+        other.name != model.name
+        and not other.is_random
+        and not is_control_name(other.name)
+        and other.architecture == model.architecture
+        and other.n_blocks == model.n_blocks
+        and other.hidden_size == model.hidden_size
+    )
+
+
+def controls_key(store, model: str, stimuli: str, params: ControlsParams) -> str:
+    """The cache key of the carrier and permutation tables."""
+    return result_key(
+        "controls", CONTROLS_VERSION, model=model, stimuli=stimuli, data=store.data_fingerprint(model, stimuli),
+        analysis=params.analysis, n_perm=params.n_perm, seed=params.seed,
+    )
+
+
+def run_controls(
+    store,
+    model: str,
+    stimuli: str | None = None,
+    params: ControlsParams | None = None,
+    *,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+) -> ControlsResult:
+    """Every control of ``model`` on ``stimuli`` (:mod:`magdash.controls.robustness`), cached.
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding the model, its variants and its control.
+        model: the model's name in the store.
+        stimuli: the stimulus set; None takes the model's only complete one.
+        params: the controls' parameters (:class:`~magdash.controls.robustness.ControlsParams`).
+        use_cache: False recomputes the analysis, the tables and the comparisons.
+        progress: called as ``progress(done_layers, total_layers)`` while the tables are computed.
+    """
+    params = params or ControlsParams()
+    stimuli = store.resolve_stimuli(model, stimuli)
+    record = store.model_record(model)
+    for name in params.variants:
+        if name == model:
+            raise AnalysisError(f"the variant {name!r} is the model itself; name another stored extraction")
+        store.resolve_stimuli(name, stimuli)  # a variant must be stored on the same stimuli
+    analysis = analyze(store, model, stimuli, params.analysis, use_cache=use_cache)
+    computed = []
+
+    def compute() -> CarrierTables:
+        def layers():
+            for data in store.read_layers(model, stimuli):
+                vectors = data.vectors
+                del data
+                yield vectors
+                del vectors
+
+        computed.append(True)
+        carriers = list(store.stimulus_set(stimuli).carriers)
+        return carrier_tables(layers(), analysis, carriers, n_perm=params.n_perm, seed=params.seed, progress=progress)
+
+    def named(tables: CarrierTables):
+        # Tables cached before the metric tables (schema 4) did not name their model.
+        if tables.model is None:
+            tables = dataclasses.replace(tables, model=model, stimuli=stimuli, conventions=params.analysis.conventions)
+        return rows.controls_rows(tables)
+
+    tables = cached_result(store, CONTROLS, controls_key(store, model, stimuli, params), compute,
+                           use_cache=use_cache, rows=named)
+    variants = {
+        name: compare(store, model, name, stimuli, params.analysis, use_cache=use_cache) for name in params.variants
+    }
+    kinds = {name: variant_kind(record, store.model_record(name)) for name in params.variants}
+    random_name = control_name(model)
+    random = None
+    if (
+        params.random_control
+        and random_name != model
+        and random_name in store.model_names()
+        and stimuli in store.stimulus_sets_for(random_name)
+    ):
+        random = compare(store, model, random_name, stimuli, params.analysis, use_cache=use_cache)
+    return ControlsResult(
+        model=model,
+        stimuli=stimuli,
+        core_layers=list(analysis.core_layers),
+        params=params,
+        analysis=analysis,
+        tables=tables,
+        variants=variants,
+        variant_kinds=kinds,
+        random=random,
+        random_name=random_name,
+        from_cache=not computed,
+    )

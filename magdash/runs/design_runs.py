@@ -1,0 +1,79 @@
+"""The study-design simulator (:mod:`magdash.controls.design`) calibrated on a stored model, cached."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from magdash.controls.design import DESIGN_VERSION, DesignParams, DesignResult, calibrate, simulate_design
+from magdash.controls.robustness import require_raw_vectors
+from magdash.controls.simulate import Calibration
+from magdash.params import ProgressCallback
+from magdash.runs import rows
+from magdash.runs.analysis_runs import analyze
+from magdash.runs.cache import CachedKind, cached_result, result_key
+from magdash.variability.analysis import AnalysisParams
+
+# A design's payload does not name the model it was calibrated on: its rows are written by
+# run_design, which knows it, and a backfill passes designs by.
+DESIGN = CachedKind("design", DesignResult.to_payload, DesignResult.from_payload)
+
+
+def calibrate_on(store, model: str, stimuli: str | None = None,
+                 analysis_params: AnalysisParams | None = None) -> Calibration:
+    """The noise of ``model``'s core layers, from its stored vectors and its (cached) analysis of
+    V_eucl without bootstrap (:func:`magdash.controls.design.calibrate`)."""
+    params = dataclasses.replace(analysis_params or AnalysisParams(), measures=("eucl",), n_boot=0)
+    result = analyze(store, model, stimuli, params)
+    n_carriers = len(store.stimulus_set(result.stimuli).carriers)
+
+    def layers():
+        for data in store.read_layers(model, result.stimuli, list(result.core_layers)):
+            layer, vectors = data.layer, data.vectors
+            del data
+            yield layer, vectors
+            del vectors
+
+    return calibrate(result, layers(), n_carriers)
+
+
+def design_key(store, model: str, stimuli: str, analysis_params: AnalysisParams, params: DesignParams) -> str:
+    """The cache key of a design simulation calibrated on ``model``."""
+    return result_key(
+        "design", DESIGN_VERSION, model=model, stimuli=stimuli,
+        data=store.data_fingerprint(model, stimuli), analysis=analysis_params, params=params,
+    )
+
+
+def run_design(
+    store,
+    model: str,
+    stimuli: str | None = None,
+    params: DesignParams | None = None,
+    analysis_params: AnalysisParams | None = None,
+    *,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+) -> DesignResult:
+    """Calibrate on ``model`` and simulate the design; cached in the store.
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding the model.
+        model: the model whose noise calibrates the simulation.
+        stimuli: its stimulus set; None takes the model's only complete one.
+        params: the design (:class:`~magdash.controls.design.DesignParams`).
+        analysis_params: the analysis the calibration reads (its massive view must be ``keep``).
+        use_cache: False recomputes and replaces the cached design.
+        progress: called as ``progress(done, total)`` over the simulation's grid points.
+    """
+    params = params or DesignParams()
+    analysis_params = analysis_params or AnalysisParams()
+    require_raw_vectors(analysis_params)
+    stimuli = store.resolve_stimuli(model, stimuli)
+
+    def compute() -> DesignResult:
+        return simulate_design(calibrate_on(store, model, stimuli, analysis_params), params, progress)
+
+    return cached_result(
+        store, DESIGN, design_key(store, model, stimuli, analysis_params, params), compute, use_cache=use_cache,
+        rows=lambda result: rows.design_rows(result, model, stimuli, analysis_params.conventions),
+    )

@@ -1,0 +1,137 @@
+"""Every result as rows of the store's metric tables: the one place they are built.
+
+The tables and their columns are the store's (:mod:`magdash.store.metrics`, documented in
+``docs/metrics.md``); a builder here that hands the store another set of columns is refused
+there. :mod:`magdash.runs.cache` writes the rows with the result's payload, or, for results
+cached before the tables existed, when they are next read or backfilled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+
+import pandas as pd
+
+from magdash.controls.design import DesignResult
+from magdash.controls.robustness import CarrierTables
+from magdash.jsonio import to_jsonable
+from magdash.phase.diagnostics import PhaseResult, layer_frame
+from magdash.variability.analysis import FIT_COLUMNS, AnalysisResult
+from magdash.variability.compare import ComparisonResult
+
+Rows = dict[str, pd.DataFrame]
+
+
+def with_identity(frame: pd.DataFrame, identity: Mapping[str, object]) -> pd.DataFrame:
+    """``frame`` with one column per ``identity`` item (model, stimuli, ...) in front, the same
+    value on every row: how a per-layer frame becomes metric rows."""
+    columns = {name: [value] * len(frame) for name, value in identity.items()}
+    return pd.concat([pd.DataFrame(columns, index=frame.index), frame], axis=1)
+
+
+def analysis_rows(result: AnalysisResult) -> Rows:
+    """An analysis as rows of ``analyses``, ``fits``, ``hypotheses``, ``e3``, ``e4_layers``, ``e4``."""
+    identity = {"model": result.model, "stimuli": result.stimuli, "conventions": result.params.conventions}
+    params = result.params
+    analyses = pd.DataFrame([{
+        **identity, "massive": params.massive, "measures": list(params.measures), "n_boot": params.n_boot,
+        "ci": params.ci, "ci_method": params.ci_method, "seed": params.seed,
+        "core_layers": list(result.core_layers), "n_blocks": result.n_blocks, "n_magnitudes": len(result.magnitudes),
+        "params": json.dumps(to_jsonable(dataclasses.asdict(params), keep_nan=True), sort_keys=True),
+    }])
+    fits = result.fits[["measure", "layer", "label", "core", *FIT_COLUMNS]].copy()
+    hypotheses, e3_rows = [], []
+    for measure, item in result.hypotheses.items():
+        fields = dataclasses.asdict(item)
+        low, high = fields.pop("window")
+        hypotheses.append({**identity, "measure": measure, **fields, "window_low": low, "window_high": high})
+    for measure, item in result.e3.items():
+        for layer, with_, without in zip(item.layers, item.alpha_with, item.alpha_without, strict=True):
+            e3_rows.append({**identity, "measure": measure, "layer": layer, "alpha_with": with_,
+                            "alpha_without": without, "boundary": list(item.boundary), "dropped": list(item.dropped)})
+    e4 = result.e4
+    e4_layers = pd.DataFrame({"layer": e4.layers, "alpha_on": e4.alpha_on, "alpha_off": e4.alpha_off})
+    e4_test = {name: getattr(e4, name) for name in
+               ("mean_alpha_on", "mean_alpha_off", "ratio", "wilcoxon_statistic", "wilcoxon_p", "n_pairs")}
+    return {
+        "analyses": analyses,
+        "fits": with_identity(fits, identity),
+        "hypotheses": pd.DataFrame(hypotheses),
+        "e3": pd.DataFrame(e3_rows),
+        "e4_layers": with_identity(e4_layers, identity),
+        "e4": pd.DataFrame([{**identity, **e4_test}]),
+    }
+
+
+COMPARISON_LAYER_COLUMNS = ["layer_a", "layer_b", "gamma_a", "gamma_b", "core", "alpha_a", "alpha_b", "delta",
+                            "ci_low", "ci_high"]
+
+
+def comparison_rows(result: ComparisonResult) -> Rows:
+    """A comparison as rows of ``comparisons`` and ``comparison_tests``."""
+    identity = {"model_a": result.model_a, "model_b": result.model_b, "stimuli": result.stimuli,
+                "conventions": result.conventions}
+    layers, tests = [], []
+    for measure, item in result.measures.items():
+        layers.append(with_identity(item.layers[COMPARISON_LAYER_COLUMNS].reset_index(drop=True),
+                                    {**identity, "measure": measure}))
+        tests.append({**identity, "measure": measure, **item.summary()})
+    return {"comparisons": pd.concat(layers, ignore_index=True) if layers else pd.DataFrame(),
+            "comparison_tests": pd.DataFrame(tests)}
+
+
+def controls_rows(tables: CarrierTables) -> Rows | None:
+    """The carrier and permutation tables as rows of ``controls_loo``, ``controls_icc`` and
+    ``controls_permutation``; None when the payload did not name its model (cached before schema 4)."""
+    if tables.model is None:
+        return None
+    identity = {"model": tables.model, "stimuli": tables.stimuli, "conventions": tables.conventions}
+    return {
+        "controls_loo": with_identity(tables.loo, identity),
+        "controls_icc": with_identity(tables.icc, identity),
+        "controls_permutation": with_identity(tables.permutation, identity).assign(n_perm=tables.n_perm),
+    }
+
+
+def design_rows(result: DesignResult, model: str, stimuli: str, conventions: str) -> Rows:
+    """A design simulation calibrated on ``model`` and ``stimuli`` as rows of ``designs``,
+    ``design_h1``, ``design_e6`` and ``design_ci``."""
+    identity = {"model": model, "stimuli": stimuli, "conventions": conventions}
+    params = result.params
+    design = {
+        "magnitudes": params.magnitudes, "n_magnitudes": result.n_magnitudes, "n_carriers": params.n_carriers,
+        "n_layers": result.n_layers, "n_studies": params.n_studies, "n_boot": params.n_boot, "level": params.level,
+        "power_target": params.power_target, "seed": params.seed, "calibration_rho": result.calibration.rho,
+        **result.summary(),
+    }
+    return {
+        "designs": with_identity(pd.DataFrame([design]), identity),
+        "design_h1": with_identity(result.h1, identity),
+        "design_e6": with_identity(result.e6, identity),
+        "design_ci": with_identity(result.ci_width, identity),
+    }
+
+
+def e5_rows(table: pd.DataFrame, identity: Mapping[str, object]) -> Rows:
+    """An E5 table of ``identity`` (model, stimuli, source, measure, n_boot, seed) as rows of ``e5``."""
+    names = ("model", "stimuli", "source", "measure")
+    return {"e5": with_identity(table, {name: identity[name] for name in names})
+            .assign(n_boot=identity["n_boot"], seed=identity["seed"])}
+
+
+def phase_rows(result: PhaseResult, stimuli: str) -> Rows:
+    """Depth diagnostics of ``result.model`` on ``stimuli`` as rows of ``phase_layers``,
+    ``phase_transitions`` and ``phase_jumps``."""
+    identity = {"model": result.model, "stimuli": stimuli, "massive": result.params.massive}
+    layers = with_identity(layer_frame(result).drop(columns="model"), identity)
+    layers["massive_dims"] = [list(item.massive) for item in result.layers]
+    transitions = pd.DataFrame([
+        {**identity, "curve": curve, **dataclasses.asdict(transition)}
+        for curve, transition in (("omega", result.order), ("spikes", result.spikes), ("effective_rank", result.rank))
+    ])
+    jumps = pd.DataFrame(
+        [{**identity, "jump": rank, **dataclasses.asdict(jump)} for rank, jump in enumerate(result.jumps, start=1)]
+    )
+    return {"phase_layers": layers, "phase_transitions": transitions, "phase_jumps": jumps}

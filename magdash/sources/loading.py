@@ -1,0 +1,251 @@
+"""Loading a resolved model safely: offline, safetensors only unless pickle is allowed, no
+remote code unless asked for, and every weight of the base model present.
+
+:func:`load_model` gives a :class:`LoadedModel`: the model on its device, its fast tokenizer, and
+the blocks and final norm that extraction's hooks attach to (:mod:`magdash.extract`). torch and
+transformers are imported only inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from magdash.environment import transformers_version
+from magdash.errors import ModelLoadError
+from magdash.layers import layer_labels
+from magdash.params import DTYPES
+from magdash.sources.base import ModelSource, sequence_start_rule
+from magdash.sources.gguf import converted_folder, find_converted, model_cache_dir
+from magdash.sources.resolve import resolve_model
+
+log = logging.getLogger(__name__)
+
+
+def pick_device(device: str = "auto") -> str:
+    import torch
+
+    if device != "auto":
+        try:
+            torch.device(device)
+        except (RuntimeError, TypeError):
+            raise ModelLoadError(f"unknown device {device!r}: use auto, cpu, cuda, cuda:N or mps") from None
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise ModelLoadError(f"device {device!r} asked for but CUDA is not available: use --device cpu")
+        if device == "mps" and not torch.backends.mps.is_available():
+            raise ModelLoadError("device 'mps' asked for but MPS is not available: use --device cpu")
+        return device
+    if torch.cuda.is_available():
+        return "cuda"
+    if torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for extraction, with the blocks and final norm the hooks attach to."""
+
+    source: ModelSource
+    model: object
+    tokenizer: object
+    dtype: str
+    device: str
+    blocks: list
+    final_norm: object | None
+    n_blocks: int
+    hidden_size: int
+    max_length: int
+    is_causal: bool = False
+
+    @property
+    def sequence_start(self) -> str:
+        """How each sentence starts before its first word (:func:`sequence_start_rule`)."""
+        return self.source.sequence_start
+
+    @property
+    def layer_labels(self) -> tuple[str, ...]:
+        return layer_labels(self.n_blocks, self.final_norm is not None)
+
+
+_FINAL_NORM_NAMES = ("norm", "ln_f", "final_layer_norm", "final_layernorm", "final_norm")
+
+
+def find_blocks(model, n_blocks: int) -> list:
+    """The transformer blocks: the outermost ModuleList holding ``n_blocks`` modules."""
+    import torch
+
+    for _, module in model.named_modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) == n_blocks:
+            return list(module)
+    raise ModelLoadError(f"cannot find the {n_blocks} transformer blocks of {type(model).__name__}")
+
+
+def find_final_norm(model):
+    """The norm applied after the last block, if the architecture has one (decoders do)."""
+    for owner in (model, getattr(model, "decoder", None), getattr(model, "model", None)):
+        if owner is None:
+            continue
+        for name in _FINAL_NORM_NAMES:
+            module = getattr(owner, name, None)
+            if module is not None and hasattr(module, "register_forward_pre_hook"):
+                return module
+    return None
+
+
+def load_tokenizer(spec: str | ModelSource, *, trust_remote_code: bool = False):
+    """A model's fast tokenizer alone, offline: enough to preview where numbers fall."""
+    source = spec if isinstance(spec, ModelSource) else resolve_model(spec)
+    from transformers import AutoTokenizer
+
+    where = {"pretrained_model_name_or_path": source.path}
+    if source.gguf is not None:
+        # A finished conversion holds the tokenizer; else it is read from the GGUF (seconds),
+        # without converting the weights just for a preview.
+        converted = find_converted(source.gguf, source.model_cache or model_cache_dir(), transformers_version())
+        where = {"pretrained_model_name_or_path": converted} if converted else {
+            "pretrained_model_name_or_path": source.path.parent, "gguf_file": source.path.name}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(
+            **where, use_fast=True, local_files_only=True, trust_remote_code=trust_remote_code
+        )
+    except (OSError, ValueError) as error:
+        raise ModelLoadError(f"cannot load the tokenizer of {source.spec!r}: {str(error).splitlines()[0]}") from None
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelLoadError(
+            f"the tokenizer of {source.spec!r} has no offset mapping (not a 'fast' tokenizer); "
+            "magdash needs offsets to find the number's tokens: add a tokenizer.json"
+        )
+    return tokenizer
+
+
+def load_model(
+    spec: str | ModelSource,
+    *,
+    dtype: str = "float32",
+    device: str = "auto",
+    device_map: str | None = None,
+    trust_remote_code: bool = False,
+    allow_pickle: bool = False,
+    model_cache: str | Path | None = None,
+) -> LoadedModel:
+    """Load a model and its fast tokenizer, offline, safetensors only by default.
+
+    A GGUF model is loaded from its converted folder, converting it first if needed.
+    """
+    if dtype not in DTYPES:
+        raise ModelLoadError(f"unknown dtype {dtype!r}: use one of {', '.join(DTYPES)}")
+    source = spec if isinstance(spec, ModelSource) else resolve_model(
+        spec, allow_pickle=allow_pickle, model_cache=model_cache
+    )
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    previous_verbosity = hf_logging.get_verbosity()
+    # The load report lists the unused LM head of causal checkpoints; it is expected here.
+    hf_logging.set_verbosity_error()
+    torch_dtype = getattr(torch, dtype)
+    common = {"local_files_only": True, "trust_remote_code": trust_remote_code}
+    path = source.path
+    if source.gguf is not None:
+        path = converted_folder(source.gguf, dtype, source.model_cache or model_cache_dir())
+    try:
+        config = AutoConfig.from_pretrained(path, **common)
+        tokenizer = AutoTokenizer.from_pretrained(path, use_fast=True, **common)
+        if source.is_random:
+            torch.manual_seed(source.seed)
+            model = AutoModel.from_config(config, dtype=torch_dtype, trust_remote_code=trust_remote_code)
+        else:
+            model, loading = AutoModel.from_pretrained(
+                path, config=config, dtype=torch_dtype, use_safetensors=not source.uses_pickle,
+                device_map=device_map, output_loading_info=True, **common,
+            )
+            refuse_missing_weights(source.spec, loading["missing_keys"])
+    except ValueError as error:
+        message = str(error).splitlines()[0]
+        if "trust_remote_code" in str(error) or "contains custom code" in str(error):
+            raise ModelLoadError(
+                f"{source.spec!r} needs code shipped with the model; pass --trust-remote-code only if you trust it"
+            ) from None
+        raise ModelLoadError(f"cannot load {source.spec!r}: {message}") from None
+    except (OSError, KeyError, RuntimeError) as error:
+        raise ModelLoadError(f"cannot load {source.spec!r}: {str(error).splitlines()[0]}") from None
+    finally:
+        hf_logging.set_verbosity(previous_verbosity)
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelLoadError(
+            f"the tokenizer of {source.spec!r} has no offset mapping (not a 'fast' tokenizer); "
+            "magdash needs offsets to find the number's tokens: add a tokenizer.json"
+        )
+    found = sequence_start_rule(tokenizer, getattr(config, "bos_token_id", None))
+    if found != source.sequence_start:
+        raise ModelLoadError(
+            f"the tokenizer of {source.spec!r} starts a sentence with {found!r}, its files say "
+            f"{source.sequence_start!r}; magdash cannot tell where its numbers fall"
+        )
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    model.eval()
+    chosen_device = "cpu"
+    if device_map is None:
+        chosen_device = pick_device(device)
+        model.to(chosen_device)
+    else:
+        chosen_device = str(next(model.parameters()).device)
+    n_blocks = int(
+        getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", None) or 0
+    )
+    hidden_size = int(getattr(config, "hidden_size", None) or getattr(config, "n_embd", None) or 0)
+    if not n_blocks or not hidden_size:
+        raise ModelLoadError(f"cannot tell the depth and width of {source.spec!r} from its config")
+    max_length = int(
+        getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None) or 512
+    )
+    if source.gguf is not None:
+        # Only the converted config names the architecture class (LlamaForCausalLM).
+        source = dataclasses.replace(source, architecture=",".join(config.architectures or [config.model_type]))
+    return LoadedModel(
+        source=source,
+        model=model,
+        tokenizer=tokenizer,
+        dtype=dtype,
+        device=chosen_device,
+        blocks=find_blocks(model, n_blocks),
+        final_norm=find_final_norm(model),
+        n_blocks=n_blocks,
+        hidden_size=hidden_size,
+        max_length=max_length,
+        is_causal=is_causal_lm(config),
+    )
+
+
+def refuse_missing_weights(spec: str, missing: set[str] | list[str]) -> None:
+    """Refuse a checkpoint that lacks weights of the base model.
+
+    transformers initialises missing weights at random and only logs it (the load report that
+    magdash silences), so a folder without, say, its input embedding would give different hidden
+    states on every load. A pooler that a checkpoint lacks is the one exception: it is not on the
+    path of the hidden states.
+    """
+    lacking = sorted(name for name in missing if name.split(".")[0] != "pooler")
+    if lacking:
+        shown = ", ".join(lacking[:5]) + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
+        raise ModelLoadError(
+            f"{spec!r} lacks weights the model needs ({shown}); transformers would fill them with random "
+            "numbers: give a complete checkpoint"
+        )
+
+
+_CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
+
+
+def is_causal_lm(config) -> bool:
+    """Whether every position sees only itself and earlier tokens (decoder-only LMs)."""
+    if getattr(config, "is_encoder_decoder", False):
+        return False
+    architectures = getattr(config, "architectures", None) or []
+    return bool(architectures) and all(name.endswith(_CAUSAL_SUFFIXES) for name in architectures)
