@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
+
+from magdash.params import ranges
 
 MISSING = "—"
 
@@ -23,6 +26,16 @@ def format_number(value: Any, spec: str = ".4g") -> str:
         width = _WIDTH.match(spec)
         return f"{MISSING:>{width.group(1)}}" if width else MISSING
     return format(number, spec)
+
+
+def layer_span(layers: Sequence[int]) -> str:
+    """Layers as the command line takes them (``--core-layers``): "3-5", "1-3, 7" ("none" when empty)."""
+    return ranges(layers) if len(layers) else "none"
+
+
+def fixed(value: Any, digits: int = 3) -> str:
+    """A number for a sentence, with ``digits`` decimals (:data:`MISSING` when there is none)."""
+    return format_number(value, f".{digits}f")
 
 
 def format_p(value: Any) -> str:

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from magdash import dashboard as db
+from magdash.presentation import variability_figures as vf
 from pages import ui
 
 ctx = ui.require_data("a comparison")
@@ -29,7 +30,7 @@ st.selectbox("Model B", partners, index=partners.index(view.other), key=other_ke
 key = db.comparison_key(view, ctx.inventory)
 with st.spinner(ui.plain(f"Comparing {view.model} with {view.other} (first time only; cached in the store)…")):
     ui.comparison_for(key)
-ui.say(ui.compute("comparison_sentence", key, view.measure))
+ui.say(ui.compute(vf.comparison_sentence, key, view.measure))
 axis = db.depth_axis([ctx.inventory.record(view.model), ctx.inventory.record(view.other)])
-ui.figure("compare_figure", key, view.measure, axis, name=f"compare-{view.model}-vs-{view.other}-{view.measure}")
-ui.table("comparison_table", key, view.measure, name=f"compare-{view.model}-vs-{view.other}-{view.measure}-table")
+ui.figure(vf.compare_figure, key, view.measure, axis, name=f"compare-{view.model}-vs-{view.other}-{view.measure}")
+ui.table(vf.comparison_table, key, view.measure, name=f"compare-{view.model}-vs-{view.other}-{view.measure}-table")

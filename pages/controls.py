@@ -4,11 +4,13 @@ token position and the random-weight control?"""
 import streamlit as st
 
 from magdash import dashboard as db
-from magdash.dashboard import controls as dc
+from magdash.dashboard import controls_page as dc
 from magdash.dashboard.jobs import extraction_job
 from magdash.errors import MagdashError
 from magdash.params import DTYPES
+from magdash.presentation import controls_figures as cf
 from magdash.presentation.export import safe_filename
+from magdash.runs import report_runs
 from magdash.stimuli import POSITIONS
 from pages import ui
 
@@ -48,23 +50,23 @@ key = dc.controls_key(view, ctx.inventory, tuple(chosen))
 with st.spinner(ui.plain(f"Running the controls of {view.model} (first time only; cached in the store)…")):
     result = ui.controls_for(key)
 st.session_state[dc.SESSION_KEYS[0]] = key  # the sidebar's report includes what was shown here
-ui.say(ui.compute("controls_sentence", key, view.measure))
+ui.say(ui.compute(cf.controls_sentence, key, view.measure))
 slug = f"{view.model}-{view.measure}"
-ui.table("controls_verdicts", key, view.measure, name=f"controls-verdicts-{slug}")
+ui.table(cf.controls_verdicts, key, view.measure, name=f"controls-verdicts-{slug}")
 st.subheader("Carriers")
-ui.figure("loo_figure", key, view.measure, name=f"leave-one-carrier-out-{slug}")
-ui.table("loo_table", key, view.measure, name=f"leave-one-carrier-out-{slug}-table")
-ui.figure("icc_figure", key, name=f"carrier-icc-{view.model}")
-ui.table("icc_table", key, name=f"carrier-icc-{view.model}-table")
+ui.figure(cf.loo_figure, key, view.measure, name=f"leave-one-carrier-out-{slug}")
+ui.table(cf.loo_table, key, view.measure, name=f"leave-one-carrier-out-{slug}-table")
+ui.figure(cf.icc_figure, key, name=f"carrier-icc-{view.model}")
+ui.table(cf.icc_table, key, name=f"carrier-icc-{view.model}-table")
 st.subheader("Magnitude labels")
-ui.figure("permutation_figure", key, view.measure, name=f"permutation-{slug}")
-ui.table("permutation_table", key, view.measure, name=f"permutation-{slug}-table")
+ui.figure(cf.permutation_figure, key, view.measure, name=f"permutation-{slug}")
+ui.table(cf.permutation_table, key, view.measure, name=f"permutation-{slug}-table")
 st.subheader("Precision, quantization, token position and @random")
-for name in dc.compared(result):
-    ui.figure("variant_figure", key, name, view.measure, name=f"variant-{slug}-vs-{name}")
-ui.table("variant_table", key, view.measure, name=f"variants-{slug}")
+for name in cf.compared(result):
+    ui.figure(cf.variant_figure, key, name, view.measure, name=f"variant-{slug}-vs-{name}")
+ui.table(cf.variant_table, key, view.measure, name=f"variants-{slug}")
 st.download_button(
-    "Controls report (HTML)", data=lambda: dc.controls_report(ctx.store, result, [view.measure]),
+    "Controls report (HTML)", data=lambda: report_runs.controls_report(ctx.store, result, [view.measure]),
     file_name=f"magdash-controls-{safe_filename(slug)}.html", mime="text/html", on_click="ignore",
     key="controls-report", icon=":material/description:",
 )

@@ -4,6 +4,7 @@ import streamlit as st
 
 from magdash import dashboard as db
 from magdash.phase.massive_dims import MASSIVE_LABELS, MASSIVE_RATIO
+from magdash.presentation import depth_figures as df
 from pages import ui
 
 ctx = ui.require_data("the depth diagnostics")
@@ -34,23 +35,23 @@ with st.spinner("Computing spectra and Omega per layer (first time only; cached 
         ui.phase_for(key)
 results = ui.results_arg(keys)
 adjusted = ui.results_arg(adjusted_keys)
-ui.say(ui.compute("phase_sentence", results, adjusted))
-ui.say(ui.compute("massive_sentence", results))
-if caveat := ui.compute("spectrum_caveats", results):
+ui.say(ui.compute(df.phase_sentence, results, adjusted))
+ui.say(ui.compute(df.massive_sentence, results))
+if caveat := ui.compute(df.spectrum_caveats, results):
     st.warning(ui.plain(caveat))
-ui.figure("order_figure", results, adjusted, name=f"order-parameter-{view.model}")
-ui.table("jumps_table", results, adjusted, name=f"gamma-c-jumps-{view.model}")
-ui.figure("rank_figure", results, name=f"effective-rank-{view.model}")
-ui.figure("rank_figure", adjusted, name=f"effective-rank-{view.model}-{massive}")
-ui.figure("omega_figure", results, name=f"omega-by-layer-{view.model}")
+ui.figure(df.order_figure, results, adjusted, name=f"order-parameter-{view.model}")
+ui.table(df.jumps_table, results, adjusted, name=f"gamma-c-jumps-{view.model}")
+ui.figure(df.rank_figure, results, name=f"effective-rank-{view.model}")
+ui.figure(df.rank_figure, adjusted, name=f"effective-rank-{view.model}-{massive}")
+ui.figure(df.omega_figure, results, name=f"omega-by-layer-{view.model}")
 st.subheader("Spectrum of one layer")
 layer = ui.layer_picker(ctx)
-ui.figure("spectrum_figure", results, layer, name=f"spectrum-{view.model}-layer{layer}")
-ui.figure("spectrum_figure", adjusted, layer, name=f"spectrum-{view.model}-layer{layer}-{massive}")
+ui.figure(df.spectrum_figure, results, layer, name=f"spectrum-{view.model}-layer{layer}")
+ui.figure(df.spectrum_figure, adjusted, layer, name=f"spectrum-{view.model}-layer{layer}-{massive}")
 st.subheader("Per-layer diagnostics")
 st.caption("n_spikes is empty where the Marchenko-Pastur fit did not converge (mp_converged false; it "
            "stopped at mp_cap, half the spectrum): a capped count is not a count.")
-ui.table("phase_table", results, adjusted, name=f"depth-diagnostics-{view.model}")
+ui.table(df.phase_table, results, adjusted, name=f"depth-diagnostics-{view.model}")
 
 if example := db.depth_example():
     with st.expander("Worked example: a real decoder over every token of a 13,000-token text (docs/depth_example.md)"):

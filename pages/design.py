@@ -4,9 +4,11 @@ import streamlit as st
 
 from magdash import dashboard as db
 from magdash.controls.design import DesignParams
-from magdash.dashboard import controls as dc
+from magdash.dashboard import controls_page as dc
 from magdash.errors import MagdashError
+from magdash.presentation import controls_figures as cf
 from magdash.presentation.export import safe_filename
+from magdash.runs import report_runs
 from pages import ui
 
 ctx = ui.require_data("the study-design simulator")
@@ -47,18 +49,18 @@ key = dc.design_key(view, ctx.inventory, params)
 with st.spinner(ui.plain(f"Simulating {params.n_studies:,} studies per point (cached in the store)…")):
     result = ui.design_for(key)
 st.session_state[dc.SESSION_KEYS[1]] = key  # the sidebar's report includes what was shown here
-ui.say(ui.compute("design_sentence", key))
+ui.say(ui.compute(cf.design_sentence, key))
 slug = f"{view.model}-{params.n_carriers}c-{params.n_studies}s"
-ui.figure("h1_figure", key, name=f"design-h1-power-{slug}")
-ui.table("h1_table", key, name=f"design-h1-power-{slug}-table")
-ui.figure("e6_figure", key, name=f"design-e6-power-{slug}")
-ui.table("e6_table", key, name=f"design-e6-power-{slug}-table")
-ui.figure("ci_width_figure", key, name=f"design-ci-half-width-{slug}")
-ui.table("ci_width_table", key, name=f"design-ci-half-width-{slug}-table")
-ui.table("design_summary", key, name=f"design-summary-{slug}")
+ui.figure(cf.h1_figure, key, name=f"design-h1-power-{slug}")
+ui.table(cf.h1_table, key, name=f"design-h1-power-{slug}-table")
+ui.figure(cf.e6_figure, key, name=f"design-e6-power-{slug}")
+ui.table(cf.e6_table, key, name=f"design-e6-power-{slug}-table")
+ui.figure(cf.ci_width_figure, key, name=f"design-ci-half-width-{slug}")
+ui.table(cf.ci_width_table, key, name=f"design-ci-half-width-{slug}-table")
+ui.table(cf.design_summary, key, name=f"design-summary-{slug}")
 st.download_button(
     "Design report (HTML)",
-    data=lambda: dc.design_report(ctx.store, result, view.model, ui.analysis_for(db.analysis_key(view, ctx.inventory))),
+    data=lambda: report_runs.design_report(ctx.store, result, view.model, ui.analysis_for(db.analysis_key(view, ctx.inventory))),
     file_name=f"magdash-design-{safe_filename(slug)}.html", mime="text/html", on_click="ignore",
     key="design-report", icon=":material/description:",
 )

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from magdash import dashboard as db
+from magdash.presentation import geometry_figures as gf
 from pages import ui
 
 ctx = ui.require_data("the geometry analysis")
@@ -14,12 +15,12 @@ st.caption(
 )
 key = ui.analysed(ctx)
 metric = st.radio("Distance", ("euclidean", "cosine"), horizontal=True, key="geo_metric")
-ui.figure("rsa_figure", key, metric, name=f"rsa-{view.model}-{metric}")
+ui.figure(gf.rsa_figure, key, metric, name=f"rsa-{view.model}-{metric}")
 
 layer = ui.layer_picker(ctx)
 layer_arg = db.layer_key(view, ctx.inventory, layer)
 # One above the other: side by side, half a page cuts the titles and the buttons' labels.
-ui.figure("rdm_figure", layer_arg, metric, name=f"rdm-{view.model}-layer{layer}-{metric}")
-ui.figure("pc1_figure", layer_arg, name=f"pc1-{view.model}-layer{layer}")
+ui.figure(gf.rdm_figure, key, layer_arg, layer, metric, name=f"rdm-{view.model}-layer{layer}-{metric}")
+ui.figure(gf.pc1_figure, key, layer_arg, layer, name=f"pc1-{view.model}-layer{layer}")
 st.subheader("Geometry by layer")
-ui.table("geometry_table", key, name=f"geometry-{view.model}")
+ui.table(gf.geometry_table, key, name=f"geometry-{view.model}")

@@ -5,6 +5,7 @@ import streamlit as st
 from magdash import dashboard as db
 from magdash.dashboard.jobs import first_run_job, first_run_label, first_run_models
 from magdash.errors import MagdashError
+from magdash.presentation import variability_figures as vf
 from magdash.sources.builtin import INSTALL_MODELS, is_installed
 from magdash.stimuli import PAPER_SET_NAME
 from pages import ui
@@ -51,11 +52,11 @@ view = ctx.view
 st.subheader(ui.plain(f"Results: {view.model} on {view.stimuli}"))
 key = db.analysis_key(view, ctx.inventory)
 with st.spinner(ui.plain(f"Analysing {view.model} (first time only; the result is cached in the store)…")):
-    ui.figure("profile_figure", key, view.measure, name=f"alpha-profile-{view.model}")
-    ui.say(ui.compute("fit_summary", key, view.measure))
+    ui.figure(vf.profile_figure, key, view.measure, name=f"alpha-profile-{view.model}")
+    ui.say(ui.compute(vf.fit_summary, key, view.measure))
 if view.other:
     with st.spinner(ui.plain(f"Comparing {view.model} with {view.other}…")):
-        ui.say(ui.compute("comparison_sentence", db.comparison_key(view, ctx.inventory), view.measure))
+        ui.say(ui.compute(vf.comparison_sentence, db.comparison_key(view, ctx.inventory), view.measure))
     st.page_link("pages/compare.py", label="Compare the two models layer by layer", icon=":material/compare_arrows:")
 
 st.subheader("What the store holds")

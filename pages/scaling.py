@@ -3,7 +3,8 @@
 import streamlit as st
 
 from magdash import dashboard as db
-from magdash.presentation.tables import CARRIER_MEASURES, measure_label
+from magdash.presentation import variability_figures as vf
+from magdash.variability.measures import CARRIER_MEASURES, measure_title
 from pages import ui
 
 ctx = ui.require_data("the scaling analysis")
@@ -21,18 +22,18 @@ carriers = st.toggle("Show the carriers' own distances", value=True, key="sc_car
                      disabled=view.measure not in CARRIER_MEASURES,
                      help="Faint points: each carrier's distance to the centroid (their mean is V_eucl)")
 layer_arg = db.layer_key(view, ctx.inventory, layer) if carriers and view.measure in CARRIER_MEASURES else None
-ui.figure("scaling_figure", key, view.measure, layer, layer_arg,
+ui.figure(vf.scaling_figure, key, view.measure, layer, layer_arg,
           name=f"scaling-{view.model}-{view.measure}-layer{layer}")
 
 st.subheader("Alpha by layer")
-ui.say(ui.compute("fit_summary", key, view.measure))
-ui.figure("profile_figure", key, view.measure, name=f"alpha-profile-{view.model}")
+ui.say(ui.compute(vf.fit_summary, key, view.measure))
+ui.figure(vf.profile_figure, key, view.measure, name=f"alpha-profile-{view.model}")
 
-st.subheader(f"Per-layer fits of {measure_label(view.measure)}")
+st.subheader(f"Per-layer fits of {measure_title(view.measure)}")
 st.caption("alpha, CI from the bootstrap resamples of the (log n, log V) pairs on the core layers (as in the "
            "CLI; `analyze --bootstrap-layers all` for every layer), Theil-Sen slope, R², p; empty cells: no fit "
            "(V = 0 or fewer than 5 usable points).")
-ui.table("fit_table", key, view.measure, name=f"fits-{view.model}-{view.measure}")
+ui.table(vf.fit_table, key, view.measure, name=f"fits-{view.model}-{view.measure}")
 
 st.subheader("Control: alpha without the massive dimensions")
 st.caption(f"A few massive-activation dimensions (mean |h_j| above {key.params.massive_ratio:g}x the median) can "
@@ -42,6 +43,6 @@ if st.toggle("Run the analysis without the massive dimensions", value=False, key
     dropped = db.dropped_analysis_key(key)
     with st.spinner(ui.plain(f"Analysing {view.model} without its massive dimensions (cached afterwards)…")):
         ui.analysis_for(dropped)
-    ui.say(ui.compute("massive_control_sentence", key, dropped, view.measure))
-    ui.figure("massive_control_figure", key, dropped, view.measure, name=f"alpha-massive-dropped-{view.model}")
-    ui.table("massive_control_table", key, dropped, name=f"alpha-massive-control-{view.model}")
+    ui.say(ui.compute(vf.massive_control_sentence, key, dropped, view.measure))
+    ui.figure(vf.massive_control_figure, key, dropped, view.measure, name=f"alpha-massive-dropped-{view.model}")
+    ui.table(vf.massive_control_table, key, dropped, name=f"alpha-massive-control-{view.model}")

@@ -3,7 +3,8 @@
 import streamlit as st
 
 from magdash import dashboard as db
-from magdash.presentation.tables import measure_label
+from magdash.presentation import variability_figures as vf
+from magdash.variability.measures import measure_title
 from pages import ui
 
 ctx = ui.require_data("the Weber analysis")
@@ -24,29 +25,29 @@ results = ui.results_arg(keys)
 key = keys[view.model]
 ui.warn_artifacts(*keys.values())  # every model's verdict is in the table below
 
-ui.figure("weber_figure", results, view.measure, db.depth_axis(records), name=f"weber-window-{view.measure}")
+ui.figure(vf.weber_figure, results, view.measure, db.depth_axis(records), name=f"weber-window-{view.measure}")
 
 st.subheader("Hypotheses across models")
-st.caption(ui.plain(f"{measure_label(view.measure)} on {view.stimuli}; a programme verdict needs a majority of models."))
-ui.table("verdict_table", results, view.measure, name=f"verdicts-{view.measure}")
+st.caption(ui.plain(f"{measure_title(view.measure)} on {view.stimuli}; a programme verdict needs a majority of models."))
+ui.table(vf.verdict_table, results, view.measure, name=f"verdicts-{view.measure}")
 for warning in ui.analysis_for(key).checks.warnings():  # the paper's consistency checks
     st.warning(ui.plain(f"{view.model}: {warning}"))
 
 st.subheader(ui.plain(f"Coefficient of variation ({view.model})"))
-ui.figure("cv_figure", key, name=f"cv-{view.model}")
+ui.figure(vf.cv_figure, key, name=f"cv-{view.model}")
 
 st.subheader(ui.plain(f"Noise models by AICc ({view.model})"))
 st.caption("constant, scalar (k n), log-scalar (k log n + c) and power law, fitted to V(n); descriptive.")
-ui.figure("noise_figure", key, view.measure, name=f"noise-models-{view.model}-{view.measure}")
-ui.table("noise_table", key, view.measure, name=f"noise-aicc-{view.model}-{view.measure}")
+ui.figure(vf.noise_figure, key, view.measure, name=f"noise-models-{view.model}-{view.measure}")
+ui.table(vf.noise_table, key, view.measure, name=f"noise-aicc-{view.model}-{view.measure}")
 
 # One above the other: side by side, half a page cuts the titles and the buttons' labels.
 st.subheader("E3: boundary magnitudes")
 st.caption("Core-layer alphas refitted without 9, 10 and 100.")
-ui.figure("e3_figure", key, name=f"e3-{view.model}")
+ui.figure(vf.e3_figure, key, name=f"e3-{view.model}")
 st.subheader("E4: on- vs off-axis")
 st.caption("Scaling of the variance along the magnitude axis (PC1) and off it.")
-ui.figure("e4_figure", key, name=f"e4-{view.model}")
+ui.figure(vf.e4_figure, key, name=f"e4-{view.model}")
 
 if notes := db.science_notes():
     with st.expander("How these numbers are computed, and the paper's conventions (docs/science.md)"):

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from magdash.cli import main
-from magdash.dashboard import figures
-from magdash.formatting import MISSING, format_number, format_p
+from magdash.formatting import MISSING, fixed, format_number, format_p
 from magdash.frequency import read_counts_csv
-from magdash.presentation.report import format_cell
+from magdash.presentation import variability_figures as vf
+from magdash.presentation.report.html import format_cell
 from magdash.runs.analysis_runs import analyze
 from magdash.runs.frequency_runs import save_source
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
@@ -30,7 +30,7 @@ def test_a_missing_number_is_written_one_way(value):
     assert format_number(value, "9.2g") == f"{MISSING:>9}"
     assert format_p(value) == MISSING
     assert format_cell(value) == (MISSING, "na")
-    assert figures.fmt(value) == MISSING
+    assert fixed(value) == MISSING
 
 
 def test_numbers_keep_their_format():
@@ -63,7 +63,7 @@ def test_every_surface_writes_missing_numbers_the_same_way(no_fit_store, capsys)
         assert main([*command, *where]) == 0
         outputs[command[0]] = capsys.readouterr().out
     result = analyze(no_fit_store, "m", params=AnalysisParams(n_boot=0))
-    outputs["app"] = figures.fit_summary(result, "eucl") + figures.scaling_figure(result, "eucl", 0).to_json()
+    outputs["app"] = vf.fit_summary(result, "eucl") + vf.scaling_figure(result, "eucl", 0).to_json()
     for surface, text in outputs.items():
         assert not OTHER_SPELLINGS.search(text), (surface, OTHER_SPELLINGS.search(text).group(0))
     embeddings = next(line for line in outputs["analyze"].splitlines() if line.lstrip().startswith("0 "))
@@ -73,7 +73,7 @@ def test_every_surface_writes_missing_numbers_the_same_way(no_fit_store, capsys)
 
 def test_tables_show_readable_headers_and_p_values_in_scientific_notation():
     from magdash.formatting import P_FORMAT, column_label, is_p_column
-    from magdash.presentation.report import table_html
+    from magdash.presentation.report.html import table_html
 
     assert [column_label(c) for c in ("measure_label", "alpha_theil_sen", "ci_low", "r2", "n_points", "odd_name")] == [
         "measure", "alpha (Theil–Sen)", "CI low", "R²", "points", "odd name"]

@@ -181,7 +181,7 @@ def run_analyze(args: argparse.Namespace) -> int:
 
 
 def _print_massive_control(control) -> None:
-    from magdash.presentation.tables import layer_span
+    from magdash.formatting import layer_span
 
     print()
     print(f"massive-dimension control: alpha with each layer's massive dimensions dropped (mean |h_j| > "
@@ -229,7 +229,7 @@ def _best_noise_models(result, measure: str) -> str:
 
 
 def _print_analysis(result) -> None:
-    from magdash.presentation.tables import layer_span
+    from magdash.formatting import layer_span
 
     measures = result.params.measures
     print(f"model: {result.model}   stimuli: {result.stimuli}   "

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_controls(store, args.model, args.stimuli, params_from_args(args))
     warn(flagged_layer_warnings(store, [args.model, *result.variants], result.stimuli))
     if args.report:
-        from magdash.dashboard.controls import controls_report
+        from magdash.runs.report_runs import controls_report
 
         write_report(args.report, controls_report(store, result, result.measures))
     if args.json:
@@ -78,7 +78,7 @@ def _n(value: float, spec: str = "+.4f") -> str:
 
 
 def _print(result) -> None:
-    from magdash.presentation.tables import layer_span
+    from magdash.formatting import layer_span
 
     print(f"model: {result.model}   stimuli: {result.stimuli}   core layers: {layer_span(result.core_layers)}   "
           f"{len(result.tables.carriers)} carriers, {result.tables.n_perm:,} permutations")

@@ -80,6 +80,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    from magdash.formatting import layer_span
     from magdash.stimuli import PAPER_CARRIERS, PAPER_SET_NAME, parse_magnitudes, read_carrier_file
     from magdash.store import import_inputs, read_npz
     from magdash.variability.hypotheses import default_core_layers
@@ -109,10 +110,7 @@ def run_import(args: argparse.Namespace) -> int:
             stimuli=args.stimuli, source=f"import:{os.path.basename(args.file)}",
             n_blocks=n_blocks, last_layer=args.last_layer,
         )
-    core = "none (fewer than 2 blocks)"
-    if record.n_blocks >= 2:
-        layers = default_core_layers(record.n_blocks)
-        core = f"{layers[0]}..{layers[-1]}"
+    core = layer_span(default_core_layers(record.n_blocks)) if record.n_blocks >= 2 else "none (fewer than 2 blocks)"
     print(f"imported {args.file} as {record.name!r} (stimulus set {stimuli!r}, {record.n_layers} layers, "
           f"{record.n_blocks} blocks, d={record.hidden_size}; default core layers {core}; "
           f"last layer: {record.layer_labels[-1]})")

@@ -52,7 +52,7 @@ from magdash.params import ProgressCallback
 from magdash.variability.analysis import AnalysisParams, AnalysisResult
 from magdash.variability.artifacts import MIN_LOO_CARRIERS, carrier_influence, leave_one_carrier_out
 from magdash.variability.compare import ComparisonResult
-from magdash.variability.fits import OUTLIER_RULE_MEASURES
+from magdash.variability.measures import OUTLIER_RULE_MEASURES
 
 CONTROLS_VERSION = "1"
 """Bump whenever a change to the controls code can change a cached table."""

@@ -7,7 +7,7 @@
 - :mod:`~magdash.dashboard.keys`: hashable keys of what each figure is drawn from;
 - :mod:`~magdash.dashboard.jobs`: background extractions and the first-run protocol;
 - :mod:`~magdash.dashboard.stimuli`: carrier uploads, the magnitude editor, tokenization preview;
-- :mod:`~magdash.dashboard.figures`: every figure and table a page shows, with its subtitle.
+- :mod:`~magdash.dashboard.controls_page`: the Controls and Design pages' keys, variants and report sections.
 
 The access rules and the first four are gathered here (``from magdash import dashboard as db``).
 """

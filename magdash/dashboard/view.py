@@ -22,11 +22,12 @@ from magdash.params import DEFAULT_N_BOOT, parse_band
 from magdash.phase.diagnostics import PhaseParams
 from magdash.stimuli import PAPER_SET_NAME
 from magdash.store import ModelRecord, default_store_path
-from magdash.variability.analysis import PRIMARY_MEASURES, AnalysisParams
+from magdash.variability.analysis import AnalysisParams
 from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH
 from magdash.variability.hypotheses import default_core_layers
+from magdash.variability.measures import BROWSABLE_MEASURES, PRIMARY_MEASURES
 
-MEASURE_CHOICES = ("eucl", "residual", "proj", "pairwise", "trace")
+MEASURE_CHOICES = BROWSABLE_MEASURES
 """Measures offered in the sidebar: the paper's three plus its two secondary ones."""
 
 QUERY_KEYS = ("store", "model", "stimuli", "measure", "core", "layer", "vs", "boot", "conv", "leave")

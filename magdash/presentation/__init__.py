@@ -1,7 +1,18 @@
-"""How results are shown: :mod:`~magdash.presentation.tables` (tidy frames),
-:mod:`~magdash.presentation.charts` (every Altair chart), :mod:`~magdash.presentation.export`
-(PNG, SVG and CSV, offline), :mod:`~magdash.presentation.report` (the HTML report) and
-:mod:`~magdash.formatting` (how a number, and a missing one, is written).
+"""How results are shown, by the science they show: each module holds a domain's frames (tidy
+DataFrames), charts (Altair) and figures (a result in, a captioned chart or table out) together.
+
+- :mod:`~magdash.presentation.variability_figures`: scaling, alpha by layer, the Weber window, CV,
+  noise models, E3, E4, comparisons, the massive-dimension control;
+- :mod:`~magdash.presentation.geometry_figures`: centroid RDMs, RSA, PC1;
+- :mod:`~magdash.presentation.frequency_figures`: counts and E5;
+- :mod:`~magdash.presentation.depth_figures`: the depth diagnostics;
+- :mod:`~magdash.presentation.controls_figures`: the robustness controls and the study design;
+- :mod:`~magdash.presentation.chart_style`: the Altair vocabulary they share (depth axis, bands,
+  colours, thinning);
+- :mod:`~magdash.presentation.report`: the HTML report, its manifest and one section builder per page;
+- :mod:`~magdash.presentation.export`: PNG, SVG and CSV, offline.
+
+How a number, and a missing one, is written is :mod:`magdash.formatting`'s.
 
 Nothing here imports torch or transformers, reads a store, or draws on Streamlit.
 """

@@ -1,7 +1,7 @@
 """Export: charts as PNG and SVG, tables as CSV, file names from user text.
 
 Charts are converted with ``vl-convert`` (a bundled Vega engine, no browser), offline: every
-chart of :mod:`magdash.presentation.charts` carries its data inline and the conversion is
+chart of :mod:`magdash.presentation` carries its data inline and the conversion is
 called with ``allowed_base_urls=[]``, so a spec that names any URL fails instead of fetching it.
 """
 

@@ -23,8 +23,8 @@ from magdash.runs import rows
 from magdash.runs.cache import CachedKind, keep, lookup, result_key
 from magdash.variability.analysis import ANALYSIS_VERSION, AnalysisParams, AnalysisResult, run_analysis
 from magdash.variability.compare import ComparisonResult, compare_models
-from magdash.variability.fits import OUTLIER_RULE_MEASURES
 from magdash.variability.massive_control import MassiveControl
+from magdash.variability.measures import OUTLIER_RULE_MEASURES
 
 log = logging.getLogger(__name__)
 

@@ -65,7 +65,6 @@ from magdash.variability.fits import (
     LEGACY_SEED_LIMIT,
     NOISE_MODEL_COLUMNS,
     OUTLIER_FACTOR,
-    OUTLIER_RULE_MEASURES,
     ScalingFit,
     fit_scaling,
     noise_model_rows,
@@ -85,7 +84,7 @@ from magdash.variability.hypotheses import (
     default_core_layers,
     evaluate_hypotheses,
 )
-from magdash.variability.measures import MEASURES, LayerVectors
+from magdash.variability.measures import MEASURES, OUTLIER_RULE_MEASURES, PRIMARY_MEASURES, LayerVectors
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +92,6 @@ ANALYSIS_VERSION = "8"
 """Bump whenever a change to the analysis code can change a result: old cache entries die.
 8: the result holds its artifact checks (outlier vectors, leave-one-carrier-out alphas) and can
 leave carriers out (``exclude_carriers``)."""
-
-PRIMARY_MEASURES = ("eucl", "residual", "proj")
 
 FIT_COLUMNS = [f.name for f in dataclasses.fields(ScalingFit)]
 

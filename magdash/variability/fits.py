@@ -62,8 +62,6 @@ from magdash.errors import AnalysisError
 from magdash.params import DEFAULT_N_BOOT
 
 OUTLIER_FACTOR = 3.0
-OUTLIER_RULE_MEASURES = frozenset({"eucl", "residual"})
-"""Measures fitted with the 3x-median outlier rule (the paper: V_eucl and V_residual)."""
 MIN_POINTS = 5
 
 # Resample rows per chunk are chosen so a chunk holds about this many counts (bounded memory).

@@ -25,8 +25,8 @@ for. The magnitude axis u comes from the small centroid matrix (see :func:`magni
 never from a d x d covariance.
 
 Adding a measure is one function of a :class:`Block` returning V for the block's magnitudes,
-plus one :class:`Measure` entry in :data:`MEASURES`. Each registered measure is also callable
-on a layer array directly: ``MEASURES["eucl"](x)``.
+plus one :class:`Measure` entry in :data:`MEASURES` with its title, unit, outlier rule and roles.
+Each registered measure is also callable on a layer array directly: ``MEASURES["eucl"](x)``.
 """
 
 from __future__ import annotations
@@ -263,7 +263,10 @@ def _off_axis(block: Block) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Measure:
-    """A registered variability measure: V for a :class:`Block`'s magnitudes.
+    """A registered variability measure and every fact about it that a table, chart, choice list
+    or help text shows: V for a :class:`Block`'s magnitudes, its display title, what it is, its
+    unit, whether the 3x-median outlier rule applies to its fits (the paper: V_eucl and
+    V_residual), and its roles.
 
     Calling it on a layer array ``x`` (optionally with ``axis=``) returns V for every magnitude.
     """
@@ -272,25 +275,58 @@ class Measure:
     title: str
     per_block: Callable[[Block], np.ndarray]
     description: str
+    unit: str
+    outlier_rule: bool = False
+    primary: bool = False
+    """One of the paper's three measures, analysed by default."""
+    browsable: bool = False
+    """A measure whose scaling a reader can pick in the app (the ratios and E4's variances are
+    derived quantities, shown on their own figures)."""
+    carrier_distances: bool = False
+    """The mean of each carrier's distance to a centroid, so the Scaling chart can draw those distances."""
 
     def __call__(self, x: np.ndarray, *, axis: np.ndarray | None = None) -> np.ndarray:
         return LayerVectors(x, axis=axis).compute([self.name])[self.name]
+
+    @property
+    def explained(self) -> str:
+        """``V_eucl: mean distance of the carriers to their centroid, activation units``."""
+        return f"{self.title}: {self.description}, {self.unit}"
 
 
 MEASURES: dict[str, Measure] = {
     m.name: m
     for m in (
-        Measure("eucl", "V_eucl", _eucl, "mean distance of the carriers to their centroid"),
-        Measure("residual", "V_residual", _residual, "V_eucl after removing sentence offsets"),
-        Measure("proj", "V_proj", _proj, "SD (ddof=1) of the carriers on the magnitude axis"),
-        Measure("pairwise", "V_pairwise", _pairwise, "mean distance between carrier pairs"),
-        Measure("trace", "V_trace", _trace, "trace of the carrier covariance (ddof=1)"),
-        Measure("cv", "CV", _cv, "V_eucl / norm of the centroid"),
-        Measure("on_axis", "on-axis var", _on_axis, "variance (ddof=1) on the magnitude axis"),
-        Measure("off_axis", "off-axis var", _off_axis, "mean squared norm off the magnitude axis"),
+        Measure("eucl", "V_eucl", _eucl, "mean distance of the carriers to their centroid", "activation units",
+                outlier_rule=True, primary=True, browsable=True, carrier_distances=True),
+        Measure("residual", "V_residual", _residual, "V_eucl after removing sentence offsets", "activation units",
+                outlier_rule=True, primary=True, browsable=True, carrier_distances=True),
+        Measure("proj", "V_proj", _proj, "SD (ddof=1) of the carriers on the magnitude axis", "activation units",
+                primary=True, browsable=True),
+        Measure("pairwise", "V_pairwise", _pairwise, "mean distance between carrier pairs", "activation units",
+                browsable=True),
+        Measure("trace", "V_trace", _trace, "trace of the carrier covariance (ddof=1)", "squared units",
+                browsable=True),
+        Measure("cv", "CV", _cv, "V_eucl / norm of the centroid", "a ratio"),
+        Measure("on_axis", "on-axis variance", _on_axis, "variance (ddof=1) on the magnitude axis", "squared units"),
+        Measure("off_axis", "off-axis variance", _off_axis, "mean squared norm off the magnitude axis",
+                "squared units"),
     )
 }
-"""Every variability measure by name. A new measure: one block function, one entry here."""
+"""Every variability measure by name. A new measure: one block function, one entry here (and its
+formula in docs/science.md); every table, chart, choice list and help text reads its facts here."""
+
+PRIMARY_MEASURES = tuple(name for name, m in MEASURES.items() if m.primary)
+"""The paper's three measures: V_eucl (primary), V_residual (co-primary), V_proj."""
+BROWSABLE_MEASURES = tuple(name for name, m in MEASURES.items() if m.browsable)
+CARRIER_MEASURES = tuple(name for name, m in MEASURES.items() if m.carrier_distances)
+OUTLIER_RULE_MEASURES = frozenset(name for name, m in MEASURES.items() if m.outlier_rule)
+"""Measures fitted with the 3x-median outlier rule (the paper: V_eucl and V_residual)."""
+
+
+def measure_title(name: str) -> str:
+    """A measure's display title (``V_eucl``), or the name itself for an unregistered one."""
+    return MEASURES[name].title if name in MEASURES else name
 
 
 def get_measure(name: str) -> Measure:

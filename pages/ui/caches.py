@@ -8,6 +8,7 @@ re-renders without touching the store.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,8 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from magdash import dashboard as db
-from magdash.dashboard import controls as dc
-from magdash.dashboard import figures as figs
+from magdash.dashboard import controls_page as dc
 from magdash.dashboard.jobs import JobRegistry
 from magdash.errors import ReadOnlyStoreError
 from magdash.store import Store
@@ -93,7 +93,8 @@ def comparison_for(key: db.ComparisonKey):
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def layer_for(key: db.LayerKey):
-    return store_for(key.store).read_layer(key.model, key.stimuli, key.layer)
+    """One layer's stored vectors, shape (n_magnitudes, n_carriers, d)."""
+    return store_for(key.store).read_layer(key.model, key.stimuli, key.layer).vectors
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -173,23 +174,38 @@ def _resolve_all(args: tuple) -> list:
     return [resolve(value) for value in args]
 
 
-def _builder(name: str) -> Callable[..., Any]:
-    """A builder of :mod:`magdash.dashboard.figures`, or of :mod:`magdash.dashboard.controls`."""
-    return getattr(figs, name, None) or getattr(dc, name)
+def builder_id(builder: Callable[..., Any]) -> str:
+    """``module:qualname`` of a figure or table function: what the caches key a builder on (Streamlit
+    would hash a function by its name alone, and two modules may hold functions of one name)."""
+    return f"{builder.__module__}:{builder.__qualname__}"
+
+
+def _builder(identity: str) -> Callable[..., Any]:
+    module, _, qualname = identity.partition(":")
+    return getattr(importlib.import_module(module), qualname)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def _figure_spec(builder: str, args: tuple) -> dict:
-    chart = _builder(builder)(*_resolve_all(args))
+def _cached_spec(identity: str, args: tuple) -> dict:
+    chart = _builder(identity)(*_resolve_all(args))
     # Schema validation costs 30-70 ms a chart, most of a layer change; the chart builders'
     # specs are validated by the tests (tests/presentation/test_charts.py).
     return chart.to_dict(validate=False)
 
 
+def figure_spec(builder: Callable[..., Any], args: tuple) -> dict:
+    """The finished Vega-Lite spec of ``builder(*args)``, keys among ``args`` resolved, cached."""
+    return _cached_spec(builder_id(builder), args)
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
-def cached(builder: str, *args: Any) -> Any:
+def _cached_result(identity: str, args: tuple) -> Any:
+    return _builder(identity)(*_resolve_all(args))
+
+
+def cached(builder: Callable[..., Any], *args: Any) -> Any:
     """A builder's result (a table, a frame for a chart), cached on its (hashable) arguments."""
-    return _builder(builder)(*_resolve_all(args))
+    return _cached_result(builder_id(builder), args)
 
 
 def results_arg(keys: dict[str, Any]) -> Several:
@@ -197,6 +213,6 @@ def results_arg(keys: dict[str, Any]) -> Several:
     return Several(tuple(keys.items()))
 
 
-def compute(builder: str, *args: Any) -> Any:
+def compute(builder: Callable[..., Any], *args: Any) -> Any:
     """A builder's result computed on every run (cheap ones: sentences from cached results)."""
-    return _builder(builder)(*_resolve_all(args))
+    return builder(*_resolve_all(args))

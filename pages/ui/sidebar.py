@@ -9,13 +9,12 @@ import html
 import streamlit as st
 
 from magdash import dashboard as db
-from magdash.dashboard import controls as dc
-from magdash.dashboard import figures as figs
+from magdash.dashboard import controls_page as dc
 from magdash.errors import MagdashError
 from magdash.presentation import export
-from magdash.presentation.tables import measure_label
 from magdash.variability.conventions import CONVENTION_NAMES
-from pages.ui.caches import controls_for, design_for
+from magdash.variability.measures import measure_title
+from pages.ui.caches import comparison_for, controls_for, design_for
 from pages.ui.session import (
     AppContext,
     current_view,
@@ -86,7 +85,7 @@ def sidebar(context: AppContext) -> None:
             st.warning(plain(overflow), icon=":material/warning:")
         measure_key = view_key("measure", view.measure)
         st.selectbox("Measure", db.MEASURE_CHOICES, index=db.MEASURE_CHOICES.index(view.measure), key=measure_key,
-                     format_func=measure_label, on_change=view_setter("measure", measure_key),
+                     format_func=measure_title, on_change=view_setter("measure", measure_key),
                      help="V_eucl, V_residual and V_proj are the paper's measures; the other two are secondary.")
         record = inventory.record(view.model)
         band = db.core_band(view, record)
@@ -135,6 +134,8 @@ def report_button(context: AppContext) -> None:
     layer = db.default_layer(view, context.record)
 
     def build() -> str:
+        from magdash.runs import report_runs
+
         try:
             extra = dc.session_sections(
                 view,
@@ -142,8 +143,12 @@ def report_button(context: AppContext) -> None:
                 design_for(design_key) if design_key is not None else None,
                 design_key.model if design_key is not None else None,
             )
-            return figs.dashboard_report(store, keys, comparison, view=query, focus=view.model, measure=view.measure,
-                                         layer=layer, phase=db.phase_keys(view, inventory), extra_sections=extra)
+            return report_runs.analysis_report(
+                store, list(keys), view.stimuli, {name: key.params for name, key in keys.items()},
+                comparisons=[comparison_for(comparison)] if comparison is not None else [], focus=view.model,
+                measure=view.measure, layer=layer, depth=db.phase_params(view), source=report_runs.REPORT_SOURCE,
+                extra_sections=extra, view=query,
+            )
         except MagdashError as error:  # a download cannot show st.error: say it in the file
             return f"<!DOCTYPE html><meta charset=utf-8><p>No report: {html.escape(str(error))}</p>"
 

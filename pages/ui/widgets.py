@@ -19,21 +19,21 @@ from magdash.errors import MagdashError, NoStoreError, ReadOnlyStoreError
 from magdash.formatting import MISSING, P_FORMAT, column_label, is_p_column
 from magdash.presentation import export
 from magdash.store import Store
-from pages.ui.caches import _figure_spec, analysis_for, cached, job_registry, new_store
+from pages.ui.caches import analysis_for, cached, figure_spec, job_registry, new_store
 from pages.ui.session import AppContext, context, view_key, view_setter
 
 SEEN_JOBS_KEY = "magdash_seen_jobs"
 
 
-def figure(builder: str, *args: Any, name: str, data: pd.DataFrame | None = None) -> dict | None:
-    """Draw a dashboard figure with PNG/SVG (and CSV of ``data``) download buttons.
+def figure(builder: Callable[..., Any], *args: Any, name: str, data: pd.DataFrame | None = None) -> dict | None:
+    """Draw a figure with PNG/SVG (and CSV of ``data``) download buttons.
 
-    ``builder`` names a function of :mod:`magdash.dashboard.figures`; keys among ``args`` are
-    resolved to cached results. The finished Vega-Lite spec is cached, so a rerun with the same
-    inputs costs no chart building. Errors of the user's making show as a message.
+    ``builder`` is a figure function of :mod:`magdash.presentation` (``vf.scaling_figure``); keys
+    among ``args`` are resolved to cached results. The finished Vega-Lite spec is cached, so a
+    rerun with the same inputs costs no chart building. Errors of the user's making show as a message.
     """
     try:
-        spec = _figure_spec(builder, tuple(args))
+        spec = figure_spec(builder, tuple(args))
     except MagdashError as error:
         show_error(error)
         return None
@@ -57,9 +57,10 @@ def figure(builder: str, *args: Any, name: str, data: pd.DataFrame | None = None
     return spec
 
 
-def table(frame_or_builder: pd.DataFrame | str, *args: Any, name: str, height: int | str = "auto") -> pd.DataFrame | None:
-    """A table with a CSV download button; a builder name is resolved and cached like figures."""
-    if isinstance(frame_or_builder, str):
+def table(frame_or_builder: pd.DataFrame | Callable[..., Any], *args: Any, name: str,
+          height: int | str = "auto") -> pd.DataFrame | None:
+    """A table with a CSV download button; a table function is called and cached like figures."""
+    if callable(frame_or_builder):
         try:
             frame = cached(frame_or_builder, *args)
         except MagdashError as error:

@@ -11,10 +11,11 @@ import pytest
 from magdash import dashboard as db
 from magdash.controls.design import DesignParams
 from magdash.controls.robustness import ControlsParams
-from magdash.dashboard import controls as dc
-from magdash.dashboard import figures as figs
+from magdash.dashboard import controls_page as dc
 from magdash.errors import MagdashError
-from magdash.presentation import export, report, tables
+from magdash.presentation import controls_figures as cf
+from magdash.presentation import export, report
+from magdash.runs import report_runs
 from magdash.runs.analysis_runs import analyze
 from magdash.runs.controls_runs import run_controls
 from magdash.runs.design_runs import run_design
@@ -84,49 +85,49 @@ def test_a_variant_is_extracted_only_when_the_weights_are_at_hand(stored, tmp_pa
 def test_controls_figures_tables_and_report(stored):
     params = ControlsParams(analysis=AnalysisParams(n_boot=200), n_perm=500, variants=("m:first",))
     result = run_controls(stored, "m", params=params)
-    assert dc.compared(result) == ["m:first", "m@random"]
-    for builder, args in (("loo_figure", ("eucl",)), ("icc_figure", ()), ("permutation_figure", ("proj",)),
-                          ("variant_figure", ("m:first", "eucl")), ("variant_figure", ("m@random", "residual"))):
-        spec = getattr(dc, builder)(result, *args).to_dict()
+    assert cf.compared(result) == ["m:first", "m@random"]
+    for builder, args in ((cf.loo_figure, ("eucl",)), (cf.icc_figure, ()), (cf.permutation_figure, ("proj",)),
+                          (cf.variant_figure, ("m:first", "eucl")), (cf.variant_figure, ("m@random", "residual"))):
+        spec = builder(result, *args).to_dict()
         assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
-        assert export.chart_to_svg(getattr(dc, builder)(result, *args)).startswith("<svg")
-    verdicts = dc.controls_verdicts(result, "eucl")
+        assert export.chart_to_svg(builder(result, *args)).startswith("<svg")
+    verdicts = cf.controls_verdicts(result, "eucl")
     assert set(verdicts["status"]) <= {"problem", "ok", "not judged"} and len(verdicts) == 5
-    assert len(dc.loo_table(result, "eucl")) == len(PAPER_CARRIERS)
-    assert list(dc.permutation_table(result, "eucl")["layer"]) == list(range(5))
-    assert list(dc.variant_table(result, "eucl")["variant"]) == ["m:first", "m@random"]
-    long = tables.permutation_frame(result, "eucl")
+    assert len(cf.loo_table(result, "eucl")) == len(PAPER_CARRIERS)
+    assert list(cf.permutation_table(result, "eucl")["layer"]) == list(range(5))
+    assert list(cf.variant_table(result, "eucl")["variant"]) == ["m:first", "m@random"]
+    long = cf.permutation_frame(result, "eucl")
     assert set(long["test"]) == {"parametric (t)", "permutation"} and len(long) == 10
-    assert "control" in dc.controls_sentence(result, "eucl")
-    document = dc.controls_report(stored, result, ["eucl", "proj"])
+    assert "control" in cf.controls_sentence(result, "eucl")
+    document = report_runs.controls_report(stored, result, ["eucl", "proj"])
     assert "Robustness controls: m, V_eucl" in document and "Robustness controls: m, V_proj" in document
     manifest = report.extract_manifest(document)
     assert manifest["controls_parameters"]["variants"] == ["m:first"]
     assert document.count("<img") == 2 * 5  # loo, icc, permutation, two comparisons per measure
     # the sidebar's report adds the controls last shown, when they are the view model's
     view, inventory = _view(stored)
-    sections = dc.session_sections(view, result, None)
-    assert [s.title for s in sections] == ["Robustness controls: m, V_eucl"]
+    shown = dc.session_sections(view, result, None)
+    assert [s.title for s in shown] == ["Robustness controls: m, V_eucl"]
     assert dc.session_sections(dataclasses.replace(view, model="m:first"), result, None) == []
-    keys = {"m": db.analysis_key(view, inventory)}
-    full = figs.dashboard_report(stored, keys, view={}, extra_sections=sections)
+    key = db.analysis_key(view, inventory)
+    full = report_runs.analysis_report(stored, ["m"], key.stimuli, key.params, comparisons=[], extra_sections=shown)
     assert "Robustness controls: m, V_eucl" in full and "Verdicts (H1-H4)" in full
 
 
 def test_design_figures_tables_and_report(stored):
     params = DesignParams(n_studies=60, n_points=4, n_boot=10, carrier_grid=(3, 5), magnitude_grid=(10, 26))
     result = run_design(stored, "m", params=params, analysis_params=AnalysisParams(n_boot=0))
-    for builder in ("h1_figure", "e6_figure", "ci_width_figure"):
-        assert export.chart_to_png(getattr(dc, builder)(result), scale=1).startswith(b"\x89PNG")
-    h1 = tables.h1_power_frame(result)
+    for builder in (cf.h1_figure, cf.e6_figure, cf.ci_width_figure):
+        assert export.chart_to_png(builder(result), scale=1).startswith(b"\x89PNG")
+    h1 = cf.h1_power_frame(result)
     assert set(h1["series"]) == {"t-test", "t-test, size-adjusted", "majority of layers > 0"}
     assert (h1["low"].dropna() <= h1.loc[h1["low"].notna(), "rate"]).all()
-    assert set(tables.ci_width_frame(result)["factor"]) == {"carriers", "magnitudes"}
-    assert "minimal detectable alpha" in dc.design_sentence(result)
-    summary = dc.design_summary(result)
+    assert set(cf.ci_width_frame(result)["factor"]) == {"carriers", "magnitudes"}
+    assert "minimal detectable alpha" in cf.design_sentence(result)
+    summary = cf.design_summary(result)
     assert "h1_power" in set(summary["quantity"])
     analysis = analyze(stored, "m", params=AnalysisParams(n_boot=0))
-    document = dc.design_report(stored, result, "m", analysis)
+    document = report_runs.design_report(stored, result, "m", analysis)
     assert "Study design (simulated)" in document and document.count("<img") == 3
     view, _ = _view(stored)
     assert [s.title for s in dc.session_sections(view, None, result, "m")] == ["Study design (simulated)"]

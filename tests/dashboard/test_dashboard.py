@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from magdash import dashboard as db
-from magdash.dashboard import figures as figs
 from magdash.dashboard import jobs as jobs
 from magdash.dashboard import stimuli as ds
 from magdash.errors import MagdashError, StimulusError
@@ -21,12 +20,16 @@ from magdash.formatting import MISSING
 from magdash.frequency.sources import builtin_source
 from magdash.params import parse_band
 from magdash.presentation import export, report
-from magdash.runs.analysis_runs import analyze
+from magdash.presentation import frequency_figures as ff
+from magdash.presentation import geometry_figures as gf
+from magdash.presentation import variability_figures as vf
+from magdash.runs import report_runs
+from magdash.runs.analysis_runs import analyze, compare
 from magdash.runs.frequency_runs import e5_from_analysis
 from magdash.sources.builtin import BUILTIN_MODELS
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES, StimulusSet
 from magdash.store import Store
-from magdash.variability.analysis import PRIMARY_MEASURES
+from magdash.variability.measures import PRIMARY_MEASURES
 from tests.support import ROOT
 
 PLANTED_ALPHA = (0.5, 0.5, -0.2)  # blocks 1..3; the embedding layer has V = 0 (no fit)
@@ -511,12 +514,12 @@ def test_planted_alpha_reaches_the_scaling_figure(planted, planted_view):
     result = analyze(planted, key.model, key.stimuli, key.params)
     for layer, alpha in enumerate(PLANTED_ALPHA, start=1):
         assert result.fit("eucl", layer).alpha == pytest.approx(alpha, abs=1e-6)
-    spec = figs.scaling_figure(result, "eucl", 1).to_dict()
+    spec = vf.scaling_figure(result, "eucl", 1).to_dict()
     assert "alpha = 0.500" in json.dumps(spec)
-    empty = json.dumps(figs.scaling_figure(result, "eucl", 0).to_dict(), ensure_ascii=False)
+    empty = json.dumps(vf.scaling_figure(result, "eucl", 0).to_dict(), ensure_ascii=False)
     assert f"alpha = {MISSING}" in empty  # V = 0 at the embeddings: never shown as a number
-    assert "Mean alpha of V_eucl over the 2 core layers: 0.5000 (2/2" in figs.fit_summary(result, "eucl")
-    table = figs.fit_table(result, "eucl")
+    assert "Mean alpha of V_eucl over the 2 core layers: 0.5000 (2/2" in vf.fit_summary(result, "eucl")
+    table = vf.fit_table(result, "eucl")
     assert np.isnan(table.loc[table["layer"] == 0, "alpha"].item())
 
 
@@ -524,20 +527,20 @@ def test_every_figure_builds_and_one_exports(planted, planted_view):
     view, inventory = planted_view
     results = _results(planted, view, inventory)
     result = results["planted"]
-    layer = planted.read_layer("planted", "paper", 2)
+    layer = planted.read_layer("planted", "paper", 2).vectors
     key = db.comparison_key(view, inventory)
     from magdash.runs.analysis_runs import compare
 
     comparison = compare(planted, key.model_a, key.model_b, key.stimuli, key.params)
     source = builtin_source("openwebtext-500k")
-    e5 = figs.e5_table(result, e5_from_analysis(planted, result, source, "eucl"))
+    e5 = ff.e5_table(result, e5_from_analysis(planted, result, source, "eucl"))
     built = [
-        figs.scaling_figure(result, "residual", 2, layer), figs.profile_figure(result, "trace"),
-        figs.weber_figure(results, "eucl"), figs.cv_figure(result), figs.noise_figure(result, "eucl"),
-        figs.e3_figure(result), figs.e4_figure(result), figs.compare_figure(comparison, "eucl"),
-        figs.rdm_figure(layer, "cosine"), figs.rsa_figure(result, "euclidean"), figs.pc1_figure(layer),
-        figs.frequency_rho_figure(e5), figs.frequency_counts_figure(source),
-        figs.frequency_scatter_figure(figs.frequency_scatter_frame(result, source, "eucl", 2), e5, 2, "block 2"),
+        vf.scaling_figure(result, "residual", 2, layer), vf.profile_figure(result, "trace"),
+        vf.weber_figure(results, "eucl"), vf.cv_figure(result), vf.noise_figure(result, "eucl"),
+        vf.e3_figure(result), vf.e4_figure(result), vf.compare_figure(comparison, "eucl"),
+        gf.rdm_figure(result, layer, 2, "cosine"), gf.rsa_figure(result, "euclidean"), gf.pc1_figure(result, layer, 2),
+        ff.frequency_rho_figure(e5), ff.frequency_counts_figure(source),
+        ff.frequency_scatter_figure(ff.frequency_scatter_frame(result, source, "eucl", 2), e5, 2, "block 2"),
     ]
     specs = [chart.to_dict() for chart in built]
     assert all("$schema" in spec for spec in specs)
@@ -553,15 +556,15 @@ def test_comparison_against_a_flat_control(planted, planted_view):
     key = db.comparison_key(view, inventory)
     assert (key.model_a, key.model_b) == ("planted", "flat@random")
     comparison = compare(planted, key.model_a, key.model_b, key.stimuli, key.params)
-    table = figs.comparison_table(comparison, "eucl")
+    table = vf.comparison_table(comparison, "eucl")
     core = table[table["core"]]
     assert core["delta"].to_numpy() == pytest.approx([0.5, 0.5], abs=1e-6)
-    assert "mean difference 0.5000" in figs.comparison_sentence(comparison, "eucl")
+    assert "mean difference 0.5000" in vf.comparison_sentence(comparison, "eucl")
 
 
 def test_verdict_table_reads_as_words(planted, planted_view):
     view, inventory = planted_view
-    table = figs.verdict_table(_results(planted, view, inventory), "eucl")
+    table = vf.verdict_table(_results(planted, view, inventory), "eucl")
     assert table.loc[table["model"] == "planted", "H1"].item() == "supported"  # alpha = 0.5 > 0
     assert table.loc[table["model"] == "planted", "H2"].item() == "not supported"
     assert table["model"].iloc[-1].startswith("programme")
@@ -572,13 +575,13 @@ def test_e5_covers_every_layer_and_missing_counts_are_explained(planted, planted
     key = db.analysis_key(view, inventory)
     result = analyze(planted, key.model, key.stimuli, key.params)
     source = builtin_source("openwebtext-500k")
-    table = figs.e5_table(result, e5_from_analysis(planted, result, source, "eucl"))
+    table = ff.e5_table(result, e5_from_analysis(planted, result, source, "eucl"))
     assert list(table["layer"]) == [0, 1, 2, 3]
     assert list(table["core"]) == [False, True, True, False] and set(table["model"]) == {"planted"}
     assert np.isnan(table.loc[0, "rho"])  # V = 0 at the embeddings
     # V_eucl = n**0.5 is monotone in n; counts mostly fall with n: rho is strongly negative.
     assert table.loc[1, "rho"] < -0.5
-    own, paper = figs.e5_sentence(table, source), figs.e5_sentence(table, source, "paper")
+    own, paper = ff.e5_sentence(table, source), ff.e5_sentence(table, source, "paper")
     assert "Mean Spearman rho over the core layers" in own
     # negative correlations are significant for magdash, not in the paper's convention
     assert "(p < .05)" in own and "0 of" not in own
@@ -586,7 +589,7 @@ def test_e5_covers_every_layer_and_missing_counts_are_explained(planted, planted
     small = dataclasses.replace(source, counts=source.counts[source.counts["number"] <= 100])
     with pytest.raises(MagdashError, match="1000|missing|150"):
         e5_from_analysis(planted, result, small, "eucl")
-    zero = figs.frequency_scatter_frame(result, small, "eucl", 1, "zero")
+    zero = ff.frequency_scatter_frame(result, small, "eucl", 1, "zero")
     assert zero.loc[zero["magnitude"] == 1000, "count"].item() == 0
 
 
@@ -594,8 +597,12 @@ def test_e5_covers_every_layer_and_missing_counts_are_explained(planted, planted
 def test_the_report_holds_figures_verdicts_and_the_manifest(planted, planted_view):
     view, inventory = planted_view
     keys = {n: db.analysis_key(view, inventory, n) for n in inventory.usable_models}
-    document = figs.dashboard_report(planted, keys, db.comparison_key(view, inventory), view={"model": "planted"},
-                                     focus="planted", layer=2, phase=db.phase_keys(view, inventory))
+    comparison = db.comparison_key(view, inventory)
+    document = report_runs.analysis_report(
+        planted, list(keys), view.stimuli, {n: key.params for n, key in keys.items()},
+        comparisons=[compare(planted, comparison.model_a, comparison.model_b, comparison.stimuli, comparison.params)],
+        view={"model": "planted"}, focus="planted", layer=2, depth=db.phase_params(view),
+        source=report_runs.REPORT_SOURCE)
     manifest = report.extract_manifest(document)
     assert [m["name"] for m in manifest["models"]] == ["planted", "flat@random"]
     assert manifest["dashboard_view"] == {"model": "planted"}

@@ -16,14 +16,18 @@ import pytest
 import vl_convert as vlc
 
 from magdash.errors import AnalysisError
+from magdash.formatting import layer_span
 from magdash.phase.omega import OMEGA_HISTOGRAM_EDGES, summarize_omega
 from magdash.phase.spectrum import fit_spectrum, gram_eigenvalues
-from magdash.presentation import charts, tables
-from magdash.store import LayerData
+from magdash.presentation import chart_style as style
+from magdash.presentation import depth_figures as df
+from magdash.presentation import frequency_figures as ff
+from magdash.presentation import geometry_figures as gf
+from magdash.presentation import variability_figures as vf
 from magdash.variability.analysis import AnalysisParams, run_analysis
 from magdash.variability.fits import ScalingFit
 from magdash.variability.geometry import centroid_rdm, pc1_coordinates
-from magdash.variability.measures import v_eucl, v_residual
+from magdash.variability.measures import MEASURES, v_eucl, v_residual
 
 MAGNITUDES = np.array(
     [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 150, 200, 300, 500, 700, 1000],
@@ -116,7 +120,7 @@ def result():
 
 def test_inline_data_writes_missing_and_infinite_numbers_as_null():
     frame = pd.DataFrame({"a": [1.0, np.nan, np.inf], "b": ["x", None, "z"], "c": [1, 2, 3]})
-    values = charts.inline_data(frame)["values"]
+    values = style.inline_data(frame)["values"]
     assert values == [
         {"a": 1.0, "b": "x", "c": 1},
         {"a": None, "b": None, "c": 2},
@@ -126,13 +130,13 @@ def test_inline_data_writes_missing_and_infinite_numbers_as_null():
 
 def test_missing_columns_are_a_readable_error():
     with pytest.raises(AnalysisError, match="alpha_profile needs columns .*ci_low"):
-        charts.alpha_profile(pd.DataFrame({"measure": ["eucl"], "layer": [1], "alpha": [0.1]}))
+        vf.alpha_profile(pd.DataFrame({"measure": ["eucl"], "layer": [1], "alpha": [0.1]}))
 
 
 def test_inline_data_is_not_limited_to_5000_rows():
     frame = pd.DataFrame({"layer": np.repeat(np.arange(60), 100), "magnitude": np.tile(np.arange(1, 101), 60)})
     frame["cv"] = 0.5
-    spec = charts.cv_chart(frame).to_dict()  # Altair's default transformer would refuse this
+    spec = vf.cv_chart(frame).to_dict()  # Altair's default transformer would refuse this
     assert len(rows(spec, of_type(spec, "line")[0])) == 6000
 
 
@@ -140,14 +144,13 @@ def test_inline_data_is_not_limited_to_5000_rows():
 
 
 def test_scaling_scatter_layers_encodings_and_hidden_points(result):
-    points = tables.scaling_points(result, "eucl", 3)
+    points = vf.scaling_points(result, "eucl", 3)
     points.loc[0, "V"] = 0.0  # cannot sit on a log axis
-    points.loc[0, "status"] = tables.POINT_STATUS[2]
-    lines = tables.scaling_lines(points, result.fit("eucl", 3))
-    layer_data = LayerData(3, "L3", MAGNITUDES, [f"carrier <{i}>" for i in range(5)], np.ones((26, 5, 2)))
-    carriers = tables.carrier_distances(layer_data)
+    points.loc[0, "status"] = vf.POINT_STATUS[2]
+    lines = vf.scaling_lines(points, result.fit("eucl", 3))
+    carriers = vf.carrier_distances(np.ones((26, 5, 2)), MAGNITUDES, [f"carrier <{i}>" for i in range(5)])
     carriers["distance"] = np.arange(len(carriers), dtype=float) + 1.0
-    spec = charts.scaling_scatter(points, lines, carriers=carriers).to_dict()
+    spec = vf.scaling_scatter(points, lines, carriers=carriers).to_dict()
     assert [mark_type(u) for u in units(spec)] == ["circle", "line", "point"]
     circle, line, point = units(spec)
     for unit in units(spec):
@@ -164,11 +167,11 @@ def test_scaling_scatter_layers_encodings_and_hidden_points(result):
     assert line["mark"]["clip"] is True
     drawn = rows(spec, point)
     assert len(drawn) == 25 and all(r["V"] > 0 for r in drawn)
-    assert point["encoding"]["shape"]["scale"]["domain"] == list(tables.POINT_STATUS[:2])
+    assert point["encoding"]["shape"]["scale"]["domain"] == list(vf.POINT_STATUS[:2])
     text, subtitle = title_text(spec)
     assert "L3" in text and "V_eucl" in text
     assert subtitle == [
-        charts.MEASURE_UNITS["V_eucl"], "1 magnitude(s) with V <= 0 or no value not drawn (no logarithm)"
+        MEASURES["eucl"].explained, "1 magnitude(s) with V <= 0 or no value not drawn (no logarithm)"
     ]
     # The unit lives in the subtitle; the axis keeps a short title (Streamlit fits it in the height).
     assert point["encoding"]["y"]["title"] == "V_eucl (log scale)"
@@ -188,13 +191,13 @@ def test_scaling_scatter_marks_outliers_and_renders_one_symbol_per_point():
             "label": "block 2",
         }
     )
-    lines = tables.scaling_lines(points, {"alpha": 0.0, "intercept": 0.0})
-    chart = charts.scaling_scatter(points, lines)
+    lines = vf.scaling_lines(points, {"alpha": 0.0, "intercept": 0.0})
+    chart = vf.scaling_scatter(points, lines)
     spec = chart.to_dict()
     point = of_type(spec, "point")[0]
     colour = point["encoding"]["color"]
-    assert colour["condition"]["value"] == charts.OUTLIER_COLOR
-    assert colour["value"] == charts.MEASURE_COLORS["V_residual"]
+    assert colour["condition"]["value"] == style.OUTLIER_COLOR
+    assert colour["value"] == style.MEASURE_COLORS["V_residual"]
     symbols = [m for m in rendered_marks(chart) if m["marktype"] == "symbol"]
     assert len(symbols[-1]["items"]) == 5  # the NaN row is not drawn
 
@@ -204,7 +207,7 @@ def test_scaling_lines_pass_through_the_geometric_centre_with_their_slopes():
     values = 2.0 * magnitudes**-0.1
     points = pd.DataFrame({"magnitude": magnitudes, "V": values, "status": "fitted"})
     fit = ScalingFit(-0.1, math.log(2.0), 1.0, 0.0, 0.0, -0.1, math.nan, math.nan, 6)
-    lines = tables.scaling_lines(points, fit)
+    lines = vf.scaling_lines(points, fit)
     centre_n = np.exp(np.log(magnitudes).mean())
     centre_v = np.exp(np.log(values).mean())
     assert len(lines) == 6
@@ -216,7 +219,7 @@ def test_scaling_lines_pass_through_the_geometric_centre_with_their_slopes():
         assert np.interp(np.log(centre_n), log_n, log_v) == pytest.approx(np.log(centre_v))
         assert group["magnitude"].min() == 1.0 and group["magnitude"].max() == 1000.0
     assert set(lines["alpha"]) == {-0.1, 1.0, 0.0}
-    assert tables.scaling_lines(points, ScalingFit.missing(3)).empty
+    assert vf.scaling_lines(points, ScalingFit.missing(3)).empty
 
 
 def test_scaling_points_status_follows_the_fit_rules(result):
@@ -226,38 +229,38 @@ def test_scaling_points_status_follows_the_fit_rules(result):
         planted[[1, 2]] = [0.0, np.nan]
         planted[5] = 10.0  # > 3 x median
         result.values["eucl"][2] = planted
-        points = tables.scaling_points(result, "eucl", 2)
+        points = vf.scaling_points(result, "eucl", 2)
         status = points["status"].tolist()
         assert status[1] == "V <= 0" and status[2] == "no value"
         assert status[5] == "outlier (> 3x median)"
         assert status.count("fitted") == MAGNITUDES.size - 3
         result.values["proj"][2] = planted  # proj is fitted without the outlier rule
-        assert tables.scaling_points(result, "proj", 2)["status"][5] == "fitted"
+        assert vf.scaling_points(result, "proj", 2)["status"][5] == "fitted"
     finally:
         result.values["eucl"][:] = result_values
     with pytest.raises(AnalysisError, match="layer 99"):
-        tables.scaling_points(result, "eucl", 99)
+        vf.scaling_points(result, "eucl", 99)
 
 
 def test_carrier_distances_average_to_v_eucl_and_v_residual(rng):
     vectors = rng.normal(size=(7, 4, 9)).astype(np.float32) + rng.normal(size=(1, 4, 9)).astype(np.float32) * 5
-    data = LayerData(1, "L1", np.arange(1.0, 8.0), ["a", "b", "c", "d"], vectors)
+    magnitudes, carriers = np.arange(1.0, 8.0), ["a", "b", "c", "d"]
     for measure, reference in (("eucl", v_eucl), ("residual", v_residual)):
-        frame = tables.carrier_distances(data, measure)
+        frame = vf.carrier_distances(vectors, magnitudes, carriers, measure)
         assert len(frame) == 28 and frame["carrier"].tolist()[:4] == ["a", "b", "c", "d"]
         means = frame.groupby("magnitude")["distance"].mean().to_numpy()
         np.testing.assert_allclose(means, reference(vectors), rtol=1e-10)
-    identical = LayerData(0, "emb", np.arange(1.0, 8.0), list("abcd"), np.repeat(vectors[:, :1], 4, axis=1))
-    assert (tables.carrier_distances(identical)["distance"] == 0).all()
-    with pytest.raises(AnalysisError, match="eucl and residual"):
-        tables.carrier_distances(data, "proj")
+    identical = np.repeat(vectors[:, :1], 4, axis=1)
+    assert (vf.carrier_distances(identical, magnitudes, carriers)["distance"] == 0).all()
+    with pytest.raises(AnalysisError, match="eucl, residual, not 'proj'"):
+        vf.carrier_distances(vectors, magnitudes, carriers, "proj")
 
 
 # -- profiles ------------------------------------------------------------------------------
 
 
 def test_alpha_profile_structure_and_colours(result):
-    spec = charts.alpha_profile(result.fits, window=(0.8, 1.2)).to_dict()
+    spec = vf.alpha_profile(result.fits, window=(0.8, 1.2)).to_dict()
     kinds = [mark_type(u) for u in units(spec)]
     assert kinds == ["rect", "rect", "text", "rect", "rule", "area", "line", "point"]
     core_rect = units(spec)[0]
@@ -275,7 +278,7 @@ def test_alpha_profile_structure_and_colours(result):
     assert mark_option(point, "invalid") == "filter"
     colour = point["encoding"]["color"]
     assert colour["scale"]["domain"] == ["V_eucl", "V_residual", "V_proj"]
-    assert colour["scale"]["range"] == [charts.MEASURE_COLORS[m] for m in colour["scale"]["domain"]]
+    assert colour["scale"]["range"] == [style.MEASURE_COLORS[m] for m in colour["scale"]["domain"]]
     assert point["encoding"]["x"]["axis"]["format"] == "d"
     assert point["encoding"]["x"]["scale"]["domain"] == [-0.5, result.n_layers - 0.5]
     assert {t["field"] for t in point["encoding"]["tooltip"]} >= {"alpha", "ci_low", "ci_high", "label", "r2"}
@@ -284,7 +287,7 @@ def test_alpha_profile_structure_and_colours(result):
 def test_alpha_profile_never_draws_a_missing_alpha(result):
     fits = result.fits[result.fits["measure"] == "eucl"].copy()
     fits.loc[fits["layer"] == 3, ["alpha", "ci_low", "ci_high"]] = np.nan  # a gap mid-profile
-    chart = charts.alpha_profile(fits, measures=["eucl"])
+    chart = vf.alpha_profile(fits, measures=["eucl"])
     spec = chart.to_dict()
     line = of_type(spec, "line")[0]
     by_layer = {r["layer"]: r for r in rows(spec, line)}
@@ -301,21 +304,21 @@ def test_alpha_profile_never_draws_a_missing_alpha(result):
 
 
 def test_alpha_profile_by_gamma_uses_depth_fractions(result):
-    spec = charts.alpha_profile(tables.fit_table(result), x="gamma", measures=["proj", "eucl"]).to_dict()
+    spec = vf.alpha_profile(vf.fits_frame(result), x="gamma", measures=["proj", "eucl"]).to_dict()
     point = of_type(spec, "point")[0]
     assert point["encoding"]["x"]["field"] == "gamma"
-    assert point["encoding"]["x"]["title"] == charts.GAMMA_TITLE
+    assert point["encoding"]["x"]["title"] == style.GAMMA_TITLE
     assert point["encoding"]["color"]["scale"]["domain"] == ["V_proj", "V_eucl"]
     core_rect = of_type(spec, "rect")[0]
     widths = [r["gamma_high"] - r["gamma_low"] for r in rows(spec, core_rect)]
     assert widths == pytest.approx([1 / N_BLOCKS] * len(result.core_layers))
     with pytest.raises(AnalysisError, match="x must be"):
-        charts.alpha_profile(result.fits, x="depth")
+        vf.alpha_profile(result.fits, x="depth")
 
 
 def test_weber_window_shows_the_window_and_both_references(result):
-    fits = tables.models_fit_table({"model A": result, "model <B>": result})
-    spec = charts.weber_window(fits, (0.7, 1.3), measure="residual").to_dict()
+    fits = vf.models_fits_frame({"model A": result, "model <B>": result})
+    spec = vf.weber_window(fits, (0.7, 1.3), measure="residual").to_dict()
     rect = of_type(spec, "rect")[0]
     assert (rect["encoding"]["y"]["datum"], rect["encoding"]["y2"]["datum"]) == (0.7, 1.3)
     assert sorted(r["encoding"]["y"]["datum"] for r in of_type(spec, "rule")) == [0.0, 1.0]
@@ -327,10 +330,10 @@ def test_weber_window_shows_the_window_and_both_references(result):
 
 
 def test_cv_chart_by_layer_on_a_log_axis(result):
-    cv = tables.cv_frame(result, layers=[1, 2])
+    cv = vf.cv_frame(result, layers=[1, 2])
     assert set(cv.columns) >= {"layer", "label", "gamma", "core", "magnitude", "cv"}
     cv.loc[3, "cv"] = np.nan
-    chart = charts.cv_chart(cv)
+    chart = vf.cv_chart(cv)
     spec = chart.to_dict()
     line, point = units(spec)
     assert line["encoding"]["x"]["scale"]["type"] == "log"
@@ -342,32 +345,32 @@ def test_cv_chart_by_layer_on_a_log_axis(result):
 
 
 def test_e4_and_e3_charts(result):
-    e4 = tables.e4_frame(result)
+    e4 = vf.e4_frame(result)
     assert len(e4) == 2 * len(result.core_layers)
-    spec = charts.e4_chart(e4, subtitle="ratio 4.35").to_dict()
+    spec = vf.e4_chart(e4, subtitle="ratio 4.35").to_dict()
     point = of_type(spec, "point")[0]
     assert point["encoding"]["color"]["scale"]["domain"] == ["on-axis", "off-axis"]
-    assert point["encoding"]["color"]["scale"]["range"] == [charts.AXIS_COLORS["on-axis"], charts.AXIS_COLORS["off-axis"]]
+    assert point["encoding"]["color"]["scale"]["range"] == [vf.AXIS_COLORS["on-axis"], vf.AXIS_COLORS["off-axis"]]
     assert title_text(spec)[1] == ["ratio 4.35"]
-    e3 = tables.e3_frame(result)
-    assert set(e3["fit"]) == set(tables.E3_FITS)
-    spec = charts.e3_chart(e3).to_dict()
+    e3 = vf.e3_frame(result)
+    assert set(e3["fit"]) == set(vf.E3_FITS)
+    spec = vf.e3_chart(e3).to_dict()
     line = of_type(spec, "line")[0]
-    assert line["encoding"]["strokeDash"]["scale"]["domain"] == list(tables.E3_FITS)
+    assert line["encoding"]["strokeDash"]["scale"]["domain"] == list(vf.E3_FITS)
     assert line["encoding"]["detail"]["field"] == "series"
     assert line["encoding"]["color"]["scale"]["domain"] == ["V_eucl", "V_residual", "V_proj"]
 
 
 def test_noise_model_chart_heatmap_winner_and_unscored_layers(result):
-    noise = tables.noise_frame(result)
-    chart = charts.noise_model_chart(noise, measure="eucl")
+    noise = vf.noise_frame(result)
+    chart = vf.noise_model_chart(noise, measure="eucl")
     spec = chart.to_dict()
     unscored, heat = of_type(spec, "rect")
     assert {r["layer"] for r in rows(spec, unscored)} == {0}  # the embedding layer has no score
-    assert rows(spec, unscored)[0]["reason"] == charts.NO_FIT_TEXT
+    assert rows(spec, unscored)[0]["reason"] == style.NO_FIT_TEXT
     assert heat["encoding"]["color"]["field"] == "weight"
     assert heat["encoding"]["color"]["scale"]["domain"] == [0, 1]
-    assert heat["encoding"]["y"]["sort"] == list(tables.NOISE_MODEL_LABELS.values())
+    assert heat["encoding"]["y"]["sort"] == list(vf.NOISE_MODEL_LABELS.values())
     winners = rows(spec, of_type(spec, "point")[0])
     assert len(winners) == result.n_layers - 1  # one winner per scored layer
     assert all(r["delta_aicc"] == 0 for r in winners)
@@ -401,13 +404,13 @@ def _comparison_frame(n_layers: int = 5) -> pd.DataFrame:
 
 
 def test_compare_profiles_two_panels_with_delta_band():
-    chart = charts.compare_profiles(_comparison_frame(), subtitle="Wilcoxon p = 0.03")
+    chart = vf.compare_profiles(_comparison_frame(), subtitle="Wilcoxon p = 0.03")
     spec = chart.to_dict()
     assert len(spec["vconcat"]) == 2
     top, bottom = spec["vconcat"]
     top_point = of_type(top, "point")[0]
     assert top_point["encoding"]["color"]["scale"]["domain"] == ["instruct", "base"]
-    assert top_point["encoding"]["color"]["scale"]["range"] == list(charts.MODEL_COLORS[:2])
+    assert top_point["encoding"]["color"]["scale"]["range"] == list(style.MODEL_COLORS[:2])
     top_rows = rows(spec, top_point)
     assert len(top_rows) == 10 and {r["model"] for r in top_rows} == {"instruct", "base"}
     area = of_type(bottom, "area")[0]
@@ -417,13 +420,13 @@ def test_compare_profiles_two_panels_with_delta_band():
     assert [r["layer_a"] for r in rows(spec, of_type(bottom, "rect")[0])] == [2, 3, 4]  # core band
     assert [r["layer_a"] for r in rows(spec, of_type(bottom, "rect")[1])] == [0]  # no fit
     assert title_text(spec) == ("instruct vs base: V_eucl", ["Wilcoxon p = 0.03"])
-    gamma = charts.compare_profiles(_comparison_frame(), x="gamma").to_dict()
+    gamma = vf.compare_profiles(_comparison_frame(), x="gamma").to_dict()
     assert of_type(gamma["vconcat"][1], "line")[0]["encoding"]["x"]["field"] == "gamma_a"
     with pytest.raises(AnalysisError, match="x must be"):
-        charts.compare_profiles(_comparison_frame(), x="depth")
+        vf.compare_profiles(_comparison_frame(), x="depth")
     # stacked panels cannot share a container width: each gets the fixed default instead
-    stacked = charts.compare_profiles(_comparison_frame(), width="container").to_dict()
-    assert [panel["width"] for panel in stacked["vconcat"]] == [charts.DEFAULT_WIDTH] * 2
+    stacked = vf.compare_profiles(_comparison_frame(), width="container").to_dict()
+    assert [panel["width"] for panel in stacked["vconcat"]] == [style.DEFAULT_WIDTH] * 2
 
 
 # -- geometry ------------------------------------------------------------------------------
@@ -433,22 +436,22 @@ def test_rdm_heatmap_cells_and_ordinal_axes(rng):
     magnitudes = np.array([1.0, 2.0, 10.0, 100.0])
     rdm = centroid_rdm(rng.normal(size=(4, 6)))
     rdm[0, 3] = np.nan
-    frame = tables.rdm_frame(rdm, magnitudes)
+    frame = gf.rdm_frame(rdm, magnitudes)
     assert len(frame) == 16
     assert frame.loc[(frame["a"] == 2.0) & (frame["b"] == 10.0), "dissimilarity"].item() == rdm[1, 2]
-    spec = charts.rdm_heatmap(frame, metric="cosine").to_dict()
+    spec = gf.rdm_heatmap(frame, metric="cosine").to_dict()
     rect = of_type(spec, "rect")[0]
     assert rect["encoding"]["x"]["type"] == "ordinal" and rect["encoding"]["y"]["type"] == "ordinal"
     assert len(rows(spec, rect)) == 15
     assert rect["encoding"]["color"]["title"] == "cosine distance"
     with pytest.raises(AnalysisError, match="does not match"):
-        tables.rdm_frame(rdm, magnitudes[:3])
+        gf.rdm_frame(rdm, magnitudes[:3])
 
 
 def test_rsa_by_layer_filters_the_metric(result):
-    frame = tables.rsa_frame(result)
+    frame = gf.rsa_frame(result)
     assert len(frame) == 4 * result.n_layers
-    spec = charts.rsa_by_layer(frame, metric="cosine").to_dict()
+    spec = gf.rsa_by_layer(frame, metric="cosine").to_dict()
     point = of_type(spec, "point")[0]
     assert point["encoding"]["color"]["scale"]["domain"] == ["log-ratio", "linear"]
     assert len(rows(spec, point)) == 2 * result.n_layers
@@ -460,9 +463,9 @@ def test_rsa_by_layer_filters_the_metric(result):
 def test_pc1_vs_logn(rng):
     magnitudes = MAGNITUDES[:8]
     centroid_matrix = np.log(magnitudes)[:, None] * rng.normal(size=(1, 5)) + 0.01 * rng.normal(size=(8, 5))
-    frame = tables.pc1_frame(pc1_coordinates(centroid_matrix, magnitudes), magnitudes)
+    frame = gf.pc1_frame(pc1_coordinates(centroid_matrix, magnitudes), magnitudes)
     assert frame["pc1"].is_monotonic_increasing
-    spec = charts.pc1_vs_logn(frame, subtitle="r = 0.99").to_dict()
+    spec = gf.pc1_vs_logn(frame, subtitle="r = 0.99").to_dict()
     assert [mark_type(u) for u in units(spec)] == ["line", "point"]
     assert units(spec)[1]["encoding"]["x"]["scale"]["type"] == "log"
 
@@ -473,19 +476,19 @@ def test_pc1_vs_logn(rng):
 def test_frequency_charts():
     counts = pd.DataFrame({"number": [1, 2, 3, 4], "count": [100, 0, 30, 20]})
     curves = pd.DataFrame({"number": [1, 4], "predicted": [100.0, 15.0], "model": "power law"})
-    spec = charts.frequency_loglog(counts, curves).to_dict()
+    spec = ff.frequency_loglog(counts, curves).to_dict()
     circle, line = units(spec)
     assert [r["number"] for r in rows(spec, circle)] == [1, 3, 4]
     assert circle["encoding"]["y"]["scale"]["type"] == "log"
     assert line["encoding"]["color"]["scale"]["domain"] == ["power law"]
     assert title_text(spec)[1] == ["1 number(s) with count 0 not drawn (log axis)"]
     frame = pd.DataFrame({"magnitude": [1.0, 2.0, 3.0], "count": [0, 9, 99], "V": [1.0, np.nan, 3.0]})
-    spec = charts.variability_vs_frequency(frame).to_dict()
+    spec = ff.variability_vs_frequency(frame).to_dict()
     point = of_type(spec, "point")[0]
     assert point["encoding"]["x"]["field"] == "count_plus_one"
     assert [r["count_plus_one"] for r in rows(spec, point)] == [1.0, 100.0]
     rho = pd.DataFrame({"layer": [0, 1, 2, 3], "rho": [np.nan, 0.8, 0.85, 0.9], "core": [False, False, True, True]})
-    spec = charts.frequency_rho_by_layer(rho).to_dict()
+    spec = ff.frequency_rho_by_layer(rho).to_dict()
     assert [r["layer"] for r in rows(spec, of_type(spec, "rect")[0])] == [2, 3]
     assert [r["layer"] for r in rows(spec, of_type(spec, "rect")[1])] == [0]
 
@@ -501,30 +504,30 @@ def test_order_parameter_chart_baseline_gamma_c_and_control():
             pd.DataFrame({"gamma": gamma, "m": 0.2, "ci_low": 0.19, "ci_high": 0.21, "series": "random control"}),
         ]
     )
-    spec = charts.order_parameter_chart(frame, gamma_c=0.4, gamma_c_interval=(0.3, 0.5)).to_dict()
+    spec = df.order_parameter_chart(frame, gamma_c=0.4, gamma_c_interval=(0.3, 0.5)).to_dict()
     rect, gamma_rule, baseline = units(spec)[:3]
     assert (rect["encoding"]["x"]["datum"], rect["encoding"]["x2"]["datum"]) == (0.3, 0.5)
     assert gamma_rule["encoding"]["x"]["datum"] == 0.4
     assert baseline["encoding"]["y"]["datum"] == pytest.approx(1 - math.sqrt(2 / math.pi))
     point = of_type(spec, "point")[0]
     assert point["encoding"]["color"]["scale"]["domain"] == ["trained", "random control"]
-    assert point["encoding"]["color"]["scale"]["range"] == [charts.SERIES_COLORS["trained"], charts.SERIES_COLORS["random control"]]
-    plain = charts.order_parameter_chart(frame, baseline=None, gamma_c=float("nan")).to_dict()
+    assert point["encoding"]["color"]["scale"]["range"] == [style.SERIES_COLORS["trained"], style.SERIES_COLORS["random control"]]
+    plain = df.order_parameter_chart(frame, baseline=None, gamma_c=float("nan")).to_dict()
     assert of_type(plain, "rule") == []
 
 
 def test_omega_histogram_frame_and_heatmap(rng):
     summaries = [summarize_omega(rng.uniform(0.1, 0.3, size=500)), summarize_omega(rng.uniform(0.5, 0.6, size=200))]
-    frame = tables.omega_histogram_frame(summaries, [0, 8], [0.0, 1.0])
+    frame = df.omega_histogram_frame(summaries, [0, 8], [0.0, 1.0])
     assert (frame["count"] > 0).all()
     assert frame.groupby("layer")["fraction"].sum().to_numpy() == pytest.approx([1.0, 1.0])
     assert frame.groupby("layer")["count"].sum().tolist() == [500, 200]
     assert set(frame["gamma"]) == {0.0, 1.0}
-    merged = tables.omega_histogram_frame(summaries, [0, 8], [0.0, 1.0], merge=5)
+    merged = df.omega_histogram_frame(summaries, [0, 8], [0.0, 1.0], merge=5)
     assert merged.groupby("layer")["count"].sum().tolist() == [500, 200]
     assert (merged["omega_high"] - merged["omega_low"]).to_numpy() == pytest.approx(0.05)
     assert len(merged) < len(frame)
-    spec = charts.omega_heatmap(frame).to_dict()
+    spec = df.omega_heatmap(frame).to_dict()
     rect = of_type(spec, "rect")[0]
     assert rect["encoding"]["x"]["field"] == "omega_low" and rect["encoding"]["x2"]["field"] == "omega_high"
     assert rect["encoding"]["y"]["sort"] == "descending"
@@ -538,13 +541,13 @@ def test_spectrum_frames_and_chart_mark_spikes(rng):
     vectors[:, :2] *= 10.0  # two planted spikes
     eigenvalues = gram_eigenvalues(vectors)
     fit = fit_spectrum(eigenvalues, dim=60, count=400)
-    histogram, mp, spikes = tables.spectrum_frames(eigenvalues, fit, bins=30)
+    histogram, mp, spikes = df.spectrum_frames(eigenvalues, fit, bins=30)
     widths = histogram["high"] - histogram["low"]
     assert (histogram["density"] * widths).sum() == pytest.approx(1.0)
     assert histogram["count"].sum() == eigenvalues.size
     assert fit.n_spikes == 2 and spikes["eigenvalue"].tolist() == sorted(eigenvalues)[::-1][:2]
     assert mp["eigenvalue"].max() <= fit.mp_edge
-    chart = charts.spectrum_chart(histogram, mp, spikes, edge=fit.mp_edge, threshold=fit.spike_threshold)
+    chart = df.spectrum_chart(histogram, mp, spikes, edge=fit.mp_edge, threshold=fit.spike_threshold)
     spec = chart.to_dict()
     assert [mark_type(u) for u in units(spec)] == ["rect", "line", "rule", "rule", "rule"]
     spike_rule, edge_rule, threshold_rule = of_type(spec, "rule")
@@ -566,7 +569,7 @@ def test_rank_chart_lines_per_series_and_quantity():
             "series": ["trained"] * 3 + ["random control"] * 3,
         }
     )
-    chart = charts.rank_chart(frame, gamma_c=0.5)
+    chart = df.rank_chart(frame, gamma_c=0.5)
     spec = chart.to_dict()
     line = of_type(spec, "line")[0]
     assert line["encoding"]["y"]["scale"]["type"] == "log"
@@ -594,33 +597,33 @@ def phase_result():
 
 
 def test_phase_result_adapters_feed_the_depth_charts(phase_result):
-    order = tables.order_parameter_frame({"trained": phase_result, "random control": phase_result})
+    order = df.order_parameter_frame({"trained": phase_result, "random control": phase_result})
     assert len(order) == 6 and set(order["layer"]) == {0, 1, 2}  # post-norm layer left out
     first = phase_result.layers[0].omega
     half = 1.959963984540054 * first.std / math.sqrt(first.n)
     row = order.iloc[0]
     assert row["m"] == pytest.approx(first.mean)
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((first.mean - half, first.mean + half))
-    ranks = tables.rank_frame({"trained": phase_result})
-    assert set(ranks["series"]) == {"trained", tables.ISOTROPIC_SERIES}
-    iso = ranks[ranks["series"] == tables.ISOTROPIC_SERIES]
+    ranks = df.rank_frame({"trained": phase_result})
+    assert set(ranks["series"]) == {"trained", df.ISOTROPIC_SERIES}
+    iso = ranks[ranks["series"] == df.ISOTROPIC_SERIES]
     assert iso["participation_ratio"].to_numpy() == pytest.approx(16 / (1 + 16 / 299))
-    histogram = tables.phase_omega_histogram(phase_result, merge=2)
+    histogram = df.phase_omega_histogram(phase_result, merge=2)
     assert set(histogram["layer"]) == {0, 1, 2, 3}
     assert histogram.loc[histogram["layer"] == 3, "gamma"].isna().all()
-    bars, mp, spikes = tables.phase_spectrum_frames(phase_result, 2)
+    bars, mp, spikes = df.phase_spectrum_frames(phase_result, 2)
     assert len(spikes) == phase_result.diagnostics(2).spectrum.n_spikes
-    order_spec = charts.order_parameter_chart(
+    order_spec = df.order_parameter_chart(
         order, gamma_c=phase_result.gamma_c, gamma_c_interval=(phase_result.order.low, phase_result.order.high)
     ).to_dict()
     assert of_type(order_spec, "rule")[0]["encoding"]["x"]["datum"] == phase_result.gamma_c
-    rank_spec = charts.rank_chart(ranks).to_dict()
+    rank_spec = df.rank_chart(ranks).to_dict()
     colour = of_type(rank_spec, "point")[0]["encoding"]["color"]["scale"]
-    assert colour["domain"] == ["trained", tables.ISOTROPIC_SERIES]
-    assert colour["range"] == [charts.SERIES_COLORS["trained"], charts.SERIES_COLORS[tables.ISOTROPIC_SERIES]]
-    heat = charts.omega_heatmap(histogram).to_dict()
+    assert colour["domain"] == ["trained", df.ISOTROPIC_SERIES]
+    assert colour["range"] == [style.SERIES_COLORS["trained"], style.SERIES_COLORS[df.ISOTROPIC_SERIES]]
+    heat = df.omega_heatmap(histogram).to_dict()
     assert len(rows(heat, of_type(heat, "rect")[0])) == len(histogram)
-    spectrum = charts.spectrum_chart(bars, mp, spikes).to_dict()
+    spectrum = df.spectrum_chart(bars, mp, spikes).to_dict()
     assert len(rows(spectrum, of_type(spectrum, "rule")[0])) == len(spikes)
 
 
@@ -628,21 +631,21 @@ def test_raw_and_adjusted_curves_jumps_and_capped_spikes(phase_result):
     import dataclasses
 
     adjusted = dataclasses.replace(phase_result, params=dataclasses.replace(phase_result.params, massive="drop"))
-    order = pd.concat([tables.order_parameter_frame({"trained": phase_result}),
-                       tables.order_parameter_frame({"trained": adjusted})], ignore_index=True)
+    order = pd.concat([df.order_parameter_frame({"trained": phase_result}),
+                       df.order_parameter_frame({"trained": adjusted})], ignore_index=True)
     assert list(dict.fromkeys(order["view"])) == ["raw", "massive dimensions dropped"]
-    spec = charts.order_parameter_chart(order).to_dict()
+    spec = df.order_parameter_chart(order).to_dict()
     dash = of_type(spec, "line")[0]["encoding"]["strokeDash"]
     assert dash["field"] == "view" and dash["scale"]["domain"] == ["raw", "massive dimensions dropped"]
-    assert "strokeDash" not in of_type(charts.order_parameter_chart(order[order["view"] == "raw"]).to_dict(),
+    assert "strokeDash" not in of_type(df.order_parameter_chart(order[order["view"] == "raw"]).to_dict(),
                                        "line")[0]["encoding"]
-    jumps = tables.jumps_frame({"trained": phase_result})
+    jumps = df.jumps_frame({"trained": phase_result})
     assert list(jumps["rank"]) == [1, 2] and jumps["gamma"].iloc[0] == phase_result.gamma_c
     assert (jumps["ci_low"] <= jumps["change"]).all() and (jumps["change"] <= jumps["ci_high"]).all()
     # A capped fit marks no spikes on its spectrum.
     capped = fit_spectrum(0.8 ** np.arange(129), 576, 130)
     assert not capped.converged and capped.n_spikes == capped.cap
-    assert tables.spectrum_frames(0.8 ** np.arange(129), capped)[2].empty
+    assert df.spectrum_frames(0.8 ** np.arange(129), capped)[2].empty
 
 
 def test_massive_alpha_frame_and_chart():
@@ -652,35 +655,35 @@ def test_massive_alpha_frame_and_chart():
         "ci_high_raw": [0.2, -0.1, 0.4], "alpha_dropped": [0.0, -0.5, 0.1], "ci_low_dropped": [-0.1, -0.6, 0.0],
         "ci_high_dropped": [0.1, -0.4, 0.2], "n_massive": [0, 2, 0],
     })
-    frame = tables.massive_alpha_frame(layers, "eucl")
+    frame = vf.massive_alpha_frame(layers, "eucl")
     assert len(frame) == 4 and list(frame["alpha"]) == [0.1, -0.2, 0.0, -0.5]
     assert list(frame["view"]) == ["raw", "raw", "massive dimensions dropped", "massive dimensions dropped"]
     with pytest.raises(AnalysisError, match="not analysed"):
-        tables.massive_alpha_frame(layers, "pairwise")
-    spec = charts.massive_alpha_chart(frame).to_dict()
+        vf.massive_alpha_frame(layers, "pairwise")
+    spec = vf.massive_alpha_chart(frame).to_dict()
     colour = of_type(spec, "line")[0]["encoding"]["color"]["scale"]
-    assert colour["range"] == [charts.MASSIVE_VIEW_COLORS["raw"], charts.MASSIVE_VIEW_COLORS["massive dimensions dropped"]]
+    assert colour["range"] == [vf.MASSIVE_VIEW_COLORS["raw"], vf.MASSIVE_VIEW_COLORS["massive dimensions dropped"]]
 
 
 # -- tables behind the Weber page ------------------------------------------------------------
 
 
 def test_verdict_table_has_a_programme_row(result):
-    table = tables.verdict_table({"a": result, "b": result, "c": result}, "eucl")
+    table = vf.verdict_frame({"a": result, "b": result, "c": result}, "eucl")
     assert table["model"].tolist() == ["a", "b", "c", "programme (majority of 3 models)"]
     h3 = result.hypotheses["eucl"].h3
     expected = ("supported (3/3)" if h3 else "not supported (0/3)")
     assert table.loc[3, "H3"] == expected
     assert table.loc[0, "mean_alpha"] == pytest.approx(result.hypotheses["eucl"].mean_alpha)
     core = result.core_layers
-    assert table.loc[0, "h4_layers"] == f"{core[0]}..{core[-1]}"  # names the layers H4 ran over
-    assert tables.layer_span([3, 5, 6]) == "3, 5, 6" and tables.layer_span([]) == "none"
+    assert table.loc[0, "h4_layers"] == f"{core[0]}-{core[-1]}"  # names the layers H4 ran over, as --core-layers does
+    assert layer_span([3, 5, 6]) == "3, 5-6" and layer_span([]) == "none"
     with pytest.raises(AnalysisError, match="pairwise"):
-        tables.verdict_table({"a": result}, "pairwise")
+        vf.verdict_frame({"a": result}, "pairwise")
 
 
 def test_noise_summary_counts_core_winners(result):
-    summary = tables.noise_summary({"m": result}, "eucl")
+    summary = vf.noise_summary({"m": result}, "eucl")
     assert len(summary) == 4
     assert summary["best_in_core_layers"].sum() == len(result.core_layers)
 
@@ -690,11 +693,11 @@ def test_noise_summary_counts_core_winners(result):
 
 def test_every_chart_renders_to_svg_offline(result):
     built = [
-        charts.alpha_profile(result.fits),
-        charts.weber_window(tables.models_fit_table({"a": result})),
-        charts.noise_model_chart(result.noise_models),
-        charts.compare_profiles(_comparison_frame()),
-        charts.rsa_by_layer(tables.rsa_frame(result)),
+        vf.alpha_profile(result.fits),
+        vf.weber_window(vf.models_fits_frame({"a": result})),
+        vf.noise_model_chart(result.noise_models),
+        vf.compare_profiles(_comparison_frame()),
+        gf.rsa_by_layer(gf.rsa_frame(result)),
     ]
     for chart in built:
         assert isinstance(chart, alt.TopLevelMixin)
@@ -703,7 +706,7 @@ def test_every_chart_renders_to_svg_offline(result):
 
 
 def test_container_width_is_accepted(result):
-    spec = charts.alpha_profile(result.fits, width="container").to_dict()
+    spec = vf.alpha_profile(result.fits, width="container").to_dict()
     assert spec["width"] == "container"
 
 
@@ -726,26 +729,26 @@ def axis_titles(node) -> list[str]:
 
 def test_axis_titles_are_short_enough_for_streamlit(result):
     """Streamlit fits a chart, titles included, into its height: a long y title squashes the plot."""
-    points = tables.scaling_points(result, "eucl", 3)
+    points = vf.scaling_points(result, "eucl", 3)
     gamma = np.linspace(0, 1, 5)
     order = pd.DataFrame({"gamma": gamma, "m": 0.2 + 0.1 * gamma, "ci_low": 0.19, "ci_high": 0.31, "series": "trained"})
     rho = pd.DataFrame({"layer": [0, 1, 2], "rho": [0.1, 0.8, 0.85]})
     frequency = pd.DataFrame({"magnitude": [1.0, 2.0], "count": [9, 99], "V": [1.0, 3.0]})
     built = [
-        charts.scaling_scatter(points, tables.scaling_lines(points, result.fit("eucl", 3))),
-        charts.alpha_profile(result.fits),
-        charts.weber_window(tables.models_fit_table({"a": result})),
-        charts.cv_chart(tables.cv_frame(result, layers=[1, 2])),
-        charts.e4_chart(tables.e4_frame(result)),
-        charts.compare_profiles(_comparison_frame()),
-        charts.rsa_by_layer(tables.rsa_frame(result)),
-        charts.frequency_rho_by_layer(rho),
-        charts.variability_vs_frequency(frequency),
-        charts.order_parameter_chart(order),
+        vf.scaling_scatter(points, vf.scaling_lines(points, result.fit("eucl", 3))),
+        vf.alpha_profile(result.fits),
+        vf.weber_window(vf.models_fits_frame({"a": result})),
+        vf.cv_chart(vf.cv_frame(result, layers=[1, 2])),
+        vf.e4_chart(vf.e4_frame(result)),
+        vf.compare_profiles(_comparison_frame()),
+        gf.rsa_by_layer(gf.rsa_frame(result)),
+        ff.frequency_rho_by_layer(rho),
+        ff.variability_vs_frequency(frequency),
+        df.order_parameter_chart(order),
     ]
     titles = [title for chart in built for title in axis_titles(chart.to_dict())]
-    assert "V_eucl (log scale)" in titles and charts.ALPHA_TITLE in titles
-    too_long = sorted({t for t in titles if len(t) > charts.MAX_AXIS_TITLE})
+    assert "V_eucl (log scale)" in titles and style.ALPHA_TITLE in titles
+    too_long = sorted({t for t in titles if len(t) > style.MAX_AXIS_TITLE})
     assert too_long == []
 
 
@@ -759,7 +762,7 @@ def test_count_fits_are_clipped_to_the_range_of_the_counts_with_one_tick_format(
         pd.DataFrame({"number": numbers, "predicted": 1e5 * np.exp(-0.1 * numbers), "model": "exponential"}),
         pd.DataFrame({"number": numbers, "predicted": 1e5 * numbers ** -1.3, "model": "power law"}),
     ])
-    spec = charts.frequency_loglog(counts, curves).to_dict()
+    spec = ff.frequency_loglog(counts, curves).to_dict()
     circle, line = units(spec)
     low, high = counts["count"].min(), counts["count"].max()
     for unit in (circle, line):
@@ -773,17 +776,17 @@ def test_count_fits_are_clipped_to_the_range_of_the_counts_with_one_tick_format(
 
 
 def test_noise_model_heatmap_gives_each_row_its_height_and_its_whole_label(result):
-    spec = charts.noise_model_chart(tables.noise_frame(result), measure="eucl").to_dict()
-    n_models = len(tables.NOISE_MODEL_LABELS)
-    assert spec["height"] == charts.NOISE_ROW_HEIGHT * n_models + charts.NOISE_CHROME_HEIGHT
+    spec = vf.noise_model_chart(vf.noise_frame(result), measure="eucl").to_dict()
+    n_models = len(vf.NOISE_MODEL_LABELS)
+    assert spec["height"] == vf.NOISE_ROW_HEIGHT * n_models + vf.NOISE_CHROME_HEIGHT
     heat = of_type(spec, "rect")[-1]
-    longest = max(len(label) for label in tables.NOISE_MODEL_LABELS.values())
+    longest = max(len(label) for label in vf.NOISE_MODEL_LABELS.values())
     assert heat["encoding"]["y"]["axis"]["labelLimit"] >= 7 * longest  # about 7 px a character
 
 
 def test_a_depth_fraction_axis_has_a_tick_every_tenth():
     frame = pd.DataFrame({"gamma": np.arange(13) / 12, "m": 0.2, "ci_low": 0.19, "ci_high": 0.21, "series": "trained"})
-    spec = charts.order_parameter_chart(frame, gamma_c=0.5).to_dict()
+    spec = df.order_parameter_chart(frame, gamma_c=0.5).to_dict()
     axis = of_type(spec, "point")[0]["encoding"]["x"]["axis"]
     assert axis["values"] == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
     assert axis["format"] == ".1f"
@@ -791,41 +794,40 @@ def test_a_depth_fraction_axis_has_a_tick_every_tenth():
 
 def test_depth_titles_name_the_colour_gamma_c_is_drawn_in():
     frame = pd.DataFrame({"gamma": [0.0, 0.5, 1.0], "m": 0.2, "ci_low": 0.19, "ci_high": 0.21, "series": "trained"})
-    order = charts.order_parameter_chart(frame, gamma_c=0.5).to_dict()
-    ranks = charts.rank_chart(frame.assign(effective_rank=5.0, participation_ratio=3.0), gamma_c=0.5).to_dict()
+    order = df.order_parameter_chart(frame, gamma_c=0.5).to_dict()
+    ranks = df.rank_chart(frame.assign(effective_rank=5.0, participation_ratio=3.0), gamma_c=0.5).to_dict()
     for spec in (order, ranks):
         text = title_text(spec)[0]
         assert "orange dashed: gamma_c" in text and "red" not in text
         rule = next(u for u in of_type(spec, "rule") if u["encoding"]["x"].get("datum") == 0.5)
-        assert rule["mark"]["color"] == charts.SPIKE_COLOR == "#D55E00"  # Okabe-Ito vermillion: orange
+        assert rule["mark"]["color"] == style.SPIKE_COLOR == "#D55E00"  # Okabe-Ito vermillion: orange
         assert rule["mark"]["strokeDash"] == [6, 3]
 
 
 def test_per_carrier_points_have_a_legend_entry(result):
-    points = tables.scaling_points(result, "eucl", 3)
-    layer_data = LayerData(3, "L3", MAGNITUDES, [f"c{i}" for i in range(5)], np.ones((26, 5, 2)))
-    carriers = tables.carrier_distances(layer_data).assign(distance=1.0)
-    spec = charts.scaling_scatter(points, tables.scaling_lines(points, result.fit("eucl", 3)), carriers=carriers).to_dict()
+    points = vf.scaling_points(result, "eucl", 3)
+    carriers = vf.carrier_distances(np.ones((26, 5, 2)), MAGNITUDES, [f"c{i}" for i in range(5)]).assign(distance=1.0)
+    spec = vf.scaling_scatter(points, vf.scaling_lines(points, result.fit("eucl", 3)), carriers=carriers).to_dict()
     circle = of_type(spec, "circle")[0]
     fill = circle["encoding"]["fill"]
-    assert fill["scale"] == {"domain": [charts.CARRIER_POINTS], "range": [charts.CARRIER_COLOR]}
+    assert fill["scale"] == {"domain": [vf.CARRIER_POINTS], "range": [style.CARRIER_COLOR]}
     assert "legend" not in fill or fill["legend"] is not None  # shown, not suppressed
     assert spec["resolve"]["scale"]["fill"] == "independent"
     svg = vlc.vegalite_to_svg(spec)
-    assert charts.CARRIER_POINTS in svg  # drawn in the rendered legend
+    assert vf.CARRIER_POINTS in svg  # drawn in the rendered legend
 
 
 def test_a_thousand_magnitude_rdm_is_drawn_in_blocks_with_a_note(rng):
     magnitudes = np.arange(1, 1001, dtype=float)
     rdm = np.abs(np.log(magnitudes)[:, None] - np.log(magnitudes)[None, :])
-    spec = charts.rdm_heatmap(tables.rdm_frame(rdm, magnitudes)).to_dict()
+    spec = gf.rdm_heatmap(gf.rdm_frame(rdm, magnitudes)).to_dict()
     cells = rows(spec, units(spec)[0])
-    assert len(cells) == charts.MAX_RDM_SIDE**2 == 2500  # not 1,000,000
+    assert len(cells) == style.MAX_RDM_SIDE**2 == 2500  # not 1,000,000
     assert sorted({c["a"] for c in cells})[:3] == [1.0, 21.0, 41.0]
     first = next(c for c in cells if c["a"] == 1.0 and c["b"] == 21.0)
     assert first["dissimilarity"] == pytest.approx(rdm[:20, 20:40].mean())
     assert "1,000 magnitudes in blocks of 20" in " ".join(title_text(spec)[1])
-    small = charts.rdm_heatmap(tables.rdm_frame(rdm[:26, :26], magnitudes[:26])).to_dict()
+    small = gf.rdm_heatmap(gf.rdm_frame(rdm[:26, :26], magnitudes[:26])).to_dict()
     assert len(rows(small, units(small)[0])) == 26 * 26 and title_text(small)[1] == []
 
 
@@ -834,13 +836,13 @@ def test_dense_scatters_are_thinned_with_a_note(result):
     carriers = pd.DataFrame({
         "magnitude": np.repeat(magnitudes, 20), "carrier": np.tile([f"c{i}" for i in range(20)], 1000), "distance": 1.0,
     })
-    points = tables.scaling_points(result, "eucl", 3)
-    spec = charts.scaling_scatter(points, tables.scaling_lines(points, result.fit("eucl", 3)), carriers=carriers).to_dict()
+    points = vf.scaling_points(result, "eucl", 3)
+    spec = vf.scaling_scatter(points, vf.scaling_lines(points, result.fit("eucl", 3)), carriers=carriers).to_dict()
     drawn = rows(spec, of_type(spec, "circle")[0])
-    assert len(drawn) <= charts.MAX_POINTS
+    assert len(drawn) <= style.MAX_POINTS
     assert len({r["magnitude"] for r in drawn}) == 250 and len(drawn) == 20 * 250
     assert "per-carrier points: 1 magnitude in 4 drawn (5,000 of 20,000)" in title_text(spec)[1]
     frame = pd.DataFrame({"magnitude": magnitudes, "count": magnitudes, "V": 1.0})
-    labelled = charts.variability_vs_frequency(frame.head(charts.MAX_TEXT_LABELS)).to_dict()
-    unlabelled = charts.variability_vs_frequency(frame).to_dict()
+    labelled = ff.variability_vs_frequency(frame.head(style.MAX_TEXT_LABELS)).to_dict()
+    unlabelled = ff.variability_vs_frequency(frame).to_dict()
     assert len(of_type(labelled, "text")) == 1 and of_type(unlabelled, "text") == []

@@ -17,7 +17,9 @@ import pytest
 from magdash.errors import AnalysisError
 from magdash.formatting import MISSING
 from magdash.jsonio import to_jsonable
-from magdash.presentation import charts, export, report
+from magdash.presentation import export, report
+from magdash.presentation import variability_figures as vf
+from magdash.runs import report_runs
 from magdash.variability.analysis import AnalysisParams
 
 HOSTILE = "<script>alert(1)</script>"
@@ -38,7 +40,7 @@ def small_chart(title: str = "a chart", width: int | str = 300) -> alt.LayerChar
             "ci_high": [np.nan, np.nan, -0.02, -0.01],
         }
     )
-    return charts.alpha_profile(fits, title=title, width=width, height=200)
+    return vf.alpha_profile(fits, title=title, width=width, height=200)
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -201,7 +203,7 @@ def test_build_report_from_a_store(store):
     _import(store, "elsewhere", 4, "other-grid", 3, sentence="Line")
     steps = []
     params = AnalysisParams(n_boot=50)
-    document = report.build_report(
+    document = report_runs.analysis_report(
         store,
         [HOSTILE, "plain", "elsewhere"],
         params=params,
@@ -243,4 +245,4 @@ def test_build_report_from_a_store(store):
     images = [attrs["src"] for tag, attrs in _parse(document) if tag == "img"]
     assert len(images) >= 15 and all(src.startswith("data:image/svg+xml;base64,") for src in images)
     with pytest.raises(AnalysisError, match="at least one model"):
-        report.build_report(store, [])
+        report_runs.analysis_report(store, [])

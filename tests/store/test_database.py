@@ -328,7 +328,7 @@ def test_the_papers_npz_layout_imports_with_one_command(store, rng, tmp_path, ca
     assert "no 'magnitudes' array" in capsys.readouterr().err and store.model_names() == []
     assert main([*base, "--name", "llama", "--magnitudes", "paper", "--carriers", "paper", "--last-layer", "post-norm"]) == 0
     out = capsys.readouterr().out
-    assert "stimulus set 'paper'" in out and "33 layers, 32 blocks" in out and "default core layers 16..31" in out
+    assert "stimulus set 'paper'" in out and "33 layers, 32 blocks" in out and "default core layers 16-31" in out
     record = store.model_record("llama")
     assert record.n_blocks == 32 and record.n_layers == 33
     assert record.layer_labels[-1] == POST_NORM_LABEL and record.layer_labels[31] == "layer 31"

@@ -432,7 +432,7 @@ def test_cli_paper_conventions_json_matches_the_api(store, capsys):
     assert main([*args, "--conventions", "paper"]) == 0
     text = capsys.readouterr().out
     assert "the conventions of the paper's script" in text and "seed 42" in text
-    assert "over all layers 0..6" in text
+    assert "over all layers 0-6" in text
     with pytest.raises(SystemExit):
         main([*args, "--conventions", "nature"])
     assert "invalid choice: 'nature'" in capsys.readouterr().err

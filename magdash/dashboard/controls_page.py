@@ -1,0 +1,134 @@
+"""The Controls and Design pages' logic, free of Streamlit: keys, variant choices, the extraction
+of a variant on demand, and what the sidebar's report takes from these pages.
+
+Keys name what a cached result is computed from (store, model, stimuli, parameters, data tokens),
+so the page caches key on them; the figures are :mod:`magdash.presentation.controls_figures`'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from magdash.controls.design import DesignParams, DesignResult
+from magdash.controls.robustness import ControlsParams, ControlsResult
+from magdash.dashboard.inventory import StoreInventory
+from magdash.dashboard.jobs import ExtractionRequest
+from magdash.dashboard.view import ViewState, analysis_params, core_band
+from magdash.errors import MagdashError
+from magdash.names import control_name, variant_name
+from magdash.presentation.report import ReportSection, sections
+from magdash.runs.controls_runs import is_variant
+from magdash.sources import spec_for_source
+from magdash.store import ModelRecord, Store
+from magdash.variability.analysis import AnalysisParams
+
+# -- keys ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ControlsKey:
+    """Identifies one model's controls: parameters (variants included) and every data token."""
+
+    store: str
+    model: str
+    stimuli: str
+    params: ControlsParams
+    tokens: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DesignKey:
+    """Identifies one design simulation calibrated on a stored model."""
+
+    store: str
+    model: str
+    stimuli: str
+    analysis: AnalysisParams
+    params: DesignParams
+    token: str
+
+
+def _require_model(view: ViewState) -> None:
+    if view.model is None or view.stimuli is None:
+        raise MagdashError("no model is selected: extract one on the Extract page first")
+
+
+def variant_choices(view: ViewState, inventory: StoreInventory) -> list[str]:
+    """Stored models on the view's stimuli that could be the view model extracted another way."""
+    _require_model(view)
+    record = inventory.record(view.model)
+    return [
+        name for name in inventory.models_sharing(view.stimuli)
+        if is_variant(record, inventory.record(name))
+    ]
+
+
+def controls_key(view: ViewState, inventory: StoreInventory, variants: tuple[str, ...] = ()) -> ControlsKey:
+    """The view model's controls against ``variants``, with the view's analysis parameters."""
+    _require_model(view)
+    params = ControlsParams(analysis=analysis_params(view), variants=tuple(variants))
+    names = [view.model, *params.variants, control_name(view.model)]
+    tokens = tuple(
+        inventory.data_token(name, view.stimuli) if name in inventory.models_sharing(view.stimuli) else ""
+        for name in names
+    )
+    return ControlsKey(view.store, view.model, view.stimuli, params, tokens)
+
+
+def design_key(view: ViewState, inventory: StoreInventory, params: DesignParams) -> DesignKey:
+    """A design simulated with noise calibrated on the view model (its core band and conventions)."""
+    _require_model(view)
+    return DesignKey(view.store, view.model, view.stimuli, analysis_params(view), params,
+                     inventory.data_token(view.model, view.stimuli))
+
+
+def default_design(record: ModelRecord, view: ViewState) -> DesignParams:
+    """The design the page starts from: the defaults of :class:`DesignParams`, with as many core
+    layers as the view model's band."""
+    first, last = core_band(view, record)
+    return DesignParams(n_layers=max(2, last - first + 1))
+
+
+# -- extracting a variant on demand ------------------------------------------------------------
+
+
+def variant_request(store: Store, record: ModelRecord, stimuli: str, *, dtype: str, position: str) -> ExtractionRequest:
+    """The extraction of the view model's weights at another dtype or token position."""
+    spec = None if record.is_random else spec_for_source(record.source)
+    if spec is None:
+        raise MagdashError(
+            f"the weights of {record.name!r} are not at hand here ({record.source}): extract the variant where "
+            "they are, then import or copy its store"
+        )
+    if dtype == record.dtype and position == record.position:
+        raise MagdashError(f"{record.name!r} is already stored with dtype {dtype} and position {position}: change one")
+    name = variant_name(record.name, dtype=dtype, position=position)
+    return ExtractionRequest(spec=spec, stimuli=store.stimulus_set(stimuli), name=name, dtype=dtype, position=position)
+
+
+# -- the sidebar's report --------------------------------------------------------------------
+
+
+SESSION_KEYS = ("magdash_controls_key", "magdash_design_key")
+"""Where the Controls and Design pages leave the key of what they last showed, so the sidebar's
+report can include it."""
+
+
+def session_key(view: ViewState, key: ControlsKey | DesignKey | None) -> ControlsKey | DesignKey | None:
+    """A key the Controls or Design page left in the session, if it is of the view's store, model
+    and stimuli (a key left from another store or set is never resolved for the report)."""
+    if key is None or (key.store, key.model, key.stimuli) != (view.store, view.model, view.stimuli):
+        return None
+    return key
+
+
+def session_sections(view: ViewState, controls: ControlsResult | None, design: DesignResult | None,
+                     design_model: str | None = None) -> list[ReportSection]:
+    """The report sections of the controls and the design last shown, when they belong to the
+    view's model and stimuli."""
+    shown = []
+    if controls is not None and (controls.model, controls.stimuli) == (view.model, view.stimuli):
+        shown.append(sections.controls_section(controls, view.measure))
+    if design is not None and design_model == view.model:
+        shown.append(sections.design_section(design))
+    return shown

@@ -1,0 +1,321 @@
+"""The report's sections, one builder per page, from results a caller already holds: the CLI's
+and the app's reports are made of the same sections (:mod:`magdash.runs.report_runs` gathers the
+results from a store). Every figure is a figure function of the page's science module, so a
+report shows what the page shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from magdash.errors import AnalysisError
+from magdash.formatting import format_number, layer_span
+from magdash.frequency.sources import FrequencySource
+from magdash.phase.diagnostics import PhaseResult
+from magdash.presentation import controls_figures as cf
+from magdash.presentation import depth_figures as df
+from magdash.presentation import frequency_figures as ff
+from magdash.presentation import geometry_figures as gf
+from magdash.presentation import variability_figures as vf
+from magdash.presentation.report.html import ReportSection
+from magdash.variability.analysis import AnalysisResult
+from magdash.variability.measures import CARRIER_MEASURES, measure_title
+
+_FIT_TABLE_COLUMNS = [
+    "measure_label", "layer", "label", "core", "alpha", "ci_low", "ci_high", "alpha_theil_sen",
+    "r2", "p", "se", "n_points", "n_outliers",
+]
+
+
+def analysis_sections(
+    results: Mapping[str, Any], comparisons: Sequence[Any] = ()
+) -> list[ReportSection]:
+    """Report sections for analysed models (``results``: name -> AnalysisResult) and any
+    :class:`magdash.variability.analysis.ComparisonResult` objects."""
+    if not results:
+        raise AnalysisError("the report needs at least one analysed model")
+    first = next(iter(results.values()))
+    measures = list(first.params.measures)
+    primary = measures[0]
+    window = first.params.window
+    sections = [_verdict_section(results, measures)]
+    warnings = [line for result in results.values() for line in result.warnings()]
+    if warnings:
+        # Before any figure: what the tool found that may make a number an artifact.
+        sections.insert(0, ReportSection("Warnings: read these before the numbers", text=warnings))
+    for name, result in results.items():
+        fits = vf.fits_frame(result, model=name)
+        sections.append(
+            ReportSection(
+                f"Scaling: {name}",
+                text=[
+                    f"Stimuli {result.stimuli}; core layers {layer_span(result.core_layers)}. "
+                    "Alpha is the OLS slope of log V on log n; bands are bootstrap percentile "
+                    f"intervals ({result.params.n_boot} resamples, {result.params.bootstrap_layers} "
+                    "layers). Layers without a fit are marked, never drawn as numbers."
+                ],
+                figures=[(f"Alpha by layer, {name}", vf.alpha_profile(fits))],
+                tables=[(f"Per-layer fits, {name}", fits.loc[:, _FIT_TABLE_COLUMNS])],
+            )
+        )
+    all_fits = vf.models_fits_frame(results)
+    weber_figures = [
+        (
+            f"Alpha of {measure_title(primary)} against the Weber window",
+            vf.weber_window(all_fits, window, measure=primary),
+        )
+    ]
+    weber_tables = []
+    for name, result in results.items():
+        weber_figures.append((f"CV against n, {name}", vf.cv_chart(vf.cv_frame(result))))
+        trend = result.cv_trend.assign(label=[result.layer_labels[i] for i in result.cv_trend["layer"]])
+        weber_tables.append((f"Spearman correlation of CV(n) with n per layer, {name}", trend))
+    sections.append(
+        ReportSection(
+            "Weber window and coefficient of variation",
+            text=[
+                f"Scalar variability (Weber's law) predicts alpha in [{window[0]:g}, {window[1]:g}] "
+                "and a flat CV(n)."
+            ],
+            figures=weber_figures,
+            tables=weber_tables,
+        )
+    )
+    sections.append(
+        ReportSection(
+            "Noise models (AICc)",
+            text=["Descriptive comparison of constant, scalar, log-scalar and power-law noise by AICc."],
+            figures=[
+                (f"Akaike weights by layer, {name}", vf.noise_model_chart(vf.noise_frame(r), measure=primary))
+                for name, r in results.items()
+            ],
+            tables=[
+                (
+                    f"Core layers won by each noise model ({measure_title(primary)})",
+                    vf.noise_summary(results, primary),
+                )
+            ],
+        )
+    )
+    sections.append(
+        ReportSection(
+            "E3 boundary sensitivity",
+            text=[f"Core-layer alphas refitted without the boundary magnitudes {_numbers(first.params.boundary)}."],
+            figures=[(f"E3, {name}", vf.e3_chart(vf.e3_frame(r))) for name, r in results.items()],
+            tables=[("E3 summary", vf.e3_summary(results))],
+        )
+    )
+    sections.append(
+        ReportSection(
+            "E4 axis specificity",
+            text=["Scaling of the variance along the magnitude axis (PC1) and off it, per core layer."],
+            figures=[
+                (
+                    f"E4, {name}",
+                    vf.e4_chart(
+                        vf.e4_frame(r),
+                        subtitle=f"ratio {format_number(r.e4.ratio)}, Wilcoxon p = {format_number(r.e4.wilcoxon_p)}",
+                    ),
+                )
+                for name, r in results.items()
+            ],
+            tables=[("E4 summary", vf.e4_summary(results))],
+        )
+    )
+    sections.append(
+        ReportSection(
+            "Geometry (RSA and PC1)",
+            text=["Spearman correlation of the centroid RDM with the log-ratio and linear magnitude models."],
+            figures=[(f"RSA by layer, {name}", gf.rsa_by_layer(gf.rsa_frame(r))) for name, r in results.items()],
+            tables=[(f"Geometry per layer, {name}", r.geometry) for name, r in results.items()],
+        )
+    )
+    for comparison in comparisons:
+        sections.append(_comparison_section(comparison, primary))
+    return sections
+
+
+def _verdict_section(results: Mapping[str, Any], measures: Sequence[str]) -> ReportSection:
+    first = next(iter(results.values()))
+    low, high = first.params.window
+    return ReportSection(
+        "Verdicts (H1-H4)",
+        text=[
+            "Over each model's core layers: H1 alpha > 0, H2 alpha in the Weber window "
+            f"[{low:g}, {high:g}], H3 alpha < 1 (each needs a majority of core layers), H4 alpha "
+            f"changes with depth (Spearman over the layers in h4_layers). The programme row supports "
+            f"a hypothesis when a majority of models do. Statistics follow {first.params.rules.description}."
+        ],
+        tables=[
+            (f"H1-H4 for {measure_title(measure)}", vf.verdict_frame(results, measure))
+            for measure in measures
+        ],
+    )
+
+
+def _comparison_section(comparison: Any, measure: str) -> ReportSection:
+    frame = vf.comparison_frame(comparison, measure)
+    item = comparison.measures[measure]
+    subtitle = (
+        f"Wilcoxon over core layers: p = {format_number(item.wilcoxon_p)} ({item.n_pairs} pairs); "
+        f"mean delta {format_number(item.mean_delta)}"
+    )
+    depth = "gamma" if not frame["layer_a"].equals(frame["layer_b"]) else "layer"
+    return ReportSection(
+        f"Comparison: {comparison.model_a} vs {comparison.model_b}",
+        text=[
+            "Layerwise alpha differences (model A minus model B) with joint-bootstrap CIs; "
+            "layers paired by depth fraction when the depths differ."
+        ],
+        figures=[
+            (
+                f"{comparison.model_a} vs {comparison.model_b}",
+                vf.compare_profiles(frame, x=depth, subtitle=subtitle),
+            )
+        ],
+        tables=[("Comparison summary", vf.comparison_summary(comparison))],
+    )
+
+
+def controls_section(result: Any, measure: str) -> ReportSection:
+    """The robustness controls of one model (:class:`magdash.controls.ControlsResult`) for ``measure``."""
+    label = measure_title(measure)
+    figures = [
+        (f"Leave one carrier out, {label}", cf.loo_chart(cf.loo_frame(result, measure))),
+        ("ICC(3,k) of the carriers' RDMs", cf.icc_chart(result.tables.icc)),
+        (f"Parametric and permutation p, {label}",
+         cf.permutation_chart(cf.permutation_frame(result, measure), level=result.params.significance)),
+    ]
+    comparisons = [*result.variants.values(), *([result.random] if result.random is not None else [])]
+    for comparison in comparisons:
+        frame = vf.comparison_frame(comparison, measure)
+        figures.append((f"{comparison.model_a} vs {comparison.model_b}", vf.compare_profiles(frame)))
+    return ReportSection(
+        f"Robustness controls: {result.model}, {label}",
+        text=[
+            f"Stimuli {result.stimuli}; core layers {layer_span(result.core_layers)}; {result.tables.n_perm:,} "
+            "permutations of the magnitude labels. Each control says what would count as a problem "
+            "(docs/science.md, 'Robustness controls')."
+        ],
+        figures=figures,
+        tables=[
+            (f"Verdicts over the core band, {label}", cf.verdicts_frame(result, measure)),
+            (f"Leave one carrier out, {label}", result.loo_summary(measure)),
+            ("Variants and the @random control", cf.variant_frame(result, measure)),
+            (f"Permutation and parametric p per layer, {label}",
+             result.tables.permutation[result.tables.permutation["measure"] == measure]),
+            ("ICC(3,k) per layer", result.tables.icc),
+        ],
+    )
+
+
+def design_section(result: Any) -> ReportSection:
+    """The study-design simulator's curves (:class:`magdash.controls.design.DesignResult`)."""
+    params, summary = result.params, result.summary()
+    return ReportSection(
+        "Study design (simulated)",
+        text=[
+            f"{result.n_magnitudes} magnitudes ({params.magnitudes}) x {params.n_carriers} carriers x "
+            f"{result.n_layers} core layers, {params.n_studies:,} simulated studies per point (seed {params.seed}), "
+            f"noise calibrated on {result.calibration.source}. Minimal detectable alpha at "
+            f"{params.power_target:.0%} power: {format_number(summary['minimal_alpha_nominal'])} "
+            f"(size-adjusted {format_number(summary['minimal_alpha_size_adjusted'])}); size of the H1 t-test "
+            f"{format_number(summary['h1_size'])} (nominal {params.level / 2:g}).",
+        ],
+        figures=[
+            ("H1 power", cf.power_curve(cf.h1_power_frame(result), target=params.power_target)),
+            ("E6 power", cf.power_curve(cf.e6_power_frame(result), x="delta",
+                                            x_title="true delta alpha", target=params.power_target)),
+            ("CI half-width of alpha", cf.ci_width_chart(cf.ci_width_frame(result))),
+        ],
+        tables=[
+            ("Summary at the design's alpha and delta", pd.DataFrame([summary])),
+            ("H1 power curve", result.h1),
+            ("E6 power curve", result.e6),
+            ("CI half-width", result.ci_width),
+        ],
+    )
+
+
+def _numbers(values: Sequence[float]) -> str:
+    return ", ".join(f"{v:g}" for v in values)
+
+
+def massive_section(raw: AnalysisResult, dropped: AnalysisResult, measure: str) -> ReportSection:
+    """Alpha without the massive-activation dimensions beside the raw alpha (the Scaling page's control)."""
+    return ReportSection(
+        f"Control: alpha without the massive dimensions ({raw.model})",
+        text=[vf.massive_control_sentence(raw, dropped, measure)],
+        figures=[("Alpha by layer, raw and dropped", vf.massive_control_figure(raw, dropped, measure))],
+        tables=[("Mean core alpha, raw and dropped", vf.massive_control_table(raw, dropped))],
+    )
+
+
+def layer_sections(result: AnalysisResult, vectors: np.ndarray, layer: int, measure: str) -> list[ReportSection]:
+    """The Scaling and Geometry pages at one layer: V against n per measure with the carriers'
+    own distances, the centroid RDM and the centroids' PC1 against log n (``vectors``: that
+    layer's, shape (n_magnitudes, n_carriers, d))."""
+    where = f"layer {layer} ({result.layer_labels[layer]}) of {result.model}"
+    return [
+        ReportSection(
+            f"V against n at {where}",
+            text=["Log-log V(n) per measure with the OLS fit and the alpha = 1 and alpha = 0 references; "
+                  "faint points: each carrier's distance to the centroid."],
+            figures=[(f"{measure_title(m)} against n, {where}",
+                      vf.scaling_figure(result, m, layer, vectors if m in CARRIER_MEASURES else None))
+                     for m in vf.profile_measures(measure)],
+        ),
+        ReportSection(
+            f"Centroid geometry at {where}",
+            text=["The centroid RDM (Euclidean) and the centroids' PC1 coordinate against log n "
+                  "(Cacioli, arXiv 2603.20642)."],
+            figures=[(f"Centroid RDM, {where}", gf.rdm_figure(result, vectors, layer, "euclidean")),
+                     (f"PC1 against log n, {where}", gf.pc1_figure(result, vectors, layer))],
+        ),
+    ]
+
+
+def e5_section(result: AnalysisResult, e5: pd.DataFrame, source: FrequencySource, measure: str,
+               layer: int) -> ReportSection:
+    """The Frequency page: E5 by layer (``e5``: the table of
+    :func:`magdash.runs.frequency_runs.e5_from_analysis`), V against the count at ``layer``, the
+    counts' distribution and its fits."""
+    name, where = result.model, f"layer {layer} ({result.layer_labels[layer]}) of {result.model}"
+    table = ff.e5_table(result, e5)
+    frame = ff.frequency_scatter_frame(result, source, measure, layer)
+    return ReportSection(
+        f"Corpus frequency (E5), source {source.name}: {name}",
+        text=[ff.e5_sentence(table, source, result.params.conventions)],
+        figures=[(f"Spearman rho by layer, {name}", ff.frequency_rho_figure(table)),
+                 (f"V against corpus count, {where}",
+                  ff.frequency_scatter_figure(frame, table, layer, result.layer_labels[layer])),
+                 (f"Distribution of the counts ({source.name})", ff.frequency_counts_figure(source))],
+        tables=[(f"E5 per layer, {name}", table),
+                (f"Fits of the count distribution ({source.name})", ff.frequency_fit_table(source))],
+    )
+
+
+def depth_section(depth: Mapping[str, PhaseResult], dropped: Mapping[str, PhaseResult], layer: int,
+                  label: str) -> ReportSection:
+    """The Depth page: the diagnostics of the trained model and its control (``depth``: series ->
+    result), raw and without the massive dimensions (``dropped``), the spectrum at ``layer``
+    (named ``label``)."""
+    name = next(iter(depth.values())).model
+    notes = [df.phase_sentence(depth, dropped), df.massive_sentence(depth)]
+    if caveat := df.spectrum_caveats(depth):
+        notes.append(caveat)
+    return ReportSection(
+        f"Depth diagnostics: {name}",
+        text=notes,
+        figures=[(f"Order parameter, raw and without the massive dimensions, {name}", df.order_figure(depth, dropped)),
+                 (f"Effective rank and participation ratio, {name}", df.rank_figure(depth)),
+                 (f"Omega by layer, {name}", df.omega_figure(depth)),
+                 (f"Covariance spectrum, layer {layer} ({label}) of {name}", df.spectrum_figure(depth, layer))],
+        tables=[(f"The three largest steps of m(gamma), {name}", df.jumps_table(depth, dropped)),
+                (f"Per-layer diagnostics, {name} (n_spikes empty: the Marchenko-Pastur fit did not converge)",
+                 df.phase_table(depth, dropped))],
+    )

@@ -1,0 +1,1205 @@
+"""The scalar-variability results as figures and tables (Cacioli 2026, arXiv 2604.04469): V
+against n at one layer, alpha by layer, the Weber window, CV, the noise models, E3, E4, the
+model comparisons and the massive-dimension control.
+
+Three kinds of function, in that order: frames (tidy DataFrames, one row per mark, built from the
+result types), charts (Altair, drawn from frames with the vocabulary of
+:mod:`magdash.presentation.chart_style`) and figures (a result in, a captioned chart or table out:
+what a page shows and the report embeds). The few numbers only a figure needs are computed here:
+
+- :func:`carrier_distances`: the per-carrier distances ``||x[n,c] - m[n]||`` whose mean over
+  carriers is V_eucl(n), drawn as faint points under V;
+- :func:`scaling_lines`: the end points of the OLS line and of the alpha = 1 and alpha = 0
+  reference lines, all three through the geometric centre of the fitted points
+  (mean log n, mean log V), which the OLS line passes through by construction;
+- :func:`verdict_frame`: the programme verdict across the models shown
+  (:func:`magdash.variability.hypotheses.programme_verdict`); :func:`noise_summary`: counts of
+  the core layers each noise model wins.
+
+Every frame is a new DataFrame; NaN stays NaN (the charts decide how to show a gap).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from magdash.errors import AnalysisError
+from magdash.formatting import MISSING, fixed, format_p, layer_span
+from magdash.norm_outliers import OUTLIER_NORM_FACTOR
+from magdash.presentation import chart_style as style
+from magdash.variability.fits import ScalingFit, scaling_mask
+from magdash.variability.hypotheses import HYPOTHESES, programme_verdict
+from magdash.variability.massive_control import MassiveControl
+from magdash.variability.measures import (
+    BROWSABLE_MEASURES,
+    CARRIER_MEASURES,
+    MEASURES,
+    OUTLIER_RULE_MEASURES,
+    PRIMARY_MEASURES,
+    measure_title,
+)
+
+if TYPE_CHECKING:
+    from magdash.variability.analysis import AnalysisResult
+    from magdash.variability.compare import ComparisonResult
+
+
+NOISE_MODEL_LABELS = {
+    "constant": "constant (V = c)",
+    "scalar": "scalar (V = k n)",
+    "log_scalar": "log-scalar (V = k log n + c)",
+    "power_law": "power law (V = k n^alpha)",
+}
+
+
+POINT_STATUS = ("fitted", "outlier (> 3x median)", "V <= 0", "no value")
+"""Why a magnitude did or did not enter a scaling fit (column ``status`` of scaling points)."""
+
+
+def scaling_points(result: AnalysisResult, measure: str, layer: int) -> pd.DataFrame:
+    """V(n) of one layer and measure, with whether each point entered the fit.
+
+    Columns: magnitude, V, status (one of :data:`POINT_STATUS`), measure, layer, label, and
+    outlier_vectors: how many of the magnitude's vectors at this layer have an outsized norm
+    (:mod:`magdash.variability.artifacts`). The status follows the analysis's point rules
+    (:func:`magdash.variability.fits.scaling_mask`).
+    """
+    if measure not in result.values:
+        raise AnalysisError(f"measure {measure!r} was not analysed; add it to the measures")
+    if not 0 <= layer < result.n_layers:
+        raise AnalysisError(f"layer {layer} does not exist: this model has 0..{result.n_layers - 1}")
+    values = np.asarray(result.values[measure][layer], dtype=np.float64)
+    magnitudes = np.asarray(result.magnitudes, dtype=np.float64)
+    drop = measure in OUTLIER_RULE_MEASURES
+    usable, _ = scaling_mask(
+        magnitudes, values, drop_outliers=False, outlier_factor=result.params.outlier_factor
+    )
+    kept, _ = scaling_mask(
+        magnitudes, values, drop_outliers=drop, outlier_factor=result.params.outlier_factor
+    )
+    status = np.where(
+        ~np.isfinite(values),
+        POINT_STATUS[3],
+        np.where(~usable, POINT_STATUS[2], np.where(kept, POINT_STATUS[0], POINT_STATUS[1])),
+    )
+    return pd.DataFrame(
+        {
+            "magnitude": magnitudes,
+            "V": values,
+            "status": status,
+            "measure": measure,
+            "layer": layer,
+            "label": result.layer_labels[layer],
+            "outlier_vectors": [sum(1 for item in result.outlier_vectors
+                                    if item.layer == layer and item.magnitude == int(m)) for m in magnitudes],
+        }
+    )
+
+
+def scaling_lines(points: pd.DataFrame, fit: ScalingFit | Mapping[str, float]) -> pd.DataFrame:
+    """End points of the OLS fit and of the alpha = 1 and alpha = 0 reference lines.
+
+    ``points`` is :func:`scaling_points` (only rows with status "fitted" anchor the lines).
+    The fit is ``log V = intercept + alpha log n`` (natural logs). Each line is drawn from the
+    smallest to the largest fitted magnitude and passes through the geometric centre
+    (exp(mean log n), exp(mean log V)) of the fitted points, so the three slopes compare at a
+    glance. Columns: line, alpha, magnitude, V (two rows per line). Empty when there is no fit.
+    """
+    alpha = float(fit["alpha"] if isinstance(fit, Mapping) else fit.alpha)
+    intercept = float(fit["intercept"] if isinstance(fit, Mapping) else fit.intercept)
+    fitted = points[points["status"] == POINT_STATUS[0]]
+    columns = ["line", "alpha", "magnitude", "V"]
+    if fitted.empty or not (math.isfinite(alpha) and math.isfinite(intercept)):
+        return pd.DataFrame(columns=columns)
+    magnitudes = fitted["magnitude"].to_numpy(dtype=np.float64)
+    log_n = np.log(magnitudes)
+    log_v = np.log(fitted["V"].to_numpy(dtype=np.float64))
+    centre_n, centre_v = float(log_n.mean()), float(log_v.mean())
+    end_magnitudes = np.array([magnitudes.min(), magnitudes.max()])
+    ends = np.log(end_magnitudes)
+    lines = {
+        f"OLS fit (alpha = {alpha:.3f})": (alpha, intercept + alpha * ends),
+        "alpha = 1 (scalar)": (1.0, centre_v + (ends - centre_n)),
+        "alpha = 0 (constant)": (0.0, np.full(2, centre_v)),
+    }
+    rows = [
+        {"line": name, "alpha": slope, "magnitude": float(n), "V": math.exp(y)}
+        for name, (slope, log_values) in lines.items()
+        for n, y in zip(end_magnitudes, log_values, strict=True)
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def carrier_distances(
+    vectors: np.ndarray, magnitudes: Sequence[float], carriers: Sequence[str], measure: str = "eucl",
+    left_out: Sequence[int] = (),
+) -> pd.DataFrame:
+    """Per-carrier distance to the magnitude's centroid, ``||x[n,c] - m[n]||``.
+
+    Their mean over carriers is V_eucl(n) (``measure="eucl"``) or, after removing each
+    carrier's sentence offset s[c] = mean_n x[n,c] - grand mean, V_residual(n)
+    (``measure="residual"``). Carriers in ``left_out`` (an analysis's ``exclude_carriers``)
+    take no part, as in the analysis.
+
+    Args:
+        vectors: one layer's vectors, shape (n_magnitudes, n_carriers, d).
+        magnitudes: the magnitudes of axis 0.
+        carriers: the carrier sentences of axis 1.
+        measure: ``eucl`` or ``residual`` (:data:`~magdash.variability.measures.CARRIER_MEASURES`).
+        left_out: carriers (0-based) the analysis left out.
+
+    Returns:
+        magnitude, carrier_index (in the stimulus set), carrier, distance.
+    """
+    if measure not in CARRIER_MEASURES:
+        raise AnalysisError(
+            f"per-carrier distances exist for {', '.join(CARRIER_MEASURES)}, not {measure!r}"
+        )
+    kept = [c for c in range(len(carriers)) if c not in set(left_out)]
+    vectors = np.asarray(vectors, dtype=np.float64)[:, kept]
+    if measure == "residual":
+        carrier_means = vectors.mean(axis=0)
+        vectors = vectors - (carrier_means - carrier_means.mean(axis=0, keepdims=True))[None]
+    # Subtract the first carrier before averaging (as magdash.variability.measures does) so identical
+    # vectors give exactly 0 rather than rounding noise.
+    shifted = vectors - vectors[:, :1]
+    deviations = shifted - shifted.mean(axis=1, keepdims=True)
+    distances = np.sqrt(np.einsum("ncd,ncd->nc", deviations, deviations))
+    n_magnitudes, n_carriers = distances.shape
+    return pd.DataFrame(
+        {
+            "magnitude": np.repeat(np.asarray(magnitudes, dtype=np.float64), n_carriers),
+            "carrier_index": np.tile(np.asarray(kept), n_magnitudes),
+            "carrier": np.tile(np.asarray(carriers, dtype=object)[kept], n_magnitudes),
+            "distance": distances.ravel(),
+        }
+    )
+
+
+def fits_frame(result: AnalysisResult, *, model: str | None = None) -> pd.DataFrame:
+    """The per-layer fit table: ``result.fits`` plus model, measure_label and gamma = l / L.
+
+    Columns: model, measure, measure_label, layer, label, gamma, core, alpha, intercept, r2, p,
+    se, alpha_theil_sen, ci_low, ci_high, n_points, n_outliers.
+    """
+    fits = result.fits.copy()
+    fits.insert(0, "model", model if model is not None else result.model)
+    fits.insert(2, "measure_label", fits["measure"].map(measure_title))
+    fits.insert(5, "gamma", style.depth_fractions(fits["layer"], result.n_blocks))
+    return fits
+
+
+def models_fits_frame(results: Mapping[str, AnalysisResult]) -> pd.DataFrame:
+    """:func:`fits_frame` of several models stacked (model = the mapping's key)."""
+    if not results:
+        raise AnalysisError("no analysed models to tabulate")
+    return pd.concat(
+        [fits_frame(result, model=name) for name, result in results.items()], ignore_index=True
+    )
+
+
+def cv_frame(result: AnalysisResult, layers: Sequence[int] | None = None) -> pd.DataFrame:
+    """CV(n) = V_eucl(n) / ||m[n]|| per layer. Columns: layer, label, gamma, core, magnitude, cv."""
+    chosen = range(result.n_layers) if layers is None else layers
+    core = set(result.core_layers)
+    frames = [
+        pd.DataFrame(
+            {
+                "layer": layer,
+                "label": result.layer_labels[layer],
+                "gamma": layer / result.n_blocks,
+                "core": layer in core,
+                "magnitude": result.magnitudes,
+                "cv": result.values["cv"][layer],
+            }
+        )
+        for layer in chosen
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+def e4_frame(result: AnalysisResult) -> pd.DataFrame:
+    """E4 per core layer, long. Columns: layer, label, axis ("on-axis"/"off-axis"), alpha."""
+    e4 = result.e4
+    rows = [
+        {"layer": layer, "label": result.layer_labels[layer], "axis": axis, "alpha": alpha}
+        for axis, alphas in (("on-axis", e4.alpha_on), ("off-axis", e4.alpha_off))
+        for layer, alpha in zip(e4.layers, alphas, strict=True)
+    ]
+    return pd.DataFrame(rows, columns=["layer", "label", "axis", "alpha"])
+
+
+def e4_summary(results: Mapping[str, AnalysisResult]) -> pd.DataFrame:
+    """E4 per model. Columns: model, mean_alpha_on, mean_alpha_off, ratio, wilcoxon_statistic,
+    wilcoxon_p, n_pairs."""
+    rows = [
+        {
+            "model": name,
+            "mean_alpha_on": r.e4.mean_alpha_on,
+            "mean_alpha_off": r.e4.mean_alpha_off,
+            "ratio": r.e4.ratio,
+            "wilcoxon_statistic": r.e4.wilcoxon_statistic,
+            "wilcoxon_p": r.e4.wilcoxon_p,
+            "n_pairs": r.e4.n_pairs,
+        }
+        for name, r in results.items()
+    ]
+    return pd.DataFrame(rows)
+
+
+E3_FITS = ("all magnitudes", "without boundary")
+
+
+def e3_frame(result: AnalysisResult) -> pd.DataFrame:
+    """E3 per measure and core layer, long.
+
+    Columns: measure, measure_label, layer, label, fit (one of :data:`E3_FITS`), alpha.
+    """
+    rows = []
+    for measure, e3 in result.e3.items():
+        for fit_name, alphas in zip(E3_FITS, (e3.alpha_with, e3.alpha_without), strict=True):
+            for layer, alpha in zip(e3.layers, alphas, strict=True):
+                rows.append(
+                    {
+                        "measure": measure,
+                        "measure_label": measure_title(measure),
+                        "layer": layer,
+                        "label": result.layer_labels[layer],
+                        "fit": fit_name,
+                        "alpha": alpha,
+                    }
+                )
+    return pd.DataFrame(
+        rows, columns=["measure", "measure_label", "layer", "label", "fit", "alpha"]
+    )
+
+
+def e3_summary(results: Mapping[str, AnalysisResult]) -> pd.DataFrame:
+    """E3 per model and measure. Columns: model, measure, dropped, mean_alpha_with,
+    mean_alpha_without, mean_shift."""
+    rows = [
+        {
+            "model": name,
+            "measure": measure_title(measure),
+            "dropped": ", ".join(f"{m:g}" for m in e3.dropped) or "none present",
+            "mean_alpha_with": e3.mean_alpha_with,
+            "mean_alpha_without": e3.mean_alpha_without,
+            "mean_shift": e3.mean_shift,
+        }
+        for name, r in results.items()
+        for measure, e3 in r.e3.items()
+    ]
+    return pd.DataFrame(rows)
+
+
+def noise_frame(result: AnalysisResult) -> pd.DataFrame:
+    """``result.noise_models`` plus label, core and model_label (readable noise-model names).
+
+    Columns: measure, layer, label, core, model, model_label, formula, aicc, delta_aicc,
+    weight, and the fitted parameters.
+    """
+    frame = result.noise_models.copy()
+    frame.insert(2, "label", [result.layer_labels[layer] for layer in frame["layer"]])
+    frame.insert(3, "core", frame["layer"].isin(result.core_layers))
+    frame.insert(5, "model_label", frame["model"].map(lambda m: NOISE_MODEL_LABELS.get(m, m)))
+    return frame
+
+
+def noise_summary(results: Mapping[str, AnalysisResult], measure: str = "eucl") -> pd.DataFrame:
+    """How many core layers each noise model wins (lowest AICc), per model.
+
+    Columns: model, noise_model, best_in_core_layers, core_layers, mean_weight (mean Akaike
+    weight over the core layers with a score).
+    """
+    rows = []
+    for name, result in results.items():
+        frame = noise_frame(result)
+        frame = frame[(frame["measure"] == measure) & frame["core"]]
+        scored = frame[np.isfinite(frame["delta_aicc"].to_numpy(dtype=np.float64))]
+        for noise_model, label in NOISE_MODEL_LABELS.items():
+            mine = scored[scored["model"] == noise_model]
+            rows.append(
+                {
+                    "model": name,
+                    "noise_model": label,
+                    "best_in_core_layers": int((mine["delta_aicc"] == 0).sum()),
+                    "core_layers": len(result.core_layers),
+                    "mean_weight": float(mine["weight"].mean()) if len(mine) else math.nan,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def verdict_frame(results: Mapping[str, AnalysisResult], measure: str = "eucl") -> pd.DataFrame:
+    """H1–H4 for each model and, last, the programme verdict (a majority of models).
+
+    Columns: model, mean_alpha, positive_layers, in_window_layers, below_one_layers,
+    core_layers, H1, H2, H3, H4 (booleans), h1_p, h2_p, h4_rho, h4_p, h4_layers (the layers the
+    H4 correlation ran over: the fitted core layers, or every layer in the paper's conventions,
+    as "first..last"). The programme row has
+    model "programme (majority of N models)", the hypothesis columns as "k/N" support strings
+    and the per-model numbers empty.
+    """
+    if not results:
+        raise AnalysisError("a verdict table needs at least one analysed model")
+    rows = []
+    per_model = {}
+    for name, result in results.items():
+        if measure not in result.hypotheses:
+            raise AnalysisError(f"measure {measure!r} was not analysed for model {name!r}")
+        h = result.hypotheses[measure]
+        per_model[name] = h
+        rows.append(
+            {
+                "model": name,
+                "mean_alpha": h.mean_alpha,
+                "positive_layers": h.positive_layers,
+                "in_window_layers": h.in_window_layers,
+                "below_one_layers": h.below_one_layers,
+                "core_layers": len(h.core_layers),
+                **h.verdicts(),
+                "h1_p": h.h1_p,
+                "h2_p": h.h2_p,
+                "h4_rho": h.h4_rho,
+                "h4_p": h.h4_p,
+                "h4_layers": layer_span(h.h4_layers),
+            }
+        )
+    table = pd.DataFrame(rows)
+    programme = programme_verdict(per_model).set_index("hypothesis")
+    n_models = len(results)
+    summary: dict[str, object] = {"model": f"programme (majority of {n_models} models)"}
+    for hypothesis in HYPOTHESES:
+        row = programme.loc[hypothesis]
+        verdict = "supported" if bool(row["supported"]) else "not supported"
+        summary[hypothesis] = f"{verdict} ({int(row['supporting_models'])}/{n_models})"
+    table = table.astype({h: object for h in HYPOTHESES})
+    return pd.concat([table, pd.DataFrame([summary])], ignore_index=True)
+
+
+def comparison_frame(comparison: ComparisonResult, measure: str) -> pd.DataFrame:
+    """One measure of a model comparison: its ``layers`` table plus model_a, model_b, measure.
+
+    Columns: model_a, model_b, measure, layer_a, layer_b, gamma_a, gamma_b, core, alpha_a,
+    alpha_b, delta, ci_low, ci_high.
+    """
+    if measure not in comparison.measures:
+        raise AnalysisError(f"measure {measure!r} was not compared; add it to the measures")
+    frame = comparison.measures[measure].layers.copy()
+    frame.insert(0, "model_a", comparison.model_a)
+    frame.insert(1, "model_b", comparison.model_b)
+    frame.insert(2, "measure", measure)
+    return frame
+
+
+def comparison_summary(comparison: ComparisonResult) -> pd.DataFrame:
+    """Per measure: mean core alphas of A and B, mean delta and the Wilcoxon test.
+
+    Columns: model_a, model_b, measure, mean_alpha_a, mean_alpha_b, mean_delta,
+    wilcoxon_statistic, wilcoxon_p, n_pairs.
+    """
+    rows = [
+        {
+            "model_a": comparison.model_a,
+            "model_b": comparison.model_b,
+            "measure": measure_title(name),
+            **item.summary(),
+        }
+        for name, item in comparison.measures.items()
+    ]
+    return pd.DataFrame(rows)
+
+
+def massive_alpha_frame(layers: pd.DataFrame, measure: str) -> pd.DataFrame:
+    """Long form of :meth:`magdash.variability.massive_control.MassiveControl.layers` for one measure.
+
+    Columns: view ("raw" or "massive dimensions dropped"), layer, label, core, alpha, ci_low,
+    ci_high, n_massive.
+    """
+    rows = layers[layers["measure"] == measure]
+    if rows.empty:
+        raise AnalysisError(f"measure {measure!r} was not analysed; add it to measures")
+    parts = []
+    for suffix, view in (("raw", "raw"), ("dropped", "massive dimensions dropped")):
+        part = rows.loc[:, ["layer", "label", "core", "n_massive"]].copy()
+        part.insert(0, "view", view)
+        part["alpha"] = rows[f"alpha_{suffix}"].to_numpy()
+        part["ci_low"] = rows[f"ci_low_{suffix}"].to_numpy()
+        part["ci_high"] = rows[f"ci_high_{suffix}"].to_numpy()
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)
+
+
+
+AXIS_COLORS = {"on-axis": "#D55E00", "off-axis": "#56B4E9"}
+
+
+CARRIER_POINTS = "per-carrier distance"
+
+
+NOISE_ROW_HEIGHT = 32
+
+
+NOISE_CHROME_HEIGHT = 110
+"""Noise-model heatmap: pixels per row, and for the title, subtitle and layer axis."""
+
+
+def scaling_scatter(
+    points: pd.DataFrame,
+    lines: pd.DataFrame,
+    *,
+    carriers: pd.DataFrame | None = None,
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: style.Width = style.DEFAULT_WIDTH,
+    height: int = style.DEFAULT_HEIGHT,
+) -> alt.LayerChart:
+    """Log–log V against n at one layer: V per magnitude, the OLS line and two references.
+
+    - ``points`` (:func:`scaling_points`): magnitude, V, status, measure, label.
+      Points with status "fitted" are filled; outliers (the 3x-median rule) are red crosses; a
+      magnitude holding outlier vectors (column outlier_vectors > 0: a norm over 10x the layer's
+      median) is ringed and said in the subtitle. Points with V <= 0 or no value cannot sit on a
+      log axis and are counted in the subtitle.
+    - ``lines`` (:func:`scaling_lines`): line, alpha, magnitude, V — the OLS fit
+      (solid) and the alpha = 1 (scalar, dashed) and alpha = 0 (constant, dotted) references.
+    - ``carriers`` (optional, :func:`carrier_distances`): magnitude, carrier,
+      distance — faint per-carrier distances to the centroid, with the sentence in the tooltip.
+    """
+    style.require_columns(points, ["magnitude", "V", "status"], "scaling_scatter")
+    style.require_columns(lines, ["line", "magnitude", "V"], "scaling_scatter")
+    measure = str(points["measure"].iloc[0]) if "measure" in points and len(points) else "V"
+
+    label = measure_title(measure)
+    colour = style.MEASURE_COLORS.get(label, style.MEASURE_COLORS["V_eucl"])
+    drawable = style.finite_rows(points, "magnitude", "V", positive=True)
+    hidden = len(points) - len(drawable)
+    notes = style.subtitle_lines(subtitle)
+    if hidden:
+        notes.append(f"{hidden} magnitude(s) with V <= 0 or no value not drawn (no logarithm)")
+    shown = pd.DataFrame(columns=["magnitude", "carrier", "distance"])
+    if carriers is not None and len(carriers):
+        style.require_columns(carriers, ["magnitude", "carrier", "distance"], "scaling_scatter carriers")
+        shown = style.finite_rows(carriers, "magnitude", "distance", positive=True)
+        shown, note = style.thin_by_magnitude(shown, "per-carrier points")
+        if note:
+            notes.append(note)
+    # The y domain follows the data (a little margin); the reference lines are clipped to it,
+    # otherwise the alpha = 1 line would stretch the axis over decades of empty space.
+    observed = np.concatenate(
+        [drawable["V"].to_numpy(dtype=np.float64), shown["distance"].to_numpy(dtype=np.float64)]
+    )
+    y_scale = alt.Scale(type="log", zero=False)
+    if observed.size:
+        y_scale = alt.Scale(
+            type="log", zero=False, domain=[float(observed.min()) / 1.5, float(observed.max()) * 1.5]
+        )
+    if measure in BROWSABLE_MEASURES:
+        notes.insert(0, MEASURES[measure].explained)
+    x = alt.X("magnitude:Q", scale=alt.Scale(type="log"), title="magnitude n (log scale)")
+    y_title = f"{label} (log scale)"
+    y = alt.Y("V:Q", scale=y_scale, title=y_title)
+    layers: list[alt.Chart] = []
+    if len(shown):
+        layers.append(
+            alt.Chart(style.inline_data(shown.assign(points=CARRIER_POINTS)))
+            .mark_circle(size=18, opacity=0.35, invalid=style.POINT_INVALID)
+            .encode(
+                x=x,
+                y=alt.Y("distance:Q", scale=y_scale, title=y_title),
+                # In the legend too (its own colour scale, resolved independently below).
+                fill=alt.Fill("points:N", scale=alt.Scale(domain=[CARRIER_POINTS], range=[style.CARRIER_COLOR]), title=""),
+                tooltip=[
+                    alt.Tooltip("magnitude:Q", title="n"),
+                    alt.Tooltip("carrier:N", title="carrier"),
+                    alt.Tooltip("distance:Q", title="||x - m||", format=".4g"),
+                ],
+            )
+        )
+    line_rows = style.finite_rows(lines, "magnitude", "V", positive=True)
+    if len(line_rows):
+        names = list(dict.fromkeys(line_rows["line"]))
+        colours = {name: colour if name.startswith("OLS") else style.REFERENCE_COLOR for name in names}
+        dashes = {
+            name: [1, 0] if name.startswith("OLS") else [6, 4] if "alpha = 1" in name else [2, 3]
+            for name in names
+        }
+        layers.append(
+            alt.Chart(style.inline_data(line_rows))
+            .mark_line(clip=True, invalid=style.PATH_INVALID)
+            .encode(
+                x=x,
+                y=y,
+                color=alt.Color("line:N", scale=style.color_scale(names, colours), title="line"),
+                strokeDash=alt.StrokeDash(
+                    "line:N",
+                    scale=alt.Scale(domain=names, range=[dashes[n] for n in names]),
+                    title="line",
+                ),
+                tooltip=[alt.Tooltip("line:N"), alt.Tooltip("alpha:Q", format=".3f")],
+            )
+        )
+    status_domain = list(POINT_STATUS[:2])
+    layers.append(
+        alt.Chart(style.inline_data(drawable))
+        .mark_point(size=70, filled=True, invalid=style.POINT_INVALID)
+        .encode(
+            x=x,
+            y=y,
+            shape=alt.Shape(
+                "status:N",
+                scale=alt.Scale(domain=status_domain, range=["circle", "cross"]),
+                title="point",
+            ),
+            color=alt.condition(
+                alt.datum.status == POINT_STATUS[1], alt.value(style.OUTLIER_COLOR), alt.value(colour)
+            ),
+            tooltip=[
+                alt.Tooltip("magnitude:Q", title="n"),
+                alt.Tooltip("V:Q", title=label, format=".4g"),
+                alt.Tooltip("status:N", title="in fit"),
+            ],
+        )
+    )
+    if "outlier_vectors" in drawable and (drawable["outlier_vectors"] > 0).any():
+        ringed = drawable[drawable["outlier_vectors"] > 0]
+        notes.append(f"ringed: {len(ringed)} magnitude(s) holding vectors over {OUTLIER_NORM_FACTOR:g}x the "
+                     "layer's median norm")
+        layers.append(
+            alt.Chart(style.inline_data(ringed.assign(flag="outlier vectors")))
+            .mark_point(size=260, filled=False, strokeWidth=2, color=style.OUTLIER_COLOR, invalid=style.POINT_INVALID)
+            .encode(x=x, y=y, tooltip=[alt.Tooltip("magnitude:Q", title="n"),
+                                       alt.Tooltip("outlier_vectors:Q", title="outlier vectors")])
+        )
+    layer_name = str(points["label"].iloc[0]) if "label" in points and len(points) else ""
+    text = title or f"{label} vs magnitude at {layer_name} (log-log)"
+    return style.finish(
+        alt.layer(*layers).resolve_scale(fill="independent"),
+        style.chart_title(text, notes or None),
+        width,
+        height,
+    )
+
+
+def alpha_profile(
+    fits: pd.DataFrame,
+    *,
+    measures: Sequence[str] | None = None,
+    x: str = "layer",
+    window: tuple[float, float] | None = None,
+    show_zero: bool = True,
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: style.Width = style.DEFAULT_WIDTH,
+    height: int = style.DEFAULT_HEIGHT,
+) -> alt.LayerChart:
+    """Alpha by layer with bootstrap CI bands, one colour per measure, core band shaded.
+
+    ``fits`` is ``AnalysisResult.fits`` or :func:`fits_frame`: measure, layer,
+    label, core, alpha, ci_low, ci_high (gamma too when ``x="gamma"``; r2, n_points, se are
+    shown in the tooltip when present). ``measures`` picks and orders the measures (default:
+    all in the frame). Layers without a CI (bootstrap off there) have no band; layers without
+    a fit are gaps, shaded grey when no measure has one. ``window`` adds the Weber window band;
+    ``show_zero`` the alpha = 0 line.
+    """
+    style.require_columns(fits, ["measure", "layer", "alpha", "ci_low", "ci_high", "core"], "alpha_profile")
+    x_field, x_title = style.depth_field(x)
+    frame = fits.copy()
+    if measures is not None:
+        frame = frame[frame["measure"].isin(list(measures))]
+        order = [measure_title(m) for m in measures]
+    else:
+        order = [measure_title(m) for m in dict.fromkeys(frame["measure"])]
+    frame["measure_label"] = frame["measure"].map(measure_title)
+    if "label" not in frame:
+        frame["label"] = frame["layer"].astype(str)
+    color = alt.Color("measure_label:N", scale=style.color_scale(order, style.MEASURE_COLORS), title="measure")
+    tooltip = [
+        alt.Tooltip("measure_label:N", title="measure"),
+        alt.Tooltip("layer:Q"),
+        alt.Tooltip("label:N"),
+        alt.Tooltip("alpha:Q", format=".4f"),
+        alt.Tooltip("ci_low:Q", title="CI low", format=".4f"),
+        alt.Tooltip("ci_high:Q", title="CI high", format=".4f"),
+    ] + [
+        alt.Tooltip(f"{c}:Q", format=f) for c, f in (("r2", ".3f"), ("n_points", "d")) if c in frame
+    ]
+    axis = style.DepthAxis.of(frame[x_field], x_field, x_title)
+    layers = style.depth_backdrop(axis, frame, "alpha")
+    if window is not None:
+        layers.append(style.window_band(window))
+    if show_zero:
+        layers.append(style.zero_rule(0.0))
+    columns = ["measure_label", "layer", "label", x_field, "alpha", "ci_low", "ci_high"]
+    columns += [c for c in ("r2", "n_points") if c in frame]
+    layers += style.profile_layers(
+        frame.loc[:, list(dict.fromkeys(columns))],
+        x=axis.encoding(),
+        y_field="alpha",
+        y_title=style.ALPHA_TITLE,
+        color=color,
+        tooltip=tooltip,
+        band=("ci_low", "ci_high"),
+        detail="measure_label",
+    )
+    text = title or "Scaling exponent alpha by layer (bands: bootstrap CI; grey: core layers)"
+    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+
+
+MASSIVE_VIEW_COLORS = {"raw": "#0072B2", "massive dimensions dropped": "#D55E00"}
+
+
+def massive_alpha_chart(
+    frame: pd.DataFrame,
+    *,
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: style.Width = style.DEFAULT_WIDTH,
+    height: int = style.DEFAULT_HEIGHT,
+) -> alt.LayerChart:
+    """Alpha by layer of one measure, raw and with the massive dimensions dropped.
+
+    ``frame`` (:func:`massive_alpha_frame`): view, layer, label,
+    core, alpha, ci_low, ci_high, n_massive. Grey: core layers; bands: bootstrap CIs.
+    """
+    style.require_columns(frame, ["view", "layer", "alpha", "ci_low", "ci_high", "core"], "massive_alpha_chart")
+    axis = style.DepthAxis.of(frame["layer"], "layer", style.LAYER_TITLE)
+    views = list(dict.fromkeys(frame["view"].astype(str)))
+    layers = style.depth_backdrop(axis, frame, "alpha")
+    layers.append(style.zero_rule(0.0))
+    columns = [c for c in ("view", "layer", "label", "alpha", "ci_low", "ci_high", "n_massive") if c in frame]
+    layers += style.profile_layers(
+        frame.loc[:, columns],
+        x=axis.encoding(),
+        y_field="alpha",
+        y_title=style.ALPHA_TITLE,
+        color=alt.Color("view:N", scale=style.color_scale(views, MASSIVE_VIEW_COLORS), title="vectors"),
+        tooltip=[
+            alt.Tooltip("view:N", title="vectors"),
+            alt.Tooltip("layer:Q"),
+            alt.Tooltip("alpha:Q", format=".4f"),
+            alt.Tooltip("ci_low:Q", title="CI low", format=".4f"),
+            alt.Tooltip("ci_high:Q", title="CI high", format=".4f"),
+        ] + ([alt.Tooltip("n_massive:Q", title="massive dimensions")] if "n_massive" in frame else []),
+        band=("ci_low", "ci_high"),
+        detail="view",
+    )
+    text = title or "Alpha by layer, raw and without the massive-activation dimensions"
+    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+
+
+def weber_window(
+    fits: pd.DataFrame,
+    window: tuple[float, float] = (0.8, 1.2),
+    *,
+    measure: str = "eucl",
+    x: str = "layer",
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: style.Width = style.DEFAULT_WIDTH,
+    height: int = style.DEFAULT_HEIGHT,
+) -> alt.LayerChart:
+    """Alpha per layer of one or more models against the Weber window [lo, hi].
+
+    ``fits`` (:func:`models_fits_frame`): model, measure, layer, alpha (label,
+    gamma, core optional; without model, one series). Only ``measure`` is drawn. The y axis
+    always includes the window and alpha = 1 (scalar variability), so the distance of the
+    measured alphas from Weber's law is visible even when they sit near 0.
+    """
+    style.require_columns(fits, ["measure", "layer", "alpha"], "weber_window")
+    x_field, x_title = style.depth_field(x)
+    frame = fits[fits["measure"] == measure].copy()
+    if "model" not in frame:
+        frame["model"] = measure_title(measure)
+    if "label" not in frame:
+        frame["label"] = frame["layer"].astype(str)
+    models = list(dict.fromkeys(frame["model"].astype(str)))
+    color = alt.Color("model:N", scale=style.color_scale(models, style.MODEL_COLORS), title="model")
+    tooltip = [
+        alt.Tooltip("model:N"),
+        alt.Tooltip("layer:Q"),
+        alt.Tooltip("label:N"),
+        alt.Tooltip("alpha:Q", format=".4f"),
+    ]
+    low, high = (float(v) for v in window)
+    axis = style.DepthAxis.of(frame[x_field], x_field, x_title)
+    layers = [style.window_band((low, high)), style.zero_rule(1.0, dash=(2, 2)), style.zero_rule(0.0)]
+    columns = list(dict.fromkeys(["model", "layer", "label", x_field, "alpha"]))
+    layers += style.profile_layers(
+        frame.loc[:, columns],
+        x=axis.encoding(),
+        y_field="alpha",
+        y_title=f"alpha of {measure_title(measure)}",
+        color=color,
+        tooltip=tooltip,
+        detail="model",
+    )
+    text = title or f"Alpha against the Weber window [{low:g}, {high:g}] (dotted: alpha = 1)"
+    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+
+
+def cv_chart(
+    cv: pd.DataFrame,
+    *,
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: style.Width = style.DEFAULT_WIDTH,
+    height: int = style.DEFAULT_HEIGHT,
+) -> alt.LayerChart:
+    """Coefficient of variation CV(n) = V_eucl(n) / ||m[n]|| against n, one line per layer.
+
+    ``cv`` (:func:`cv_frame`): layer, magnitude, cv (label optional). Weber's
+    law predicts a flat CV; lines are coloured by layer index (light = shallow, dark = deep).
+    """
+    style.require_columns(cv, ["layer", "magnitude", "cv"], "cv_chart")
+    frame = cv.copy()
+    if "label" not in frame:
+        frame["label"] = frame["layer"].astype(str)
+    frame = frame.loc[:, ["layer", "label", "magnitude", "cv"]]
+    x = alt.X("magnitude:Q", scale=alt.Scale(type="log"), title="magnitude n (log scale)")
+    y = alt.Y("cv:Q", title="CV = V_eucl / ||centroid||")
+    # Ordinal: layers are integers, and a continuous scale's legend reads 3.0, 3.5, 4.0, ...
+    color = alt.Color("layer:O", scale=alt.Scale(scheme="viridis", reverse=True), title="layer")
+    data = style.inline_data(frame[frame["magnitude"] > 0])
+    line = alt.Chart(data).mark_line(invalid=style.PATH_INVALID, strokeWidth=1.2).encode(
+        x=x, y=y, color=color, detail="layer:N"
+    )
+    points = (
+        alt.Chart(data)
+        .mark_point(size=14, filled=True, invalid=style.POINT_INVALID)
+        .encode(
+            x=x,
+            y=y,
+            color=color,
+            tooltip=[
+                alt.Tooltip("layer:Q"),
+                alt.Tooltip("label:N"),
+                alt.Tooltip("magnitude:Q", title="n"),
+                alt.Tooltip("cv:Q", title="CV", format=".4f"),
+            ],
+        )
+        .transform_filter("isValid(datum.cv) && isFinite(datum.cv)")
+    )
+    text = title or "Coefficient of variation against magnitude (flat = Weber's law)"
+    return style.finish(alt.layer(line, points), style.chart_title(text, subtitle), width, height)
+
+
+def e4_chart(
+    e4: pd.DataFrame,
+    *,
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: style.Width = style.DEFAULT_WIDTH,
+    height: int = style.DEFAULT_HEIGHT,
+) -> alt.LayerChart:
+    """E4: alpha of the on-axis (PC1) and off-axis variance per core layer.
+
+    ``e4`` (:func:`e4_frame`): layer, axis ("on-axis"/"off-axis"), alpha
+    (label optional). Put the ratio and the Wilcoxon result in ``subtitle``.
+    """
+    style.require_columns(e4, ["layer", "axis", "alpha"], "e4_chart")
+    frame = e4.copy()
+    if "label" not in frame:
+        frame["label"] = frame["layer"].astype(str)
+    axes = list(dict.fromkeys(frame["axis"].astype(str)))
+    color = alt.Color("axis:N", scale=style.color_scale(axes, AXIS_COLORS), title="variance")
+    layers = [style.zero_rule(0.0)]
+    layers += style.profile_layers(
+        frame.loc[:, ["layer", "label", "axis", "alpha"]],
+        x=style.DepthAxis.of(frame["layer"], "layer", style.LAYER_TITLE).encoding(),
+        y_field="alpha",
+        y_title="alpha of variance",
+        color=color,
+        tooltip=[
+            alt.Tooltip("axis:N"),
+            alt.Tooltip("layer:Q"),
+            alt.Tooltip("label:N"),
+            alt.Tooltip("alpha:Q", format=".4f"),
+        ],
+        detail="axis",
+    )
+    text = title or "E4 axis specificity: scaling of variance on and off the magnitude axis"
+    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+
+
+def e3_chart(
+    e3: pd.DataFrame,
+    *,
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: style.Width = style.DEFAULT_WIDTH,
+    height: int = style.DEFAULT_HEIGHT,
+) -> alt.LayerChart:
+    """E3 boundary sensitivity: core-layer alphas with and without the boundary magnitudes.
+
+    ``e3`` (:func:`e3_frame`): measure, layer, fit ("all magnitudes" /
+    "without boundary"), alpha (label optional). Colour = measure, dash = fit.
+    """
+    style.require_columns(e3, ["measure", "layer", "fit", "alpha"], "e3_chart")
+    frame = e3.copy()
+    frame["measure_label"] = frame["measure"].map(measure_title)
+    frame["series"] = frame["measure_label"] + ", " + frame["fit"].astype(str)
+    if "label" not in frame:
+        frame["label"] = frame["layer"].astype(str)
+    order = list(dict.fromkeys(frame["measure_label"]))
+    fits = [f for f in E3_FITS if f in set(frame["fit"])] or list(dict.fromkeys(frame["fit"]))
+    color = alt.Color("measure_label:N", scale=style.color_scale(order, style.MEASURE_COLORS), title="measure")
+    dash = alt.StrokeDash(
+        "fit:N", scale=alt.Scale(domain=fits, range=[[1, 0], [5, 3]][: len(fits)]), title="fit"
+    )
+    layers = [style.zero_rule(0.0)]
+    layers += style.profile_layers(
+        frame.loc[:, ["measure_label", "series", "fit", "layer", "label", "alpha"]],
+        x=style.DepthAxis.of(frame["layer"], "layer", style.LAYER_TITLE).encoding(),
+        y_field="alpha",
+        y_title=style.ALPHA_TITLE,
+        color=color,
+        tooltip=[
+            alt.Tooltip("measure_label:N", title="measure"),
+            alt.Tooltip("fit:N"),
+            alt.Tooltip("layer:Q"),
+            alt.Tooltip("label:N"),
+            alt.Tooltip("alpha:Q", format=".4f"),
+        ],
+        detail="series",
+        stroke_dash=dash,
+    )
+    text = title or "E3 sensitivity: alpha with and without the boundary magnitudes"
+    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+
+
+def noise_model_chart(
+    noise: pd.DataFrame,
+    *,
+    measure: str | None = "eucl",
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: style.Width = style.DEFAULT_WIDTH,
+    height: int | None = None,
+) -> alt.LayerChart:
+    """Heatmap of the Akaike weight of each noise model per layer; dots mark the AICc winner.
+
+    ``noise`` (``AnalysisResult.noise_models`` or :func:`noise_frame`): measure
+    (filtered to ``measure`` unless None), layer, model, aicc, delta_aicc, weight
+    (model_label and label optional). Layers without a score are grey with a tooltip.
+    ``height`` None gives each noise model a row of :data:`NOISE_ROW_HEIGHT` pixels plus
+    room for the titles and the axis: the app fits titles and axes into the chart's height.
+    """
+    style.require_columns(noise, ["layer", "model", "aicc", "delta_aicc", "weight"], "noise_model_chart")
+    frame = noise.copy()
+    if measure is not None and "measure" in frame:
+        frame = frame[frame["measure"] == measure]
+    if "model_label" not in frame:
+        frame["model_label"] = frame["model"].map(lambda m: NOISE_MODEL_LABELS.get(m, m))
+    if "label" not in frame:
+        frame["label"] = frame["layer"].astype(str)
+    frame = frame.loc[:, ["layer", "label", "model_label", "aicc", "delta_aicc", "weight"]]
+    order = [label for label in NOISE_MODEL_LABELS.values() if label in set(frame["model_label"])]
+    order += [m for m in dict.fromkeys(frame["model_label"]) if m not in order]
+    x = alt.X("layer:O", title=style.LAYER_TITLE, axis=alt.Axis(labelAngle=0))
+    y = alt.Y("model_label:N", sort=order, title="noise model", axis=alt.Axis(labelLimit=220))
+    scored = style.finite_rows(frame, "weight")
+    unscored = frame.drop(scored.index)
+    layers = [
+        alt.Chart(style.inline_data(scored))
+        .mark_rect()
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color(
+                "weight:Q",
+                scale=alt.Scale(scheme="blues", domain=[0, 1]),
+                title="Akaike weight",
+            ),
+            tooltip=[
+                alt.Tooltip("layer:O"),
+                alt.Tooltip("label:N"),
+                alt.Tooltip("model_label:N", title="noise model"),
+                alt.Tooltip("aicc:Q", title="AICc", format=".2f"),
+                alt.Tooltip("delta_aicc:Q", title="delta AICc", format=".2f"),
+                alt.Tooltip("weight:Q", title="Akaike weight", format=".3f"),
+            ],
+        ),
+        alt.Chart(style.inline_data(scored[scored["delta_aicc"] == 0]))
+        .mark_point(filled=True, color="#000000", size=25, shape="circle")
+        .encode(x=x, y=y),
+    ]
+    if len(unscored):
+        layers.insert(
+            0,
+            alt.Chart(style.inline_data(unscored.assign(reason=style.NO_FIT_TEXT)))
+            .mark_rect(color=style.NO_FIT_FILL)
+            .encode(x=x, y=y, tooltip=[alt.Tooltip("layer:O"), alt.Tooltip("reason:N")]),
+        )
+    label = measure_title(measure) if measure else "V"
+    text = title or f"Noise models of {label} by AICc (dot: lowest AICc; grey: no score)"
+    if height is None:
+        height = NOISE_ROW_HEIGHT * max(len(order), 1) + NOISE_CHROME_HEIGHT
+    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+
+
+def compare_profiles(
+    comparison: pd.DataFrame,
+    *,
+    x: str = "layer",
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: style.Width = style.DEFAULT_WIDTH,
+    height: int = 240,
+) -> alt.VConcatChart:
+    """Two models' alpha profiles (top) and their layerwise difference with its CI (bottom).
+
+    ``comparison`` (:func:`comparison_frame`, i.e. ``ModelComparison.layers``
+    plus names): model_a, model_b, layer_a, layer_b, gamma_a, core, alpha_a, alpha_b, delta,
+    ci_low, ci_high (measure optional). ``x="layer"`` uses model A's layer index,
+    ``x="gamma"`` the depth fraction (for models of different depth). Grey: A's core band,
+    over which the Wilcoxon test runs (put its result in ``subtitle``). ``width="container"``
+    falls back to :data:`style.DEFAULT_WIDTH`: stacked panels cannot share a container width (each
+    would take all of it and the axes would run off the page).
+    """
+
+    needed = ["model_a", "model_b", "layer_a", "layer_b", "core", "alpha_a", "alpha_b", "delta"]
+    if width == "container":
+        width = style.DEFAULT_WIDTH
+    style.require_columns(comparison, [*needed, "ci_low", "ci_high"], "compare_profiles")
+    x_field = {"layer": "layer_a", "gamma": "gamma_a"}.get(x)
+    if x_field is None:
+        raise AnalysisError(f"x must be 'layer' or 'gamma', got {x!r}")
+    model_a = str(comparison["model_a"].iloc[0])
+    model_b = str(comparison["model_b"].iloc[0])
+    x_title = f"layer of {model_a}" if x == "layer" else style.GAMMA_TITLE
+    measure = (
+        measure_title(str(comparison["measure"].iloc[0])) if "measure" in comparison else "V"
+    )
+    frame = comparison.copy()
+    if "gamma_a" not in frame:
+        frame["gamma_a"] = np.nan
+    axis = style.DepthAxis.of(frame[x_field], x_field, x_title)
+    long = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "model": name,
+                    x_field: frame[x_field],
+                    "layer": frame[layer_column],
+                    "core": frame["core"],
+                    "alpha": frame[alpha_column],
+                }
+            )
+            for name, layer_column, alpha_column in (
+                (model_a, "layer_a", "alpha_a"),
+                (model_b, "layer_b", "alpha_b"),
+            )
+        ],
+        ignore_index=True,
+    )
+    models = list(dict.fromkeys([model_a, model_b]))
+    color = alt.Color("model:N", scale=style.color_scale(models, style.MODEL_COLORS), title="model")
+    top_layers = style.depth_backdrop(axis, long, "alpha")
+    top_layers.append(style.zero_rule(0.0))
+    top_layers += style.profile_layers(
+        long.loc[:, ["model", x_field, "layer", "alpha"]],
+        x=axis.encoding(),
+        y_field="alpha",
+        y_title=f"alpha of {measure}",
+        color=color,
+        tooltip=[
+            alt.Tooltip("model:N"),
+            alt.Tooltip("layer:Q", title="layer of this model"),
+            alt.Tooltip("alpha:Q", format=".4f"),
+        ],
+        detail="model",
+    )
+    delta_frame = frame.loc[
+        :, list(dict.fromkeys([x_field, "layer_a", "layer_b", "delta", "ci_low", "ci_high"]))
+    ]
+    delta_color = alt.value(style.REFERENCE_COLOR)
+    bottom_layers = style.depth_backdrop(axis, frame, "delta")
+    bottom_layers.append(style.zero_rule(0.0))
+    bottom_layers += style.profile_layers(
+        delta_frame,
+        x=axis.encoding(),
+        y_field="delta",
+        y_title="delta alpha",
+        color=delta_color,
+        tooltip=[
+            alt.Tooltip("layer_a:Q", title=f"layer of {model_a}"),
+            alt.Tooltip("layer_b:Q", title=f"layer of {model_b}"),
+            alt.Tooltip("delta:Q", format=".4f"),
+            alt.Tooltip("ci_low:Q", title="CI low", format=".4f"),
+            alt.Tooltip("ci_high:Q", title="CI high", format=".4f"),
+        ],
+        band=("ci_low", "ci_high"),
+    )
+    top = alt.layer(*top_layers).properties(
+        width=width, height=height, title=style.chart_title(f"alpha of {measure} by {'layer' if x == 'layer' else 'depth'}")
+    )
+    bottom = alt.layer(*bottom_layers).properties(
+        width=width,
+        height=height,
+        title=style.chart_title(f"difference {model_a} minus {model_b} (band: joint bootstrap CI)"),
+    )
+    text = title or f"{model_a} vs {model_b}: {measure}"
+    return alt.vconcat(top, bottom).properties(title=style.chart_title(text, subtitle))
+
+
+
+def scaling_figure(result: AnalysisResult, measure: str, layer: int, vectors: np.ndarray | None = None) -> alt.LayerChart:
+    """Log-log V vs n at one layer with the OLS line, alpha = 1 and alpha = 0 references, and the
+    carriers' own distances when the layer's ``vectors`` are given (measures whose V is their mean)."""
+    points = scaling_points(result, measure, layer)
+    fit = result.fit(measure, layer)
+    lines = scaling_lines(points, fit)
+    carriers = None
+    left_out = result.params.exclude_carriers
+    if vectors is not None and measure in CARRIER_MEASURES:
+        carriers = carrier_distances(vectors, result.magnitudes, result.carriers, measure, left_out)
+    if fit.has_fit:
+        ci = f", 95% CI [{fixed(fit.ci_low)}, {fixed(fit.ci_high)}]" if math.isfinite(fit.ci_low) else ""
+        subtitle = f"alpha = {fixed(fit.alpha)}{ci}, R² = {fixed(fit.r2)}, {fit.n_points} points, {fit.n_outliers} outliers"
+    else:
+        subtitle = f"no fit at this layer: alpha = {MISSING} ({fit.n_points} usable points; V = 0 or fewer than 5)"
+    if left_out:
+        subtitle += f"; carrier(s) {', '.join(map(str, left_out))} left out"
+    return scaling_scatter(points, lines, carriers=carriers, subtitle=subtitle, width="container")
+
+
+def profile_measures(measure: str) -> list[str]:
+    """The three primary measures, plus the chosen one when it is secondary."""
+    return list(PRIMARY_MEASURES) + ([measure] if measure not in PRIMARY_MEASURES else [])
+
+
+def profile_figure(result: AnalysisResult, measure: str = "eucl") -> alt.LayerChart:
+    """Alpha by layer for the primary measures with bootstrap CI bands, core band shaded."""
+    band = f"core layers {result.core_layers[0]}-{result.core_layers[-1]}" if result.core_layers else "no core band"
+    subtitle = (
+        f"{result.model} on {result.stimuli}; {band}; CIs ({result.params.n_boot:,} bootstrap resamples) on "
+        f"{'the core layers' if result.params.bootstrap_layers == 'core' else 'every layer'}; "
+        f"{result.params.rules.description}"
+    )
+    if result.params.exclude_carriers:
+        subtitle += f"; carrier(s) {', '.join(map(str, result.params.exclude_carriers))} left out"
+    return alpha_profile(
+        fits_frame(result), measures=profile_measures(measure), subtitle=subtitle, width="container"
+    )
+
+
+def fit_table(result: AnalysisResult, measure: str | None = None) -> pd.DataFrame:
+    """The per-layer fit table (one measure, or all)."""
+    table = fits_frame(result)
+    if measure is not None:
+        table = table[table["measure"] == measure]
+    return table.drop(columns=["measure"]).reset_index(drop=True)
+
+
+def fit_summary(result: AnalysisResult, measure: str) -> str:
+    """One sentence on the core-layer alphas of a measure (paper's Table 1 style)."""
+    h = result.hypotheses[measure]
+    return (
+        f"Mean alpha of {measure_title(measure)} over the {len(h.core_layers)} core layers: "
+        f"{fixed(h.mean_alpha, 4)} ({h.positive_layers}/{len(h.core_layers)} layers with alpha > 0)."
+    )
+
+
+def weber_figure(results: Mapping[str, AnalysisResult], measure: str, x: str = "layer") -> alt.LayerChart:
+    """Alpha per layer of every model against the Weber window of the analysis."""
+    first = next(iter(results.values()))
+    return weber_window(
+        models_fits_frame(results), first.params.window, measure=measure, x=x, width="container"
+    )
+
+
+def cv_figure(result: AnalysisResult) -> alt.LayerChart:
+    """CV(n) at the core layers (Weber's law: flat)."""
+    trend = result.cv_trend.set_index("layer").loc[result.core_layers, "spearman"]
+    subtitle = f"core layers; mean Spearman rho of CV with n: {fixed(float(np.nanmean(trend)) if trend.notna().any() else math.nan)}"
+    return cv_chart(cv_frame(result, result.core_layers), subtitle=subtitle, width="container")
+
+
+def verdict_table(results: Mapping[str, AnalysisResult], measure: str) -> pd.DataFrame:
+    """H1-H4 per model and the programme verdict; booleans read as supported / not supported."""
+    table = verdict_frame(results, measure)
+    hypotheses = ["H1", "H2", "H3", "H4"]
+    for hypothesis in hypotheses:
+        table[hypothesis] = table[hypothesis].map(
+            lambda v: "supported" if v is True else "not supported" if v is False else v
+        )
+    # The verdicts first: the numbers behind them follow.
+    return table[["model", *hypotheses, *[c for c in table.columns if c not in ("model", *hypotheses)]]]
+
+
+def noise_figure(result: AnalysisResult, measure: str) -> alt.LayerChart:
+    return noise_model_chart(noise_frame(result), measure=measure, width="container")
+
+
+def noise_table(result: AnalysisResult, measure: str) -> pd.DataFrame:
+    """AICc of the four noise models at every core layer of one measure."""
+    frame = noise_frame(result)
+    frame = frame[(frame["measure"] == measure) & frame["core"]]
+    return frame.drop(columns=["measure", "core", "model"]).reset_index(drop=True)
+
+
+def e3_figure(result: AnalysisResult) -> alt.LayerChart:
+    return e3_chart(e3_frame(result), width="container")
+
+
+def e4_figure(result: AnalysisResult) -> alt.LayerChart:
+    e4 = result.e4
+    subtitle = [
+        f"mean alpha on-axis {fixed(e4.mean_alpha_on)} vs off-axis {fixed(e4.mean_alpha_off)} (ratio {fixed(e4.ratio, 2)}x)",
+        f"Wilcoxon p = {format_p(e4.wilcoxon_p)} over {e4.n_pairs} core layers",
+    ]
+    return e4_chart(e4_frame(result), subtitle=subtitle, width="container")
+
+
+def comparison_sentence(comparison: ComparisonResult, measure: str) -> str:
+    item = comparison.measures[measure]
+    return (
+        f"Over {comparison.model_a}'s {len(item.core_layers)} core layers: mean alpha "
+        f"{fixed(item.mean_alpha_a, 4)} ({comparison.model_a}) vs {fixed(item.mean_alpha_b, 4)} "
+        f"({comparison.model_b}), mean difference {fixed(item.mean_delta, 4)}; Wilcoxon signed-rank "
+        f"W = {fixed(item.wilcoxon_statistic, 1)}, p = {format_p(item.wilcoxon_p)} ({item.n_pairs} pairs)."
+    )
+
+
+def compare_figure(comparison: ComparisonResult, measure: str, x: str = "layer") -> alt.VConcatChart:
+    item = comparison.measures[measure]
+    subtitle = f"Wilcoxon over core layers: p = {format_p(item.wilcoxon_p)} ({item.n_pairs} pairs)"
+    return compare_profiles(comparison_frame(comparison, measure), x=x, subtitle=subtitle)
+
+
+def comparison_table(comparison: ComparisonResult, measure: str) -> pd.DataFrame:
+    return comparison_frame(comparison, measure)
+
+
+def massive_control_figure(raw: AnalysisResult, dropped: AnalysisResult, measure: str = "eucl") -> alt.LayerChart:
+    control = MassiveControl(raw, dropped)
+    return massive_alpha_chart(
+        massive_alpha_frame(control.layers(), measure),
+        subtitle=f"{raw.model}, {measure_title(measure)}; massive: mean |h_j| > "
+                 f"{dropped.params.massive_ratio:g}x the median",
+        width="container",
+    )
+
+
+def massive_control_table(raw: AnalysisResult, dropped: AnalysisResult) -> pd.DataFrame:
+    """Mean core alpha of every measure, raw and dropped, and whether its sign holds."""
+    return MassiveControl(raw, dropped).summary()
+
+
+def massive_control_sentence(raw: AnalysisResult, dropped: AnalysisResult, measure: str) -> str:
+    row = MassiveControl(raw, dropped).summary().set_index("measure").loc[measure]
+    layers = sum(bool(dims) for dims in dropped.massive_dims.values())
+    holds = {True: "keeps its sign", False: "changes sign", None: "has no fit"}[row["sign_holds"]]
+    return (
+        f"Without the massive dimensions (found in {layers} of {dropped.n_layers} layers), the mean core alpha "
+        f"of {measure_title(measure)} goes from {fixed(row['mean_alpha_raw'], 3)} to "
+        f"{fixed(row['mean_alpha_dropped'], 3)} and {holds}: a conclusion that survives the drop is not "
+        "carried by a few coordinates."
+    )

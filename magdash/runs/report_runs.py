@@ -1,0 +1,178 @@
+"""Reports over a store: the results each section needs, computed or read from the cache, and the
+manifest's facts, assembled by :mod:`magdash.presentation.report` into one HTML document. The CLI
+and the app build their reports here, from the same section builders.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from magdash.controls.design import DesignResult
+from magdash.controls.robustness import ControlsResult
+from magdash.errors import AnalysisError, MagdashError
+from magdash.names import control_name
+from magdash.phase.diagnostics import PhaseParams
+from magdash.presentation.report import ReportSection, StepCallback, build_manifest, build_report_html, sections
+from magdash.runs.analysis_runs import analyze, compare
+from magdash.runs.depth_runs import phase_from_store
+from magdash.runs.frequency_runs import e5_from_analysis, load_source
+from magdash.variability.analysis import AnalysisParams, AnalysisResult
+from magdash.variability.compare import ComparisonResult
+
+REPORT_SOURCE = "openwebtext-500k"
+"""The frequency source of a report's E5 section: the paper's own counts of 1..1000."""
+TRAINED_SERIES = "trained"
+CONTROL_SERIES = "random control"
+
+
+def report_manifest(store, results: Mapping[str, AnalysisResult], extra: Mapping[str, Any] | None = None) -> dict:
+    """The run manifest (:func:`magdash.presentation.report.build_manifest`) of ``results``, with
+    the models' records, data fingerprints and stimulus sets read from ``store``."""
+    with store.session():
+        records = {name: store.model_record(name) for name in results}
+        fingerprints = {name: store.data_fingerprint(name, result.stimuli) for name, result in results.items()}
+        sets = {result.stimuli: store.stimulus_set(result.stimuli) for result in results.values()}
+    return build_manifest(records, fingerprints, sets, results, store=str(store.path), extra=extra)
+
+
+def model_sections(
+    store, result: AnalysisResult, measure: str, layer: int | None = None, *,
+    depth: PhaseParams | None = None, source: str | None = REPORT_SOURCE,
+) -> list[ReportSection]:
+    """The sections of every page for one analysed model: V against n and the geometry at
+    ``layer`` (default: the middle of the core band), E5 against ``source``, the depth diagnostics
+    with ``depth`` (the model and, when stored on the same stimuli, its ``@random`` control; raw
+    and without the massive dimensions), and alpha without the massive dimensions.
+
+    Args:
+        store: the store the result came from.
+        result: the model's analysis.
+        measure: the measure the page shows.
+        layer: the layer of the single-layer figures.
+        depth: the depth diagnostics' parameters; None leaves the depth section out.
+        source: the frequency source of E5 (a name); None leaves E5 out.
+    """
+    if layer is None:
+        core = result.core_layers or (result.n_layers // 2,)
+        layer = (core[0] + core[-1]) // 2
+    vectors = store.read_layer(result.model, result.stimuli, layer).vectors
+    found = sections.layer_sections(result, vectors, layer, measure)
+    del vectors
+    if source is not None:
+        try:
+            counts = load_source(source, store)
+            found.append(sections.e5_section(result, e5_from_analysis(store, result, counts, measure), counts,
+                                             measure, layer))
+        except MagdashError as error:
+            found.append(ReportSection(f"Corpus frequency (E5): {result.model}", text=[f"Not computed: {error}"]))
+    if depth is not None:
+        series = {TRAINED_SERIES: result.model}
+        control = control_name(result.model)
+        if control != result.model and result.stimuli in _complete_sets(store, control):
+            series[CONTROL_SERIES] = control
+        raw = {name: phase_from_store(store, model, result.stimuli, depth) for name, model in series.items()}
+        dropped_params = dataclasses.replace(depth, massive="drop")
+        dropped = {name: phase_from_store(store, model, result.stimuli, dropped_params) for name, model in series.items()}
+        found.append(sections.depth_section(raw, dropped, layer, result.layer_labels[layer]))
+    dropped_analysis = analyze(store, result.model, result.stimuli, dataclasses.replace(result.params, massive="drop"))
+    found.append(sections.massive_section(result, dropped_analysis, measure))
+    return found
+
+
+def _complete_sets(store, name: str) -> list[str]:
+    return store.stimulus_sets_for(name) if name in store.model_names() else []
+
+
+def analysis_report(
+    store,
+    models: Sequence[str],
+    stimuli: str | None = None,
+    params: AnalysisParams | Mapping[str, AnalysisParams] | None = None,
+    *,
+    pairs: Sequence[tuple[str, str]] | None = None,
+    focus: str | None = None,
+    measure: str | None = None,
+    layer: int | None = None,
+    depth: PhaseParams | None = None,
+    source: str | None = None,
+    comparisons: Sequence[ComparisonResult] | None = None,
+    extra_sections: Sequence[ReportSection] = (),
+    view: Mapping[str, str] | None = None,
+    image_format: str = "svg",
+    title: str = "magdash report",
+    progress: StepCallback | None = None,
+) -> str:
+    """The HTML report of ``models`` in ``store`` (analyses cached in the store).
+
+    Every section of :func:`magdash.presentation.report.sections.analysis_sections` (verdicts,
+    scaling, Weber window, noise models, E3, E4, geometry, the comparisons); with ``focus`` (a
+    model's name) the sections of every other page for it (:func:`model_sections`); then
+    ``extra_sections`` (the controls and a design), and the run manifest.
+
+    Args:
+        store: the store holding the models.
+        models: the models to analyse and report.
+        stimuli: their stimulus set; None uses each model's only complete one.
+        params: the analysis parameters, or each model's (a model of another depth keeps its own core band).
+        pairs: the comparisons to make; default the first model against each other one (a pair
+            without shared stimuli gets a note instead). Ignored when ``comparisons`` are given.
+        focus: the model whose other pages' sections are added.
+        measure: the measure of those sections (default: the analysis's first).
+        layer: the layer of their single-layer figures.
+        depth: the depth diagnostics' parameters for the focus model (None: no depth section).
+        source: the frequency source of the focus model's E5 (None: no E5 section).
+        comparisons: comparisons already made (the app's cached ones).
+        extra_sections: more sections, before the manifest.
+        view: the dashboard view's query string, kept in the manifest.
+        image_format: ``svg`` or ``png``.
+        title: the document's title.
+        progress: called with the step under way.
+    """
+    if not models:
+        raise AnalysisError("choose at least one model for the report")
+    each = params if isinstance(params, Mapping) else dict.fromkeys(models, params or AnalysisParams())
+    results = {}
+    for name in dict.fromkeys(models):
+        if progress is not None:
+            progress(f"analysing {name}")
+        results[name] = analyze(store, name, stimuli, each[name])
+    notes = []
+    if comparisons is None:
+        if pairs is None:
+            names = list(results)
+            pairs = [(names[0], other) for other in names[1:]]
+        comparisons = []
+        for model_a, model_b in pairs:
+            if progress is not None:
+                progress(f"comparing {model_a} with {model_b}")
+            try:
+                comparisons.append(compare(store, model_a, model_b, stimuli, each[model_a]))
+            except AnalysisError as error:
+                notes.append(f"{model_a} vs {model_b} not compared: {error}")
+    found = sections.analysis_sections(results, comparisons)
+    if notes:
+        found.append(ReportSection("Comparisons not made", text=notes))
+    if focus is not None:
+        focused = results[focus]
+        found += model_sections(store, focused, measure or focused.params.measures[0], layer, depth=depth,
+                                source=source)
+    found.extend(extra_sections)
+    manifest = report_manifest(store, results, extra={"dashboard_view": dict(view)} if view is not None else None)
+    return build_report_html(found, manifest, title=title, image_format=image_format, progress=progress)
+
+
+def controls_report(store, result: ControlsResult, measures: Sequence[str]) -> str:
+    """The robustness controls of one model as an HTML report."""
+    found = [sections.controls_section(result, measure) for measure in measures]
+    manifest = report_manifest(store, {result.model: result.analysis},
+                               extra={"controls_parameters": dataclasses.asdict(result.params)})
+    return build_report_html(found, manifest, title=f"magdash controls: {result.model}")
+
+
+def design_report(store, result: DesignResult, model: str, analysis: AnalysisResult) -> str:
+    """A design simulation calibrated on ``model`` (its ``analysis``) as an HTML report."""
+    manifest = report_manifest(store, {model: analysis}, extra={"design_parameters": dataclasses.asdict(result.params),
+                                                                "calibration": dataclasses.asdict(result.calibration)})
+    return build_report_html([sections.design_section(result)], manifest, title="magdash study design")
