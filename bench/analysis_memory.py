@@ -111,7 +111,8 @@ def analyse(source: str, path: Path | None, n_magnitudes: int, n_boot: int) -> N
     """Child process: run the analysis and print a JSON line with peak RSS and timings."""
     from magdash.runs.analysis_runs import analyze
     from magdash.store import Store
-    from magdash.variability.analysis import AnalysisParams, run_analysis
+    from magdash.variability.analysis import run_analysis
+    from magdash.variability.params import AnalysisParams
 
     started = time.perf_counter()
     params = AnalysisParams(n_boot=n_boot)

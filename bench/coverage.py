@@ -25,8 +25,8 @@ except ModuleNotFoundError:  # run from a checkout without installing
 from magdash.controls.design import wilson
 from magdash.controls.simulate import Calibration, draw_vectors
 from magdash.stimuli import PAPER_MAGNITUDES
-from magdash.variability.analysis import AnalysisParams, run_analysis
-from magdash.variability.fits import CI_METHODS
+from magdash.variability.analysis import run_analysis
+from magdash.variability.params import CI_METHODS, AnalysisParams
 
 PLANTED = -0.05
 

@@ -19,21 +19,20 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from magdash.environment import transformers_version
 from magdash.errors import MagdashError, ModelLoadError, StimulusError
+from magdash.extract_params import DEFAULT_BATCH_SIZE, DEFAULT_PADDING_SIDE, ExtractParams
 from magdash.names import default_name
-from magdash.params import DTYPES, ProgressCallback
+from magdash.params import ProgressCallback
 from magdash.sources import LoadedModel, load_model, pick_device, resolve_model
-from magdash.stimuli import POSITIONS, StimulusItem, StimulusSet, token_indices_for_span
+from magdash.stimuli import DEFAULT_POSITION, StimulusItem, StimulusSet, token_indices_for_span
 from magdash.store import ModelRecord, Store, shards
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BATCH_SIZE = 32
 FLUSH_SECONDS = 2.0
 """A running extraction stores what it has at least this often (a kill loses at most this much
 work), and at the latest when it holds ``shards.WRITE_BATCH_BYTES`` of vectors: a fast device
@@ -186,7 +185,7 @@ def forward_number_vectors(
     token_ids: Sequence[Sequence[int]],
     number_tokens: Sequence[Sequence[int]],
     *,
-    padding_side: str = "right",
+    padding_side: str = DEFAULT_PADDING_SIDE,
 ) -> np.ndarray:
     """One batched forward pass; returns (batch, n_layers, d) float32 number-token vectors."""
     import torch
@@ -309,9 +308,9 @@ def number_vector_batches(
     loaded: LoadedModel,
     items: Sequence[StimulusItem],
     *,
-    position: str = "last",
+    position: str = DEFAULT_POSITION,
     batch_size: int = DEFAULT_BATCH_SIZE,
-    padding_side: str = "right",
+    padding_side: str = DEFAULT_PADDING_SIDE,
     should_stop: Callable[[], bool] | None = None,
     allow_number_first: bool = False,
 ) -> Iterator[tuple[list[str], np.ndarray]]:
@@ -384,20 +383,12 @@ def extract(
     model: str | LoadedModel,
     stimuli: StimulusSet,
     store: Store,
+    params: ExtractParams | None = None,
     *,
     name: str | None = None,
-    dtype: str = "float32",
-    device: str = "auto",
-    device_map: str | None = None,
-    position: str = "last",
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    padding_side: str = "right",
-    trust_remote_code: bool = False,
-    allow_pickle: bool = False,
-    model_cache: str | Path | None = None,
     progress: ProgressCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
-    allow_number_first: bool = False,
+    **options,
 ) -> ExtractionResult:
     """Extract every missing number-token vector of ``stimuli`` into ``store``.
 
@@ -408,26 +399,29 @@ def extract(
     What is already stored is skipped before any weights are loaded, so a repeated call is a
     no-op and a killed run resumes with what is missing. Batches come from
     :func:`number_vector_batches`; results are flushed in transactions every couple of
-    seconds. ``should_stop`` is polled between batches: the run then stores what it has and
-    returns with ``cancelled=True``. ``model_cache`` is where a GGUF model's conversion is kept
-    (:func:`magdash.sources.gguf.model_cache_dir`).
+    seconds.
+
+    Args:
+        model: a model spec (:mod:`magdash.sources`) or a model already loaded.
+        stimuli: the sentences.
+        store: where the vectors go.
+        params: how the model is loaded and run (:class:`~magdash.extract_params.ExtractParams`).
+        name: the model's name in the store (default: the spec with a non-default dtype and
+            position appended, :func:`magdash.names.default_name`).
+        progress: called as ``progress(done, total)`` sentences.
+        should_stop: polled between batches: the run then stores what it has and returns with
+            ``cancelled=True``.
+        options: fields of :class:`~magdash.extract_params.ExtractParams` replacing those of
+            ``params`` (``dtype="float16"``).
     """
     started = time.perf_counter()
     # Every option is checked before anything is stored, so a refused call leaves no trace.
-    if batch_size < 1:
-        raise MagdashError("batch size must be at least 1")
-    if padding_side not in ("left", "right"):
-        raise MagdashError("padding side must be 'left' or 'right'")
-    if position not in POSITIONS:
-        raise MagdashError(f"unknown token position {position!r}: use one of {', '.join(POSITIONS)}")
-    if dtype not in DTYPES:
-        raise MagdashError(f"unknown dtype {dtype!r}: use one of {', '.join(DTYPES)}")
-    if device_map not in (None, "auto"):
-        raise MagdashError(f"unknown device map {device_map!r}: use 'auto' or none")
+    params = dataclasses.replace(params or ExtractParams(), **options)
+    dtype, device, position = params.dtype, params.device, params.position
     if not isinstance(model, LoadedModel):
         pick_device(device)
     source = model.source if isinstance(model, LoadedModel) else resolve_model(
-        model, allow_pickle=allow_pickle, model_cache=model_cache
+        model, allow_pickle=params.allow_pickle, model_cache=params.model_cache
     )
     if isinstance(model, LoadedModel):
         dtype = model.dtype
@@ -446,11 +440,11 @@ def extract(
             store.register_model(dataclasses.replace(store.model_record(stored_as), name=name))
         return ExtractionResult(name, stimuli.name, model_id, total, already, 0, time.perf_counter() - started)
     loaded = model if isinstance(model, LoadedModel) else load_model(
-        source, dtype=dtype, device=device, device_map=device_map,
-        trust_remote_code=trust_remote_code, allow_pickle=allow_pickle,
+        source, dtype=dtype, device=device, device_map=params.device_map,
+        trust_remote_code=params.trust_remote_code, allow_pickle=params.allow_pickle,
     )
     todo = [item for item in stimuli.items if item.key in missing]
-    check_number_positions(loaded, todo, position, allow_number_first)
+    check_number_positions(loaded, todo, position, params.allow_number_first)
     with waiting_for_store:
         store.register_model(model_record_for(loaded, name, position))
     done, pending_keys, pending_vectors, pending_bytes = already, [], [], 0
@@ -467,7 +461,8 @@ def extract(
         last_flush = time.perf_counter()
 
     batches = number_vector_batches(
-        loaded, todo, position=position, batch_size=batch_size, padding_side=padding_side, should_stop=should_stop,
+        loaded, todo, position=position, batch_size=params.batch_size, padding_side=params.padding_side,
+        should_stop=should_stop,
         allow_number_first=True,  # checked above, before the model was registered
     )
     try:

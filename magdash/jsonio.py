@@ -7,10 +7,12 @@ import dataclasses
 import json
 import math
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def to_jsonable(value: Any, *, keep_nan: bool = False) -> Any:
@@ -63,6 +65,8 @@ def frame_to_plain(frame: pd.DataFrame, *, dtypes: bool = True) -> dict[str, Any
 def frame_from_plain(document: dict[str, Any]) -> pd.DataFrame:
     """The DataFrame :func:`frame_to_plain` wrote: each column back in its dtype, or, for a
     document without dtypes, None read back as NaN in object columns."""
+    import pandas as pd  # only here: the CLI imports this module before any command needs pandas
+
     frame = pd.DataFrame({c: document["data"][c] for c in document["columns"]})
     if "dtypes" not in document:
         for column in frame.columns:

@@ -1,14 +1,17 @@
 """Defaults and input rules shared by every analysis, its CLI command and its page.
 
 Each analysis has a params dataclass shared by the CLI, the Python API and the app
-(:class:`magdash.variability.analysis.AnalysisParams`, :class:`magdash.phase.diagnostics.PhaseParams`);
+(:class:`magdash.variability.params.AnalysisParams`, :class:`magdash.phase.params.PhaseParams`, ...);
 the values they have in common are defined here once, with the parser of layer bands that the
-CLI options and the dashboard's URL share.
+CLI options and the dashboard's URL share, and :func:`option`, how a params field says what its
+command-line option is (the CLI's options are generated from the fields: :mod:`magdash.cli.options`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from magdash.errors import AnalysisError
 
@@ -68,3 +71,62 @@ def ranges(values: Sequence[int]) -> str:
             parts.append(str(start) if start == value else f"{start}-{value}")
             start = None
     return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Option:
+    """How a params dataclass field appears on the command line.
+
+    ``help`` says what the value means (the default is appended from the field, or
+    ``default_text`` when the field's default means "decided elsewhere", e.g. by the
+    conventions); ``flag`` replaces ``--field-name``; ``parse`` reads the option's text into the
+    field's value (comma-separated lists, layer bands); ``repeat`` gives the option once per value;
+    ``negate`` makes a flag that sets a field that is true by default to false.
+    """
+
+    help: str
+    flag: str | None = None
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    parse: Callable[[str], Any] | None = None
+    repeat: bool = False
+    negate: bool = False
+    default_text: str | None = None
+
+
+OPTION_KEY = "option"
+
+
+def option(help: str, **details: Any) -> dict[str, Option]:
+    """Field metadata: ``field(default=..., metadata=option("bootstrap resamples", metavar="N"))``."""
+    return {OPTION_KEY: Option(help, **details)}
+
+
+def comma_separated(kind: Callable[[str], Any], flag: str) -> Callable[[str], tuple]:
+    """A parser of ``"a,b,c"`` into a tuple of ``kind``, whose message names ``flag``."""
+
+    def parse(text: str) -> tuple:
+        try:
+            return tuple(kind(part.strip()) for part in text.split(",") if part.strip())
+        except ValueError:
+            raise AnalysisError(f"cannot read {flag} {text!r}; give a comma-separated list") from None
+
+    return parse
+
+
+def parse_pair(flag: str, example: str) -> Callable[[str], tuple[float, float]]:
+    """A parser of ``"LO,HI"`` into two numbers, whose message names ``flag``."""
+    read = comma_separated(float, flag)
+
+    def parse(text: str) -> tuple[float, float]:
+        parts = read(text)
+        if len(parts) != 2:
+            raise AnalysisError(f"{flag} needs two numbers LO,HI (e.g. {example}), got {text!r}")
+        return parts[0], parts[1]
+
+    return parse
+
+
+def layer_tuple(text: str) -> tuple[int, ...]:
+    """:func:`parse_layers` as a tuple (a params field's value)."""
+    return tuple(parse_layers(text))

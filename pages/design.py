@@ -3,7 +3,7 @@
 import streamlit as st
 
 from magdash import dashboard as db
-from magdash.controls.design import DesignParams
+from magdash.controls.params import DesignParams
 from magdash.dashboard import controls_page as dc
 from magdash.errors import MagdashError
 from magdash.presentation import controls_figures as cf

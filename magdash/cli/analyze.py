@@ -9,12 +9,11 @@ from __future__ import annotations
 import argparse
 import math
 
-from magdash.cli.common import add_store_option, check_seed, flagged_layer_warnings, open_store, print_json, warn
+from magdash.cli.common import add_store_option, flagged_layer_warnings, open_store, print_json, warn
+from magdash.cli.options import add_params_options, params_from_args
 from magdash.errors import AnalysisError
 from magdash.formatting import MISSING, format_number
-from magdash.params import DEFAULT_N_BOOT
-from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH
-from magdash.variability.fits import CI_METHODS
+from magdash.variability.params import AnalysisParams
 
 
 def _title(measure: str) -> str:
@@ -56,104 +55,16 @@ def register(subparsers) -> None:
 
 
 def add_analysis_options(parser: argparse.ArgumentParser) -> None:
+    """The options every analysis command shares: the stimuli, the store, JSON output and every
+    field of :class:`~magdash.variability.params.AnalysisParams`."""
     parser.add_argument("--stimuli", metavar="NAME", default=None, help="stimulus set name")
     add_store_option(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output (NaN as null)")
-    parser.add_argument(
-        "--core", metavar="START-END", default=None, help="core layers (default floor(L/2)..L-1)"
-    )
-    parser.add_argument(
-        "--n-boot", type=int, default=DEFAULT_N_BOOT, metavar="N",
-        help=f"bootstrap resamples (default {DEFAULT_N_BOOT}; 0: no CI)"
-    )
-    parser.add_argument(
-        "--seed", type=int, default=None, metavar="S",
-        help="bootstrap seed (default: 0, or 42 with --conventions paper)",
-    )
-    parser.add_argument(
-        "--window", default="0.8,1.2", metavar="LO,HI", help="Weber window for H2 (default 0.8,1.2)"
-    )
-    parser.add_argument(
-        "--measures",
-        default="eucl,residual,proj",
-        metavar="LIST",
-        help="comma-separated measures: eucl, residual, proj, pairwise, trace, cv, on_axis, off_axis",
-    )
-    parser.add_argument(
-        "--exclude-carrier", type=int, action="append", default=[], metavar="C",
-        help="leave carrier C (0-based, in the stimulus set's order) out of everything; repeatable. The "
-             "warnings say when one carrier drives a result or holds outlier vectors",
-    )
-    parser.add_argument(
-        "--bootstrap-layers",
-        choices=("core", "all", "none"),
-        default="core",
-        help="where to compute bootstrap CIs (default: core layers)",
-    )
-    parser.add_argument(
-        "--boundary",
-        default="9,10,100",
-        metavar="LIST",
-        help="magnitudes dropped in the E3 sensitivity refit (default 9,10,100)",
-    )
-    parser.add_argument(
-        "--ci-method",
-        choices=CI_METHODS,
-        default=None,
-        help="alpha's confidence interval: studentized bootstrap (magdash's default), percentile "
-        "(the paper's), bca, or t (no resampling); see docs/science.md for their coverage",
-    )
-    parser.add_argument(
-        "--conventions",
-        choices=CONVENTION_NAMES,
-        default=MAGDASH,
-        help="statistical conventions: magdash's (default) or those of the paper's script, which "
-        "reproduce its numbers exactly (see docs/science.md)",
-    )
-    from magdash.phase.massive_dims import MASSIVE_DEFAULT, MASSIVE_RATIO
-
-    parser.add_argument(
-        "--massive", choices=("keep", "drop"), default=MASSIVE_DEFAULT,
-        help="keep the massive-activation dimensions (default) or drop them from every layer first",
-    )
-    parser.add_argument(
-        "--massive-ratio", type=float, default=MASSIVE_RATIO, metavar="K",
-        help=f"a dimension is massive when its mean |h_j| exceeds K times the median (default {MASSIVE_RATIO:g})",
-    )
+    add_params_options(parser, AnalysisParams)
 
 
-def analysis_params(args: argparse.Namespace):
-    from magdash.params import parse_layers
-    from magdash.variability.analysis import AnalysisParams
-
-    return AnalysisParams(
-        measures=tuple(_split(args.measures, str, "--measures")),
-        core_layers=None if args.core is None else tuple(parse_layers(args.core)),
-        n_boot=args.n_boot,
-        seed=None if args.seed is None else check_seed(args.seed),
-        window=_window(args.window),
-        boundary=tuple(_split(args.boundary, float, "--boundary")),
-        bootstrap_layers=args.bootstrap_layers,
-        conventions=args.conventions,
-        ci_method=args.ci_method,
-        massive=args.massive,
-        massive_ratio=args.massive_ratio,
-        exclude_carriers=tuple(args.exclude_carrier),
-    )
-
-
-def _split(text: str, kind, option: str) -> list:
-    try:
-        return [kind(part.strip()) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise AnalysisError(f"cannot read {option} {text!r}; give a comma-separated list") from None
-
-
-def _window(text: str) -> tuple[float, float]:
-    parts = _split(text, float, "--window")
-    if len(parts) != 2:
-        raise AnalysisError(f"--window needs two numbers LO,HI (e.g. 0.8,1.2), got {text!r}")
-    return parts[0], parts[1]
+def analysis_params(args: argparse.Namespace) -> AnalysisParams:
+    return params_from_args(AnalysisParams, args)
 
 
 def run_analyze(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from magdash.runs import backfill_store
+    from magdash.runs.backfill import backfill_store
 
     store = open_store(args)
     written = backfill_store(store)

@@ -11,7 +11,8 @@ import argparse
 
 from magdash.cli.analyze import add_analysis_options, analysis_params
 from magdash.cli.common import flagged_layer_warnings, open_store, print_json, warn, write_report
-from magdash.controls.permutation import DEFAULT_N_PERM
+from magdash.cli.options import add_params_options, params_from_args
+from magdash.controls.params import ControlsParams
 from magdash.formatting import format_number
 
 MARKS = {True: "PROBLEM", False: "ok", None: "n/a"}
@@ -28,39 +29,22 @@ def register(subparsers) -> None:
         ),
     )
     parser.add_argument("--model", required=True, help="stored model name (see: magdash list)")
-    parser.add_argument(
-        "--variant", action="append", default=[], metavar="NAME",
-        help="another stored extraction of the model (e.g. minilm:float16, minilm:first); repeatable",
-    )
-    parser.add_argument(
-        "--n-perm", type=int, default=DEFAULT_N_PERM, metavar="N",
-        help=f"permutations of the magnitude labels (default {DEFAULT_N_PERM})",
-    )
-    parser.add_argument("--perm-seed", type=int, default=0, metavar="S", help="permutation seed (default 0)")
-    parser.add_argument("--no-random", action="store_true", help="leave out the @random control")
+    add_params_options(parser, ControlsParams, prefix="controls_", skip=("analysis",))
     parser.add_argument("--report", metavar="FILE", default=None,
                         help="also write the self-contained HTML report (figures, tables, manifest) to FILE")
     add_analysis_options(parser)
     parser.set_defaults(func=run)
 
 
-def params_from_args(args: argparse.Namespace):
-    from magdash.controls import ControlsParams
-
-    return ControlsParams(
-        analysis=analysis_params(args),
-        n_perm=args.n_perm,
-        seed=args.perm_seed,
-        variants=tuple(args.variant),
-        random_control=not args.no_random,
-    )
+def controls_params(args: argparse.Namespace) -> ControlsParams:
+    return params_from_args(ControlsParams, args, prefix="controls_", analysis=analysis_params(args))
 
 
 def run(args: argparse.Namespace) -> int:
     from magdash.runs.controls_runs import run_controls
 
     store = open_store(args)
-    result = run_controls(store, args.model, args.stimuli, params_from_args(args))
+    result = run_controls(store, args.model, args.stimuli, controls_params(args))
     warn(flagged_layer_warnings(store, [args.model, *result.variants], result.stimuli))
     if args.report:
         from magdash.runs.report_runs import controls_report

@@ -12,10 +12,9 @@ import math
 
 from magdash.cli.analyze import add_analysis_options, analysis_params
 from magdash.cli.common import open_store, print_json, write_report
-from magdash.controls.design import DesignParams
+from magdash.cli.options import add_params_options, params_from_args
+from magdash.controls.params import DesignParams
 from magdash.formatting import format_number
-
-_DEFAULTS = DesignParams()
 
 
 def register(subparsers) -> None:
@@ -28,44 +27,17 @@ def register(subparsers) -> None:
         ),
     )
     parser.add_argument("--model", required=True, help="stored model whose noise calibrates the simulation")
-    parser.add_argument("--magnitudes", default=_DEFAULTS.magnitudes, metavar="SPEC",
-                        help="magnitudes of the design (any spec: paper, 1-100, 1,2,5,10; default paper)")
-    parser.add_argument("--carriers", type=int, default=_DEFAULTS.n_carriers, metavar="C",
-                        help=f"carrier sentences of the design (default {_DEFAULTS.n_carriers})")
-    parser.add_argument("--layers", type=int, default=None, metavar="K",
-                        help="core layers of the design (default: the model's core band)")
-    parser.add_argument("--alpha", type=float, default=_DEFAULTS.alpha, help=f"true alpha (default {_DEFAULTS.alpha})")
-    parser.add_argument("--delta", type=float, default=_DEFAULTS.delta,
-                        help=f"true difference between two models (default {_DEFAULTS.delta})")
-    parser.add_argument("--alpha-max", type=float, default=None, metavar="A",
-                        help="end of the H1 power curve (default: 8 standard errors of the mean core alpha)")
-    parser.add_argument("--delta-max", type=float, default=None, metavar="D",
-                        help="end of the E6 power curve (default: 4 standard errors of a layer's delta)")
-    parser.add_argument("--studies", type=int, default=_DEFAULTS.n_studies, metavar="N",
-                        help=f"simulated studies per point (default {_DEFAULTS.n_studies})")
-    parser.add_argument("--points", type=int, default=_DEFAULTS.n_points, metavar="P",
-                        help=f"points per power curve (default {_DEFAULTS.n_points})")
-    parser.add_argument("--design-boot", type=int, default=_DEFAULTS.n_boot, metavar="B",
-                        help=f"joint-bootstrap resamples per simulated study in E6 (default {_DEFAULTS.n_boot}; 0: off)")
-    parser.add_argument("--design-seed", type=int, default=_DEFAULTS.seed, metavar="S", help="simulation seed")
+    add_params_options(parser, DesignParams, prefix="design_")
     parser.add_argument("--report", metavar="FILE", default=None,
                         help="also write the self-contained HTML report (figures, tables, manifest) to FILE")
     add_analysis_options(parser)
     parser.set_defaults(func=run)
 
 
-def params_from_args(args: argparse.Namespace) -> DesignParams:
-    return DesignParams(
-        magnitudes=args.magnitudes, n_carriers=args.carriers, n_layers=args.layers, alpha=args.alpha,
-        delta=args.delta, alpha_max=args.alpha_max, delta_max=args.delta_max, n_studies=args.studies, n_points=args.points, n_boot=args.design_boot,
-        seed=args.design_seed,
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     from magdash.runs.design_runs import run_design
 
-    params = params_from_args(args)
+    params = params_from_args(DesignParams, args, prefix="design_")
     store = open_store(args)
     result = run_design(store, args.model, args.stimuli, params, analysis_params(args))
     if args.report:

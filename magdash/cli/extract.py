@@ -13,11 +13,13 @@ from magdash.cli.common import (
     outsized_vector_warnings,
     warn,
 )
+from magdash.cli.options import add_params_options, params_from_args
 from magdash.errors import StimulusError
+from magdash.extract_params import ExtractParams
+from magdash.sources.resolve import model_hint
 from magdash.stimuli import (
     PAPER_CARRIERS,
     PAPER_SET_NAME,
-    POSITIONS,
     StimulusSet,
     check_reserved_name,
     is_paper_content,
@@ -31,25 +33,12 @@ def register(subparsers) -> None:
         "extract", help="extract hidden states at the number's token for every layer",
         description="Run a model over a stimulus set and store each layer's number-token vector.",
     )
-    parser.add_argument("--model", required=True, help="'minilm', 'smollm2', 'gemma3-270m', a model folder, a .gguf file, "
-                        "ollama:NAME[:TAG], a cached repo id; append @random for the untrained control")
+    parser.add_argument("--model", required=True, help=f"the model: {model_hint()}")
     parser.add_argument("--stimuli", default=None, help="name of the stimulus set (default: paper, or custom-<hash> with --carriers/--magnitudes)")
     parser.add_argument("--carriers", metavar="FILE", help="text file of carrier sentences, one per line, each with {n}")
     parser.add_argument("--magnitudes", metavar="SPEC", help="e.g. paper, 1-1000, 1,2,5,10 (default: paper)")
     parser.add_argument("--name", help="store the model under this name (default: the model spec)")
-    parser.add_argument("--dtype", choices=("float32", "float16", "bfloat16"), default="float32")
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, mps")
-    parser.add_argument("--device-map", choices=("auto",), default=None, help="spread a large model over all GPUs (accelerate)")
-    parser.add_argument("--position", choices=POSITIONS, default="last", help="which of the number's tokens (default: last, as in the paper)")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--padding-side", choices=("right", "left"), default="right")
-    parser.add_argument("--trust-remote-code", action="store_true", help="run code shipped with the model (only for models you trust)")
-    parser.add_argument("--allow-pickle", action="store_true", help="load pickle (.bin) weights (only for files you trust)")
-    parser.add_argument("--allow-number-first", action="store_true",
-                        help="a model with no BOS token: measure carriers that put the number at position 0 "
-                             "(an attention sink) anyway")
-    parser.add_argument("--model-cache", metavar="DIR", default=None,
-                        help="where GGUF models are converted once (default: $MAGDASH_MODEL_CACHE or cache/models)")
+    add_params_options(parser, ExtractParams)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     add_store_option(parser)
     parser.set_defaults(func=run)
@@ -90,6 +79,7 @@ def named_stimulus_set(args: argparse.Namespace, store) -> StimulusSet:
 
 def run(args: argparse.Namespace) -> int:
     check_name(args.name, "--name", "llama3-8b")
+    params = params_from_args(ExtractParams, args)
     custom = custom_stimulus_set(args)
     store = open_store(args, create=True)
     stimuli = custom or named_stimulus_set(args, store)
@@ -101,13 +91,7 @@ def run(args: argparse.Namespace) -> int:
 
     progress = ProgressBar("sentence", args.model, quiet=args.quiet)
     try:
-        result = extract(
-            args.model, stimuli, store, name=args.name, dtype=args.dtype, device=args.device,
-            device_map=args.device_map, position=args.position, batch_size=args.batch_size,
-            padding_side=args.padding_side, trust_remote_code=args.trust_remote_code,
-            allow_pickle=args.allow_pickle, model_cache=args.model_cache, progress=progress,
-            allow_number_first=args.allow_number_first,
-        )
+        result = extract(args.model, stimuli, store, params, name=args.name, progress=progress)
     finally:
         progress.close()
     if result.extracted == 0:

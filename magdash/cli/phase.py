@@ -11,11 +11,12 @@ import argparse
 import math
 from pathlib import Path
 
-from magdash.cli.common import add_store_option, check_seed, open_store, print_json, warn
+from magdash.cli.common import add_store_option, open_store, print_json, warn
+from magdash.cli.options import add_params_options, params_from_args
 from magdash.errors import AnalysisError
 from magdash.formatting import format_number
-from magdash.phase.diagnostics import PhaseParams
-from magdash.phase.massive_dims import MASSIVE_MODES
+from magdash.params import DEFAULT_DTYPE, DTYPES
+from magdash.phase.params import PhaseParams
 
 
 def register(subparsers) -> None:
@@ -40,26 +41,13 @@ def register(subparsers) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output (NaN as null)")
     parser.add_argument("--control", action="store_true",
                         help="also analyse the model's @random control (reported under 'control')")
-    parser.add_argument("--n-boot", type=int, default=PhaseParams().n_boot, metavar="N",
-                        help=f"bootstrap resamples for the gamma_c interval (default {PhaseParams().n_boot}; 0: none)")
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="bootstrap seed")
-    defaults = PhaseParams()
-    parser.add_argument("--massive", choices=MASSIVE_MODES, default=defaults.massive,
-                        help="the vectors' view: raw (keep, the paper's), without the massive-activation "
-                             "dimensions (drop) or every dimension z-scored (standardise); default "
-                             f"{defaults.massive}")
-    parser.add_argument("--massive-ratio", type=float, default=defaults.massive_ratio, metavar="K",
-                        help="a dimension is massive when its mean |h_j| exceeds K times the median "
-                             f"over dimensions (default {defaults.massive_ratio:g})")
-    parser.add_argument("--skip-embedding-step", action="store_true",
-                        help="leave the embeddings (gamma = 0) out of gamma_c and the jumps; off by "
-                             "default, as in the paper, whose m(gamma) starts at the embeddings")
+    add_params_options(parser, PhaseParams)
     parser.add_argument("--no-cache", action="store_true", help="recompute even if cached")
     parser.add_argument("--max-length", type=int, default=None, metavar="T",
                         help="with --prompts: tokens per chunk (default: the model's context)")
     parser.add_argument("--batch-size", type=int, default=16, metavar="B",
                         help="with --prompts: chunks per forward pass")
-    parser.add_argument("--dtype", default="float32", help="with --prompts: float32, float16 or bfloat16")
+    parser.add_argument("--dtype", choices=DTYPES, default=DEFAULT_DTYPE, help="with --prompts: the model's dtype")
     parser.add_argument("--keep-first-position", action="store_true",
                         help="with --prompts: keep a word at each chunk's first position (an attention "
                              "sink, left out by default; a BOS there is never kept)")
@@ -69,9 +57,9 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from magdash.overflow import nonfinite_warning
-    from magdash.phase import phase_summary
+    from magdash.phase.diagnostics import phase_summary
 
-    options = {"params": params_from(args), "use_cache": not args.no_cache}
+    options = {"params": params_from_args(PhaseParams, args), "use_cache": not args.no_cache}
     # With --prompts the model runs over the user's text, like an extraction: its cached samples
     # go into the store, created where --store asks.
     store = open_store(args, create=args.prompts is not None)
@@ -92,12 +80,6 @@ def run(args: argparse.Namespace) -> int:
         print()
         _print_result(control, payload["control"])
     return 0
-
-
-def params_from(args: argparse.Namespace) -> PhaseParams:
-    """The phase parameters the options ask for (the rest are :class:`PhaseParams`'s defaults)."""
-    return PhaseParams(n_boot=args.n_boot, seed=check_seed(args.seed), massive=args.massive,
-                       massive_ratio=args.massive_ratio, skip_embedding_step=args.skip_embedding_step)
 
 
 def _stored_results(args, store, options):

@@ -11,7 +11,8 @@ import argparse
 import sys
 
 from magdash.cli.common import ProgressBar, add_store_option, open_store, print_json
-from magdash.sweep.runner import DEFAULT_RETRIES
+from magdash.cli.options import add_params_options, params_from_args
+from magdash.sweep.params import SweepParams
 
 DETAIL_CHARS = 48
 
@@ -27,15 +28,7 @@ def register(subparsers) -> None:
         ),
     )
     parser.add_argument("plan", metavar="PLAN", help="the plan file (TOML; see README, 'Sweeps')")
-    parser.add_argument(
-        "--ray", metavar="ADDRESS", default=None,
-        help="run on Ray: 'auto' (the running cluster), 'local' (start one here) or an address such as "
-        "ray://head:10001; Ray is an optional extra: pip install 'magdash[ray]'",
-    )
-    parser.add_argument(
-        "--retries", type=int, default=DEFAULT_RETRIES, metavar="N",
-        help=f"with --ray: runs again of a task whose worker died (default {DEFAULT_RETRIES})",
-    )
+    add_params_options(parser, SweepParams)
     parser.add_argument("--json", action="store_true", help="the summary as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     add_store_option(parser)
@@ -43,9 +36,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from magdash.sweep import SweepParams, load_plan, run_sweep
+    from magdash.sweep.runner import load_plan, run_sweep
 
-    params = SweepParams(ray=args.ray, retries=args.retries)
+    params = params_from_args(SweepParams, args)
     plan = load_plan(args.plan)
     store = open_store(args, create=True)
     progress = ProgressBar("task", "sweep", quiet=args.quiet)

@@ -4,11 +4,9 @@
 - :mod:`~magdash.controls.permutation`: the permutation null of alpha;
 - :mod:`~magdash.controls.variants`: another dtype, weights file or token position, and ``@random``;
 - :mod:`~magdash.controls.robustness`: all of them for one model, with verdicts;
-- :mod:`~magdash.controls.simulate` and :mod:`~magdash.controls.design`: the study-design simulator.
+- :mod:`~magdash.controls.simulate` and :mod:`~magdash.controls.design`: the study-design simulator;
+- :mod:`~magdash.controls.params`: :class:`~magdash.controls.params.ControlsParams` and
+  :class:`~magdash.controls.params.DesignParams`, light to import.
 
 The runs over a store, cached, are :mod:`magdash.runs.controls_runs` and :mod:`magdash.runs.design_runs`.
 """
-
-from magdash.controls.robustness import CONTROLS_VERSION, ControlsParams, ControlsResult, Verdict
-
-__all__ = ["CONTROLS_VERSION", "ControlsParams", "ControlsResult", "Verdict"]

@@ -43,79 +43,18 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from magdash.controls.params import DesignParams
 from magdash.controls.simulate import MAX_DIMENSION, Calibration, CarrierScatter, draw_log_v, fit_alphas
 from magdash.errors import AnalysisError
 from magdash.jsonio import pack, unpack
 from magdash.params import ProgressCallback
-from magdash.stimuli import parse_magnitudes
-from magdash.variability.fits import OUTLIER_FACTOR, resample_counts, scaling_mask
+from magdash.variability.fits import resample_counts, scaling_mask
+from magdash.variability.params import OUTLIER_FACTOR
 
 log = logging.getLogger(__name__)
 
 DESIGN_VERSION = "4"
 """Bump whenever a change to the simulator can change a cached design result."""
-
-DEFAULT_CARRIER_GRID = (2, 3, 5, 10, 20)
-DEFAULT_MAGNITUDE_GRID = (8, 13, 26, 50, 100)
-
-
-@dataclass(frozen=True)
-class DesignParams:
-    """A study design and the simulation's settings; shared by the CLI, the API and the app.
-
-    ``magnitudes`` is any magnitude spec (``paper``, ``1-100``, ``1,2,5,10``); ``n_layers`` None
-    takes the calibrated model's core band size. ``alpha`` and ``delta`` are the true values
-    at which the CI half-widths and the single-point powers are reported (their sizes: the
-    simulated effects are positive); the curves run from 0 to ``alpha_max`` and ``delta_max``
-    (None: 8 standard errors of the mean core alpha, and 4 of a layer's delta, from a pilot at
-    alpha = 0) in ``n_points`` steps, plus ``alpha`` and ``delta`` themselves.
-    """
-
-    magnitudes: str = "paper"
-    n_carriers: int = 5
-    n_layers: int | None = None
-    alpha: float = 0.05
-    delta: float = 0.02
-    alpha_max: float | None = None
-    delta_max: float | None = None
-    n_points: int = 20
-    n_studies: int = 1000
-    n_boot: int = 200
-    level: float = 0.05
-    power_target: float = 0.8
-    seed: int = 0
-    carrier_grid: tuple[int, ...] = DEFAULT_CARRIER_GRID
-    magnitude_grid: tuple[int, ...] = DEFAULT_MAGNITUDE_GRID
-
-    def __post_init__(self) -> None:
-        if self.n_carriers < 2:
-            raise AnalysisError(f"a design needs at least 2 carriers, got {self.n_carriers}")
-        if self.n_layers is not None and self.n_layers < 2:
-            raise AnalysisError(f"a design needs at least 2 core layers for the tests over layers, got {self.n_layers}")
-        if self.n_points < 2 or self.n_studies < 10:
-            raise AnalysisError("a design curve needs at least 2 points and 10 studies per point")
-        if self.n_boot < 0:
-            raise AnalysisError(f"--n-boot must be 0 or more, got {self.n_boot}")
-        if not 0 < self.level < 1 or not 0 < self.power_target < 1:
-            raise AnalysisError("the level and the power target must lie between 0 and 1")
-        if self.seed < 0:
-            raise AnalysisError(f"the seed must be 0 or more, got {self.seed}")
-        for name in ("alpha_max", "delta_max"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise AnalysisError(f"{name} must be positive, got {value}")
-        if min(self.carrier_grid, default=2) < 2 or min(self.magnitude_grid, default=5) < 5:
-            raise AnalysisError("the carrier grid needs >= 2 carriers and the magnitude grid >= 5 magnitudes")
-        self.magnitude_values()  # a bad spec fails here, where the design is chosen
-        object.__setattr__(self, "carrier_grid", tuple(int(c) for c in self.carrier_grid))
-        object.__setattr__(self, "magnitude_grid", tuple(int(m) for m in self.magnitude_grid))
-
-    def magnitude_values(self) -> np.ndarray:
-        values = np.asarray(parse_magnitudes(self.magnitudes), dtype=np.float64)
-        if np.count_nonzero(values > 0) < 5:
-            raise AnalysisError(f"a design needs at least 5 positive magnitudes, got {self.magnitudes!r}")
-        return values[values > 0]
-
 
 def wilson(successes: np.ndarray | float, n: int, z: float = 1.96) -> tuple[np.ndarray, np.ndarray]:
     """The Wilson score interval of a binomial rate (Wilson 1927)."""

@@ -30,64 +30,32 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from magdash.controls.carriers import ICC_POOR, carrier_icc
-from magdash.controls.permutation import DEFAULT_N_PERM, PermutationNull
+from magdash.controls.params import DEFAULT_N_PERM, ControlsParams
+from magdash.controls.permutation import PermutationNull
 from magdash.controls.variants import (
     VariantSummary,
     random_problem,
     variant_problem,
     variant_summary,
 )
-from magdash.errors import AnalysisError
 from magdash.formatting import format_number
 from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
 from magdash.overflow import count_nonfinite
 from magdash.params import ProgressCallback
-from magdash.variability.analysis import AnalysisParams, AnalysisResult
+from magdash.variability.analysis import AnalysisResult
 from magdash.variability.artifacts import MIN_LOO_CARRIERS, carrier_influence, leave_one_carrier_out
 from magdash.variability.compare import ComparisonResult
 from magdash.variability.measures import OUTLIER_RULE_MEASURES
 
 CONTROLS_VERSION = "1"
 """Bump whenever a change to the controls code can change a cached table."""
-
-
-@dataclass(frozen=True)
-class ControlsParams:
-    """Every choice of the controls (all enter the cache key); shared by the CLI, API and app."""
-
-    analysis: AnalysisParams = field(default_factory=AnalysisParams)
-    n_perm: int = DEFAULT_N_PERM
-    seed: int = 0
-    significance: float = 0.05
-    variants: tuple[str, ...] = ()
-    random_control: bool = True
-
-    def __post_init__(self) -> None:
-        if self.n_perm < 1:
-            raise AnalysisError(f"--n-perm must be 1 or more, got {self.n_perm}")
-        if self.seed < 0:
-            raise AnalysisError(f"the seed must be 0 or more, got {self.seed}")
-        if not 0 < self.significance < 1:
-            raise AnalysisError(f"the significance level must lie between 0 and 1, got {self.significance}")
-        require_raw_vectors(self.analysis)
-        object.__setattr__(self, "variants", tuple(dict.fromkeys(self.variants)))
-
-
-def require_raw_vectors(analysis: AnalysisParams) -> None:
-    """The controls and the design simulator read the stored vectors themselves (carriers, RDMs,
-    calibration): they refuse an analysis of another view of them, which would mix the two."""
-    if analysis.massive != "keep":
-        raise AnalysisError(
-            "the robustness controls and the design simulator work on the raw vectors: leave --massive at keep "
-            "(analyze --massive-control sets alpha without the massive dimensions beside the raw alpha)"
-        )
 
 
 @dataclass(frozen=True)

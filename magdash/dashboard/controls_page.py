@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from magdash.controls.design import DesignParams, DesignResult
-from magdash.controls.robustness import ControlsParams, ControlsResult
+from magdash.controls.design import DesignResult
+from magdash.controls.params import ControlsParams, DesignParams
+from magdash.controls.robustness import ControlsResult
 from magdash.dashboard.inventory import StoreInventory
 from magdash.dashboard.jobs import ExtractionRequest
 from magdash.dashboard.view import ViewState, analysis_params, core_band
@@ -20,7 +21,7 @@ from magdash.presentation.report import ReportSection, sections
 from magdash.runs.controls_runs import is_variant
 from magdash.sources import spec_for_source
 from magdash.store import ModelRecord, Store
-from magdash.variability.analysis import AnalysisParams
+from magdash.variability.params import AnalysisParams
 
 # -- keys ------------------------------------------------------------------------------------
 

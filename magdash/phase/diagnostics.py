@@ -40,7 +40,7 @@ import pandas as pd
 from magdash.errors import AnalysisError
 from magdash.params import DEFAULT_N_BOOT
 from magdash.phase.accumulate import LayerSample
-from magdash.phase.massive_dims import MASSIVE_DEFAULT, MASSIVE_RATIO, check_massive, find_massive, massive_share
+from magdash.phase.massive_dims import find_massive, massive_share
 from magdash.phase.omega import (
     OMEGA_QUANTILES,
     OmegaSummary,
@@ -48,8 +48,8 @@ from magdash.phase.omega import (
     isotropic_omega_std,
     summarize_omega,
 )
+from magdash.phase.params import PhaseParams
 from magdash.phase.spectrum import (
-    TRACY_WIDOM_1_QUANTILES,
     SpectrumFit,
     fit_spectrum,
     isotropic_spectrum_baseline,
@@ -57,46 +57,6 @@ from magdash.phase.spectrum import (
 
 # Bootstrap resample-count matrices are built in blocks of at most this many cells.
 _BOOTSTRAP_BLOCK_CELLS = 4_000_000
-
-
-@dataclass(frozen=True)
-class PhaseParams:
-    """Every choice that changes a phase result, shared by the CLI, the API and the app.
-
-    ``n_boot`` resamples of the vectors give the gamma_c interval at ``confidence`` (seeded by
-    ``seed``); ``level`` is the Tracy-Widom quantile of the spike margin;
-    ``skip_embedding_step`` leaves the embeddings out of the transitions (see the module
-    docstring for why it is off by default). The cached samples do not depend on these, so
-    changing them costs no model run or store read. ``massive`` (keep, drop or standardise) and
-    ``massive_ratio`` (the multiple of the median mean |h_j| above which a dimension is
-    massive, :mod:`magdash.phase.massive_dims`) choose the vectors' view: other samples, cached
-    under their own key.
-    """
-
-    n_boot: int = DEFAULT_N_BOOT
-    seed: int = 0
-    confidence: float = 0.95
-    level: float = 0.99
-    massive: str = MASSIVE_DEFAULT
-    massive_ratio: float = MASSIVE_RATIO
-    skip_embedding_step: bool = False
-
-    def __post_init__(self) -> None:
-        if isinstance(self.n_boot, bool) or not isinstance(self.n_boot, (int, np.integer)) or self.n_boot < 0:
-            raise AnalysisError(f"--n-boot must be 0 or more, got {self.n_boot!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
-            raise AnalysisError(f"--seed must be 0 or more, got {self.seed!r}")
-        if not 0 < self.confidence < 1:
-            raise AnalysisError(f"the confidence level must lie between 0 and 1, got {self.confidence}")
-        if self.level not in TRACY_WIDOM_1_QUANTILES:
-            raise AnalysisError(
-                f"the Tracy-Widom level must be one of {sorted(TRACY_WIDOM_1_QUANTILES)}, got {self.level}"
-            )
-        check_massive(self.massive, self.massive_ratio)
-        object.__setattr__(self, "n_boot", int(self.n_boot))
-        object.__setattr__(self, "seed", int(self.seed))
-        object.__setattr__(self, "massive_ratio", float(self.massive_ratio))
-        object.__setattr__(self, "skip_embedding_step", bool(self.skip_embedding_step))
 
 
 @dataclass(frozen=True)

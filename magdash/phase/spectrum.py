@@ -30,8 +30,9 @@ from functools import lru_cache
 import numpy as np
 import scipy.linalg
 
+from magdash.phase.params import TRACY_WIDOM_1_QUANTILES
+
 # Quantiles of the Tracy-Widom law of order 1 (real case), from Tracy & Widom's tables.
-TRACY_WIDOM_1_QUANTILES = {0.90: 0.4501, 0.95: 0.9793, 0.99: 2.0234}
 # Below this size an eigendecomposition takes well under a second with scipy: not worth
 # importing torch (seconds) for its GPU or its faster CPU LAPACK.
 LARGE_EIGEN_MIN_DIM = 1024

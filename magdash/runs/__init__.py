@@ -9,24 +9,10 @@ metric rows (:mod:`~magdash.runs.rows`) in one transaction:
 - :mod:`~magdash.runs.controls_runs`: the robustness controls, variants and ``@random``;
 - :mod:`~magdash.runs.design_runs`: the study-design simulator calibrated on a stored model;
 - :mod:`~magdash.runs.depth_runs`: the depth diagnostics of stored vectors or of every token of prompts;
-- :mod:`~magdash.runs.frequency_runs`: stored frequency sources and E5.
+- :mod:`~magdash.runs.frequency_runs`: stored frequency sources and E5;
+- :mod:`~magdash.runs.report_runs`: reports over a store;
+- :mod:`~magdash.runs.backfill`: the metric rows of results cached before their tables existed.
 
 The statistics themselves are the array-in functions of :mod:`magdash.variability`,
 :mod:`magdash.controls`, :mod:`magdash.phase` and :mod:`magdash.frequency`; nothing here computes one.
 """
-
-from magdash.runs.analysis_runs import ANALYSIS, COMPARISON
-from magdash.runs.cache import backfill
-from magdash.runs.controls_runs import CONTROLS
-from magdash.runs.frequency_runs import E5
-
-RESULT_KINDS = {kind.name: kind for kind in (ANALYSIS, COMPARISON, CONTROLS, E5)}
-"""The kinds whose cached payloads hold everything their metric rows need (a backfill writes
-theirs); a design's rows need the model it was calibrated on, phase diagnostics their parameters,
-so those get rows when they are next computed."""
-
-
-def backfill_store(store) -> dict[str, int]:
-    """Write the metric rows of every cached result that has none (results cached before their
-    tables existed): how many results got rows, per kind."""
-    return backfill(store, RESULT_KINDS)

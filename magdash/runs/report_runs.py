@@ -13,13 +13,14 @@ from magdash.controls.design import DesignResult
 from magdash.controls.robustness import ControlsResult
 from magdash.errors import AnalysisError, MagdashError
 from magdash.names import control_name
-from magdash.phase.diagnostics import PhaseParams
+from magdash.phase.params import PhaseParams
 from magdash.presentation.report import ReportSection, StepCallback, build_manifest, build_report_html, sections
 from magdash.runs.analysis_runs import analyze, compare
 from magdash.runs.depth_runs import phase_from_store
 from magdash.runs.frequency_runs import e5_from_analysis, load_source
-from magdash.variability.analysis import AnalysisParams, AnalysisResult
+from magdash.variability.analysis import AnalysisResult
 from magdash.variability.compare import ComparisonResult
+from magdash.variability.params import AnalysisParams
 
 REPORT_SOURCE = "openwebtext-500k"
 """The frequency source of a report's E5 section: the paper's own counts of 1..1000."""

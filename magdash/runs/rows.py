@@ -11,15 +11,19 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from magdash.controls.design import DesignResult
-from magdash.controls.robustness import CarrierTables
 from magdash.jsonio import to_jsonable
-from magdash.phase.diagnostics import PhaseResult, layer_frame
-from magdash.variability.analysis import FIT_COLUMNS, AnalysisResult
-from magdash.variability.compare import ComparisonResult
+from magdash.variability.analysis import FIT_COLUMNS
+
+if TYPE_CHECKING:
+    from magdash.controls.design import DesignResult
+    from magdash.controls.robustness import CarrierTables
+    from magdash.phase.diagnostics import PhaseResult
+    from magdash.variability.analysis import AnalysisResult
+    from magdash.variability.compare import ComparisonResult
 
 Rows = dict[str, pd.DataFrame]
 
@@ -124,6 +128,8 @@ def e5_rows(table: pd.DataFrame, identity: Mapping[str, object]) -> Rows:
 def phase_rows(result: PhaseResult, stimuli: str) -> Rows:
     """Depth diagnostics of ``result.model`` on ``stimuli`` as rows of ``phase_layers``,
     ``phase_transitions`` and ``phase_jumps``."""
+    from magdash.phase.diagnostics import layer_frame
+
     identity = {"model": result.model, "stimuli": stimuli, "massive": result.params.massive}
     layers = with_identity(layer_frame(result).drop(columns="model"), identity)
     layers["massive_dims"] = [list(item.massive) for item in result.layers]

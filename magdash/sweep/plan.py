@@ -47,14 +47,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from magdash.controls.robustness import ControlsParams
+from magdash.controls.params import ControlsParams
 from magdash.errors import MagdashError, PlanError
 from magdash.extract import DEFAULT_BATCH_SIZE
 from magdash.names import default_name
 from magdash.params import DTYPES
-from magdash.phase.diagnostics import PhaseParams
+from magdash.phase.params import PhaseParams
 from magdash.stimuli import PAPER_CARRIERS, PAPER_SET_NAME, POSITIONS, StimulusSet, parse_magnitudes, read_carrier_file
-from magdash.variability.analysis import AnalysisParams
+from magdash.variability.params import AnalysisParams
 
 DEFAULT_TASKS = ("extract", "analyze")
 PADDING_SIDES = ("right", "left")
@@ -142,8 +142,9 @@ _MODEL_KEYS = {f.name for f in dataclasses.fields(ModelEntry)}
 _STIMULI_KEYS = {"name", "carriers", "magnitudes"}
 
 
-def load_plan(path: str | Path, task_kinds: Mapping[str, object] | None = None) -> SweepPlan:
-    """Read and check a plan file; ``task_kinds`` are the known kinds (default: the registry's)."""
+def read_plan(path: str | Path, task_kinds: Mapping[str, object]) -> SweepPlan:
+    """Read and check a plan file; ``task_kinds`` are the known kinds (the registry's:
+    :func:`magdash.sweep.runner.load_plan` passes them)."""
     path = Path(path)
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -159,10 +160,9 @@ def load_plan(path: str | Path, task_kinds: Mapping[str, object] | None = None) 
         raise PlanError(f"{path.name}: {error}") from None
 
 
-def parse_plan(document: Mapping[str, Any], folder: Path, task_kinds: Mapping[str, object] | None = None) -> SweepPlan:
-    """A plan from its parsed TOML; relative carrier files are read from ``folder``."""
-    if task_kinds is None:
-        from magdash.sweep.tasks import TASK_KINDS as task_kinds
+def parse_plan(document: Mapping[str, Any], folder: Path, task_kinds: Mapping[str, object]) -> SweepPlan:
+    """A plan from its parsed TOML; relative carrier files are read from ``folder``; ``tasks`` must
+    name kinds of ``task_kinds``."""
     _check_keys(document, _PLAN_KEYS, "the plan")
     tasks = _strings(document.get("tasks", list(DEFAULT_TASKS)), "tasks", tuple(task_kinds))
     if len(set(tasks)) != len(tasks):

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from magdash.errors import MagdashError
 from magdash.sweep.plan import Cell
+from magdash.sweep.tasks import failure_message
 
 LOCAL = "local"
 """``--ray local``: start a Ray cluster on this machine for the sweep (``auto`` joins a running one)."""
@@ -70,8 +71,6 @@ class RayBackend:
 
     def wait(self, handles: list) -> tuple[object, object | None, str | None]:
         """The next finished job: (handle, output, None), or (handle, None, its one-line message)."""
-        from magdash.sweep.runner import failure_message
-
         ray = self._ray
         (handle,), _ = ray.wait(handles, num_returns=1)
         try:

@@ -22,35 +22,16 @@ from magdash.errors import MagdashError, PlanError
 from magdash.params import ProgressCallback
 from magdash.stimuli import PAPER_SET_NAME, StimulusSet, paper_stimuli
 from magdash.store import Store
-from magdash.sweep.plan import Cell, SweepPlan
-from magdash.sweep.tasks import TASK_KINDS, TaskContext, TaskKind
+from magdash.sweep.params import SweepParams
+from magdash.sweep.plan import Cell, SweepPlan, read_plan
+from magdash.sweep.tasks import TASK_KINDS, TaskContext, TaskKind, failure_message
 
 log = logging.getLogger(__name__)
 
-DEFAULT_RETRIES = 3
-"""Times Ray runs a task again after its worker died (never after an error the task raised)."""
 
 STATUSES = ("done", "skipped", "failed", "not run")
 """done: ran now; skipped: already in the store; failed: raised (message kept); not run: an
 earlier task of its cell failed."""
-
-
-@dataclass(frozen=True)
-class SweepParams:
-    """How a plan runs (the plan says what): shared by ``magdash sweep`` and :func:`run_sweep`.
-
-    ``ray`` is None to run in-process, ``"auto"`` or a cluster address (``ray://host:10001``)
-    to run on Ray; an already connected Ray session is used as it is.
-    """
-
-    ray: str | None = None
-    retries: int = DEFAULT_RETRIES
-
-    def __post_init__(self) -> None:
-        if self.ray is not None and not self.ray.strip():
-            raise MagdashError("--ray needs an address: 'auto' or e.g. ray://head-node:10001")
-        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
-            raise MagdashError(f"--retries must be 0 or more, got {self.retries!r}")
 
 
 @dataclass(frozen=True)
@@ -93,6 +74,11 @@ class SweepSummary:
         )
 
 
+def load_plan(path) -> SweepPlan:
+    """Read and check a plan file against the registered task kinds (:mod:`magdash.sweep.tasks`)."""
+    return read_plan(path, TASK_KINDS)
+
+
 def stimulus_sets(plan: SweepPlan, store: Store) -> dict[str, StimulusSet]:
     """Each of the plan's sets, registered in the store; a refused or unknown one is a PlanError."""
     sets = {}
@@ -115,14 +101,6 @@ def stimulus_sets(plan: SweepPlan, store: Store) -> dict[str, StimulusSet]:
             raise PlanError(f"stimuli {entry.name!r}: {error}") from None
         sets[entry.name] = stimuli
     return sets
-
-
-def failure_message(error: BaseException) -> str:
-    """A failed task's one line: a user error's message, or the type and first line of a bug."""
-    if isinstance(error, MagdashError):
-        return str(error)
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
 
 
 class _CellRun:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
+from magdash.errors import MagdashError
 from magdash.stimuli import StimulusSet
 from magdash.store import Store
 from magdash.sweep.plan import Cell, SweepPlan
@@ -184,3 +185,11 @@ def _controls_run(context: TaskContext) -> str:
 
 
 register_task_kind(TaskKind("controls", _controls_done, _controls_run))
+
+
+def failure_message(error: BaseException) -> str:
+    """A failed task's one line: a user error's message, or the type and first line of a bug."""
+    if isinstance(error, MagdashError):
+        return str(error)
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__

@@ -36,14 +36,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from magdash.errors import AnalysisError
 from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
 from magdash.norm_outliers import outsized_warning
 from magdash.overflow import count_nonfinite, nonfinite_warning
-from magdash.params import DEFAULT_N_BOOT, ProgressCallback, ranges
-from magdash.phase.massive_dims import MASSIVE_DEFAULT, MASSIVE_RATIO, DimensionStats, check_massive, find_massive
+from magdash.params import ProgressCallback, ranges
+from magdash.phase.massive_dims import DimensionStats, find_massive
 from magdash.variability.artifacts import (
     MIN_LOO_CARRIERS,
     CarrierInfluence,
@@ -52,19 +51,12 @@ from magdash.variability.artifacts import (
     leave_one_carrier_out,
     outlier_vectors,
 )
-from magdash.variability.compare import BOOTSTRAP_LAYER_CHOICES
 from magdash.variability.conventions import (
-    MAGDASH,
     ConsistencyChecks,
-    Conventions,
     consistency_checks,
-    get_conventions,
 )
 from magdash.variability.fits import (
-    CI_METHODS,
-    LEGACY_SEED_LIMIT,
     NOISE_MODEL_COLUMNS,
-    OUTLIER_FACTOR,
     ScalingFit,
     fit_scaling,
     noise_model_rows,
@@ -73,18 +65,16 @@ from magdash.variability.fits import (
 )
 from magdash.variability.geometry import LayerGeometry, ModelRdms, layer_geometry
 from magdash.variability.hypotheses import (
-    DEFAULT_BOUNDARY,
-    DEFAULT_WINDOW,
     HYPOTHESES,
     AxisSpecificity,
     BoundarySensitivity,
     HypothesisResult,
     axis_specificity,
     boundary_sensitivity,
-    default_core_layers,
     evaluate_hypotheses,
 )
-from magdash.variability.measures import MEASURES, OUTLIER_RULE_MEASURES, PRIMARY_MEASURES, LayerVectors
+from magdash.variability.measures import MEASURES, OUTLIER_RULE_MEASURES, LayerVectors
+from magdash.variability.params import AnalysisParams
 
 log = logging.getLogger(__name__)
 
@@ -94,103 +84,6 @@ ANALYSIS_VERSION = "8"
 leave carriers out (``exclude_carriers``)."""
 
 FIT_COLUMNS = [f.name for f in dataclasses.fields(ScalingFit)]
-
-
-@dataclass(frozen=True)
-class AnalysisParams:
-    """Every choice that can change a result (all of them enter the cache key)."""
-
-    measures: tuple[str, ...] = PRIMARY_MEASURES
-    core_layers: tuple[int, ...] | None = None  # None: floor(L/2) .. L-1
-    n_boot: int = DEFAULT_N_BOOT
-    seed: int | None = None  # None: the conventions' seed (magdash 0, paper 42)
-    ci: float = 0.95
-    window: tuple[float, float] = DEFAULT_WINDOW
-    boundary: tuple[float, ...] = DEFAULT_BOUNDARY
-    bootstrap_layers: str = "core"
-    outlier_factor: float = OUTLIER_FACTOR
-    conventions: str = MAGDASH  # "magdash" or "paper" (magdash.variability.conventions)
-    ci_method: str | None = None  # None: the conventions' (magdash studentized, paper percentile)
-    # "drop": every layer's massive-activation dimensions (magdash.phase.massive_dims: mean |h_j|
-    # above massive_ratio x the median over j) are removed before any measure is computed.
-    massive: str = MASSIVE_DEFAULT
-    massive_ratio: float = MASSIVE_RATIO
-    # Carriers (0-based, in the stimulus set's order) left out of everything: how a reader acts
-    # on a warning that one carrier drives the result or holds outlier vectors.
-    exclude_carriers: tuple[int, ...] = ()
-
-    def __post_init__(self) -> None:
-        rules = get_conventions(self.conventions)
-        excluded = tuple(sorted({int(c) for c in self.exclude_carriers}))
-        if any(c < 0 for c in excluded):
-            raise AnalysisError(f"carriers to leave out are numbered from 0, got {list(self.exclude_carriers)}")
-        object.__setattr__(self, "exclude_carriers", excluded)
-        check_massive(self.massive, self.massive_ratio)
-        if self.massive == "standardise":
-            raise AnalysisError("the noise analysis keeps or drops the massive dimensions (--massive keep|drop)")
-        object.__setattr__(self, "massive_ratio", float(self.massive_ratio))
-        if self.seed is None:
-            object.__setattr__(self, "seed", rules.default_seed)
-        if self.ci_method is None:
-            object.__setattr__(self, "ci_method", rules.ci_method)
-        if self.ci_method not in CI_METHODS:
-            raise AnalysisError(f"unknown CI method {self.ci_method!r}; choose from {', '.join(CI_METHODS)}")
-        measures = tuple(dict.fromkeys(self.measures))
-        unknown = [m for m in measures if m not in MEASURES]
-        if not measures or unknown:
-            raise AnalysisError(
-                f"unknown measure(s) {', '.join(map(repr, unknown)) or '(none given)'}; choose from "
-                f"{', '.join(MEASURES)}"
-            )
-        if self.bootstrap_layers not in BOOTSTRAP_LAYER_CHOICES:
-            raise AnalysisError(
-                f"bootstrap layers must be one of {', '.join(BOOTSTRAP_LAYER_CHOICES)}, "
-                f"got {self.bootstrap_layers!r}"
-            )
-        if self.n_boot < 0:
-            raise AnalysisError(f"--n-boot must be 0 or more, got {self.n_boot}")
-        if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
-            raise AnalysisError(f"the seed must be a whole number >= 0, got {self.seed!r}")
-        if rules.bootstrap_stream == "legacy" and self.seed >= LEGACY_SEED_LIMIT:
-            raise AnalysisError(f"the paper's conventions take seeds below 2**32, got {self.seed}")
-        if self.core_layers is not None and not all(
-            isinstance(layer, (int, np.integer)) for layer in self.core_layers
-        ):
-            raise AnalysisError(f"core layers must be layer indices, got {self.core_layers!r}")
-        if not 0 < self.ci < 1:
-            raise AnalysisError(f"the confidence level must lie between 0 and 1, got {self.ci}")
-        low, high = (float(v) for v in self.window)
-        if not low <= high:
-            raise AnalysisError(f"the Weber window needs LOW <= HIGH, got {low},{high}")
-        if self.outlier_factor <= 0:
-            raise AnalysisError(f"the outlier factor must be positive, got {self.outlier_factor}")
-        object.__setattr__(self, "measures", measures)
-        object.__setattr__(self, "window", (low, high))
-        object.__setattr__(self, "boundary", tuple(float(b) for b in self.boundary))
-        object.__setattr__(self, "n_boot", int(self.n_boot))
-        object.__setattr__(self, "seed", int(self.seed))
-        if self.core_layers is not None:
-            core = tuple(sorted({int(layer) for layer in self.core_layers}))
-            if not core:
-                raise AnalysisError("the core band is empty; choose at least one layer")
-            object.__setattr__(self, "core_layers", core)
-
-    @property
-    def rules(self) -> Conventions:
-        """The statistical conventions these parameters follow."""
-        return get_conventions(self.conventions)
-
-    def core_for(self, n_blocks: int, n_layers: int) -> list[int]:
-        """The core band for a model with ``n_blocks`` blocks and ``n_layers`` stored layers."""
-        core = list(self.core_layers) if self.core_layers is not None else None
-        if core is None:
-            core = default_core_layers(n_blocks)
-        outside = [layer for layer in core if not 0 <= layer < n_layers]
-        if outside:
-            raise AnalysisError(
-                f"core layers {outside} do not exist: this model has layers 0..{n_layers - 1}"
-            )
-        return core
 
 
 @dataclass
@@ -710,6 +603,8 @@ def _fit_everything(
 
 def _cv_trend(magnitudes: np.ndarray, cv_values: np.ndarray) -> pd.DataFrame:
     """Spearman correlation of CV(n) with n per layer (a constant CV is Weber's law)."""
+    from scipy import stats
+
     rows = []
     for layer, cv_layer in enumerate(cv_values):
         finite = np.isfinite(cv_layer)

@@ -34,17 +34,9 @@ from magdash.errors import AnalysisError
 from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
 from magdash.params import DEFAULT_N_BOOT
 from magdash.variability.conventions import MAGDASH
-from magdash.variability.fits import (
-    OUTLIER_FACTOR,
-    fit_scaling,
-    percentile_interval,
-    resample_counts,
-    scaling_mask,
-    weighted_slopes,
-)
-from magdash.variability.hypotheses import default_core_layers, paired_wilcoxon
-
-BOOTSTRAP_LAYER_CHOICES = ("core", "all", "none")
+from magdash.variability.fits import fit_scaling, percentile_interval, resample_counts, scaling_mask, weighted_slopes
+from magdash.variability.hypotheses import paired_wilcoxon
+from magdash.variability.params import BOOTSTRAP_LAYER_CHOICES, OUTLIER_FACTOR, default_core_layers
 
 
 def align_by_depth(n_blocks_a: int, n_blocks_b: int) -> pd.DataFrame:

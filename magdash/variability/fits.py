@@ -56,21 +56,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from magdash.errors import AnalysisError
 from magdash.params import DEFAULT_N_BOOT
+from magdash.variability.params import CI_METHODS, LEGACY_SEED_LIMIT, OUTLIER_FACTOR
 
-OUTLIER_FACTOR = 3.0
 MIN_POINTS = 5
 
 # Resample rows per chunk are chosen so a chunk holds about this many counts (bounded memory).
 _BOOT_CHUNK_ELEMENTS = 1_000_000
 BOOTSTRAP_STREAMS = ("generator", "legacy")
-CI_METHODS = ("percentile", "studentized", "bca", "t")
-"""How a scaling fit's confidence interval is formed (module docstring)."""
-LEGACY_SEED_LIMIT = 2**32
-"""numpy's RandomState takes seeds below 2**32."""
 
 
 @dataclass(frozen=True)
@@ -177,6 +172,8 @@ def ols(x: np.ndarray, y: np.ndarray) -> LineFit:
 
     Agrees with ``scipy.stats.linregress``; a constant y gives slope 0, R^2 0, p 1.
     """
+    from scipy import stats
+
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     n = x.size
@@ -347,6 +344,8 @@ def bca_interval(
     x: np.ndarray, y: np.ndarray, slope: float, ci: float, *, n_boot: int, seed: int, stream: str
 ) -> tuple[float, float]:
     """The bias-corrected and accelerated percentile interval (module docstring)."""
+    from scipy import stats
+
     slopes = bootstrap_slopes(x, y, n_boot=n_boot, seed=seed, stream=stream)
     slopes = slopes[np.isfinite(slopes)]
     if slopes.size == 0:
@@ -418,6 +417,8 @@ def fit_scaling(
 def _interval(
     x: np.ndarray, y: np.ndarray, line: LineFit, ci: float, method: str, *, n_boot: int, seed: int, stream: str
 ) -> tuple[float, float]:
+    from scipy import stats
+
     if not 0 < ci < 1:
         raise AnalysisError(f"the confidence level must lie between 0 and 1, got {ci}")
     if method == "t":

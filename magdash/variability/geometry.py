@@ -22,7 +22,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from magdash.errors import AnalysisError
 from magdash.variability.measures import magnitude_axis
@@ -84,6 +83,8 @@ def _rank_correlation(ranks_a: np.ndarray, ranks_b: np.ndarray) -> float:
 
 def rsa(rdm_a: np.ndarray, rdm_b: np.ndarray) -> float:
     """Spearman correlation of the upper triangles (a < b) of two RDMs, over finite pairs."""
+    from scipy import stats
+
     rdm_a = np.asarray(rdm_a, dtype=np.float64)
     rdm_b = np.asarray(rdm_b, dtype=np.float64)
     if rdm_a.shape != rdm_b.shape or rdm_a.ndim != 2 or rdm_a.shape[0] != rdm_a.shape[1]:
@@ -108,6 +109,8 @@ class ModelRdms:
 
     @classmethod
     def for_magnitudes(cls, magnitudes: np.ndarray) -> ModelRdms:
+        from scipy import stats
+
         values, finite, ranks = {}, {}, {}
         for kind in MODEL_RDMS:
             upper = _upper(model_rdm(magnitudes, kind))
@@ -118,6 +121,8 @@ class ModelRdms:
 
     def correlate(self, rdm: np.ndarray) -> dict[str, float]:
         """RSA of a centroid RDM with each model RDM (Spearman over pairs finite in both)."""
+        from scipy import stats
+
         upper = _upper(np.asarray(rdm, dtype=np.float64))
         finite_rdm = np.isfinite(upper)
         ranked: dict[bytes, np.ndarray] = {}  # the layer's ranks, shared by equal pair sets
@@ -153,6 +158,8 @@ def pc1_coordinates(
 
     ``axis`` may pass a precomputed :func:`magdash.variability.measures.magnitude_axis`.
     """
+    from scipy import stats
+
     m = np.asarray(centroid_matrix, dtype=np.float64)
     magnitudes = np.asarray(magnitudes, dtype=np.float64)
     if axis is None:

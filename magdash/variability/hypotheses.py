@@ -30,25 +30,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from magdash.errors import AnalysisError
 from magdash.variability.fits import fit_scaling
+from magdash.variability.params import DEFAULT_BOUNDARY, DEFAULT_WINDOW
 
-DEFAULT_WINDOW = (0.8, 1.2)
-DEFAULT_BOUNDARY = (9, 10, 100)
 HYPOTHESES = ("H1", "H2", "H3", "H4")
-
-
-def default_core_layers(n_blocks: int) -> list[int]:
-    """The paper's core band generalised: layer indices floor(L/2) .. L-1 (0 = embeddings).
-
-    For L = 32 blocks that is 16..31 of the 33 stored layers (the final block's output L is
-    excluded, as in the paper).
-    """
-    if n_blocks < 2:
-        raise AnalysisError(f"a model needs at least 2 blocks for a core band, got {n_blocks}")
-    return list(range(n_blocks // 2, n_blocks))
 
 
 def _check_core(core_layers: Sequence[int], n_layers: int) -> list[int]:
@@ -92,6 +79,8 @@ class HypothesisResult:
 
 
 def _t_test(values: np.ndarray, popmean: float) -> tuple[float, float]:
+    from scipy import stats
+
     if values.size < 2 or np.ptp(values) == 0:
         return math.nan, math.nan
     result = stats.ttest_1samp(values, popmean)
@@ -108,6 +97,8 @@ def spearman_trend(depth: np.ndarray, values: np.ndarray) -> tuple[float, float]
     give p = 0, where the truth is 1/3), so up to ``EXACT_SPEARMAN_MAX_N`` points the p-value
     is exact: the share of all orderings of ``values`` whose |rho| is at least the observed.
     """
+    from scipy import stats
+
     result = stats.spearmanr(depth, values)
     rho, p_value = float(result.statistic), float(result.pvalue)
     n = values.size
@@ -132,6 +123,8 @@ def depth_trend_all_layers(alphas: np.ndarray) -> tuple[float, float]:
 
     scipy's asymptotic p; NaN when a layer has no fit or the alphas are all equal.
     """
+    from scipy import stats
+
     alphas = np.asarray(alphas, dtype=np.float64)
     if alphas.size < 3 or not np.isfinite(alphas).all() or np.ptp(alphas) == 0:
         return math.nan, math.nan
@@ -152,6 +145,8 @@ def evaluate_hypotheses(
 
     ``h4_all_layers`` and ``h4_exact_p`` choose the H4 convention (module docstring).
     """
+    from scipy import stats
+
     low, high = float(window[0]), float(window[1])
     if not low <= high:
         raise AnalysisError(f"the Weber window must be LOW,HIGH with LOW <= HIGH, got {window}")
@@ -358,6 +353,8 @@ def paired_wilcoxon(first: Sequence[float], second: Sequence[float]) -> tuple[fl
     Returns (statistic, p, n_pairs); statistic and p are NaN when fewer than 2 pairs remain or
     every difference is zero (the test is undefined).
     """
+    from scipy import stats
+
     a = np.asarray(first, dtype=np.float64)
     b = np.asarray(second, dtype=np.float64)
     both = np.isfinite(a) & np.isfinite(b)

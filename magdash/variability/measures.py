@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-import scipy.linalg
 
 from magdash.errors import AnalysisError
 
@@ -71,6 +70,8 @@ def magnitude_axis(centroid_matrix: np.ndarray) -> np.ndarray:
     last centroid is at least that of the first (for ascending magnitudes, larger numbers lie on
     the positive side). Measures that use u only through squares or SDs do not depend on it.
     """
+    import scipy.linalg  # here, not at import: the parameters import this module's registry
+
     centred = np.asarray(centroid_matrix, dtype=np.float64)
     centred = centred - centred.mean(axis=0, keepdims=True)
     n, d = centred.shape

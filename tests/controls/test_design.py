@@ -11,7 +11,6 @@ from scipy import stats
 
 from magdash.cli import main
 from magdash.controls.design import (
-    DesignParams,
     Simulator,
     crossing,
     participation_ratio,
@@ -20,11 +19,12 @@ from magdash.controls.design import (
     size_adjusted_rate,
     wilson,
 )
+from magdash.controls.params import DesignParams
 from magdash.controls.simulate import Calibration, CarrierScatter
 from magdash.errors import AnalysisError
 from magdash.runs.design_runs import calibrate_on, design_key, run_design
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
-from magdash.variability.analysis import AnalysisParams
+from magdash.variability.params import AnalysisParams
 
 MAGNITUDES = np.asarray(PAPER_MAGNITUDES, dtype=np.float64)
 LOG_N = np.log(MAGNITUDES)

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from magdash import dashboard as db
-from magdash.controls.design import DesignParams
-from magdash.controls.robustness import ControlsParams
+from magdash.controls.params import ControlsParams, DesignParams
 from magdash.dashboard import controls_page as dc
 from magdash.errors import MagdashError
 from magdash.presentation import controls_figures as cf
@@ -21,7 +20,7 @@ from magdash.runs.controls_runs import run_controls
 from magdash.runs.design_runs import run_design
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.store import ModelRecord, Store
-from magdash.variability.analysis import AnalysisParams
+from magdash.variability.params import AnalysisParams
 
 MAGNITUDES = np.asarray(PAPER_MAGNITUDES, dtype=np.float64)
 

@@ -11,7 +11,6 @@ from scipy import integrate
 from magdash.errors import AnalysisError
 from magdash.phase.accumulate import LayerAccumulator, LayerSample, samples_from_bytes, samples_to_bytes
 from magdash.phase.diagnostics import (
-    PhaseParams,
     analyze_samples,
     bootstrap_order,
     depth_fraction,
@@ -20,6 +19,7 @@ from magdash.phase.diagnostics import (
     phase_summary,
 )
 from magdash.phase.omega import dip_test, isotropic_omega_mean, isotropic_omega_std, omega, summarize_omega
+from magdash.phase.params import PhaseParams
 from magdash.phase.spectrum import (
     covariance_eigenvalues,
     effective_rank,

@@ -10,11 +10,11 @@ import pytest
 
 from magdash import dashboard as db
 from magdash.cli import build_parser, main
-from magdash.cli import phase as phase_command
+from magdash.cli.options import params_from_args
 from magdash.names import control_name
 from magdash.params import DEFAULT_N_BOOT
-from magdash.phase import PhaseParams
 from magdash.phase.omega import isotropic_omega_mean
+from magdash.phase.params import PhaseParams
 from magdash.runs.depth_runs import phase_from_store, phase_from_texts
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 
@@ -95,7 +95,7 @@ def test_missing_control_and_text_output(store, capsys):
 
 def test_the_cli_and_the_app_give_gamma_c_the_same_interval(phase_store, capsys):
     # Both take their phase parameters from PhaseParams: the same resamples, so the same interval.
-    cli = phase_command.params_from(build_parser().parse_args(["phase", "--model", "planted"]))
+    cli = params_from_args(PhaseParams, build_parser().parse_args(["phase", "--model", "planted"]))
     inventory = db.read_inventory(phase_store)
     view, _ = db.reconcile_view(db.ViewState(store=str(phase_store.path), model="planted"), inventory)
     app = db.phase_keys(view, inventory)[db.TRAINED_SERIES].params

@@ -20,7 +20,7 @@ from magdash.jsonio import to_jsonable
 from magdash.presentation import export, report
 from magdash.presentation import variability_figures as vf
 from magdash.runs import report_runs
-from magdash.variability.analysis import AnalysisParams
+from magdash.variability.params import AnalysisParams
 
 HOSTILE = "<script>alert(1)</script>"
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"

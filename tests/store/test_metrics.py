@@ -18,17 +18,18 @@ import pandas as pd
 import pytest
 
 from magdash.cli import main
-from magdash.controls.robustness import ControlsParams
+from magdash.controls.params import ControlsParams
 from magdash.errors import StoreError
 from magdash.frequency import FrequencySource
-from magdash.runs import backfill_store, rows
+from magdash.runs import rows
 from magdash.runs.analysis_runs import analyze, compare
+from magdash.runs.backfill import backfill_store
 from magdash.runs.controls_runs import run_controls
 from magdash.runs.depth_runs import phase_from_store
 from magdash.runs.frequency_runs import e5_from_store
 from magdash.store import SCHEMA_VERSION, Store, metrics, schema
 from magdash.store.npz import import_arrays
-from magdash.variability.analysis import AnalysisParams
+from magdash.variability.params import AnalysisParams
 from tests.support import DATA, ROOT, unpack_store
 
 MAGNITUDES = np.array([1, 2, 3, 5, 8, 13, 21, 34, 55, 89])

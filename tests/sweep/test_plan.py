@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from magdash.errors import PlanError
-from magdash.sweep import load_plan
 from magdash.sweep.plan import DEFAULT_TASKS
+from magdash.sweep.runner import load_plan
 
 GOOD = """
 tasks = ["extract", "analyze", "phase", "controls"]

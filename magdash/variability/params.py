@@ -1,0 +1,159 @@
+"""The parameters of the scalar-variability analysis and their defaults, importable without the
+statistics themselves (the CLI builds its options from them before anything heavy is loaded).
+
+The Weber window [0.8, 1.2] of H2 and the boundary magnitudes 9, 10, 100 of E3 are the paper's
+(Cacioli 2026, arXiv 2604.04469); the core band floor(L/2) .. L-1 generalises its layers 16-31 of
+a 32-block model; the 3x-median outlier rule is its script's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from magdash.errors import AnalysisError
+from magdash.params import DEFAULT_N_BOOT, comma_separated, layer_tuple, option, parse_pair
+from magdash.phase.massive_dims import MASSIVE_DEFAULT, MASSIVE_RATIO, check_massive
+from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH, Conventions, get_conventions
+from magdash.variability.measures import MEASURES, PRIMARY_MEASURES
+
+DEFAULT_WINDOW = (0.8, 1.2)
+"""The Weber window of alpha: scalar variability predicts alpha near 1 (H2)."""
+DEFAULT_BOUNDARY = (9, 10, 100)
+"""Magnitudes at digit-count boundaries, dropped in the E3 sensitivity refit."""
+OUTLIER_FACTOR = 3.0
+"""A point of V_eucl or V_residual above this many times the layer's median V is left out of the fit."""
+CI_METHODS = ("percentile", "studentized", "bca", "t")
+"""How a scaling fit's confidence interval is formed (:mod:`magdash.variability.fits`)."""
+LEGACY_SEED_LIMIT = 2**32
+"""numpy's RandomState (the paper's bootstrap stream) takes seeds below 2**32."""
+BOOTSTRAP_LAYER_CHOICES = ("core", "all", "none")
+"""Where bootstrap CIs are computed: the core layers, every layer, none."""
+
+
+def default_core_layers(n_blocks: int) -> list[int]:
+    """The paper's core band generalised: layer indices floor(L/2) .. L-1 (0 = embeddings).
+
+    For L = 32 blocks that is 16..31 of the 33 stored layers (the final block's output L is
+    excluded, as in the paper).
+    """
+    if n_blocks < 2:
+        raise AnalysisError(f"a model needs at least 2 blocks for a core band, got {n_blocks}")
+    return list(range(n_blocks // 2, n_blocks))
+
+
+@dataclass(frozen=True)
+class AnalysisParams:
+    """Every choice of the scalar-variability analysis that can change a result (all of them enter
+    the cache key); shared by the CLI (its options are these fields), the Python API and the app."""
+
+    measures: tuple[str, ...] = field(default=PRIMARY_MEASURES, metadata=option(
+        f"comma-separated measures: {', '.join(MEASURES)}", metavar="LIST", parse=comma_separated(str, "--measures")))
+    core_layers: tuple[int, ...] | None = field(default=None, metadata=option(
+        "core layers, the band the hypotheses are tested over", flag="--core", metavar="START-END",
+        parse=layer_tuple, default_text="floor(L/2) to L-1"))
+    n_boot: int = field(default=DEFAULT_N_BOOT, metadata=option("bootstrap resamples (0: no CI)", metavar="N"))
+    seed: int | None = field(default=None, metadata=option(
+        "bootstrap seed", metavar="S", default_text="the conventions' seed: 0, or 42 with --conventions paper"))
+    ci: float = field(default=0.95, metadata=option("confidence level of every interval", metavar="LEVEL"))
+    window: tuple[float, float] = field(default=DEFAULT_WINDOW, metadata=option(
+        "Weber window of alpha for H2", metavar="LO,HI", parse=parse_pair("--window", "0.8,1.2")))
+    boundary: tuple[float, ...] = field(default=DEFAULT_BOUNDARY, metadata=option(
+        "magnitudes dropped in the E3 sensitivity refit", metavar="LIST", parse=comma_separated(float, "--boundary")))
+    bootstrap_layers: str = field(default="core", metadata=option(
+        "where to compute bootstrap CIs", choices=BOOTSTRAP_LAYER_CHOICES))
+    outlier_factor: float = field(default=OUTLIER_FACTOR, metadata=option(
+        "a point is an outlier above this many times the layer's median V (V_eucl, V_residual)", metavar="K"))
+    conventions: str = field(default=MAGDASH, metadata=option(
+        "statistical conventions: magdash's, or those of the paper's script, which reproduce its numbers "
+        "exactly (docs/science.md)", choices=CONVENTION_NAMES))
+    ci_method: str | None = field(default=None, metadata=option(
+        "alpha's confidence interval: studentized bootstrap, percentile (the paper's), bca, or t (no "
+        "resampling); docs/science.md gives their coverage", choices=CI_METHODS,
+        default_text="the conventions': studentized, or percentile with --conventions paper"))
+    # "drop": every layer's massive-activation dimensions (magdash.phase.massive_dims: mean |h_j|
+    # above massive_ratio x the median over j) are removed before any measure is computed.
+    massive: str = field(default=MASSIVE_DEFAULT, metadata=option(
+        "keep the massive-activation dimensions, or drop them from every layer first", choices=("keep", "drop")))
+    massive_ratio: float = field(default=MASSIVE_RATIO, metadata=option(
+        "a dimension is massive when its mean |h_j| exceeds K times the median over dimensions", metavar="K"))
+    # Carriers (0-based, in the stimulus set's order) left out of everything: how a reader acts
+    # on a warning that one carrier drives the result or holds outlier vectors.
+    exclude_carriers: tuple[int, ...] = field(default=(), metadata=option(
+        "leave carrier C (0-based, in the stimulus set's order) out of everything; repeatable. The warnings "
+        "say when one carrier drives a result or holds outlier vectors", flag="--exclude-carrier", metavar="C",
+        parse=int, repeat=True))
+
+    def __post_init__(self) -> None:
+        rules = get_conventions(self.conventions)
+        excluded = tuple(sorted({int(c) for c in self.exclude_carriers}))
+        if any(c < 0 for c in excluded):
+            raise AnalysisError(f"carriers to leave out are numbered from 0, got {list(self.exclude_carriers)}")
+        object.__setattr__(self, "exclude_carriers", excluded)
+        check_massive(self.massive, self.massive_ratio)
+        if self.massive == "standardise":
+            raise AnalysisError("the noise analysis keeps or drops the massive dimensions (--massive keep|drop)")
+        object.__setattr__(self, "massive_ratio", float(self.massive_ratio))
+        if self.seed is None:
+            object.__setattr__(self, "seed", rules.default_seed)
+        if self.ci_method is None:
+            object.__setattr__(self, "ci_method", rules.ci_method)
+        if self.ci_method not in CI_METHODS:
+            raise AnalysisError(f"unknown CI method {self.ci_method!r}; choose from {', '.join(CI_METHODS)}")
+        measures = tuple(dict.fromkeys(self.measures))
+        unknown = [m for m in measures if m not in MEASURES]
+        if not measures or unknown:
+            raise AnalysisError(
+                f"unknown measure(s) {', '.join(map(repr, unknown)) or '(none given)'}; choose from "
+                f"{', '.join(MEASURES)}"
+            )
+        if self.bootstrap_layers not in BOOTSTRAP_LAYER_CHOICES:
+            raise AnalysisError(
+                f"bootstrap layers must be one of {', '.join(BOOTSTRAP_LAYER_CHOICES)}, "
+                f"got {self.bootstrap_layers!r}"
+            )
+        if self.n_boot < 0:
+            raise AnalysisError(f"--n-boot must be 0 or more, got {self.n_boot}")
+        if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise AnalysisError(f"the seed must be a whole number >= 0, got {self.seed!r}")
+        if rules.bootstrap_stream == "legacy" and self.seed >= LEGACY_SEED_LIMIT:
+            raise AnalysisError(f"the paper's conventions take seeds below 2**32, got {self.seed}")
+        if self.core_layers is not None and not all(
+            isinstance(layer, (int, np.integer)) for layer in self.core_layers
+        ):
+            raise AnalysisError(f"core layers must be layer indices, got {self.core_layers!r}")
+        if not 0 < self.ci < 1:
+            raise AnalysisError(f"the confidence level must lie between 0 and 1, got {self.ci}")
+        low, high = (float(v) for v in self.window)
+        if not low <= high:
+            raise AnalysisError(f"the Weber window needs LOW <= HIGH, got {low},{high}")
+        if self.outlier_factor <= 0:
+            raise AnalysisError(f"the outlier factor must be positive, got {self.outlier_factor}")
+        object.__setattr__(self, "measures", measures)
+        object.__setattr__(self, "window", (low, high))
+        object.__setattr__(self, "boundary", tuple(float(b) for b in self.boundary))
+        object.__setattr__(self, "n_boot", int(self.n_boot))
+        object.__setattr__(self, "seed", int(self.seed))
+        if self.core_layers is not None:
+            core = tuple(sorted({int(layer) for layer in self.core_layers}))
+            if not core:
+                raise AnalysisError("the core band is empty; choose at least one layer")
+            object.__setattr__(self, "core_layers", core)
+
+    @property
+    def rules(self) -> Conventions:
+        """The statistical conventions these parameters follow."""
+        return get_conventions(self.conventions)
+
+    def core_for(self, n_blocks: int, n_layers: int) -> list[int]:
+        """The core band for a model with ``n_blocks`` blocks and ``n_layers`` stored layers."""
+        core = list(self.core_layers) if self.core_layers is not None else None
+        if core is None:
+            core = default_core_layers(n_blocks)
+        outside = [layer for layer in core if not 0 <= layer < n_layers]
+        if outside:
+            raise AnalysisError(
+                f"core layers {outside} do not exist: this model has layers 0..{n_layers - 1}"
+            )
+        return core
