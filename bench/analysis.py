@@ -59,7 +59,7 @@ def synthetic_layers(dim: int, n_carriers: int = 5, alpha: float = -0.05, seed: 
 
 def run_magdash(layers, n_boot: int, n_blocks: int = N_BLOCKS):
     from magdash.variability.analysis import run_analysis
-    from magdash.variability.params import AnalysisParams
+    from magdash.variability.analysis_params import AnalysisParams
 
     started = time.perf_counter()
     result = run_analysis(iter(layers), MAGNITUDES, n_blocks=n_blocks, params=AnalysisParams(n_boot=n_boot))

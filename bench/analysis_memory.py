@@ -112,7 +112,7 @@ def analyse(source: str, path: Path | None, n_magnitudes: int, n_boot: int) -> N
     from magdash.runs.analysis_runs import analyze
     from magdash.store import Store
     from magdash.variability.analysis import run_analysis
-    from magdash.variability.params import AnalysisParams
+    from magdash.variability.analysis_params import AnalysisParams
 
     started = time.perf_counter()
     params = AnalysisParams(n_boot=n_boot)

@@ -26,7 +26,7 @@ from magdash.controls.design import wilson
 from magdash.controls.simulate import Calibration, draw_vectors
 from magdash.stimuli import PAPER_MAGNITUDES
 from magdash.variability.analysis import run_analysis
-from magdash.variability.params import CI_METHODS, AnalysisParams
+from magdash.variability.analysis_params import CI_METHODS, AnalysisParams
 
 PLANTED = -0.05
 

@@ -33,12 +33,12 @@ try:
 except ModuleNotFoundError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from magdash.controls.controls_params import DesignParams
 from magdash.controls.design import Simulator
-from magdash.controls.params import DesignParams
 from magdash.controls.simulate import Calibration, draw_vectors, fit_alphas
 from magdash.variability.analysis import run_analysis
+from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.fits import fit_scaling
-from magdash.variability.params import AnalysisParams
 
 
 def main() -> None:

@@ -70,7 +70,7 @@ def capture_only(loaded, chunks: list[str], batch_size: int) -> None:
 
 
 def diagnostics(loaded, chunks: list[str], batch_size: int) -> None:
-    from magdash.phase.params import PhaseParams
+    from magdash.phase.phase_params import PhaseParams
     from magdash.runs.depth_runs import phase_from_texts
 
     phase_from_texts(loaded, chunks, batch_size=batch_size, params=PhaseParams(n_boot=1000))

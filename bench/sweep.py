@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from magdash.store import Store  # noqa: E402
-from magdash.sweep.params import SweepParams
 from magdash.sweep.runner import load_plan, run_sweep
+from magdash.sweep.sweep_params import SweepParams
 from tests.support import build_tiny_model  # noqa: E402
 
 

@@ -10,7 +10,7 @@ from magdash.errors import MagdashError
 from magdash.params import DTYPES
 from magdash.presentation import controls_figures as cf
 from magdash.presentation.export import safe_filename
-from magdash.runs import report_runs
+from magdash import reports
 from magdash.stimuli import POSITIONS
 from pages import ui
 
@@ -66,7 +66,7 @@ for name in cf.compared(result):
     ui.figure(cf.variant_figure, key, name, view.measure, name=f"variant-{slug}-vs-{name}")
 ui.table(cf.variant_table, key, view.measure, name=f"variants-{slug}")
 st.download_button(
-    "Controls report (HTML)", data=lambda: report_runs.controls_report(ctx.store, result, [view.measure]),
+    "Controls report (HTML)", data=lambda: reports.controls_report(ctx.store, result, [view.measure]),
     file_name=f"magdash-controls-{safe_filename(slug)}.html", mime="text/html", on_click="ignore",
     key="controls-report", icon=":material/description:",
 )

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from magdash import dashboard as db
-from magdash.dashboard import stimuli as ds
+from magdash.dashboard import stimuli_page as ds
 from magdash.errors import MagdashError
 from magdash.stimuli import PAPER_CARRIERS, POSITIONS
 from pages import ui

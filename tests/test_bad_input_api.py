@@ -474,7 +474,7 @@ ANALYSIS_PARAMS = st.fixed_dictionaries({}, optional={
 def test_analyze_gives_a_result_or_a_message(base_store, params, model, stimuli):
     record("api analyze")
     from magdash.runs.analysis_runs import analyze
-    from magdash.variability.params import AnalysisParams
+    from magdash.variability.analysis_params import AnalysisParams
 
     with tempfile.TemporaryDirectory() as folder:
         path = copy_store(base_store, Path(folder))
@@ -494,7 +494,7 @@ def test_analyze_gives_a_result_or_a_message(base_store, params, model, stimuli)
 def test_analyze_refuses_a_core_band_outside_the_model(base_store, base_contents, core):
     record("api analyze")
     from magdash.runs.analysis_runs import analyze
-    from magdash.variability.params import AnalysisParams
+    from magdash.variability.analysis_params import AnalysisParams
 
     with pytest.raises(MagdashError, match="core"):
         analyze(Store(base_store), "base", BASE_SET, AnalysisParams(core_layers=core, n_boot=0))
@@ -505,7 +505,7 @@ def test_analyze_refuses_a_negative_seed_with_a_message(base_store, base_content
     """NumPy's generators take only seeds >= 0; a negative one must be refused, not crash."""
     record("api analyze")
     from magdash.runs.analysis_runs import analyze
-    from magdash.variability.params import AnalysisParams
+    from magdash.variability.analysis_params import AnalysisParams
 
     with pytest.raises(MagdashError, match="seed"):
         analyze(Store(base_store), "base", BASE_SET, AnalysisParams(seed=-1, n_boot=10))
@@ -518,7 +518,7 @@ def test_analyze_refuses_a_negative_seed_with_a_message(base_store, base_content
 def test_compare_refuses_unknown_models_and_sets(base_store, base_contents, model_a, model_b, stimuli):
     record("api compare")
     from magdash.runs.analysis_runs import compare
-    from magdash.variability.params import AnalysisParams
+    from magdash.variability.analysis_params import AnalysisParams
 
     with pytest.raises(MagdashError):
         compare(Store(base_store), model_a, model_b, stimuli, AnalysisParams(n_boot=0))

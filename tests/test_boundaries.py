@@ -1,8 +1,14 @@
 """The architecture's boundaries, enforced: what each part of magdash may import.
 
+- the layers, lowest first (:data:`LAYERS`): a module imports only modules of its own layer or of
+  a layer before it, lazy imports (inside functions) counted, ``if TYPE_CHECKING:`` ones not; and
+  the few pairs the order allows but the architecture forbids (:data:`NEVER`): the statistics never
+  import the store, the sources and extraction know nothing of analyses, the presentation never
+  reads the store, the CLI never imports the dashboard;
+- no import cycle between modules of different packages, and no two modules of one name;
 - ``magdash/`` never imports streamlit (the Streamlit side is ``pages/ui``);
-- statistics (variability, frequency, phase) and presentation modules never import torch or
-  transformers when they are imported (a lazy import inside a function is how the few that
+- statistics (variability, frequency, phase, controls) and presentation modules never import torch
+  or transformers when they are imported (a lazy import inside a function is how the few that
   can use torch get it);
 - only the store package imports duckdb, and the corpus counter, whose in-memory DuckDB
   queries the user's corpus files and never opens the store;
@@ -91,6 +97,155 @@ def duckdb_imports(files, root: Path = ROOT) -> list[str]:
         for module, _ in imports(path)
         if top(module) == "duckdb" and not label(path, root).startswith(DUCKDB_ALLOWED)
     ]
+
+
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("base", ("magdash/errors.py", "magdash/jsonio.py", "magdash/params.py", "magdash/formatting.py",
+              "magdash/layers.py", "magdash/names.py", "magdash/environment.py", "magdash/overflow.py",
+              "magdash/norm_outliers.py", "magdash/output_files.py", "magdash/stimuli.py", "magdash/tokenization.py")),
+    ("store", ("magdash/store/",)),
+    ("statistics", ("magdash/variability/", "magdash/frequency/", "magdash/phase/", "magdash/controls/",
+                    "magdash/probes/")),
+    ("sources", ("magdash/sources/",)),
+    ("extraction", ("magdash/extract.py", "magdash/extract_params.py")),
+    ("runs", ("magdash/runs/",)),
+    ("presentation", ("magdash/presentation/",)),
+    ("reports", ("magdash/reports.py",)),
+    ("dashboard", ("magdash/dashboard/",)),
+    ("sweep", ("magdash/sweep/",)),
+    ("cli", ("magdash/cli/", "magdash/__main__.py")),
+    ("api", ("magdash/__init__.py", "magdash/api/")),
+)
+"""magdash's layers, lowest first: data flows up, and so do imports."""
+NEVER = {
+    "statistics": ("store", "sources", "extraction"),
+    "sources": ("store", "statistics"),
+    "extraction": ("statistics",),
+    "presentation": ("store", "extraction", "runs"),
+    "sweep": ("dashboard",),
+    "cli": ("dashboard",),
+}
+"""Layers a layer must not import although the order would allow it (../shared/ARCHITECTURE.md)."""
+
+
+def layer_of(path: str) -> str:
+    matches = [name for name, places in LAYERS for place in places if path == place or path.startswith(place)]
+    assert len(matches) == 1, f"{path} is in {matches or 'no layer'}: add it to LAYERS"
+    return matches[0]
+
+
+def module_path(module: str) -> str | None:
+    """``magdash.runs.cache`` -> ``magdash/runs/cache.py`` (a package: its ``__init__.py``)."""
+    parts = module.split(".")
+    if parts[0] != "magdash":
+        return None
+    for cut in (len(parts), len(parts) - 1):  # ``from magdash.presentation import report`` names a submodule
+        base = ROOT.joinpath(*parts[:cut])
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file():
+                return label(candidate)
+    return None
+
+
+def import_edges(files) -> list[tuple[str, str]]:
+    """(importer, imported) paths of every import of a magdash module, lazy ones included."""
+    edges = []
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                node.body = []
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [f"{node.module}.{alias.name}" for alias in node.names]
+            for name in names:
+                target = module_path(name)
+                if target is not None and target != label(path):
+                    edges.append((label(path), target))
+    return edges
+
+
+def layering_violations(edges) -> list[str]:
+    order = {name: index for index, (name, _) in enumerate(LAYERS)}
+    found = []
+    for importer, imported in edges:
+        if imported == "magdash/__init__.py":
+            continue  # the package itself, imported with any of its modules
+        low, high = layer_of(importer), layer_of(imported)
+        if order[high] > order[low] or high in NEVER.get(low, ()):
+            found.append(f"{importer} ({low}) imports {imported} ({high})")
+    return found
+
+
+def cycles_across_packages(edges) -> list[list[str]]:
+    """Strongly connected components of the import graph that span more than one package."""
+    graph: dict[str, set[str]] = {}
+    for importer, imported in edges:
+        graph.setdefault(importer, set()).add(imported)
+        graph.setdefault(imported, set())
+    index, low, stack, on_stack, components = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in graph[node]:
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return [c for c in components if len({str(Path(member).parent) for member in c}) > 1]
+
+
+def test_every_module_is_in_one_layer_and_imports_only_below_it():
+    edges = import_edges(package_files())
+    assert len(edges) > 300
+    assert layering_violations(edges) == []
+
+
+def test_no_import_cycle_between_packages():
+    assert cycles_across_packages(import_edges(package_files())) == []
+
+
+def test_no_two_modules_share_a_name():
+    names: dict[str, list[str]] = {}
+    for path in package_files():
+        if path.name != "__init__.py":
+            names.setdefault(path.name, []).append(label(path))
+    assert {name: paths for name, paths in names.items() if len(paths) > 1} == {}
+
+
+def test_the_layer_checks_find_what_they_look_for():
+    # A statistic importing the store, presentation importing a run, and a cycle across two packages.
+    edges = [("magdash/variability/fits.py", "magdash/store/database.py"),
+             ("magdash/presentation/chart_style.py", "magdash/runs/cache.py"),
+             ("magdash/store/database.py", "magdash/errors.py"),
+             ("magdash/runs/cache.py", "magdash/store/metrics.py"), ("magdash/store/metrics.py", "magdash/runs/cache.py")]
+    assert layering_violations(edges) == [
+        "magdash/variability/fits.py (statistics) imports magdash/store/database.py (store)",
+        "magdash/presentation/chart_style.py (presentation) imports magdash/runs/cache.py (runs)",
+        "magdash/store/metrics.py (store) imports magdash/runs/cache.py (runs)",
+    ]
+    assert cycles_across_packages(edges) == [["magdash/runs/cache.py", "magdash/store/metrics.py"]]
+    assert module_path("magdash.presentation.report") == "magdash/presentation/report/__init__.py"
+    assert module_path("magdash.runs.cache.result_key") == "magdash/runs/cache.py"
 
 
 def test_every_folder_of_python_modules_is_a_regular_package():

@@ -15,12 +15,12 @@ import torch
 
 from magdash import dashboard as db
 from magdash.extract import drop_tokens_after_number, extract, forward_number_vectors, locate_numbers, tokenize_texts
-from magdash.phase.params import PhaseParams
+from magdash.phase.phase_params import PhaseParams
 from magdash.presentation import report
 from magdash.runs.analysis_runs import analyze, compare
 from magdash.runs.depth_runs import phase_from_store
 from magdash.stimuli import PAPER_CARRIERS, StimulusSet, paper_stimuli
-from magdash.variability.params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams
 
 pytestmark = pytest.mark.slow
 

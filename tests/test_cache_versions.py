@@ -27,8 +27,8 @@ import pandas as pd
 if __name__ == "__main__":  # run as a script to rewrite the golden file
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from magdash.controls.controls_params import ControlsParams, DesignParams
 from magdash.controls.design import DESIGN_VERSION
-from magdash.controls.params import ControlsParams, DesignParams
 from magdash.controls.robustness import CONTROLS_VERSION
 from magdash.frequency import FrequencySource
 from magdash.frequency.e5 import E5_VERSION
@@ -41,7 +41,7 @@ from magdash.runs.frequency_runs import e5_from_store
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.store import Store
 from magdash.variability.analysis import ANALYSIS_VERSION
-from magdash.variability.params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "golden_results.json"
 PARAMS = AnalysisParams(n_boot=200)

@@ -18,7 +18,7 @@ from magdash.runs.analysis_runs import analyze
 from magdash.runs.frequency_runs import save_source
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.store import Store
-from magdash.variability.params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams
 
 OTHER_SPELLINGS = re.compile(r"\bn/a\b|\bundefined\b|\bnan\b|\binf\b", re.IGNORECASE)
 

@@ -16,7 +16,7 @@ from magdash.runs.analysis_runs import analyze
 from magdash.stimuli import PAPER_CARRIERS, StimulusSet
 from magdash.store import Store
 from magdash.variability.analysis import run_analysis
-from magdash.variability.params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams
 from tests.support import APP, build_tiny_model, scan_component_manifests_once
 
 MAGNITUDES = tuple(range(1, 31))

@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module_name in SUBCOMMAND_MODULES:
-        importlib.import_module(f"magdash.cli.{module_name}").register(subparsers)
+        importlib.import_module(f"magdash.cli.{module_name}_command").register(subparsers)
     return parser
 
 

@@ -5,8 +5,8 @@
 - :mod:`~magdash.controls.variants`: another dtype, weights file or token position, and ``@random``;
 - :mod:`~magdash.controls.robustness`: all of them for one model, with verdicts;
 - :mod:`~magdash.controls.simulate` and :mod:`~magdash.controls.design`: the study-design simulator;
-- :mod:`~magdash.controls.params`: :class:`~magdash.controls.params.ControlsParams` and
-  :class:`~magdash.controls.params.DesignParams`, light to import.
+- :mod:`~magdash.controls.controls_params`: :class:`~magdash.controls.controls_params.ControlsParams` and
+  :class:`~magdash.controls.controls_params.DesignParams`, light to import.
 
 The runs over a store, cached, are :mod:`magdash.runs.controls_runs` and :mod:`magdash.runs.design_runs`.
 """

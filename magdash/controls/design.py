@@ -43,13 +43,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from magdash.controls.params import DesignParams
+from magdash.controls.controls_params import DesignParams
 from magdash.controls.simulate import MAX_DIMENSION, Calibration, CarrierScatter, draw_log_v, fit_alphas
 from magdash.errors import AnalysisError
 from magdash.jsonio import pack, unpack
 from magdash.params import ProgressCallback
+from magdash.variability.analysis_params import OUTLIER_FACTOR
 from magdash.variability.fits import resample_counts, scaling_mask
-from magdash.variability.params import OUTLIER_FACTOR
 
 log = logging.getLogger(__name__)
 

@@ -25,10 +25,10 @@ import math
 
 import numpy as np
 
-from magdash.controls.params import DEFAULT_N_PERM
+from magdash.controls.controls_params import DEFAULT_N_PERM
 from magdash.errors import AnalysisError
+from magdash.variability.analysis_params import OUTLIER_FACTOR
 from magdash.variability.fits import MIN_POINTS, scaling_mask
-from magdash.variability.params import OUTLIER_FACTOR
 
 # Permutation rows per chunk: bounds the (P, m) index matrix for long magnitude lists.
 _CHUNK_ELEMENTS = 2_000_000

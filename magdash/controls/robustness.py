@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from magdash.controls.carriers import ICC_POOR, carrier_icc
-from magdash.controls.params import DEFAULT_N_PERM, ControlsParams
+from magdash.controls.controls_params import DEFAULT_N_PERM, ControlsParams
 from magdash.controls.permutation import PermutationNull
 from magdash.controls.variants import (
     VariantSummary,

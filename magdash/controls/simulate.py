@@ -47,8 +47,8 @@ import numpy as np
 from scipy import special
 
 from magdash.errors import AnalysisError
+from magdash.variability.analysis_params import OUTLIER_FACTOR
 from magdash.variability.fits import MIN_POINTS
-from magdash.variability.params import OUTLIER_FACTOR
 
 MAX_DIMENSION = 1024
 """d above this changes Var(log g) by less than the pool's Monte Carlo error; it is capped."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from magdash.controls.controls_params import ControlsParams, DesignParams
 from magdash.controls.design import DesignResult
-from magdash.controls.params import ControlsParams, DesignParams
 from magdash.controls.robustness import ControlsResult
 from magdash.dashboard.inventory import StoreInventory
 from magdash.dashboard.jobs import ExtractionRequest
@@ -21,7 +21,7 @@ from magdash.presentation.report import ReportSection, sections
 from magdash.runs.controls_runs import is_variant
 from magdash.sources import spec_for_source
 from magdash.store import ModelRecord, Store
-from magdash.variability.params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams
 
 # -- keys ------------------------------------------------------------------------------------
 

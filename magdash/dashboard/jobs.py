@@ -21,7 +21,7 @@ from magdash.errors import MagdashError
 from magdash.sources.builtin import is_installed
 from magdash.stimuli import StimulusSet, paper_stimuli
 from magdash.store import Store
-from magdash.variability.params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams
 
 log = logging.getLogger(__name__)
 

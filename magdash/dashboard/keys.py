@@ -15,9 +15,9 @@ from magdash.dashboard.inventory import StoreInventory
 from magdash.dashboard.view import ViewState, analysis_params, phase_params
 from magdash.errors import MagdashError
 from magdash.names import control_name
-from magdash.phase.params import PhaseParams
+from magdash.phase.phase_params import PhaseParams
 from magdash.store import ModelRecord
-from magdash.variability.params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams
 
 
 @dataclass(frozen=True)

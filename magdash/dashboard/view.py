@@ -19,12 +19,12 @@ from magdash.dashboard.inventory import StoreInventory
 from magdash.errors import MagdashError
 from magdash.names import control_name
 from magdash.params import DEFAULT_N_BOOT, parse_band
-from magdash.phase.params import PhaseParams
+from magdash.phase.phase_params import PhaseParams
 from magdash.stimuli import PAPER_SET_NAME
 from magdash.store import ModelRecord, default_store_path
+from magdash.variability.analysis_params import AnalysisParams, default_core_layers
 from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH
 from magdash.variability.measures import BROWSABLE_MEASURES, PRIMARY_MEASURES
-from magdash.variability.params import AnalysisParams, default_core_layers
 
 MEASURE_CHOICES = BROWSABLE_MEASURES
 """Measures offered in the sidebar: the paper's three plus its two secondary ones."""

@@ -4,7 +4,7 @@
 - :mod:`~magdash.frequency.corpus`: streaming corpus counting with DuckDB (in memory, over the
   user's files; it never opens the store);
 - :mod:`~magdash.frequency.sources`: built-in, corpus and CSV sources with provenance;
-- :mod:`~magdash.frequency.fits`: power-law, exponential and log-log fits, plot data;
+- :mod:`~magdash.frequency.count_fits`: power-law, exponential and log-log fits, plot data;
 - :mod:`~magdash.frequency.e5`: the E5 correlation of V(n) with log(count(n) + 1).
 """
 
@@ -16,13 +16,13 @@ from magdash.frequency.corpus import (
     count_corpus,
     expand_inputs,
 )
+from magdash.frequency.count_fits import distribution_plot_data, fit_distributions
 from magdash.frequency.e5 import (
     E5_COLUMNS,
     counts_for_magnitudes,
     e5_correlation,
     e5_summary,
 )
-from magdash.frequency.fits import distribution_plot_data, fit_distributions
 from magdash.frequency.rule import PAPER_PATTERN, number_word_values
 from magdash.frequency.sources import (
     BUILTIN_SOURCES,

@@ -7,7 +7,7 @@
   all-token runs keep no vectors, in the view of the massive dimensions asked for;
 - :mod:`~magdash.phase.massive_dims`: massive-activation dimensions and the keep/drop/standardise views;
 - :mod:`~magdash.phase.diagnostics`: every per-layer diagnostic and gamma_c from the samples;
-- :mod:`~magdash.phase.params`: :class:`~magdash.phase.params.PhaseParams`, light to import;
+- :mod:`~magdash.phase.phase_params`: :class:`~magdash.phase.phase_params.PhaseParams`, light to import;
 - :mod:`~magdash.phase.texts`: prompt documents cut to a model's context.
 
 The runs over stored vectors or a model's forward passes, cached, are :mod:`magdash.runs.depth_runs`.

@@ -48,7 +48,7 @@ from magdash.phase.omega import (
     isotropic_omega_std,
     summarize_omega,
 )
-from magdash.phase.params import PhaseParams
+from magdash.phase.phase_params import PhaseParams
 from magdash.phase.spectrum import (
     SpectrumFit,
     fit_spectrum,

@@ -10,7 +10,7 @@ metric rows (:mod:`~magdash.runs.rows`) in one transaction:
 - :mod:`~magdash.runs.design_runs`: the study-design simulator calibrated on a stored model;
 - :mod:`~magdash.runs.depth_runs`: the depth diagnostics of stored vectors or of every token of prompts;
 - :mod:`~magdash.runs.frequency_runs`: stored frequency sources and E5;
-- :mod:`~magdash.runs.report_runs`: reports over a store;
+- :mod:`~magdash.reports`: reports over a store;
 - :mod:`~magdash.runs.backfill`: the metric rows of results cached before their tables existed.
 
 The statistics themselves are the array-in functions of :mod:`magdash.variability`,

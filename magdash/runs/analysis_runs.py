@@ -22,10 +22,10 @@ from magdash.params import ProgressCallback
 from magdash.runs import rows
 from magdash.runs.cache import CachedKind, keep, lookup, result_key
 from magdash.variability.analysis import ANALYSIS_VERSION, AnalysisResult, run_analysis
+from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.compare import ComparisonResult, compare_models
 from magdash.variability.massive_control import MassiveControl
 from magdash.variability.measures import OUTLIER_RULE_MEASURES
-from magdash.variability.params import AnalysisParams
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from magdash.controls.params import ControlsParams
+from magdash.controls.controls_params import ControlsParams
 from magdash.controls.robustness import CONTROLS_VERSION, CarrierTables, ControlsResult, carrier_tables
 from magdash.errors import AnalysisError
 from magdash.names import control_name, is_control_name

@@ -45,7 +45,7 @@ from magdash.phase.accumulate import (
 )
 from magdash.phase.diagnostics import PhaseResult, analyze_samples
 from magdash.phase.massive_dims import Adjustment
-from magdash.phase.params import PhaseParams
+from magdash.phase.phase_params import PhaseParams
 from magdash.phase.texts import chunk_text, texts_hash
 from magdash.runs import rows
 from magdash.runs.cache import CachedKind, keep, lookup, result_key

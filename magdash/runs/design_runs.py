@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 
+from magdash.controls.controls_params import DesignParams, require_raw_vectors
 from magdash.controls.design import DESIGN_VERSION, DesignResult, calibrate, simulate_design
-from magdash.controls.params import DesignParams, require_raw_vectors
 from magdash.controls.simulate import Calibration
 from magdash.params import ProgressCallback
 from magdash.runs import rows
 from magdash.runs.analysis_runs import analyze
 from magdash.runs.cache import CachedKind, cached_result, result_key
-from magdash.variability.params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams
 
 # A design's payload does not name the model it was calibrated on: its rows are written by
 # run_design, which knows it, and a backfill passes designs by.

@@ -33,8 +33,8 @@ from magdash.runs import rows
 from magdash.runs.analysis_runs import analysis_key
 from magdash.runs.cache import CachedKind, cached_result, result_key
 from magdash.variability.analysis import AnalysisResult
+from magdash.variability.analysis_params import default_core_layers
 from magdash.variability.measures import compute_measure
-from magdash.variability.params import default_core_layers
 
 E5_IDENTITY = ("model", "stimuli", "source", "measure", "n_boot", "seed")
 _FLOAT_COLUMNS = ("rho", "p", "ci_low", "ci_high", "partial_rho", "partial_p")

@@ -1,14 +1,17 @@
 """The one :class:`Store`: every SQL statement on a magdash store file.
 
 Vectors are content-addressed. A stored vector is keyed by the model's identity
-(``model_id``: weights fingerprint, dtype, transformers version, token position) and the
-stimulus item's key (sentence text plus the number's character span), so extracting what is
-stored is a no-op and a killed run resumes with only what is missing. Each batch is written in
-one transaction together with its completion markers, so a crash never leaves half a batch.
+(``model_id``: weights fingerprint, dtype, transformers version, token position, a prepended
+BOS) and the stimulus item's key (sentence text plus the number's character span), so extracting
+what is stored is a no-op and a killed run resumes with only what is missing. Each write batch
+becomes one Parquet shard, registered with its items' completion markers in one transaction, so
+a crash never leaves half a batch.
 
 Connections, locking and retry are :mod:`magdash.store.connection`'s, the schema and its
-migrations :mod:`magdash.store.schema`'s, the vector layout :mod:`magdash.store.codec`'s and
-the npz layout :mod:`magdash.store.npz`'s.
+migrations :mod:`magdash.store.schema`'s, the shards :mod:`magdash.store.shards`'s, the metric
+tables :mod:`magdash.store.metrics`'s, and the npz and Parquet layouts :mod:`magdash.store.npz`'s and
+:mod:`magdash.store.parquet`'s (:mod:`magdash.store.codec` reads only the vector tables of stores
+before schema 5, for their migration).
 """
 
 from __future__ import annotations

@@ -4,6 +4,6 @@
 - :mod:`~magdash.sweep.tasks`: the registry of task kinds (extract, analyze, phase, controls);
 - :mod:`~magdash.sweep.worker`: an extraction as a store-free job and the driver's registration;
 - :mod:`~magdash.sweep.runner`: :func:`~magdash.sweep.runner.load_plan`, :func:`~magdash.sweep.runner.run_sweep`, the summary;
-- :mod:`~magdash.sweep.params`: :class:`~magdash.sweep.params.SweepParams`, how a plan runs;
+- :mod:`~magdash.sweep.sweep_params`: :class:`~magdash.sweep.sweep_params.SweepParams`, how a plan runs;
 - :mod:`~magdash.sweep.ray_backend`: the Ray backend (Ray is imported there only).
 """

@@ -47,14 +47,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from magdash.controls.params import ControlsParams
+from magdash.controls.controls_params import ControlsParams
 from magdash.errors import MagdashError, PlanError
 from magdash.extract import DEFAULT_BATCH_SIZE
 from magdash.names import default_name
 from magdash.params import DTYPES
-from magdash.phase.params import PhaseParams
+from magdash.phase.phase_params import PhaseParams
 from magdash.stimuli import PAPER_CARRIERS, PAPER_SET_NAME, POSITIONS, StimulusSet, parse_magnitudes, read_carrier_file
-from magdash.variability.params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams
 
 DEFAULT_TASKS = ("extract", "analyze")
 PADDING_SIDES = ("right", "left")

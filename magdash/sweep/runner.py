@@ -22,8 +22,8 @@ from magdash.errors import MagdashError, PlanError
 from magdash.params import ProgressCallback
 from magdash.stimuli import PAPER_SET_NAME, StimulusSet, paper_stimuli
 from magdash.store import Store
-from magdash.sweep.params import SweepParams
 from magdash.sweep.plan import Cell, SweepPlan, read_plan
+from magdash.sweep.sweep_params import SweepParams
 from magdash.sweep.tasks import TASK_KINDS, TaskContext, TaskKind, failure_message
 
 log = logging.getLogger(__name__)

@@ -43,6 +43,7 @@ from magdash.norm_outliers import outsized_warning
 from magdash.overflow import count_nonfinite, nonfinite_warning
 from magdash.params import ProgressCallback, ranges
 from magdash.phase.massive_dims import DimensionStats, find_massive
+from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.artifacts import (
     MIN_LOO_CARRIERS,
     CarrierInfluence,
@@ -74,7 +75,6 @@ from magdash.variability.hypotheses import (
     evaluate_hypotheses,
 )
 from magdash.variability.measures import MEASURES, OUTLIER_RULE_MEASURES, LayerVectors
-from magdash.variability.params import AnalysisParams
 
 log = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ import numpy as np
 
 from magdash.errors import AnalysisError
 from magdash.norm_outliers import OUTLIER_NORM_FACTOR, outsized, vector_norms
+from magdash.variability.analysis_params import OUTLIER_FACTOR
 from magdash.variability.fits import scaling_alpha
 from magdash.variability.measures import OUTLIER_RULE_MEASURES, LayerVectors
-from magdash.variability.params import OUTLIER_FACTOR
 
 MIN_LOO_CARRIERS = 3
 """Leaving one carrier out needs at least this many carriers (two would leave one)."""

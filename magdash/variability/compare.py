@@ -33,10 +33,10 @@ import pandas as pd
 from magdash.errors import AnalysisError
 from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
 from magdash.params import DEFAULT_N_BOOT
+from magdash.variability.analysis_params import BOOTSTRAP_LAYER_CHOICES, OUTLIER_FACTOR, default_core_layers
 from magdash.variability.conventions import MAGDASH
 from magdash.variability.fits import fit_scaling, percentile_interval, resample_counts, scaling_mask, weighted_slopes
 from magdash.variability.hypotheses import paired_wilcoxon
-from magdash.variability.params import BOOTSTRAP_LAYER_CHOICES, OUTLIER_FACTOR, default_core_layers
 
 
 def align_by_depth(n_blocks_a: int, n_blocks_b: int) -> pd.DataFrame:

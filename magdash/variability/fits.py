@@ -59,7 +59,7 @@ import pandas as pd
 
 from magdash.errors import AnalysisError
 from magdash.params import DEFAULT_N_BOOT
-from magdash.variability.params import CI_METHODS, LEGACY_SEED_LIMIT, OUTLIER_FACTOR
+from magdash.variability.analysis_params import CI_METHODS, LEGACY_SEED_LIMIT, OUTLIER_FACTOR
 
 MIN_POINTS = 5
 

@@ -32,8 +32,8 @@ import numpy as np
 import pandas as pd
 
 from magdash.errors import AnalysisError
+from magdash.variability.analysis_params import DEFAULT_BOUNDARY, DEFAULT_WINDOW
 from magdash.variability.fits import fit_scaling
-from magdash.variability.params import DEFAULT_BOUNDARY, DEFAULT_WINDOW
 
 HYPOTHESES = ("H1", "H2", "H3", "H4")
 

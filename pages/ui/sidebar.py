@@ -134,7 +134,7 @@ def report_button(context: AppContext) -> None:
     layer = db.default_layer(view, context.record)
 
     def build() -> str:
-        from magdash.runs import report_runs
+        from magdash import reports
 
         try:
             extra = dc.session_sections(
@@ -143,10 +143,10 @@ def report_button(context: AppContext) -> None:
                 design_for(design_key) if design_key is not None else None,
                 design_key.model if design_key is not None else None,
             )
-            return report_runs.analysis_report(
+            return reports.analysis_report(
                 store, list(keys), view.stimuli, {name: key.params for name, key in keys.items()},
                 comparisons=[comparison_for(comparison)] if comparison is not None else [], focus=view.model,
-                measure=view.measure, layer=layer, depth=db.phase_params(view), source=report_runs.REPORT_SOURCE,
+                measure=view.measure, layer=layer, depth=db.phase_params(view), source=reports.REPORT_SOURCE,
                 extra_sections=extra, view=query,
             )
         except MagdashError as error:  # a download cannot show st.error: say it in the file

@@ -10,13 +10,13 @@ import pytest
 
 from magdash.cli import build_parser, main
 from magdash.cli.options import add_params_options, flag_of, params_from_args
-from magdash.controls.params import ControlsParams, DesignParams
+from magdash.controls.controls_params import ControlsParams, DesignParams
 from magdash.errors import MagdashError
 from magdash.extract_params import ExtractParams
 from magdash.params import OPTION_KEY
-from magdash.phase.params import PhaseParams
-from magdash.sweep.params import SweepParams
-from magdash.variability.params import AnalysisParams
+from magdash.phase.phase_params import PhaseParams
+from magdash.sweep.sweep_params import SweepParams
+from magdash.variability.analysis_params import AnalysisParams
 
 PARAMS = (AnalysisParams, ControlsParams, DesignParams, PhaseParams, ExtractParams, SweepParams)
 COMMANDS = {  # command line -> (params class, prefix, fields set by the command itself)

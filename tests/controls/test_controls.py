@@ -12,15 +12,15 @@ import pytest
 
 from magdash.cli import main
 from magdash.controls.carriers import carrier_icc, cosine_rdm, icc_consistency
-from magdash.controls.params import ControlsParams
+from magdash.controls.controls_params import ControlsParams
 from magdash.controls.permutation import PermutationNull
 from magdash.errors import AnalysisError, MagdashError
 from magdash.runs.controls_runs import run_controls
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
+from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.artifacts import leave_one_carrier_out
 from magdash.variability.fits import fit_scaling, ols
 from magdash.variability.measures import v_eucl
-from magdash.variability.params import AnalysisParams
 
 MAGNITUDES = np.asarray(PAPER_MAGNITUDES, dtype=np.float64)
 FAST = AnalysisParams(n_boot=300)

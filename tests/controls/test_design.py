@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from magdash.cli import main
+from magdash.controls.controls_params import DesignParams
 from magdash.controls.design import (
     Simulator,
     crossing,
@@ -19,12 +20,11 @@ from magdash.controls.design import (
     size_adjusted_rate,
     wilson,
 )
-from magdash.controls.params import DesignParams
 from magdash.controls.simulate import Calibration, CarrierScatter
 from magdash.errors import AnalysisError
 from magdash.runs.design_runs import calibrate_on, design_key, run_design
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
-from magdash.variability.params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams
 
 MAGNITUDES = np.asarray(PAPER_MAGNITUDES, dtype=np.float64)
 LOG_N = np.log(MAGNITUDES)

@@ -9,9 +9,9 @@ from magdash.controls.simulate import Calibration, CarrierScatter, draw_log_v, d
 from magdash.errors import AnalysisError
 from magdash.stimuli import PAPER_MAGNITUDES
 from magdash.variability.analysis import run_analysis
+from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.fits import fit_scaling, ols
 from magdash.variability.measures import v_eucl
-from magdash.variability.params import AnalysisParams
 
 MAGNITUDES = np.asarray(PAPER_MAGNITUDES, dtype=np.float64)
 LOG_N = np.log(MAGNITUDES)

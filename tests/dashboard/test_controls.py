@@ -9,18 +9,18 @@ import numpy as np
 import pytest
 
 from magdash import dashboard as db
-from magdash.controls.params import ControlsParams, DesignParams
+from magdash.controls.controls_params import ControlsParams, DesignParams
 from magdash.dashboard import controls_page as dc
 from magdash.errors import MagdashError
 from magdash.presentation import controls_figures as cf
 from magdash.presentation import export, report
-from magdash.runs import report_runs
+from magdash import reports
 from magdash.runs.analysis_runs import analyze
 from magdash.runs.controls_runs import run_controls
 from magdash.runs.design_runs import run_design
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.store import ModelRecord, Store
-from magdash.variability.params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams
 
 MAGNITUDES = np.asarray(PAPER_MAGNITUDES, dtype=np.float64)
 
@@ -98,7 +98,7 @@ def test_controls_figures_tables_and_report(stored):
     long = cf.permutation_frame(result, "eucl")
     assert set(long["test"]) == {"parametric (t)", "permutation"} and len(long) == 10
     assert "control" in cf.controls_sentence(result, "eucl")
-    document = report_runs.controls_report(stored, result, ["eucl", "proj"])
+    document = reports.controls_report(stored, result, ["eucl", "proj"])
     assert "Robustness controls: m, V_eucl" in document and "Robustness controls: m, V_proj" in document
     manifest = report.extract_manifest(document)
     assert manifest["controls_parameters"]["variants"] == ["m:first"]
@@ -109,7 +109,7 @@ def test_controls_figures_tables_and_report(stored):
     assert [s.title for s in shown] == ["Robustness controls: m, V_eucl"]
     assert dc.session_sections(dataclasses.replace(view, model="m:first"), result, None) == []
     key = db.analysis_key(view, inventory)
-    full = report_runs.analysis_report(stored, ["m"], key.stimuli, key.params, comparisons=[], extra_sections=shown)
+    full = reports.analysis_report(stored, ["m"], key.stimuli, key.params, comparisons=[], extra_sections=shown)
     assert "Robustness controls: m, V_eucl" in full and "Verdicts (H1-H4)" in full
 
 
@@ -126,7 +126,7 @@ def test_design_figures_tables_and_report(stored):
     summary = cf.design_summary(result)
     assert "h1_power" in set(summary["quantity"])
     analysis = analyze(stored, "m", params=AnalysisParams(n_boot=0))
-    document = report_runs.design_report(stored, result, "m", analysis)
+    document = reports.design_report(stored, result, "m", analysis)
     assert "Study design (simulated)" in document and document.count("<img") == 3
     view, _ = _view(stored)
     assert [s.title for s in dc.session_sections(view, None, result, "m")] == ["Study design (simulated)"]

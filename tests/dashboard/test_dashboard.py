@@ -14,7 +14,7 @@ import pytest
 
 from magdash import dashboard as db
 from magdash.dashboard import jobs as jobs
-from magdash.dashboard import stimuli as ds
+from magdash.dashboard import stimuli_page as ds
 from magdash.errors import MagdashError, StimulusError
 from magdash.formatting import MISSING
 from magdash.frequency.sources import builtin_source
@@ -23,7 +23,7 @@ from magdash.presentation import export, report
 from magdash.presentation import frequency_figures as ff
 from magdash.presentation import geometry_figures as gf
 from magdash.presentation import variability_figures as vf
-from magdash.runs import report_runs
+from magdash import reports
 from magdash.runs.analysis_runs import analyze, compare
 from magdash.runs.frequency_runs import e5_from_analysis
 from magdash.sources.builtin import BUILTIN_MODELS
@@ -598,11 +598,11 @@ def test_the_report_holds_figures_verdicts_and_the_manifest(planted, planted_vie
     view, inventory = planted_view
     keys = {n: db.analysis_key(view, inventory, n) for n in inventory.usable_models}
     comparison = db.comparison_key(view, inventory)
-    document = report_runs.analysis_report(
+    document = reports.analysis_report(
         planted, list(keys), view.stimuli, {n: key.params for n, key in keys.items()},
         comparisons=[compare(planted, comparison.model_a, comparison.model_b, comparison.stimuli, comparison.params)],
         view={"model": "planted"}, focus="planted", layer=2, depth=db.phase_params(view),
-        source=report_runs.REPORT_SOURCE)
+        source=reports.REPORT_SOURCE)
     manifest = report.extract_manifest(document)
     assert [m["name"] for m in manifest["models"]] == ["planted", "flat@random"]
     assert manifest["dashboard_view"] == {"model": "planted"}

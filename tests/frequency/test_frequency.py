@@ -537,7 +537,7 @@ def test_e5_from_store_uses_v_eucl_of_the_core_layers(store):
 def test_e5_from_an_analysis_covers_every_layer_and_is_kept_in_the_e5_table(store, monkeypatch):
     from magdash.runs import frequency_runs as e5_module
     from magdash.runs.analysis_runs import analyze
-    from magdash.variability.params import AnalysisParams
+    from magdash.variability.analysis_params import AnalysisParams
 
     _plant_frequency_model(store)
     result = analyze(store, "planted", params=AnalysisParams(n_boot=200))

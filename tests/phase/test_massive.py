@@ -15,7 +15,7 @@ from magdash.phase.accumulate import LayerSample, view_sample
 from magdash.phase.diagnostics import analyze_samples, layer_frame, phase_summary
 from magdash.phase.massive_dims import MASSIVE_RATIO, Adjustment, DimensionStats, find_massive, massive_share
 from magdash.phase.omega import isotropic_omega_mean
-from magdash.phase.params import PhaseParams
+from magdash.phase.phase_params import PhaseParams
 from magdash.phase.spectrum import fit_spectrum
 from magdash.runs.depth_runs import phase_from_store, phase_from_texts
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES

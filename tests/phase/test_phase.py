@@ -19,7 +19,7 @@ from magdash.phase.diagnostics import (
     phase_summary,
 )
 from magdash.phase.omega import dip_test, isotropic_omega_mean, isotropic_omega_std, omega, summarize_omega
-from magdash.phase.params import PhaseParams
+from magdash.phase.phase_params import PhaseParams
 from magdash.phase.spectrum import (
     covariance_eigenvalues,
     effective_rank,

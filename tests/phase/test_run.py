@@ -14,7 +14,7 @@ from magdash.cli.options import params_from_args
 from magdash.names import control_name
 from magdash.params import DEFAULT_N_BOOT
 from magdash.phase.omega import isotropic_omega_mean
-from magdash.phase.params import PhaseParams
+from magdash.phase.phase_params import PhaseParams
 from magdash.runs.depth_runs import phase_from_store, phase_from_texts
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 

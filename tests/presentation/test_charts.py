@@ -25,10 +25,10 @@ from magdash.presentation import frequency_figures as ff
 from magdash.presentation import geometry_figures as gf
 from magdash.presentation import variability_figures as vf
 from magdash.variability.analysis import run_analysis
+from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.fits import ScalingFit
 from magdash.variability.geometry import centroid_rdm, pc1_coordinates
 from magdash.variability.measures import MEASURES, v_eucl, v_residual
-from magdash.variability.params import AnalysisParams
 
 MAGNITUDES = np.array(
     [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 150, 200, 300, 500, 700, 1000],
@@ -587,7 +587,7 @@ def phase_result():
     from magdash.phase.accumulate import LayerSample
     from magdash.phase.diagnostics import analyze_samples
     from magdash.phase.omega import omega
-    from magdash.phase.params import PhaseParams
+    from magdash.phase.phase_params import PhaseParams
 
     rng = np.random.default_rng(3)
     samples = []

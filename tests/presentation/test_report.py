@@ -19,8 +19,8 @@ from magdash.formatting import MISSING
 from magdash.jsonio import to_jsonable
 from magdash.presentation import export, report
 from magdash.presentation import variability_figures as vf
-from magdash.runs import report_runs
-from magdash.variability.params import AnalysisParams
+from magdash import reports
+from magdash.variability.analysis_params import AnalysisParams
 
 HOSTILE = "<script>alert(1)</script>"
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -203,7 +203,7 @@ def test_build_report_from_a_store(store):
     _import(store, "elsewhere", 4, "other-grid", 3, sentence="Line")
     steps = []
     params = AnalysisParams(n_boot=50)
-    document = report_runs.analysis_report(
+    document = reports.analysis_report(
         store,
         [HOSTILE, "plain", "elsewhere"],
         params=params,
@@ -245,4 +245,4 @@ def test_build_report_from_a_store(store):
     images = [attrs["src"] for tag, attrs in _parse(document) if tag == "img"]
     assert len(images) >= 15 and all(src.startswith("data:image/svg+xml;base64,") for src in images)
     with pytest.raises(AnalysisError, match="at least one model"):
-        report_runs.analysis_report(store, [])
+        reports.analysis_report(store, [])

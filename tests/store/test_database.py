@@ -286,7 +286,7 @@ def test_the_same_sentences_are_one_stimulus_set(store, rng, capsys):
 
 
 def test_an_extraction_without_a_set_name_joins_the_stored_set_of_its_sentences(store):
-    from magdash.cli.extract import custom_stimulus_set
+    from magdash.cli.extract_command import custom_stimulus_set
 
     class Args:
         carriers = None
@@ -319,7 +319,7 @@ def test_the_papers_npz_layout_imports_with_one_command(store, rng, tmp_path, ca
     from magdash.cli import main
     from magdash.layers import POST_NORM_LABEL
     from magdash.runs.analysis_runs import analyze
-    from magdash.variability.params import AnalysisParams
+    from magdash.variability.analysis_params import AnalysisParams
 
     path = tmp_path / "hidden_states.npz"
     per_carrier = _paper_file(path, rng)
@@ -373,7 +373,7 @@ def test_import_options_must_agree_with_the_file(store, rng, tmp_path, capsys):
 def test_outsized_vectors_are_flagged_from_the_norms_stored_with_them(store, rng):
     """Planted: carrier 1's vectors of magnitudes 2 and 5 at layers 1-2 are 100x the others' norm."""
     from magdash.runs.analysis_runs import analyze
-    from magdash.variability.params import AnalysisParams
+    from magdash.variability.analysis_params import AnalysisParams
 
     magnitudes = (1, 2, 3, 4, 5, 6)
     arrays = rng.normal(size=(len(magnitudes), 3, 4, 8)).astype(np.float32)

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from magdash.cli import main
-from magdash.controls.params import ControlsParams
+from magdash.controls.controls_params import ControlsParams
 from magdash.errors import StoreError
 from magdash.frequency import FrequencySource
 from magdash.runs import rows
@@ -29,7 +29,7 @@ from magdash.runs.depth_runs import phase_from_store
 from magdash.runs.frequency_runs import e5_from_store
 from magdash.store import SCHEMA_VERSION, Store, metrics, schema
 from magdash.store.npz import import_arrays
-from magdash.variability.params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams
 from tests.support import DATA, ROOT, unpack_store
 
 MAGNITUDES = np.array([1, 2, 3, 5, 8, 13, 21, 34, 55, 89])

@@ -14,7 +14,7 @@ from magdash.cli import main
 from magdash.errors import StoreError
 from magdash.runs.analysis_runs import analyze
 from magdash.store import SCHEMA_VERSION, Store, metrics, schema, shards
-from magdash.variability.params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams
 from tests.support import DATA, unpack_store
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from magdash.store import Store
 from magdash.store.shards import shard_files
-from magdash.sweep.params import SweepParams
 from magdash.sweep.runner import load_plan, run_sweep
+from magdash.sweep.sweep_params import SweepParams
 from tests.support import KillWorkerOnce, duplicate_rows, stored_vectors, write_plan
 
 pytestmark = pytest.mark.slow

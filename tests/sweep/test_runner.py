@@ -10,8 +10,8 @@ import pytest
 from magdash.errors import MagdashError, PlanError
 from magdash.extract import extract
 from magdash.stimuli import StimulusSet
-from magdash.sweep.params import SweepParams
 from magdash.sweep.runner import load_plan, run_sweep
+from magdash.sweep.sweep_params import SweepParams
 from magdash.sweep.tasks import TASK_KINDS, TaskKind
 from tests.support import stored_vectors, write_plan
 

@@ -15,9 +15,9 @@ from magdash.errors import AnalysisError
 from magdash.runs.analysis_runs import analysis_key, analyze, compare
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.variability.analysis import AnalysisResult, run_analysis
+from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.compare import ComparisonResult
 from magdash.variability.hypotheses import programme_verdict
-from magdash.variability.params import AnalysisParams
 
 MAGNITUDES = np.array(PAPER_MAGNITUDES, dtype=np.float64)
 # Keys of the first release's --json: every one must stay.

@@ -14,8 +14,8 @@ from magdash.norm_outliers import OUTLIER_NORM_FACTOR
 from magdash.params import ranges
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.variability.analysis import AnalysisResult, run_analysis
+from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.artifacts import carrier_influence, outlier_vector_mask
-from magdash.variability.params import AnalysisParams
 
 MAGNITUDES = np.asarray(PAPER_MAGNITUDES, dtype=np.float64)
 SINK_CARRIER, SINK_MAGNITUDES, SINK_LAYERS = 2, (1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 3)

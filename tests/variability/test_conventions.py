@@ -23,11 +23,11 @@ from magdash.frequency import e5_correlation, e5_summary
 from magdash.runs.analysis_runs import analysis_key, analyze, compare
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.variability.analysis import run_analysis
+from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.compare import compare_models
 from magdash.variability.conventions import CONVENTIONS, get_conventions
 from magdash.variability.fits import compare_noise_models, resample_counts
 from magdash.variability.hypotheses import depth_trend_all_layers
-from magdash.variability.params import AnalysisParams
 
 MAGNITUDES = np.array(PAPER_MAGNITUDES, dtype=np.float64)
 N_BLOCKS = 6

@@ -11,6 +11,7 @@ from scipy import stats
 
 from magdash.errors import AnalysisError
 from magdash.params import parse_layers
+from magdash.variability.analysis_params import default_core_layers
 from magdash.variability.hypotheses import (
     axis_specificity,
     boundary_sensitivity,
@@ -18,7 +19,6 @@ from magdash.variability.hypotheses import (
     paired_wilcoxon,
     programme_verdict,
 )
-from magdash.variability.params import default_core_layers
 
 MAGNITUDES = np.array(
     [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 150, 200, 300, 500,

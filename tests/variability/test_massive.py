@@ -11,7 +11,7 @@ from magdash.cli import main
 from magdash.errors import AnalysisError
 from magdash.runs.analysis_runs import massive_control
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
-from magdash.variability.params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams
 
 MAGNITUDES = np.asarray(PAPER_MAGNITUDES, dtype=np.float64)
 ALPHA = -0.3

@@ -1,5 +1,5 @@
 """The run manifest of a report: model identities, stimuli, analysis parameters and package
-versions, from facts the caller gathered (:func:`magdash.runs.report_runs.report_manifest` reads
+versions, from facts the caller gathered (:func:`magdash.reports.report_manifest` reads
 them from a store)."""
 
 from __future__ import annotations

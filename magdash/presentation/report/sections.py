@@ -1,5 +1,5 @@
 """The report's sections, one builder per page, from results a caller already holds: the CLI's
-and the app's reports are made of the same sections (:mod:`magdash.runs.report_runs` gathers the
+and the app's reports are made of the same sections (:mod:`magdash.reports` gathers the
 results from a store). Every figure is a figure function of the page's science module, so a
 report shows what the page shows.
 """

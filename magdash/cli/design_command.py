@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import math
 
-from magdash.cli.analyze import add_analysis_options, analysis_params
+from magdash.cli.analyze_command import add_analysis_options, analysis_params
 from magdash.cli.common import open_store, print_json, write_report
 from magdash.cli.options import add_params_options, params_from_args
-from magdash.controls.params import DesignParams
+from magdash.controls.controls_params import DesignParams
 from magdash.formatting import format_number
 
 
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_design(store, args.model, args.stimuli, params, analysis_params(args))
     if args.report:
         from magdash.runs.analysis_runs import analyze
-        from magdash.runs.report_runs import design_report
+        from magdash.reports import design_report
 
         analysis = analyze(store, args.model, args.stimuli, analysis_params(args))
         write_report(args.report, design_report(store, result, args.model, analysis))

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 
-from magdash.cli.analyze import add_analysis_options, analysis_params
+from magdash.cli.analyze_command import add_analysis_options, analysis_params
 from magdash.cli.common import flagged_layer_warnings, open_store, print_json, warn, write_report
 from magdash.cli.options import add_params_options, params_from_args
-from magdash.controls.params import ControlsParams
+from magdash.controls.controls_params import ControlsParams
 from magdash.formatting import format_number
 
 MARKS = {True: "PROBLEM", False: "ok", None: "n/a"}
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_controls(store, args.model, args.stimuli, controls_params(args))
     warn(flagged_layer_warnings(store, [args.model, *result.variants], result.stimuli))
     if args.report:
-        from magdash.runs.report_runs import controls_report
+        from magdash.reports import controls_report
 
         write_report(args.report, controls_report(store, result, result.measures))
     if args.json:

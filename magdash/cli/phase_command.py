@@ -16,7 +16,7 @@ from magdash.cli.options import add_params_options, params_from_args
 from magdash.errors import AnalysisError
 from magdash.formatting import format_number
 from magdash.params import DEFAULT_DTYPE, DTYPES
-from magdash.phase.params import PhaseParams
+from magdash.phase.phase_params import PhaseParams
 
 
 def register(subparsers) -> None:

@@ -12,7 +12,7 @@ import sys
 
 from magdash.cli.common import ProgressBar, add_store_option, open_store, print_json
 from magdash.cli.options import add_params_options, params_from_args
-from magdash.sweep.params import SweepParams
+from magdash.sweep.sweep_params import SweepParams
 
 DETAIL_CHARS = 48
 

@@ -83,7 +83,7 @@ def run_import(args: argparse.Namespace) -> int:
     from magdash.formatting import layer_span
     from magdash.stimuli import PAPER_CARRIERS, PAPER_SET_NAME, parse_magnitudes, read_carrier_file
     from magdash.store import import_inputs, read_npz
-    from magdash.variability.params import default_core_layers
+    from magdash.variability.analysis_params import default_core_layers
 
     check_name(args.name, "--name", "llama3-8b")
     check_name(args.stimuli, "--stimuli", "my-stimuli")

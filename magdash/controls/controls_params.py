@@ -10,7 +10,7 @@ import numpy as np
 from magdash.errors import AnalysisError
 from magdash.params import comma_separated, option
 from magdash.stimuli import parse_magnitudes
-from magdash.variability.params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams
 
 DEFAULT_N_PERM = 10_000
 """Permutations of the magnitude labels in the permutation null of alpha."""

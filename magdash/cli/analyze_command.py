@@ -13,7 +13,7 @@ from magdash.cli.common import add_store_option, flagged_layer_warnings, open_st
 from magdash.cli.options import add_params_options, params_from_args
 from magdash.errors import AnalysisError
 from magdash.formatting import MISSING, format_number
-from magdash.variability.params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams
 
 
 def _title(measure: str) -> str:
@@ -56,7 +56,7 @@ def register(subparsers) -> None:
 
 def add_analysis_options(parser: argparse.ArgumentParser) -> None:
     """The options every analysis command shares: the stimuli, the store, JSON output and every
-    field of :class:`~magdash.variability.params.AnalysisParams`."""
+    field of :class:`~magdash.variability.analysis_params.AnalysisParams`."""
     parser.add_argument("--stimuli", metavar="NAME", default=None, help="stimulus set name")
     add_store_option(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output (NaN as null)")

@@ -1,6 +1,8 @@
-"""Reports over a store: the results each section needs, computed or read from the cache, and the
-manifest's facts, assembled by :mod:`magdash.presentation.report` into one HTML document. The CLI
-and the app build their reports here, from the same section builders.
+"""Reports over a store: the results each section needs, computed or read from the cache (the runs
+of :mod:`magdash.runs`), and the manifest's facts read from the store, assembled by
+:mod:`magdash.presentation.report` into one HTML document. The CLI and the app build their reports
+here, from the same section builders; it sits above both the runs and the presentation, which
+never read the store themselves.
 """
 
 from __future__ import annotations
@@ -13,14 +15,14 @@ from magdash.controls.design import DesignResult
 from magdash.controls.robustness import ControlsResult
 from magdash.errors import AnalysisError, MagdashError
 from magdash.names import control_name
-from magdash.phase.params import PhaseParams
+from magdash.phase.phase_params import PhaseParams
 from magdash.presentation.report import ReportSection, StepCallback, build_manifest, build_report_html, sections
 from magdash.runs.analysis_runs import analyze, compare
 from magdash.runs.depth_runs import phase_from_store
 from magdash.runs.frequency_runs import e5_from_analysis, load_source
 from magdash.variability.analysis import AnalysisResult
+from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.compare import ComparisonResult
-from magdash.variability.params import AnalysisParams
 
 REPORT_SOURCE = "openwebtext-500k"
 """The frequency source of a report's E5 section: the paper's own counts of 1..1000."""
