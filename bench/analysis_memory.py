@@ -10,7 +10,7 @@ set size from ``resource.getrusage``, doing the full analysis (3 measures on eve
   the process (no store): the floor set by the analysis itself;
 * ``store``: the same model written through the store's write API
   (``Store.register_stimulus_set``, ``register_model``, ``write_vectors``), then
-  :func:`magdash.variability.analysis.analyze`, which reads it back with ``Store.read_layers``.
+  :func:`magdash.runs.analysis_runs.analyze`, which reads it back with ``Store.read_layers``.
 
 Peak RSS is the child's own high-water mark (``VmHWM``): ``ru_maxrss`` would also count the
 parent's, which Linux carries into a child it spawns, and the parent is large after building

@@ -1,6 +1,6 @@
 """Coverage of alpha's confidence interval by method, on studies with a planted alpha.
 
-Not a timing: each CI method of :data:`magdash.variability.fits.CI_METHODS` is run by the analysis
+Not a timing: each CI method of :data:`magdash.variability.analysis_params.CI_METHODS` is run by the analysis
 engine (:func:`magdash.variability.analysis.run_analysis`) on the same ``--draws`` studies drawn as
 vectors by the design simulator (:func:`magdash.controls.simulate.draw_vectors`; the paper's 26
 magnitudes x 5 carriers, planted alpha -0.05, tau 0.05, effective dimension 16), and the share of

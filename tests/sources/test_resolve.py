@@ -97,3 +97,12 @@ def test_gguf_and_ollama_sources_round_trip_through_the_store_name(tmp_path, mon
     source = resolve_model("ollama:smol").source
     assert source == "ollama:smol" and spec_for_source(source) == "ollama:smol"
     assert resolve_model(spec_for_source(source)).fingerprint == resolve_model(str(smollm2)).fingerprint
+
+
+def test_a_name_too_long_for_the_file_system_is_no_model_not_a_crash(tmp_path, capsys):
+    from magdash.cli import main
+
+    with pytest.raises(ModelLoadError, match="no model 'x"):
+        resolve_model("x" * 5000)  # an OSError (name too long) before the registry
+    assert main(["extract", "--model", "y" * 5000, "--store", str(tmp_path / "s.duckdb")]) == 2
+    assert "no model 'yyy" in capsys.readouterr().err
