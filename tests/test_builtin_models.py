@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from magdash import dashboard as db
+from magdash import reports
 from magdash.extract import drop_tokens_after_number, extract, forward_number_vectors, locate_numbers, tokenize_texts
 from magdash.phase.phase_params import PhaseParams
 from magdash.presentation import report
@@ -154,7 +155,7 @@ def test_smollm2_end_to_end_with_its_random_control(smollm2, store):
         assert sorted(fits["layer"]) == list(range(n_layers))
         # Layer 0 is context-free (the same vector in every carrier, V = 0): no fit, by design.
         assert np.isnan(fits["alpha"].iloc[0]) and np.isfinite(fits["alpha"].iloc[1:]).all()
-    summary = report.manifest_summary(report.build_manifest(store, analyses)).set_index("name")
+    summary = report.manifest_summary(reports.report_manifest(store, analyses)).set_index("name")
     assert summary.loc["smollm2", "weights"].startswith("quantized (Q4_1 GGUF)")
     comparison = compare(store, "smollm2", "smollm2@random", stimuli.name, params)
     for measure in params.measures:

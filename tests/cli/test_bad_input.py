@@ -224,8 +224,8 @@ def test_extract_refuses_bad_magnitude_specs_before_touching_the_store(tmp_path,
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    (["--batch-size", "0"], "batch size must be at least 1"),
-    (["--batch-size", "-3"], "batch size must be at least 1"),
+    (["--batch-size", "0"], "batch size must be a whole number of at least 1, got 0"),
+    (["--batch-size", "-3"], "batch size must be a whole number of at least 1, got -3"),
     (["--name", ""], "--name '' is blank"),
     (["--name", " \t"], "is blank"),
     (["--stimuli", "unknown-set"], "no stored stimulus set 'unknown-set'"),
@@ -768,8 +768,9 @@ def test_analysis_options_give_a_result_or_one_line(files, option, value, comman
 
 
 @pytest.mark.parametrize(("command", "message"), [
-    (["analyze", "--model", "base", "--seed", "-1", "--n-boot", "5"], "--seed must be 0 or more"),
-    (["compare", "--model", "base", "--model", "other", "--seed", "-1", "--n-boot", "5"], "--seed must be 0 or more"),
+    (["analyze", "--model", "base", "--seed", "-1", "--n-boot", "5"], "the seed must be a whole number >= 0, got -1"),
+    (["compare", "--model", "base", "--model", "other", "--seed", "-1", "--n-boot", "5"],
+     "the seed must be a whole number >= 0, got -1"),
     (["phase", "--model", "base", "--seed", "-1", "--n-boot", "5"], "--seed must be 0 or more"),
     (["freq", "corr", "--model", "base", "--source", "toy", "--seed", "-1", "--n-boot", "5"], "--seed must be 0"),
     (["analyze", "--model", "base", "--n-boot", "-1"], "--n-boot must be 0 or more"),

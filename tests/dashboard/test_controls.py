@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from magdash import dashboard as db
+from magdash import reports
 from magdash.controls.controls_params import ControlsParams, DesignParams
 from magdash.dashboard import controls_page as dc
 from magdash.errors import MagdashError
 from magdash.presentation import controls_figures as cf
 from magdash.presentation import export, report
-from magdash import reports
 from magdash.runs.analysis_runs import analyze
 from magdash.runs.controls_runs import run_controls
 from magdash.runs.design_runs import run_design

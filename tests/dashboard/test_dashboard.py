@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from magdash import dashboard as db
+from magdash import reports
 from magdash.dashboard import jobs as jobs
 from magdash.dashboard import stimuli_page as ds
 from magdash.errors import MagdashError, StimulusError
@@ -23,7 +24,6 @@ from magdash.presentation import export, report
 from magdash.presentation import frequency_figures as ff
 from magdash.presentation import geometry_figures as gf
 from magdash.presentation import variability_figures as vf
-from magdash import reports
 from magdash.runs.analysis_runs import analyze, compare
 from magdash.runs.frequency_runs import e5_from_analysis
 from magdash.sources.builtin import BUILTIN_MODELS

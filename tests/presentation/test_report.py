@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from magdash import reports
 from magdash.errors import AnalysisError
 from magdash.formatting import MISSING
 from magdash.jsonio import to_jsonable
 from magdash.presentation import export, report
 from magdash.presentation import variability_figures as vf
-from magdash import reports
 from magdash.variability.analysis_params import AnalysisParams
 
 HOSTILE = "<script>alert(1)</script>"
