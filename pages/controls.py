@@ -4,13 +4,13 @@ token position and the random-weight control?"""
 import streamlit as st
 
 from magdash import dashboard as db
+from magdash import reports
 from magdash.dashboard import controls_page as dc
 from magdash.dashboard.jobs import extraction_job
 from magdash.errors import MagdashError
 from magdash.params import DTYPES
 from magdash.presentation import controls_figures as cf
 from magdash.presentation.export import safe_filename
-from magdash import reports
 from magdash.stimuli import POSITIONS
 from pages import ui
 

@@ -3,12 +3,12 @@
 import streamlit as st
 
 from magdash import dashboard as db
+from magdash import reports
 from magdash.controls.controls_params import DesignParams
 from magdash.dashboard import controls_page as dc
 from magdash.errors import MagdashError
 from magdash.presentation import controls_figures as cf
 from magdash.presentation.export import safe_filename
-from magdash import reports
 from pages import ui
 
 ctx = ui.require_data("the study-design simulator")

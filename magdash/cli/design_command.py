@@ -41,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     result = run_design(store, args.model, args.stimuli, params, analysis_params(args))
     if args.report:
-        from magdash.runs.analysis_runs import analyze
         from magdash.reports import design_report
+        from magdash.runs.analysis_runs import analyze
 
         analysis = analyze(store, args.model, args.stimuli, analysis_params(args))
         write_report(args.report, design_report(store, result, args.model, analysis))
