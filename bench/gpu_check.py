@@ -60,8 +60,8 @@ minutes. Sizes are options; ``--skip SECTION`` leaves a section out.
 **On the CPU**: ``python bench/gpu_check.py --device cpu --small`` runs every section with small
 sizes (a 4-block d = 256 float32 stand-in for the 8B model, 100 x 4 sentences; every third of the
 paper's sentences one at a time): the device comparisons become CPU-versus-CPU, the float16 and
-bfloat16 checks and the out-of-memory path stay. About a minute on a quiet machine, mostly
-importing transformers and the half-precision passes, which are slow on a CPU;
+bfloat16 checks and the out-of-memory path stay. 89 s (54 s of CPU time) on the shared 2-core
+machine, mostly importing transformers and the half-precision passes, which are slow on a CPU;
 ``tests/test_gpu_check.py`` runs it. Timings are only printed, never asserted.
 """
 
@@ -524,7 +524,7 @@ def spread_row(report: Report, check: str, value: float) -> None:
     report.add("scale", check, f"mean SD across sentences {value:.3g}", "finite, > 0", bool(value > 0))
 
 
-def check_scale(report: Report, args, work: Path, clock: Callable[[], bool]) -> ScaleModel:
+def build_scale_model(report: Report, args, work: Path) -> ScaleModel:
     import torch
 
     device, dtype = args.device, args.scale_dtype
@@ -541,8 +541,28 @@ def check_scale(report: Report, args, work: Path, clock: Callable[[], bool]) -> 
     report.add("scale", f"{shape['num_hidden_layers']}-block d={shape['hidden_size']} {dtype} @random model on {device}",
                f"{parameters / 1e6:,.0f} M parameters, built in {seconds:.1f} s"
                + (f", {weights_gib:.1f} GiB" if not math.isnan(weights_gib) else ""))
-    scale = ScaleModel(loaded, flops_per_token)
+    return ScaleModel(loaded, flops_per_token)
 
+
+def check_scale(report: Report, args, work: Path, scale: ScaleModel, clock: Callable[[], bool]) -> None:
+    guarded(report, "scale", "paper set", paper_runs, report, args, work, scale)
+    report.save()
+    stimuli = large_set(args)
+    sizes = [int(size) for size in args.batch_sizes.split(",")]
+    report.details["scale"]["large"] = {}
+    for index, batch_size in enumerate(sizes):
+        if clock():
+            report.add("scale", f"{len(stimuli.items):,} sentences, batch {batch_size}", "skipped: over --budget-s")
+            continue
+        last = index == len(sizes) - 1
+        kept = guarded(report, "scale", f"batch {batch_size}", large_run, report, args, work, scale, stimuli,
+                       batch_size, last)
+        scale.kept_store = kept or scale.kept_store
+        report.save()
+
+
+def paper_runs(report: Report, args, work: Path, scale: ScaleModel) -> None:
+    device, loaded, details = args.device, scale.loaded, report.details["scale"]
     paper = paper_stimuli()
     floor_pass(loaded, paper.items, batch_size=args.batch_size)  # warm-up: first passes allocate, pick kernels
     runs = []
@@ -568,19 +588,6 @@ def check_scale(report: Report, args, work: Path, clock: Callable[[], bool]) -> 
     report.check("scale", f"{label}: stored vectors = floor's, every layer",
                  worst([error for run in runs for error in run["stored_vs_floor"]]), SAME_BATCHES)
     spread_row(report, f"{label}: vectors finite and distinct", spread(floor))
-    report.save()
-
-    stimuli = large_set(args)
-    sizes = [int(size) for size in args.batch_sizes.split(",")]
-    details["large"] = {}
-    for index, batch_size in enumerate(sizes):
-        if clock():
-            report.add("scale", f"{len(stimuli.items):,} sentences, batch {batch_size}", "skipped: over --budget-s")
-            continue
-        last = index == len(sizes) - 1
-        scale.kept_store = large_run(report, args, work, scale, stimuli, batch_size, keep_store=last) or scale.kept_store
-        report.save()
-    return scale
 
 
 def stored_vectors(store: Store, name: str, stimuli: StimulusSet, layers: Sequence[int] | None = None) -> np.ndarray:
@@ -862,6 +869,20 @@ def eigenvalue_error(device: np.ndarray, cpu: np.ndarray) -> float:
 # -- the run --------------------------------------------------------------------------------------
 
 
+def guarded(report: Report, section: str, step: str, function: Callable, *arguments):
+    """``function(*arguments)``, or None with a failed row (its traceback in the JSON's ``errors``)
+    if it raises: one step's failure must not lose the steps after it on a machine lent for minutes."""
+    try:
+        return function(*arguments)
+    except Exception as error:  # noqa: BLE001 - reported as a failed row, the run goes on
+        first_line = str(error).splitlines()[0][:100] if str(error) else ""
+        report.add(section, f"{step} ran", f"{type(error).__name__}: {first_line}", "no error", False)
+        report.details.setdefault("errors", {})[f"{section}: {step}"] = traceback.format_exc()
+        traceback.print_exc()
+        gc.collect()
+        return None
+
+
 def environment(device: str) -> dict:
     import torch
     import transformers
@@ -971,20 +992,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 report.add(section, "section", "skipped: needs the scale section's large store")
                 continue
             started = time.perf_counter()
-            try:
-                if section == "correctness":
-                    check_correctness(report, args, work)
-                elif section == "scale":
-                    scale = check_scale(report, args, work, over_budget)
-                elif section == "oom":
-                    check_out_of_memory(report, args, work, scale)
-                else:
-                    check_spectra(report, args, scale)
-            except Exception as error:  # noqa: BLE001 - one section's failure must not lose the others' rows
-                report.add(section, "section ran", f"{type(error).__name__}: {str(error).splitlines()[0][:100] if str(error) else ''}",
-                           "no error", False)
-                report.details.setdefault("errors", {})[section] = traceback.format_exc()
-                traceback.print_exc()
+            if section == "correctness":
+                guarded(report, section, "section", check_correctness, report, args, work)
+            elif section == "scale":
+                scale = guarded(report, section, "model", build_scale_model, report, args, work)
+                if scale is not None:
+                    check_scale(report, args, work, scale, over_budget)
+            elif section == "oom":
+                guarded(report, section, "section", check_out_of_memory, report, args, work, scale)
+            else:
+                guarded(report, section, "section", check_spectra, report, args, scale)
+            release(args.device)
             report.details.setdefault("section_s", {})[section] = time.perf_counter() - started
             found["imported"] = imported_packages()
             report.save()

@@ -52,6 +52,21 @@ def test_layer_errors_are_relative_frobenius_norms_and_nan_fails(tmp_path):
     assert "FAIL" in report.table().splitlines()[3]
 
 
+def test_a_step_that_raises_is_a_failed_row_and_the_run_goes_on(tmp_path):
+    check = _gpu_check()
+    report = check.Report(tmp_path / "report.json")
+
+    def broken():
+        raise RuntimeError("CUDA error: an illegal memory access was encountered\nmore")
+
+    assert check.guarded(report, "scale", "batch 256", broken) is None
+    assert check.guarded(report, "scale", "batch 32", lambda: 7) == 7
+    (row,) = report.rows
+    assert (row.section, row.check, row.passed) == ("scale", "batch 256 ran", False)
+    assert row.measured == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert "broken" in report.details["errors"]["scale: batch 256"]
+
+
 def test_floor_batches_come_back_in_the_items_order():
     check = _gpu_check()
     items = check.paper_stimuli().items[:3]
