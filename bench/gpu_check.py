@@ -30,7 +30,7 @@ rewritten after each section, so a run cut short still leaves what it measured):
   the memory of the failed pass is freed with the error; the same extraction run again with the
   default batch size resumes and completes, equal to the floor. On the CPU the card is simulated
   (a forward pass raising ``torch.OutOfMemoryError`` for batches over 32 sentences);
-* **spectra**: the depth diagnostics (:func:`magdash.phase.run.view_sample`, then
+* **spectra**: the depth diagnostics (:func:`magdash.phase.accumulate.view_sample`, then
   :func:`magdash.phase.diagnostics.analyze_samples`) of the scale section's store, every layer
   (34 x 4096: embeddings, 32 blocks, post-norm) from ``--spectra-vectors`` of its vectors, the
   covariance eigenvalues computed on the GPU (``torch.linalg.eigvalsh``, magdash's path for
@@ -104,15 +104,8 @@ from magdash.extract import (  # noqa: E402
     locate_numbers,
     number_vector_batches,
 )
-from magdash.models import (  # noqa: E402
-    LoadedModel,
-    find_blocks,
-    find_final_norm,
-    is_causal_lm,
-    load_model,
-    load_tokenizer,
-    resolve_model,
-)
+from magdash.sources import LoadedModel, load_model, load_tokenizer, resolve_model  # noqa: E402
+from magdash.sources.loading import find_blocks, find_final_norm, is_causal_lm  # noqa: E402
 from magdash.stimuli import PAPER_CARRIERS, StimulusItem, StimulusSet, paper_stimuli  # noqa: E402
 from magdash.store import Store  # noqa: E402
 
@@ -316,7 +309,7 @@ def build_random_model(folder: Path, shape: dict, device: str, dtype: str, seed:
     """magdash's ``FOLDER@random`` model of the architecture ``shape`` describes, its weights drawn on
     ``device`` itself: the folder holds only config.json and the tokenizer (an ``@random`` spec needs
     no weights), and 15 GB of bfloat16 are never built on the CPU and copied over, as
-    :func:`magdash.models.load_model` would (its seeded weights must not depend on the device)."""
+    :func:`magdash.sources.load_model` would (its seeded weights must not depend on the device)."""
     import torch
     from transformers import AutoConfig, AutoModel, LlamaConfig
 
@@ -783,8 +776,9 @@ def cuda_hidden() -> Iterator[None]:
 
 def check_spectra(report: Report, args, scale: ScaleModel) -> None:
     import magdash.phase.accumulate as accumulate
-    from magdash.phase.diagnostics import PhaseParams, analyze_samples
-    from magdash.phase.run import view_sample
+    from magdash.phase.accumulate import view_sample
+    from magdash.phase.diagnostics import analyze_samples
+    from magdash.phase.phase_params import PhaseParams
 
     store, name, set_name = scale.kept_store
     record = store.model_record(name)
@@ -817,7 +811,7 @@ def check_spectra(report: Report, args, scale: ScaleModel) -> None:
                 distinct[0] = len(np.unique(vectors, axis=0))
             timings["read"] += time.perf_counter() - started
             started = time.perf_counter()
-            samples.append(view_sample(vectors, data.layer, PhaseParams()))
+            samples.append(view_sample(vectors, data.layer, "keep", PhaseParams().massive_ratio))
             timings["accumulate"] += time.perf_counter() - started
             started = time.perf_counter()
     timings["accumulate"] -= timings["eigenvalues on the device"] + timings["eigenvalues on the CPU"]
@@ -966,7 +960,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = Report(args.out)
     report.details["options"] = vars(args)
     try:
-        from magdash.models import pick_device
+        from magdash.sources import pick_device
 
         pick_device(args.device)
     except MagdashError as error:
