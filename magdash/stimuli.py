@@ -84,10 +84,6 @@ def _write_spaced(magnitude: int, largest: int | None) -> str:
 
 
 def _write_padded(magnitude: int, largest: int | None) -> str:
-    if largest is None:
-        raise StimulusError(
-            "the padded format writes every number to the width of the set's largest magnitude: give largest"
-        )
     if largest < magnitude:
         raise StimulusError(f"cannot pad {magnitude} to the width of {largest}: largest must be the set's largest")
     return str(magnitude).zfill(len(str(largest)))
@@ -175,6 +171,10 @@ def write_number(magnitude: int, number_format: str = DEFAULT_NUMBER_FORMAT, *, 
     number = _writable_magnitude(magnitude, chosen.name)
     if largest is not None:
         largest = _writable_magnitude(largest, chosen.name)
+    elif chosen.needs_largest:
+        raise StimulusError(
+            f"the {chosen.name} format writes every number to the width of the set's largest magnitude: give largest"
+        )
     return chosen.write(number, largest)
 
 

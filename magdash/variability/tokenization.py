@@ -47,7 +47,8 @@ The interval follows :func:`~magdash.variability.fits.fit_scaling` exactly: the 
 resamples (:func:`~magdash.variability.fits.resample_counts`: the stream and seed give the
 same counts), each refitted by weighted least squares with the counts as weights (the
 quadratic forms above with Z'WZ, solved by its pseudo-inverse, so a level not drawn simply
-drops out), and the same ``ci_method``: ``percentile``, ``studentized`` (se* from
+drops out; with the token count alone, the same sums about each level's weighted means), and
+the same ``ci_method``: ``percentile``, ``studentized`` (se* from
 df* = S_w - rank(Z'WZ) - 1; resamples with fewer distinct points than rank + 2 left out),
 ``bca`` (jackknife over the points) or ``t``. With one stratum and no identity the adjusted
 fit *is* the raw fit, interval included.
@@ -251,24 +252,28 @@ def adjusted_alpha(
     missing = _missing_adjusted(n_points, n_outliers, reference, identity_reference)
     if n_points < MIN_POINTS:
         return dataclasses.replace(missing, reason=_too_few(n_points, magnitudes.size))
-    candidates = _level_columns(labels, "tokens") + ([] if tokens is None else _level_columns(tokens, "kept"))
+    count_columns = _level_columns(labels, "tokens")
+    identity_columns = [] if tokens is None else _level_columns(tokens, "kept")
+    candidates = count_columns + identity_columns
     if len(candidates) + 2 > MAX_PARAMETERS:
         return dataclasses.replace(missing, reason=(
-            f"{len(candidates) + 2} parameters (intercept, slope, one per extra level): at most {MAX_PARAMETERS}; "
-            "the kept token takes too many values to stand beside alpha"
+            f"{len(count_columns) + 1} token counts and {len(identity_columns) + 1} kept tokens make "
+            f"{len(candidates) + 2} parameters (intercept, slope, one per level beyond the first): at most "
+            f"{MAX_PARAMETERS}, too many levels to estimate alpha beside them"
         ))
     x = np.log(magnitudes[keep])
     y = np.log(values[keep])
     design, names, dropped = _independent_columns(candidates, n_points)
     ones = np.ones((1, n_points))
-    alpha, se, df, rss, residual_x = (float(value[0]) for value in _weighted_fits(x, y, design, ones))
+    alpha, se, _, rss, _ = (float(value[0]) for value in _weighted_fits(x, y, design, ones))
     rank = design.shape[1] + 1
-    missing = dataclasses.replace(missing, dropped_levels=dropped, n_parameters=rank, df=n_points - rank)
+    df = n_points - rank
+    missing = dataclasses.replace(missing, dropped_levels=dropped, n_parameters=rank, df=df)
     if not math.isfinite(alpha):
         return dataclasses.replace(missing, reason=(
             "log n is constant within every level of the covariates (no level holds two magnitudes): no slope"
         ))
-    if n_points - rank < MIN_RESIDUAL_DF:
+    if df < MIN_RESIDUAL_DF:
         return dataclasses.replace(missing, reason=(
             f"{n_points} points for {rank} parameters: the fit needs {rank + MIN_RESIDUAL_DF} "
             f"({MIN_RESIDUAL_DF} residual degrees of freedom, as the raw fit's {MIN_POINTS} points for 2)"
@@ -298,7 +303,7 @@ def adjusted_alpha(
         n_points=n_points,
         n_outliers=n_outliers,
         n_parameters=rank,
-        df=n_points - rank,
+        df=df,
         reason="",
     )
 
@@ -377,25 +382,19 @@ def _weighted_fits(
     fewer distinct points than rank + 2 (no residual left)."""
     x = x - x.mean()  # the intercept absorbs the shift; centring spares the cancellation
     y = y - y.mean()
-    q = design.shape[1]
-    products = (design[:, :, np.newaxis] * design[:, np.newaxis, :]).reshape(x.size, q * q)
-    zx = design * x[:, np.newaxis]
-    zy = design * y[:, np.newaxis]
+    groups = _one_factor_groups(design)
+    if groups is None:
+        within = _projection_sums(x, y, design)
+        row_floats = design.shape[1] ** 2 + x.size
+    else:
+        within = _group_sums(x, y, groups)
+        row_floats = 6 * (int(groups.max()) + 1) + x.size
     distinct = _distinct_points(np.column_stack([design, x]), weights)
-    rows = max(1, _BLOCK_FLOATS // max(1, q * q + x.size))
+    rows = max(1, _BLOCK_FLOATS // row_floats)
     out = [np.empty(weights.shape[0]) for _ in range(5)]
     for first in range(0, weights.shape[0], rows):
         w = weights[first:first + rows]
-        gram = (w @ products).reshape(-1, q, q)
-        eigenvalues, vectors = np.linalg.eigh(gram)
-        zero = eigenvalues <= _EIGEN_TOLERANCE * eigenvalues[:, -1:]
-        inverse = np.where(zero, 0.0, 1.0 / np.where(zero, 1.0, eigenvalues))
-        rank = np.count_nonzero(~zero, axis=1)
-        along_x = np.einsum("bij,bi->bj", vectors, w @ zx)
-        along_y = np.einsum("bij,bi->bj", vectors, w @ zy)
-        xx = w @ (x * x) - np.einsum("bj,bj,bj->b", along_x, along_x, inverse)
-        xy = w @ (x * y) - np.einsum("bj,bj,bj->b", along_x, along_y, inverse)
-        yy = w @ (y * y) - np.einsum("bj,bj,bj->b", along_y, along_y, inverse)
+        xx, xy, yy, rank = within(w)
         total = w.sum(axis=1)
         mean_x = (w @ x) / total
         spread = w @ (x * x) - total * mean_x * mean_x
@@ -408,6 +407,63 @@ def _weighted_fits(
         for target, value in zip(out, (alpha, se, df, rss, xx), strict=True):
             target[first:first + rows] = value
     return tuple(out)
+
+
+def _one_factor_groups(design: np.ndarray) -> np.ndarray | None:
+    """Each point's level when the design is an intercept and the indicators of one factor
+    (every point in at most one non-reference level), else None."""
+    indicators = design[:, 1:]
+    if indicators.size and indicators.sum(axis=1).max() > 1:
+        return None
+    groups = np.zeros(design.shape[0], dtype=np.int64)
+    if indicators.size:
+        member = indicators.sum(axis=1) > 0
+        groups[member] = indicators[member].argmax(axis=1) + 1
+    return groups
+
+
+def _group_sums(x: np.ndarray, y: np.ndarray, groups: np.ndarray):
+    """``within(w) -> (x~'Wx~, x~'Wy~, y~'Wy~, rank)`` for one factor: the sums about each
+    level's weighted means, added over the levels drawn (rank = levels drawn). The same
+    numbers as :func:`_projection_sums`, without a matrix per resample."""
+    n_levels = int(groups.max()) + 1
+    membership = np.zeros((x.size, n_levels))
+    membership[np.arange(x.size), groups] = 1.0
+    columns = np.hstack([membership * column[:, np.newaxis] for column in (np.ones_like(x), x, y, x * x, x * y, y * y)])
+
+    def within(w: np.ndarray):
+        count, sum_x, sum_y, sum_xx, sum_xy, sum_yy = np.split(w @ columns, 6, axis=1)
+        drawn = count > 0
+        safe = np.where(drawn, count, 1.0)
+        xx = (sum_xx - sum_x * sum_x / safe).sum(axis=1)
+        xy = (sum_xy - sum_x * sum_y / safe).sum(axis=1)
+        yy = (sum_yy - sum_y * sum_y / safe).sum(axis=1)
+        return xx, xy, yy, np.count_nonzero(drawn, axis=1)
+
+    return within
+
+
+def _projection_sums(x: np.ndarray, y: np.ndarray, design: np.ndarray):
+    """``within(w) -> (x~'Wx~, x~'Wy~, y~'Wy~, rank)`` for any design: x'Wx - x'WZ (Z'WZ)^+ Z'Wx
+    and likewise, with the pseudo-inverse from the eigenvalues of Z'WZ (a level not drawn gives
+    a zero eigenvalue and drops out) and rank the count of non-zero ones."""
+    q = design.shape[1]
+    products = (design[:, :, np.newaxis] * design[:, np.newaxis, :]).reshape(x.size, q * q)
+    zx = design * x[:, np.newaxis]
+    zy = design * y[:, np.newaxis]
+
+    def within(w: np.ndarray):
+        eigenvalues, vectors = np.linalg.eigh((w @ products).reshape(-1, q, q))
+        zero = eigenvalues <= _EIGEN_TOLERANCE * eigenvalues[:, -1:]
+        inverse = np.where(zero, 0.0, 1.0 / np.where(zero, 1.0, eigenvalues))
+        along_x = np.einsum("bij,bi->bj", vectors, w @ zx)
+        along_y = np.einsum("bij,bi->bj", vectors, w @ zy)
+        xx = w @ (x * x) - np.einsum("bj,bj,bj->b", along_x, along_x, inverse)
+        xy = w @ (x * y) - np.einsum("bj,bj,bj->b", along_x, along_y, inverse)
+        yy = w @ (y * y) - np.einsum("bj,bj,bj->b", along_y, along_y, inverse)
+        return xx, xy, yy, np.count_nonzero(~zero, axis=1)
+
+    return within
 
 
 def _distinct_points(points: np.ndarray, weights: np.ndarray) -> np.ndarray:

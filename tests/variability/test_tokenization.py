@@ -9,9 +9,11 @@ from scipy import stats
 
 from magdash.errors import AnalysisError
 from magdash.stimuli import PAPER_MAGNITUDES
-from magdash.variability.fits import BOOTSTRAP_STREAMS, CI_METHODS, MIN_POINTS, fit_scaling, ols
+from magdash.variability.fits import BOOTSTRAP_STREAMS, CI_METHODS, MIN_POINTS, fit_scaling, ols, resample_counts
 from magdash.variability.tokenization import (
     MAX_PARAMETERS,
+    _group_sums,
+    _projection_sums,
     adjusted_alpha,
     strata_alphas,
     tokenization_fits,
@@ -250,3 +252,19 @@ def test_bad_input_says_what_to_fix():
         adjusted_alpha(n, n, [1] * 6, drop_outliers=False, ci=1.5)
     with pytest.raises(AnalysisError, match="bootstrap resamples"):
         adjusted_alpha(n, n, [1] * 6, drop_outliers=False, n_boot=-1)
+
+
+def test_the_sums_within_levels_are_the_projection_sums():
+    """The one-factor shortcut (sums about each level's weighted means) gives the projection's
+    numbers, on resamples that leave levels out too."""
+    rng = np.random.default_rng(8)
+    x = np.log(np.asarray(PAPER_MAGNITUDES, dtype=np.float64))
+    y = rng.normal(size=x.size)
+    groups = digit_counts(PAPER_MAGNITUDES) - 1
+    design = np.column_stack([np.ones(x.size)] + [(groups == level).astype(float) for level in (1, 2, 3)])
+    weights = next(resample_counts(x.size, 500, seed=3))
+    levels_drawn = (weights @ np.eye(4)[groups] > 0).sum(axis=1)
+    assert levels_drawn.min() < 4  # some resamples miss the lone 1000
+    for shortcut, projection in zip(_group_sums(x, y, groups)(weights), _projection_sums(x, y, design)(weights),
+                                    strict=True):
+        np.testing.assert_allclose(shortcut, projection, rtol=1e-9, atol=1e-9)
