@@ -1,15 +1,19 @@
 """Stimuli: carrier sentences, magnitude sets, and locating a number's tokens.
 
-A stimulus is one carrier sentence with one magnitude written in digits in place of ``{n}``
-(Cacioli 2026, arXiv 2604.04469, §2). Its identity for the cache is the sentence text plus
-the character span of the number, so two stimulus sets that share sentences share vectors.
+A stimulus is one carrier sentence with one magnitude written in place of ``{n}`` (Cacioli
+2026, arXiv 2604.04469, §2): in digits, as in the paper, or in another written form of the
+set's :data:`NUMBER_FORMATS` (``grouped`` "1,000", ``spaced`` "1 000", ``padded`` "0007",
+``words`` "one thousand"). Its identity for the cache is the sentence text plus the character
+span of the number, so two stimulus sets that share sentences share vectors; the span always
+covers the whole written form, so the ``last``, ``first`` and ``mean`` token rules keep their
+meaning in every format.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,6 +50,156 @@ _RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
 _NUMBER = re.compile(r"^\s*([+-]?\d+)\s*$")
 
 
+# Number formats: how a magnitude is written in place of {n}. One registry names them all: the
+# CLI's --number-format, the API and the pages offer these names and nothing else.
+DEFAULT_NUMBER_FORMAT = "digits"
+_SENTENCE_ENDS = ".!?"
+
+
+@dataclass(frozen=True)
+class NumberFormat:
+    """One written form of the numbers: its name, a one-line description and its writer.
+
+    ``write(magnitude, largest)`` gives the text for a whole ``magnitude`` from 1 to
+    :data:`MAX_MAGNITUDE`; ``largest`` (the set's largest magnitude) is read only by formats with
+    ``needs_largest``. ``capitalised`` formats start with a capital letter where the number
+    opens a sentence (digits have no case).
+    """
+
+    name: str
+    description: str
+    write: Callable[[int, int | None], str]
+    needs_largest: bool = False
+    capitalised: bool = False
+
+
+def _write_digits(magnitude: int, largest: int | None) -> str:
+    return str(magnitude)
+
+
+def _write_grouped(magnitude: int, largest: int | None) -> str:
+    return f"{magnitude:,}"
+
+
+def _write_spaced(magnitude: int, largest: int | None) -> str:
+    return f"{magnitude:,}".replace(",", " ")
+
+
+def _write_padded(magnitude: int, largest: int | None) -> str:
+    if largest < magnitude:
+        raise StimulusError(f"cannot pad {magnitude} to the width of {largest}: largest must be the set's largest")
+    return str(magnitude).zfill(len(str(largest)))
+
+
+def _write_words(magnitude: int, largest: int | None) -> str:
+    # Imported here: only word sets need it, and the package's import stays light.
+    from num2words import num2words
+
+    # num2words writes "one thousand, two hundred and thirty-four"; the commas between groups
+    # go, so that punctuation inside the number is what the grouped format alone varies.
+    return num2words(magnitude, lang="en").replace(",", "")
+
+
+NUMBER_FORMATS: dict[str, NumberFormat] = {
+    number_format.name: number_format
+    for number_format in (
+        NumberFormat(
+            "digits", "plain digits, as in the paper: 7, 23, 1000", _write_digits,
+        ),
+        NumberFormat(
+            "grouped", "digits with a comma between groups of three (English thousands separator): 7, 23, 1,000",
+            _write_grouped,
+        ),
+        NumberFormat(
+            "spaced", "digits with a space between groups of three (SI / ISO 80000-1 grouping, a plain space, "
+            "also at four digits): 7, 23, 1 000", _write_spaced,
+        ),
+        NumberFormat(
+            "padded", "digits zero-padded to the width of the set's largest magnitude, so every number has "
+            "as many characters: 0007, 0023, 1000 (for 1..1000)", _write_padded, needs_largest=True,
+        ),
+        NumberFormat(
+            "words", "English number words (num2words): seven, twenty-three, one hundred and fifty, one thousand; "
+            "capitalised where the number opens a sentence", _write_words, capitalised=True,
+        ),
+    )
+}
+"""Every number format by name (the docstring of :func:`write_number` says why each is here)."""
+
+NUMBER_FORMAT_NAMES: tuple[str, ...] = tuple(NUMBER_FORMATS)
+
+
+def get_number_format(name: str) -> NumberFormat:
+    """The number format called ``name``; a :class:`StimulusError` listing the choices otherwise."""
+    try:
+        return NUMBER_FORMATS[name]
+    except (KeyError, TypeError):
+        raise StimulusError(
+            f"unknown number format {name!r}: use one of {', '.join(NUMBER_FORMAT_NAMES)}"
+        ) from None
+
+
+def write_number(magnitude: int, number_format: str = DEFAULT_NUMBER_FORMAT, *, largest: int | None = None) -> str:
+    """``magnitude`` written in ``number_format`` (a name in :data:`NUMBER_FORMATS`).
+
+    The formats, and the question each answers (``largest`` is the set's largest magnitude,
+    read by ``padded`` alone):
+
+    - ``digits`` "1000": the paper's form.
+    - ``grouped`` "1,000": the first control a reviewer asks for; the comma is its own token in
+      every tokenizer magdash ships, so the number's tokens change from 1,000 up while the
+      magnitude's digits stay.
+    - ``spaced`` "1 000": SI / ISO 80000-1 digit grouping, with a plain space. The SI's thin or
+      narrow no-break space (U+2009, U+202F) is not used: byte-level BPE (SmolLM2) writes U+202F
+      as two byte tokens, SentencePiece with byte fallback (Gemma 3) as three ``<0x..>``
+      tokens, text no model reads for numbers; a plain space is what typed text uses. The SI
+      leaves a four-digit number ungrouped; here 1000 is "1 000", else the paper's magnitudes
+      would read as digits.
+    - ``padded`` "0007": every number as wide as ``largest`` (4 characters for 1..1000). With a
+      per-digit tokenizer every number then has the same token count, so the digit-count
+      confound (the last token of 10, 20, ..., 1000 is "0"; V at the last digit mixes magnitude
+      with the number of digits) is removed by design, not by a covariate. Leading zeros are
+      rare in text (codes, times), so the control changes how usual the form is as well.
+    - ``words`` "twenty-three": English number words from num2words (British usage, its
+      default): compound tens hyphenated (twenty-three), "and" before the last two digits of a
+      group (one hundred and fifty, one thousand and one), no commas between groups (one
+      thousand two hundred and thirty-four), capitalised where the number opens a sentence
+      ("Seven was the value."). Magnitude and digit identity then share no token.
+
+    Magnitudes are whole numbers from 1 to :data:`MAX_MAGNITUDE`; anything else is a
+    :class:`StimulusError` saying so.
+    """
+    chosen = get_number_format(number_format)
+    number = _writable_magnitude(magnitude, chosen.name)
+    if largest is not None:
+        largest = _writable_magnitude(largest, chosen.name)
+    elif chosen.needs_largest:
+        raise StimulusError(
+            f"the {chosen.name} format writes every number to the width of the set's largest magnitude: give largest"
+        )
+    return chosen.write(number, largest)
+
+
+def _writable_magnitude(magnitude: object, number_format: str) -> int:
+    """``magnitude`` as an int when a number format can write it, else a StimulusError."""
+    what = f"the {number_format} format writes whole numbers from 1 to {MAX_MAGNITUDE}"
+    if isinstance(magnitude, bool) or not isinstance(magnitude, (int, np.integer, float, np.floating)):
+        raise StimulusError(f"cannot write {magnitude!r}: {what}")
+    if isinstance(magnitude, (float, np.floating)) and not float(magnitude).is_integer():
+        raise StimulusError(f"cannot write {magnitude!r}, not a whole number: {what}")
+    number = int(magnitude)
+    if not 1 <= number <= MAX_MAGNITUDE:
+        raise StimulusError(f"cannot write {number}, out of range: {what}")
+    return number
+
+
+def opens_sentence(prefix: str) -> bool:
+    """Whether a number after ``prefix`` (the carrier's text before ``{n}``) opens a sentence:
+    nothing but white space before it, or white space after a full stop, "!" or "?"."""
+    stripped = prefix.rstrip()
+    return not stripped or (stripped != prefix and stripped[-1] in _SENTENCE_ENDS)
+
+
 @dataclass(frozen=True)
 class StimulusItem:
     """One sentence with its magnitude and the character span ``[start, end)`` of the number."""
@@ -65,17 +219,20 @@ class StimulusItem:
 
 @dataclass(frozen=True)
 class StimulusSet:
-    """A named grid of magnitudes x carrier sentences."""
+    """A named grid of magnitudes x carrier sentences, the numbers written in ``number_format``
+    (a name in :data:`NUMBER_FORMATS`; ``digits``, the paper's, by default)."""
 
     name: str
     carriers: tuple[str, ...]
     magnitudes: tuple[int, ...]
+    number_format: str = DEFAULT_NUMBER_FORMAT
     items: tuple[StimulusItem, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         validate_set_name(self.name)
         object.__setattr__(self, "carriers", tuple(validate_carriers(self.carriers)))
         object.__setattr__(self, "magnitudes", tuple(validate_magnitudes(self.magnitudes)))
+        get_number_format(self.number_format)
         sentences = len(self.carriers) * len(self.magnitudes)
         if sentences > MAX_SENTENCES:
             raise StimulusError(
@@ -83,22 +240,54 @@ class StimulusSet:
                 f"{sentences:,} sentences: keep a stimulus set to {MAX_SENTENCES:,} at most "
                 "(fewer magnitudes or carriers)"
             )
-        items = tuple(
-            make_item(magnitude, index, carrier)
-            for magnitude in self.magnitudes
+        if self.number_format == DEFAULT_NUMBER_FORMAT:
+            items = tuple(
+                make_item(magnitude, index, carrier)
+                for magnitude in self.magnitudes
+                for index, carrier in enumerate(self.carriers)
+            )
+        else:
+            items = self._formatted_items()
+        object.__setattr__(self, "items", items)
+
+    def _formatted_items(self) -> tuple[StimulusItem, ...]:
+        """The items of a set in another format than digits: each number written once, not once
+        per carrier (number words cost microseconds each, a million sentences seconds)."""
+        chosen = get_number_format(self.number_format)
+        largest = self.magnitudes[-1]
+        written = [write_number(magnitude, chosen.name, largest=largest) for magnitude in self.magnitudes]
+        capitalise = [chosen.capitalised and opens_sentence(carrier[: carrier.index(PLACEHOLDER)])
+                      for carrier in self.carriers]
+        return tuple(
+            _place(magnitude, index, carrier, _capitalised(number) if capitalise[index] else number)
+            for magnitude, number in zip(self.magnitudes, written, strict=True)
             for index, carrier in enumerate(self.carriers)
         )
-        object.__setattr__(self, "items", items)
 
     @property
     def content_hash(self) -> str:
+        """The set's content identity: carriers, magnitudes and, unless digits, the number format.
+
+        Digits hash as they did before formats existed, so stored sets keep their identity; any
+        other format is appended after a NUL, which no digits payload ends with (it ends in a
+        magnitude), so "1000" and "1,000" sets can never share a hash.
+        """
         payload = "\n".join(self.carriers) + "\0" + ",".join(map(str, self.magnitudes))
+        if self.number_format != DEFAULT_NUMBER_FORMAT:
+            payload += "\0number_format=" + self.number_format
         return hashlib.sha1(payload.encode()).hexdigest()[:16]
 
 
-def paper_stimuli() -> StimulusSet:
-    """The paper's 26 magnitudes x 5 carriers."""
-    return StimulusSet(PAPER_SET_NAME, PAPER_CARRIERS, PAPER_MAGNITUDES)
+def paper_stimuli(number_format: str = DEFAULT_NUMBER_FORMAT) -> StimulusSet:
+    """The paper's 26 magnitudes x 5 carriers, in digits (named 'paper') or another format
+    (named by :func:`paper_set_name`)."""
+    return StimulusSet(paper_set_name(number_format), PAPER_CARRIERS, PAPER_MAGNITUDES, number_format)
+
+
+def paper_set_name(number_format: str = DEFAULT_NUMBER_FORMAT) -> str:
+    """'paper' for the paper's stimuli in digits, 'paper-<format>' in another number format."""
+    get_number_format(number_format)
+    return PAPER_SET_NAME if number_format == DEFAULT_NUMBER_FORMAT else f"{PAPER_SET_NAME}-{number_format}"
 
 
 def is_paper_content(stimuli: StimulusSet) -> bool:
@@ -123,11 +312,38 @@ def format_number(magnitude: int) -> str:
     return str(int(magnitude))
 
 
-def make_item(magnitude: int, carrier_index: int, carrier: str) -> StimulusItem:
+def make_item(
+    magnitude: int,
+    carrier_index: int,
+    carrier: str,
+    number_format: str = DEFAULT_NUMBER_FORMAT,
+    *,
+    largest: int | None = None,
+) -> StimulusItem:
+    """The carrier with ``magnitude`` written in ``number_format`` in place of ``{n}``; the item's
+    span ``[start, end)`` covers the whole written form (every digit, separator and word).
+
+    ``largest`` is the set's largest magnitude, needed by formats that write every number to one
+    width (``padded``). A format with ``capitalised`` set writes its first letter in upper case
+    where the number opens a sentence (:func:`opens_sentence`).
+    """
+    if number_format == DEFAULT_NUMBER_FORMAT:
+        return _place(magnitude, carrier_index, carrier, format_number(magnitude))
+    number = write_number(magnitude, number_format, largest=largest)
+    if get_number_format(number_format).capitalised and opens_sentence(carrier[: carrier.index(PLACEHOLDER)]):
+        number = _capitalised(number)
+    return _place(magnitude, carrier_index, carrier, number)
+
+
+def _place(magnitude: int, carrier_index: int, carrier: str, number: str) -> StimulusItem:
+    """The item with the written ``number`` in place of ``{n}``, its span covering all of it."""
     start = carrier.index(PLACEHOLDER)
-    number = format_number(magnitude)
     sentence = carrier[:start] + number + carrier[start + len(PLACEHOLDER):]
     return StimulusItem(magnitude, carrier_index, sentence, start, start + len(number))
+
+
+def _capitalised(number: str) -> str:
+    return number[:1].upper() + number[1:]
 
 
 MAX_SET_NAME_CHARS = 100
