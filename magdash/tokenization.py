@@ -4,7 +4,7 @@ SmolLM2 and Gemma 3 tokenize every digit separately (as Mistral does in Cacioli 
 2604.04469): "1000" is ``1 0 0 0``, so the kept (last) token of 10, 20, ..., 1000 is the token
 ``0`` and V at that token mixes magnitude with the last digit's identity and the number of
 digits. These facts are what the analysis needs to separate them
-(:mod:`magdash.variability.tokenization`):
+(:mod:`magdash.variability.tokenization_fits`):
 
 - per item (:func:`number_tokens`, :func:`tokenize_numbers`): how many tokens overlap the
   number's character span (:func:`magdash.stimuli.token_indices_for_span`'s rule, the same one
@@ -159,8 +159,8 @@ def per_magnitude(facts: Sequence[NumberTokens]) -> list[MagnitudeTokens]:
     """The facts of every magnitude in ``facts`` (items of one set), in increasing magnitude.
 
     The token count of each magnitude is the stratum of
-    :func:`magdash.variability.tokenization.strata_alphas`; its ``kept_id`` the identity
-    covariate of :func:`magdash.variability.tokenization.adjusted_alpha`.
+    :func:`magdash.variability.tokenization_fits.strata_alphas`; its ``kept_id`` the identity
+    covariate of :func:`magdash.variability.tokenization_fits.adjusted_alpha`.
     """
     by_magnitude: dict[int, list[NumberTokens]] = {}
     for fact in facts:

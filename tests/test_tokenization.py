@@ -44,7 +44,7 @@ def tiny(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def minilm():
-    from magdash.models import load_tokenizer
+    from magdash.sources import load_tokenizer
 
     require_builtin("minilm")
     return load_tokenizer("minilm")
@@ -210,7 +210,7 @@ def test_splitting_needs_a_number_of_two_digits(tiny):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["smollm2", "gemma3-270m"])
 def test_the_decoders_split_every_digit_and_keep_the_whole_number(name):
-    from magdash.models import load_tokenizer
+    from magdash.sources import load_tokenizer
 
     require_builtin(name)
     tokenizer = load_tokenizer(name)

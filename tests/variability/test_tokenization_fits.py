@@ -1,5 +1,5 @@
 """Alpha within token-count strata and alpha adjusted for tokenization
-(magdash.variability.tokenization), against planted slopes and steps and a case computed by hand."""
+(magdash.variability.tokenization_fits), against planted slopes and steps and a case computed by hand."""
 
 import math
 
@@ -9,8 +9,9 @@ from scipy import stats
 
 from magdash.errors import AnalysisError
 from magdash.stimuli import PAPER_MAGNITUDES
-from magdash.variability.fits import BOOTSTRAP_STREAMS, CI_METHODS, MIN_POINTS, fit_scaling, ols, resample_counts
-from magdash.variability.tokenization import (
+from magdash.variability.analysis_params import CI_METHODS
+from magdash.variability.fits import BOOTSTRAP_STREAMS, MIN_POINTS, fit_scaling, ols, resample_counts
+from magdash.variability.tokenization_fits import (
     MAX_PARAMETERS,
     _group_sums,
     _projection_sums,

@@ -69,14 +69,12 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from magdash.errors import AnalysisError
 from magdash.params import DEFAULT_N_BOOT
+from magdash.variability.analysis_params import CI_METHODS, OUTLIER_FACTOR
 from magdash.variability.fits import (
-    CI_METHODS,
     MIN_POINTS,
-    OUTLIER_FACTOR,
     ScalingFit,
     fit_scaling,
     percentile_interval,
@@ -234,6 +232,8 @@ def adjusted_alpha(
 
     The model, its estimates and the interval are in the module docstring.
     """
+    from scipy import stats
+
     if ci_method not in CI_METHODS:
         raise AnalysisError(f"unknown CI method {ci_method!r}; choose from {', '.join(CI_METHODS)}")
     if n_boot < 0:
@@ -482,6 +482,8 @@ def _interval(
     *, n_boot: int, seed: int, stream: str,
 ) -> tuple[float, float]:
     """The interval of alpha_adj by ``method``, from the resamples of fit_scaling (module docstring)."""
+    from scipy import stats
+
     if method == "t":
         half = float(stats.t.ppf((1.0 + ci) / 2.0, df)) * se
         return alpha - half, alpha + half
@@ -507,6 +509,8 @@ def _interval(
 
 def _bca(x: np.ndarray, y: np.ndarray, design: np.ndarray, alpha: float, alphas: np.ndarray, ci: float):
     """BCa as :func:`magdash.variability.fits.bca_interval` forms it, the jackknife leaving out each point."""
+    from scipy import stats
+
     if alphas.size == 0:
         return math.nan, math.nan
     share = (np.count_nonzero(alphas < alpha) + 0.5 * np.count_nonzero(alphas == alpha)) / alphas.size
