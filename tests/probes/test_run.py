@@ -19,9 +19,10 @@ from magdash.probes.result import (
     SCORE_COLUMNS,
     SELECTIVITY_COLUMNS,
 )
+from magdash.variability.measures import MEASURES
 from tests.probes.support import MAGNITUDES, planted_layer, planted_weber_fraction
 
-PARAMS = ProbeParams(n_boot=300)
+PARAMS = ProbeParams(n_boot=300, exact_max_vectors=1024)  # 360 vectors: the exact path
 
 
 @pytest.fixture(scope="module")
@@ -59,14 +60,15 @@ def test_the_control_task_is_learnt_far_worse_than_the_real_one(with_contexts):
         assert selectivity["selectivity"] > 0.8 and selectivity["selectivity_low"] > 0.7
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_a_constant_weber_fraction_and_a_constant_absolute_noise_are_told_apart(seed):
+@pytest.mark.parametrize(("seed", "exact_max_vectors"), [(0, 1024), (1, 1024), (0, 0)])
+def test_a_constant_weber_fraction_and_a_constant_absolute_noise_are_told_apart(seed, exact_max_vectors):
     # Weber: n-hat = n e^e, SD(n-hat)/n = 0.1008 at every n -> beta = 1, the decoded Weber fraction
     # within 10 % of the planted one. Absolute: n-hat = n + e, SD = 0.5 at every n -> beta = 0.
-    # Each slope within 0.15 of its value and its interval excluding the other's.
+    # Each slope within 0.15 of its value and its interval excluding the other's; on the exact
+    # path and on the reduced one (8 centroid components).
     weber_vectors, _ = planted_layer(noise="weber", size=0.1, seed=seed)
     absolute_vectors, _ = planted_layer(noise="absolute", size=0.5, seed=seed)
-    params = ProbeParams(n_boot=300, targets=("log",))
+    params = ProbeParams(n_boot=300, targets=("log",), exact_max_vectors=exact_max_vectors, n_components=8)
     weber = probe_layer(weber_vectors, MAGNITUDES, params).decoded_scaling.iloc[0]
     absolute = probe_layer(absolute_vectors, MAGNITUDES, params).decoded_scaling.iloc[0]
     assert abs(weber["beta"] - 1.0) < 0.15 and weber["beta_low"] > 0.5
@@ -150,3 +152,18 @@ def test_a_run_takes_bare_arrays_and_needs_a_layer():
     assert result.layer_labels == ["0"] and set(result.scores["target"]) == {"log"}
     with pytest.raises(AnalysisError, match="no layers to probe"):
         run_probes([], MAGNITUDES, PARAMS)
+
+
+def test_the_decoded_slope_is_one_plus_the_slope_of_v_proj_on_a_logarithmic_code():
+    # docs/science.md: with a log read-out along PC1, SD(n-hat) ~ n V_proj(n) / k, so beta ~ 1 + alpha_proj.
+    # Planted: noise in log units of SD 0.1 (n/5)^-0.5 -> alpha_proj = -0.5, beta = 0.5.
+    rng = np.random.default_rng(4)
+    direction = rng.standard_normal(24)
+    direction /= np.linalg.norm(direction)
+    noise = rng.standard_normal((MAGNITUDES.size, 12)) * (0.1 * (MAGNITUDES / 5.0) ** -0.5)[:, None]
+    code = np.log(MAGNITUDES)[:, None] + noise
+    vectors = (3.0 * code[:, :, None] * direction + rng.normal(0, 1e-4, (MAGNITUDES.size, 12, 24))).astype(np.float32)
+    beta = probe_layer(vectors, MAGNITUDES, PARAMS).decoded_scaling.set_index("target").loc["log", "beta"]
+    alpha_proj = np.polyfit(np.log(MAGNITUDES), np.log(MEASURES["proj"](vectors)), 1)[0]
+    assert alpha_proj == pytest.approx(-0.5, abs=0.1)
+    assert beta == pytest.approx(1.0 + alpha_proj, abs=0.1)
