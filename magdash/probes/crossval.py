@@ -98,11 +98,11 @@ def one_standard_error_alphas(errors: np.ndarray, groups: np.ndarray, alphas: np
         groups: the group (magnitude) of each row.
         alphas: the penalties, ascending.
     """
-    _, index = np.unique(groups, return_inverse=True)
-    sizes = np.bincount(index).astype(np.float64)
-    per_group = np.zeros((sizes.size, *errors.shape[1:]))
-    np.add.at(per_group, index, errors)
-    per_group /= sizes[:, None, None]
+    order = np.argsort(groups, kind="stable")
+    ordered = np.asarray(groups)[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    sizes = np.diff(np.r_[starts, ordered.size]).astype(np.float64)
+    per_group = np.add.reduceat(errors[order], starts, axis=0) / sizes[:, None, None]
     mean = per_group.mean(axis=0)  # (n_columns, n_alphas)
     spread = per_group.std(axis=0, ddof=1) / np.sqrt(sizes.size) if sizes.size > 1 else np.zeros_like(mean)
     best = mean.argmin(axis=1)

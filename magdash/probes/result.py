@@ -94,17 +94,15 @@ class LayerProbe:
         return rows.iloc[0]
 
 
-def _with_identity(frame: pd.DataFrame, layer: int, label: str) -> pd.DataFrame:
-    frame = frame.copy()
-    frame.insert(0, "layer", layer)
-    frame.insert(1, "label", label)
-    return frame
-
-
-def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+def _stack(frames: list[tuple[int, str, pd.DataFrame]], columns: list[str]) -> pd.DataFrame:
+    """Per-layer tables, one below the other, with ``layer`` and ``label`` in front."""
     if not frames:
         return pd.DataFrame(columns=["layer", "label", *columns])
-    return pd.concat(frames, ignore_index=True)
+    stacked = pd.concat([frame for _, _, frame in frames], ignore_index=True)
+    lengths = [len(frame) for _, _, frame in frames]
+    stacked.insert(0, "layer", np.repeat([layer for layer, _, _ in frames], lengths))
+    stacked.insert(1, "label", np.repeat(np.array([label for _, label, _ in frames], dtype=object), lengths))
+    return stacked
 
 
 @dataclass
@@ -130,7 +128,7 @@ class ProbeResult:
     def from_layers(cls, probes: list[tuple[int, str, LayerProbe | None, int]], *, model: str, stimuli: str,
                     magnitudes: np.ndarray, n_carriers: int, params: ProbeParams) -> ProbeResult:
         """Assemble (layer, label, probe or None when left out, non-finite vector count) tuples."""
-        tables: dict[str, list[pd.DataFrame]] = {name: [] for name in TABLES if name != "layers"}
+        tables: dict[str, list[tuple[int, str, pd.DataFrame]]] = {name: [] for name in TABLES if name != "layers"}
         layer_rows = []
         for layer, label, probe, nonfinite in probes:
             layer_rows.append({"layer": layer, "label": label, "probed": probe is not None,
@@ -141,13 +139,13 @@ class ProbeResult:
             if probe is None:
                 continue
             for name in tables:
-                tables[name].append(_with_identity(getattr(probe, name), layer, label))
+                tables[name].append((layer, label, getattr(probe, name)))
         columns = {"scores": SCORE_COLUMNS, "selectivity": SELECTIVITY_COLUMNS, "directions": DIRECTION_COLUMNS,
                    "decoded": DECODED_COLUMNS, "decoded_scaling": SCALING_COLUMNS}
         return cls(
             model=model, stimuli=stimuli, magnitudes=np.asarray(magnitudes, dtype=np.float64), n_carriers=n_carriers,
             layer_labels=[label for _, label, _, _ in probes], params=params,
-            **{name: _concat(frames, columns[name]) for name, frames in tables.items()},
+            **{name: _stack(frames, columns[name]) for name, frames in tables.items()},
             layers=pd.DataFrame(layer_rows, columns=LAYER_COLUMNS),
             nonfinite_layers={layer: count for layer, _, probe, count in probes if probe is None},
         )
