@@ -20,7 +20,7 @@ training rows only: the regularisation is chosen inside the training fold, and t
 never touch it. GCV leaves out one vector at a time, whose magnitude stays in training through
 its other carriers, so it is optimistic about weak penalties, and a weak penalty lets the probe
 lean on directions in which the training carriers barely vary but a new carrier does (a
-planted case: held-out-carrier R² 0.64 at GCV's own choice, 0.996 one step up the grid). So the
+planted case: held-out-carrier R² 0.64 at GCV's own choice, 0.996 at the rule's). So the
 choice follows the one-standard-error rule (Hastie, Tibshirani & Friedman, *The Elements of
 Statistical Learning*, sec. 7.10): the largest penalty whose GCV error is within one standard
 error of the smallest, the standard error taken over magnitudes (each magnitude's rows averaged

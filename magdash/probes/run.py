@@ -47,6 +47,9 @@ def oriented_axis(centroids: np.ndarray, magnitudes: np.ndarray, axis: np.ndarra
     """The centroids' PC1 (:func:`magnitude_axis`, or ``axis`` when given), signed so that its
     coordinates rise with n (whatever order the magnitudes come in)."""
     axis = magnitude_axis(centroids) if axis is None else np.asarray(axis, dtype=np.float64)
+    if axis.shape != centroids.shape[1:]:
+        raise AnalysisError(f"the magnitude axis has shape {axis.shape}; the layer's vectors have {centroids.shape[1]} "
+                            "dimensions")
     coordinates = (centroids - centroids.mean(axis=0)) @ axis
     if np.ptp(coordinates) > 0 and np.corrcoef(coordinates, magnitudes)[0, 1] < 0:
         axis = -axis

@@ -89,6 +89,14 @@ def test_pure_noise_is_not_decoded_out_of_sample():
     assert (probe.selectivity["selectivity"].abs() < 0.1).all()
 
 
+def test_a_given_axis_is_used_and_oriented_with_n():
+    vectors, direction = planted_layer(noise="weber", size=0.1, offsets=1.0, isotropic=0.05, seed=3)
+    probe = probe_layer(vectors, MAGNITUDES, PARAMS, axis=-direction)
+    np.testing.assert_array_equal(probe.axis, direction)
+    with pytest.raises(AnalysisError, match=r"axis has shape \(3,\); the layer's vectors have 24 dimensions"):
+        probe_layer(vectors, MAGNITUDES, PARAMS, axis=np.ones(3))
+
+
 def test_the_magnitudes_order_does_not_change_the_real_scores():
     vectors, _ = planted_layer(noise="weber", size=0.2, offsets=0.5, isotropic=0.05, seed=5)
     order = np.random.default_rng(0).permutation(MAGNITUDES.size)
