@@ -25,8 +25,8 @@ import time
 
 import numpy as np
 
-from magdash.probes.probe_params import ProbeParams
 from magdash.probes.probe import run_probes
+from magdash.probes.probe_params import ProbeParams
 
 DESIGNS = {"paper": (26, 5, 5.0), "large": (1000, 20, 60.0)}  # magnitudes, carriers, target seconds
 PAPER_MAGNITUDES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 150, 200, 300, 500,

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from magdash.errors import AnalysisError
-from magdash.probes.probe_params import ProbeParams
-from magdash.probes.probe import probe_layer
 from magdash.probes.labels import Labels, NonFiniteVectors, check_magnitudes, check_vectors, control_permutation
+from magdash.probes.probe import probe_layer
+from magdash.probes.probe_params import ProbeParams
 
 PARAMS = ProbeParams(n_boot=20)
 

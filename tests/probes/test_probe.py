@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from magdash.errors import AnalysisError
-from magdash.probes.probe_params import ProbeParams
 from magdash.probes.probe import probe_layer, run_probes
+from magdash.probes.probe_params import ProbeParams
 from magdash.probes.result import (
     DECODED_COLUMNS,
     DIRECTION_COLUMNS,

@@ -11,10 +11,9 @@ import pytest
 
 from magdash.errors import AnalysisError
 from magdash.jsonio import to_jsonable
-from magdash.probes.probe_params import ProbeParams
-from magdash.probes.result import ProbeResult, compare_probes
 from magdash.probes.probe import run_probes
-from magdash.probes.result import TABLES
+from magdash.probes.probe_params import ProbeParams
+from magdash.probes.result import TABLES, ProbeResult, compare_probes
 from tests.probes.support import MAGNITUDES, planted_layer
 
 PARAMS = ProbeParams(n_boot=50, carrier_folds=3)
