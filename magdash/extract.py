@@ -204,11 +204,7 @@ def forward_number_vectors(
         except (torch.OutOfMemoryError, MemoryError, RuntimeError) as error:
             if not _is_out_of_memory(error):
                 raise
-            raise MagdashError(
-                f"out of memory in the forward pass of a batch of {len(token_ids)} sentences: lower "
-                "--batch-size or use --dtype bfloat16; everything stored so far is kept and the next "
-                "run carries on from there"
-            ) from None
+            raise MagdashError(out_of_memory_message(len(token_ids), loaded.dtype)) from None
         missing = [layer for layer in range(n_layers) if layer not in captured]
         if missing:
             raise ModelLoadError(
@@ -216,6 +212,14 @@ def forward_number_vectors(
                 "this architecture is not supported yet"
             )
         return torch.stack([captured[layer] for layer in range(n_layers)], dim=1).numpy()
+
+
+def out_of_memory_message(batch_size: int, dtype: str) -> str:
+    """What to do when a forward pass of ``batch_size`` sentences ran out of memory: a smaller
+    batch always helps; a half-precision dtype only when the model is not in one already."""
+    remedy = "lower --batch-size" + (" or use --dtype bfloat16" if dtype == "float32" else "")
+    return (f"out of memory in the forward pass of a batch of {batch_size} sentences ({dtype}): {remedy}; "
+            "everything stored so far is kept and the next run carries on from there")
 
 
 def _is_out_of_memory(error: BaseException) -> bool:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from magdash.extract import extract, forward_number_vectors, locate_numbers
+from magdash.extract import extract, forward_number_vectors, locate_numbers, out_of_memory_message
 from magdash.sources import load_model
 from magdash.stimuli import StimulusSet, make_item, paper_stimuli
 
@@ -382,3 +382,10 @@ def test_all_token_mode_leaves_each_sequence_s_first_position_out_and_counts_it(
     else:  # the BOS holds position 0, every word is kept, and the BOS is never a vector of the spectra
         assert run() == (words, len(texts))
         assert run(keep_first_position=True) == (words, len(texts))
+
+
+@pytest.mark.parametrize(("dtype", "suggests_half"), [("float32", True), ("bfloat16", False), ("float16", False)])
+def test_the_out_of_memory_message_suggests_half_precision_only_to_a_float32_model(dtype, suggests_half):
+    message = out_of_memory_message(64, dtype)
+    assert "batch of 64 sentences" in message and f"({dtype})" in message and "--batch-size" in message
+    assert ("--dtype bfloat16" in message) is suggests_half

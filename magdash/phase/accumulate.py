@@ -42,10 +42,12 @@ from magdash.phase.spectrum import covariance_eigenvalues, gram_eigenvalues
 
 MIN_MERGE_ROWS = 4096
 
-PHASE_VERSION = 4
+PHASE_VERSION = 5
 """Bump whenever a change to the phase code can change a cached sample: old entries die.
 4: in all-token mode the model's BOS starts each chunk where its tokenizer adds none, and the
-first position's token (the attention sink) is left out by default."""
+first position's token (the attention sink) is left out by default.
+5: eigenvalues below float32's resolution (epsilon x d x the median variance) are dropped, so a rank-deficient
+layer's rounding is no longer fitted as its Marchenko-Pastur bulk."""
 
 
 @dataclass

@@ -250,24 +250,40 @@ def gram_eigenvalues(vectors: np.ndarray) -> np.ndarray:
 
     Xc Xc^T / (N - 1) and Xc^T Xc / (N - 1) share their non-zero eigenvalues, and the Gram
     matrix is the smaller one when N < d. Centring leaves rank at most N - 1, so at most that
-    many eigenvalues are returned; numerically zero ones (below N * eps * lambda_max, e.g. from
-    repeated vectors) are dropped.
+    many eigenvalues are returned; those below float32's resolution (e.g. from repeated vectors:
+    :func:`_nonzero_descending`) are dropped.
     """
     centred = np.asarray(vectors, dtype=np.float64)
     centred = centred - centred.mean(axis=0)
     count = centred.shape[0]
     gram = centred @ centred.T / (count - 1)
-    return _nonzero_descending(symmetric_eigenvalues(gram), min(count - 1, centred.shape[1]))
+    variances = np.einsum("ij,ij->j", centred, centred) / (count - 1)
+    return _nonzero_descending(symmetric_eigenvalues(gram), min(count - 1, centred.shape[1]), variances)
 
 
 def covariance_eigenvalues(covariance: np.ndarray, count: int) -> np.ndarray:
     """Non-zero eigenvalues (descending) of a d x d sample covariance of ``count`` vectors."""
-    return _nonzero_descending(symmetric_eigenvalues(covariance), min(count - 1, len(covariance)))
+    return _nonzero_descending(symmetric_eigenvalues(covariance), min(count - 1, len(covariance)),
+                               np.diag(covariance))
 
 
-def _nonzero_descending(ascending: np.ndarray, max_rank: int) -> np.ndarray:
-    lam = np.asarray(ascending, dtype=np.float64)[::-1][: max(max_rank, 0)]
+def _nonzero_descending(ascending: np.ndarray, max_rank: int, variances: np.ndarray) -> np.ndarray:
+    """The eigenvalues above the resolution of float32 vectors, descending, at most ``max_rank``.
+
+    The stored vectors are float32 (and the covariance path multiplies them in float32), so
+    the rounding in a covariance entry is about float32's epsilon times the variances it joins,
+    and the eigenvalues of a rank-deficient layer's null space (N > d vectors spanning fewer
+    than d directions, as the embeddings do, one vector per distinct token) come out near 1e-9
+    of the total variance instead of zero. Kept, hundreds of them became the Marchenko-Pastur
+    fit's bulk and made every real eigenvalue a spike. They are cut at epsilon_32 x d x the
+    median per-dimension variance (``variances``): the median, so that a few massive dimensions,
+    whose variance can be 1e7 times the rest, do not raise the cut into the real bulk. The
+    float64 cut (size x epsilon x the largest) still applies when it is the larger.
+    """
+    values = np.asarray(ascending, dtype=np.float64)
+    lam = values[::-1][: max(max_rank, 0)]
     if lam.size == 0:
         return lam
-    tolerance = lam[0] * max(len(ascending), 1) * np.finfo(np.float64).eps
+    resolution = len(variances) * float(np.median(variances)) * float(np.finfo(np.float32).eps)
+    tolerance = max(lam[0] * max(len(values), 1) * np.finfo(np.float64).eps, resolution)
     return lam[lam > tolerance]

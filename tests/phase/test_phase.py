@@ -224,6 +224,26 @@ def test_large_matrices_take_the_torch_path_with_the_same_eigenvalues():
     np.testing.assert_allclose(covariance_eigenvalues(covariance, 1500), exact, rtol=1e-8)
 
 
+@pytest.mark.parametrize(("distinct", "count", "chunks"), [(250, 1500, 3), (50, 300, 1)])
+def test_a_rank_deficient_layer_keeps_only_its_rank_and_fits_no_rounding_bulk(distinct, count, chunks):
+    """N vectors repeating ``distinct`` ones span distinct - 1 directions after centring: the
+    covariance path (N > d, float32 products) and the Gram path (N < d) keep exactly those
+    eigenvalues, not the float32 rounding of the null space (which, kept, became the MP bulk
+    and made every real eigenvalue a spike: 634 eigenvalues and 249 spikes before the cut)."""
+    rng = np.random.default_rng(3)
+    prototypes = 0.1 * rng.standard_normal((distinct, 1024)).astype(np.float32)
+    vectors = prototypes[np.r_[np.arange(distinct), rng.integers(0, distinct, count - distinct)]]
+    accumulator = LayerAccumulator(1024)
+    for part in np.array_split(vectors, chunks):
+        accumulator.add(part)
+    sample = accumulator.finish(0)
+    assert len(sample.eigenvalues) == distinct - 1
+    fit = fit_spectrum(sample.eigenvalues, sample.dim, sample.count)
+    assert fit.n_spikes == 0
+    mp_mean = max(1.0, 1024 / (count - 1))  # E_MP[x] of the non-zero eigenvalues at sigma^2 = 1
+    assert fit.sigma2 == pytest.approx(float(np.mean(sample.eigenvalues)) / mp_mean, rel=1e-9)
+
+
 def test_accumulator_rejects_bad_input():
     accumulator = LayerAccumulator(4)
     with pytest.raises(AnalysisError, match="shape"):
