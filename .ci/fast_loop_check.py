@@ -1,6 +1,6 @@
-"""Check that the README's fast loop tests every module of magdash/ and every page.
+"""Check that the fast loop (docs/development.md) tests every module of magdash/ and every page.
 
-Runs the fast loop (the README's command) under pytest-cov and fails, naming them, for the
+Runs the fast loop (docs/development.md's command) under pytest-cov and fails, naming them, for the
 modules of ``magdash/`` and ``pages/ui/`` none of whose function bodies ran (importing a module
 runs its definitions, not its functions) and for the page scripts of ``pages/`` that never ran. Prints
 the fast loop's test count, its wall time and the line coverage it reaches.

@@ -6,7 +6,7 @@ built locally) x two dtypes (float32, bfloat16) on ``--magnitudes`` x the paper'
 fresh store; Ray's start-up (``ray.init``) is timed apart and must be under 10% of a sweep.
 Target: 2 workers at least 1.6x the throughput of 1. The machine may be shared, so the load
 average is printed beside the numbers. It also prints the in-process cost per sentence (the
-README's cluster estimate scales it by FLOPs).
+cluster estimate in docs/how-to/ray-cluster.md scales it by FLOPs).
 Run: ``python bench/sweep.py [--models 4] [--magnitudes 1-4000] [--blocks 4] [--hidden 256]``.
 """
 

@@ -41,6 +41,21 @@ then writes few large shards instead of paying a registration every few sentence
 
 @dataclass(frozen=True)
 class ExtractionResult:
+    """What an extraction did: how many of the set's sentences were stored before, how many now, and how long it
+    took.
+
+    Attributes:
+        name: the model's name in the store.
+        stimuli: the stimulus set's name.
+        model_id: the identity of the vectors.
+        total: the set's sentences.
+        already_stored: those stored before this run.
+        extracted: those this run stored.
+        seconds: the run's wall time.
+        cancelled: whether ``should_stop`` ended it early (what it had is stored).
+        store_seconds: of ``seconds``, the time spent waiting for the store (catalog, writes the forward passes did not
+            hide).
+    """
     name: str
     stimuli: str
     model_id: str
@@ -54,6 +69,14 @@ class ExtractionResult:
 
 @dataclass
 class TokenizedBatch:
+    """A padded batch as the model takes it (:func:`build_batch`).
+
+    Attributes:
+        input_ids: (batch, tokens) token ids, padded.
+        attention_mask: (batch, tokens) 1 on real tokens.
+        position_ids: (batch, tokens) each token's count of real tokens before it.
+        weights: (batch, tokens) the weights that reduce each row to its number's vector.
+    """
     input_ids: object
     attention_mask: object
     position_ids: object
@@ -66,6 +89,10 @@ def capture_layers(loaded: LoadedModel, reduce: Callable[[object], object]) -> I
 
     ``reduce`` maps a (batch, tokens, d) hidden state to whatever is kept. The dict is filled
     by each forward pass and must be read (and cleared) by the caller between passes.
+
+    Args:
+        loaded: the loaded model (:class:`~magdash.sources.LoadedModel`).
+        reduce: maps a (batch, tokens, d) hidden state to what is kept.
     """
     captured: dict[int, object] = {}
     handles = []
@@ -114,7 +141,14 @@ def tokenize_texts(
 ) -> list[tuple[list[int], list[tuple[int, int]]]]:
     """Token ids and character offsets of every text, unpadded; with ``sequence_start``
     "bos:<id>" (:func:`magdash.sources.base.sequence_start_rule`) the BOS token is put in front, with
-    the empty character span of a special token."""
+    the empty character span of a special token.
+
+    Args:
+        tokenizer: the model's fast tokenizer.
+        texts: the texts.
+        max_length: the longest sequence in tokens (the BOS included); None: no truncation.
+        sequence_start: how a sequence starts (:func:`magdash.sources.base.sequence_start_rule`).
+    """
     prepend = [int(sequence_start.removeprefix("bos:"))] if sequence_start.startswith("bos:") else []
     limit = None if max_length is None else max_length - len(prepend)
     encoded = tokenizer(
@@ -141,6 +175,13 @@ def build_batch(
     Position ids are given explicitly as the count of real tokens before each one, so left
     padding cannot shift absolute positions (GPT-2, BERT) and every sequence is encoded as if
     alone.
+
+    Args:
+        token_ids: each sentence's token ids, unpadded.
+        number_tokens: each sentence's number-token indices.
+        pad_id: the tokenizer's padding id.
+        padding_side: ``right`` or ``left``.
+        device: where the batch's tensors go.
     """
     import torch
 
@@ -187,7 +228,14 @@ def forward_number_vectors(
     *,
     padding_side: str = DEFAULT_PADDING_SIDE,
 ) -> np.ndarray:
-    """One batched forward pass; returns (batch, n_layers, d) float32 number-token vectors."""
+    """One batched forward pass; returns (batch, n_layers, d) float32 number-token vectors.
+
+    Args:
+        loaded: the loaded model (:class:`~magdash.sources.LoadedModel`).
+        token_ids: each sentence's token ids, unpadded.
+        number_tokens: each sentence's number-token indices.
+        padding_side: ``right`` or ``left``.
+    """
     import torch
 
     batch = build_batch(
@@ -240,6 +288,12 @@ def locate_numbers(
 
     ``model`` is a loaded model (whose own ``sequence_start`` applies) or just its fast tokenizer
     (enough for a tokenization preview; give ``sequence_start``).
+
+    Args:
+        model: a loaded model, or its fast tokenizer alone.
+        items: the stimulus items.
+        position: which of the number's tokens are kept: ``last``, ``first`` or ``mean``.
+        sequence_start: how a sequence starts, for a tokenizer alone (a loaded model brings its own).
     """
     if isinstance(model, LoadedModel):
         tokenizer, max_length, sequence_start = model.tokenizer, model.max_length, model.sequence_start
@@ -256,7 +310,12 @@ def locate_numbers(
 def numbers_at_the_first_position(
     items: Sequence[StimulusItem], number_tokens: Sequence[Sequence[int]]
 ) -> list[str]:
-    """The carriers (as templates) whose number's kept tokens include position 0, the attention sink."""
+    """The carriers (as templates) whose number's kept tokens include position 0, the attention sink.
+
+    Args:
+        items: the stimulus items.
+        number_tokens: each item's kept number-token indices.
+    """
     return sorted({f"{item.sentence[:item.start]}{{n}}{item.sentence[item.end:]}"
                    for item, numbers in zip(items, number_tokens, strict=True) if 0 in numbers})
 
@@ -264,7 +323,14 @@ def numbers_at_the_first_position(
 def check_number_positions(loaded: LoadedModel, items: Sequence[StimulusItem], position: str,
                            allow_number_first: bool) -> None:
     """Refuse, before anything is stored, carriers that would put a number at position 0: only a
-    model with no BOS token can (:func:`magdash.sources.base.sequence_start_rule`)."""
+    model with no BOS token can (:func:`magdash.sources.base.sequence_start_rule`).
+
+    Args:
+        loaded: the loaded model (:class:`~magdash.sources.LoadedModel`).
+        items: the stimulus items.
+        position: which of the number's tokens are kept.
+        allow_number_first: measure such carriers anyway.
+    """
     if allow_number_first:
         return
     _, number_tokens = locate_numbers(loaded, items, position)
@@ -286,11 +352,22 @@ def drop_tokens_after_number(
     In a causal LM no position attends to later tokens, so the number's vectors at every layer
     are the same without the rest of the sentence; the words after it only cost compute
     (about 40% of the paper's carriers' tokens).
+
+    Args:
+        token_ids: each sentence's token ids.
+        number_tokens: each sentence's number-token indices.
     """
     return [list(ids[: max(numbers) + 1]) for ids, numbers in zip(token_ids, number_tokens, strict=True)]
 
 
 def model_record_for(loaded: LoadedModel, name: str, position: str) -> ModelRecord:
+    """The store's record of a loaded model: its name and the identity of the vectors it gives.
+
+    Args:
+        loaded: the loaded model (:class:`~magdash.sources.LoadedModel`).
+        name: the name it is stored under.
+        position: which of the number's tokens are kept.
+    """
     return ModelRecord(
         name=name,
         model_id=loaded.source.model_id(loaded.dtype, position, transformers_version()),
@@ -325,6 +402,15 @@ def number_vector_batches(
     worker), hence the same vectors. ``should_stop`` is polled before each batch; the batches
     simply end when it says so. Carriers that put a number at position 0 are refused unless
     ``allow_number_first`` (:func:`check_number_positions`).
+
+    Args:
+        loaded: the loaded model (:class:`~magdash.sources.LoadedModel`).
+        items: the stimulus items to run.
+        position: which of the number's tokens are kept: ``last``, ``first`` or ``mean``.
+        batch_size: sentences per forward pass.
+        padding_side: ``right`` or ``left``.
+        should_stop: polled before each batch; True ends the batches.
+        allow_number_first: measure carriers that put the number at position 0.
     """
     check_number_positions(loaded, items, position, allow_number_first)
     token_ids, number_tokens = locate_numbers(loaded, items, position)
@@ -512,6 +598,15 @@ def capture_all_tokens(
     tokens (empty character span) are always left out. Nothing is accumulated here: the
     consumer keeps what it needs (online covariances, Omega values). Returns the number of
     tokens seen per layer and the number of sequences whose first position was left out.
+
+    Args:
+        loaded: the loaded model (:class:`~magdash.sources.LoadedModel`).
+        texts: the texts, each run as one sequence.
+        on_batch: called as ``on_batch(layer, vectors)`` with a batch's (tokens, d) vectors of each layer.
+        batch_size: texts per forward pass.
+        max_length: the longest sequence in tokens; None: the model's context.
+        progress: called as ``progress(done, total)`` texts after each batch.
+        keep_first_position: keep a first word at position 0 (a BOS there is always left out).
     """
     import torch
 

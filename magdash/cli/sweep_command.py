@@ -27,7 +27,7 @@ def register(subparsers) -> None:
             "again resumes it; a failed task is reported and the others go on."
         ),
     )
-    parser.add_argument("plan", metavar="PLAN", help="the plan file (TOML; see README, 'Sweeps')")
+    parser.add_argument("plan", metavar="PLAN", help="the plan file (TOML; see docs/sweeps.md)")
     add_params_options(parser, SweepParams)
     parser.add_argument("--json", action="store_true", help="the summary as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -18,7 +18,11 @@ DEFAULT_N_PERM = 10_000
 
 @dataclass(frozen=True)
 class ControlsParams:
-    """Every choice of the controls (all enter the cache key); shared by the CLI, API and app."""
+    """Every choice of the controls (all enter the cache key); shared by the CLI, API and app.
+
+    Attributes:
+        analysis: the analysis whose alpha the controls test (every analysis and comparison they run uses it).
+    """
 
     analysis: AnalysisParams = field(default_factory=AnalysisParams)
     n_perm: int = field(default=DEFAULT_N_PERM, metadata=option("permutations of the magnitude labels", metavar="N"))
@@ -119,6 +123,7 @@ class DesignParams:
         object.__setattr__(self, "magnitude_grid", tuple(int(m) for m in self.magnitude_grid))
 
     def magnitude_values(self) -> np.ndarray:
+        """The design's positive magnitudes, read from its spec (at least 5)."""
         values = np.asarray(parse_magnitudes(self.magnitudes), dtype=np.float64)
         if np.count_nonzero(values > 0) < 5:
             raise AnalysisError(f"a design needs at least 5 positive magnitudes, got {self.magnitudes!r}")

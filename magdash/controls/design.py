@@ -96,7 +96,19 @@ def signed_rank(differences: np.ndarray) -> np.ndarray:
 
 @dataclass
 class DesignResult:
-    """The simulator's curves (module docstring) for one calibration and design."""
+    """The simulator's curves (module docstring) for one calibration and design.
+
+    Attributes:
+        params: the design simulated.
+        calibration: the noise calibrated on the model.
+        n_layers: core layers per simulated study.
+        n_magnitudes: magnitudes per simulated study.
+        h1: the H1 power curve over true alphas, with Monte Carlo bands.
+        e6: the E6 power curve over true deltas.
+        ci_width: the CI half-width of alpha as carriers and magnitudes grow.
+        minimal_alpha: the minimal detectable alpha at the target power, raw and size-adjusted, with bands.
+        from_cache: whether the result was read from the store's cache.
+    """
 
     params: DesignParams
     calibration: Calibration
@@ -109,6 +121,7 @@ class DesignResult:
     from_cache: bool = False
 
     def to_json(self) -> dict[str, Any]:
+        """The CLI's ``design --json`` shape: params, calibration, minimal alpha and every curve as records."""
         return {
             "params": dataclasses.asdict(self.params),
             "calibration": dataclasses.asdict(self.calibration),
@@ -121,10 +134,16 @@ class DesignResult:
         }
 
     def to_payload(self) -> bytes:
+        """The result as plain compressed JSON for the store's cache (never pickle)."""
         return pack(self.to_json())
 
     @classmethod
     def from_payload(cls, payload: bytes) -> DesignResult:
+        """The result a payload of :meth:`to_payload` holds.
+
+        Args:
+            payload: bytes written by :meth:`to_payload`.
+        """
         document = unpack(payload)
         params = document["params"]
         params["carrier_grid"] = tuple(params["carrier_grid"])

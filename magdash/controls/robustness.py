@@ -75,6 +75,16 @@ class CarrierTables:
     ``loo``: measure, layer, label, core, carrier (index), alpha_loo, alpha_full, sign_differs.
     ``icc``: layer, label, core, icc. ``permutation``: measure, layer, label, core, alpha,
     p_parametric, p_permutation.
+
+    Attributes:
+        carriers: the stimulus set's carrier sentences.
+        loo: leave-one-carrier-out alphas (columns above).
+        icc: ICC(3,k) of the carriers' RDMs per layer.
+        permutation: the permutation and parametric p of alpha per layer.
+        n_perm: permutations of the magnitude labels.
+        model: whose tables these are (None in payloads cached before the metric tables).
+        stimuli: the stimulus set (None likewise).
+        conventions: the analysis's conventions (None likewise).
     """
 
     carriers: list[str]
@@ -88,6 +98,7 @@ class CarrierTables:
     conventions: str | None = None
 
     def to_payload(self) -> bytes:
+        """The tables as plain compressed JSON for the store's cache (never pickle)."""
         document = {
             "carriers": self.carriers,
             "n_perm": self.n_perm,
@@ -100,6 +111,11 @@ class CarrierTables:
 
     @classmethod
     def from_payload(cls, payload: bytes) -> CarrierTables:
+        """The tables a payload of :meth:`to_payload` holds.
+
+        Args:
+            payload: bytes written by :meth:`to_payload`.
+        """
         document = unpack(payload)
         return cls(
             carriers=list(document["carriers"]),
@@ -188,7 +204,21 @@ def carrier_tables(
 
 @dataclass
 class ControlsResult:
-    """Every control of one model on one stimulus set (module docstring)."""
+    """Every control of one model on one stimulus set (module docstring).
+
+    Attributes:
+        model: the model's name.
+        stimuli: the stimulus set's name.
+        core_layers: the core band the verdicts are over.
+        params: every choice of the controls.
+        analysis: the model's analysis.
+        tables: the carrier and permutation tables.
+        variants: variant name -> its comparison with the model.
+        variant_kinds: variant name -> what differs (dtype, token position, weights file).
+        random: the comparison with the ``@random`` control, or None when it is not stored or not asked for.
+        random_name: the control's name.
+        from_cache: whether the carrier tables were read from the store's cache.
+    """
 
     model: str
     stimuli: str
@@ -207,7 +237,12 @@ class ControlsResult:
         return list(self.params.analysis.measures)
 
     def loo_summary(self, measure: str) -> pd.DataFrame:
-        """Per dropped carrier: mean core alpha without it, the full one, layers whose sign flips."""
+        """Per dropped carrier: mean core alpha without it, the full one, layers whose sign flips.
+
+        Args:
+            measure: a measure's name (``eucl``, ``residual``, ``proj``, ...:
+                :data:`magdash.variability.measures.MEASURES`).
+        """
         rows = self.tables.loo[(self.tables.loo["measure"] == measure) & self.tables.loo["core"]]
         full = self.analysis.hypotheses[measure].mean_alpha
         out = []
@@ -231,18 +266,35 @@ class ControlsResult:
         )
 
     def variant_summaries(self, measure: str) -> list[VariantSummary]:
+        """Each variant against the model for ``measure``, over the core band.
+
+        Args:
+            measure: a measure's name (``eucl``, ``residual``, ``proj``, ...:
+                :data:`magdash.variability.measures.MEASURES`).
+        """
         return [
             variant_summary(comparison, measure, self.variant_kinds[name])
             for name, comparison in self.variants.items()
         ]
 
     def random_summary(self, measure: str) -> VariantSummary | None:
+        """The ``@random`` control against the model for ``measure``, or None without one.
+
+        Args:
+            measure: a measure's name (``eucl``, ``residual``, ``proj``, ...:
+                :data:`magdash.variability.measures.MEASURES`).
+        """
         if self.random is None:
             return None
         return variant_summary(self.random, measure, "random weights (@random)")
 
     def verdicts(self, measure: str) -> list[Verdict]:
-        """One verdict per control for ``measure`` (module docstring gives the rules)."""
+        """One verdict per control for ``measure`` (module docstring gives the rules).
+
+        Args:
+            measure: a measure's name (``eucl``, ``residual``, ``proj``, ...:
+                :data:`magdash.variability.measures.MEASURES`).
+        """
         level = self.params.significance
         verdicts = []
         loo = self.loo_summary(measure)
@@ -319,6 +371,7 @@ class ControlsResult:
         return verdicts
 
     def verdict_table(self) -> pd.DataFrame:
+        """Every verdict of every measure: control, measure, problem and its line."""
         rows = [dataclasses.asdict(v) for measure in self.measures for v in self.verdicts(measure)]
         return pd.DataFrame(rows, columns=["control", "measure", "problem", "line"])
 

@@ -27,7 +27,23 @@ import numpy as np
 
 @dataclass(frozen=True)
 class VariantSummary:
-    """One variant against the model for one measure, over the model's core band."""
+    """One variant against the model for one measure, over the model's core band.
+
+    Attributes:
+        variant: the variant's name.
+        kind: what differs from the model.
+        measure: the measure compared.
+        mean_alpha_model: the model's mean core alpha.
+        mean_alpha_variant: the variant's mean alpha over the same layers.
+        max_abs_delta: the largest |delta alpha| over the core band.
+        layer_of_max: the layer where it is.
+        ci_low_at_max: the joint-bootstrap CI of delta there, lower end.
+        ci_high_at_max: its upper end.
+        layers_ci_excludes_zero: core layers whose delta CI excludes 0.
+        layers_with_ci: core layers with a CI.
+        n_core: the number of core layers.
+        wilcoxon_p: the Wilcoxon signed-rank p over the core layers.
+    """
 
     variant: str
     kind: str

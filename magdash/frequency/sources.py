@@ -49,7 +49,14 @@ WORDFREQ_NOTE = (
 
 @dataclass(frozen=True)
 class FrequencySource:
-    """A named table of counts. ``counts`` has int64 columns number (unique, ascending) and count."""
+    """A named table of counts. ``counts`` has int64 columns number (unique, ascending) and count.
+
+    Attributes:
+        name: the source's name.
+        counts: int64 columns number (unique, ascending) and count.
+        provenance: where the counts come from (corpus, files, rule, date).
+        builtin: whether magdash ships it.
+    """
 
     name: str
     counts: pd.DataFrame

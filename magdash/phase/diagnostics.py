@@ -114,7 +114,20 @@ TOP_JUMPS = 3
 
 @dataclass(frozen=True)
 class PhaseResult:
-    """Diagnostics of every layer of one model, and the three transition depths."""
+    """Diagnostics of every layer of one model, and the three transition depths.
+
+    Attributes:
+        model: the model's name or spec.
+        n_blocks: its number of blocks L (gamma = l / L).
+        samples: one accumulated sample per layer (Omega values, covariance spectrum).
+        layers: the diagnostics of every layer (Omega, spectrum fit, effective rank, massive dimensions).
+        order: the transition of m(gamma) = mean Omega, with its bootstrap interval over vectors.
+        spikes: the transition of the spike count (point estimate).
+        rank: the transition of the effective rank (point estimate).
+        nonfinite_layers: layer -> vectors holding Inf or NaN there; they are left out.
+        jumps: the three largest steps of m(gamma), largest first.
+        params: the depth parameters.
+    """
 
     model: str
     n_blocks: int
@@ -138,12 +151,22 @@ class PhaseResult:
         return max((sample.first_position for sample in self.samples), default=0)
 
     def sample(self, layer: int) -> LayerSample:
+        """The accumulated sample of one layer.
+
+        Args:
+            layer: the layer index (0 = embeddings).
+        """
         for sample in self.samples:
             if sample.layer == layer:
                 return sample
         raise AnalysisError(f"no layer {layer}: layers are {[s.layer for s in self.samples]}")
 
     def diagnostics(self, layer: int) -> LayerDiagnostics:
+        """The diagnostics of one layer.
+
+        Args:
+            layer: the layer index (0 = embeddings).
+        """
         for item in self.layers:
             if item.layer == layer:
                 return item

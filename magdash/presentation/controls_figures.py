@@ -298,6 +298,12 @@ def controls_verdicts(result: ControlsResult, measure: str) -> pd.DataFrame:
 
 
 def loo_figure(result: ControlsResult, measure: str) -> alt.LayerChart:
+    """Alpha by layer without each carrier, beside the full alpha.
+
+    Args:
+        result: the model's robustness controls.
+        measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
+    """
     return loo_chart(loo_frame(result, measure), subtitle=measure_title(measure), width="container")
 
 
@@ -306,6 +312,11 @@ def loo_table(result: ControlsResult, measure: str) -> pd.DataFrame:
 
 
 def icc_figure(result: ControlsResult) -> alt.LayerChart:
+    """ICC(3,k) of the carriers' RDMs by layer, with the 0.5 line.
+
+    Args:
+        result: the model's robustness controls.
+    """
     return icc_chart(result.tables.icc, width="container")
 
 
@@ -314,6 +325,12 @@ def icc_table(result: ControlsResult) -> pd.DataFrame:
 
 
 def permutation_figure(result: ControlsResult, measure: str) -> alt.LayerChart:
+    """Permutation against parametric p of alpha by layer, with the significance level.
+
+    Args:
+        result: the model's robustness controls.
+        measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
+    """
     subtitle = f"{measure_title(measure)}; {result.tables.n_perm:,} permutations of the magnitude labels"
     return permutation_chart(permutation_frame(result, measure), level=result.params.significance,
                                     subtitle=subtitle, width="container")
@@ -330,6 +347,14 @@ def compared(result: ControlsResult) -> list[str]:
 
 
 def variant_figure(result: ControlsResult, name: str, measure: str) -> alt.VConcatChart:
+    """The model against one variant or its ``@random`` control: alphas by layer and delta with its joint-bootstrap
+    CI.
+
+    Args:
+        result: the model's robustness controls.
+        name: the variant's name, or the control's.
+        measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
+    """
     comparison = result.random if name == result.random_name else result.variants[name]
     item = comparison.measures[measure]
     subtitle = (f"Wilcoxon over core layers: p = {format_p(item.wilcoxon_p)} ({item.n_pairs} pairs); "
@@ -355,12 +380,22 @@ def design_sentence(result: DesignResult) -> str:
 
 
 def h1_figure(result: DesignResult) -> alt.LayerChart:
+    """H1 power against the true alpha, with its Monte Carlo band and the target power.
+
+    Args:
+        result: the design simulation.
+    """
     return power_curve(h1_power_frame(result), target=result.params.power_target,
                               title="H1: power to detect alpha > 0 (t-test over the core layers)",
                               subtitle=f"{result.params.n_studies:,} simulated studies per point", width="container")
 
 
 def e6_figure(result: DesignResult) -> alt.LayerChart:
+    """E6 power against the true delta alpha between two models.
+
+    Args:
+        result: the design simulation.
+    """
     return power_curve(e6_power_frame(result), x="delta", x_title="true delta alpha",
                               target=result.params.power_target,
                               title="E6: power to detect a difference between two models",
@@ -369,6 +404,11 @@ def e6_figure(result: DesignResult) -> alt.LayerChart:
 
 
 def ci_width_figure(result: DesignResult) -> alt.LayerChart:
+    """The CI half-width of one layer's alpha as carriers and magnitudes grow.
+
+    Args:
+        result: the design simulation.
+    """
     return ci_width_chart(ci_width_frame(result), width="container")
 
 

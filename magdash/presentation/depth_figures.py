@@ -581,6 +581,14 @@ def massive_sentence(results: Mapping[str, PhaseResult]) -> str:
 
 
 def order_figure(results: Mapping[str, PhaseResult], adjusted: Mapping[str, PhaseResult] | None = None) -> alt.LayerChart:
+    """m(gamma) = mean Omega by depth with its interval, the isotropic-Gaussian baseline and gamma_c.
+
+    Args:
+        results: series name -> depth diagnostics: the trained model first, then its ``@random`` control when there is
+            one.
+        adjusted: the same series with the massive dimensions dropped or standardised, drawn dashed; None leaves them
+            out.
+    """
     trained = _trained(results)
     dim = trained.layers[0].dim
     frame = order_parameter_frame(results)
@@ -602,6 +610,12 @@ def jumps_table(results: Mapping[str, PhaseResult], adjusted: Mapping[str, Phase
 
 
 def omega_figure(results: Mapping[str, PhaseResult]) -> alt.Chart:
+    """The distribution of Omega at every layer of the trained model.
+
+    Args:
+        results: series name -> depth diagnostics: the trained model first, then its ``@random`` control when there is
+            one.
+    """
     trained = _trained(results)
     return omega_heatmap(
         phase_omega_histogram(trained), subtitle=f"{trained.model}, {trained.layers[0].count} vectors per layer",
@@ -610,6 +624,13 @@ def omega_figure(results: Mapping[str, PhaseResult]) -> alt.Chart:
 
 
 def spectrum_figure(results: Mapping[str, PhaseResult], layer: int) -> alt.LayerChart:
+    """One layer's covariance spectrum over its fitted Marchenko-Pastur density, with the spikes marked.
+
+    Args:
+        results: series name -> depth diagnostics: the trained model first, then its ``@random`` control when there is
+            one.
+        layer: the layer shown.
+    """
     trained = _trained(results)
     fit = trained.diagnostics(layer).spectrum
     histogram, mp, spikes = phase_spectrum_frames(trained, layer)
@@ -653,6 +674,12 @@ def spectrum_caveats(results: Mapping[str, PhaseResult]) -> str | None:
 
 
 def rank_figure(results: Mapping[str, PhaseResult]) -> alt.LayerChart:
+    """Effective rank and participation ratio by depth, with gamma_c.
+
+    Args:
+        results: series name -> depth diagnostics: the trained model first, then its ``@random`` control when there is
+            one.
+    """
     trained = _trained(results)
     return rank_chart(
         rank_frame(results), gamma_c=trained.order.gamma_c, gamma_c_interval=_interval(trained.order),

@@ -192,6 +192,11 @@ def e5_sentence(table: pd.DataFrame, source: FrequencySource, conventions: str =
 
 
 def frequency_rho_figure(table: pd.DataFrame) -> alt.LayerChart:
+    """E5: Spearman rho of V(n) with log(count + 1) per layer, with its bootstrap CI.
+
+    Args:
+        table: the E5 table (one row per layer).
+    """
     return frequency_rho_by_layer(table, width="container")
 
 
@@ -204,6 +209,14 @@ def frequency_scatter_frame(result: AnalysisResult, source: FrequencySource, mea
 
 
 def frequency_scatter_figure(frame: pd.DataFrame, table: pd.DataFrame, layer: int, label: str) -> alt.LayerChart:
+    """E5 at one layer: V against each magnitude's corpus count.
+
+    Args:
+        frame: magnitude, count and V at the layer (``frequency_scatter_frame``).
+        table: the E5 table, for the layer's rho and p.
+        layer: the layer shown.
+        label: the layer's label.
+    """
     row = table[table["layer"] == layer]
     rho = float(row["rho"].iloc[0]) if len(row) else math.nan
     p = float(row["p"].iloc[0]) if len(row) else math.nan
@@ -217,7 +230,11 @@ def frequency_fit_table(source: FrequencySource) -> pd.DataFrame:
 
 
 def frequency_counts_figure(source: FrequencySource) -> alt.LayerChart:
-    """Counts of 1..N on log-log axes with the power-law, exponential and log-log OLS fits."""
+    """Counts of 1..N on log-log axes with the power-law, exponential and log-log OLS fits.
+
+    Args:
+        source: the frequency source.
+    """
     plot = distribution_plot_data(source)
     fit_columns = [c for c in plot.columns if c not in ("number", "count", "proportion")]
     total = float(plot.loc[(plot["number"] >= 1) & (plot["count"] > 0), "count"].sum())

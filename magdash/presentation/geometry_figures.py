@@ -219,7 +219,14 @@ def pc1_vs_logn(
 
 
 def rdm_figure(result: AnalysisResult, vectors: np.ndarray, layer: int, metric: str) -> alt.Chart:
-    """The centroid RDM of ``layer`` (its ``vectors``, shape (n_magnitudes, n_carriers, d))."""
+    """The centroid RDM of ``layer`` (its ``vectors``, shape (n_magnitudes, n_carriers, d)).
+
+    Args:
+        result: the model's analysis.
+        vectors: the layer's (n_magnitudes, n_carriers, d) vectors.
+        layer: the layer shown.
+        metric: the RDM's distance: ``euclidean`` or ``cosine``.
+    """
     rdm = centroid_rdm(centroids(vectors), metric)
     return rdm_heatmap(
         rdm_frame(rdm, result.magnitudes), metric=metric, subtitle=f"layer {layer} ({result.layer_labels[layer]})"
@@ -227,11 +234,23 @@ def rdm_figure(result: AnalysisResult, vectors: np.ndarray, layer: int, metric: 
 
 
 def rsa_figure(result: AnalysisResult, metric: str) -> alt.LayerChart:
+    """RSA of the centroid RDMs against the log-ratio and linear models, by layer.
+
+    Args:
+        result: the model's analysis.
+        metric: the RDMs' distance: ``euclidean`` or ``cosine``.
+    """
     return rsa_by_layer(rsa_frame(result), metric=metric, width="container")
 
 
 def pc1_figure(result: AnalysisResult, vectors: np.ndarray, layer: int) -> alt.LayerChart:
-    """The centroids' PC1 coordinate against log n at ``layer`` (its ``vectors``)."""
+    """The centroids' PC1 coordinate against log n at ``layer`` (its ``vectors``).
+
+    Args:
+        result: the model's analysis.
+        vectors: the layer's (n_magnitudes, n_carriers, d) vectors.
+        layer: the layer shown.
+    """
     pc1 = pc1_coordinates(centroids(vectors), result.magnitudes)
     subtitle = [
         f"layer {layer} ({result.layer_labels[layer]}): Pearson r with log n = {fixed(pc1.pearson)}, "

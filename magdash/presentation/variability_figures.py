@@ -1052,7 +1052,15 @@ def compare_profiles(
 
 def scaling_figure(result: AnalysisResult, measure: str, layer: int, vectors: np.ndarray | None = None) -> alt.LayerChart:
     """Log-log V vs n at one layer with the OLS line, alpha = 1 and alpha = 0 references, and the
-    carriers' own distances when the layer's ``vectors`` are given (measures whose V is their mean)."""
+    carriers' own distances when the layer's ``vectors`` are given (measures whose V is their mean).
+
+    Args:
+        result: the model's analysis.
+        measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
+        layer: the layer shown.
+        vectors: that layer's (n_magnitudes, n_carriers, d) vectors, to add each carrier's own distances; None leaves
+            them out.
+    """
     points = scaling_points(result, measure, layer)
     fit = result.fit(measure, layer)
     lines = scaling_lines(points, fit)
@@ -1076,7 +1084,12 @@ def profile_measures(measure: str) -> list[str]:
 
 
 def profile_figure(result: AnalysisResult, measure: str = "eucl") -> alt.LayerChart:
-    """Alpha by layer for the primary measures with bootstrap CI bands, core band shaded."""
+    """Alpha by layer for the primary measures with bootstrap CI bands, core band shaded.
+
+    Args:
+        result: the model's analysis.
+        measure: a measure added to the three primary ones when it is not one of them.
+    """
     band = f"core layers {result.core_layers[0]}-{result.core_layers[-1]}" if result.core_layers else "no core band"
     subtitle = (
         f"{result.model} on {result.stimuli}; {band}; CIs ({result.params.n_boot:,} bootstrap resamples) on "
@@ -1108,7 +1121,13 @@ def fit_summary(result: AnalysisResult, measure: str) -> str:
 
 
 def weber_figure(results: Mapping[str, AnalysisResult], measure: str, x: str = "layer") -> alt.LayerChart:
-    """Alpha per layer of every model against the Weber window of the analysis."""
+    """Alpha per layer of every model against the Weber window of the analysis.
+
+    Args:
+        results: model name -> its analysis.
+        measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
+        x: the horizontal axis: ``layer``, or ``gamma`` (depth fraction) for models of different depth.
+    """
     first = next(iter(results.values()))
     return weber_window(
         models_fits_frame(results), first.params.window, measure=measure, x=x, width="container"
@@ -1116,7 +1135,11 @@ def weber_figure(results: Mapping[str, AnalysisResult], measure: str, x: str = "
 
 
 def cv_figure(result: AnalysisResult) -> alt.LayerChart:
-    """CV(n) at the core layers (Weber's law: flat)."""
+    """CV(n) at the core layers (Weber's law: flat).
+
+    Args:
+        result: the model's analysis.
+    """
     trend = result.cv_trend.set_index("layer").loc[result.core_layers, "spearman"]
     subtitle = f"core layers; mean Spearman rho of CV with n: {fixed(float(np.nanmean(trend)) if trend.notna().any() else math.nan)}"
     return cv_chart(cv_frame(result, result.core_layers), subtitle=subtitle, width="container")
@@ -1135,6 +1158,12 @@ def verdict_table(results: Mapping[str, AnalysisResult], measure: str) -> pd.Dat
 
 
 def noise_figure(result: AnalysisResult, measure: str) -> alt.LayerChart:
+    """The AICc of the four noise models per core layer (which law of V against n fits best).
+
+    Args:
+        result: the model's analysis.
+        measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
+    """
     return noise_model_chart(noise_frame(result), measure=measure, width="container")
 
 
@@ -1146,10 +1175,20 @@ def noise_table(result: AnalysisResult, measure: str) -> pd.DataFrame:
 
 
 def e3_figure(result: AnalysisResult) -> alt.LayerChart:
+    """E3: each measure's core alphas with and without the digit-count boundary magnitudes.
+
+    Args:
+        result: the model's analysis.
+    """
     return e3_chart(e3_frame(result), width="container")
 
 
 def e4_figure(result: AnalysisResult) -> alt.LayerChart:
+    """E4: on-axis (PC1) against off-axis alpha per core layer, with their mean ratio and Wilcoxon p.
+
+    Args:
+        result: the model's analysis.
+    """
     e4 = result.e4
     subtitle = [
         f"mean alpha on-axis {fixed(e4.mean_alpha_on)} vs off-axis {fixed(e4.mean_alpha_off)} (ratio {fixed(e4.ratio, 2)}x)",
@@ -1169,6 +1208,13 @@ def comparison_sentence(comparison: ComparisonResult, measure: str) -> str:
 
 
 def compare_figure(comparison: ComparisonResult, measure: str, x: str = "layer") -> alt.VConcatChart:
+    """Two models' alphas by layer and their difference with its joint-bootstrap CI.
+
+    Args:
+        comparison: model A minus model B.
+        measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
+        x: the horizontal axis: ``layer``, or ``gamma`` (depth fraction).
+    """
     item = comparison.measures[measure]
     subtitle = f"Wilcoxon over core layers: p = {format_p(item.wilcoxon_p)} ({item.n_pairs} pairs)"
     return compare_profiles(comparison_frame(comparison, measure), x=x, subtitle=subtitle)
@@ -1179,6 +1225,13 @@ def comparison_table(comparison: ComparisonResult, measure: str) -> pd.DataFrame
 
 
 def massive_control_figure(raw: AnalysisResult, dropped: AnalysisResult, measure: str = "eucl") -> alt.LayerChart:
+    """Alpha by layer with the massive dimensions kept and dropped.
+
+    Args:
+        raw: the analysis of the raw vectors.
+        dropped: the same analysis without each layer's massive dimensions.
+        measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
+    """
     control = MassiveControl(raw, dropped)
     return massive_alpha_chart(
         massive_alpha_frame(control.layers(), measure),

@@ -114,7 +114,11 @@ class ProbeParams:
 
     @classmethod
     def from_dict(cls, values: dict) -> ProbeParams:
-        """The inverse of ``dataclasses.asdict`` after a JSON round trip (lists back to tuples)."""
+        """The inverse of ``dataclasses.asdict`` after a JSON round trip (lists back to tuples).
+
+        Args:
+            values: the fields, as ``dataclasses.asdict`` gave them and JSON kept them.
+        """
         values = dict(values)
         for name in ("targets", "alphas"):
             if name in values:

@@ -105,7 +105,24 @@ def _stack(frames: list[tuple[int, str, pd.DataFrame]], columns: list[str]) -> p
 
 @dataclass
 class ProbeResult:
-    """The probes of every layer of one model on one stimulus set (tables: see the module docstring)."""
+    """The probes of every layer of one model on one stimulus set (tables: see the module docstring).
+
+    Attributes:
+        model: the model's name.
+        stimuli: the stimulus set's name.
+        magnitudes: the magnitudes, ascending.
+        n_carriers: carriers per magnitude.
+        layer_labels: every layer's label.
+        params: every choice of the probes.
+        scores: held-out scores per layer, scheme, target and task.
+        selectivity: real minus control scores per layer, scheme and target.
+        directions: the probe direction against PC1 per layer and target.
+        decoded: the decoded magnitudes per layer, target and magnitude.
+        decoded_scaling: the scaling of the decoded magnitudes' spread per layer and target.
+        layers: per layer: probed or not, exact or reduced, features, variance kept, non-finite vectors.
+        nonfinite_layers: layer -> vectors holding Inf or NaN; such a layer is not probed.
+        from_cache: whether the result was read from the store's cache.
+    """
 
     model: str
     stimuli: str
@@ -125,7 +142,16 @@ class ProbeResult:
     @classmethod
     def from_layers(cls, probes: list[tuple[int, str, LayerProbe | None, int]], *, model: str, stimuli: str,
                     magnitudes: np.ndarray, n_carriers: int, params: ProbeParams) -> ProbeResult:
-        """Assemble (layer, label, probe or None when left out, non-finite vector count) tuples."""
+        """Assemble (layer, label, probe or None when left out, non-finite vector count) tuples.
+
+        Args:
+            probes: (layer, label, the layer's probe or None when left out, its non-finite vector count) per layer.
+            model: the model's name.
+            stimuli: the stimulus set's name.
+            magnitudes: the magnitudes.
+            n_carriers: carriers per magnitude.
+            params: the probes' parameters.
+        """
         tables: dict[str, list[tuple[int, str, pd.DataFrame]]] = {name: [] for name in TABLES if name != "layers"}
         layer_rows = []
         for layer, label, probe, nonfinite in probes:
@@ -153,7 +179,13 @@ class ProbeResult:
         return len(self.layer_labels)
 
     def score_table(self, scheme: str = "carrier", target: str = "log", task: str = "real") -> pd.DataFrame:
-        """One scheme, target and task over layers (rows of ``scores`` in layer order)."""
+        """One scheme, target and task over layers (rows of ``scores`` in layer order).
+
+        Args:
+            scheme: the cross-validation scheme: ``carrier`` or ``magnitude`` folds.
+            target: what is decoded: ``log`` or ``linear`` n.
+            task: ``real`` labels or the ``control`` task.
+        """
         rows = self.scores[(self.scores["scheme"] == scheme) & (self.scores["target"] == target)
                            & (self.scores["task"] == task)]
         return rows.sort_values("layer").reset_index(drop=True)
@@ -194,6 +226,7 @@ class ProbeResult:
         }
 
     def to_payload(self) -> bytes:
+        """The result as plain compressed JSON for the store's cache (never pickle)."""
         document = {
             "model": self.model,
             "stimuli": self.stimuli,
@@ -208,6 +241,11 @@ class ProbeResult:
 
     @classmethod
     def from_payload(cls, payload: bytes) -> ProbeResult:
+        """The result a payload of :meth:`to_payload` holds.
+
+        Args:
+            payload: bytes written by :meth:`to_payload`.
+        """
         document = unpack(payload)
         return cls(
             model=document["model"],
@@ -222,7 +260,11 @@ class ProbeResult:
         )
 
     def equals(self, other: ProbeResult) -> bool:
-        """Same identity, parameters and tables (NaN equal to NaN; ``from_cache`` ignored)."""
+        """Same identity, parameters and tables (NaN equal to NaN; ``from_cache`` ignored).
+
+        Args:
+            other: the result to compare with.
+        """
         return (
             (self.model, self.stimuli, self.n_carriers, self.layer_labels, self.params, self.nonfinite_layers)
             == (other.model, other.stimuli, other.n_carriers, other.layer_labels, other.params, other.nonfinite_layers)

@@ -34,7 +34,14 @@ COMPARISON = CachedKind("compare", ComparisonResult.to_payload, ComparisonResult
 
 
 def analysis_key(store, model: str, stimuli: str, params: AnalysisParams) -> str:
-    """The cache key of an analysis: model, stimuli, their data fingerprint, every parameter."""
+    """The cache key of an analysis: model, stimuli, their data fingerprint, every parameter.
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding the model's vectors and caching the result.
+        model: the model's name in the store.
+        stimuli: the stimulus set's name.
+        params: every choice of the analysis.
+    """
     return result_key(
         "analysis", ANALYSIS_VERSION, model=model, stimuli=stimuli, data=store.data_fingerprint(model, stimuli),
         params=params,
@@ -97,7 +104,15 @@ def analyze(
 
 
 def resolve_common_stimuli(store, model_a: str, model_b: str, stimuli: str | None) -> str:
-    """The stimulus set both models have completely: the one asked for, else the only shared one."""
+    """The stimulus set both models have completely: the one asked for, else the only shared one.
+
+    Args:
+        store: the store holding both models.
+        model_a: the first model's name.
+        model_b: the second model's name.
+        stimuli: the stimulus set asked for, checked to be complete for both; None takes the only set both hold
+            completely.
+    """
     if stimuli is not None:
         store.resolve_stimuli(model_a, stimuli)
         store.resolve_stimuli(model_b, stimuli)
@@ -201,7 +216,17 @@ def massive_control(
 ) -> MassiveControl:
     """:func:`analyze` with the massive dimensions kept and dropped (both cached), set side by
     side (:class:`~magdash.variability.massive_control.MassiveControl`); ``params.massive`` is
-    overridden, its ``massive_ratio`` is used. Arguments as :func:`analyze`'s."""
+    overridden, its ``massive_ratio`` is used. Arguments as :func:`analyze`'s.
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding the model's vectors and caching the result.
+        model: the model's name in the store.
+        stimuli: the stimulus set; None takes the model's only complete one.
+        params: the analysis parameters (``massive`` is set to keep, then drop; ``massive_ratio`` says which dimensions
+            are massive).
+        use_cache: False recomputes and replaces both cached analyses.
+        progress: called as ``progress(done_layers, total_layers)`` while each analysis runs.
+    """
     params = params or AnalysisParams()
     options = dict(use_cache=use_cache, progress=progress)
     raw = analyze(store, model, stimuli, dataclasses.replace(params, massive="keep"), **options)

@@ -52,7 +52,14 @@ def result_key(kind: str, version: str | int, **parts: Any) -> str:
 class CachedKind:
     """How results of one kind are kept: written as a payload, read back, and (for kinds that
     have metric tables) turned into rows; ``rows`` may return None for a payload that cannot
-    name its rows' identity (controls cached before schema 4)."""
+    name its rows' identity (controls cached before schema 4).
+
+    Attributes:
+        name: the kind's name, the store's ``results.kind`` (``analysis``, ``compare``, ...).
+        encode: turns a result into the payload kept in the store.
+        decode: turns a payload back into the result.
+        rows: turns a result into its metric rows (table name -> frame); None for kinds without metric tables.
+    """
 
     name: str
     encode: Callable[[Any], bytes]
@@ -84,7 +91,15 @@ def lookup(store, kind: CachedKind, key: str, *, rows: Callable[[Any], Rows | No
 
 def keep(store, kind: CachedKind, key: str, result: Any, *, rows: Callable[[Any], Rows | None] | None = None) -> None:
     """Cache ``result`` under ``key`` with its metric rows, in one transaction (nothing on a
-    read-only store); arguments as :func:`lookup`'s."""
+    read-only store); arguments as :func:`lookup`'s.
+
+    Args:
+        store: the :class:`~magdash.store.Store` to write.
+        kind: how results of this kind are encoded and turned into rows.
+        key: the result's cache key (:func:`result_key`).
+        result: the result to keep.
+        rows: the rows of this result when they need more than the payload holds; default ``kind.rows``.
+    """
     rows = rows or kind.rows
     store.put_result(key, kind.name, kind.encode(result), (rows(result) or {}) if rows is not None else {})
 
@@ -98,6 +113,14 @@ def cached_result(
 
     A run that looks several things up first does so in one ``store.session()`` and calls
     :func:`lookup` and :func:`keep` itself, since a session must not be held across a computation.
+
+    Args:
+        store: the :class:`~magdash.store.Store` to read and write.
+        kind: how results of this kind are kept.
+        key: the result's cache key (:func:`result_key`).
+        compute: computes the result when it is not cached (or ``use_cache`` is False).
+        use_cache: False recomputes and replaces the cached result.
+        rows: the rows of this result when they need more than the payload holds; default ``kind.rows``.
     """
     found = lookup(store, kind, key, rows=rows) if use_cache else None
     if found is not None:
@@ -119,7 +142,12 @@ def _write_rows(store, key: str, kind: CachedKind, rows: Rows | None) -> bool:
 def backfill(store, kinds: Mapping[str, CachedKind]) -> dict[str, int]:
     """Write the metric rows of every cached result of ``kinds`` that has none; returns how many
     results got rows, per kind. A payload that cannot be read as a current result (an older code
-    version's) is left as it is and logged: its rows appear when it is next computed."""
+    version's) is left as it is and logged: its rows appear when it is next computed.
+
+    Args:
+        store: the :class:`~magdash.store.Store` whose cached results are read.
+        kinds: the kinds to backfill, by name.
+    """
     written: dict[str, int] = {}
     for name, kind in kinds.items():
         if kind.rows is None:

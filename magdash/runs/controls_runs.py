@@ -24,7 +24,12 @@ CONTROLS = CachedKind("controls", CarrierTables.to_payload, CarrierTables.from_p
 
 
 def variant_kind(model: ModelRecord, variant: ModelRecord) -> str:
-    """What differs between two extractions: dtype, token position, weights file, or several."""
+    """What differs between two extractions: dtype, token position, weights file, or several.
+
+    Args:
+        model: the stored record of the model analysed.
+        variant: the stored record of another extraction of it.
+    """
     parts = []
     if model.dtype != variant.dtype:
         parts.append(f"dtype {model.dtype} vs {variant.dtype}")
@@ -37,7 +42,12 @@ def variant_kind(model: ModelRecord, variant: ModelRecord) -> str:
 
 def is_variant(model: ModelRecord, other: ModelRecord) -> bool:
     """``other`` could be the same model extracted another way: same architecture and shape,
-    not a random-weight control, another name."""
+    not a random-weight control, another name.
+
+    Args:
+        model: the stored record of the model analysed.
+        other: the stored record of another model in the store.
+    """
     return (
         other.name != model.name
         and not other.is_random
@@ -49,7 +59,14 @@ def is_variant(model: ModelRecord, other: ModelRecord) -> bool:
 
 
 def controls_key(store, model: str, stimuli: str, params: ControlsParams) -> str:
-    """The cache key of the carrier and permutation tables."""
+    """The cache key of the carrier and permutation tables.
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding the model's vectors and caching the result.
+        model: the model's name in the store.
+        stimuli: the stimulus set's name.
+        params: the controls' parameters (their analysis, permutations and seed enter the key).
+    """
     return result_key(
         "controls", CONTROLS_VERSION, model=model, stimuli=stimuli, data=store.data_fingerprint(model, stimuli),
         analysis=params.analysis, n_perm=params.n_perm, seed=params.seed,

@@ -63,14 +63,30 @@ def _view_key(params: PhaseParams) -> dict:
 
 
 def number_token_key(store, name: str, stimuli: str, params: PhaseParams | None = None) -> str:
-    """The cache key of a stored model's number-token samples in the view ``params`` asks for."""
+    """The cache key of a stored model's number-token samples in the view ``params`` asks for.
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding the model's vectors and caching the result.
+        name: the model's name in the store.
+        stimuli: the stimulus set's name.
+        params: the depth parameters; only their view of the vectors (massive keep, drop or standardise, and the ratio)
+            enters the key.
+    """
     return result_key("phase-numbers", PHASE_VERSION, data=store.data_fingerprint(name, stimuli),
                       **_view_key(params or PhaseParams()))
 
 
 def number_token_samples(store, name: str, stimuli: str, progress: ProgressCallback | None = None,
                          params: PhaseParams | None = None) -> list[LayerSample]:
-    """One sample per stored layer from the number-token vectors, reshaped to (n x c, d)."""
+    """One sample per stored layer from the number-token vectors, reshaped to (n x c, d).
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding the model's vectors and caching the result.
+        name: the model's name in the store.
+        stimuli: the stimulus set's name.
+        progress: called as ``progress(done, total)`` while the layers are read.
+        params: the depth parameters (the view of the vectors: massive keep, drop or standardise).
+    """
     params = params or PhaseParams()
     record = store.model_record(name)
     samples = []
@@ -123,7 +139,15 @@ def phase_from_store(
 
 def stored_control(store, name: str, stimuli: str | None = None, params: PhaseParams | None = None,
                    **options) -> PhaseResult:
-    """The same diagnostics for the stored ``@random`` control of ``name``."""
+    """The same diagnostics for the stored ``@random`` control of ``name``.
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding the model's vectors and caching the result.
+        name: the trained model's name; its control is ``name@random``.
+        stimuli: the stimulus set; None takes the control's only complete one.
+        params: the depth parameters.
+        options: passed on to :func:`phase_from_store` (``use_cache``, ``progress``).
+    """
     control = control_name(name)
     if control not in store.model_names():
         raise StoreError(
@@ -149,6 +173,16 @@ def all_token_samples(
 
     With ``adjustments`` (layer -> :class:`~magdash.phase.massive_dims.Adjustment`, from a raw
     pass) each layer's vectors are transformed into that view before they are accumulated.
+
+    Args:
+        loaded: the loaded model (:class:`~magdash.sources.LoadedModel`).
+        texts: the prompts, each run as one sequence.
+        batch_size: prompts per forward pass.
+        max_length: the longest sequence in tokens; None: the model's context.
+        progress: called as ``progress(done, total)`` after each batch.
+        adjustments: layer -> the transformation of a view (massive dimensions dropped or standardised), from a raw
+            pass; None keeps the raw vectors.
+        keep_first_position: also accumulate the token at each sequence's first position (the attention sink).
     """
     from magdash.extract import capture_all_tokens
 
@@ -176,7 +210,13 @@ def all_token_samples(
 
 
 def document_chunks(loaded, text: str, max_length: int | None = None) -> list[str]:
-    """A document cut to the loaded model's context, counting tokens with its tokenizer."""
+    """A document cut to the loaded model's context, counting tokens with its tokenizer.
+
+    Args:
+        loaded: the loaded model, whose tokenizer counts the tokens.
+        text: the document.
+        max_length: the longest chunk in tokens; None, or more than the model's context, gives the context.
+    """
     limit = min(max_length or loaded.max_length, loaded.max_length)
 
     def count_tokens(pieces: Sequence[str]) -> list[int]:
@@ -212,6 +252,20 @@ def phase_from_texts(
     (:attr:`PhaseResult.first_position_left_out` counts them). With a store, the samples are
     looked up before any weights are loaded and stored afterwards; the ``drop``/``standardise``
     views reuse a cached raw pass when there is one.
+
+    Args:
+        model: a model spec (as for ``extract --model``) or a :class:`~magdash.sources.LoadedModel`.
+        texts: a list of prompts used as they are, or one document (a string) cut into chunks.
+        store: a :class:`~magdash.store.Store` caching the samples; None computes without caching.
+        dtype: the dtype the model is loaded in (ignored for a loaded model).
+        device: where it runs: auto, cpu, cuda, ... (ignored for a loaded model).
+        batch_size: sequences per forward pass.
+        max_length: the longest sequence in tokens; None: the model's context.
+        params: the depth parameters (bootstrap, view of the vectors, ...).
+        use_cache: False recomputes and replaces the cached samples.
+        progress: called as ``progress(done, total)`` after each batch.
+        keep_first_position: keep the token at each chunk's first position (the attention sink) in Omega and the
+            spectra.
     """
     from magdash.environment import transformers_version
     from magdash.sources import resolve_model

@@ -21,7 +21,15 @@ DESIGN = CachedKind("design", DesignResult.to_payload, DesignResult.from_payload
 def calibrate_on(store, model: str, stimuli: str | None = None,
                  analysis_params: AnalysisParams | None = None) -> Calibration:
     """The noise of ``model``'s core layers, from its stored vectors and its (cached) analysis of
-    V_eucl without bootstrap (:func:`magdash.controls.design.calibrate`)."""
+    V_eucl without bootstrap (:func:`magdash.controls.design.calibrate`).
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding the model's vectors and caching the result.
+        model: the model whose noise the simulated studies take.
+        stimuli: the stimulus set; None takes the model's only complete one.
+        analysis_params: the analysis whose core band and conventions are used (its measures and bootstrap are set to
+            V_eucl without bootstrap).
+    """
     params = dataclasses.replace(analysis_params or AnalysisParams(), measures=("eucl",), n_boot=0)
     result = analyze(store, model, stimuli, params)
     n_carriers = len(store.stimulus_set(result.stimuli).carriers)
@@ -37,7 +45,15 @@ def calibrate_on(store, model: str, stimuli: str | None = None,
 
 
 def design_key(store, model: str, stimuli: str, analysis_params: AnalysisParams, params: DesignParams) -> str:
-    """The cache key of a design simulation calibrated on ``model``."""
+    """The cache key of a design simulation calibrated on ``model``.
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding the model's vectors and caching the result.
+        model: the model the noise is calibrated on.
+        stimuli: the stimulus set's name.
+        analysis_params: the analysis the calibration uses.
+        params: the simulated design.
+    """
     return result_key(
         "design", DESIGN_VERSION, model=model, stimuli=stimuli,
         data=store.data_fingerprint(model, stimuli), analysis=analysis_params, params=params,

@@ -41,7 +41,12 @@ _FLOAT_COLUMNS = ("rho", "p", "ci_low", "ci_high", "partial_rho", "partial_p")
 
 
 def save_source(store, source: FrequencySource) -> None:
-    """Store a source (replacing one of the same name). Built-in names are refused."""
+    """Store a source (replacing one of the same name). Built-in names are refused.
+
+    Args:
+        store: the :class:`~magdash.store.Store` to keep it in.
+        source: the counts and their provenance, under a name that is not a built-in one.
+    """
     name = check_source_name(source.name)
     store.put_frequency_source(name, source.counts, source.provenance)
 
@@ -51,6 +56,10 @@ def load_source(name: str, store=None) -> FrequencySource:
 
     Names are stripped as :func:`~magdash.frequency.sources.check_source_name` strips them when a
     source is saved, so " mine " finds the source saved as "mine".
+
+    Args:
+        name: a built-in source's name or a stored one's.
+        store: the store to look in for a name that is not built in; None: built-in sources only.
     """
     name = name.strip() if isinstance(name, str) else name
     if name in BUILTIN_SOURCES:
@@ -70,7 +79,11 @@ def load_source(name: str, store=None) -> FrequencySource:
 
 
 def list_sources(store=None) -> pd.DataFrame:
-    """Built-in and stored sources: name, kind, n_numbers, total, note, provenance (a dict)."""
+    """Built-in and stored sources: name, kind, n_numbers, total, note, provenance (a dict).
+
+    Args:
+        store: the store whose sources are listed after the built-in ones; None: built-in sources only.
+    """
     listed = []
     for name in BUILTIN_SOURCES:
         source = builtin_source(name)
@@ -85,17 +98,28 @@ def list_sources(store=None) -> pd.DataFrame:
 @dataclass(frozen=True)
 class E5Table:
     """A cached E5 table (``layer``, ``label`` and :data:`~magdash.frequency.e5.E5_COLUMNS`) with
-    whose it is: model, stimuli, source, measure, n_boot, seed."""
+    whose it is: model, stimuli, source, measure, n_boot, seed.
+
+    Attributes:
+        table: one row per layer: ``layer``, ``label`` and the E5 columns (rho, p, CI, partial rho and p).
+        identity: model, stimuli, source, measure, n_boot and seed of the table.
+    """
 
     table: pd.DataFrame
     identity: dict
 
     def to_payload(self) -> bytes:
+        """The table as plain data for the store's cache (never pickle)."""
         return pack({**self.identity, "columns": list(self.table.columns),
                      "data": {c: self.table[c].tolist() for c in self.table.columns}})
 
     @classmethod
     def from_payload(cls, payload: bytes) -> E5Table:
+        """The table a payload of :meth:`to_payload` holds.
+
+        Args:
+            payload: bytes written by :meth:`to_payload`.
+        """
         document = unpack(payload)
         table = pd.DataFrame({c: document["data"][c] for c in document["columns"]})
         for column in _FLOAT_COLUMNS:
@@ -107,7 +131,11 @@ E5 = CachedKind("e5", E5Table.to_payload, E5Table.from_payload, lambda cached: r
 
 
 def counts_hash(source: FrequencySource) -> str:
-    """A digest of a source's counts: part of an E5's key, so new counts give a new table."""
+    """A digest of a source's counts: part of an E5's key, so new counts give a new table.
+
+    Args:
+        source: the frequency source.
+    """
     counts = source.counts
     digest = hashlib.sha256(counts["number"].to_numpy(dtype=np.int64).tobytes())
     digest.update(counts["count"].to_numpy(dtype=np.int64).tobytes())

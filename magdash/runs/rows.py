@@ -30,13 +30,22 @@ Rows = dict[str, pd.DataFrame]
 
 def with_identity(frame: pd.DataFrame, identity: Mapping[str, object]) -> pd.DataFrame:
     """``frame`` with one column per ``identity`` item (model, stimuli, ...) in front, the same
-    value on every row: how a per-layer frame becomes metric rows."""
+    value on every row: how a per-layer frame becomes metric rows.
+
+    Args:
+        frame: a per-layer (or per-row) frame.
+        identity: column name -> the value every row gets.
+    """
     columns = {name: [value] * len(frame) for name, value in identity.items()}
     return pd.concat([pd.DataFrame(columns, index=frame.index), frame], axis=1)
 
 
 def analysis_rows(result: AnalysisResult) -> Rows:
-    """An analysis as rows of ``analyses``, ``fits``, ``hypotheses``, ``e3``, ``e4_layers``, ``e4``."""
+    """An analysis as rows of ``analyses``, ``fits``, ``hypotheses``, ``e3``, ``e4_layers``, ``e4``.
+
+    Args:
+        result: the analysis.
+    """
     identity = {"model": result.model, "stimuli": result.stimuli, "conventions": result.params.conventions}
     params = result.params
     analyses = pd.DataFrame([{
@@ -74,7 +83,11 @@ COMPARISON_LAYER_COLUMNS = ["layer_a", "layer_b", "gamma_a", "gamma_b", "core", 
 
 
 def comparison_rows(result: ComparisonResult) -> Rows:
-    """A comparison as rows of ``comparisons`` and ``comparison_tests``."""
+    """A comparison as rows of ``comparisons`` and ``comparison_tests``.
+
+    Args:
+        result: the comparison of two models.
+    """
     identity = {"model_a": result.model_a, "model_b": result.model_b, "stimuli": result.stimuli,
                 "conventions": result.conventions}
     layers, tests = [], []
@@ -88,7 +101,11 @@ def comparison_rows(result: ComparisonResult) -> Rows:
 
 def controls_rows(tables: CarrierTables) -> Rows | None:
     """The carrier and permutation tables as rows of ``controls_loo``, ``controls_icc`` and
-    ``controls_permutation``; None when the payload did not name its model (cached before schema 4)."""
+    ``controls_permutation``; None when the payload did not name its model (cached before schema 4).
+
+    Args:
+        tables: the controls' carrier and permutation tables.
+    """
     if tables.model is None:
         return None
     identity = {"model": tables.model, "stimuli": tables.stimuli, "conventions": tables.conventions}
@@ -101,7 +118,14 @@ def controls_rows(tables: CarrierTables) -> Rows | None:
 
 def design_rows(result: DesignResult, model: str, stimuli: str, conventions: str) -> Rows:
     """A design simulation calibrated on ``model`` and ``stimuli`` as rows of ``designs``,
-    ``design_h1``, ``design_e6`` and ``design_ci``."""
+    ``design_h1``, ``design_e6`` and ``design_ci``.
+
+    Args:
+        result: the design simulation.
+        model: the model its noise was calibrated on.
+        stimuli: the stimulus set of the calibration.
+        conventions: the conventions of the calibration's analysis.
+    """
     identity = {"model": model, "stimuli": stimuli, "conventions": conventions}
     params = result.params
     design = {
@@ -119,7 +143,12 @@ def design_rows(result: DesignResult, model: str, stimuli: str, conventions: str
 
 
 def e5_rows(table: pd.DataFrame, identity: Mapping[str, object]) -> Rows:
-    """An E5 table of ``identity`` (model, stimuli, source, measure, n_boot, seed) as rows of ``e5``."""
+    """An E5 table of ``identity`` (model, stimuli, source, measure, n_boot, seed) as rows of ``e5``.
+
+    Args:
+        table: the E5 table, one row per layer.
+        identity: model, stimuli, source, measure, n_boot and seed of the table.
+    """
     names = ("model", "stimuli", "source", "measure")
     return {"e5": with_identity(table, {name: identity[name] for name in names})
             .assign(n_boot=identity["n_boot"], seed=identity["seed"])}
@@ -127,7 +156,12 @@ def e5_rows(table: pd.DataFrame, identity: Mapping[str, object]) -> Rows:
 
 def phase_rows(result: PhaseResult, stimuli: str) -> Rows:
     """Depth diagnostics of ``result.model`` on ``stimuli`` as rows of ``phase_layers``,
-    ``phase_transitions`` and ``phase_jumps``."""
+    ``phase_transitions`` and ``phase_jumps``.
+
+    Args:
+        result: the depth diagnostics.
+        stimuli: the stimulus set they were computed on.
+    """
     from magdash.phase.diagnostics import layer_frame
 
     identity = {"model": result.model, "stimuli": stimuli, "massive": result.params.massive}

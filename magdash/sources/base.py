@@ -47,6 +47,17 @@ class SourceKind:
     turns the value of a stored ``KIND:VALUE`` source back into the spec that loads the weights
     again (None when they are no longer at hand); ``choices()`` lists what there is to pick
     (None: the user types it), and ``nothing_to_choose`` says what to do when it is empty.
+
+    Attributes:
+        name: the kind's name, the ``KIND`` of a stored ``KIND:VALUE`` source (``folder``, ``gguf``, ``ollama``, ...).
+        label: how the Extract page names the kind.
+        hint: what a spec of this kind is, for help texts and messages.
+        example: an example spec.
+        locate: ``locate(spec, model_cache)``: the spec's files, or None when the spec is not of this kind.
+        spec_from_choice: turns what a user picked or typed for this kind into a spec.
+        spec_from_source: turns a stored source's value back into the spec that loads the weights again (None when they
+            are gone).
+        choices: lists what there is to pick (None: the user types it).
     """
 
     name: str
@@ -63,7 +74,20 @@ class SourceKind:
 
 @dataclass(frozen=True)
 class ModelSource:
-    """Where a model's files are and what identifies its weights, resolved without loading it."""
+    """Where a model's files are and what identifies its weights, resolved without loading it.
+
+    Attributes:
+        spec: the model as the user named it (``minilm``, a folder, ``ollama:llama3.2:1b``, with any ``@random``).
+        path: the folder (or GGUF file) the weights and config are read from.
+        source: where the weights come from as ``KIND:VALUE`` (``builtin:minilm``, ``folder:/models/x``, ...), recorded
+            with the model.
+        fingerprint: what identifies the weights: a Hugging Face commit, a SHA-256 of the files, a GGUF hash with its
+            quantization, or a random seed.
+        architecture: the model's architecture, from its config.
+        is_random: whether the weights are a seeded random initialisation (``@random``).
+        seed: the random weights' seed.
+        uses_pickle: whether the weights are a pickle checkpoint (loaded only with ``allow_pickle``).
+    """
 
     spec: str
     path: Path
@@ -81,7 +105,13 @@ class ModelSource:
     def model_id(self, dtype: str, position: str, transformers_version: str) -> str:
         """Identity of the vectors this model produces: weights, dtype, library version, position,
         and a prepended BOS token (:attr:`sequence_start`) where magdash adds one: such vectors
-        differ from those of the same sentences without it."""
+        differ from those of the same sentences without it.
+
+        Args:
+            dtype: the dtype the model runs in.
+            position: which of the number's tokens is kept.
+            transformers_version: the transformers version that runs it.
+        """
         payload = f"{self.fingerprint}|{dtype}|{transformers_version}|{position}"
         if self.sequence_start.startswith("bos:"):
             payload += f"|start={self.sequence_start}"

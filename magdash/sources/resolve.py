@@ -107,7 +107,11 @@ def spec_from_choice(kind: str, value: str, *, control: bool = False, seed: int 
 
 def spec_for_source(source: str) -> str | None:
     """The spec that loads a stored model's weights again from its recorded ``KIND:VALUE``
-    source; None for an import or weights no longer at hand."""
+    source; None for an import or weights no longer at hand.
+
+    Args:
+        source: the stored model's ``source`` (``KIND:VALUE``).
+    """
     kind, _, value = source.partition(":")
     if kind not in KINDS_BY_NAME or not value:
         return None

@@ -89,6 +89,8 @@ class Store:
         return self._file.session()
 
     def schema_version(self) -> int:
+        """The schema version the store file records (:data:`~magdash.store.SCHEMA_VERSION` once opened by this
+        version)."""
         return schema_version(self._file)
 
     def compact(self) -> tuple[int, int]:
@@ -104,6 +106,9 @@ class Store:
 
         A different checkpoint under a taken name is refused rather than mixed in, so two
         checkpoints never share cache entries and nothing stored is overwritten.
+
+        Args:
+            record: the model's name and identity (:class:`~magdash.store.ModelRecord`).
         """
         with self._file.transaction() as connection:
             _register_model(connection, record)
@@ -113,6 +118,12 @@ class Store:
 
         With ``join_stored`` (for a set name magdash chose) sentences already stored under another
         name join that set. Returns the name the set is stored under.
+
+        Args:
+            stimuli: the stimulus set.
+            record: the model's name and identity.
+            join_stored: let sentences already stored under another name join that set (for a set name magdash chose
+                itself).
         """
         with self._file.transaction() as connection:
             if join_stored:
@@ -122,14 +133,26 @@ class Store:
         return stimuli.name
 
     def model_record(self, name: str) -> ModelRecord:
+        """The stored record of model ``name`` (a :class:`~magdash.errors.StoreError` naming the stored models when
+        there is none).
+
+        Args:
+            name: the model's name in the store.
+        """
         with self._file.connect() as connection:
             return _model_record(connection, name)
 
     def find_model_by_id(self, model_id: str) -> str | None:
+        """The first name a model of this identity is stored under, or None.
+
+        Args:
+            model_id: the identity of the vectors (:meth:`magdash.sources.ModelSource.model_id`).
+        """
         with self._file.connect() as connection:
             return _first_name_of(connection, model_id)
 
     def model_names(self) -> list[str]:
+        """Every stored model's name, sorted."""
         with self._file.connect() as connection:
             rows = connection.execute("SELECT name FROM models ORDER BY name").fetchall()
         return [r[0] for r in rows]
@@ -178,7 +201,11 @@ class Store:
     def register_stimulus_set(self, stimuli: StimulusSet) -> None:
         """Store a stimulus set; the same content again is a no-op, a changed one is refused, and
         so is a new name for sentences stored under another (one content is one set: see
-        :meth:`known_as`)."""
+        :meth:`known_as`).
+
+        Args:
+            stimuli: the stimulus set to store.
+        """
         with self._file.transaction() as connection:
             _register_stimulus_set(connection, stimuli)
 
@@ -187,15 +214,24 @@ class Store:
 
         For names magdash chose itself (a default), so that the same sentences never become a
         second set: a model would then have both, and every analysis would ask which one.
+
+        Args:
+            stimuli: a stimulus set under a name magdash chose.
         """
         with self._file.connect() as connection:
             return _as_stored(connection, stimuli)
 
     def stimulus_set(self, name: str) -> StimulusSet:
+        """The stored stimulus set ``name``: its carriers, magnitudes and items.
+
+        Args:
+            name: the stimulus set's name.
+        """
         with self._file.connect() as connection:
             return _stimulus_set(connection, name)
 
     def stimulus_set_names(self) -> list[str]:
+        """Every stored stimulus set's name, sorted."""
         with self._file.connect() as connection:
             rows = connection.execute("SELECT name FROM stimulus_sets ORDER BY name").fetchall()
         return [r[0] for r in rows]
@@ -207,7 +243,11 @@ class Store:
         return {name: tuple(json.loads(carriers)) for name, carriers in rows}
 
     def stimulus_sets_for(self, name: str) -> list[str]:
-        """The stimulus sets completely extracted for model ``name``."""
+        """The stimulus sets completely extracted for model ``name``.
+
+        Args:
+            name: the model's name in the store.
+        """
         model_id = self.model_record(name).model_id
         with self._file.connect() as connection:
             progress = self._progress_query(connection)
@@ -215,7 +255,12 @@ class Store:
         return sorted(rows["set_name"])
 
     def resolve_stimuli(self, name: str, stimuli: str | None) -> str:
-        """The stimulus set to use: the one asked for, else the model's only complete set."""
+        """The stimulus set to use: the one asked for, else the model's only complete set.
+
+        Args:
+            name: the model's name in the store.
+            stimuli: the set asked for (checked to be complete), or None for the model's only complete set.
+        """
         available = self.stimulus_sets_for(name)
         if stimuli is not None:
             if stimuli not in available:
@@ -236,13 +281,24 @@ class Store:
     # -- vectors -----------------------------------------------------------------------
 
     def missing_item_keys(self, model_id: str, set_name: str) -> set[str]:
+        """The keys of the set's items the model has no stored vectors for.
+
+        Args:
+            model_id: the identity of the model's vectors.
+            set_name: the stimulus set's name.
+        """
         with self._file.connect() as connection:
             return _missing_item_keys(connection, model_id, set_name)
 
     def start_extraction(self, stimuli: StimulusSet, model_id: str) -> tuple[set[str], str | None]:
         """Register ``stimuli`` (:meth:`register_stimulus_set`) and return the keys of its items
         ``model_id`` still misses and the name the model is stored under (None: not stored), in
-        one transaction: an extraction's catalog work before its forward passes."""
+        one transaction: an extraction's catalog work before its forward passes.
+
+        Args:
+            stimuli: the stimulus set to extract.
+            model_id: the identity of the vectors about to be extracted.
+        """
         with self._file.transaction() as connection:
             _register_stimulus_set(connection, stimuli)
             return _missing_item_keys(connection, model_id, stimuli.name), _first_name_of(connection, model_id)
@@ -254,6 +310,11 @@ class Store:
         Items already marked done (another run got there first, or the same key earlier in the
         batch) are skipped, so concurrent extractions of the same model never duplicate rows; a
         shard none of whose items is new is deleted. Returns how many items were written.
+
+        Args:
+            model_id: the identity of the vectors (the model must be registered).
+            item_keys: the stimulus items' keys, one per row of ``vectors``.
+            vectors: (n_items, n_layers, d) number-token vectors.
         """
         vectors = np.asarray(vectors)
         if vectors.ndim != 3 or vectors.shape[0] != len(item_keys):
@@ -269,7 +330,12 @@ class Store:
     def register_worker_shard(self, model_id: str, shard: shards.Shard) -> int:
         """Register a shard a sweep worker wrote into this store's folder
         (:func:`magdash.store.shards.write_shard` with ``for_worker``); items already done are skipped.
-        Returns how many items it adds."""
+        Returns how many items it adds.
+
+        Args:
+            model_id: the identity of the shard's vectors.
+            shard: the shard the worker wrote and reported.
+        """
         shards.check_worker_shard(self.shards, shard)
         return self._register_shard(model_id, shard)
 
@@ -322,7 +388,12 @@ class Store:
             ).df()
 
     def nonfinite_counts(self, name: str, stimuli: str) -> dict[int, int]:
-        """Layer -> how many of the stimulus set's stored vectors hold Inf or NaN (flagged layers only)."""
+        """Layer -> how many of the stimulus set's stored vectors hold Inf or NaN (flagged layers only).
+
+        Args:
+            name: the model's name in the store.
+            stimuli: the stimulus set's name.
+        """
         self.model_record(name)  # an unknown model is an error, not "nothing flagged"
         return nonfinite_counts_in(self.nonfinite_summary(), name, stimuli)
 
@@ -355,7 +426,13 @@ class Store:
             ).df()
 
     def read_layer(self, name: str, stimuli: str, layer: int) -> LayerData:
-        """One layer's vectors as a (n_magnitudes, n_carriers, d) float32 array."""
+        """One layer's vectors as a (n_magnitudes, n_carriers, d) float32 array.
+
+        Args:
+            name: the model's name in the store.
+            stimuli: the stimulus set, completely extracted for the model.
+            layer: the layer index (0 = embeddings).
+        """
         return next(self.read_layers(name, stimuli, [layer]))
 
     def read_layers(self, name: str, stimuli: str, layers: Sequence[int] | None = None) -> Iterator[LayerData]:
@@ -367,6 +444,11 @@ class Store:
         DuckDB, so a writer in another process never waits for a reader, nor a reader for a
         writer's extraction. This generator keeps no reference to a layer it has yielded, so
         while the next layer is read memory holds that layer and whatever the caller still keeps.
+
+        Args:
+            name: the model's name in the store.
+            stimuli: the stimulus set, completely extracted for the model.
+            layers: the layer indices to read, in that order; None reads every layer.
         """
         plan = self._complete_sets.get((name, stimuli)) or self._layer_plan(name, stimuli)
         record = plan.record
@@ -422,7 +504,12 @@ class Store:
         )
 
     def data_fingerprint(self, name: str, stimuli: str) -> str:
-        """Changes whenever the vectors behind (model, stimulus set) can have changed."""
+        """Changes whenever the vectors behind (model, stimulus set) can have changed.
+
+        Args:
+            name: the model's name in the store.
+            stimuli: the stimulus set's name.
+        """
         record = self.model_record(name)
         stimulus_set = self.stimulus_set(stimuli)
         missing = len(self.missing_item_keys(record.model_id, stimuli))
@@ -432,6 +519,11 @@ class Store:
     # -- analysis cache ----------------------------------------------------------------
 
     def get_result(self, key: str) -> bytes | None:
+        """The payload cached under ``key``, or None.
+
+        Args:
+            key: the result's cache key (:func:`magdash.runs.cache.result_key`).
+        """
         with self._file.connect() as connection:
             row = connection.execute("SELECT payload FROM results WHERE key = ?", [key]).fetchone()
         return None if row is None else bytes(row[0])
@@ -441,7 +533,14 @@ class Store:
     ) -> None:
         """Cache ``payload`` under ``key`` and, in the same transaction, replace the result's
         rows in the metric tables of ``kind`` by ``tables`` (:mod:`magdash.store.metrics`).
-        A read-only store keeps nothing: the result is only returned to its caller."""
+        A read-only store keeps nothing: the result is only returned to its caller.
+
+        Args:
+            key: the result's cache key.
+            kind: the result's kind (``analysis``, ``compare``, ...), which names its metric tables.
+            payload: the result as plain data (never pickle).
+            tables: metric table name -> the result's rows; None or empty writes none.
+        """
         if self.read_only:
             log.info("store %s is read-only: result %s is not kept", self.path, key[:12])
             return
@@ -453,14 +552,25 @@ class Store:
     def put_metric_rows(self, key: str, kind: str, tables: Mapping[str, pd.DataFrame]) -> None:
         """Replace the metric rows of a result computed from other cached data (phase
         diagnostics come from cached samples and their own parameters) in one transaction;
-        nothing on a read-only store."""
+        nothing on a read-only store.
+
+        Args:
+            key: the result key the rows belong to.
+            kind: the result's kind, which names its metric tables.
+            tables: metric table name -> the rows.
+        """
         if self.read_only:
             return
         with self._file.transaction() as connection:
             metrics.replace_rows(connection, key, kind, tables)
 
     def has_metric_rows(self, key: str, kind: str) -> bool:
-        """Whether result ``key`` has a row in any of the metric tables of its ``kind``."""
+        """Whether result ``key`` has a row in any of the metric tables of its ``kind``.
+
+        Args:
+            key: the result's cache key.
+            kind: the result's kind.
+        """
         owned = _metric_tables_of(kind)
         union = " UNION ALL ".join(f"SELECT 1 FROM {table.name} WHERE result_key = ?" for table in owned)
         with self._file.connect() as connection:
@@ -469,7 +579,11 @@ class Store:
 
     def results_without_rows(self, kind: str) -> list[str]:
         """The keys of the cached results of ``kind`` that have no row in its metric tables
-        (results cached before the tables existed)."""
+        (results cached before the tables existed).
+
+        Args:
+            kind: the result kind (``analysis``, ``compare``, ``controls``, ``e5``).
+        """
         owned = _metric_tables_of(kind)
         absent = " AND ".join(f"key NOT IN (SELECT result_key FROM {table.name})" for table in owned)
         with self._file.connect() as connection:
@@ -477,7 +591,11 @@ class Store:
             return [row[0] for row in found.fetchall()]
 
     def metric_table(self, table: str) -> pd.DataFrame:
-        """Every row of one metric table (``docs/metrics.md`` lists them and their columns)."""
+        """Every row of one metric table (``docs/metrics.md`` lists them and their columns).
+
+        Args:
+            table: the table's name (``fits``, ``hypotheses``, ...: :data:`magdash.store.metrics.METRIC_TABLES`).
+        """
         name = _metric_table_name(table)
         with self._file.connect() as connection:
             return connection.execute(f"SELECT * FROM {name} ORDER BY computed_at, result_key").df()
@@ -485,7 +603,13 @@ class Store:
     # -- frequency sources -------------------------------------------------------------
 
     def put_frequency_source(self, name: str, counts: pd.DataFrame, provenance: dict) -> None:
-        """Store (or replace) a frequency source: ``counts`` has columns number and count."""
+        """Store (or replace) a frequency source: ``counts`` has columns number and count.
+
+        Args:
+            name: the source's name (a non-empty string).
+            counts: the counts: columns ``number`` and ``count``.
+            provenance: where the counts come from (corpus, files, rule), kept as JSON.
+        """
         if not isinstance(name, str) or not name.strip():
             raise StoreError("a frequency source needs a non-empty name")
         table = pa.table({
@@ -504,6 +628,11 @@ class Store:
             connection.unregister("new_counts")
 
     def get_frequency_source(self, name: str) -> tuple[pd.DataFrame, dict]:
+        """A stored frequency source's counts (number, count) and its provenance.
+
+        Args:
+            name: the source's name.
+        """
         with self._file.connect() as connection:
             row = connection.execute("SELECT provenance FROM frequency_sources WHERE name = ?", [name]).fetchone()
             if row is None:
@@ -514,6 +643,7 @@ class Store:
         return counts, json.loads(row[0])
 
     def list_frequency_sources(self) -> pd.DataFrame:
+        """Every stored frequency source: name, n_numbers, total and provenance (JSON)."""
         with self._file.connect() as connection:
             return connection.execute(
                 """
@@ -696,7 +826,13 @@ def _metric_table_name(table: str) -> str:
 
 
 def nonfinite_counts_in(summary: pd.DataFrame, name: str, stimuli: str) -> dict[int, int]:
-    """Layer -> flagged vectors of (``name``, ``stimuli``) in a :meth:`Store.nonfinite_summary`."""
+    """Layer -> flagged vectors of (``name``, ``stimuli``) in a :meth:`Store.nonfinite_summary`.
+
+    Args:
+        summary: the store's :meth:`Store.nonfinite_summary`.
+        name: the model's name in the store.
+        stimuli: the stimulus set's name.
+    """
     rows = summary[(summary["name"] == name) & (summary["set_name"] == stimuli)]
     return {int(layer): int(count) for layer, count in zip(rows["layer"], rows["vectors"], strict=True)}
 

@@ -62,7 +62,19 @@ PADDING_SIDES = ("right", "left")
 
 @dataclass(frozen=True)
 class ModelEntry:
-    """One model of a plan, with the resources each of its tasks asks a Ray cluster for."""
+    """One model of a plan, with the resources each of its tasks asks a Ray cluster for.
+
+    Attributes:
+        spec: the model, as for ``extract --model``.
+        name: its name in the store (default: the spec).
+        num_gpus: GPUs each of its tasks asks Ray for.
+        num_cpus: CPUs each of its tasks asks Ray for.
+        device_map: ``auto`` spreads the model over its task's GPUs.
+        trust_remote_code: run code shipped with the model.
+        allow_pickle: load pickle weights.
+        dtypes: its own dtypes (None: the plan's).
+        positions: its own token positions (None: the plan's).
+    """
 
     spec: str
     name: str | None = None
@@ -81,7 +93,13 @@ class ModelEntry:
 
 @dataclass(frozen=True)
 class StimuliEntry:
-    """A stimulus set: the paper's, one already stored (by name), or carriers and magnitudes."""
+    """A stimulus set: the paper's, one already stored (by name), or carriers and magnitudes.
+
+    Attributes:
+        name: the set's name.
+        stimulus_set: the set defined by the plan's carriers and magnitudes; None for the paper's set or a stored one,
+            by name.
+    """
 
     name: str
     stimulus_set: StimulusSet | None = None  # None: the paper's set or a stored one, by name
@@ -89,7 +107,14 @@ class StimuliEntry:
 
 @dataclass(frozen=True)
 class Cell:
-    """One (model, stimulus set, dtype, position) of a plan, and the name it is stored under."""
+    """One (model, stimulus set, dtype, position) of a plan, and the name it is stored under.
+
+    Attributes:
+        model: the model.
+        stimuli: the stimulus set's name.
+        dtype: the dtype it runs in.
+        position: which of the number's tokens is kept.
+    """
 
     model: ModelEntry
     stimuli: str
@@ -107,6 +132,22 @@ class Cell:
 
 @dataclass(frozen=True)
 class SweepPlan:
+    """A plan file's models x stimulus sets x dtypes x positions and the tasks run on each cell.
+
+    Attributes:
+        models: the plan's models.
+        stimuli: its stimulus sets.
+        tasks: the task kinds run on each cell, in order.
+        dtypes: the dtypes of every model without its own.
+        positions: the token positions of every model without its own.
+        batch_size: sentences per forward pass.
+        padding_side: ``right`` or ``left``.
+        device: where the models run (``auto``, ``cpu``, ``cuda``, ...).
+        model_cache: where GGUF models are converted (None: the default model cache).
+        analysis: the ``[analyze]`` table's parameters.
+        phase: the ``[phase]`` table's parameters.
+        controls: the ``[controls]`` table's parameters (None: the defaults over ``analysis``).
+    """
     models: tuple[ModelEntry, ...]
     stimuli: tuple[StimuliEntry, ...]
     tasks: tuple[str, ...] = DEFAULT_TASKS
@@ -144,7 +185,12 @@ _STIMULI_KEYS = {"name", "carriers", "magnitudes"}
 
 def read_plan(path: str | Path, task_kinds: Mapping[str, object]) -> SweepPlan:
     """Read and check a plan file; ``task_kinds`` are the known kinds (the registry's:
-    :func:`magdash.sweep.runner.load_plan` passes them)."""
+    :func:`magdash.sweep.runner.load_plan` passes them).
+
+    Args:
+        path: the plan file (TOML).
+        task_kinds: task name -> kind, the registered kinds.
+    """
     path = Path(path)
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -162,7 +208,13 @@ def read_plan(path: str | Path, task_kinds: Mapping[str, object]) -> SweepPlan:
 
 def parse_plan(document: Mapping[str, Any], folder: Path, task_kinds: Mapping[str, object]) -> SweepPlan:
     """A plan from its parsed TOML; relative carrier files are read from ``folder``; ``tasks`` must
-    name kinds of ``task_kinds``."""
+    name kinds of ``task_kinds``.
+
+    Args:
+        document: the plan's parsed TOML.
+        folder: the folder relative carrier files are read from (the plan file's).
+        task_kinds: task name -> kind, the registered kinds.
+    """
     _check_keys(document, _PLAN_KEYS, "the plan")
     tasks = _strings(document.get("tasks", list(DEFAULT_TASKS)), "tasks", tuple(task_kinds))
     if len(set(tasks)) != len(tasks):

@@ -36,6 +36,15 @@ earlier task of its cell failed."""
 
 @dataclass(frozen=True)
 class TaskOutcome:
+    """What became of one task of one cell.
+
+    Attributes:
+        kind: the task's kind (``extract``, ``analyze``, ...).
+        cell: the cell it ran on.
+        status: one of :data:`STATUSES`.
+        seconds: how long it took.
+        detail: what it did, or why it failed.
+    """
     kind: str
     cell: Cell
     status: str
@@ -50,6 +59,11 @@ class TaskOutcome:
 
 @dataclass(frozen=True)
 class SweepSummary:
+    """Every task's outcome, in the plan's order.
+
+    Attributes:
+        outcomes: one per task of every cell.
+    """
     outcomes: tuple[TaskOutcome, ...]
 
     @property
@@ -57,6 +71,7 @@ class SweepSummary:
         return [outcome for outcome in self.outcomes if outcome.status == "failed"]
 
     def counts(self) -> dict[str, int]:
+        """How many tasks ended in each status."""
         return {status: sum(o.status == status for o in self.outcomes) for status in STATUSES}
 
     def frame(self) -> pd.DataFrame:
@@ -75,12 +90,21 @@ class SweepSummary:
 
 
 def load_plan(path) -> SweepPlan:
-    """Read and check a plan file against the registered task kinds (:mod:`magdash.sweep.tasks`)."""
+    """Read and check a plan file against the registered task kinds (:mod:`magdash.sweep.tasks`).
+
+    Args:
+        path: the plan file (TOML).
+    """
     return read_plan(path, TASK_KINDS)
 
 
 def stimulus_sets(plan: SweepPlan, store: Store) -> dict[str, StimulusSet]:
-    """Each of the plan's sets, registered in the store; a refused or unknown one is a PlanError."""
+    """Each of the plan's sets, registered in the store; a refused or unknown one is a PlanError.
+
+    Args:
+        plan: the plan.
+        store: the store the sets are registered in.
+    """
     sets = {}
     for entry in plan.stimuli:
         try:
@@ -134,6 +158,14 @@ def run_sweep(
 
     ``progress(done, total)`` counts tasks. ``worker_progress(label, done, total)`` is called in
     the worker after each batch of a job's sentences (in-process: not called).
+
+    Args:
+        plan: the plan (:func:`load_plan`).
+        store: the store every task reads and writes.
+        params: how the sweep runs: in-process or on Ray, and the retries.
+        progress: called as ``progress(done, total)`` tasks.
+        worker_progress: called in a Ray worker as ``worker_progress(label, done, total)`` after each batch of a job's
+            sentences.
     """
     params = params or SweepParams()
     sets = stimulus_sets(plan, store)

@@ -96,6 +96,31 @@ class AnalysisResult:
     ``noise_models`` has one row per (measure, layer, noise model). ``geometry`` one row per
     layer (:class:`~magdash.variability.geometry.LayerGeometry` fields), ``cv_trend`` the Spearman
     correlation of CV(n) with n per layer, ``checks`` the paper's consistency checks.
+
+    Attributes:
+        model: the model's name.
+        stimuli: the stimulus set's name.
+        n_blocks: the model's number of blocks L.
+        layer_labels: the label of every layer analysed (0 = embeddings).
+        magnitudes: the magnitudes n, ascending.
+        core_layers: the core band the hypotheses are tested over.
+        params: every choice of the analysis.
+        values: measure -> V, (n_layers, n_magnitudes), plus ``on_axis``, ``off_axis`` and ``cv``.
+        fits: one row per (measure, layer): the scaling fit's alpha, CI, Theil-Sen slope, intercept, R², p, SE, points,
+            outliers, label and core.
+        hypotheses: measure -> H1-H4 over the core layers.
+        e3: measure -> E3, alpha refitted without the boundary magnitudes.
+        e4: E4: on-axis against off-axis alpha.
+        noise_models: one row per (measure, layer, noise model) with its AICc.
+        geometry: one row per layer: RSA against the log and linear models, PC1 against log n.
+        cv_trend: the Spearman correlation of CV(n) with n, per layer.
+        checks: the paper's consistency checks.
+        nonfinite_layers: layer -> vectors holding Inf or NaN there; such a layer has no fit.
+        massive_dims: layer -> the massive dimensions dropped there (``massive="drop"``).
+        carriers: the stimulus set's carriers, left-out ones included.
+        outlier_vectors: the vectors whose norm exceeds 10x their layer's median (:mod:`magdash.variability.artifacts`).
+        carrier_alphas: measure -> alpha per layer without each carrier, (n_layers, n_carriers); empty below 3 carriers.
+        from_cache: whether the result was read from the store's cache.
     """
 
     model: str
@@ -138,6 +163,11 @@ class AnalysisResult:
         return lines + [f"{name}: {line}" for line in self.checks.warnings()]
 
     def carrier_label(self, carrier: int) -> str:
+        """How the warnings name a carrier: its index and sentence.
+
+        Args:
+            carrier: the carrier's index (0-based, in the stimulus set's order).
+        """
         sentence = self.carriers[carrier] if carrier < len(self.carriers) else "?"
         return f"carrier {carrier} ({sentence!r})"
 
@@ -172,7 +202,12 @@ class AnalysisResult:
         return lines
 
     def dropped_points(self, measure: str) -> dict[int, list[int]]:
-        """Core layer -> the magnitudes the outlier rule left out of ``measure``'s fit there."""
+        """Core layer -> the magnitudes the outlier rule left out of ``measure``'s fit there.
+
+        Args:
+            measure: a measure's name (``eucl``, ``residual``, ``proj``, ...:
+                :data:`magdash.variability.measures.MEASURES`).
+        """
         if measure not in OUTLIER_RULE_MEASURES or measure not in self.values:
             return {}
         dropped = {}
@@ -186,14 +221,24 @@ class AnalysisResult:
         return dropped
 
     def core_half_width(self, measure: str) -> float:
-        """The mean over the core layers of each layer's bootstrap CI half-width (NaN without CIs)."""
+        """The mean over the core layers of each layer's bootstrap CI half-width (NaN without CIs).
+
+        Args:
+            measure: a measure's name (``eucl``, ``residual``, ``proj``, ...:
+                :data:`magdash.variability.measures.MEASURES`).
+        """
         rows = self.fits[(self.fits["measure"] == measure) & self.fits["layer"].isin(self.core_layers)]
         widths = ((rows["ci_high"] - rows["ci_low"]) / 2).to_numpy(dtype=np.float64)
         return float(np.nanmean(widths)) if np.isfinite(widths).any() else math.nan
 
     def carrier_influence(self, measure: str) -> list[CarrierInfluence]:
         """Leave-one-carrier-out over the core layers, with the rule of
-        :func:`magdash.variability.artifacts.carrier_influence`; empty below 3 carriers."""
+        :func:`magdash.variability.artifacts.carrier_influence`; empty below 3 carriers.
+
+        Args:
+            measure: a measure's name (``eucl``, ``residual``, ``proj``, ...:
+                :data:`magdash.variability.measures.MEASURES`).
+        """
         alphas = self.carrier_alphas.get(measure)
         if alphas is None or alphas.size == 0:
             return []
@@ -203,13 +248,25 @@ class AnalysisResult:
         return carrier_influence(self.hypotheses[measure].mean_alpha, self.core_half_width(measure), means)
 
     def alphas(self, measure: str) -> np.ndarray:
-        """OLS alpha per layer for ``measure`` (NaN where there is no fit)."""
+        """OLS alpha per layer for ``measure`` (NaN where there is no fit).
+
+        Args:
+            measure: a measure's name (``eucl``, ``residual``, ``proj``, ...:
+                :data:`magdash.variability.measures.MEASURES`).
+        """
         rows = self.fits[self.fits["measure"] == measure].sort_values("layer")
         if rows.empty:
             raise AnalysisError(f"measure {measure!r} was not analysed; add it to measures")
         return rows["alpha"].to_numpy(dtype=np.float64)
 
     def fit(self, measure: str, layer: int) -> ScalingFit:
+        """The scaling fit of ``measure`` at ``layer`` (NaN fields where there is no fit).
+
+        Args:
+            measure: a measure's name (``eucl``, ``residual``, ``proj``, ...:
+                :data:`magdash.variability.measures.MEASURES`).
+            layer: the layer index (0 = embeddings).
+        """
         rows = self.fits[(self.fits["measure"] == measure) & (self.fits["layer"] == layer)]
         if rows.empty:
             raise AnalysisError(f"no fit for measure {measure!r} at layer {layer}")
@@ -270,6 +327,7 @@ class AnalysisResult:
     # -- cache payload -----------------------------------------------------------------
 
     def to_payload(self) -> bytes:
+        """The result as plain compressed JSON for the store's cache (never pickle)."""
         document = {
             "model": self.model,
             "stimuli": self.stimuli,
@@ -297,6 +355,11 @@ class AnalysisResult:
 
     @classmethod
     def from_payload(cls, payload: bytes) -> AnalysisResult:
+        """The result a payload of :meth:`to_payload` holds.
+
+        Args:
+            payload: bytes written by :meth:`to_payload`.
+        """
         document = unpack(payload)
         params = document["params"]
         params["measures"] = tuple(params["measures"])

@@ -37,6 +37,9 @@ def default_core_layers(n_blocks: int) -> list[int]:
 
     For L = 32 blocks that is 16..31 of the 33 stored layers (the final block's output L is
     excluded, as in the paper).
+
+    Args:
+        n_blocks: the model's number of blocks L (at least 2).
     """
     if n_blocks < 2:
         raise AnalysisError(f"a model needs at least 2 blocks for a core band, got {n_blocks}")
@@ -147,7 +150,12 @@ class AnalysisParams:
         return get_conventions(self.conventions)
 
     def core_for(self, n_blocks: int, n_layers: int) -> list[int]:
-        """The core band for a model with ``n_blocks`` blocks and ``n_layers`` stored layers."""
+        """The core band for a model with ``n_blocks`` blocks and ``n_layers`` stored layers.
+
+        Args:
+            n_blocks: the model's number of blocks L.
+            n_layers: how many layers it has stored (L + 1, or L + 2 with a final norm).
+        """
         core = list(self.core_layers) if self.core_layers is not None else None
         if core is None:
             core = default_core_layers(n_blocks)

@@ -222,7 +222,16 @@ def _nanmean(values: pd.Series) -> float:
 
 @dataclass
 class ComparisonResult:
-    """Model A minus model B on the same stimuli, one :class:`ModelComparison` per measure."""
+    """Model A minus model B on the same stimuli, one :class:`ModelComparison` per measure.
+
+    Attributes:
+        model_a: the model the differences start from (its core band is used).
+        model_b: the model subtracted.
+        stimuli: the stimulus set both were measured on.
+        core_layers: model A's core layers.
+        measures: measure -> the layerwise comparison (deltas, joint-bootstrap CIs, Wilcoxon test).
+        conventions: the conventions of the analyses compared.
+    """
 
     model_a: str
     model_b: str
@@ -232,6 +241,7 @@ class ComparisonResult:
     conventions: str = MAGDASH
 
     def to_json(self) -> dict[str, Any]:
+        """The CLI's ``compare --json`` shape: per measure, its summary and its layers as records."""
         return {
             "model_a": self.model_a,
             "model_b": self.model_b,
@@ -245,6 +255,7 @@ class ComparisonResult:
         }
 
     def to_payload(self) -> bytes:
+        """The result as plain compressed JSON for the store's cache (never pickle)."""
         return pack(
             {
                 "model_a": self.model_a,
@@ -268,6 +279,11 @@ class ComparisonResult:
 
     @classmethod
     def from_payload(cls, payload: bytes) -> ComparisonResult:
+        """The result a payload of :meth:`to_payload` holds.
+
+        Args:
+            payload: bytes written by :meth:`to_payload`.
+        """
         document = unpack(payload)
         measures = {}
         for name, item in document["measures"].items():

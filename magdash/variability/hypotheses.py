@@ -52,7 +52,29 @@ def _check_core(core_layers: Sequence[int], n_layers: int) -> list[int]:
 
 @dataclass(frozen=True)
 class HypothesisResult:
-    """H1–H4 for one model and one measure over its core layers."""
+    """H1–H4 for one model and one measure over its core layers.
+
+    Attributes:
+        core_layers: the core layers tested.
+        n_valid: how many of them have a fit.
+        mean_alpha: the mean alpha over the fitted core layers.
+        median_alpha: the median alpha over them.
+        positive_layers: core layers with alpha > 0.
+        h1: H1 (alpha > 0) is supported: at more than half the core layers.
+        h1_t: the one-sample t of the core alphas against 0.
+        h1_p: its p-value.
+        window: the Weber window of H2.
+        in_window_layers: core layers whose alpha lies in the window.
+        h2: H2 (alpha in the Weber window) is supported.
+        h2_t: the one-sample t of the core alphas against 1.
+        h2_p: its p-value.
+        below_one_layers: core layers with alpha < 1.
+        h3: H3 (alpha < 1) is supported.
+        h4: H4 (alpha changes with depth) is supported: Spearman p < .05.
+        h4_rho: the Spearman rho of alpha with the layer index.
+        h4_p: its p-value (exact for a few layers).
+        h4_layers: the layers H4 is computed over (the conventions decide).
+    """
 
     core_layers: list[int]
     n_valid: int
@@ -75,6 +97,7 @@ class HypothesisResult:
     h4_layers: list[int]
 
     def verdicts(self) -> dict[str, bool]:
+        """H1-H4 -> supported or not."""
         return {"H1": self.h1, "H2": self.h2, "H3": self.h3, "H4": self.h4}
 
 

@@ -61,7 +61,7 @@ def login_gate() -> None:
     """With login configured, stop the run of anyone not logged in, after a Log in button
     (``st.login``: the provider's page, then back here). Without it the dashboard is open to
     whoever reaches the server: keep it on localhost, or behind a reverse proxy that
-    authenticates (README, "Serving the dashboard")."""
+    authenticates (docs/how-to/serve-lab.md)."""
     if not login_configured() or st.user.is_logged_in:
         return
     st.title("magdash")

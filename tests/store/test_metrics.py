@@ -2,8 +2,8 @@
 
 Rows are checked against the result objects they come from, a recomputation replaces them in
 the same transaction as the cache entry, a schema-3 store written by the previous release
-(``tests/data/make_store_v3.py``) gets them from its cache, and the README's SQL runs on a
-read-only connection and gives the numbers the analyses give.
+(``tests/data/make_store_v3.py``) gets them from its cache, and the SQL how-to's queries
+(``docs/how-to/sql.md``) run on a read-only connection and give the numbers the analyses give.
 """
 
 from __future__ import annotations
@@ -257,20 +257,18 @@ def test_a_result_cached_before_its_tables_gets_its_rows_when_next_read(two_mode
     assert backfill_store(two_models) == {"analysis": 0, "compare": 0, "controls": 0, "e5": 0}
 
 
-# -- the README's SQL ------------------------------------------------------------------------
+# -- the SQL how-to's queries (docs/how-to/sql.md) ---------------------------------------
 
 
-def readme_queries() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Metrics as tables"):]
-    section = section[:section.index("\n## ", 1)]
-    return re.findall(r"```sql\n(.*?)```", section, re.S)
+def documented_queries() -> list[str]:
+    text = (ROOT / "docs" / "how-to" / "sql.md").read_text(encoding="utf-8")
+    return re.findall(r"```sql\n(.*?)```", text, re.S)
 
 
-def test_the_readme_queries_give_the_analyses_numbers(two_models):
-    queries = readme_queries()
+def test_the_documented_queries_give_the_analyses_numbers(two_models):
+    queries = documented_queries()
     assert len(queries) == 3
-    # The README names the built-in model and its control; here they are base and tuned.
+    # The how-to names the built-in model and its control; here they are base and tuned.
     queries = [q.replace("'minilm@random'", "'tuned'").replace("'minilm'", "'base'") for q in queries]
     stale = analyze(two_models, "base", "planted", AnalysisParams(n_boot=100, seed=7))  # an older, other analysis
     base = analyze(two_models, "base", "planted", FAST)
