@@ -208,7 +208,7 @@ def design_report(store, result: DesignResult, model: str, analysis: AnalysisRes
 def probe_report(store, series: Mapping[str, ProbeResult], layer: int | None = None, target: str = "log") -> str:
     """The probes of one model (``series``: the model's result first, then its ``@random``
     control's when probed; :meth:`magdash.runs.probe_runs.ProbeRun.series`) as an HTML report, with
-    the decoded-noise figures at ``layer`` (default: where the probe decodes best)."""
+    the decoded-noise figures at ``layer`` (default: where the probe decodes unseen magnitudes best)."""
     trained = next(iter(series.values()))
     results = {result.model: result for result in series.values()}
     manifest = report_manifest(store, results, kind="probe")
