@@ -47,6 +47,7 @@ PAGES = {  # url path: (navigation title, heading, charts drawn on the populated
     "frequency": ("Frequency", "Variability and corpus frequency (E5)", 3),
     "compare": ("Compare", "Compare two models", 1),
     "geometry": ("Geometry", "Log-compressive geometry", 3),
+    "probes": ("Probes", "Probes: is magnitude decodable?", 5),
     "depth": ("Depth", "Depth: liquid or solid?", 6),
     "controls": ("Controls", "Robustness controls", 4),
     "design": ("Design", "Study design", 0),

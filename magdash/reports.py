@@ -17,9 +17,12 @@ from magdash.errors import AnalysisError, MagdashError
 from magdash.names import control_name
 from magdash.phase.phase_params import PhaseParams
 from magdash.presentation.report import ReportSection, StepCallback, build_manifest, build_report_html, sections
+from magdash.probes.probe_params import ProbeParams
+from magdash.probes.result import ProbeResult
 from magdash.runs.analysis_runs import analyze, compare
 from magdash.runs.depth_runs import phase_from_store
 from magdash.runs.frequency_runs import e5_from_analysis, load_source
+from magdash.runs.probe_runs import cached_probe, stored_control
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.compare import ComparisonResult
@@ -30,24 +33,27 @@ TRAINED_SERIES = "trained"
 CONTROL_SERIES = "random control"
 
 
-def report_manifest(store, results: Mapping[str, AnalysisResult], extra: Mapping[str, Any] | None = None) -> dict:
-    """The run manifest (:func:`magdash.presentation.report.build_manifest`) of ``results``, with
-    the models' records, data fingerprints and stimulus sets read from ``store``."""
+def report_manifest(store, results: Mapping[str, Any], extra: Mapping[str, Any] | None = None,
+                    kind: str = "analysis") -> dict:
+    """The run manifest (:func:`magdash.presentation.report.build_manifest`) of ``results`` (analyses,
+    or the results ``kind`` names), with the models' records, data fingerprints and stimulus sets read
+    from ``store``."""
     with store.session():
         records = {name: store.model_record(name) for name in results}
         fingerprints = {name: store.data_fingerprint(name, result.stimuli) for name, result in results.items()}
         sets = {result.stimuli: store.stimulus_set(result.stimuli) for result in results.values()}
-    return build_manifest(records, fingerprints, sets, results, store=str(store.path), extra=extra)
+    return build_manifest(records, fingerprints, sets, results, store=str(store.path), extra=extra, kind=kind)
 
 
 def model_sections(
     store, result: AnalysisResult, measure: str, layer: int | None = None, *,
-    depth: PhaseParams | None = None, source: str | None = REPORT_SOURCE,
+    depth: PhaseParams | None = None, source: str | None = REPORT_SOURCE, probes: ProbeParams | None = None,
 ) -> list[ReportSection]:
     """The sections of every page for one analysed model: V against n and the geometry at
     ``layer`` (default: the middle of the core band), E5 against ``source``, the depth diagnostics
     with ``depth`` (the model and, when stored on the same stimuli, its ``@random`` control; raw
-    and without the massive dimensions), and alpha without the massive dimensions.
+    and without the massive dimensions), alpha without the massive dimensions, and the probes
+    with ``probes`` when they are cached (:func:`cached_probe_series`; a report never waits for them).
 
     Args:
         store: the store the result came from.
@@ -56,6 +62,7 @@ def model_sections(
         layer: the layer of the single-layer figures.
         depth: the depth diagnostics' parameters; None leaves the depth section out.
         source: the frequency source of E5 (a name); None leaves E5 out.
+        probes: the probes' parameters; None (or probes not cached) leaves the probes section out.
     """
     if layer is None:
         core = result.core_layers or (result.n_layers // 2,)
@@ -81,7 +88,22 @@ def model_sections(
         found.append(sections.depth_section(raw, dropped, layer, result.layer_labels[layer]))
     dropped_analysis = analyze(store, result.model, result.stimuli, dataclasses.replace(result.params, massive="drop"))
     found.append(sections.massive_section(result, dropped_analysis, measure))
+    if probes is not None and (series := cached_probe_series(store, result.model, result.stimuli, probes)):
+        found.append(sections.probe_section(series, layer))
     return found
+
+
+def cached_probe_series(store, model: str, stimuli: str, params: ProbeParams) -> dict[str, ProbeResult]:
+    """The cached probes of ``model`` and, when also cached, of its ``@random`` control, by series
+    (empty when the model's are not cached): nothing is computed."""
+    found = cached_probe(store, model, stimuli, params)
+    if found is None:
+        return {}
+    series = {TRAINED_SERIES: found}
+    control = stored_control(store, model, stimuli)
+    if control is not None and (probed := cached_probe(store, control, stimuli, params)) is not None:
+        series[CONTROL_SERIES] = probed
+    return series
 
 
 def _complete_sets(store, name: str) -> list[str]:
@@ -100,6 +122,7 @@ def analysis_report(
     layer: int | None = None,
     depth: PhaseParams | None = None,
     source: str | None = None,
+    probes: ProbeParams | None = None,
     comparisons: Sequence[ComparisonResult] | None = None,
     extra_sections: Sequence[ReportSection] = (),
     view: Mapping[str, str] | None = None,
@@ -126,6 +149,7 @@ def analysis_report(
         layer: the layer of their single-layer figures.
         depth: the depth diagnostics' parameters for the focus model (None: no depth section).
         source: the frequency source of the focus model's E5 (None: no E5 section).
+        probes: the probes' parameters for the focus model: its section when they are cached (None: none).
         comparisons: comparisons already made (the app's cached ones).
         extra_sections: more sections, before the manifest.
         view: the dashboard view's query string, kept in the manifest.
@@ -160,7 +184,7 @@ def analysis_report(
     if focus is not None:
         focused = results[focus]
         found += model_sections(store, focused, measure or focused.params.measures[0], layer, depth=depth,
-                                source=source)
+                                source=source, probes=probes)
     found.extend(extra_sections)
     manifest = report_manifest(store, results, extra={"dashboard_view": dict(view)} if view is not None else None)
     return build_report_html(found, manifest, title=title, image_format=image_format, progress=progress)
@@ -179,3 +203,14 @@ def design_report(store, result: DesignResult, model: str, analysis: AnalysisRes
     manifest = report_manifest(store, {model: analysis}, extra={"design_parameters": dataclasses.asdict(result.params),
                                                                 "calibration": dataclasses.asdict(result.calibration)})
     return build_report_html([sections.design_section(result)], manifest, title="magdash study design")
+
+
+def probe_report(store, series: Mapping[str, ProbeResult], layer: int | None = None, target: str = "log") -> str:
+    """The probes of one model (``series``: the model's result first, then its ``@random``
+    control's when probed; :meth:`magdash.runs.probe_runs.ProbeRun.series`) as an HTML report, with
+    the decoded-noise figures at ``layer`` (default: where the probe decodes unseen magnitudes best)."""
+    trained = next(iter(series.values()))
+    results = {result.model: result for result in series.values()}
+    manifest = report_manifest(store, results, kind="probe")
+    return build_report_html([sections.probe_section(series, layer, target)], manifest,
+                             title=f"magdash probes: {trained.model}")

@@ -195,10 +195,10 @@ def data_pages() -> list[str]:
 # paper's stimuli (every chart has PNG and SVG buttons, every table a CSV button).
 EXPECTED_CHARTS = {
     "home": 1, "extract": 0, "stimuli": 0, "scaling": 2, "weber": 5, "frequency": 3,
-    "compare": 1, "geometry": 3, "depth": 6, "controls": 4, "design": 0,
+    "compare": 1, "geometry": 3, "probes": 5, "depth": 6, "controls": 4, "design": 0,
 }
 EXPECTED_TABLES = {
-    "home": 1, "scaling": 1, "weber": 2, "frequency": 2, "compare": 1, "geometry": 1, "depth": 2,
+    "home": 1, "scaling": 1, "weber": 2, "frequency": 2, "compare": 1, "geometry": 1, "probes": 4, "depth": 2,
     "controls": 5,
 }
 

@@ -2,8 +2,8 @@
 
 A golden file records, for a small fixed store, every number the analysis and the comparison
 (in magdash's conventions and in the paper's), the phase diagnostics, the robustness controls,
-the design simulator and E5 cache, under the versions (:data:`ANALYSIS_VERSION`, :data:`PHASE_VERSION`,
-:data:`CONTROLS_VERSION`, :data:`DESIGN_VERSION`, :data:`E5_VERSION`) that computed them. A change to the code that moves a cached number
+the design simulator, E5 and the probes cache, under the versions (:data:`ANALYSIS_VERSION`, :data:`PHASE_VERSION`,
+:data:`CONTROLS_VERSION`, :data:`DESIGN_VERSION`, :data:`E5_VERSION`, :data:`PROBE_VERSION`) that computed them. A change to the code that moves a cached number
 without bumping its version would serve stale results from every existing store: this test
 fails on it. After a deliberate change, bump the version and rewrite the golden file with
 ``python tests/test_cache_versions.py``.
@@ -33,11 +33,14 @@ from magdash.controls.robustness import CONTROLS_VERSION
 from magdash.frequency import FrequencySource
 from magdash.frequency.e5 import E5_VERSION
 from magdash.phase.accumulate import PHASE_VERSION, samples_from_bytes
+from magdash.probes.probe_params import ProbeParams
+from magdash.probes.result import PROBE_VERSION
 from magdash.runs.analysis_runs import analysis_key, analyze, compare
 from magdash.runs.controls_runs import controls_key, run_controls
 from magdash.runs.depth_runs import number_token_key, phase_from_store
 from magdash.runs.design_runs import design_key, run_design
 from magdash.runs.frequency_runs import e5_from_store
+from magdash.runs.probe_runs import probe, probe_key
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.store import Store
 from magdash.variability.analysis import ANALYSIS_VERSION
@@ -108,12 +111,16 @@ def cached_documents(store: Store) -> dict:
     counts = pd.DataFrame({"number": PAPER_MAGNITUDES, "count": [10_000 // n for n in PAPER_MAGNITUDES]})
     e5_from_store(store, MODELS[0], FrequencySource("golden-counts", counts, {}), n_boot=200)
     (payload,) = [row for row in _payloads(store, "e5")]
+    probe_params = ProbeParams(n_boot=50)
+    probe(store, MODELS[0], params=probe_params)
+    probes = json.loads(zlib.decompress(store.get_result(probe_key(store, MODELS[0], "paper", probe_params))))
     return {
         "analysis": analysis,
         "phase": phases,
         "controls": controls,
         "design": design,
         "e5": json.loads(zlib.decompress(payload)),
+        "probe": probes,
     }
 
 
@@ -149,7 +156,8 @@ def test_cached_results_change_only_with_their_version(tmp_path):
                                 ("phase", PHASE_VERSION, "PHASE_VERSION in magdash/phase/accumulate.py"),
                                 ("controls", CONTROLS_VERSION, "CONTROLS_VERSION in magdash/controls/robustness.py"),
                                 ("design", DESIGN_VERSION, "DESIGN_VERSION in magdash/controls/design.py"),
-                                ("e5", E5_VERSION, "E5_VERSION in magdash/frequency/e5.py")):
+                                ("e5", E5_VERSION, "E5_VERSION in magdash/frequency/e5.py"),
+                                ("probe", PROBE_VERSION, "PROBE_VERSION in magdash/probes/result.py")):
         changed = differences(golden[part], json.loads(json.dumps(documents[part], allow_nan=True)), part)
         if golden["versions"][part] == version:
             assert not changed, (
@@ -178,7 +186,7 @@ def write_golden() -> None:
     with tempfile.TemporaryDirectory() as folder:
         documents = cached_documents(golden_store(Path(folder) / "golden.duckdb"))
     documents["versions"] = {"analysis": ANALYSIS_VERSION, "phase": PHASE_VERSION, "controls": CONTROLS_VERSION,
-                             "design": DESIGN_VERSION, "e5": E5_VERSION}
+                             "design": DESIGN_VERSION, "e5": E5_VERSION, "probe": PROBE_VERSION}
     GOLDEN.write_text(json.dumps(documents, allow_nan=True, separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size / 1e3:.0f} kB)")
 

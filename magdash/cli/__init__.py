@@ -18,7 +18,8 @@ from magdash import __version__
 from magdash.errors import MagdashError
 
 SUBCOMMAND_MODULES = (
-    "extract", "listing", "transfer", "compact", "backfill", "analyze", "freq", "phase", "controls", "design", "sweep",
+    "extract", "listing", "transfer", "compact", "backfill", "analyze", "freq", "phase", "controls", "design", "probe",
+    "sweep",
 )
 
 

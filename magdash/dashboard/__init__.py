@@ -7,7 +7,8 @@
 - :mod:`~magdash.dashboard.keys`: hashable keys of what each figure is drawn from;
 - :mod:`~magdash.dashboard.jobs`: background extractions and the first-run protocol;
 - :mod:`~magdash.dashboard.stimuli_page`: carrier uploads, the magnitude editor, tokenization preview;
-- :mod:`~magdash.dashboard.controls_page`: the Controls and Design pages' keys, variants and report sections.
+- :mod:`~magdash.dashboard.controls_page`: the Controls and Design pages' keys, variants and report sections;
+- :mod:`~magdash.dashboard.probes_page`: the Probes page's parameters and keys.
 
 The access rules and the first four are gathered here (``from magdash import dashboard as db``).
 """

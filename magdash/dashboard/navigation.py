@@ -29,6 +29,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("Noise", "pages/frequency.py", "Frequency", ":material/bar_chart:", "frequency"),
     PageSpec("Noise", "pages/compare.py", "Compare", ":material/compare_arrows:", "compare"),
     PageSpec("Geometry", "pages/geometry.py", "Geometry", ":material/scatter_plot:", "geometry"),
+    PageSpec("Geometry", "pages/probes.py", "Probes", ":material/troubleshoot:", "probes"),
     PageSpec("Depth", "pages/depth.py", "Depth", ":material/layers:", "depth"),
     PageSpec("Robustness", "pages/controls.py", "Controls", ":material/verified:", "controls"),
     PageSpec("Robustness", "pages/design.py", "Design", ":material/science:", "design"),

@@ -7,6 +7,7 @@ DataFrames), charts (Altair) and figures (a result in, a captioned chart or tabl
 - :mod:`~magdash.presentation.frequency_figures`: counts and E5;
 - :mod:`~magdash.presentation.depth_figures`: the depth diagnostics;
 - :mod:`~magdash.presentation.controls_figures`: the robustness controls and the study design;
+- :mod:`~magdash.presentation.probe_figures`: the probes (decodability and the decoded Weber fraction);
 - :mod:`~magdash.presentation.chart_style`: the Altair vocabulary they share (depth axis, bands,
   colours, thinning);
 - :mod:`~magdash.presentation.report`: the HTML report, its manifest and one section builder per page;

@@ -64,6 +64,11 @@ of the layer's variance."""
 
 TABLES = ("scores", "selectivity", "directions", "decoded", "decoded_scaling", "layers")
 
+PROBE_VERSION = "1"
+"""Bumped whenever :func:`magdash.probes.probe.run_probes` can give another result for the same vectors
+and parameters: the cache key of :mod:`magdash.runs.probe_runs` (``tests/test_cache_versions.py``
+checks it). Here, not beside the fits, so that a cached result is found without importing them."""
+
 # The grid's smallest penalty chosen in more than this share of a layer's folds: extend the grid down.
 # (Its largest is what a layer without a decodable code chooses: predicting the mean is the answer there.)
 FLOOR_SHARE = 0.5

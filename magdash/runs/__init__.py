@@ -8,11 +8,13 @@ metric rows (:mod:`~magdash.runs.rows`) in one transaction:
   the analysis without the massive dimensions;
 - :mod:`~magdash.runs.controls_runs`: the robustness controls, variants and ``@random``;
 - :mod:`~magdash.runs.design_runs`: the study-design simulator calibrated on a stored model;
+- :mod:`~magdash.runs.probe_runs`: the probes of a stored model, beside its ``@random`` control's;
 - :mod:`~magdash.runs.depth_runs`: the depth diagnostics of stored vectors or of every token of prompts;
 - :mod:`~magdash.runs.frequency_runs`: stored frequency sources and E5;
 - :mod:`~magdash.reports`: reports over a store;
 - :mod:`~magdash.runs.backfill`: the metric rows of results cached before their tables existed.
 
 The statistics themselves are the array-in functions of :mod:`magdash.variability`,
-:mod:`magdash.controls`, :mod:`magdash.phase` and :mod:`magdash.frequency`; nothing here computes one.
+:mod:`magdash.controls`, :mod:`magdash.phase`, :mod:`magdash.frequency` and :mod:`magdash.probes`;
+nothing here computes one.
 """

@@ -8,8 +8,9 @@ from magdash.runs.analysis_runs import ANALYSIS, COMPARISON
 from magdash.runs.cache import backfill
 from magdash.runs.controls_runs import CONTROLS
 from magdash.runs.frequency_runs import E5
+from magdash.runs.probe_runs import PROBE
 
-RESULT_KINDS = {kind.name: kind for kind in (ANALYSIS, COMPARISON, CONTROLS, E5)}
+RESULT_KINDS = {kind.name: kind for kind in (ANALYSIS, COMPARISON, CONTROLS, E5, PROBE)}
 """The kinds whose cached payloads hold everything their metric rows need (a backfill writes
 theirs); a design's rows need the model it was calibrated on, phase diagnostics their parameters,
 so those get rows when they are next computed."""

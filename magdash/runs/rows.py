@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from magdash.controls.design import DesignResult
     from magdash.controls.robustness import CarrierTables
     from magdash.phase.diagnostics import PhaseResult
+    from magdash.probes.result import ProbeResult
     from magdash.variability.analysis import AnalysisResult
     from magdash.variability.compare import ComparisonResult
 
@@ -175,3 +176,22 @@ def phase_rows(result: PhaseResult, stimuli: str) -> Rows:
         [{**identity, "jump": rank, **dataclasses.asdict(jump)} for rank, jump in enumerate(result.jumps, start=1)]
     )
     return {"phase_layers": layers, "phase_transitions": transitions, "phase_jumps": jumps}
+
+
+def probe_rows(result: ProbeResult) -> Rows:
+    """Probes of ``result.model`` on ``result.stimuli`` as rows of ``probes``, ``probe_layers``,
+    ``probe_scores``, ``probe_selectivity``, ``probe_directions``, ``probe_decoded`` and
+    ``probe_decoded_scaling`` (the result's tables with the model and stimuli in front)."""
+    identity = {"model": result.model, "stimuli": result.stimuli}
+    params = result.params
+    run = pd.DataFrame([{
+        **identity, "targets": list(params.targets), "n_magnitudes": int(result.magnitudes.size),
+        "n_carriers": result.n_carriers, "n_layers": result.n_layers, "magnitude_folds": params.magnitude_folds,
+        "carrier_folds": params.carrier_folds, "n_boot": params.n_boot, "ci": params.ci, "seed": params.seed,
+        "control_seed": params.control_seed,
+        "params": json.dumps(to_jsonable(dataclasses.asdict(params), keep_nan=True), sort_keys=True),
+    }])
+    tables = {"probe_layers": result.layers, "probe_scores": result.scores, "probe_selectivity": result.selectivity,
+              "probe_directions": result.directions, "probe_decoded": result.decoded,
+              "probe_decoded_scaling": result.decoded_scaling}
+    return {"probes": run, **{name: with_identity(frame, identity) for name, frame in tables.items()}}

@@ -1,7 +1,7 @@
 """Every computed result as tidy tables in the catalog, for SQL, pandas and other tools.
 
 A cached result (an analysis, a comparison, the carrier controls, a design simulation, E5,
-phase diagnostics) is also written as rows of the tables below, in the same transaction as its
+phase diagnostics, probes) is also written as rows of the tables below, in the same transaction as its
 cache entry; its recomputation replaces those rows. Every row starts with ``result_key`` (the
 cache key: it hashes the model, the stimuli, the data fingerprint, every parameter and the code
 version, so two rows with one key come from one computation) and ends with ``computed_at``. A missing
@@ -82,6 +82,13 @@ _FIT_COLUMNS = (
 )
 
 _PHASE_ID = (_MODEL, _STIMULI, ("massive", "VARCHAR", "the vectors' view: keep, drop or standardise"))
+
+_PROBE_ID = (_MODEL, _STIMULI)
+_PROBE_TARGET = ("target", "VARCHAR", "log (the probe reads ln n) or linear (n)")
+_PROBE_READOUT = (
+    ("scheme", "VARCHAR", "carrier (held-out carriers: a new context) or magnitude (held-out magnitudes)"),
+    _PROBE_TARGET,
+)
 
 METRIC_TABLES: tuple[MetricTable, ...] = (
     MetricTable("analyses", "analysis", "one row per analysis", (
@@ -315,6 +322,78 @@ METRIC_TABLES: tuple[MetricTable, ...] = (
         ("half_width", "DOUBLE", "mean 95% CI half-width of a layer's alpha"),
         ("half_width_low", "DOUBLE", "its +-1.96 SE band, lower end"),
         ("half_width_high", "DOUBLE", "upper end"),
+    )),
+    MetricTable("probes", "probe", "one row per probe run: its design and parameters", (
+        *_PROBE_ID,
+        ("targets", "VARCHAR[]", "what the probes read out: log (ln n) and/or linear (n)"),
+        ("n_magnitudes", "INTEGER", "magnitudes n"),
+        ("n_carriers", "INTEGER", "carriers"),
+        ("n_layers", "INTEGER", "layers (probed or left out)"),
+        ("magnitude_folds", "INTEGER", "folds of held-out magnitudes"),
+        ("carrier_folds", "INTEGER", "folds of held-out carriers (0: leave one carrier out)"),
+        ("n_boot", "INTEGER", "bootstrap resamples of the magnitudes"),
+        ("ci", "DOUBLE", "confidence level of the intervals"),
+        ("seed", "INTEGER", "bootstrap seed"),
+        ("control_seed", "INTEGER", "seed of the control task's permutation"),
+        ("params", "VARCHAR", "every parameter, as JSON"),
+    )),
+    MetricTable("probe_layers", "probe", "one row per (probe run, layer): how the layer was probed", (
+        *_PROBE_ID, _LAYER, _LABEL,
+        ("probed", "BOOLEAN", "probed (false: the layer holds Inf/NaN vectors)"),
+        ("exact", "BOOLEAN", "on every direction the vectors span (false: the centroids' top principal components)"),
+        ("n_features", "INTEGER", "coordinates the probe read"),
+        ("variance_kept", "DOUBLE", "share of the layer's variance in those coordinates"),
+        ("nonfinite", "INTEGER", "Inf/NaN vectors of the layer"),
+    )),
+    MetricTable("probe_scores", "probe", "one row per (probe run, layer, scheme, target, task): held-out scores", (
+        *_PROBE_ID, _LAYER, _LABEL, *_PROBE_READOUT,
+        ("task", "VARCHAR", "real (the labels) or control (labels permuted across magnitudes; Hewitt & Liang 2019)"),
+        ("r2", "DOUBLE", "held-out R squared of the target (0: no better than the mean)"),
+        ("r2_low", "DOUBLE", "its bootstrap interval over magnitudes, lower end"),
+        ("r2_high", "DOUBLE", "upper end"),
+        ("spearman", "DOUBLE", "Spearman rho of the held-out prediction with the target"),
+        ("spearman_low", "DOUBLE", "its interval, lower end"),
+        ("spearman_high", "DOUBLE", "upper end"),
+        ("error_log", "DOUBLE", "mean |ln n-hat - ln n| (0.1: about 10% off)"),
+        ("error_log_low", "DOUBLE", "its interval, lower end"),
+        ("error_log_high", "DOUBLE", "upper end"),
+        ("share_nonpositive", "DOUBLE", "share of predictions with n-hat <= 0 (no logarithm; linear target)"),
+        ("alpha", "DOUBLE", "median ridge penalty chosen over the folds (relative to the layer's variance)"),
+        ("alpha_at_floor", "DOUBLE", "share of folds that chose the grid's smallest penalty"),
+        ("n_folds", "INTEGER", "folds"),
+        ("n_magnitudes", "INTEGER", "magnitudes predicted"),
+    )),
+    MetricTable("probe_selectivity", "probe", "one row per (probe run, layer, scheme, target): real minus control R2", (
+        *_PROBE_ID, _LAYER, _LABEL, *_PROBE_READOUT,
+        ("selectivity", "DOUBLE", "max(R2 real, 0) - max(R2 control, 0), held out"),
+        ("selectivity_low", "DOUBLE", "its paired bootstrap interval, lower end"),
+        ("selectivity_high", "DOUBLE", "upper end"),
+    )),
+    MetricTable("probe_directions", "probe", "one row per (probe run, layer, target): the probe's direction", (
+        *_PROBE_ID, _LAYER, _LABEL, _PROBE_TARGET,
+        ("cosine_pc1", "DOUBLE", "cosine of the probe direction with the centroids' PC1 (oriented with n)"),
+        ("fold_cosine", "DOUBLE", "mean cosine of the held-out-carrier folds' directions with it"),
+        ("cosine_previous_layer", "DOUBLE", "cosine with the previous layer's direction (NULL at the first)"),
+        ("alpha", "DOUBLE", "ridge penalty of the probe fitted on every vector"),
+    )),
+    MetricTable("probe_decoded", "probe", "one row per (probe run, layer, target, magnitude): decoded n-hat", (
+        *_PROBE_ID, _LAYER, _LABEL, _PROBE_TARGET,
+        ("magnitude", "DOUBLE", "n"),
+        ("mean_decoded", "DOUBLE", "mean over carriers of the held-out-carrier n-hat"),
+        ("sd_decoded", "DOUBLE", "its SD over carriers (ddof 1)"),
+        ("weber_fraction", "DOUBLE", "sd_decoded / n"),
+    )),
+    MetricTable("probe_decoded_scaling", "probe", "one row per (probe run, layer, target): how SD(n-hat) scales", (
+        *_PROBE_ID, _LAYER, _LABEL, _PROBE_TARGET,
+        ("beta", "DOUBLE", "OLS slope of ln SD(n-hat) on ln n (1: constant Weber fraction; 0: constant noise)"),
+        ("beta_low", "DOUBLE", "its bootstrap interval, lower end"),
+        ("beta_high", "DOUBLE", "upper end"),
+        ("intercept", "DOUBLE", "the fit's intercept"),
+        ("weber_mean", "DOUBLE", "mean Weber fraction SD(n-hat) / n over magnitudes"),
+        ("weber_mean_low", "DOUBLE", "its interval, lower end"),
+        ("weber_mean_high", "DOUBLE", "upper end"),
+        ("calibration", "DOUBLE", "slope of ln mean n-hat on ln n (1: calibrated)"),
+        ("n_points", "INTEGER", "magnitudes in the fit"),
     )),
 )
 

@@ -32,6 +32,9 @@ A plan is a TOML file (read with :mod:`tomllib`)::
     [controls]                                 # ControlsParams fields but analysis ([analyze]'s)
     n_perm = 10000
 
+    [probe]                                    # ProbeParams fields (with "probe" in tasks)
+    n_boot = 1000
+
 A cell is one (model, stimulus set, dtype, position); its store name is
 :func:`magdash.names.default_name` of the model's name (or spec), so a sweep stores each
 cell under the name ``magdash extract`` would give it. Every mistake is a :class:`PlanError`
@@ -53,6 +56,7 @@ from magdash.extract import DEFAULT_BATCH_SIZE
 from magdash.names import default_name
 from magdash.params import DTYPES
 from magdash.phase.phase_params import PhaseParams
+from magdash.probes.probe_params import ProbeParams
 from magdash.stimuli import PAPER_CARRIERS, PAPER_SET_NAME, POSITIONS, StimulusSet, parse_magnitudes, read_carrier_file
 from magdash.variability.analysis_params import AnalysisParams
 
@@ -160,6 +164,7 @@ class SweepPlan:
     analysis: AnalysisParams = field(default_factory=AnalysisParams)
     phase: PhaseParams = field(default_factory=PhaseParams)
     controls: ControlsParams | None = None  # None: the defaults over ``analysis``
+    probe: ProbeParams = field(default_factory=ProbeParams)
 
     @property
     def controls_params(self) -> ControlsParams:
@@ -178,7 +183,7 @@ class SweepPlan:
 
 
 _PLAN_KEYS = {"tasks", "dtypes", "positions", "batch_size", "padding_side", "device", "model_cache", "models",
-              "stimuli", "analyze", "phase", "controls"}
+              "stimuli", "analyze", "phase", "controls", "probe"}
 _MODEL_KEYS = {f.name for f in dataclasses.fields(ModelEntry)}
 _STIMULI_KEYS = {"name", "carriers", "magnitudes"}
 
@@ -236,6 +241,7 @@ def parse_plan(document: Mapping[str, Any], folder: Path, task_kinds: Mapping[st
         analysis=analysis,
         phase=_params(PhaseParams, document.get("phase", {}), "phase"),
         controls=_controls(document, tasks, analysis),
+        probe=_probe(document, tasks),
     )
     _unique([cell.store_name for cell in plan.cells() if cell.stimuli == stimuli[0].name], "store name",
             "give each model its own name")
@@ -317,6 +323,13 @@ def _controls(document: Mapping[str, Any], tasks: tuple[str, ...], analysis: Ana
             raise PlanError('[controls] is given but tasks do not include "controls": add it or drop the table')
         return None
     return _params(ControlsParams, document.get("controls", {}), "controls", analysis=analysis, variants=())
+
+
+def _probe(document: Mapping[str, Any], tasks: tuple[str, ...]) -> ProbeParams:
+    """The [probe] table (:class:`ProbeParams` fields), refused without the task that reads it."""
+    if "probe" in document and "probe" not in tasks:
+        raise PlanError('[probe] is given but tasks do not include "probe": add it or drop the table')
+    return _params(ProbeParams, document.get("probe", {}), "probe")
 
 
 def _params(kind: type, table: Any, section: str, **fixed: Any):

@@ -187,6 +187,31 @@ def _controls_run(context: TaskContext) -> str:
 register_task_kind(TaskKind("controls", _controls_done, _controls_run))
 
 
+# -- probe ----------------------------------------------------------------------------------
+
+
+def _probe_done(context: TaskContext) -> bool:
+    from magdash.runs.probe_runs import probe_key
+
+    return _results_cached(context, lambda *cell: [probe_key(*cell, context.plan.probe)])
+
+
+def _probe_run(context: TaskContext) -> str:
+    from magdash.formatting import format_number
+    from magdash.runs.probe_runs import probe
+
+    result = probe(context.store, context.cell.store_name, context.stimuli.name, context.plan.probe)
+    target = result.params.targets[0]
+    scores = result.score_table("magnitude", target, "real").dropna(subset=["r2"])
+    if scores.empty:
+        return "no layer probed (Inf/NaN vectors)"
+    best = scores.loc[scores["r2"].idxmax()]
+    return f"best held-out-magnitude R² ({target}) {format_number(best['r2'], '.3f')} at layer {int(best['layer'])}"
+
+
+register_task_kind(TaskKind("probe", _probe_done, _probe_run))
+
+
 def failure_message(error: BaseException) -> str:
     """A failed task's one line: a user error's message, or the type and first line of a bug."""
     if isinstance(error, MagdashError):

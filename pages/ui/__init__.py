@@ -25,6 +25,7 @@ from pages.ui.caches import (
     job_registry,
     layer_for,
     phase_for,
+    probe_for,
     results_arg,
     source_choices,
     store_for,
@@ -60,7 +61,7 @@ from pages.ui.widgets import (
 
 __all__ = [
     "AppContext", "analysed", "analysis_for", "build_navigation", "cached", "comparison_for", "compute", "context", "controls_for", "design_for", "end_run",
-    "figure", "frequency_source_for", "frequency_sources_for", "job_panel", "job_registry", "layer_for", "phase_for",
+    "figure", "frequency_source_for", "frequency_sources_for", "job_panel", "job_registry", "layer_for", "phase_for", "probe_for",
     "layer_picker", "login_gate", "nothing_to_show", "plain", "require_data", "require_store", "results_arg", "say", "setup", "show_error", "source_choices",
     "start_job", "store_for", "store_to_write", "table", "tokenizer_for", "update_view", "view_key", "view_setter", "warn_artifacts",
 ]

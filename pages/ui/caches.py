@@ -1,8 +1,8 @@
 """The dashboard's Streamlit caches, keyed on cheap keys (paths, names, data tokens).
 
 One :class:`~magdash.store.Store` per path, the job registry and tokenizers through
-``st.cache_resource``; the store inventory, analyses, comparisons, layer vectors, phase results
-and finished figure specs through ``st.cache_data``, so a widget change on a populated store
+``st.cache_resource``; the store inventory, analyses, comparisons, layer vectors, phase results,
+probes and finished figure specs through ``st.cache_data``, so a widget change on a populated store
 re-renders without touching the store.
 """
 
@@ -18,6 +18,7 @@ import streamlit as st
 
 from magdash import dashboard as db
 from magdash.dashboard import controls_page as dc
+from magdash.dashboard import probes_page as dp
 from magdash.dashboard.jobs import JobRegistry
 from magdash.errors import ReadOnlyStoreError
 from magdash.store import Store
@@ -143,8 +144,17 @@ def design_for(key: dc.DesignKey):
     return run_design(store_for(key.store), key.model, key.stimuli, key.params, key.analysis)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def probe_for(key: dp.ProbeKey):
+    """The probes of one model, from the store's cache or computed once (and written to its probe tables)."""
+    from magdash.runs.probe_runs import probe
+
+    return probe(store_for(key.store), key.model, key.stimuli, key.params)
+
+
 _RESOLVERS: dict[type, Callable[[Any], Any]] = {
     dc.ControlsKey: controls_for,
+    dp.ProbeKey: probe_for,
     dc.DesignKey: design_for,
     db.PhaseKey: phase_for,
     db.AnalysisKey: analysis_for,

@@ -10,6 +10,7 @@ import streamlit as st
 
 from magdash import dashboard as db
 from magdash.dashboard import controls_page as dc
+from magdash.dashboard import probes_page as dp
 from magdash.errors import MagdashError
 from magdash.presentation import export
 from magdash.variability.conventions import CONVENTION_NAMES
@@ -147,7 +148,7 @@ def report_button(context: AppContext) -> None:
                 store, list(keys), view.stimuli, {name: key.params for name, key in keys.items()},
                 comparisons=[comparison_for(comparison)] if comparison is not None else [], focus=view.model,
                 measure=view.measure, layer=layer, depth=db.phase_params(view), source=reports.REPORT_SOURCE,
-                extra_sections=extra, view=query,
+                probes=dp.probe_params(view), extra_sections=extra, view=query,
             )
         except MagdashError as error:  # a download cannot show st.error: say it in the file
             return f"<!DOCTYPE html><meta charset=utf-8><p>No report: {html.escape(str(error))}</p>"
@@ -156,7 +157,8 @@ def report_button(context: AppContext) -> None:
         "Report (HTML)", data=build,
         file_name=f"magdash-report-{export.safe_filename(view.stimuli)}.html", mime="text/html",
         on_click="ignore", key="report", icon=":material/description:", width="stretch",
-        help=f"Every page's figures, the verdict table, the controls and design shown in this session and a run "
+        help=f"Every page's figures, the verdict table, the probes once computed, the controls and design shown in "
+             f"this session and a run "
              f"manifest for the {len(keys)} model(s) on "
              f"{view.stimuli}; built when you click (seconds, longer when the depth diagnostics are not cached yet).",
     )

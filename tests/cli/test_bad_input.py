@@ -489,6 +489,7 @@ def store_commands(paths: dict[str, Path], out: Path) -> dict[str, list]:
         "phase": ["phase", "--model", "base", "--n-boot", "0"],
         "controls": ["controls", "--model", "base", "--n-boot", "0", "--n-perm", "50"],
         "design": ["design", "--model", "base", "--n-boot", "0", "--studies", "10", "--points", "2", "--design-boot", "0"],
+        "probe": ["probe", "--model", "base", "--probe-n-boot", "0", "--magnitude-folds", "3"],
         "extract": ["extract", "--model", MISSING_MODEL, "--magnitudes", "1-3", "--quiet"],
         "freq list": ["freq", "list"],
         "freq fits": ["freq", "fits", "--source", "toy"],
@@ -785,6 +786,14 @@ def test_analysis_options_give_a_result_or_one_line(files, option, value, comman
     (["phase", "--model", "base", "--prompts", "BINARY"], "prompts file"),
     (["phase", "--model", "base", "--prompts", "EMPTY"], "is empty"),
     (["phase", "--model", "base", "--prompts", "FOLDER"], "prompts file"),
+    (["probe", "--model", "base"], "held-out magnitudes in 5 folds need at least 7 magnitudes (one inner magnitude "
+                                   "per fold, plus the smallest and largest, which are always trained on), got 6"),
+    (["probe", "--model", "base", "--magnitude-folds", "3", "--carrier-folds", "4"], "carrier_folds 4 exceeds the 3 carriers"),
+    (["probe", "--model", "base", "--carrier-folds", "1"], "carrier_folds must be 0 (leave one carrier out) or at least 2"),
+    (["probe", "--model", "base", "--targets", "cube"], "unknown probe target(s) cube; choose from log, linear"),
+    (["probe", "--model", "base", "--alphas", "x"], "cannot read --alphas 'x'"),
+    (["probe", "--model", "base", "--probe-n-boot", "-1"], "n_boot must be a whole number >= 0, got -1"),
+    (["probe", "--model", "base", "--layer", "9"], "--layer 9 is not a layer of base: choose 0-3"),
 ])
 def test_analysis_commands_refuse_bad_values_in_one_line(files, tmp_path, command, message):
     record("cli analysis options")

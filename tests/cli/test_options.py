@@ -15,15 +15,17 @@ from magdash.errors import MagdashError
 from magdash.extract_params import ExtractParams
 from magdash.params import OPTION_KEY
 from magdash.phase.phase_params import PhaseParams
+from magdash.probes.probe_params import ProbeParams
 from magdash.sweep.sweep_params import SweepParams
 from magdash.variability.analysis_params import AnalysisParams
 
-PARAMS = (AnalysisParams, ControlsParams, DesignParams, PhaseParams, ExtractParams, SweepParams)
+PARAMS = (AnalysisParams, ControlsParams, DesignParams, PhaseParams, ExtractParams, SweepParams, ProbeParams)
 COMMANDS = {  # command line -> (params class, prefix, fields set by the command itself)
     ("analyze", "--model", "m"): (AnalysisParams, "", {}),
     ("controls", "--model", "m"): (ControlsParams, "controls_", {"analysis": AnalysisParams()}),
     ("design", "--model", "m"): (DesignParams, "design_", {}),
     ("phase", "--model", "m"): (PhaseParams, "", {}),
+    ("probe", "--model", "m"): (ProbeParams, "probe_", {}),
     ("extract", "--model", "m"): (ExtractParams, "", {}),
     ("sweep", "plan.toml"): (SweepParams, "", {}),
 }

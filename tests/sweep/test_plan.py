@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from magdash.errors import PlanError
+from magdash.probes.probe_params import ProbeParams
 from magdash.sweep.plan import DEFAULT_TASKS
 from magdash.sweep.runner import load_plan
 
@@ -76,9 +77,17 @@ def test_a_plan_expands_to_its_cells_in_order(tmp_path):
     assert plan.stimuli[0].stimulus_set is None  # the paper's set, made when the sweep starts
 
 
+def test_the_probe_table_gives_the_probes_params(tmp_path):
+    plan = _plan(tmp_path, 'tasks = ["extract", "probe"]\n[[models]]\nspec = "minilm"\n[[stimuli]]\nname = "paper"\n'
+                           "[probe]\nn_boot = 50\ntargets = ['log']\nalphas = [0.1, 1, 10]\n")
+    assert plan.tasks == ("extract", "probe")
+    assert plan.probe == ProbeParams(n_boot=50, targets=("log",), alphas=(0.1, 1.0, 10.0))
+
+
 def test_defaults(tmp_path):
     plan = _plan(tmp_path, '[[models]]\nspec = "minilm"\n[[stimuli]]\nname = "paper"\n')
     assert plan.tasks == DEFAULT_TASKS
+    assert plan.probe == ProbeParams()
     assert plan.controls is None and plan.controls_params.analysis is plan.analysis
     assert plan.model_cache is None
     assert (plan.dtypes, plan.positions, plan.padding_side) == (("float32",), ("last",), "right")
@@ -94,7 +103,7 @@ STIMULI = '[[stimuli]]\nname = "paper"\n'
     [
         ("tasks = [", "is not valid TOML"),
         ("colour = 1\n" + MODELS + STIMULI, "unknown key(s) colour in the plan"),
-        ('tasks = ["extract", "dance"]\n' + MODELS + STIMULI, "tasks 'dance' is not one of extract, analyze, phase, controls"),
+        ('tasks = ["extract", "dance"]\n' + MODELS + STIMULI, "tasks 'dance' is not one of extract, analyze, phase, controls, probe"),
         ('tasks = ["extract", "extract"]\n' + MODELS + STIMULI, "name a task twice"),
         ('dtypes = ["float8"]\n' + MODELS + STIMULI, "dtypes 'float8' is not one of float32"),
         ("dtypes = []\n" + MODELS + STIMULI, "dtypes must be a non-empty list"),
@@ -129,6 +138,11 @@ STIMULI = '[[stimuli]]\nname = "paper"\n'
          "unknown key(s) variants in [controls]"),
         ('tasks = ["controls"]\n' + MODELS + STIMULI + "[analyze]\nmassive = 'drop'\n",
          "[controls]: the robustness controls and the design simulator work on the raw vectors"),
+        (MODELS + STIMULI + "[probe]\nn_boot = 5\n", '[probe] is given but tasks do not include "probe"'),
+        ('tasks = ["probe"]\n' + MODELS + STIMULI + "[probe]\ntargets = ['cube']\n",
+         "[probe]: unknown probe target(s) cube"),
+        ('tasks = ["probe"]\n' + MODELS + STIMULI + "[probe]\ncarrier_folds = 1\n", "[probe]: carrier_folds must be 0"),
+        ('tasks = ["probe"]\n' + MODELS + STIMULI + "[probe]\nfolds = 3\n", "unknown key(s) folds in [probe]"),
     ],
 )
 def test_bad_plans_are_refused_with_a_message(tmp_path, text, message):

@@ -52,6 +52,22 @@ def test_the_controls_task_caches_the_controls_and_is_skipped_after(tmp_path, st
     assert [o.status for o in run_sweep(plan, store).outcomes] == ["skipped", "skipped"]
 
 
+def test_the_probe_task_caches_the_probes_and_is_skipped_after(tmp_path, store, tiny_llama):
+    from magdash.runs.probe_runs import probe
+
+    plan = load_plan(write_plan(tmp_path, {"llama": tiny_llama}, tasks='["extract", "probe"]',
+                                extra="[probe]\nn_boot = 20\nmagnitude_folds = 3\n"))
+    summary = run_sweep(plan, store)
+    assert _statuses(summary) == [("extract", "llama", "done"), ("probe", "llama", "done")]
+    cached = probe(store, "llama", "small", plan.probe)
+    assert cached.from_cache and cached.params.n_boot == 20 and cached.params.magnitude_folds == 3
+    scores = cached.score_table("magnitude", "log", "real")
+    best = scores.loc[scores["r2"].idxmax()]
+    assert summary.outcomes[1].detail == f"best held-out-magnitude R² (log) {best['r2']:.3f} at layer {int(best['layer'])}"
+    assert not store.metric_table("probe_scores").empty
+    assert [o.status for o in run_sweep(plan, store).outcomes] == ["skipped", "skipped"]
+
+
 def test_a_gguf_model_is_converted_in_the_plans_model_cache(tmp_path, store, smollm2, monkeypatch):
     from magdash.sources.gguf import MODEL_CACHE_ENV
 

@@ -24,6 +24,7 @@ def build_manifest(
     *,
     store: str = "",
     extra: Mapping[str, Any] | None = None,
+    kind: str = "analysis",
 ) -> dict[str, Any]:
     """Model identities, stimuli, analysis parameters and package versions of a run.
 
@@ -31,25 +32,28 @@ def build_manifest(
         records: model name -> its :class:`~magdash.store.ModelRecord`.
         data_fingerprints: model name -> the data fingerprint of its vectors on its result's stimuli.
         stimulus_sets: stimulus set name -> its :class:`~magdash.stimuli.StimulusSet`.
-        results: model name -> its :class:`~magdash.variability.analysis.AnalysisResult`.
+        results: model name -> its :class:`~magdash.variability.analysis.AnalysisResult`, or another
+            result with ``stimuli``, ``params`` and ``from_cache`` (a probe's, say).
         store: the store's path.
         extra: more entries (the dashboard's view).
+        kind: what ``results`` are: names the manifest's ``<kind>_parameters`` and each model's
+            ``<kind>_from_cache`` (an analysis also gives each model's core layers).
     """
     models = []
     described: dict[str, Any] = {}
     parameters: dict[str, Any] = {}
     for name, result in results.items():
         record = records[name]
-        models.append(
-            {
-                **dataclasses.asdict(record),
-                "weights": weights_note(record.fingerprint, record.dtype),
-                "stimuli": result.stimuli,
-                "data_fingerprint": data_fingerprints[name],
-                "core_layers": list(result.core_layers),
-                "analysis_from_cache": bool(result.from_cache),
-            }
-        )
+        entry = {
+            **dataclasses.asdict(record),
+            "weights": weights_note(record.fingerprint, record.dtype),
+            "stimuli": result.stimuli,
+            "data_fingerprint": data_fingerprints[name],
+        }
+        if hasattr(result, "core_layers"):
+            entry["core_layers"] = list(result.core_layers)
+        entry[f"{kind}_from_cache"] = bool(result.from_cache)
+        models.append(entry)
         parameters[name] = dataclasses.asdict(result.params)
         if result.stimuli not in described:
             stimulus = stimulus_sets[result.stimuli]
@@ -65,7 +69,7 @@ def build_manifest(
         "store": store,
         "models": models,
         "stimuli": described,
-        "analysis_parameters": (
+        f"{kind}_parameters": (
             next(iter(parameters.values())) if len(distinct) == 1 else parameters
         ),
         "packages": package_versions(),

@@ -20,8 +20,10 @@ from magdash.presentation import controls_figures as cf
 from magdash.presentation import depth_figures as df
 from magdash.presentation import frequency_figures as ff
 from magdash.presentation import geometry_figures as gf
+from magdash.presentation import probe_figures as pf
 from magdash.presentation import variability_figures as vf
 from magdash.presentation.report.html import ReportSection
+from magdash.probes.result import ProbeResult
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.measures import CARRIER_MEASURES, measure_title
 
@@ -319,3 +321,35 @@ def depth_section(depth: Mapping[str, PhaseResult], dropped: Mapping[str, PhaseR
                 (f"Per-layer diagnostics, {name} (n_spikes empty: the Marchenko-Pastur fit did not converge)",
                  df.phase_table(depth, dropped))],
     )
+
+
+def probe_section(results: Mapping[str, ProbeResult], layer: int | None = None, target: str = "log") -> ReportSection:
+    """The Probes page: held-out R² by layer in both schemes (real labels, control task, the
+    ``@random`` control), the selectivity, the decoded noise's slope beta by layer, and at ``layer``
+    (default: where the probe decodes best) the decoded n-hat against n and the decoded Weber
+    fraction (``results``: series -> :class:`~magdash.probes.result.ProbeResult`, the trained model first)."""
+    trained = next(iter(results.values()))
+    layer = pf.best_layer(trained, target) if layer is None else layer
+    name, params = trained.model, trained.params
+    where = f"layer {layer} of {name}"
+    notes = [line for result in results.values() for line in result.warnings()]
+    notes += [
+        pf.probe_sentence(results, target),
+        f"Ridge probes of {pf.TARGET_LABELS[target]} on {trained.magnitudes.size} magnitudes x {trained.n_carriers} "
+        f"carriers, scored on held-out carriers (a new context) and on held-out magnitudes (interpolation, "
+        f"{params.magnitude_folds} folds); the control task permutes the labels across magnitudes; intervals: "
+        f"{params.ci:.0%} bootstrap over magnitudes ({params.n_boot} resamples). docs/science.md, 'Probes'.",
+    ]
+    figures = [(f"Held-out R² by layer, {pf.SCHEME_LABELS[scheme]}, {name}", pf.r2_figure(results, scheme, target))
+               for scheme in pf.SCHEME_LABELS]
+    figures += [
+        (f"Selectivity by layer, {name}", pf.selectivity_figure(results, target)),
+        (f"Decoded noise scaling by layer, {name}", pf.beta_figure(results, target)),
+        (f"Decoded magnitude against n, {where}", pf.decoded_figure(results, layer, target)),
+        (f"Decoded Weber fraction by magnitude, {where}", pf.weber_figure(results, layer, target)),
+    ]
+    tables = [(f"Probes per layer, {name}", pf.layer_table(results, target))]
+    if len(results) > 1:
+        tables.append((f"Held-out scores beside the @random control, {name}", pf.comparison_table(results, target)))
+    tables.append((f"Decoded magnitude per n, {where}", pf.decoded_table(results, layer, target)))
+    return ReportSection(f"Probes: is magnitude decodable? ({name})", text=notes, figures=figures, tables=tables)

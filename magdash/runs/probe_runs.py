@@ -1,0 +1,160 @@
+"""The probes (:mod:`magdash.probes`) of a stored model, cached in the store, beside its ``@random`` control's.
+
+:func:`probe` reads a model's stored vectors one layer at a time into
+:func:`magdash.probes.probe.run_probes` (memory stays at one layer) and keeps the
+:class:`~magdash.probes.result.ProbeResult` under a key hashing the model, the stimuli, their
+data fingerprint, every :class:`~magdash.probes.probe_params.ProbeParams` field and
+:data:`~magdash.probes.result.PROBE_VERSION`, with its metric rows (``probes``, ``probe_scores``,
+...: :func:`magdash.runs.rows.probe_rows`). :func:`probe_with_control` adds the same probes of the
+model's ``@random`` control when it is stored on the same stimuli, and
+:func:`~magdash.probes.result.compare_probes` of the two.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from magdash.names import control_name
+from magdash.params import ProgressCallback
+from magdash.probes.probe_params import ProbeParams
+from magdash.probes.result import PROBE_VERSION, ProbeResult, compare_probes
+from magdash.runs import rows
+from magdash.runs.cache import CachedKind, cached_result, lookup, result_key
+
+log = logging.getLogger(__name__)
+
+PROBE = CachedKind("probe", ProbeResult.to_payload, ProbeResult.from_payload, rows.probe_rows)
+
+TRAINED_SERIES = "trained"
+CONTROL_SERIES = "random control"
+"""The names under which :meth:`ProbeRun.series` gives the model's and its control's results (the
+figures' series, as on the Depth page)."""
+
+
+def probe_key(store, model: str, stimuli: str, params: ProbeParams) -> str:
+    """The cache key of the probes of ``model`` on ``stimuli`` with ``params``."""
+    return result_key("probe", PROBE_VERSION, model=model, stimuli=stimuli,
+                      data=store.data_fingerprint(model, stimuli), params=params)
+
+
+def probe(
+    store,
+    model: str,
+    stimuli: str | None = None,
+    params: ProbeParams | None = None,
+    *,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+) -> ProbeResult:
+    """The probes of every layer of ``model`` on ``stimuli``, cached in the store.
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding the model's vectors.
+        model: the model's name in the store.
+        stimuli: the stimulus set; None takes the model's only complete one.
+        params: the probes' choices (:class:`~magdash.probes.probe_params.ProbeParams`; defaults when None).
+        use_cache: False recomputes and replaces the cached result.
+        progress: called as ``progress(done_layers, total_layers)`` after each layer is probed
+            (only when something is computed).
+
+    Raises:
+        AnalysisError: a design the probes cannot use (too few magnitudes or carriers for the
+            cross-validation, magnitudes <= 0 for the log target), saying what is needed.
+    """
+    params = params or ProbeParams()
+    with store.session():
+        stimuli = store.resolve_stimuli(model, stimuli)
+        key = probe_key(store, model, stimuli, params)
+
+    def compute() -> ProbeResult:
+        # The fits (scipy, scikit-learn) are imported only when something is probed, not to read a cached result.
+        from magdash.probes.probe import run_probes
+
+        record = store.model_record(model)
+        magnitudes = np.asarray(store.stimulus_set(stimuli).magnitudes, dtype=np.float64)
+
+        def layers():
+            for data in store.read_layers(model, stimuli):
+                log.info("probing %s layer %d (%s)", model, data.layer, data.label)
+                label, vectors = data.label, data.vectors
+                del data
+                yield label, vectors
+                # Drop this layer before reading the next, so two layers never coexist.
+                del vectors
+
+        return run_probes(layers(), magnitudes, params, model=model, stimuli=stimuli, n_layers=record.n_layers,
+                          progress=progress)
+
+    return cached_result(store, PROBE, key, compute, use_cache=use_cache)
+
+
+def cached_probe(store, model: str, stimuli: str, params: ProbeParams | None = None) -> ProbeResult | None:
+    """The probes of ``model`` on ``stimuli`` if they are cached (never computed): what a report
+    shows without making its reader wait for the probes."""
+    if model not in store.model_names() or stimuli not in store.stimulus_sets_for(model):
+        return None
+    return lookup(store, PROBE, probe_key(store, model, stimuli, params or ProbeParams()))
+
+
+def stored_control(store, model: str, stimuli: str) -> str | None:
+    """The name of ``model``'s ``@random`` control when it is stored completely on ``stimuli``
+    (None otherwise, and for a model that is itself a control)."""
+    name = control_name(model)
+    if name == model or name not in store.model_names() or stimuli not in store.stimulus_sets_for(name):
+        return None
+    return name
+
+
+@dataclass
+class ProbeRun:
+    """The probes of a model and, when stored, of its ``@random`` control on the same stimuli."""
+
+    result: ProbeResult
+    control: ProbeResult | None = None
+
+    @property
+    def comparison(self) -> pd.DataFrame | None:
+        """The model's held-out scores beside the control's, layer by layer (:func:`compare_probes`)."""
+        return None if self.control is None else compare_probes(self.result, self.control)
+
+    def series(self) -> dict[str, ProbeResult]:
+        """The results by series (``trained``, ``random control``), as the figures take them."""
+        found = {TRAINED_SERIES: self.result}
+        if self.control is not None:
+            found[CONTROL_SERIES] = self.control
+        return found
+
+    def to_json(self) -> dict[str, Any]:
+        """The model's :meth:`ProbeResult.to_json`, with the control's under ``control`` and the
+        comparison's records under ``comparison`` (both null without a control)."""
+        comparison = self.comparison
+        return {**self.result.to_json(),
+                "control": None if self.control is None else self.control.to_json(),
+                "comparison": None if comparison is None else comparison.to_dict(orient="records")}
+
+
+def probe_with_control(
+    store,
+    model: str,
+    stimuli: str | None = None,
+    params: ProbeParams | None = None,
+    *,
+    random_control: bool = True,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+) -> ProbeRun:
+    """The probes of ``model`` (:func:`probe`) and, with ``random_control`` and when it is stored on
+    the same stimuli, of its ``@random`` control with the same parameters; arguments as :func:`probe`'s
+    (``progress`` is called over the model's layers, then over the control's)."""
+    params = params or ProbeParams()
+    result = probe(store, model, stimuli, params, use_cache=use_cache, progress=progress)
+    name = stored_control(store, model, result.stimuli) if random_control else None
+    control = None
+    if name is not None:
+        control = probe(store, name, result.stimuli, params, use_cache=use_cache, progress=progress)
+    return ProbeRun(result, control)

@@ -1,0 +1,67 @@
+"""Probes: is magnitude linearly decodable from each layer, and how noisy is the decoded magnitude?"""
+
+import streamlit as st
+
+from magdash import dashboard as db
+from magdash import reports
+from magdash.dashboard import probes_page as dp
+from magdash.presentation import probe_figures as pf
+from magdash.presentation.export import safe_filename
+from pages import ui
+
+ctx = ui.require_data("the probes")
+view = ctx.view
+st.title("Probes: is magnitude decodable?")
+st.caption(
+    "A ridge probe per layer reads log n (or n) out of the number-token vectors. Scored on held-out carriers "
+    "(does the code carry over to a new context?) and on held-out magnitudes (does it interpolate to unseen "
+    "numbers?), against a control task whose labels are permuted across magnitudes (a probe that memorised "
+    "token identity scores there too; Hewitt & Liang 2019) and against the @random control. The decoded "
+    "magnitude's spread across carriers asks Weber's law in the units of n: SD(n-hat) ∝ n^beta, beta = 1 a "
+    "constant Weber fraction. docs/science.md, 'Probes'."
+)
+keys = dp.probe_keys(view, ctx.inventory)
+if db.CONTROL_SERIES not in keys:
+    st.info(ui.plain(
+        f"No random-weight control of {view.model} is stored on {view.stimuli!r}: extract it "
+        "(Extract page, '@random control') to see what the architecture alone decodes."
+    ))
+    st.page_link("pages/extract.py", label="Extract the control", icon=":material/download:")
+with st.spinner(ui.plain(f"Probing every layer of {view.model} (first time only; cached in the store)…")):
+    for key in keys.values():
+        for line in ui.probe_for(key).warnings():
+            st.warning(ui.plain(line), icon=":material/warning:")
+results = ui.results_arg(keys)
+left, right = st.columns(2)
+target = left.radio("Read-out", list(dp.probe_params(view).targets), format_func=pf.TARGET_LABELS.get,
+                    horizontal=True, key="probe_target",
+                    help="log n is the primary read-out (its n-hat is positive and its errors are ratios); n beside it.")
+scheme = right.radio("R² on", list(pf.SCHEME_LABELS), format_func=pf.SCHEME_LABELS.get, horizontal=True,
+                     key="probe_scheme",
+                     help="Held-out carriers: a new context. Held-out magnitudes: unseen numbers, always between "
+                          "trained ones (the smallest and largest are never held out).")
+slug = f"{view.model}-{target}"
+ui.say(ui.compute(pf.probe_sentence, results, target))
+ui.figure(pf.r2_figure, results, scheme, target, name=f"probe-r2-{slug}-{scheme}")
+ui.figure(pf.selectivity_figure, results, target, name=f"probe-selectivity-{slug}")
+ui.table(pf.layer_table, results, target, name=f"probes-per-layer-{slug}")
+if db.CONTROL_SERIES in keys:
+    ui.table(pf.comparison_table, results, target, name=f"probes-vs-random-{slug}")
+
+st.subheader("The decoded magnitude at one layer")
+layer = ui.layer_picker(ctx)
+ui.figure(pf.decoded_figure, results, layer, target, name=f"decoded-magnitude-{slug}-layer{layer}")
+ui.figure(pf.weber_figure, results, layer, target, name=f"decoded-weber-fraction-{slug}-layer{layer}")
+ui.table(pf.decoded_table, results, layer, target, name=f"decoded-magnitude-{slug}-layer{layer}-table")
+
+st.subheader("The decoded noise by layer")
+ui.figure(pf.beta_figure, results, target, name=f"decoded-beta-{slug}")
+with st.expander("Every held-out score (both schemes, real labels and control task)"):
+    ui.table(pf.scores_table, results, target, name=f"probe-scores-{slug}")
+st.download_button(
+    "Probes report (HTML)",
+    data=lambda: reports.probe_report(ctx.store, {series: ui.probe_for(key) for series, key in keys.items()},
+                                      layer, target),
+    file_name=f"magdash-probes-{safe_filename(slug)}.html", mime="text/html", on_click="ignore",
+    key="probes-report", icon=":material/description:",
+)
