@@ -264,7 +264,12 @@ def forward_number_vectors(
 
 def out_of_memory_message(batch_size: int, dtype: str) -> str:
     """What to do when a forward pass of ``batch_size`` sentences ran out of memory: a smaller
-    batch always helps; a half-precision dtype only when the model is not in one already."""
+    batch always helps; a half-precision dtype only when the model is not in one already.
+
+    Args:
+        batch_size: sentences in the pass that failed.
+        dtype: the dtype the model was loaded in.
+    """
     remedy = "lower --batch-size" + (" or use --dtype bfloat16" if dtype == "float32" else "")
     return (f"out of memory in the forward pass of a batch of {batch_size} sentences ({dtype}): {remedy}; "
             "everything stored so far is kept and the next run carries on from there")

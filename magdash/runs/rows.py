@@ -181,7 +181,11 @@ def phase_rows(result: PhaseResult, stimuli: str) -> Rows:
 def probe_rows(result: ProbeResult) -> Rows:
     """Probes of ``result.model`` on ``result.stimuli`` as rows of ``probes``, ``probe_layers``,
     ``probe_scores``, ``probe_selectivity``, ``probe_directions``, ``probe_decoded`` and
-    ``probe_decoded_scaling`` (the result's tables with the model and stimuli in front)."""
+    ``probe_decoded_scaling`` (the result's tables with the model and stimuli in front).
+
+    Args:
+        result: the probes of one model on one stimulus set.
+    """
     identity = {"model": result.model, "stimuli": result.stimuli}
     params = result.params
     run = pd.DataFrame([{

@@ -151,6 +151,7 @@ class SweepPlan:
         analysis: the ``[analyze]`` table's parameters.
         phase: the ``[phase]`` table's parameters.
         controls: the ``[controls]`` table's parameters (None: the defaults over ``analysis``).
+        probe: the ``[probe]`` table's parameters.
     """
     models: tuple[ModelEntry, ...]
     stimuli: tuple[StimuliEntry, ...]
