@@ -1,3 +1,120 @@
-"""magdash: geometry and noise of number representations in transformer language models."""
+"""magdash: geometry and noise of number representations in transformer language models.
+
+The public API is one import away, and this module lists all of it (:data:`__all__`)::
+
+    import magdash as md
+
+    store = md.Store("cache/magdash.duckdb")
+    md.extract("minilm", store=store)                 # the paper's stimuli by default
+    result = md.analyze(store, "minilm")              # an AnalysisResult
+    result.fits                                       # a tidy DataFrame
+    same = md.analyze(per_carrier, magnitudes=mags)   # the same statistics on an array
+
+Every name of :data:`__all__` is stable; everything else (the modules under ``magdash.``, and
+the underscored names of :mod:`magdash.api`) is internal and may change between releases. The
+names are loaded when first used, so ``import magdash`` (and the command line's ``--help``) loads
+no numerical library.
+
+- data in: :class:`Store` (with :meth:`Store.put` for arrays), :func:`extract`, the stimuli
+  (:class:`StimulusSet`, :func:`paper_stimuli`), arrays as :class:`Activations`, and the adapters
+  :func:`number_prompts`, :func:`from_transformer_lens`, :func:`from_nnsight`, :func:`from_hidden_states`;
+- analyses (a store and a model name, or arrays), each with its params class and result type:
+  :func:`analyze` (scaling, hypotheses, geometry), :func:`compare`, :func:`robustness` (the
+  controls), :func:`design`, :func:`depth` and :func:`depth_of_texts`, :func:`e5` with
+  :func:`frequency_source` and :func:`frequency_sources`, :func:`probe` (is magnitude decodable?),
+  :func:`rdm` and :func:`layer_vectors`;
+- figures: :mod:`magdash.charts`, the Altair charts the app draws;
+- errors: :class:`MagdashError` and its kinds, each message saying what to fix.
+"""
+
+import importlib
+import sys
+import types
 
 __version__ = "0.1.0"
+
+_PUBLIC: dict[str, tuple[str, str | None]] = {
+    # data in
+    "Store": ("magdash.store", "Store"),
+    "Activations": ("magdash.store", "Activations"),
+    "StimulusSet": ("magdash.stimuli", "StimulusSet"),
+    "paper_stimuli": ("magdash.stimuli", "paper_stimuli"),
+    "extract": ("magdash.api.analyses", "extract"),
+    "ExtractParams": ("magdash.extract_params", "ExtractParams"),
+    "ExtractionResult": ("magdash.extract", "ExtractionResult"),
+    "NumberPrompts": ("magdash.api.adapters", "NumberPrompts"),
+    "number_prompts": ("magdash.api.adapters", "number_prompts"),
+    "from_hidden_states": ("magdash.api.adapters", "from_hidden_states"),
+    "from_transformer_lens": ("magdash.api.adapters", "from_transformer_lens"),
+    "from_nnsight": ("magdash.api.adapters", "from_nnsight"),
+    # analyses
+    "analyze": ("magdash.api.analyses", "analyze"),
+    "compare": ("magdash.api.analyses", "compare"),
+    "robustness": ("magdash.api.analyses", "robustness"),
+    "design": ("magdash.api.analyses", "design"),
+    "depth": ("magdash.api.analyses", "depth"),
+    "depth_of_texts": ("magdash.api.analyses", "depth_of_texts"),
+    "e5": ("magdash.api.analyses", "e5"),
+    "probe": ("magdash.api.analyses", "probe"),
+    "frequency_source": ("magdash.api.analyses", "frequency_source"),
+    "frequency_sources": ("magdash.api.analyses", "frequency_sources"),
+    "rdm": ("magdash.api.analyses", "rdm"),
+    "layer_vectors": ("magdash.api.analyses", "layer_vectors"),
+    # params and results
+    "AnalysisParams": ("magdash.variability.analysis_params", "AnalysisParams"),
+    "AnalysisResult": ("magdash.variability.analysis", "AnalysisResult"),
+    "ComparisonResult": ("magdash.variability.compare", "ComparisonResult"),
+    "ControlsParams": ("magdash.controls.controls_params", "ControlsParams"),
+    "ControlsResult": ("magdash.controls.robustness", "ControlsResult"),
+    "DesignParams": ("magdash.controls.controls_params", "DesignParams"),
+    "DesignResult": ("magdash.controls.design", "DesignResult"),
+    "PhaseParams": ("magdash.phase.phase_params", "PhaseParams"),
+    "PhaseResult": ("magdash.phase.diagnostics", "PhaseResult"),
+    "FrequencySource": ("magdash.frequency.sources", "FrequencySource"),
+    "ProbeParams": ("magdash.probes.probe_params", "ProbeParams"),
+    "ProbeResult": ("magdash.probes.result", "ProbeResult"),
+    # figures
+    "charts": ("magdash.api.charts", None),
+    # errors
+    "MagdashError": ("magdash.errors", "MagdashError"),
+    "AnalysisError": ("magdash.errors", "AnalysisError"),
+    "StoreError": ("magdash.errors", "StoreError"),
+    "StimulusError": ("magdash.errors", "StimulusError"),
+    "ModelLoadError": ("magdash.errors", "ModelLoadError"),
+}
+"""Each public name: the module that defines it, and its name there (None: the module itself)."""
+
+__all__ = ["__version__", *_PUBLIC]
+
+
+def __getattr__(name: str):
+    """A public name, imported from its module the first time it is used."""
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'magdash' has no attribute {name!r}")
+    module_name, attribute = _PUBLIC[name]
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """The package, whose public names win over its submodules' names.
+
+    Importing a submodule binds it as an attribute of its package; ``magdash.extract`` is the
+    public function :func:`extract`, so the module of the same name (the extraction machinery,
+    internal) is reached as ``from magdash.extract import ...`` or through ``sys.modules``, never
+    as an attribute (tests/api/test_package.py checks that no code does).
+    """
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _PUBLIC and isinstance(value, types.ModuleType) and _PUBLIC[name][1] is not None:
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -288,7 +288,11 @@ class StimulusSet:
 
 def paper_stimuli(number_format: str = DEFAULT_NUMBER_FORMAT) -> StimulusSet:
     """The paper's 26 magnitudes x 5 carriers, in digits (named 'paper') or another format
-    (named by :func:`paper_set_name`)."""
+    (named by :func:`paper_set_name`).
+
+    Args:
+        number_format: how the numbers are written: a name in :data:`NUMBER_FORMATS` (digits, the paper's, by default).
+    """
     return StimulusSet(paper_set_name(number_format), PAPER_CARRIERS, PAPER_MAGNITUDES, number_format)
 
 

@@ -39,7 +39,6 @@ NOT_RUN_REASONS = {
     "server": "it starts the dashboard, a server that runs until stopped (tests/app/test_browser.py starts one)",
     "gpu": "it needs a CUDA GPU and torch's CUDA build",
     "cluster": "it needs a running multi-node Ray cluster (tests/sweep/test_ray.py runs a local one)",
-    "api": "it uses the top-level Python API (import magdash as md), which is not merged yet",
 }
 """Why a block marked ``<!-- not run: KEY -->`` is not run, by KEY."""
 PLACEHOLDERS = ("/models/", "meta-llama/", "hidden_states.npz", "corpus/", "counts.csv", "mytext.txt",

@@ -79,14 +79,16 @@ def main(argv: list[str]) -> int:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (options.fsize, options.fsize))
 
-    import magdash.extract
+    import importlib
+
     import magdash.store.database
     import magdash.store.shards
     from magdash.cli import main as magdash_main
     from magdash.store import Store
 
-    magdash.extract.FLUSH_SECONDS = 0.0
-    original_load = magdash.extract.load_model
+    extraction = importlib.import_module("magdash.extract")  # the module: magdash.extract is the public function
+    extraction.FLUSH_SECONDS = 0.0
+    original_load = extraction.load_model
     original_write = Store.write_vectors
     original_table = magdash.store.shards._shard_table
     original_fsync_folder = magdash.store.shards._fsync_folder
@@ -126,7 +128,7 @@ def main(argv: list[str]) -> int:
     magdash.store.shards._shard_table = shard_table
     magdash.store.shards._fsync_folder = fsync_folder
     magdash.store.database.insert_nonfinite = flag
-    magdash.extract.load_model = load_model
+    extraction.load_model = load_model
     Store.write_vectors = write_vectors
     return magdash_main(args)
 

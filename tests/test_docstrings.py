@@ -22,12 +22,18 @@ from tests.support import ROOT
 
 FIGURES = r"_figure$"
 PUBLIC: dict[str, str | None] = {
+    # the public API (import magdash as md)
+    "magdash.api.analyses": None,
+    "magdash.store.activations.Activations": None,
+    "magdash.api.adapters": None,
+    "magdash.api.charts": None,
     # the run layer
     "magdash.runs.analysis_runs": None,
     "magdash.runs.controls_runs": None,
     "magdash.runs.design_runs": None,
     "magdash.runs.depth_runs": None,
     "magdash.runs.frequency_runs": None,
+    "magdash.runs.probe_runs": None,
     "magdash.runs.cache": None,
     "magdash.runs.rows": None,
     "magdash.runs.backfill": None,
@@ -68,6 +74,7 @@ PUBLIC: dict[str, str | None] = {
     "magdash.presentation.frequency_figures": FIGURES,
     "magdash.presentation.depth_figures": FIGURES,
     "magdash.presentation.controls_figures": FIGURES,
+    "magdash.presentation.probe_figures": FIGURES,
     # sweeps, errors
     "magdash.sweep.runner": None,
     "magdash.sweep.plan": None,
@@ -75,7 +82,7 @@ PUBLIC: dict[str, str | None] = {
 }
 """What the API reference shows (``docs/reference/*.md``), each with the regex of the member
 names it shows (None: every public member)."""
-PACKAGE_ONLY = {"magdash.runs"}
+PACKAGE_ONLY = {"magdash", "magdash.runs"}
 """Packages the reference shows for their docstring alone."""
 
 

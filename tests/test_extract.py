@@ -110,7 +110,9 @@ def test_extract_is_content_addressed_and_resumes(tiny_llama, tmp_path):
 
 
 def test_a_fast_device_writes_few_large_shards_and_the_wait_for_the_store_is_counted(tiny_llama, store, monkeypatch):
-    from magdash import extract as extract_module
+    import importlib
+
+    extract_module = importlib.import_module("magdash.extract")  # magdash.extract is the public function
     from magdash.store import shards
 
     loaded = load_model(str(tiny_llama), device="cpu")

@@ -46,10 +46,12 @@ from scipy import stats
 from magdash.controls.controls_params import DesignParams
 from magdash.controls.simulate import MAX_DIMENSION, Calibration, CarrierScatter, draw_log_v, fit_alphas
 from magdash.errors import AnalysisError
+from magdash.formatting import format_number
 from magdash.jsonio import pack, unpack
 from magdash.params import ProgressCallback
 from magdash.variability.analysis_params import OUTLIER_FACTOR
 from magdash.variability.fits import resample_counts, scaling_mask
+from magdash.variability.html_summary import html_summary
 
 log = logging.getLogger(__name__)
 
@@ -180,6 +182,28 @@ class DesignResult:
             "ci_half_width": float(width["half_width"].iloc[0]) if len(width) else math.nan,
             **{f"minimal_alpha_{k}": v for k, v in self.minimal_alpha.items()},
         }
+
+    def _repr_html_(self) -> str:
+        """The notebook's view: the design, what it calibrated on, its power and the minimal detectable alpha."""
+        answers = self.summary()
+        p = self.params
+        facts = [
+            ("design", f"{self.n_magnitudes} magnitudes ({p.magnitudes}) x {p.n_carriers} carriers, "
+                       f"{self.n_layers} core layers, {p.n_studies:,} simulated studies a point"),
+            ("calibrated on", self.calibration.source),
+            (f"power of H1 at alpha = {format_number(answers['alpha'])}",
+             f"{format_number(answers['h1_power'], '.3f')} (size {format_number(answers['h1_size'], '.3f')}; "
+             f"size-adjusted {format_number(answers['h1_power_size_adjusted'], '.3f')})"),
+            (f"power of E6 at delta = {format_number(answers['delta'])}",
+             f"Wilcoxon {format_number(answers['e6_wilcoxon_power'], '.3f')}, per-layer bootstrap "
+             f"{format_number(answers['e6_bootstrap_layer_power'], '.3f')}"),
+            (f"minimal alpha detected with power {format_number(p.power_target, 'g')}",
+             f"{format_number(self.minimal_alpha['nominal'])} (size-adjusted "
+             f"{format_number(self.minimal_alpha['size_adjusted'])})"),
+            ("CI half-width of the mean core alpha", format_number(answers["ci_half_width"])),
+        ]
+        notes = ["curves: .h1, .e6, .ci_width; charts: magdash.charts.h1_power, .e6_power, .ci_width"]
+        return html_summary("Study design", facts, notes=notes)
 
 
 class Simulator:

@@ -45,14 +45,18 @@ from magdash.controls.variants import (
     variant_problem,
     variant_summary,
 )
-from magdash.formatting import format_number
+from magdash.formatting import format_number, layer_span
 from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
 from magdash.overflow import count_nonfinite
 from magdash.params import ProgressCallback
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.artifacts import MIN_LOO_CARRIERS, carrier_influence, leave_one_carrier_out
 from magdash.variability.compare import ComparisonResult
-from magdash.variability.measures import OUTLIER_RULE_MEASURES
+from magdash.variability.html_summary import html_summary
+from magdash.variability.measures import OUTLIER_RULE_MEASURES, measure_title
+
+VERDICT_WORDS = {True: "problem", False: "ok", None: "not judged"}
+"""How a verdict's ``problem`` is written for a reader."""
 
 CONTROLS_VERSION = "1"
 """Bump whenever a change to the controls code can change a cached table."""
@@ -236,6 +240,11 @@ class ControlsResult:
     def measures(self) -> list[str]:
         return list(self.params.analysis.measures)
 
+    def __repr__(self) -> str:
+        compared = [*self.variants, *([self.random_name] if self.random else [])]
+        return (f"ControlsResult(model={self.model!r}, stimuli={self.stimuli!r}, core_layers={self.core_layers}, "
+                f"compared={compared})")
+
     def loo_summary(self, measure: str) -> pd.DataFrame:
         """Per dropped carrier: mean core alpha without it, the full one, layers whose sign flips.
 
@@ -374,6 +383,18 @@ class ControlsResult:
         """Every verdict of every measure: control, measure, problem and its line."""
         rows = [dataclasses.asdict(v) for measure in self.measures for v in self.verdicts(measure)]
         return pd.DataFrame(rows, columns=["control", "measure", "problem", "line"])
+
+    def _repr_html_(self) -> str:
+        """The notebook's view: the model, the core band, one verdict per control and measure."""
+        verdicts = self.verdict_table()
+        verdicts["problem"] = [VERDICT_WORDS[problem] for problem in verdicts["problem"]]
+        verdicts["measure"] = [measure_title(m) for m in verdicts["measure"]]
+        facts = [("stimuli", self.stimuli), ("core band", layer_span(self.core_layers)),
+                 ("carriers", str(len(self.tables.carriers))), ("permutations", f"{self.tables.n_perm:,}"),
+                 ("compared with", ", ".join([*self.variants, *([self.random_name] if self.random else [])]) or "none")]
+        notes = ["tables: .tables.loo, .tables.icc, .tables.permutation, .verdict_table(), .loo_summary(measure); "
+                 "the analysis: .analysis; charts: magdash.charts"]
+        return html_summary(f"Robustness controls of {self.model}", facts, [("Verdicts", verdicts)], notes)
 
     def to_json(self) -> dict[str, Any]:
         """The CLI's ``controls --json`` shape (NaN stays NaN; the CLI writes null)."""

@@ -38,9 +38,10 @@ import numpy as np
 import pandas as pd
 
 from magdash.errors import AnalysisError
+from magdash.formatting import format_number
 from magdash.params import DEFAULT_N_BOOT
 from magdash.phase.accumulate import LayerSample
-from magdash.phase.massive_dims import find_massive, massive_share
+from magdash.phase.massive_dims import MASSIVE_LABELS, find_massive, massive_share
 from magdash.phase.omega import (
     OMEGA_QUANTILES,
     OmegaSummary,
@@ -54,6 +55,7 @@ from magdash.phase.spectrum import (
     fit_spectrum,
     isotropic_spectrum_baseline,
 )
+from magdash.variability.html_summary import html_summary
 
 # Bootstrap resample-count matrices are built in blocks of at most this many cells.
 _BOOTSTRAP_BLOCK_CELLS = 4_000_000
@@ -144,6 +146,10 @@ class PhaseResult:
     def gamma_c(self) -> float:
         return self.order.gamma_c
 
+    def __repr__(self) -> str:
+        return (f"PhaseResult(model={self.model!r}, layers={len(self.layers)}, n_blocks={self.n_blocks}, "
+                f"gamma_c={self.gamma_c:.3g}, massive={self.params.massive!r})")
+
     @property
     def first_position_left_out(self) -> int:
         """All-token mode: tokens left out for standing at a sequence's first position (the
@@ -171,6 +177,30 @@ class PhaseResult:
             if item.layer == layer:
                 return item
         raise AnalysisError(f"no layer {layer}: layers are {[d.layer for d in self.layers]}")
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """One row per layer, every scalar diagnostic with the isotropic expectations (:func:`layer_frame`)."""
+        return layer_frame(self)
+
+    def _repr_html_(self) -> str:
+        """The notebook's view: the three transition depths and the main diagnostics per layer."""
+        order = self.order
+        interval = (f" (interval {format_number(order.low, '.3f')}..{format_number(order.high, '.3f')})"
+                    if math.isfinite(order.low) else "")
+        facts = [
+            ("layers", f"{len(self.layers)} ({self.n_blocks} blocks)"),
+            ("vectors", MASSIVE_LABELS.get(self.params.massive, self.params.massive)),
+            ("gamma_c of the order parameter m(gamma)", format_number(order.gamma_c, ".3f") + interval),
+            ("gamma of the largest change of the spike count", format_number(self.spikes.gamma_c, ".3f")),
+            ("gamma of the largest change of the effective rank", format_number(self.rank.gamma_c, ".3f")),
+        ]
+        columns = ["layer", "gamma", "n_vectors", "omega_mean", "n_spikes", "effective_rank", "participation_ratio"]
+        notes = [f"layers {', '.join(map(str, sorted(self.nonfinite_layers)))} hold Inf/NaN vectors and are left out"
+                 ] if self.nonfinite_layers else []
+        notes.append("every diagnostic: .table; charts: magdash.charts.order, .omega, .spectrum, .rank")
+        return html_summary(f"Depth diagnostics of {self.model or 'the model'}", facts,
+                            [("By layer", self.table[columns])], notes)
 
 
 def depth_fraction(layer: int, n_blocks: int) -> float:

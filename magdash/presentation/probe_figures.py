@@ -312,6 +312,13 @@ def _where(result: ProbeResult, layer: int) -> str:
 
 
 def r2_figure(results: Mapping[str, ProbeResult], scheme: str = "carrier", target: str = "log") -> alt.LayerChart:
+    """Held-out R² by layer: the real labels, the control task and the ``@random`` control, with intervals.
+
+    Args:
+        results: the probes by series (``trained`` and, when probed, the ``random control``).
+        scheme: ``carrier`` (held-out carriers) or ``magnitude`` (held-out magnitudes).
+        target: the read-out, ``log`` or ``linear``.
+    """
     trained = _trained(results)
     subtitle = (f"{trained.model}, {SCHEME_LABELS[scheme]}, probe of {TARGET_LABELS[target]}; bands: "
                 f"{trained.params.ci:.0%} bootstrap intervals over magnitudes ({trained.params.n_boot} resamples)")
@@ -319,6 +326,12 @@ def r2_figure(results: Mapping[str, ProbeResult], scheme: str = "carrier", targe
 
 
 def selectivity_figure(results: Mapping[str, ProbeResult], target: str = "log") -> alt.LayerChart:
+    """Selectivity by layer: the real labels' held-out-carrier R² less the control task's.
+
+    Args:
+        results: the probes by series (the trained model's are drawn).
+        target: the read-out, ``log`` or ``linear``.
+    """
     trained = _trained(results)
     subtitle = (f"{trained.model}, probe of {TARGET_LABELS[target]}; across held-out carriers it separates a "
                 "magnitude code from memorised token identity")
@@ -326,6 +339,12 @@ def selectivity_figure(results: Mapping[str, ProbeResult], target: str = "log") 
 
 
 def beta_figure(results: Mapping[str, ProbeResult], target: str = "log") -> alt.LayerChart:
+    """By layer, the slope beta of log SD(n-hat) on log n, with its interval, per series.
+
+    Args:
+        results: the probes by series.
+        target: the read-out, ``log`` or ``linear``.
+    """
     trained = _trained(results)
     subtitle = (f"probe of {TARGET_LABELS[target]}, held-out-carrier predictions; dashed: beta = 1 (constant Weber "
                 "fraction) and 0 (constant noise)")
@@ -333,12 +352,26 @@ def beta_figure(results: Mapping[str, ProbeResult], target: str = "log") -> alt.
 
 
 def decoded_figure(results: Mapping[str, ProbeResult], layer: int, target: str = "log") -> alt.LayerChart:
+    """The decoded magnitude n-hat against n at one layer: mean and SD over the held-out carriers.
+
+    Args:
+        results: the probes by series (the trained model's are drawn).
+        layer: the layer shown.
+        target: the read-out, ``log`` or ``linear``.
+    """
     trained = _trained(results)
     return decoded_chart(decoded_frame(trained, layer, target), subtitle=f"{_where(trained, layer)}, probe of "
                          f"{TARGET_LABELS[target]}", width="container")
 
 
 def weber_figure(results: Mapping[str, ProbeResult], layer: int, target: str = "log") -> alt.LayerChart:
+    """The decoded Weber fraction SD(n-hat)/n by magnitude at one layer, per series.
+
+    Args:
+        results: the probes by series.
+        layer: the layer shown.
+        target: the read-out, ``log`` or ``linear``.
+    """
     trained = _trained(results)
     return weber_chart(weber_frame(results, layer, target), subtitle=f"{_where(trained, layer)}, probe of "
                        f"{TARGET_LABELS[target]}", width="container")

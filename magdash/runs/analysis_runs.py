@@ -23,9 +23,8 @@ from magdash.runs import rows
 from magdash.runs.cache import CachedKind, keep, lookup, result_key
 from magdash.variability.analysis import ANALYSIS_VERSION, AnalysisResult, run_analysis
 from magdash.variability.analysis_params import AnalysisParams
-from magdash.variability.compare import ComparisonResult, compare_models
+from magdash.variability.compare import ComparisonResult, compare_analyses, comparison_params
 from magdash.variability.massive_control import MassiveControl
-from magdash.variability.measures import OUTLIER_RULE_MEASURES
 
 log = logging.getLogger(__name__)
 
@@ -173,34 +172,9 @@ def compare(
         if found is not None:
             return found
     result_a = analyze(store, model_a, stimuli, params, use_cache=use_cache)
-    # A chosen core band is model A's; a model of another depth keeps its own default band.
-    params_b = params
-    if record_b.n_blocks != record_a.n_blocks:
-        params_b = dataclasses.replace(params, core_layers=None)
+    params_b = comparison_params(params, record_a.n_blocks, record_b.n_blocks)
     result_b = analyze(store, model_b, stimuli, params_b, use_cache=use_cache)
-    if not np.array_equal(result_a.magnitudes, result_b.magnitudes):
-        raise AnalysisError("the two models were measured on different magnitudes")
-    measures = {}
-    for measure in params.measures:
-        measures[measure] = compare_models(
-            result_a.magnitudes,
-            result_a.values[measure],
-            result_b.values[measure],
-            n_blocks_a=record_a.n_blocks,
-            n_blocks_b=record_b.n_blocks,
-            measure=measure,
-            drop_outliers=measure in OUTLIER_RULE_MEASURES and params.rules.e6_outlier_rule,
-            core_layers=result_a.core_layers,
-            n_boot=params.n_boot,
-            seed=params.seed,
-            ci=params.ci,
-            bootstrap_layers=params.bootstrap_layers,
-            outlier_factor=params.outlier_factor,
-            stream=params.rules.bootstrap_stream,
-        )
-        if progress is not None:
-            progress(len(measures), len(params.measures))
-    result = ComparisonResult(model_a, model_b, stimuli, result_a.core_layers, measures, params.conventions)
+    result = compare_analyses(result_a, result_b, params, progress=progress)
     keep(store, COMPARISON, key, result)
     return result
 

@@ -37,7 +37,14 @@ figures' series, as on the Depth page)."""
 
 
 def probe_key(store, model: str, stimuli: str, params: ProbeParams) -> str:
-    """The cache key of the probes of ``model`` on ``stimuli`` with ``params``."""
+    """The cache key of the probes of ``model`` on ``stimuli`` with ``params``.
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding the model (its data fingerprint enters the key).
+        model: the model's name in the store.
+        stimuli: the stimulus set.
+        params: the probes' choices.
+    """
     return result_key("probe", PROBE_VERSION, model=model, stimuli=stimuli,
                       data=store.data_fingerprint(model, stimuli), params=params)
 
@@ -95,7 +102,14 @@ def probe(
 
 def cached_probe(store, model: str, stimuli: str, params: ProbeParams | None = None) -> ProbeResult | None:
     """The probes of ``model`` on ``stimuli`` if they are cached (never computed): what a report
-    shows without making its reader wait for the probes."""
+    shows without making its reader wait for the probes.
+
+    Args:
+        store: the :class:`~magdash.store.Store` to look in.
+        model: the model's name in the store.
+        stimuli: the stimulus set.
+        params: the probes' choices (defaults when None).
+    """
     if model not in store.model_names() or stimuli not in store.stimulus_sets_for(model):
         return None
     return lookup(store, PROBE, probe_key(store, model, stimuli, params or ProbeParams()))
@@ -103,7 +117,13 @@ def cached_probe(store, model: str, stimuli: str, params: ProbeParams | None = N
 
 def stored_control(store, model: str, stimuli: str) -> str | None:
     """The name of ``model``'s ``@random`` control when it is stored completely on ``stimuli``
-    (None otherwise, and for a model that is itself a control)."""
+    (None otherwise, and for a model that is itself a control).
+
+    Args:
+        store: the :class:`~magdash.store.Store` to look in.
+        model: the trained model's name.
+        stimuli: the stimulus set the control must be complete on.
+    """
     name = control_name(model)
     if name == model or name not in store.model_names() or stimuli not in store.stimulus_sets_for(name):
         return None
@@ -112,7 +132,12 @@ def stored_control(store, model: str, stimuli: str) -> str | None:
 
 @dataclass
 class ProbeRun:
-    """The probes of a model and, when stored, of its ``@random`` control on the same stimuli."""
+    """The probes of a model and, when stored, of its ``@random`` control on the same stimuli.
+
+    Attributes:
+        result: the model's probes.
+        control: its ``@random`` control's, with the same parameters (None when none is stored).
+    """
 
     result: ProbeResult
     control: ProbeResult | None = None
@@ -149,8 +174,18 @@ def probe_with_control(
     progress: ProgressCallback | None = None,
 ) -> ProbeRun:
     """The probes of ``model`` (:func:`probe`) and, with ``random_control`` and when it is stored on
-    the same stimuli, of its ``@random`` control with the same parameters; arguments as :func:`probe`'s
-    (``progress`` is called over the model's layers, then over the control's)."""
+    the same stimuli, of its ``@random`` control with the same parameters.
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding the model.
+        model: the model's name in the store.
+        stimuli: the stimulus set; None takes the model's only complete one.
+        params: the probes' choices (defaults when None).
+        random_control: False leaves the ``@random`` control out.
+        use_cache: False recomputes and replaces the cached results.
+        progress: called as ``progress(done_layers, total_layers)`` over the model's layers, then
+            over the control's.
+    """
     params = params or ProbeParams()
     result = probe(store, model, stimuli, params, use_cache=use_cache, progress=progress)
     name = stored_control(store, model, result.stimuli) if random_control else None

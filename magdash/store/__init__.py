@@ -7,10 +7,13 @@
 - :mod:`~magdash.store.codec`: the vector tables of stores before schema 5, read by the migration;
 - :mod:`~magdash.store.metrics`: every computed result as tidy tables, written with its cache entry;
 - :mod:`~magdash.store.npz`: npz files in and out;
+- :mod:`~magdash.store.activations`: hidden states held in memory (:class:`Activations`), and
+  :meth:`Store.put` storing them;
 - :mod:`~magdash.store.parquet`: a model's vectors as a folder of Parquet files, in and out;
 - :mod:`~magdash.store.records`: what the store hands out (:class:`ModelRecord`, :class:`LayerData`).
 """
 
+from magdash.store.activations import Activations
 from magdash.store.connection import DEFAULT_STORE, STORE_ENV, default_store_path
 from magdash.store.database import Store, nonfinite_counts_in
 from magdash.store.npz import import_inputs, read_npz, validate_import_arrays
@@ -18,6 +21,6 @@ from magdash.store.records import LayerData, ModelRecord
 from magdash.store.schema import SCHEMA_VERSION
 
 __all__ = [
-    "DEFAULT_STORE", "SCHEMA_VERSION", "STORE_ENV", "LayerData", "ModelRecord", "Store", "default_store_path",
+    "DEFAULT_STORE", "SCHEMA_VERSION", "Activations", "STORE_ENV", "LayerData", "ModelRecord", "Store", "default_store_path",
     "import_inputs", "nonfinite_counts_in", "read_npz", "validate_import_arrays",
 ]

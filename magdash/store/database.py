@@ -32,7 +32,7 @@ import pyarrow as pa
 from magdash.errors import StoreError
 from magdash.norm_outliers import OUTLIER_NORM_FACTOR
 from magdash.stimuli import StimulusSet, check_reserved_name
-from magdash.store import metrics, npz, parquet, shards
+from magdash.store import activations, metrics, npz, parquet, shards
 from magdash.store.connection import StoreFile
 from magdash.store.records import LayerData, ModelRecord
 from magdash.store.schema import (
@@ -653,11 +653,12 @@ class Store:
                 """
             ).df()
 
-    # -- npz import and export -----------------------------------------------------------
+    # -- npz import and export, arrays held in memory -------------------------------------
 
     # Stored through register() and write_vectors(): the npz layout speaks no SQL of its own.
     import_arrays = npz.import_arrays
     export_arrays = npz.export_arrays
+    put = activations.put_activations
     export_parquet = parquet.export_parquet
     import_parquet_folder = parquet.import_parquet_folder
 

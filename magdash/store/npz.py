@@ -70,7 +70,7 @@ def import_arrays(
         per_carrier, magnitudes, carriers, layer_labels
     )
     dim = per_carrier.shape[3]
-    layer_labels, n_blocks = _imported_layers(layer_labels, n_blocks, last_layer)
+    layer_labels, n_blocks = imported_layers(layer_labels, n_blocks, last_layer)
     digest = hashlib.sha256()
     digest.update(memoryview(np.ascontiguousarray(per_carrier)).cast("B"))  # hashed in place, not copied
     digest.update(json.dumps([magnitudes, carriers, layer_labels, n_blocks]).encode())
@@ -115,7 +115,7 @@ def export_arrays(store: Store, name: str, stimuli: str) -> dict[str, np.ndarray
     }
 
 
-def _imported_layers(
+def imported_layers(
     layer_labels: Sequence[str], n_blocks: int | None, last_layer: str
 ) -> tuple[list[str], int]:
     """The labels and block count of imported layers.

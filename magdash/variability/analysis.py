@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from magdash.errors import AnalysisError
+from magdash.formatting import format_number, layer_span
 from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
 from magdash.norm_outliers import outsized_warning
 from magdash.overflow import count_nonfinite, nonfinite_warning
@@ -65,6 +66,7 @@ from magdash.variability.fits import (
     scaling_mask,
 )
 from magdash.variability.geometry import LayerGeometry, ModelRdms, layer_geometry
+from magdash.variability.html_summary import html_summary
 from magdash.variability.hypotheses import (
     HYPOTHESES,
     AxisSpecificity,
@@ -74,7 +76,7 @@ from magdash.variability.hypotheses import (
     boundary_sensitivity,
     evaluate_hypotheses,
 )
-from magdash.variability.measures import MEASURES, OUTLIER_RULE_MEASURES, LayerVectors
+from magdash.variability.measures import MEASURES, OUTLIER_RULE_MEASURES, LayerVectors, measure_title
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +153,10 @@ class AnalysisResult:
     @property
     def n_layers(self) -> int:
         return len(self.layer_labels)
+
+    def __repr__(self) -> str:
+        return (f"AnalysisResult(model={self.model!r}, stimuli={self.stimuli!r}, layers={self.n_layers}, "
+                f"core_layers={self.core_layers}, measures={self.params.measures})")
 
     def warnings(self) -> list[str]:
         """What the reader must know before trusting the numbers: flagged Inf/NaN layers, outlier
@@ -323,6 +329,38 @@ class AnalysisResult:
             "dropped_points": {measure: self.dropped_points(measure) for measure in self.params.measures},
             "params": dataclasses.asdict(self.params),
         }
+
+    def hypothesis_table(self) -> pd.DataFrame:
+        """H1–H4 over the core layers, one row per measure: the mean core alpha, the verdicts and
+        their tests (:class:`~magdash.variability.hypotheses.HypothesisResult` has every statistic)."""
+        rows = []
+        for measure in self.params.measures:
+            h = self.hypotheses[measure]
+            rows.append({"measure": measure_title(measure), "mean_alpha": h.mean_alpha, **h.verdicts(),
+                         "h1_p": h.h1_p, "h2_p": h.h2_p, "h4_rho": h.h4_rho, "h4_p": h.h4_p})
+        return pd.DataFrame(rows, columns=["measure", "mean_alpha", *HYPOTHESES, "h1_p", "h2_p", "h4_rho", "h4_p"])
+
+    def _repr_html_(self) -> str:
+        """The notebook's view: model, stimuli, core band, the verdicts, the core fits of the first measure."""
+        first = self.params.measures[0]
+        fits = self.fits[(self.fits["measure"] == first) & self.fits["core"]]
+        facts = [
+            ("stimuli", f"{self.stimuli or 'arrays'}: {self.magnitudes.size} magnitudes "
+                        f"({format_number(self.magnitudes.min(), 'g')}..{format_number(self.magnitudes.max(), 'g')}) "
+                        f"x {len(self.carriers)} carriers"),
+            ("layers", f"{self.n_layers} ({self.n_blocks} blocks)"),
+            ("core band", layer_span(self.core_layers)),
+            ("measures", ", ".join(measure_title(m) for m in self.params.measures)),
+            ("conventions", self.params.conventions),
+        ]
+        tables = [
+            ("Hypotheses over the core layers", self.hypothesis_table()),
+            (f"Fits of {measure_title(first)} at the core layers",
+             fits[["layer", "label", "alpha", "ci_low", "ci_high", "r2", "p", "n_points"]]),
+        ]
+        notes = self.warnings() + ["tables: .fits, .hypothesis_table(), .noise_models, .geometry, .cv_trend; "
+                                   "charts: magdash.charts"]
+        return html_summary(f"Scalar variability of {self.model or 'the model'}", facts, tables, notes)
 
     # -- cache payload -----------------------------------------------------------------
 

@@ -25,18 +25,29 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from magdash.errors import AnalysisError
+from magdash.formatting import layer_span
 from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
-from magdash.params import DEFAULT_N_BOOT
-from magdash.variability.analysis_params import BOOTSTRAP_LAYER_CHOICES, OUTLIER_FACTOR, default_core_layers
+from magdash.params import DEFAULT_N_BOOT, ProgressCallback
+from magdash.variability.analysis_params import (
+    BOOTSTRAP_LAYER_CHOICES,
+    OUTLIER_FACTOR,
+    AnalysisParams,
+    default_core_layers,
+)
 from magdash.variability.conventions import MAGDASH
 from magdash.variability.fits import fit_scaling, percentile_interval, resample_counts, scaling_mask, weighted_slopes
+from magdash.variability.html_summary import html_summary
 from magdash.variability.hypotheses import paired_wilcoxon
+from magdash.variability.measures import OUTLIER_RULE_MEASURES, measure_title
+
+if TYPE_CHECKING:
+    from magdash.variability.analysis import AnalysisResult
 
 
 def align_by_depth(n_blocks_a: int, n_blocks_b: int) -> pd.DataFrame:
@@ -240,6 +251,28 @@ class ComparisonResult:
     measures: dict[str, ModelComparison]
     conventions: str = MAGDASH
 
+    @property
+    def table(self) -> pd.DataFrame:
+        """Every measure's layers in one tidy table: measure, then :class:`ModelComparison`'s ``layers`` columns."""
+        frames = [item.layers.assign(measure=name)[["measure", *item.layers.columns]]
+                  for name, item in self.measures.items()]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["measure"])
+
+    def summary_table(self) -> pd.DataFrame:
+        """One row per measure: the core-layer means of both alphas, of delta, and the Wilcoxon test."""
+        return pd.DataFrame([{"measure": measure_title(name), **item.summary()} for name, item in self.measures.items()])
+
+    def _repr_html_(self) -> str:
+        """The notebook's view: the two models, the core band, each measure's core summary."""
+        facts = [("stimuli", self.stimuli or "arrays"), ("core band (model A's)", layer_span(self.core_layers)),
+                 ("conventions", self.conventions)]
+        notes = ["every layer: .table; per measure: .measures[name].layers; charts: magdash.charts.comparison"]
+        summary = self.summary_table().rename(columns={
+            "mean_alpha_a": f"mean alpha {self.model_a}", "mean_alpha_b": f"mean alpha {self.model_b}",
+            "mean_delta": "mean delta alpha (A − B)", "wilcoxon_statistic": "Wilcoxon W", "wilcoxon_p": "Wilcoxon p",
+            "n_pairs": "layer pairs"})
+        return html_summary(f"{self.model_a} minus {self.model_b}", facts, [("Over the core layers", summary)], notes)
+
     def to_json(self) -> dict[str, Any]:
         """The CLI's ``compare --json`` shape: per measure, its summary and its layers as records."""
         return {
@@ -297,3 +330,59 @@ class ComparisonResult:
             measures=measures,
             conventions=document["conventions"],
         )
+
+
+def comparison_params(params: AnalysisParams, n_blocks_a: int, n_blocks_b: int) -> AnalysisParams:
+    """The parameters model B is analysed with: ``params``, but a chosen core band is model A's,
+    so a model of another depth keeps its own default band.
+
+    Args:
+        params: the comparison's analysis parameters (model A's).
+        n_blocks_a: model A's transformer blocks.
+        n_blocks_b: model B's transformer blocks.
+    """
+    return params if n_blocks_b == n_blocks_a else dataclasses.replace(params, core_layers=None)
+
+
+def compare_analyses(
+    result_a: AnalysisResult,
+    result_b: AnalysisResult,
+    params: AnalysisParams,
+    *,
+    progress: ProgressCallback | None = None,
+) -> ComparisonResult:
+    """Model A minus model B for each measure of ``params``, from their two analyses
+    (:func:`compare_models` on each measure's V, over model A's core band).
+
+    Args:
+        result_a: model A's analysis with ``params``.
+        result_b: model B's analysis, on the same magnitudes, with
+            :func:`comparison_params`.
+        params: the analysis parameters (measures, bootstrap, outlier rule, conventions).
+        progress: called as ``progress(done, total)`` after each measure (its joint bootstrap
+            takes seconds).
+    """
+    if not np.array_equal(result_a.magnitudes, result_b.magnitudes):
+        raise AnalysisError("the two models were measured on different magnitudes")
+    measures = {}
+    for measure in params.measures:
+        measures[measure] = compare_models(
+            result_a.magnitudes,
+            result_a.values[measure],
+            result_b.values[measure],
+            n_blocks_a=result_a.n_blocks,
+            n_blocks_b=result_b.n_blocks,
+            measure=measure,
+            drop_outliers=measure in OUTLIER_RULE_MEASURES and params.rules.e6_outlier_rule,
+            core_layers=result_a.core_layers,
+            n_boot=params.n_boot,
+            seed=params.seed,
+            ci=params.ci,
+            bootstrap_layers=params.bootstrap_layers,
+            outlier_factor=params.outlier_factor,
+            stream=params.rules.bootstrap_stream,
+        )
+        if progress is not None:
+            progress(len(measures), len(params.measures))
+    return ComparisonResult(result_a.model, result_b.model, result_a.stimuli, result_a.core_layers, measures,
+                            params.conventions)

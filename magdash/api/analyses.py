@@ -1,0 +1,737 @@
+"""Extraction and every analysis, on a store or on arrays: the functions ``magdash`` exposes.
+
+Each analysis takes its data first, in one of three forms:
+
+- a :class:`~magdash.store.Store` and a model's name in it: the run over the store
+  (:mod:`magdash.runs`), computed once and then read from the store's cache;
+- an :class:`~magdash.store.Activations` (arrays with their magnitudes, carriers and layer
+  labels, as the adapters of :mod:`magdash.api.adapters` make them);
+- the array itself, (n_magnitudes, n_carriers, n_layers, d) in NumPy or torch, with
+  ``magnitudes=`` and optionally ``carriers=``.
+
+Arrays are analysed by the same statistics as stored vectors, read in the same order (an
+:class:`~magdash.store.Activations` holds what a store would hold), so an array and the same
+array put into a store (:meth:`~magdash.store.Store.put`) give the same numbers; arrays are not
+cached. Parameters come as the analysis's params dataclass, and any of its fields can be given
+as a keyword (``md.analyze(store, "minilm", n_boot=1000)``). A mistake raises a
+:class:`~magdash.errors.MagdashError` saying what to fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from magdash.controls.controls_params import ControlsParams, DesignParams
+from magdash.controls.design import DesignResult
+from magdash.controls.robustness import ControlsResult
+from magdash.errors import AnalysisError
+from magdash.extract_params import ExtractParams
+from magdash.frequency.sources import FrequencySource
+from magdash.params import DEFAULT_N_BOOT, ProgressCallback
+from magdash.phase.diagnostics import PhaseResult
+from magdash.phase.phase_params import PhaseParams
+from magdash.probes.probe_params import ProbeParams
+from magdash.probes.result import ProbeResult
+from magdash.stimuli import PAPER_SET_NAME, StimulusSet, paper_stimuli
+from magdash.store import Activations, Store
+from magdash.variability.analysis import AnalysisResult
+from magdash.variability.analysis_params import AnalysisParams
+from magdash.variability.compare import ComparisonResult
+
+ArrayLike = Any
+"""A NumPy array or a torch tensor of shape (n_magnitudes, n_carriers, n_layers, d)."""
+
+
+# -- extraction ----------------------------------------------------------------------------
+
+
+def extract(
+    model: str,
+    stimuli: StimulusSet | str | None = None,
+    *,
+    store: Store,
+    params: ExtractParams | None = None,
+    name: str | None = None,
+    progress: ProgressCallback | None = None,
+    **options: Any,
+):
+    """Extract the number-token vectors of ``model`` on ``stimuli`` into ``store``.
+
+    What is stored already is skipped before any weights are loaded, so a repeated call is a
+    no-op (:func:`magdash.extract.extract`).
+
+    Args:
+        model: a model spec: a built-in model (``minilm``), a folder, a Hugging Face cache name,
+            a GGUF file, ``<spec>@random`` for its random-weight control (:mod:`magdash.sources`).
+        stimuli: a :class:`~magdash.stimuli.StimulusSet`, or the name of one in the store;
+            default the paper's 26 magnitudes x 5 carriers.
+        store: where the vectors go.
+        params: how the model is loaded and run (:class:`~magdash.extract_params.ExtractParams`).
+        name: the model's name in the store (default the spec, with a non-default dtype and
+            token position appended).
+        progress: called as ``progress(done, total)`` sentences.
+        options: fields of :class:`~magdash.extract_params.ExtractParams` replacing those of
+            ``params`` (``dtype="bfloat16"``, ``device="cuda"``).
+
+    Returns:
+        The :class:`~magdash.extract.ExtractionResult`: the stored name, the stimulus set, how
+        many sentences were stored before and now.
+    """
+    from magdash.extract import extract as extract_into
+
+    if not isinstance(store, Store):
+        raise AnalysisError(f"extract needs a store: store=magdash.Store(path), got {type(store).__name__}")
+    if stimuli is None or stimuli == PAPER_SET_NAME:
+        stimuli = paper_stimuli()
+    elif isinstance(stimuli, str):
+        stimuli = store.stimulus_set(stimuli)
+    elif not isinstance(stimuli, StimulusSet):
+        raise AnalysisError(
+            f"stimuli must be a StimulusSet or a stored set's name, got {type(stimuli).__name__}: "
+            "magdash.StimulusSet(name, carriers, magnitudes)"
+        )
+    params = _params(ExtractParams, params, options)
+    return extract_into(model, stimuli, store, params, name=name, progress=progress)
+
+
+# -- the analyses --------------------------------------------------------------------------
+
+
+def analyze(
+    data: Store | Activations | ArrayLike,
+    model: str | None = None,
+    stimuli: str | None = None,
+    params: AnalysisParams | None = None,
+    *,
+    magnitudes: Sequence[int] | None = None,
+    carriers: Sequence[str] | None = None,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+    **options: Any,
+) -> AnalysisResult:
+    """The scalar-variability analysis: V(n) per layer and measure, the scaling fits, H1–H4 over
+    the core band, E3, E4, the noise models, CV and the centroid geometry (RSA, PC1).
+
+    Args:
+        data: a :class:`~magdash.store.Store` (with ``model``), an
+            :class:`~magdash.store.Activations`, or an array (n_magnitudes, n_carriers, n_layers, d)
+            with ``magnitudes``.
+        model: the model's name in the store.
+        stimuli: the store's stimulus set; default the model's only complete one.
+        params: every choice of the analysis (:class:`~magdash.variability.analysis_params.AnalysisParams`).
+        magnitudes: an array's magnitude of each row.
+        carriers: an array's carrier of each column (sentences with ``{n}``, or labels).
+        use_cache: a store only: False recomputes and replaces the cached result.
+        progress: called as ``progress(done_layers, total_layers)``.
+        options: fields of :class:`~magdash.variability.analysis_params.AnalysisParams`
+            replacing those of ``params`` (``n_boot=1000``, ``measures=("eucl",)``).
+
+    Returns:
+        The :class:`~magdash.variability.analysis.AnalysisResult` (``.fits``: one row per measure and layer).
+    """
+    params = _params(AnalysisParams, params, options)
+    if isinstance(data, Store):
+        from magdash.runs.analysis_runs import analyze as analyze_stored
+
+        return analyze_stored(data, _require_store(data, "analyze", model), stimuli, params, use_cache=use_cache,
+                              progress=progress)
+    activations = _activations(data, model, stimuli, magnitudes, carriers, "analyze")
+    return _analyze_activations(activations, params, progress=progress)
+
+
+def compare(
+    data: Store | Activations | ArrayLike,
+    a: str | Activations | ArrayLike,
+    b: str | None = None,
+    stimuli: str | None = None,
+    params: AnalysisParams | None = None,
+    *,
+    magnitudes: Sequence[int] | None = None,
+    carriers: Sequence[str] | None = None,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+    **options: Any,
+) -> ComparisonResult:
+    """Model A minus model B, layer by layer (E6): both analysed with ``params``, their alphas
+    compared with a joint bootstrap over magnitudes and a Wilcoxon test over A's core band;
+    layers paired by depth gamma = l / L.
+
+    ``md.compare(store, "minilm", "minilm@random")`` compares two stored models;
+    ``md.compare(activations_a, activations_b)`` two sets of arrays on the same stimuli.
+
+    Args:
+        data: a :class:`~magdash.store.Store` holding both models; or model A's arrays
+            (:class:`~magdash.store.Activations` or an array with ``magnitudes``).
+        a: with a store, model A's name; with arrays, model B's arrays.
+        b: with a store, model B's name.
+        stimuli: the store's stimulus set both hold; default the only one they share.
+        params: the analysis parameters of both (:class:`~magdash.variability.analysis_params.AnalysisParams`).
+        magnitudes: plain arrays' magnitudes (both must share them).
+        carriers: plain arrays' carriers.
+        use_cache: a store only: False recomputes the analyses and the comparison.
+        progress: called as ``progress(done, total)`` after each measure.
+        options: fields of :class:`~magdash.variability.analysis_params.AnalysisParams`.
+
+    Returns:
+        The :class:`~magdash.variability.compare.ComparisonResult` (``.table``: every layer of every measure).
+    """
+    params = _params(AnalysisParams, params, options)
+    if isinstance(data, Store):
+        from magdash.runs.analysis_runs import compare as compare_stored
+
+        if not isinstance(a, str) or not isinstance(b, str):
+            raise AnalysisError("with a store, name both models: magdash.compare(store, 'model-a', 'model-b')")
+        return compare_stored(data, a, b, stimuli, params, use_cache=use_cache, progress=progress)
+    if b is not None or stimuli is not None:
+        raise AnalysisError(
+            "arrays are compared as magdash.compare(activations_a, activations_b): model names and stimuli "
+            "belong to a store"
+        )
+    first = _activations(data, None, None, magnitudes, carriers, "compare", default_name="model A")
+    second = _activations(a, None, None, magnitudes, carriers, "compare", default_name="model B")
+    return _compare_activations(first, second, params, progress=progress)
+
+
+def robustness(
+    data: Store | Activations | ArrayLike,
+    model: str | None = None,
+    stimuli: str | None = None,
+    params: ControlsParams | None = None,
+    *,
+    random: Activations | ArrayLike | None = None,
+    variants: Mapping[str, Activations | ArrayLike] | Sequence[str] | None = None,
+    magnitudes: Sequence[int] | None = None,
+    carriers: Sequence[str] | None = None,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+    **options: Any,
+) -> ControlsResult:
+    """The robustness controls of a model's alphas, each with a one-line verdict: leave one
+    carrier out, the carriers' ICC, the permutation null of the magnitude labels, variants
+    (another dtype, weights file or token position) and the ``@random`` control.
+
+    Args:
+        data: a :class:`~magdash.store.Store` (with ``model``), an
+            :class:`~magdash.store.Activations`, or an array with ``magnitudes``.
+        model: the model's name in the store.
+        stimuli: the store's stimulus set; default the model's only complete one.
+        params: the controls' parameters (:class:`~magdash.controls.controls_params.ControlsParams`).
+        random: arrays only: the random-weight control's arrays on the same stimuli (a store
+            finds ``<model>@random`` itself).
+        variants: with a store, the names of stored variants; with arrays, ``{name: arrays}``
+            of the same model extracted another way.
+        magnitudes: plain arrays' magnitudes.
+        carriers: plain arrays' carriers (at least 3 for leave-one-carrier-out).
+        use_cache: a store only: False recomputes everything.
+        progress: called as ``progress(done_layers, total_layers)`` while the tables are computed.
+        options: fields of :class:`~magdash.controls.controls_params.ControlsParams` (``n_perm=200``).
+
+    Returns:
+        The :class:`~magdash.controls.robustness.ControlsResult` (``.verdict_table()``, ``.tables``).
+    """
+    params = _params(ControlsParams, params, options)
+    if isinstance(data, Store):
+        from magdash.runs.controls_runs import run_controls
+
+        if random is not None:
+            raise AnalysisError("a store finds the @random control itself: leave random= out, or extract it first")
+        if variants is not None:
+            if isinstance(variants, (Mapping, str)):
+                raise AnalysisError("with a store, variants are the names of stored models: variants=['name', ...]")
+            params = dataclasses.replace(params, variants=tuple(variants))
+        return run_controls(data, _require_store(data, "robustness", model), stimuli, params, use_cache=use_cache,
+                            progress=progress)
+    activations = _activations(data, model, stimuli, magnitudes, carriers, "robustness")
+    if params.variants:
+        raise AnalysisError("params.variants names stored models; for arrays pass variants={'name': arrays}")
+    if variants is not None and not isinstance(variants, Mapping):
+        raise AnalysisError("for arrays, variants maps each variant's name to its arrays: variants={'fp16': arrays}")
+    given = {name: _activations(value, None, None, magnitudes, carriers, "robustness", default_name=name)
+             for name, value in (variants or {}).items()}
+    control = None if random is None else _activations(random, None, None, magnitudes, carriers, "robustness",
+                                                       default_name="random")
+    return _controls_activations(activations, params, control, given, progress=progress)
+
+
+def design(
+    data: Store | Activations | ArrayLike,
+    model: str | None = None,
+    stimuli: str | None = None,
+    params: DesignParams | None = None,
+    *,
+    analysis_params: AnalysisParams | None = None,
+    magnitudes: Sequence[int] | None = None,
+    carriers: Sequence[str] | None = None,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+    **options: Any,
+) -> DesignResult:
+    """The study-design simulator calibrated on a model's noise: the power of H1 and E6 and the
+    CI half-width of a design (magnitudes x carriers x layers), and the minimal alpha it detects.
+
+    Args:
+        data: a :class:`~magdash.store.Store` (with ``model``), an
+            :class:`~magdash.store.Activations`, or an array with ``magnitudes``.
+        model: the model whose noise calibrates the simulation.
+        stimuli: the store's stimulus set; default the model's only complete one.
+        params: the design (:class:`~magdash.controls.controls_params.DesignParams`).
+        analysis_params: the analysis the calibration reads (its massive view must be ``keep``).
+        magnitudes: plain arrays' magnitudes.
+        carriers: plain arrays' carriers.
+        use_cache: a store only: False recomputes and replaces the cached design.
+        progress: called as ``progress(done, total)`` over the simulation's grid points.
+        options: fields of :class:`~magdash.controls.controls_params.DesignParams` (``n_studies=200``).
+
+    Returns:
+        The :class:`~magdash.controls.design.DesignResult` (``.h1``, ``.e6``, ``.ci_width``, ``.summary()``).
+    """
+    from magdash.controls.controls_params import require_raw_vectors
+    from magdash.controls.design import calibrate, simulate_design
+
+    params = _params(DesignParams, params, options)
+    analysis_params = analysis_params or AnalysisParams()
+    if isinstance(data, Store):
+        from magdash.runs.design_runs import run_design
+
+        return run_design(data, _require_store(data, "design", model), stimuli, params, analysis_params,
+                          use_cache=use_cache, progress=progress)
+    activations = _activations(data, model, stimuli, magnitudes, carriers, "design")
+    require_raw_vectors(analysis_params)
+    # As magdash.runs.design_runs.calibrate_on reads a stored model: V_eucl without bootstrap.
+    calibration_params = dataclasses.replace(analysis_params, measures=("eucl",), n_boot=0)
+    result = _analyze_activations(activations, calibration_params)
+    core = ((layer, vectors) for layer, _, vectors in activations.layers(list(result.core_layers)))
+    return simulate_design(calibrate(result, core, len(activations.carriers)), params, progress)
+
+
+def depth(
+    data: Store | Activations | ArrayLike,
+    model: str | None = None,
+    stimuli: str | None = None,
+    params: PhaseParams | None = None,
+    *,
+    magnitudes: Sequence[int] | None = None,
+    carriers: Sequence[str] | None = None,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+    **options: Any,
+) -> PhaseResult:
+    """The depth diagnostics of the number-token vectors (Alpay & Kilictas, arXiv 2601.19942):
+    Omega and the order parameter m(gamma) with its transition depth gamma_c, the covariance
+    spectrum against Marchenko–Pastur, the effective rank.
+
+    Args:
+        data: a :class:`~magdash.store.Store` (with ``model``), an
+            :class:`~magdash.store.Activations`, or an array with ``magnitudes``.
+        model: the model's name in the store.
+        stimuli: the store's stimulus set; default the model's only complete one.
+        params: the diagnostics' parameters (:class:`~magdash.phase.phase_params.PhaseParams`).
+        magnitudes: plain arrays' magnitudes.
+        carriers: plain arrays' carriers.
+        use_cache: a store only: False recomputes the per-layer samples.
+        progress: called as ``progress(done_layers, total_layers)``.
+        options: fields of :class:`~magdash.phase.phase_params.PhaseParams` (``massive="drop"``).
+
+    Returns:
+        The :class:`~magdash.phase.diagnostics.PhaseResult` (``.table``: one row per layer).
+    """
+    from magdash.phase.accumulate import view_sample
+    from magdash.phase.diagnostics import analyze_samples
+
+    params = _params(PhaseParams, params, options)
+    if isinstance(data, Store):
+        from magdash.runs.depth_runs import phase_from_store
+
+        return phase_from_store(data, _require_store(data, "depth", model), stimuli, params, use_cache=use_cache,
+                                progress=progress)
+    activations = _activations(data, model, stimuli, magnitudes, carriers, "depth")
+    samples = []
+    for layer, _, vectors in activations.layers():
+        samples.append(view_sample(vectors.reshape(-1, activations.hidden_size), layer, params.massive,
+                                   params.massive_ratio))
+        if progress is not None:
+            progress(len(samples), activations.n_layers)
+    return analyze_samples(samples, activations.n_blocks, params, model=activations.name)
+
+
+def depth_of_texts(
+    model: str,
+    texts: Sequence[str] | str,
+    *,
+    store: Store | None = None,
+    params: PhaseParams | None = None,
+    dtype: str = "float32",
+    device: str = "auto",
+    batch_size: int = 16,
+    max_length: int | None = None,
+    keep_first_position: bool = False,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+    **options: Any,
+) -> PhaseResult:
+    """The depth diagnostics of every token of prompts or of one document, streamed through the
+    model (no vector is kept).
+
+    Args:
+        model: a model spec (:mod:`magdash.sources`).
+        texts: prompts used as they are, or one string: a document, cut to the model's context.
+        store: where the per-layer samples are cached (optional).
+        params: the diagnostics' parameters (:class:`~magdash.phase.phase_params.PhaseParams`).
+        dtype: the weights' dtype.
+        device: auto, cpu, cuda, cuda:1, mps.
+        batch_size: prompts per forward pass.
+        max_length: tokens per prompt at most (default the model's context).
+        keep_first_position: keep the token at each sequence's first position (the attention sink).
+        use_cache: with a store: False recomputes the samples.
+        progress: called as ``progress(done, total)`` prompts.
+        options: fields of :class:`~magdash.phase.phase_params.PhaseParams`.
+    """
+    from magdash.runs.depth_runs import phase_from_texts
+
+    params = _params(PhaseParams, params, options)
+    return phase_from_texts(model, texts, store=store, dtype=dtype, device=device, batch_size=batch_size,
+                            max_length=max_length, params=params, use_cache=use_cache, progress=progress,
+                            keep_first_position=keep_first_position)
+
+
+def e5(
+    data: Store | Activations | ArrayLike,
+    model: str | None = None,
+    stimuli: str | None = None,
+    *,
+    source: str | FrequencySource,
+    layers: Sequence[int] | None = None,
+    measure: str = "eucl",
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    missing: str = "error",
+    magnitudes: Sequence[int] | None = None,
+    carriers: Sequence[str] | None = None,
+    use_cache: bool = True,
+) -> pd.DataFrame:
+    """E5: Spearman rho of V(n) with log(count(n) + 1) in a corpus, per layer, and the partial rho
+    given log n (Cacioli, arXiv 2604.04469).
+
+    Args:
+        data: a :class:`~magdash.store.Store` (with ``model``), an
+            :class:`~magdash.store.Activations`, or an array with ``magnitudes``.
+        model: the model's name in the store.
+        stimuli: the store's stimulus set; default the model's only complete one.
+        source: a frequency source (:func:`frequency_source`) or its name: ``wordfreq``,
+            ``openwebtext``, or one stored in the store.
+        layers: the layers to correlate; default the core band floor(L/2) .. L-1.
+        measure: the variability measure correlated.
+        n_boot: bootstrap resamples of rho's interval.
+        seed: the bootstrap's seed.
+        missing: what a magnitude without a count is: ``error`` or ``zero``.
+        magnitudes: plain arrays' magnitudes.
+        carriers: plain arrays' carriers.
+        use_cache: a store only: False recomputes and replaces the cached table.
+
+    Returns:
+        One row per layer: layer, label, n, rho, p, the interval, partial rho and its p.
+    """
+    from magdash.frequency.corpus import FrequencyError
+    from magdash.frequency.e5 import e5_correlation
+    from magdash.overflow import count_nonfinite
+    from magdash.variability.analysis_params import default_core_layers
+    from magdash.variability.measures import compute_measure
+
+    if isinstance(data, Store):
+        from magdash.runs.frequency_runs import e5_from_store
+
+        return e5_from_store(data, _require_store(data, "e5", model), source, stimuli=stimuli, layers=layers,
+                             measure=measure, n_boot=n_boot, seed=seed, missing=missing, use_cache=use_cache)
+    activations = _activations(data, model, stimuli, magnitudes, carriers, "e5")
+    frequency = frequency_source(source) if isinstance(source, str) else source
+    chosen = list(layers) if layers is not None else default_core_layers(activations.n_blocks)
+    if not chosen:
+        raise FrequencyError("choose at least one layer")
+    outside = [layer for layer in chosen if not 0 <= layer < activations.n_layers]
+    if outside:
+        raise FrequencyError(f"layers {outside} do not exist; the arrays have layers 0..{activations.n_layers - 1}")
+    values, labels = {}, {}
+    for layer, label, vectors in activations.layers(chosen):
+        # As e5_from_store: a layer holding Inf/NaN vectors gets no correlation.
+        values[layer] = np.full(vectors.shape[0], np.nan) if count_nonfinite(vectors) else compute_measure(
+            measure, vectors)
+        labels[layer] = label
+    table = e5_correlation(np.asarray(activations.magnitudes, dtype=np.float64), values, frequency, n_boot=n_boot,
+                           seed=seed, missing=missing)
+    table.insert(1, "label", [labels[layer] for layer in table["layer"]])
+    return table
+
+
+def probe(
+    data: Store | Activations | ArrayLike,
+    model: str | None = None,
+    stimuli: str | None = None,
+    params: ProbeParams | None = None,
+    *,
+    magnitudes: Sequence[int] | None = None,
+    carriers: Sequence[str] | None = None,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+    **options: Any,
+) -> ProbeResult:
+    """Ridge probes of log n (and n) at every layer, scored on held-out carriers and held-out
+    magnitudes against a control task, with the decoded magnitude's scalar variability
+    (docs/science.md, "Probes").
+
+    Args:
+        data: a :class:`~magdash.store.Store` (with ``model``), an
+            :class:`~magdash.store.Activations`, or an array with ``magnitudes``.
+        model: the model's name in the store (its ``@random`` control is probed by calling this
+            again with the control's name; :func:`magdash.probes.result.compare_probes` sets the two side by side).
+        stimuli: the store's stimulus set; default the model's only complete one.
+        params: the probes' choices (:class:`~magdash.probes.probe_params.ProbeParams`).
+        magnitudes: plain arrays' magnitudes.
+        carriers: plain arrays' carriers.
+        use_cache: a store only: False recomputes and replaces the cached probes.
+        progress: called as ``progress(done_layers, total_layers)``.
+        options: fields of :class:`~magdash.probes.probe_params.ProbeParams` (``n_boot=1000``).
+
+    Returns:
+        The :class:`~magdash.probes.result.ProbeResult` (``.scores``, ``.selectivity``,
+        ``.decoded``, ``.decoded_scaling``: tidy DataFrames).
+    """
+    params = _params(ProbeParams, params, options)
+    if isinstance(data, Store):
+        from magdash.runs.probe_runs import probe as probe_store
+
+        return probe_store(data, _require_store(data, "probe", model), stimuli, params, use_cache=use_cache,
+                           progress=progress)
+    from magdash.probes.probe import run_probes
+
+    activations = _activations(data, model, stimuli, magnitudes, carriers, "probe")
+    layers = ((label, vectors) for _, label, vectors in activations.layers())
+    return run_probes(layers, np.asarray(activations.magnitudes, dtype=np.float64), params, model=activations.name,
+                      stimuli=activations.stimuli_name, n_layers=activations.n_layers, progress=progress)
+
+
+def frequency_source(name: str, store: Store | None = None) -> FrequencySource:
+    """A frequency source for :func:`e5` and the frequency charts: built in, or stored.
+
+    Args:
+        name: ``wordfreq``, ``openwebtext``, or the name of a source kept in ``store``.
+        store: the store holding users' sources (``magdash freq``).
+    """
+    from magdash.runs.frequency_runs import load_source
+
+    return load_source(name, store)
+
+
+def frequency_sources(store: Store | None = None) -> pd.DataFrame:
+    """The built-in frequency sources and those kept in ``store``: name, kind, n_numbers, total, note.
+
+    Args:
+        store: a store whose sources are listed too.
+    """
+    from magdash.runs.frequency_runs import list_sources
+
+    return list_sources(store)
+
+
+def layer_vectors(
+    data: Store | Activations | ArrayLike,
+    layer: int,
+    model: str | None = None,
+    stimuli: str | None = None,
+    *,
+    magnitudes: Sequence[int] | None = None,
+    carriers: Sequence[str] | None = None,
+) -> np.ndarray:
+    """One layer's number-token vectors, (n_magnitudes, n_carriers, d) float32, magnitudes ascending.
+
+    Args:
+        data: a :class:`~magdash.store.Store` (with ``model``), an
+            :class:`~magdash.store.Activations`, or an array with ``magnitudes``.
+        layer: the layer, 0 (embeddings) .. n_layers - 1.
+        model: the model's name in the store.
+        stimuli: the store's stimulus set; default the model's only complete one.
+        magnitudes: plain arrays' magnitudes.
+        carriers: plain arrays' carriers.
+    """
+    if isinstance(data, Store):
+        name = _require_store(data, "layer_vectors", model)
+        record = data.model_record(name)
+        if not isinstance(layer, (int, np.integer)) or not 0 <= layer < record.n_layers:
+            raise AnalysisError(f"no layer {layer}: {name} has layers 0..{record.n_layers - 1}")
+        return data.read_layer(name, data.resolve_stimuli(name, stimuli), int(layer)).vectors
+    return _activations(data, model, stimuli, magnitudes, carriers, "layer_vectors").layer(layer)
+
+
+def rdm(
+    data: Store | Activations | ArrayLike,
+    layer: int,
+    model: str | None = None,
+    stimuli: str | None = None,
+    *,
+    metric: str = "euclidean",
+    magnitudes: Sequence[int] | None = None,
+    carriers: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """The centroid RDM of one layer: the distance between the magnitudes' centroids (mean over
+    carriers), as a square table indexed by magnitude (Cacioli, arXiv 2603.20642).
+
+    Args:
+        data: a :class:`~magdash.store.Store` (with ``model``), an
+            :class:`~magdash.store.Activations`, or an array with ``magnitudes``.
+        layer: the layer.
+        model: the model's name in the store.
+        stimuli: the store's stimulus set; default the model's only complete one.
+        metric: ``euclidean`` or ``cosine``.
+        magnitudes: plain arrays' magnitudes.
+        carriers: plain arrays' carriers.
+    """
+    from magdash.variability.geometry import RDM_METRICS, centroid_rdm
+    from magdash.variability.measures import centroids
+
+    if metric not in RDM_METRICS:
+        raise AnalysisError(f"metric must be one of {', '.join(RDM_METRICS)}, got {metric!r}")
+    if isinstance(data, Store):
+        name = _require_store(data, "rdm", model)
+        set_name = data.resolve_stimuli(name, stimuli)
+        labels = list(data.stimulus_set(set_name).magnitudes)
+        vectors = layer_vectors(data, layer, name, set_name)
+    else:
+        activations = _activations(data, model, stimuli, magnitudes, carriers, "rdm")
+        labels, vectors = list(activations.magnitudes), activations.layer(layer)
+    index = pd.Index(labels, name="magnitude")
+    return pd.DataFrame(centroid_rdm(centroids(vectors), metric), index=index, columns=index)
+
+
+# -- arrays: the same statistics as the runs over a store ------------------------------------
+
+
+def _analyze_activations(
+    activations: Activations, params: AnalysisParams, *, name: str | None = None,
+    progress: ProgressCallback | None = None,
+) -> AnalysisResult:
+    """:func:`magdash.variability.analysis.run_analysis` on the arrays, fed as
+    :func:`magdash.runs.analysis_runs.analyze` feeds it a stored model's layers."""
+    from magdash.variability.analysis import run_analysis
+
+    return run_analysis(
+        ((label, vectors) for _, label, vectors in activations.layers()),
+        np.asarray(activations.magnitudes, dtype=np.float64),
+        n_blocks=activations.n_blocks,
+        params=params,
+        model=name or activations.name,
+        stimuli=activations.stimuli_name,
+        n_layers=activations.n_layers,
+        progress=progress,
+        carriers=activations.carriers,
+    )
+
+
+def _compare_activations(
+    first: Activations, second: Activations, params: AnalysisParams, *, names: tuple[str, str] | None = None,
+    progress: ProgressCallback | None = None,
+) -> ComparisonResult:
+    """As :func:`magdash.runs.analysis_runs.compare` compares two stored models."""
+    from magdash.variability.compare import compare_analyses, comparison_params
+
+    name_a, name_b = names or (first.name, second.name)
+    if name_a == name_b:
+        raise AnalysisError(f"both arrays are named {name_a!r}: name them apart with Activations(..., name=...)")
+    if first.magnitudes != second.magnitudes or first.carriers != second.carriers:
+        raise AnalysisError(
+            "the two arrays hold different stimuli (magnitudes or carriers): compare models measured on the same ones"
+        )
+    result_a = _analyze_activations(first, params, name=name_a)
+    result_b = _analyze_activations(second, comparison_params(params, first.n_blocks, second.n_blocks), name=name_b)
+    return compare_analyses(result_a, result_b, params, progress=progress)
+
+
+def _controls_activations(
+    activations: Activations, params: ControlsParams, random: Activations | None,
+    variants: Mapping[str, Activations], *, progress: ProgressCallback | None = None,
+) -> ControlsResult:
+    """As :func:`magdash.runs.controls_runs.run_controls` controls a stored model."""
+    from magdash.controls.robustness import carrier_tables
+    from magdash.names import control_name
+
+    analysis = _analyze_activations(activations, params.analysis)
+    tables = carrier_tables((vectors for _, _, vectors in activations.layers()), analysis, list(activations.carriers),
+                            n_perm=params.n_perm, seed=params.seed, progress=progress)
+    compared = {name: _compare_activations(activations, variant, params.analysis, names=(activations.name, name))
+                for name, variant in variants.items()}
+    random_name = control_name(activations.name)
+    compared_random = None
+    if random is not None and params.random_control:
+        compared_random = _compare_activations(activations, random, params.analysis,
+                                               names=(activations.name, random_name))
+    return ControlsResult(
+        model=activations.name,
+        stimuli=activations.stimuli_name,
+        core_layers=list(analysis.core_layers),
+        params=params,
+        analysis=analysis,
+        tables=tables,
+        variants=compared,
+        variant_kinds={name: f"arrays from {variant.source}" for name, variant in variants.items()},
+        random=compared_random,
+        random_name=random_name,
+    )
+
+
+# -- arguments -----------------------------------------------------------------------------
+
+
+def _params(kind: type, params: Any, options: Mapping[str, Any]) -> Any:
+    """``params`` (default ``kind()``) with ``options`` replacing its fields; unknown fields refused."""
+    base = kind() if params is None else params
+    if not isinstance(base, kind):
+        raise AnalysisError(f"params must be a {kind.__name__}, got {type(base).__name__}")
+    fields = [field.name for field in dataclasses.fields(kind)]
+    unknown = sorted(set(options) - set(fields))
+    if unknown:
+        raise AnalysisError(f"unknown option(s) {', '.join(unknown)}: {kind.__name__} has {', '.join(fields)}")
+    return dataclasses.replace(base, **options) if options else base
+
+
+def _require_store(store: Store, call: str, model: Any) -> str:
+    """The stored model's name, which an analysis of a store needs."""
+    if not isinstance(model, str):
+        listed = ", ".join(store.model_names()) or "none yet"
+        raise AnalysisError(f"name the stored model: magdash.{call}(store, 'minilm'); the store holds: {listed}")
+    return model
+
+
+def _activations(
+    data: Any, model: Any, stimuli: Any, magnitudes: Any, carriers: Any, call: str, *, default_name: str | None = None,
+) -> Activations:
+    """Arrays as :class:`~magdash.store.Activations`: given as such, or made from an array."""
+    if isinstance(data, (str, os.PathLike)):
+        raise AnalysisError(
+            f"{call} got a path or a name ({str(data)!r}): open a store with magdash.Store(path) and pass it with the "
+            "model's name, or pass the arrays"
+        )
+    if model is not None or stimuli is not None:
+        raise AnalysisError(
+            f"model and stimuli name what a store holds; arrays carry their own: magdash.{call}(arrays, "
+            "magnitudes=...), or magdash.Activations(arrays, magnitudes, name=...)"
+        )
+    if isinstance(data, Activations):
+        if magnitudes is not None or carriers is not None:
+            raise AnalysisError("Activations carry their own magnitudes and carriers: leave magnitudes= and carriers= out")
+        return data
+    if magnitudes is None:
+        raise AnalysisError(
+            f"say which magnitude each row of the array is: magdash.{call}(per_carrier, magnitudes=[...]) "
+            "(the paper's: magdash.paper_stimuli().magnitudes)"
+        )
+    return Activations(data, magnitudes, carriers=carriers, name=default_name or "activations")
+
+
+__all__ = [
+    "analyze", "compare", "depth", "depth_of_texts", "design", "e5", "extract", "frequency_source",
+    "frequency_sources", "layer_vectors", "probe", "rdm", "robustness",
+]
