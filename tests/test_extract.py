@@ -382,3 +382,84 @@ def test_all_token_mode_leaves_each_sequence_s_first_position_out_and_counts_it(
     else:  # the BOS holds position 0, every word is kept, and the BOS is never a vector of the spectra
         assert run() == (words, len(texts))
         assert run(keep_first_position=True) == (words, len(texts))
+
+
+# -- token facts and number formats (schema 8) -----------------------------------------------
+
+
+def test_extraction_records_each_items_token_facts_and_the_tokenizers_digit_splitting(tiny_llama, tiny_mistral, store):
+    extract(str(tiny_mistral), SMALL_SET, store, name="mistral", device="cpu")
+    extract(str(tiny_llama), SMALL_SET, store, name="llama", device="cpu", position="mean")
+    mistral = {(f.magnitude, f.carrier_index): f for f in store.number_tokens("mistral", "small")}
+    assert mistral[(347, 0)].n_tokens == 3 and mistral[(347, 0)].kept_text == "7"
+    assert mistral[(1000, 1)].span_texts == ("1", "0", "0", "0")
+    assert store.digit_splitting("mistral").splits_digits == "yes"
+    llama = {(f.magnitude, f.carrier_index): f for f in store.number_tokens("llama", "small")}
+    assert llama[(1000, 0)].span_texts == ("100", "0") and len(llama[(1000, 0)].kept_ids) == 2  # mean: both
+    splitting = store.digit_splitting("llama")
+    assert (splitting.splits_digits, splitting.rule, splitting.chunk) == ("partly", "chunks", 3)
+    # the kept token recorded is the one whose vector is stored
+    loaded = load_model(str(tiny_mistral), device="cpu")
+    item = SMALL_SET.items[0]
+    ids, numbers = locate_numbers(loaded, [item], "last")
+    assert ids[0][numbers[0][0]] == mistral[(item.magnitude, item.carrier_index)].kept_id
+
+
+def test_vectors_stored_without_token_facts_get_them_from_the_tokenizer_alone(tiny_mistral, store, monkeypatch):
+    import magdash.extract as extraction
+
+    extract(str(tiny_mistral), SMALL_SET, store, name="m", device="cpu")
+    expected = store.number_tokens("m", "small")
+    with duckdb.connect(str(store.path)) as connection:  # as a store extracted before schema 8 has it
+        connection.execute("DELETE FROM number_tokens")
+        connection.execute("DELETE FROM digit_splitting")
+    assert store.number_tokens("m", "small") is None
+
+    def no_weights(*args, **kwargs):
+        raise AssertionError("the weights must not be loaded: every vector is stored")
+
+    monkeypatch.setattr(extraction, "load_model", no_weights)
+    again = extract(str(tiny_mistral), SMALL_SET, store, name="m", device="cpu")
+    assert again.extracted == 0
+    assert store.number_tokens("m", "small") == expected
+    assert store.digit_splitting("m").splits_digits == "yes"
+
+
+def test_a_tokenizer_not_at_hand_leaves_the_facts_unrecorded_without_failing(tiny_mistral, store, monkeypatch, caplog):
+    import magdash.extract as extraction
+    from magdash.errors import ModelLoadError
+
+    extract(str(tiny_mistral), SMALL_SET, store, name="m", device="cpu")
+    with duckdb.connect(str(store.path)) as connection:
+        connection.execute("DELETE FROM number_tokens")
+
+    def gone(*args, **kwargs):
+        raise ModelLoadError("cannot load the tokenizer")
+
+    monkeypatch.setattr(extraction, "load_tokenizer", gone)
+    assert extract(str(tiny_mistral), SMALL_SET, store, name="m", device="cpu").extracted == 0
+    assert store.number_tokens("m", "small") is None
+    assert "token facts of" in caplog.text and "not recorded" in caplog.text
+
+
+def test_a_number_format_the_store_has_not_seen_is_a_new_stimulus_set_never_mixed_with_digits(tiny_mistral, store):
+    words = StimulusSet("small-words", SMALL_SET.carriers, SMALL_SET.magnitudes, "words")
+    grouped = StimulusSet("small-grouped", SMALL_SET.carriers, SMALL_SET.magnitudes, "grouped")
+    first = extract(str(tiny_mistral), SMALL_SET, store, name="m", device="cpu")
+    in_words = extract(str(tiny_mistral), words, store, name="m", device="cpu")
+    in_groups = extract(str(tiny_mistral), grouped, store, name="m", device="cpu")
+    assert first.extracted == 15 and in_words.extracted == 15
+    assert in_groups.extracted == 3  # only 1,000 is new: below it grouped digits are the digits' sentences
+    assert store.stimulus_sets_for("m") == ["small", "small-grouped", "small-words"]
+    assert store.number_formats() == {"small": "digits", "small-grouped": "grouped", "small-words": "words"}
+    digits_layer = store.read_layer("m", "small", 2).vectors
+    words_layer = store.read_layer("m", "small-words", 2).vectors
+    grouped_layer = store.read_layer("m", "small-grouped", 2).vectors
+    assert not np.allclose(digits_layer, words_layer)
+    np.testing.assert_array_equal(grouped_layer[:-1], digits_layer[:-1])
+    assert not np.allclose(grouped_layer[-1], digits_layer[-1])  # "1,000" is not "1000"
+    thousand = [f for f in store.number_tokens("m", "small-grouped") if f.magnitude == 1000]
+    assert {f.span_texts for f in thousand} == {("1", ",", "0", "0", "0")}
+    with duckdb.connect(str(store.path), read_only=True) as connection:
+        per_set = dict(connection.execute("SELECT set_name, count(*) FROM stimulus_items GROUP BY 1").fetchall())
+    assert per_set == {"small": 15, "small-words": 15, "small-grouped": 15}

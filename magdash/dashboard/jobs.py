@@ -284,20 +284,27 @@ class ExtractionRequest:
     batch_size: int = 32
 
 
-def extraction_job(store: Store, request: ExtractionRequest) -> Job:
-    """A job that extracts ``request`` into ``store`` (resumes, can be cancelled)."""
+def extraction_job(store: Store, request: ExtractionRequest, *more: ExtractionRequest, label: str | None = None) -> Job:
+    """A job that extracts ``request`` (and then each of ``more``, one step each) into ``store``
+    (resumes, can be cancelled); its result is the last extraction's."""
     from magdash.extract import extract
 
-    def work(context: JobContext) -> tuple[Any, bool]:
-        context.step(f"extracting {request.name or request.spec}", len(request.stimuli.items))
-        result = extract(
-            request.spec, request.stimuli, store, name=request.name or None, dtype=request.dtype,
-            device=request.device, position=request.position, batch_size=request.batch_size,
-            progress=context.progress, should_stop=context.should_stop,
-        )
-        return result, result.cancelled
+    requests = (request, *more)
 
-    return Job(f"extract {request.name or request.spec}", work)
+    def work(context: JobContext) -> tuple[Any, bool]:
+        result = None
+        for each in requests:
+            context.step(f"extracting {each.name or each.spec} on {each.stimuli.name}", len(each.stimuli.items))
+            result = extract(
+                each.spec, each.stimuli, store, name=each.name or None, dtype=each.dtype,
+                device=each.device, position=each.position, batch_size=each.batch_size,
+                progress=context.progress, should_stop=context.should_stop,
+            )
+            if result.cancelled:
+                return result, True
+        return result, False
+
+    return Job(label or f"extract {request.name or request.spec}", work, n_steps=len(requests))
 
 
 FIRST_RUN_PAIRS = (("minilm", "minilm@random"), ("smollm2", "smollm2@random"))

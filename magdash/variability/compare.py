@@ -222,7 +222,11 @@ def _nanmean(values: pd.Series) -> float:
 
 @dataclass
 class ComparisonResult:
-    """Model A minus model B on the same stimuli, one :class:`ModelComparison` per measure."""
+    """Model A minus model B on the same stimuli, one :class:`ModelComparison` per measure.
+
+    ``stimuli_b`` is model B's stimulus set when it is not ``stimuli``: the same carriers and
+    magnitudes in another number format (a format variant, where model B is model A itself).
+    """
 
     model_a: str
     model_b: str
@@ -230,12 +234,19 @@ class ComparisonResult:
     core_layers: list[int]
     measures: dict[str, ModelComparison]
     conventions: str = MAGDASH
+    stimuli_b: str | None = None
+
+    @property
+    def label_b(self) -> str:
+        """Model B as the results name it: its name, with its stimulus set when that differs."""
+        return f"{self.model_b} on {self.stimuli_b}" if self.stimuli_b else self.model_b
 
     def to_json(self) -> dict[str, Any]:
         return {
             "model_a": self.model_a,
             "model_b": self.model_b,
             "stimuli": self.stimuli,
+            "stimuli_b": self.stimuli_b or self.stimuli,
             "conventions": self.conventions,
             "core_layers": list(self.core_layers),
             "measures": {
@@ -250,6 +261,7 @@ class ComparisonResult:
                 "model_a": self.model_a,
                 "model_b": self.model_b,
                 "stimuli": self.stimuli,
+                "stimuli_b": self.stimuli_b,
                 "core_layers": self.core_layers,
                 "conventions": self.conventions,
                 "measures": {
@@ -280,4 +292,5 @@ class ComparisonResult:
             core_layers=list(document["core_layers"]),
             measures=measures,
             conventions=document["conventions"],
+            stimuli_b=document.get("stimuli_b"),
         )
