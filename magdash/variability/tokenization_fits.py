@@ -53,6 +53,10 @@ df* = S_w - rank(Z'WZ) - 1; resamples with fewer distinct points than rank + 2 l
 ``bca`` (jackknife over the points) or ``t``. With one stratum and no identity the adjusted
 fit *is* the raw fit, interval included.
 
+:func:`tokenization_frames` runs both on every measure and layer of an analysis (with and
+without the kept token's identity), as :func:`magdash.variability.analysis.run_analysis` does
+when it is given the items' token facts.
+
 Reading the outcomes: alpha_adj near the raw alpha, and strata alphas near it too, says the
 exponent is not a tokenization artifact. alpha_adj far from the raw alpha, with steps gamma_k
 growing with k, says the raw exponent carries the digit-count boundaries. Strata alphas that

@@ -204,11 +204,6 @@ def test_cli_controls_json_and_bad_input(store, rng, capsys):
     out = capsys.readouterr().out
     assert "verdicts over the core band" in out and "leave one carrier out" in out
     assert report.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
-    _import_in_format(store, "m", -0.15, rng, "grouped")
-    assert main([*args, "--format-variant", "grouped", "--json"]) == 0
-    document = json.loads(capsys.readouterr().out)
-    assert document["variants"][0]["variant"] == "m on paper-grouped"
-    assert document["variants"][0]["kind"] == "number format digits vs grouped"
     assert main([*args, "--variant", "nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("magdash: error: no model named 'nope'")
@@ -218,3 +213,9 @@ def test_cli_controls_json_and_bad_input(store, rng, capsys):
     assert main([*args, "--massive", "drop"]) == 2
     assert capsys.readouterr().err.startswith("magdash: error: the robustness controls and the design simulator "
                                               "work on the raw vectors")
+    # the model on the paper's stimuli in grouped digits: a second set, so --stimuli is needed now
+    _import_in_format(store, "m", -0.15, rng, "grouped")
+    assert main([*args, "--stimuli", "paper", "--format-variant", "grouped", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["variants"][0]["variant"] == "m on paper-grouped"
+    assert document["variants"][0]["kind"] == "number format digits vs grouped"
