@@ -504,7 +504,7 @@ def extract(
     check_number_positions(loaded, todo, position, params.allow_number_first)
     with waiting_for_store:
         store.register_model(model_record_for(loaded, name, position))
-        record_token_facts(store, model_id, loaded.tokenizer, stimuli, position, untokenized, without_splitting)
+    record_token_facts(store, model_id, loaded.tokenizer, stimuli, position, untokenized, without_splitting)
     done, pending_keys, pending_vectors, pending_bytes = already, [], [], 0
     last_flush = time.perf_counter()
     writer = _OneWriteInFlight(functools.partial(store.write_vectors, model_id))
