@@ -38,7 +38,7 @@ from pathlib import Path
 def floor_run(magnitudes: str, batch_size: int, loaded=None) -> None:
     import numpy as np
 
-    from magdash.extract import forward_number_vectors, locate_numbers
+    from magdash.extraction import forward_number_vectors, locate_numbers
     from magdash.sources import load_model
     from magdash.stimuli import PAPER_CARRIERS, StimulusSet, parse_magnitudes
 
@@ -57,7 +57,7 @@ def floor_run(magnitudes: str, batch_size: int, loaded=None) -> None:
 def in_process(magnitudes: str, batch_size: int, repeats: int, device: str = "cpu") -> None:
     """One loaded model, the floor's passes and ``extract`` into a fresh store in turn: what the
     store costs an extraction, without process start-up and model loading around it."""
-    from magdash.extract import extract
+    from magdash.extraction import extract
     from magdash.sources import load_model
     from magdash.stimuli import PAPER_CARRIERS, StimulusSet, parse_magnitudes
     from magdash.store import Store

@@ -6,7 +6,7 @@ rewritten after each section, so a run cut short still leaves what it measured):
 
 * **correctness**: tiny random-weight Llama, Gemma 3 and BERT-like models, built on the spot
   (config, safetensors and a word-level tokenizer in a temporary folder), extracted with
-  :func:`magdash.extract.number_vector_batches` at the last and mean token positions:
+  :func:`magdash.extraction.number_vector_batches` at the last and mean token positions:
   float32 on the device equals the CPU's (relative error ``||dev - cpu||_F / ||cpu||_F`` per
   layer under 1e-4 at every layer); float16 and bfloat16 on the device within
   :data:`TOLERANCES` of the CPU's float32; one batch of all 130 sentences (right and left
@@ -15,7 +15,7 @@ rewritten after each section, so a run cut short still leaves what it measured):
   7.5 billion parameters, about 15 GB in bfloat16), initialised on the device itself (no
   weights written or read), with magdash's ``@random`` identity: ``extract`` of the paper's
   130 sentences and of a 1,000 x 20 set into a fresh store, beside the storage-free floor (the
-  same batched passes, :func:`~magdash.extract.number_vector_batches`, vectors kept in memory):
+  same batched passes, :func:`~magdash.extraction.number_vector_batches`, vectors kept in memory):
   extract / floor (target at most 1.1), sentences per second, the time the extraction waited for
   the store (``ExtractionResult.store_seconds`` plus opening the store), peak device memory, and
   the achieved fraction of the card's bf16 rate (2 x non-embedding parameters x tokens computed,
@@ -98,7 +98,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 
 from magdash.errors import MagdashError  # noqa: E402
-from magdash.extract import (  # noqa: E402
+from magdash.extraction import (  # noqa: E402
     drop_tokens_after_number,
     extract,
     locate_numbers,
@@ -338,7 +338,7 @@ def build_random_model(folder: Path, shape: dict, device: str, dtype: str, seed:
 def floor_pass(loaded: LoadedModel, items: Sequence[StimulusItem], *, position: str = "last",
                batch_size: int = 32, padding_side: str = "right") -> list[tuple[list[str], np.ndarray]]:
     """The storage-free floor: the batches an extraction of ``items`` runs
-    (:func:`~magdash.extract.number_vector_batches`), their vectors kept in memory as they come."""
+    (:func:`~magdash.extraction.number_vector_batches`), their vectors kept in memory as they come."""
     return list(number_vector_batches(loaded, items, position=position, batch_size=batch_size,
                                       padding_side=padding_side))
 

@@ -6,7 +6,7 @@ enough for ``--tokens`` real tokens (10,000 by default), cut to the model's cont
 interleaved and repeated, medians reported:
 
 * ``forward``: the same sorted batches through the model, nothing captured;
-* ``capture``: :func:`magdash.extract.capture_all_tokens` with a consumer that does nothing
+* ``capture``: :func:`magdash.extraction.capture_all_tokens` with a consumer that does nothing
   (hooks, pad/special masking, copies to the CPU);
 * ``diagnostics``: :func:`magdash.runs.depth_runs.phase_from_texts` — capture, online covariance and
   Omega per layer, eigenvalues, MP fits, dip tests and the 1,000-resample gamma_c bootstrap.
@@ -64,7 +64,7 @@ def forward_only(loaded, chunks: list[str], batch_size: int) -> None:
 
 
 def capture_only(loaded, chunks: list[str], batch_size: int) -> None:
-    from magdash.extract import capture_all_tokens
+    from magdash.extraction import capture_all_tokens
 
     capture_all_tokens(loaded, chunks, lambda layer, vectors: None, batch_size=batch_size)
 

@@ -28,8 +28,6 @@ no numerical library.
 """
 
 import importlib
-import sys
-import types
 
 __version__ = "0.1.0"
 
@@ -41,7 +39,7 @@ _PUBLIC: dict[str, tuple[str, str | None]] = {
     "paper_stimuli": ("magdash.stimuli", "paper_stimuli"),
     "extract": ("magdash.api.analyses", "extract"),
     "ExtractParams": ("magdash.extract_params", "ExtractParams"),
-    "ExtractionResult": ("magdash.extract", "ExtractionResult"),
+    "ExtractionResult": ("magdash.extraction", "ExtractionResult"),
     "NumberPrompts": ("magdash.api.adapters", "NumberPrompts"),
     "number_prompts": ("magdash.api.adapters", "number_prompts"),
     "from_hidden_states": ("magdash.api.adapters", "from_hidden_states"),
@@ -100,21 +98,3 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
-
-
-class _Package(types.ModuleType):
-    """The package, whose public names win over its submodules' names.
-
-    Importing a submodule binds it as an attribute of its package; ``magdash.extract`` is the
-    public function :func:`extract`, so the module of the same name (the extraction machinery,
-    internal) is reached as ``from magdash.extract import ...`` or through ``sys.modules``, never
-    as an attribute (tests/api/test_package.py checks that no code does).
-    """
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name in _PUBLIC and isinstance(value, types.ModuleType) and _PUBLIC[name][1] is not None:
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

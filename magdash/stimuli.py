@@ -280,10 +280,16 @@ class StimulusSet:
         other format is appended after a NUL, which no digits payload ends with (it ends in a
         magnitude), so "1000" and "1,000" sets can never share a hash.
         """
-        payload = "\n".join(self.carriers) + "\0" + ",".join(map(str, self.magnitudes))
-        if self.number_format != DEFAULT_NUMBER_FORMAT:
-            payload += "\0number_format=" + self.number_format
-        return hashlib.sha1(payload.encode()).hexdigest()[:16]
+        return content_hash(self.carriers, self.magnitudes, self.number_format)
+
+
+def content_hash(carriers: Sequence[str], magnitudes: Sequence[int], number_format: str = DEFAULT_NUMBER_FORMAT) -> str:
+    """:attr:`StimulusSet.content_hash` of these (validated) carriers and magnitudes in ``number_format``,
+    without writing the set's sentences: how the same set in another format is looked up in a store."""
+    payload = "\n".join(carriers) + "\0" + ",".join(map(str, magnitudes))
+    if number_format != DEFAULT_NUMBER_FORMAT:
+        payload += "\0number_format=" + number_format
+    return hashlib.sha1(payload.encode()).hexdigest()[:16]
 
 
 def paper_stimuli(number_format: str = DEFAULT_NUMBER_FORMAT) -> StimulusSet:

@@ -110,7 +110,7 @@ def tokenize_numbers(tokenizer, items: Sequence[StimulusItem], position: str = "
 
     Args:
         tokenizer: a Hugging Face fast tokenizer (called with ``return_offsets_mapping=True`` and
-            ``add_special_tokens=True``, as :func:`magdash.extract.tokenize_texts` calls it; a BOS
+            ``add_special_tokens=True``, as :func:`magdash.extraction.tokenize_texts` calls it; a BOS
             token magdash prepends itself has the empty span and changes none of these facts).
         items: the stimuli, e.g. ``StimulusSet.items``.
         position: one of :data:`POSITIONS`.
@@ -248,10 +248,11 @@ def _classify(numbers: list[int], pieces: list[list[int]], items: list[StimulusI
         tokens_by_digits[n_digits] = (min(low, n_tokens), max(high, n_tokens))
     multi = [count for count, n_digits in zip(counts, digits, strict=True) if n_digits > 1]
     share_whole = sum(count == 1 for count in multi) / len(multi)
-    largest = items[-1]
-    example = f"{numbers[-1]} = " + "|".join(
-        largest.sentence[largest.start:largest.end][sum(pieces[-1][:i]):sum(pieces[-1][:i + 1])]
-        for i in range(len(pieces[-1]))
+    # the example is the largest of the numbers cut into the most tokens: how this tokenizer splits
+    shown = max(range(len(numbers)), key=lambda index: (counts[index], numbers[index]))
+    written = items[shown].sentence[items[shown].start:items[shown].end]
+    example = f"{numbers[shown]} = " + "|".join(
+        written[sum(pieces[shown][:i]):sum(pieces[shown][:i + 1])] for i in range(len(pieces[shown]))
     )
     top = max(digits)
     if all(count == n_digits for count, n_digits in zip(counts, digits, strict=True)):

@@ -1,5 +1,5 @@
 """Controls: does the view model's alpha survive carriers, shuffled magnitudes, precision,
-token position and the random-weight control?"""
+token position, the number's written form and the random-weight control?"""
 
 import streamlit as st
 
@@ -11,7 +11,7 @@ from magdash.errors import MagdashError
 from magdash.params import DTYPES
 from magdash.presentation import controls_figures as cf
 from magdash.presentation.export import safe_filename
-from magdash.stimuli import POSITIONS
+from magdash.stimuli import NUMBER_FORMAT_NAMES, POSITIONS
 from pages import ui
 
 ctx = ui.require_data("the robustness controls")
@@ -20,24 +20,64 @@ st.title("Robustness controls")
 st.caption(
     "Before claiming 'alpha is negative in this model': is one carrier sentence driving it "
     "(leave-one-carrier-out, ICC of the carriers), could shuffled magnitudes give the same slope "
-    "(permutation null), does it survive another dtype, weights file or token position, and is it "
+    "(permutation null), does it survive another dtype, weights file, token position or number format, and is it "
     "more than the architecture gives (@random)? Each control says what counts as a problem."
 )
 candidates = dc.variant_choices(view, ctx.inventory)
+# Keyed on the candidates: a variant extracted since (one click below) is selected with the others.
 chosen = st.multiselect(
-    "Variants to compare", candidates, default=candidates, key=f"ctl_variants_{view.model}_{view.stimuli}",
+    "Variants to compare", candidates, default=candidates,
+    key=f"ctl_variants_{view.model}_{view.stimuli}_{'|'.join(candidates)}",
     help="Other extractions of the same architecture on these stimuli: another dtype, weights file (e.g. a "
          "GGUF quantization) or token position.",
 )
-with st.expander("Extract a variant now (when the weights are at hand)"):
+format_sets = dc.format_variant_sets(ctx.store, view, ctx.inventory)
+chosen_formats = st.multiselect(
+    "Number formats to compare", list(format_sets), default=list(format_sets),
+    key=f"ctl_formats_{view.model}_{view.stimuli}_{'|'.join(format_sets)}",
+    help="The view model on the same carriers and magnitudes with the numbers written another way (grouped 1,000; "
+         "words; ...), stored as their own stimulus sets: delta alpha with its joint-bootstrap CI.",
+)
+with st.expander("Extract variants now (when the weights are at hand)"):
     job = ui.job_panel(view.store)
     running = job is not None and not job.finished
+    blocked = running or ctx.read_only
+    if ctx.read_only:
+        st.info(db.read_only_reason("extract variants"))
+    try:
+        missing_positions = dc.position_requests(ctx.store, ctx.record, view.stimuli, ctx.inventory)
+    except MagdashError as error:
+        missing_positions = []
+        st.caption(ui.plain(str(error)))
+    st.caption("Every token position in one click: the vectors at the number's last token (the paper's), its first "
+               "token and the mean of its tokens, each compared with this model's.")
+    if st.button(f"Compare token positions ({', '.join(POSITIONS)})", icon=":material/play_arrow:", key="ctl_positions",
+                 disabled=blocked or not missing_positions,
+                 help="Extracts the positions not stored yet; they are then compared below"
+                 if missing_positions else "Every position is stored: they are compared below"):
+        try:
+            store = ui.store_to_write(ctx, "extracting the token positions")
+            ui.start_job(view.store, dc.extractions_job(store, missing_positions, f"token positions of {view.model}"))
+            st.rerun()
+        except MagdashError as error:
+            ui.show_error(error)
+    other_formats = [name for name in NUMBER_FORMAT_NAMES if name not in format_sets
+                     and name != ctx.store.number_formats().get(view.stimuli)]
+    to_extract = st.multiselect("Number formats to extract", other_formats, default=[], key="ctl_format_extract")
+    if st.button("Extract in these formats", icon=":material/play_arrow:", key="ctl_formats_extract",
+                 disabled=blocked or not to_extract):
+        try:
+            store = ui.store_to_write(ctx, "extracting other number formats")
+            requests = dc.format_requests(store, ctx.record, view.stimuli, to_extract)
+            ui.start_job(view.store, dc.extractions_job(store, requests, f"number formats of {view.model}"))
+            st.rerun()
+        except MagdashError as error:
+            ui.show_error(error)
+    st.caption("One variant at a time:")
     left, right = st.columns(2)
     dtype = left.selectbox("dtype", DTYPES, key="ctl_dtype")
     position = right.selectbox("Token position", POSITIONS, key="ctl_position")
-    if ctx.read_only:
-        st.info(db.read_only_reason("extract variants"))
-    if st.button("Extract variant", disabled=running or ctx.read_only, icon=":material/play_arrow:", key="ctl_extract"):
+    if st.button("Extract variant", disabled=blocked, icon=":material/play_arrow:", key="ctl_extract"):
         try:
             store = ui.store_to_write(ctx, "extracting a variant")
             request = dc.variant_request(store, ctx.record, view.stimuli, dtype=dtype, position=position)
@@ -46,7 +86,7 @@ with st.expander("Extract a variant now (when the weights are at hand)"):
         except MagdashError as error:
             ui.show_error(error)
 
-key = dc.controls_key(view, ctx.inventory, tuple(chosen))
+key = dc.controls_key(view, ctx.inventory, tuple(chosen), {name: format_sets[name] for name in chosen_formats})
 with st.spinner(ui.plain(f"Running the controls of {view.model} (first time only; cached in the store)…")):
     result = ui.controls_for(key)
 st.session_state[dc.SESSION_KEYS[0]] = key  # the sidebar's report includes what was shown here
@@ -61,7 +101,7 @@ ui.table(cf.icc_table, key, name=f"carrier-icc-{view.model}-table")
 st.subheader("Magnitude labels")
 ui.figure(cf.permutation_figure, key, view.measure, name=f"permutation-{slug}")
 ui.table(cf.permutation_table, key, view.measure, name=f"permutation-{slug}-table")
-st.subheader("Precision, quantization, token position and @random")
+st.subheader("Precision, quantization, token position, number format and @random")
 for name in cf.compared(result):
     ui.figure(cf.variant_figure, key, name, view.measure, name=f"variant-{slug}-vs-{name}")
 ui.table(cf.variant_table, key, view.measure, name=f"variants-{slug}")

@@ -6,13 +6,14 @@ import streamlit as st
 from magdash import dashboard as db
 from magdash.dashboard import stimuli_page as ds
 from magdash.errors import MagdashError
-from magdash.stimuli import PAPER_CARRIERS, POSITIONS
+from magdash.stimuli import DEFAULT_NUMBER_FORMAT, NUMBER_FORMAT_NAMES, NUMBER_FORMATS, PAPER_CARRIERS, POSITIONS
 from pages import ui
 
 st.title("Stimuli")
 st.caption(
-    "A stimulus set is every carrier sentence with every magnitude written in digits in place "
-    "of {n}. Define one here, save it, then extract it on the Extract page."
+    "A stimulus set is every carrier sentence with every magnitude written in place of {n}, in "
+    "digits (the paper's form) or another number format. Define one here, save it, then extract it on the "
+    "Extract page."
 )
 ctx = ui.require_store("saving stimuli")
 
@@ -60,7 +61,15 @@ if magnitudes:
     shown = ", ".join(map(str, magnitudes[:40])) + (" …" if len(magnitudes) > 40 else "")
     st.caption(f"{len(magnitudes)} magnitudes: {shown}")
 
-st.subheader("3. Save")
+st.subheader("3. Number format")
+number_format = st.selectbox(
+    "How the numbers are written", NUMBER_FORMAT_NAMES, index=NUMBER_FORMAT_NAMES.index(DEFAULT_NUMBER_FORMAT),
+    format_func=ds.format_label, key="st_format",
+    help="The same carriers and magnitudes in another format are another stimulus set, never mixed with digits",
+)
+st.caption(NUMBER_FORMATS[number_format].description)
+
+st.subheader("4. Save")
 name = st.text_input("Stimulus set name", value="my-stimuli", key="st_name")
 ready = carriers.ok and bool(magnitudes) and magnitude_problem is None
 if ready:
@@ -71,13 +80,13 @@ if ctx.read_only:
 if st.button("Save stimulus set", disabled=not ready or ctx.read_only, key="st_save", icon=":material/save:"):
     try:
         store = ui.store_to_write(ctx, "saving a stimulus set")
-        stimuli = ds.build_stimulus_set(name, carriers.carriers, magnitudes, store)
+        stimuli = ds.build_stimulus_set(name, carriers.carriers, magnitudes, store, number_format)
         store.register_stimulus_set(stimuli)
         st.success(ui.plain(f"Saved {stimuli.name!r}: extract it on the Extract page."))
     except MagdashError as error:
         ui.show_error(error)
 
-st.subheader("4. Tokenization preview")
+st.subheader("5. Tokenization preview")
 st.caption("Which tokens each number becomes for a model, and which token's vector is stored.")
 specs = ds.tokenizer_specs(ctx.inventory.records.values(), ui.source_choices("hf-cache"))
 a, b = st.columns(2)
@@ -87,7 +96,7 @@ if not ready:
     st.info(ds.what_to_fix(carriers.ok, bool(magnitudes) and magnitude_problem is None))
 elif st.toggle("Show the tokenization", key="st_preview_on", help="Loads the model's tokenizer (not its weights)"):
     try:
-        preview_set = ds.preview_set(carriers.carriers, magnitudes)
+        preview_set = ds.preview_set(carriers.carriers, magnitudes, number_format)
         with st.spinner(ui.plain(f"Loading {preview_spec}…")):
             tokenizer, sequence_start = ui.tokenizer_for(preview_spec)
         items = ds.preview_items(preview_set)

@@ -79,14 +79,11 @@ def main(argv: list[str]) -> int:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (options.fsize, options.fsize))
 
-    import importlib
-
+    import magdash.extraction as extraction
     import magdash.store.database
     import magdash.store.shards
     from magdash.cli import main as magdash_main
     from magdash.store import Store
-
-    extraction = importlib.import_module("magdash.extract")  # the module: magdash.extract is the public function
     extraction.FLUSH_SECONDS = 0.0
     original_load = extraction.load_model
     original_write = Store.write_vectors

@@ -201,16 +201,21 @@ EXPECTED_TABLES = {
     "home": 1, "scaling": 1, "weber": 2, "frequency": 2, "compare": 1, "geometry": 1, "probes": 4, "depth": 2,
     "controls": 5,
 }
+# What a page adds where the model's vectors have their token facts (extracted, not imported):
+# the Scaling page's alpha raw and adjusted for tokenization, the strata and per-layer tables.
+WITH_TOKEN_FACTS = {"scaling": (1, 3)}
 
 
-def assert_page_draws_everything(at, page: str) -> None:
+def assert_page_draws_everything(at, page: str, *, token_facts: bool = False) -> None:
     """The page drew its charts (each with PNG and SVG buttons) and tables (CSV buttons), as
-    EXPECTED_CHARTS and EXPECTED_TABLES say, the sidebar offers the report, and nothing failed."""
+    EXPECTED_CHARTS and EXPECTED_TABLES say (plus WITH_TOKEN_FACTS for a model whose token facts
+    are recorded), the sidebar offers the report, and nothing failed."""
     name = Path(page).stem
-    assert len(at.get("vega_lite_chart")) == EXPECTED_CHARTS[name]
+    charts, tables = WITH_TOKEN_FACTS.get(name, (0, 0)) if token_facts else (0, 0)
+    assert len(at.get("vega_lite_chart")) == EXPECTED_CHARTS[name] + charts
     buttons = labels(at.get("download_button"))
-    assert buttons.count("PNG") == buttons.count("SVG") == EXPECTED_CHARTS[name]
-    assert buttons.count("CSV") >= EXPECTED_TABLES.get(name, 0)
+    assert buttons.count("PNG") == buttons.count("SVG") == EXPECTED_CHARTS[name] + charts
+    assert buttons.count("CSV") >= EXPECTED_TABLES.get(name, 0) + tables
     assert "Report (HTML)" in labels(at.sidebar.get("download_button"))
     assert not at.error
 

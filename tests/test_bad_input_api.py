@@ -440,7 +440,7 @@ def test_frequency_source_names_round_trip(base_store, base_contents, names):
 ], ids=lambda options: "-".join(f"{k}={v}" for k, v in options.items()))
 def test_extract_refuses_bad_options_and_stores_nothing(tiny_llama, tmp_path, options):
     record("api extract options")
-    from magdash.extract import extract
+    from magdash.extraction import extract
 
     path = tmp_path / "store.duckdb"
     store = Store(path)

@@ -107,7 +107,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("statistics", ("magdash/variability/", "magdash/frequency/", "magdash/phase/", "magdash/controls/",
                     "magdash/probes/")),
     ("sources", ("magdash/sources/",)),
-    ("extraction", ("magdash/extract.py", "magdash/extract_params.py")),
+    ("extraction", ("magdash/extraction.py", "magdash/extract_params.py")),
     ("runs", ("magdash/runs/",)),
     ("presentation", ("magdash/presentation/",)),
     ("reports", ("magdash/reports.py",)),

@@ -15,7 +15,7 @@ import torch
 
 from magdash import dashboard as db
 from magdash import reports
-from magdash.extract import drop_tokens_after_number, extract, forward_number_vectors, locate_numbers, tokenize_texts
+from magdash.extraction import drop_tokens_after_number, extract, forward_number_vectors, locate_numbers, tokenize_texts
 from magdash.phase.phase_params import PhaseParams
 from magdash.presentation import report
 from magdash.runs.analysis_runs import analyze, compare

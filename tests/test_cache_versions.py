@@ -43,6 +43,7 @@ from magdash.runs.frequency_runs import e5_from_store
 from magdash.runs.probe_runs import probe, probe_key
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.store import Store
+from magdash.tokenization import NumberTokens
 from magdash.variability.analysis import ANALYSIS_VERSION
 from magdash.variability.analysis_params import AnalysisParams
 
@@ -77,6 +78,14 @@ def golden_store(path: Path) -> Store:
         # differed between machines).
         vectors[:, :, 0] = log_n[:, :, 0] + portable_noise(shape[0] * shape[3], seed + 10).reshape(shape[0], 1, shape[3])
         store.import_arrays(name, vectors.astype(np.float32), PAPER_MAGNITUDES, carriers=PAPER_CARRIERS)
+        # Token facts as a tokenizer splitting every digit would give them, so that the cached
+        # tokenization fits are covered too.
+        items = store.stimulus_set("paper").items
+        facts = [NumberTokens(item.magnitude, item.carrier_index, "last", len(str(item.magnitude)),
+                              (int(str(item.magnitude)[-1]),), int(str(item.magnitude)[-1]), str(item.magnitude)[-1],
+                              tuple(str(item.magnitude)), len(str(item.magnitude)), len(str(item.magnitude)))
+                 for item in items]
+        store.write_token_facts(store.model_record(name).model_id, [item.key for item in items], facts)
     return store
 
 

@@ -51,7 +51,7 @@ PUBLIC: dict[str, str | None] = {
     "magdash.store.database.Store": None,
     "magdash.store.records": None,
     "magdash.store.database.nonfinite_counts_in": None,
-    "magdash.extract": None,
+    "magdash.extraction": None,
     "magdash.sources.resolve": None,
     "magdash.sources.base.ModelSource": None,
     "magdash.sources.base.SourceKind": None,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from magdash.extract import extract, forward_number_vectors, locate_numbers, out_of_memory_message
+from magdash.extraction import extract, forward_number_vectors, locate_numbers, out_of_memory_message
 from magdash.sources import load_model
 from magdash.stimuli import StimulusSet, make_item, paper_stimuli
 
@@ -110,9 +110,7 @@ def test_extract_is_content_addressed_and_resumes(tiny_llama, tmp_path):
 
 
 def test_a_fast_device_writes_few_large_shards_and_the_wait_for_the_store_is_counted(tiny_llama, store, monkeypatch):
-    import importlib
-
-    extract_module = importlib.import_module("magdash.extract")  # magdash.extract is the public function
+    import magdash.extraction as extract_module
     from magdash.store import shards
 
     loaded = load_model(str(tiny_llama), device="cpu")
@@ -171,7 +169,7 @@ def test_minilm_end_to_end(store):
 
 
 def test_capture_all_tokens_streams_every_real_token(tiny_llama):
-    from magdash.extract import capture_all_tokens
+    from magdash.extraction import capture_all_tokens
 
     loaded = load_model(str(tiny_llama), device="cpu")
     texts = ["There are 5 items.", "Exactly 1000 were measured.", "Hello world"]
@@ -276,7 +274,7 @@ def test_pickle_only_checkpoints_are_refused(tmp_path):
 
 
 def test_causal_models_skip_the_words_after_the_number(tiny_llama, tmp_path):
-    from magdash.extract import drop_tokens_after_number
+    from magdash.extraction import drop_tokens_after_number
     from magdash.store import Store
 
     loaded = load_model(str(tiny_llama), device="cpu")
@@ -301,7 +299,7 @@ FIRST = StimulusSet("first", ("{n} was the value.", "There are {n} items."), (1,
 
 def test_a_bos_the_tokenizer_leaves_out_is_prepended_and_is_part_of_the_identity(tmp_path, store):
     """SmolLM2's case on a tiny Llama: the tokenizer adds no BOS although the model has one."""
-    from magdash.extract import numbers_at_the_first_position
+    from magdash.extraction import numbers_at_the_first_position
     from magdash.sources import resolve_model
     from tests.support import build_tiny_model
 
@@ -360,7 +358,7 @@ def test_a_model_without_a_bos_refuses_carriers_that_put_the_number_first(tmp_pa
 @pytest.mark.parametrize(("start", "rule"), [("bos", "tokenizer"), ("bos-not-added", "bos:1"), ("no-bos", "none")])
 def test_all_token_mode_leaves_each_sequence_s_first_position_out_and_counts_it(tmp_path, start, rule):
     """The attention sink is position 0: the BOS (the tokenizer's or magdash's) or, without one, the first word."""
-    from magdash.extract import capture_all_tokens
+    from magdash.extraction import capture_all_tokens
     from tests.support import build_tiny_model
 
     loaded = load_model(str(build_tiny_model(tmp_path / start, "llama", start=start)), device="cpu")
@@ -391,3 +389,82 @@ def test_the_out_of_memory_message_suggests_half_precision_only_to_a_float32_mod
     message = out_of_memory_message(64, dtype)
     assert "batch of 64 sentences" in message and f"({dtype})" in message and "--batch-size" in message
     assert ("--dtype bfloat16" in message) is suggests_half
+# -- token facts and number formats (schema 8) -----------------------------------------------
+
+
+def test_extraction_records_each_items_token_facts_and_the_tokenizers_digit_splitting(tiny_llama, tiny_mistral, store):
+    extract(str(tiny_mistral), SMALL_SET, store, name="mistral", device="cpu")
+    extract(str(tiny_llama), SMALL_SET, store, name="llama", device="cpu", position="mean")
+    mistral = {(f.magnitude, f.carrier_index): f for f in store.number_tokens("mistral", "small")}
+    assert mistral[(347, 0)].n_tokens == 3 and mistral[(347, 0)].kept_text == "7"
+    assert mistral[(1000, 1)].span_texts == ("1", "0", "0", "0")
+    assert store.digit_splitting("mistral").splits_digits == "yes"
+    llama = {(f.magnitude, f.carrier_index): f for f in store.number_tokens("llama", "small")}
+    assert llama[(1000, 0)].span_texts == ("100", "0") and len(llama[(1000, 0)].kept_ids) == 2  # mean: both
+    splitting = store.digit_splitting("llama")
+    assert (splitting.splits_digits, splitting.rule, splitting.chunk) == ("partly", "chunks", 3)
+    # the kept token recorded is the one whose vector is stored
+    loaded = load_model(str(tiny_mistral), device="cpu")
+    item = SMALL_SET.items[0]
+    ids, numbers = locate_numbers(loaded, [item], "last")
+    assert ids[0][numbers[0][0]] == mistral[(item.magnitude, item.carrier_index)].kept_id
+
+
+def test_vectors_stored_without_token_facts_get_them_from_the_tokenizer_alone(tiny_mistral, store, monkeypatch):
+    import magdash.extraction as extraction
+
+    extract(str(tiny_mistral), SMALL_SET, store, name="m", device="cpu")
+    expected = store.number_tokens("m", "small")
+    with duckdb.connect(str(store.path)) as connection:  # as a store extracted before schema 8 has it
+        connection.execute("DELETE FROM number_tokens")
+        connection.execute("DELETE FROM digit_splitting")
+    assert store.number_tokens("m", "small") is None
+
+    def no_weights(*args, **kwargs):
+        raise AssertionError("the weights must not be loaded: every vector is stored")
+
+    monkeypatch.setattr(extraction, "load_model", no_weights)
+    again = extract(str(tiny_mistral), SMALL_SET, store, name="m", device="cpu")
+    assert again.extracted == 0
+    assert store.number_tokens("m", "small") == expected
+    assert store.digit_splitting("m").splits_digits == "yes"
+
+
+def test_a_tokenizer_not_at_hand_leaves_the_facts_unrecorded_without_failing(tiny_mistral, store, monkeypatch, caplog):
+    import magdash.extraction as extraction
+    from magdash.errors import ModelLoadError
+
+    extract(str(tiny_mistral), SMALL_SET, store, name="m", device="cpu")
+    with duckdb.connect(str(store.path)) as connection:
+        connection.execute("DELETE FROM number_tokens")
+
+    def gone(*args, **kwargs):
+        raise ModelLoadError("cannot load the tokenizer")
+
+    monkeypatch.setattr(extraction, "load_tokenizer", gone)
+    assert extract(str(tiny_mistral), SMALL_SET, store, name="m", device="cpu").extracted == 0
+    assert store.number_tokens("m", "small") is None
+    assert "token facts of" in caplog.text and "not recorded" in caplog.text
+
+
+def test_a_number_format_the_store_has_not_seen_is_a_new_stimulus_set_never_mixed_with_digits(tiny_mistral, store):
+    words = StimulusSet("small-words", SMALL_SET.carriers, SMALL_SET.magnitudes, "words")
+    grouped = StimulusSet("small-grouped", SMALL_SET.carriers, SMALL_SET.magnitudes, "grouped")
+    first = extract(str(tiny_mistral), SMALL_SET, store, name="m", device="cpu")
+    in_words = extract(str(tiny_mistral), words, store, name="m", device="cpu")
+    in_groups = extract(str(tiny_mistral), grouped, store, name="m", device="cpu")
+    assert first.extracted == 15 and in_words.extracted == 15
+    assert in_groups.extracted == 3  # only 1,000 is new: below it grouped digits are the digits' sentences
+    assert store.stimulus_sets_for("m") == ["small", "small-grouped", "small-words"]
+    assert store.number_formats() == {"small": "digits", "small-grouped": "grouped", "small-words": "words"}
+    digits_layer = store.read_layer("m", "small", 2).vectors
+    words_layer = store.read_layer("m", "small-words", 2).vectors
+    grouped_layer = store.read_layer("m", "small-grouped", 2).vectors
+    assert not np.allclose(digits_layer, words_layer)
+    np.testing.assert_array_equal(grouped_layer[:-1], digits_layer[:-1])
+    assert not np.allclose(grouped_layer[-1], digits_layer[-1])  # "1,000" is not "1000"
+    thousand = [f for f in store.number_tokens("m", "small-grouped") if f.magnitude == 1000]
+    assert {f.span_texts for f in thousand} == {("1", ",", "0", "0", "0")}
+    with duckdb.connect(str(store.path), read_only=True) as connection:
+        per_set = dict(connection.execute("SELECT set_name, count(*) FROM stimulus_items GROUP BY 1").fetchall())
+    assert per_set == {"small": 15, "small-words": 15, "small-grouped": 15}

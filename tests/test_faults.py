@@ -185,7 +185,7 @@ def _assert_same_as_clean(clean: Path, other: Path, context: str = "") -> None:
 @pytest.fixture(scope="module")
 def clean_store(tiny_llama, tmp_path_factory) -> Path:
     """The clean run's store, extracted in this process (child processes give the same bits)."""
-    from magdash.extract import extract
+    from magdash.extraction import extract
 
     path = tmp_path_factory.mktemp("clean") / "clean.duckdb"
     result = extract(str(tiny_llama), STIMULI, Store(path), batch_size=BATCH, device="cpu")
@@ -571,7 +571,7 @@ FAIL_AT = 3
     ids=["MemoryError", "DefaultCPUAllocator", "torch.OutOfMemoryError"],
 )
 def test_out_of_memory_in_a_forward_pass_is_reported_and_resumable(tiny_llama, clean_store, tmp_path, fault):
-    from magdash.extract import extract
+    from magdash.extraction import extract
     from magdash.sources import load_model
 
     loaded = load_model(str(tiny_llama), device="cpu")
@@ -590,7 +590,7 @@ def test_out_of_memory_in_a_forward_pass_is_reported_and_resumable(tiny_llama, c
 
 
 def test_other_runtime_errors_are_not_reported_as_out_of_memory(tiny_llama, tmp_path):
-    from magdash.extract import extract
+    from magdash.extraction import extract
     from magdash.sources import load_model
 
     loaded = load_model(str(tiny_llama), device="cpu")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from magdash.cli import main
-from magdash.extract import extract
+from magdash.extraction import extract
 from magdash.overflow import count_nonfinite, nonfinite_rows, nonfinite_warning
 from magdash.runs.analysis_runs import analyze
 from magdash.stimuli import PAPER_CARRIERS, StimulusSet

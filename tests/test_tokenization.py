@@ -200,6 +200,8 @@ def test_wordpiece_splits_as_its_vocabulary_has_it(minilm):
     assert 0.0 < splitting.share_whole < 1.0
     assert splitting.tokens_by_digits[1] == (1, 1)
     assert splitting.tokens_by_digits[3][1] >= 2
+    number, cut = splitting.example.split(" = ")  # a number it splits, shown with its pieces
+    assert "|" in cut and cut.replace("|", "") == number
 
 
 def test_splitting_needs_a_number_of_two_digits(tiny):

@@ -27,7 +27,7 @@ from pathlib import Path
 PRELOAD = (
     "magdash.cli", "magdash.cli.extract_command", "magdash.cli.listing_command", "magdash.cli.transfer_command", "magdash.cli.compact_command",
     "magdash.cli.analyze_command", "magdash.cli.freq_command", "magdash.cli.phase_command", "magdash.cli.controls_command", "magdash.cli.design_command",
-    "magdash.cli.sweep_command", "magdash.store", "magdash.variability.analysis", "magdash.extract", "magdash.sources",
+    "magdash.cli.sweep_command", "magdash.store", "magdash.variability.analysis", "magdash.extraction", "magdash.sources",
     "torch", "transformers", "scipy.stats", "pandas", "pyarrow.parquet", "duckdb",
 )
 _LENGTH_BYTES = 8

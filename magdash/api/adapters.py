@@ -14,7 +14,7 @@ nothing but those vectors is copied:
   (transformers' ``output_hidden_states=True`` among them).
 
 Layer 0 is the input to the first block and layer l the output of block l, as magdash extracts
-them (:mod:`magdash.extract`); ``layout`` says whether the final norm's output is there too. torch,
+them (:mod:`magdash.extraction`); ``layout`` says whether the final norm's output is there too. torch,
 TransformerLens and nnsight are never imported here: tensors are read through their own methods.
 """
 
@@ -92,7 +92,7 @@ def number_prompts(tokenizer: Any, stimuli: StimulusSet | None = None, *, positi
         stimuli: the stimulus set; default the paper's 26 magnitudes x 5 carriers.
         position: which of the number's tokens: ``last`` (the paper's), ``first`` or ``mean``.
     """
-    from magdash.extract import locate_numbers
+    from magdash.extraction import locate_numbers
 
     stimuli = stimuli or paper_stimuli()
     if position not in POSITIONS:

@@ -64,7 +64,7 @@ def extract(
     """Extract the number-token vectors of ``model`` on ``stimuli`` into ``store``.
 
     What is stored already is skipped before any weights are loaded, so a repeated call is a
-    no-op (:func:`magdash.extract.extract`).
+    no-op (:func:`magdash.extraction.extract`).
 
     Args:
         model: a model spec: a built-in model (``minilm``), a folder, a Hugging Face cache name,
@@ -80,10 +80,10 @@ def extract(
             ``params`` (``dtype="bfloat16"``, ``device="cuda"``).
 
     Returns:
-        The :class:`~magdash.extract.ExtractionResult`: the stored name, the stimulus set, how
+        The :class:`~magdash.extraction.ExtractionResult`: the stored name, the stimulus set, how
         many sentences were stored before and now.
     """
-    from magdash.extract import extract as extract_into
+    from magdash.extraction import extract as extract_into
 
     if not isinstance(store, Store):
         raise AnalysisError(f"extract needs a store: store=magdash.Store(path), got {type(store).__name__}")

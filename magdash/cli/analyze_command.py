@@ -145,6 +145,8 @@ def _print_analysis(result) -> None:
     measures = result.params.measures
     print(f"model: {result.model}   stimuli: {result.stimuli}   "
           f"{len(result.magnitudes)} magnitudes, {result.n_layers} layers")
+    if result.digit_splitting:
+        print(f"tokenizer: {result.digit_splitting}")
     print(f"core layers: {layer_span(result.core_layers)}   conventions: {result.params.rules.description} "
           f"(bootstrap seed {result.params.seed})")
     print(f"alpha per layer (OLS of log V on log n; 95% bootstrap CI where computed; {MISSING} = no fit)")
@@ -180,6 +182,8 @@ def _print_analysis(result) -> None:
         print(f"  E3 without {dropped}: mean alpha {_number(e3.mean_alpha_without)} "
               f"(shift {_number(e3.mean_shift)})")
         print(f"  noise models, best by AICc over the core layers: {_best_noise_models(result, measure)}")
+        for line in tokenization_lines(result, measure):
+            print(f"  {line}")
     e4 = result.e4
     print(f"E4 on-axis alpha {_number(e4.mean_alpha_on)} vs off-axis {_number(e4.mean_alpha_off)} "
           f"(ratio {format_number(e4.ratio, '.2f')}x, Wilcoxon p = {format_number(e4.wilcoxon_p, '.3g')}, {e4.n_pairs} layers)")
@@ -189,8 +193,34 @@ def _print_analysis(result) -> None:
           f"raw-proj {format_number(checks.raw_proj, '.4f')}")
 
 
+def tokenization_lines(result, measure: str) -> list[str]:
+    """The tokenization fits of ``measure`` over the core layers, in words: the adjusted alpha
+    beside the raw one, and each token-count stratum's mean alpha (or why there are none)."""
+    summary = result.tokenization_summary(measure)
+    if not summary["recorded"]:
+        return [f"tokenization: no adjusted alpha: {summary['note']}"]
+    n = summary["n_core"]
+    adjusted = (f"{_number(summary['mean_alpha_adjusted'])} over {summary['n_adjusted']}/{n} core layers"
+                if summary["n_adjusted"] else f"{MISSING} (no fit: {summary['reason']})")
+    identity = (f"{_number(summary['mean_alpha_identity'])} ({summary['n_identity']}/{n})"
+                if summary["n_identity"] else f"no fit ({summary['identity_reason']})")
+    strata = []
+    for level in summary["strata"]:
+        span = f"{level['smallest']:g}" if level["smallest"] == level["largest"] else \
+            f"{level['smallest']:g}-{level['largest']:g}"
+        token_word = "token" if level["n_tokens"] == 1 else "tokens"
+        value = _number(level["mean_alpha"]) if level["n_fitted"] else f"{MISSING} ({level['reason']})"
+        count = level["n_magnitudes"]
+        strata.append(f"{level['n_tokens']} {token_word} ({count} magnitude{'s' if count != 1 else ''}, {span}) {value}")
+    return [
+        f"tokenization: alpha adjusted for the token count {adjusted} (raw {_number(summary['mean_alpha_raw'])}); "
+        f"for the token count and the kept token: {identity}",
+        f"  mean core alpha within token-count strata: {'; '.join(strata)}",
+    ]
+
+
 def _print_comparison(result) -> None:
-    print(f"{result.model_a} minus {result.model_b}   stimuli: {result.stimuli}   conventions: {result.conventions}")
+    print(f"{result.model_a} minus {result.label_b}   stimuli: {result.stimuli}   conventions: {result.conventions}")
     for measure, item in result.measures.items():
         print(f"\n[{_title(measure)}] mean alpha over core layers: "
               f"{_number(item.mean_alpha_a)} vs {_number(item.mean_alpha_b)} "

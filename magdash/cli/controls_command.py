@@ -1,8 +1,8 @@
 """``magdash controls``: does a stored model's alpha survive the obvious objections?
 
 Leave-one-carrier-out alpha, the carrier ICC, a permutation null, other extractions of the same
-model (``--variant``: another dtype, weights file or token position) and the ``@random``
-control, each with a one-line verdict over the core band (:mod:`magdash.controls.robustness`).
+model (``--variant``: another dtype, weights file or token position), the same model on the
+stimuli in another number format (``--format-variant``) and the ``@random`` control, each with a one-line verdict over the core band (:mod:`magdash.controls.robustness`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ def register(subparsers) -> None:
         help="robustness controls of a stored model's alphas (carriers, permutation, variants, @random)",
         description=(
             "Leave-one-carrier-out alpha and the carrier ICC(3,k) per layer, a permutation null of "
-            "alpha, other extractions of the same model (--variant) and the @random control, each "
+            "alpha, other extractions of the same model (--variant), the model on the stimuli in another number "
+            "format (--format-variant) and the @random control, each "
             "with a verdict over the core band."
         ),
     )
@@ -45,7 +46,9 @@ def run(args: argparse.Namespace) -> int:
 
     store = open_store(args)
     result = run_controls(store, args.model, args.stimuli, controls_params(args))
-    warn(flagged_layer_warnings(store, [args.model, *result.variants], result.stimuli))
+    variant_models = dict.fromkeys(comparison.model_b for comparison in result.variants.values())
+    warn(flagged_layer_warnings(store, [args.model, *[name for name in variant_models if name != args.model]],
+                                result.stimuli))
     if args.report:
         from magdash.reports import controls_report
 

@@ -18,11 +18,15 @@ from magdash.errors import StimulusError
 from magdash.extract_params import ExtractParams
 from magdash.sources.resolve import model_hint
 from magdash.stimuli import (
+    DEFAULT_NUMBER_FORMAT,
+    NUMBER_FORMAT_NAMES,
+    NUMBER_FORMATS,
     PAPER_CARRIERS,
     PAPER_SET_NAME,
     StimulusSet,
     check_reserved_name,
-    is_paper_content,
+    paper_set_name,
+    paper_stimuli,
     parse_magnitudes,
     read_carrier_file,
 )
@@ -34,9 +38,17 @@ def register(subparsers) -> None:
         description="Run a model over a stimulus set and store each layer's number-token vector.",
     )
     parser.add_argument("--model", required=True, help=f"the model: {model_hint()}")
-    parser.add_argument("--stimuli", default=None, help="name of the stimulus set (default: paper, or custom-<hash> with --carriers/--magnitudes)")
+    parser.add_argument("--stimuli", default=None, help="name of the stimulus set (default: paper, paper-<format> in "
+                        "another --number-format, or custom-<hash> with --carriers/--magnitudes)")
     parser.add_argument("--carriers", metavar="FILE", help="text file of carrier sentences, one per line, each with {n}")
     parser.add_argument("--magnitudes", metavar="SPEC", help="e.g. paper, 1-1000, 1,2,5,10 (default: paper)")
+    parser.add_argument(
+        "--number-format", choices=NUMBER_FORMAT_NAMES, default=None,
+        help="how the numbers are written in place of {n}: "
+             + "; ".join(f"{name}: {number_format.description}" for name, number_format in NUMBER_FORMATS.items())
+             + f" (default: {DEFAULT_NUMBER_FORMAT}, or a stored set's own). A format is part of the stimulus set: "
+             "the same carriers and magnitudes in another format are another set",
+    )
     parser.add_argument("--name", help="store the model under this name (default: the model spec)")
     add_params_options(parser, ExtractParams)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -54,27 +66,42 @@ def custom_stimulus_set(args: argparse.Namespace) -> StimulusSet | None:
         return None
     carriers = read_carrier_file(args.carriers) if args.carriers is not None else list(PAPER_CARRIERS)
     magnitudes = parse_magnitudes(args.magnitudes if args.magnitudes is not None else PAPER_SET_NAME)
-    provisional = StimulusSet("custom", tuple(carriers), tuple(magnitudes))
+    number_format = args.number_format or DEFAULT_NUMBER_FORMAT
+    provisional = StimulusSet("custom", tuple(carriers), tuple(magnitudes), number_format)
     name = args.stimuli
     if name is None:
-        name = PAPER_SET_NAME if is_paper_content(provisional) else f"custom-{provisional.content_hash[:8]}"
-    stimuli = StimulusSet(name, tuple(carriers), tuple(magnitudes))
+        paper = provisional.content_hash == paper_stimuli(number_format).content_hash
+        name = paper_set_name(number_format) if paper else f"custom-{provisional.content_hash[:8]}"
+    stimuli = StimulusSet(name, tuple(carriers), tuple(magnitudes), number_format)
     check_reserved_name(stimuli)
     return stimuli
 
 
 def named_stimulus_set(args: argparse.Namespace, store) -> StimulusSet:
-    """The paper's set, or the stored set named by --stimuli."""
-    name = PAPER_SET_NAME if args.stimuli is None else args.stimuli
-    if name == PAPER_SET_NAME or name not in store.stimulus_set_names():
-        if name != PAPER_SET_NAME:
+    """The paper's set in --number-format (digits: 'paper', another: 'paper-<format>'), or the
+    stored set named by --stimuli, whose format --number-format must then agree with."""
+    number_format = args.number_format or DEFAULT_NUMBER_FORMAT
+    paper_name = paper_set_name(number_format)
+    if args.stimuli == PAPER_SET_NAME and number_format != DEFAULT_NUMBER_FORMAT:
+        raise StimulusError(
+            f"the paper's stimuli in {number_format} are the set {paper_name!r} ({PAPER_SET_NAME!r} is the digits "
+            f"set): leave --stimuli out or give --stimuli {paper_name}"
+        )
+    name = paper_name if args.stimuli is None else args.stimuli
+    if name not in store.stimulus_set_names():
+        if name != paper_name:
             raise StimulusError(
                 f"no stored stimulus set {name!r}: give --carriers and/or --magnitudes to define it"
             )
-        from magdash.stimuli import paper_stimuli
-
-        return paper_stimuli()
-    return store.stimulus_set(name)
+        return paper_stimuli(number_format)
+    stimuli = store.stimulus_set(name)
+    if args.number_format is not None and stimuli.number_format != args.number_format:
+        raise StimulusError(
+            f"the stored stimulus set {name!r} writes its numbers in {stimuli.number_format}, not {args.number_format}: "
+            f"leave --number-format out, or give --carriers/--magnitudes and another --stimuli name for a set in "
+            f"{args.number_format}"
+        )
+    return stimuli
 
 
 def run(args: argparse.Namespace) -> int:
@@ -87,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         # A name magdash chose gives way to the name these sentences are already stored under.
         stimuli = store.known_as(stimuli)
     # Imported only now: torch takes seconds to import, and bad input needs no model.
-    from magdash.extract import extract
+    from magdash.extraction import extract
 
     progress = ProgressBar("sentence", args.model, quiet=args.quiet)
     try:

@@ -22,15 +22,18 @@ def run(args: argparse.Namespace) -> int:
     with store.session():
         models = store.list_models()
         progress = store.extraction_progress()
-        sets = store.stimulus_set_names()
+        formats = store.number_formats()
+        sets = list(formats)
     available = {"builtin": list(BUILTIN_MODELS), "huggingface_cache": cached_repo_ids()}
     if args.json:
         print_json({
             "store": str(store.path),
             "models": models[["name", "source", "architecture", "n_blocks", "hidden_size", "dtype", "position",
-                              "is_random", "fingerprint", "stimulus_sets", "nonfinite_layers"]].to_dict("records"),
+                              "is_random", "fingerprint", "stimulus_sets", "nonfinite_layers", "splits_digits"]]
+            .to_dict("records"),
             "progress": progress.to_dict("records"),
             "stimulus_sets": sets,
+            "number_formats": formats,
             "available_models": available,
         })
         return 0
@@ -42,12 +45,17 @@ def run(args: argparse.Namespace) -> int:
         for row in models.itertuples():
             print(f"  {row.name:30s} {row.architecture:24s} {row.n_blocks:3d} blocks  d={row.hidden_size:<5d} "
                   f"{row.dtype:9s} sets: {row.stimulus_sets or '-'}")
+            splits = {"yes": "splits every digit", "partly": "splits some digits", "no": "keeps numbers whole",
+                      "": "digit splitting not recorded (extract again to record it)"}[row.splits_digits]
+            print(f"  {'':30s} tokenizer: {splits}")
             if row.nonfinite_layers:
                 print(f"  {'':30s} Inf/NaN vectors at layers {row.nonfinite_layers}: left out of every fit")
         partial = progress[progress["done"] < progress["total"]]
         for row in partial.itertuples():
             print(f"  unfinished: {row.name} / {row.set_name}: {row.done} of {row.total} (run extract again)")
-    print(f"stimulus sets: {', '.join(sets) or 'none yet'}")
+    print("stimulus sets: " + (", ".join(
+        name if number_format == "digits" else f"{name} ({number_format})" for name, number_format in formats.items()
+    ) or "none yet"))
     print(f"built-in models: {', '.join(available['builtin'])} (append @random for the untrained control)")
     cached = available["huggingface_cache"]
     print(f"Hugging Face cache: {', '.join(cached) if cached else 'no models found'}")

@@ -9,7 +9,7 @@ import numpy as np
 
 from magdash.errors import AnalysisError
 from magdash.params import comma_separated, option
-from magdash.stimuli import parse_magnitudes
+from magdash.stimuli import NUMBER_FORMAT_NAMES, get_number_format, parse_magnitudes
 from magdash.variability.analysis_params import AnalysisParams
 
 DEFAULT_N_PERM = 10_000
@@ -32,6 +32,10 @@ class ControlsParams:
     variants: tuple[str, ...] = field(default=(), metadata=option(
         "another stored extraction of the model (e.g. minilm:float16, minilm:first); repeatable", flag="--variant",
         metavar="NAME", repeat=True))
+    formats: tuple[str, ...] = field(default=(), metadata=option(
+        "compare the model on the same carriers and magnitudes written in this number format (stored by "
+        "`extract --number-format`); repeatable", flag="--format-variant", metavar="FORMAT", choices=NUMBER_FORMAT_NAMES,
+        repeat=True))
     random_control: bool = field(default=True, metadata=option("leave out the @random control", flag="--no-random",
                                                                negate=True))
 
@@ -44,6 +48,7 @@ class ControlsParams:
             raise AnalysisError(f"the significance level must lie between 0 and 1, got {self.significance}")
         require_raw_vectors(self.analysis)
         object.__setattr__(self, "variants", tuple(dict.fromkeys(self.variants)))
+        object.__setattr__(self, "formats", tuple(dict.fromkeys(get_number_format(name).name for name in self.formats)))
 
 
 def require_raw_vectors(analysis: AnalysisParams) -> None:

@@ -6,8 +6,9 @@ The controls (run over a store and cached by :func:`magdash.runs.controls_runs.r
   RDMs per layer (:mod:`magdash.controls.carriers`);
 - magnitude labels: the permutation p of alpha per layer beside the parametric p
   (:mod:`magdash.controls.permutation`);
-- precision, quantization and token position: each variant named in
-  :attr:`ControlsParams.variants` against the model (:mod:`magdash.controls.variants`);
+- precision, quantization, token position and number format: each variant named in
+  :attr:`ControlsParams.variants`, and the model on its stimuli in each format of
+  :attr:`ControlsParams.formats`, against the model (:mod:`magdash.controls.variants`);
 - architecture: the ``@random`` control, when it is stored on the same stimuli.
 
 Each control gives a one-line :class:`Verdict` over the core band: ``problem`` True, False, or
@@ -354,7 +355,8 @@ class ControlsResult:
         summaries = self.variant_summaries(measure)
         if not summaries:
             verdicts.append(Verdict("variant", measure, None,
-                                    "no variant compared (another dtype, weights file or token position)"))
+                                    "no variant compared (another dtype, weights file, token position or "
+                                    "number format)"))
         for summary in summaries:
             problem = variant_problem(summary)
             verdicts.append(Verdict(

@@ -1,8 +1,9 @@
 """Variants of one model: another dtype, another weights file (a GGUF quantization), another
-token position, and the ``@random`` architecture-only control.
+token position, another number format, and the ``@random`` architecture-only control.
 
 A variant is a second stored extraction of the same architecture on the same stimuli
-(:func:`magdash.runs.controls_runs.is_variant`). Its alphas are compared with the model's layer by
+(:func:`magdash.runs.controls_runs.is_variant`), or the model itself on the same carriers and
+magnitudes written in another number format (:func:`magdash.runs.controls_runs.format_variant_set`). Its alphas are compared with the model's layer by
 layer by :func:`magdash.runs.analysis_runs.compare`
 (delta = alpha_model - alpha_variant with a joint bootstrap CI that resamples the magnitudes of
 both at once; Wilcoxon over the core layers, E6 of Cacioli 2026), and summarised over the core
@@ -74,7 +75,7 @@ def variant_summary(comparison, measure: str, kind: str) -> VariantSummary:
     excludes = int(((core["ci_low"] > 0) | (core["ci_high"] < 0)).sum())
     with_ci = int((np.isfinite(core["ci_low"].to_numpy(dtype=np.float64))).sum())
     return VariantSummary(
-        variant=comparison.model_b,
+        variant=comparison.label_b,
         kind=kind,
         measure=measure,
         mean_alpha_model=item.mean_alpha_a,

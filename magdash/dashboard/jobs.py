@@ -2,7 +2,7 @@
 
 A :class:`Job` runs its work in a daemon thread and reports steps and progress; the page polls
 :meth:`Job.snapshot` to draw a progress bar with a count and an ETA (:class:`EtaClock`), and a
-Cancel button sets the stop flag that :func:`magdash.extract.extract` polls between batches, so
+Cancel button sets the stop flag that :func:`magdash.extraction.extract` polls between batches, so
 a cancelled run keeps what it stored and resumes where it stopped. Errors become messages that
 say what to do (:func:`explain_error`); the page never sees a traceback. A
 :class:`JobRegistry` allows one running job per store, since DuckDB has one writer at a time.
@@ -284,20 +284,27 @@ class ExtractionRequest:
     batch_size: int = 32
 
 
-def extraction_job(store: Store, request: ExtractionRequest) -> Job:
-    """A job that extracts ``request`` into ``store`` (resumes, can be cancelled)."""
-    from magdash.extract import extract
+def extraction_job(store: Store, request: ExtractionRequest, *more: ExtractionRequest, label: str | None = None) -> Job:
+    """A job that extracts ``request`` (and then each of ``more``, one step each) into ``store``
+    (resumes, can be cancelled); its result is the last extraction's."""
+    from magdash.extraction import extract
+
+    requests = (request, *more)
 
     def work(context: JobContext) -> tuple[Any, bool]:
-        context.step(f"extracting {request.name or request.spec}", len(request.stimuli.items))
-        result = extract(
-            request.spec, request.stimuli, store, name=request.name or None, dtype=request.dtype,
-            device=request.device, position=request.position, batch_size=request.batch_size,
-            progress=context.progress, should_stop=context.should_stop,
-        )
-        return result, result.cancelled
+        result = None
+        for each in requests:
+            context.step(f"extracting {each.name or each.spec} on {each.stimuli.name}", len(each.stimuli.items))
+            result = extract(
+                each.spec, each.stimuli, store, name=each.name or None, dtype=each.dtype,
+                device=each.device, position=each.position, batch_size=each.batch_size,
+                progress=context.progress, should_stop=context.should_stop,
+            )
+            if result.cancelled:
+                return result, True
+        return result, False
 
-    return Job(f"extract {request.name or request.spec}", work)
+    return Job(label or f"extract {request.name or request.spec}", work, n_steps=len(requests))
 
 
 FIRST_RUN_PAIRS = (("minilm", "minilm@random"), ("smollm2", "smollm2@random"))
@@ -334,7 +341,7 @@ def run_first_protocol(store: Store, params: AnalysisParams, context: JobContext
     find them in the store's cache. Returns False when it was asked to stop (what was finished
     is stored).
     """
-    from magdash.extract import extract
+    from magdash.extraction import extract
     from magdash.runs.analysis_runs import analyze, compare
 
     context = context or JobContext()

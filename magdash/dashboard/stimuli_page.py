@@ -20,6 +20,7 @@ import pandas as pd
 
 from magdash.errors import StimulusError
 from magdash.stimuli import (
+    DEFAULT_NUMBER_FORMAT,
     PAPER_SET_NAME,
     PLACEHOLDER,
     POSITIONS,
@@ -28,6 +29,7 @@ from magdash.stimuli import (
     check_reserved_name,
     parse_magnitudes,
     validate_magnitudes,
+    write_number,
 )
 from magdash.store import ModelRecord, Store
 
@@ -140,11 +142,14 @@ def magnitudes_from_editor(mode: str, *, text: str = "", first: int = 1, last: i
     raise StimulusError(f"unknown magnitude mode {mode!r}: use one of {', '.join(MAGNITUDE_MODES)}")
 
 
-def build_stimulus_set(name: str, carriers: Sequence[str], magnitudes: Sequence[int], store: Store | None = None) -> StimulusSet:
-    """A stimulus set ready to save; a name already stored with other content is refused, and so
-    is the name of the paper's set for anything but the paper's stimuli (the Extract page and the
-    first-run protocol rely on that name) and a second name for sentences already stored."""
-    stimuli = StimulusSet(name.strip(), tuple(carriers), tuple(magnitudes))
+def build_stimulus_set(name: str, carriers: Sequence[str], magnitudes: Sequence[int], store: Store | None = None,
+                       number_format: str = DEFAULT_NUMBER_FORMAT) -> StimulusSet:
+    """A stimulus set ready to save, its numbers written in ``number_format``; a name already
+    stored with other content is refused, and so is the name of the paper's set for anything but
+    the paper's stimuli in digits (the Extract page and the first-run protocol rely on that name)
+    and a second name for sentences already stored (the same carriers and magnitudes in another
+    format are other sentences: a set of their own)."""
+    stimuli = StimulusSet(name.strip(), tuple(carriers), tuple(magnitudes), number_format)
     check_reserved_name(stimuli)
     taken = store is not None and stimuli.name in store.stimulus_set_names()
     if taken and store.stimulus_set(stimuli.name).content_hash != stimuli.content_hash:
@@ -154,9 +159,16 @@ def build_stimulus_set(name: str, carriers: Sequence[str], magnitudes: Sequence[
     return stimuli
 
 
-def preview_set(carriers: Sequence[str], magnitudes: Sequence[int]) -> StimulusSet:
+def preview_set(carriers: Sequence[str], magnitudes: Sequence[int],
+                number_format: str = DEFAULT_NUMBER_FORMAT) -> StimulusSet:
     """The sentences to preview, checked like a set to save but under no name rule (never stored)."""
-    return StimulusSet("preview", tuple(carriers), tuple(magnitudes))
+    return StimulusSet("preview", tuple(carriers), tuple(magnitudes), number_format)
+
+
+def format_label(number_format: str) -> str:
+    """A number format as the page offers it: its name and how 7, 23 and 1000 read in it."""
+    examples = ", ".join(write_number(n, number_format, largest=1000) for n in (7, 23, 1000))
+    return f"{number_format} ({examples})"
 
 
 def preview_items(stimuli: StimulusSet, limit: int = 60):
@@ -195,7 +207,7 @@ def tokenization_preview(tokenizer, items, position: str = "last", sequence_star
     sink). ``sequence_start`` is the model's rule (:func:`magdash.sources.base.sequence_start_rule`;
     a loaded model brings its own).
     """
-    from magdash.extract import locate_numbers
+    from magdash.extraction import locate_numbers
 
     if position not in POSITIONS:
         raise StimulusError(f"unknown token position {position!r}: use one of {', '.join(POSITIONS)}")

@@ -1,6 +1,7 @@
 """The scalar-variability results as figures and tables (Cacioli 2026, arXiv 2604.04469): V
 against n at one layer, alpha by layer, the Weber window, CV, the noise models, E3, E4, the
-model comparisons and the massive-dimension control.
+model comparisons, the massive-dimension control and the tokenization fits (alpha within
+token-count strata and adjusted for tokenization, beside the raw alpha; V(n) coloured by token count).
 
 Three kinds of function, in that order: frames (tidy DataFrames, one row per mark, built from the
 result types), charts (Altair, drawn from frames with the vocabulary of
@@ -65,10 +66,11 @@ POINT_STATUS = ("fitted", "outlier (> 3x median)", "V <= 0", "no value")
 def scaling_points(result: AnalysisResult, measure: str, layer: int) -> pd.DataFrame:
     """V(n) of one layer and measure, with whether each point entered the fit.
 
-    Columns: magnitude, V, status (one of :data:`POINT_STATUS`), measure, layer, label, and
+    Columns: magnitude, V, status (one of :data:`POINT_STATUS`), measure, layer, label,
     outlier_vectors: how many of the magnitude's vectors at this layer have an outsized norm
-    (:mod:`magdash.variability.artifacts`). The status follows the analysis's point rules
-    (:func:`magdash.variability.fits.scaling_mask`).
+    (:mod:`magdash.variability.artifacts`), and n_tokens and kept_text: the magnitude's token
+    count and kept token (NaN and "" without token facts). The status follows the analysis's point
+    rules (:func:`magdash.variability.fits.scaling_mask`).
     """
     if measure not in result.values:
         raise AnalysisError(f"measure {measure!r} was not analysed; add it to the measures")
@@ -88,6 +90,7 @@ def scaling_points(result: AnalysisResult, measure: str, layer: int) -> pd.DataF
         POINT_STATUS[3],
         np.where(~usable, POINT_STATUS[2], np.where(kept, POINT_STATUS[0], POINT_STATUS[1])),
     )
+    tokens = result.tokens.set_index("magnitude") if result.has_tokenization else None
     return pd.DataFrame(
         {
             "magnitude": magnitudes,
@@ -98,6 +101,10 @@ def scaling_points(result: AnalysisResult, measure: str, layer: int) -> pd.DataF
             "label": result.layer_labels[layer],
             "outlier_vectors": [sum(1 for item in result.outlier_vectors
                                     if item.layer == layer and item.magnitude == int(m)) for m in magnitudes],
+            "n_tokens": np.full(magnitudes.size, math.nan) if tokens is None
+            else tokens["n_tokens"].reindex(magnitudes).to_numpy(dtype=np.float64),
+            "kept_text": [""] * magnitudes.size if tokens is None
+            else tokens["kept_text"].reindex(magnitudes).fillna("").astype(str).tolist(),
         }
     )
 
@@ -455,12 +462,16 @@ def scaling_scatter(
     lines: pd.DataFrame,
     *,
     carriers: pd.DataFrame | None = None,
+    by_tokens: bool = False,
     title: str | None = None,
     subtitle: str | None = None,
     width: style.Width = style.DEFAULT_WIDTH,
     height: int = style.DEFAULT_HEIGHT,
 ) -> alt.LayerChart:
     """Log–log V against n at one layer: V per magnitude, the OLS line and two references.
+
+    With ``by_tokens`` and the points' column n_tokens filled, each point's colour is its token
+    count (legend "tokens"; outliers keep their cross), so steps at the digit-count boundaries show.
 
     - ``points`` (:func:`scaling_points`): magnitude, V, status, measure, label.
       Points with status "fitted" are filled; outliers (the 3x-median rule) are red crosses; a
@@ -546,6 +557,24 @@ def scaling_scatter(
             )
         )
     status_domain = list(POINT_STATUS[:2])
+    tooltip = [
+        alt.Tooltip("magnitude:Q", title="n"),
+        alt.Tooltip("V:Q", title=label, format=".4g"),
+        alt.Tooltip("status:N", title="in fit"),
+    ]
+    point_colour = alt.condition(
+        alt.datum.status == POINT_STATUS[1], alt.value(style.OUTLIER_COLOR), alt.value(colour)
+    )
+    counted = "n_tokens" in drawable and drawable["n_tokens"].notna().any()
+    if by_tokens and counted:
+        counts = sorted({int(count) for count in drawable["n_tokens"].dropna()})
+        drawable = drawable.assign(tokens=[MISSING if pd.isna(c) else str(int(c)) for c in drawable["n_tokens"]])
+        point_colour = alt.Color("tokens:O", scale=style.color_scale([str(c) for c in counts], style.MODEL_COLORS),
+                                 sort=[str(c) for c in counts], title="tokens")
+        tooltip += [alt.Tooltip("tokens:O", title="tokens"), alt.Tooltip("kept_text:N", title="kept token")]
+        notes.append(f"colour: the number's token count ({', '.join(map(str, counts))})")
+    elif by_tokens:
+        notes.append("no token counts recorded for these vectors: the points are not coloured by them")
     layers.append(
         alt.Chart(style.inline_data(drawable))
         .mark_point(size=70, filled=True, invalid=style.POINT_INVALID)
@@ -557,14 +586,8 @@ def scaling_scatter(
                 scale=alt.Scale(domain=status_domain, range=["circle", "cross"]),
                 title="point",
             ),
-            color=alt.condition(
-                alt.datum.status == POINT_STATUS[1], alt.value(style.OUTLIER_COLOR), alt.value(colour)
-            ),
-            tooltip=[
-                alt.Tooltip("magnitude:Q", title="n"),
-                alt.Tooltip("V:Q", title=label, format=".4g"),
-                alt.Tooltip("status:N", title="in fit"),
-            ],
+            color=point_colour,
+            tooltip=tooltip,
         )
     )
     if "outlier_vectors" in drawable and (drawable["outlier_vectors"] > 0).any():
@@ -580,7 +603,7 @@ def scaling_scatter(
     layer_name = str(points["label"].iloc[0]) if "label" in points and len(points) else ""
     text = title or f"{label} vs magnitude at {layer_name} (log-log)"
     return style.finish(
-        alt.layer(*layers).resolve_scale(fill="independent"),
+        alt.layer(*layers).resolve_scale(fill="independent", color="independent" if by_tokens and counted else "shared"),
         style.chart_title(text, notes or None),
         width,
         height,
@@ -658,6 +681,7 @@ MASSIVE_VIEW_COLORS = {"raw": "#0072B2", "massive dimensions dropped": "#D55E00"
 def massive_alpha_chart(
     frame: pd.DataFrame,
     *,
+    colors: Mapping[str, str] = MASSIVE_VIEW_COLORS,
     title: str | None = None,
     subtitle: str | None = None,
     width: style.Width = style.DEFAULT_WIDTH,
@@ -679,7 +703,7 @@ def massive_alpha_chart(
         x=axis.encoding(),
         y_field="alpha",
         y_title=style.ALPHA_TITLE,
-        color=alt.Color("view:N", scale=style.color_scale(views, MASSIVE_VIEW_COLORS), title="vectors"),
+        color=alt.Color("view:N", scale=style.color_scale(views, colors), title="vectors"),
         tooltip=[
             alt.Tooltip("view:N", title="vectors"),
             alt.Tooltip("layer:Q"),
@@ -1050,7 +1074,9 @@ def compare_profiles(
 
 
 
-def scaling_figure(result: AnalysisResult, measure: str, layer: int, vectors: np.ndarray | None = None) -> alt.LayerChart:
+def scaling_figure(
+    result: AnalysisResult, measure: str, layer: int, vectors: np.ndarray | None = None, by_tokens: bool = False,
+) -> alt.LayerChart:
     """Log-log V vs n at one layer with the OLS line, alpha = 1 and alpha = 0 references, and the
     carriers' own distances when the layer's ``vectors`` are given (measures whose V is their mean).
 
@@ -1060,6 +1086,7 @@ def scaling_figure(result: AnalysisResult, measure: str, layer: int, vectors: np
         layer: the layer shown.
         vectors: that layer's (n_magnitudes, n_carriers, d) vectors, to add each carrier's own distances; None leaves
             them out.
+        by_tokens: colour the points by the number's token count (needs the analysis's token facts).
     """
     points = scaling_points(result, measure, layer)
     fit = result.fit(measure, layer)
@@ -1075,7 +1102,7 @@ def scaling_figure(result: AnalysisResult, measure: str, layer: int, vectors: np
         subtitle = f"no fit at this layer: alpha = {MISSING} ({fit.n_points} usable points; V = 0 or fewer than 5)"
     if left_out:
         subtitle += f"; carrier(s) {', '.join(map(str, left_out))} left out"
-    return scaling_scatter(points, lines, carriers=carriers, subtitle=subtitle, width="container")
+    return scaling_scatter(points, lines, carriers=carriers, by_tokens=by_tokens, subtitle=subtitle, width="container")
 
 
 def profile_measures(measure: str) -> list[str]:
@@ -1255,4 +1282,121 @@ def massive_control_sentence(raw: AnalysisResult, dropped: AnalysisResult, measu
         f"of {measure_title(measure)} goes from {fixed(row['mean_alpha_raw'], 3)} to "
         f"{fixed(row['mean_alpha_dropped'], 3)} and {holds}: a conclusion that survives the drop is not "
         "carried by a few coordinates."
+    )
+
+
+# -- tokenization ---------------------------------------------------------------------------
+
+
+TOKEN_VIEWS = ("raw", "adjusted for the token count", "adjusted for the token count and kept token")
+TOKEN_VIEW_COLORS = dict(zip(TOKEN_VIEWS, ("#0072B2", "#D55E00", "#009E73"), strict=True))
+
+
+def tokenization_alpha_frame(result: AnalysisResult, measure: str) -> pd.DataFrame:
+    """Alpha by layer of one measure, raw and adjusted for tokenization, in long form.
+
+    Columns: view (one of :data:`TOKEN_VIEWS`), layer, label, core, alpha, ci_low, ci_high.
+    Empty without token facts.
+    """
+    columns = ["view", "layer", "label", "core", "alpha", "ci_low", "ci_high"]
+    rows = result.tokenization[result.tokenization["measure"] == measure]
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    parts = []
+    for view, (alpha, low, high) in zip(TOKEN_VIEWS, (
+        ("alpha_raw", None, None), ("alpha", "ci_low", "ci_high"),
+        ("alpha_identity", "identity_ci_low", "identity_ci_high"),
+    ), strict=True):
+        part = rows.loc[:, ["layer", "label", "core"]].copy()
+        part.insert(0, "view", view)
+        part["alpha"] = rows[alpha].to_numpy(dtype=np.float64)
+        if low is None:  # the raw fit's interval, from its own rows
+            fits = result.fits[result.fits["measure"] == measure].set_index("layer")
+            part["ci_low"] = fits["ci_low"].reindex(rows["layer"]).to_numpy(dtype=np.float64)
+            part["ci_high"] = fits["ci_high"].reindex(rows["layer"]).to_numpy(dtype=np.float64)
+        else:
+            part["ci_low"] = rows[low].to_numpy(dtype=np.float64)
+            part["ci_high"] = rows[high].to_numpy(dtype=np.float64)
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)[columns]
+
+
+def tokenization_figure(result: AnalysisResult, measure: str = "eucl") -> alt.LayerChart:
+    """Alpha by layer, raw and adjusted for tokenization (the token count; with the kept token too).
+
+    Args:
+        result: the model's analysis (without token facts the chart is empty and its subtitle says why).
+        measure: the measure shown.
+    """
+    frame = tokenization_alpha_frame(result, measure)
+    subtitle = f"{result.model} on {result.stimuli}, {measure_title(measure)}"
+    if frame.empty:
+        subtitle = [subtitle, f"no adjusted alpha: {result.tokenization_note}"]
+    return massive_alpha_chart(
+        frame, colors=TOKEN_VIEW_COLORS, title="Alpha by layer, raw and adjusted for tokenization",
+        subtitle=subtitle, width="container",
+    )
+
+
+def tokenization_table(result: AnalysisResult, measure: str) -> pd.DataFrame:
+    """Per layer: the raw alpha beside the alphas adjusted for tokenization, their intervals and p,
+    the token counts fitted and why an adjusted alpha is missing."""
+    columns = ["layer", "label", "core", "alpha_raw", "alpha", "ci_low", "ci_high", "p", "n_strata", "steps",
+               "alpha_identity", "identity_ci_low", "identity_ci_high", "reason", "identity_reason"]
+    rows = result.tokenization[result.tokenization["measure"] == measure]
+    return rows.loc[:, columns].reset_index(drop=True)
+
+
+def strata_table(result: AnalysisResult, measure: str) -> pd.DataFrame:
+    """Per token-count stratum, over the core layers: its magnitudes and the mean alpha within it,
+    then the raw and the adjusted mean core alpha as the last two rows (empty without token facts)."""
+    summary = result.tokenization_summary(measure)
+    columns = ["stratum", "n_magnitudes", "magnitudes", "mean_alpha", "fitted_layers", "reason"]
+    if not summary["recorded"]:
+        return pd.DataFrame(columns=columns)
+    rows = [{
+        "stratum": f"{level['n_tokens']} token{'s' if level['n_tokens'] != 1 else ''}",
+        "n_magnitudes": level["n_magnitudes"],
+        "magnitudes": f"{level['smallest']:g}" if level["smallest"] == level["largest"]
+        else f"{level['smallest']:g}-{level['largest']:g}",
+        "mean_alpha": level["mean_alpha"], "fitted_layers": level["n_fitted"], "reason": level["reason"],
+    } for level in summary["strata"]]
+    n_all = len(result.magnitudes)
+    span = f"{result.magnitudes.min():g}-{result.magnitudes.max():g}"
+    rows += [
+        {"stratum": "all (raw alpha)", "n_magnitudes": n_all, "magnitudes": span,
+         "mean_alpha": summary["mean_alpha_raw"], "fitted_layers": summary["n_raw"], "reason": ""},
+        {"stratum": "all (adjusted for the token count)", "n_magnitudes": n_all, "magnitudes": span,
+         "mean_alpha": summary["mean_alpha_adjusted"], "fitted_layers": summary["n_adjusted"],
+         "reason": summary["reason"]},
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def has_token_facts(result: AnalysisResult) -> bool:
+    """Whether the analysis had its vectors' token facts (the tokenization figures have something to draw)."""
+    return result.has_tokenization
+
+
+def token_facts_table(result: AnalysisResult) -> pd.DataFrame:
+    """Per magnitude: its token count, kept token (id and text), length and whether every carrier
+    tokenized it alike."""
+    return result.tokens.reset_index(drop=True)
+
+
+def tokenization_sentence(result: AnalysisResult, measure: str) -> str:
+    """One sentence: the raw and the adjusted mean core alpha, or why there is no adjusted alpha."""
+    summary = result.tokenization_summary(measure)
+    splitting = f"The tokenizer {result.digit_splitting}. " if result.digit_splitting else ""
+    if not summary["recorded"]:
+        return f"{splitting}No alpha adjusted for tokenization: {result.tokenization_note}."
+    counts = ", ".join(str(level["n_tokens"]) for level in summary["strata"])
+    if not summary["n_adjusted"]:
+        return (f"{splitting}Token counts {counts}; no adjusted alpha of {measure_title(measure)} at the core "
+                f"layers: {summary['reason']}.")
+    return (
+        f"{splitting}Mean core alpha of {measure_title(measure)}: raw {fixed(summary['mean_alpha_raw'], 4)}, "
+        f"adjusted for the token count ({counts}) {fixed(summary['mean_alpha_adjusted'], 4)} over "
+        f"{summary['n_adjusted']} core layers. Near the raw alpha: not a tokenization artifact; far from it: "
+        "the raw exponent carries the steps at the digit-count boundaries."
     )

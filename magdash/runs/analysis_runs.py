@@ -1,6 +1,10 @@
 """The scalar-variability analysis over a store: one model, two models compared, and the
 analysis without the massive dimensions beside the raw one, each cached in the store.
 
+An analysis reads the items' token facts from the store (:meth:`magdash.store.Store.number_tokens`,
+recorded by the extraction) and the model's digit splitting, for the tokenization fits; vectors
+stored without them are analysed without those fits, and the result says why.
+
 :func:`analyze` reads a model's stored vectors one layer at a time into
 :func:`magdash.variability.analysis.run_analysis` (memory stays bounded by a single layer) and
 keeps the :class:`~magdash.variability.analysis.AnalysisResult` under a key hashing the data
@@ -33,7 +37,9 @@ COMPARISON = CachedKind("compare", ComparisonResult.to_payload, ComparisonResult
 
 
 def analysis_key(store, model: str, stimuli: str, params: AnalysisParams) -> str:
-    """The cache key of an analysis: model, stimuli, their data fingerprint, every parameter.
+    """The cache key of an analysis: model, stimuli, their data fingerprint, every parameter, and
+    whether the items' token facts are recorded (an analysis computed before they were is not
+    the one with the tokenization fits).
 
     Args:
         store: the :class:`~magdash.store.Store` holding the model's vectors and caching the result.
@@ -43,7 +49,7 @@ def analysis_key(store, model: str, stimuli: str, params: AnalysisParams) -> str
     """
     return result_key(
         "analysis", ANALYSIS_VERSION, model=model, stimuli=stimuli, data=store.data_fingerprint(model, stimuli),
-        params=params,
+        params=params, tokens=store.has_number_tokens(model, stimuli),
     )
 
 
@@ -77,6 +83,8 @@ def analyze(
         if found is not None:
             return found
         stimulus_set = store.stimulus_set(stimuli)
+        number_tokens = store.number_tokens(model, stimuli)
+        digit_splitting = store.digit_splitting(model)
 
     def layers():
         for data in store.read_layers(model, stimuli):
@@ -97,6 +105,8 @@ def analyze(
         n_layers=record.n_layers,
         progress=progress,
         carriers=stimulus_set.carriers,
+        number_tokens=number_tokens,
+        digit_splitting=digit_splitting,
     )
     keep(store, ANALYSIS, key, result)
     return result
@@ -139,6 +149,7 @@ def compare(
     *,
     use_cache: bool = True,
     progress: ProgressCallback | None = None,
+    stimuli_b: str | None = None,
 ) -> ComparisonResult:
     """Layerwise alpha of ``model_a`` minus ``model_b`` for each measure in ``params``.
 
@@ -156,25 +167,38 @@ def compare(
         use_cache: False recomputes the analyses and the comparison.
         progress: called as ``progress(done, total)`` after each measure's comparison (its joint
             bootstrap takes seconds), so a progress bar can count them.
+        stimuli_b: model B's stimulus set when it is not ``stimuli``: the same magnitudes in another
+            number format, e.g. ``compare(store, "smollm2", "smollm2", "paper", stimuli_b="paper-words")``
+            (a format variant: model B may then be model A). None: B on ``stimuli``.
     """
-    if model_a == model_b:  # every difference would be 0 and the Wilcoxon test undefined (p = nan)
-        raise AnalysisError(f"compare needs two different models; both are {model_a!r}")
     params = params or AnalysisParams()
     with store.session():
-        stimuli = resolve_common_stimuli(store, model_a, model_b, stimuli)
+        if stimuli_b is None:
+            stimuli = resolve_common_stimuli(store, model_a, model_b, stimuli)
+        else:
+            stimuli = store.resolve_stimuli(model_a, stimuli)
+            store.resolve_stimuli(model_b, stimuli_b)
+        if stimuli_b == stimuli:
+            stimuli_b = None
+        if model_a == model_b and stimuli_b is None:  # every difference would be 0, the Wilcoxon p nan
+            raise AnalysisError(
+                f"compare needs two different models, or one model on two stimulus sets; both are {model_a!r} on "
+                f"{stimuli!r}"
+            )
         record_a = store.model_record(model_a)
         record_b = store.model_record(model_b)
         key = result_key(
-            "compare", ANALYSIS_VERSION, models=[model_a, model_b], stimuli=stimuli,
-            data=[store.data_fingerprint(model_a, stimuli), store.data_fingerprint(model_b, stimuli)], params=params,
+            "compare", ANALYSIS_VERSION, models=[model_a, model_b], stimuli=stimuli, stimuli_b=stimuli_b,
+            data=[store.data_fingerprint(model_a, stimuli), store.data_fingerprint(model_b, stimuli_b or stimuli)],
+            params=params,
         )
         found = lookup(store, COMPARISON, key) if use_cache else None
         if found is not None:
             return found
     result_a = analyze(store, model_a, stimuli, params, use_cache=use_cache)
     params_b = comparison_params(params, record_a.n_blocks, record_b.n_blocks)
-    result_b = analyze(store, model_b, stimuli, params_b, use_cache=use_cache)
-    result = compare_analyses(result_a, result_b, params, progress=progress)
+    result_b = analyze(store, model_b, stimuli_b or stimuli, params_b, use_cache=use_cache)
+    result = compare_analyses(result_a, result_b, params, progress=progress, stimuli_b=stimuli_b)
     keep(store, COMPARISON, key, result)
     return result
 

@@ -1,5 +1,9 @@
 """The robustness controls of a stored model (:mod:`magdash.controls.robustness`), cached in the store.
 
+Variants are other stored extractions of the same model on the same stimuli (another dtype,
+weights file or token position) and the model itself on the same carriers and magnitudes in
+another number format (:func:`format_variant_set`).
+
 The carrier and permutation tables are cached under a key hashing the data fingerprint, the
 parameters and :data:`~magdash.controls.robustness.CONTROLS_VERSION`; the comparisons with the
 variants and the ``@random`` control are cached as every comparison is
@@ -58,6 +62,29 @@ def is_variant(model: ModelRecord, other: ModelRecord) -> bool:
     )
 
 
+def format_variant_set(store, model: str, stimuli: str, number_format: str) -> str:
+    """The stimulus set holding the carriers and magnitudes of ``stimuli`` written in
+    ``number_format`` that ``model`` is completely stored on: a number-format variant of the model.
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding the model's vectors.
+        model: the model's name in the store.
+        stimuli: the stimulus set the variant rewrites.
+        number_format: the variant's number format (:data:`magdash.stimuli.NUMBER_FORMATS`).
+    """
+    own = store.number_formats()[store.resolve_stimuli(model, stimuli)]
+    if number_format == own:
+        raise AnalysisError(f"{stimuli!r} is itself written in {number_format}: compare it with another number format")
+    other = store.in_number_format(stimuli, number_format)
+    if other is None or other not in store.stimulus_sets_for(model):
+        raise AnalysisError(
+            f"{model!r} is not stored on the carriers and magnitudes of {stimuli!r} written in {number_format}: extract "
+            f"them first (magdash extract --model <its spec> --number-format {number_format}, with the --carriers and "
+            f"--magnitudes of {stimuli!r} unless it is the paper's set; the Controls page extracts it in one click)"
+        )
+    return other
+
+
 def controls_key(store, model: str, stimuli: str, params: ControlsParams) -> str:
     """The cache key of the carrier and permutation tables.
 
@@ -91,6 +118,10 @@ def run_controls(
         params: the controls' parameters (:class:`~magdash.controls.robustness.ControlsParams`).
         use_cache: False recomputes the analysis, the tables and the comparisons.
         progress: called as ``progress(done_layers, total_layers)`` while the tables are computed.
+
+    A number-format variant (``params.formats``) is the model on the same carriers and magnitudes
+    written in another format, compared as the other variants are (joint bootstrap of delta alpha
+    over the shared magnitudes); it is named ``"<model> on <its stimulus set>"`` among the variants.
     """
     params = params or ControlsParams()
     stimuli = store.resolve_stimuli(model, stimuli)
@@ -99,6 +130,8 @@ def run_controls(
         if name == model:
             raise AnalysisError(f"the variant {name!r} is the model itself; name another stored extraction")
         store.resolve_stimuli(name, stimuli)  # a variant must be stored on the same stimuli
+    format_sets = {number_format: format_variant_set(store, model, stimuli, number_format)
+                   for number_format in params.formats}
     analysis = analyze(store, model, stimuli, params.analysis, use_cache=use_cache)
     computed = []
 
@@ -126,6 +159,11 @@ def run_controls(
         name: compare(store, model, name, stimuli, params.analysis, use_cache=use_cache) for name in params.variants
     }
     kinds = {name: variant_kind(record, store.model_record(name)) for name in params.variants}
+    own_format = store.number_formats()[stimuli]
+    for number_format, other in format_sets.items():
+        comparison = compare(store, model, model, stimuli, params.analysis, use_cache=use_cache, stimuli_b=other)
+        variants[comparison.label_b] = comparison
+        kinds[comparison.label_b] = f"number format {own_format} vs {number_format}"
     random_name = control_name(model)
     random = None
     if (

@@ -7,7 +7,7 @@ Two sources of vectors per layer:
   (n_magnitudes x n_carriers) of them per layer, read one layer at a time;
 - all-token mode (:func:`phase_from_texts`): every real token of a list of texts (carrier
   sentences, or a document cut by :func:`magdash.phase.texts.chunk_text`), streamed from the forward
-  passes by :func:`magdash.extract.capture_all_tokens` into one
+  passes by :func:`magdash.extraction.capture_all_tokens` into one
   :class:`~magdash.phase.accumulate.LayerAccumulator` per layer, so no vector is kept.
 
 Either way the per-layer :class:`~magdash.phase.accumulate.LayerSample` list (eigenvalues,
@@ -22,7 +22,7 @@ per-dimension statistics of all of a layer's vectors before the first vector can
 transformed. Number tokens are all in memory, so that is one read; all-token mode keeps no
 vectors, so it takes two passes over the texts: the raw one (cached as the ``keep`` view) gives
 the statistics, the second streams the transformed vectors. This module imports neither torch
-nor transformers at import time; all-token mode loads them through :mod:`magdash.extract` only
+nor transformers at import time; all-token mode loads them through :mod:`magdash.extraction` only
 when it has to run the model.
 """
 
@@ -169,7 +169,7 @@ def all_token_samples(
 ) -> list[LayerSample]:
     """Stream every real token of ``texts`` through the model into per-layer accumulators; a
     token at a sequence's first position (the attention sink) only with ``keep_first_position``
-    (:func:`magdash.extract.capture_all_tokens`), and the number left out is in each sample.
+    (:func:`magdash.extraction.capture_all_tokens`), and the number left out is in each sample.
 
     With ``adjustments`` (layer -> :class:`~magdash.phase.massive_dims.Adjustment`, from a raw
     pass) each layer's vectors are transformed into that view before they are accumulated.
@@ -184,7 +184,7 @@ def all_token_samples(
             pass; None keeps the raw vectors.
         keep_first_position: also accumulate the token at each sequence's first position (the attention sink).
     """
-    from magdash.extract import capture_all_tokens
+    from magdash.extraction import capture_all_tokens
 
     accumulators: dict[int, LayerAccumulator] = {}
     bad_rows: dict[int, int] = {}

@@ -42,7 +42,8 @@ def with_identity(frame: pd.DataFrame, identity: Mapping[str, object]) -> pd.Dat
 
 
 def analysis_rows(result: AnalysisResult) -> Rows:
-    """An analysis as rows of ``analyses``, ``fits``, ``hypotheses``, ``e3``, ``e4_layers``, ``e4``.
+    """An analysis as rows of ``analyses``, ``fits``, ``hypotheses``, ``e3``, ``e4_layers``, ``e4``,
+    and, when its token facts were recorded, ``tokenization_fits`` and ``token_strata``.
 
     Args:
         result: the analysis.
@@ -76,6 +77,8 @@ def analysis_rows(result: AnalysisResult) -> Rows:
         "e3": pd.DataFrame(e3_rows),
         "e4_layers": with_identity(e4_layers, identity),
         "e4": pd.DataFrame([{**identity, **e4_test}]),
+        "tokenization_fits": with_identity(result.tokenization.reset_index(drop=True), identity),
+        "token_strata": with_identity(result.token_strata.reset_index(drop=True), identity),
     }
 
 
@@ -90,7 +93,7 @@ def comparison_rows(result: ComparisonResult) -> Rows:
         result: the comparison of two models.
     """
     identity = {"model_a": result.model_a, "model_b": result.model_b, "stimuli": result.stimuli,
-                "conventions": result.conventions}
+                "stimuli_b": result.stimuli_b or result.stimuli, "conventions": result.conventions}
     layers, tests = [], []
     for measure, item in result.measures.items():
         layers.append(with_identity(item.layers[COMPARISON_LAYER_COLUMNS].reset_index(drop=True),

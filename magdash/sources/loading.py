@@ -2,7 +2,7 @@
 remote code unless asked for, and every weight of the base model present.
 
 :func:`load_model` gives a :class:`LoadedModel`: the model on its device, its fast tokenizer, and
-the blocks and final norm that extraction's hooks attach to (:mod:`magdash.extract`). torch and
+the blocks and final norm that extraction's hooks attach to (:mod:`magdash.extraction`). torch and
 transformers are imported only inside the functions that need them.
 """
 

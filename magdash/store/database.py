@@ -31,8 +31,8 @@ import pyarrow as pa
 
 from magdash.errors import StoreError
 from magdash.norm_outliers import OUTLIER_NORM_FACTOR
-from magdash.stimuli import StimulusSet, check_reserved_name
-from magdash.store import activations, metrics, npz, parquet, shards
+from magdash.stimuli import DEFAULT_NUMBER_FORMAT, StimulusSet, check_reserved_name, content_hash
+from magdash.store import activations, metrics, npz, parquet, shards, tokens
 from magdash.store.connection import StoreFile
 from magdash.store.records import LayerData, ModelRecord
 from magdash.store.schema import (
@@ -42,6 +42,7 @@ from magdash.store.schema import (
     insert_vector_norms,
     schema_version,
 )
+from magdash.tokenization import DigitSplitting, NumberTokens
 
 log = logging.getLogger(__name__)
 
@@ -168,11 +169,13 @@ class Store:
             flagged = connection.execute(
                 "SELECT model_id, list(DISTINCT layer ORDER BY layer) AS layers FROM nonfinite GROUP BY model_id"
             ).fetchall()
+            splitting = dict(connection.execute("SELECT model_id, splits_digits FROM digit_splitting").fetchall())
         complete = progress[progress["done"] == progress["total"]]
         sets = complete.groupby("model_id")["set_name"].apply(lambda s: ", ".join(sorted(s)))
         models["stimulus_sets"] = models["model_id"].map(sets).fillna("")
         layers = {model_id: ", ".join(map(str, flagged_layers)) for model_id, flagged_layers in flagged}
         models["nonfinite_layers"] = models["model_id"].map(layers).fillna("")
+        models["splits_digits"] = models["model_id"].map(splitting).fillna("")
         return models
 
     def _progress_query(self, connection: duckdb.DuckDBPyConnection) -> pd.DataFrame:
@@ -235,6 +238,23 @@ class Store:
         with self._file.connect() as connection:
             rows = connection.execute("SELECT name FROM stimulus_sets ORDER BY name").fetchall()
         return [r[0] for r in rows]
+
+    def in_number_format(self, stimuli: str, number_format: str) -> str | None:
+        """The stored set holding the carriers and magnitudes of set ``stimuli`` written in
+        ``number_format`` (:data:`magdash.stimuli.NUMBER_FORMATS`); None when none is stored.
+
+        Args:
+            stimuli: a stored stimulus set's name.
+            number_format: the number format wanted.
+        """
+        with self._file.connect() as connection:
+            carriers, magnitudes = _stimulus_grid(connection, stimuli)
+            return _stored_name_for_content(connection, content_hash(carriers, magnitudes, number_format))
+
+    def number_formats(self) -> dict[str, str]:
+        """Every stored stimulus set's number format (:data:`magdash.stimuli.NUMBER_FORMATS`), by set name."""
+        with self._file.connect() as connection:
+            return dict(connection.execute("SELECT name, number_format FROM stimulus_sets ORDER BY name").fetchall())
 
     def set_carriers(self) -> dict[str, tuple[str, ...]]:
         """Every stored stimulus set's carrier templates, by set name."""
@@ -302,6 +322,73 @@ class Store:
         with self._file.transaction() as connection:
             _register_stimulus_set(connection, stimuli)
             return _missing_item_keys(connection, model_id, stimuli.name), _first_name_of(connection, model_id)
+
+    # -- token facts ---------------------------------------------------------------------
+
+    def missing_token_facts(self, model_id: str, set_name: str) -> tuple[set[str], bool]:
+        """The keys of the set's items whose token facts ``model_id`` lacks, and whether its digit
+        splitting lacks too (:mod:`magdash.store.tokens`): what an extraction still records.
+
+        Args:
+            model_id: the model's stored identity (``ModelRecord.model_id``).
+            set_name: the stimulus set's name.
+        """
+        with self._file.connect() as connection:
+            return tokens.items_without_tokens(connection, model_id, set_name), \
+                not tokens.has_digit_splitting(connection, model_id)
+
+    def write_token_facts(
+        self, model_id: str, item_keys: Sequence[str], facts: Sequence[NumberTokens],
+        splitting: DigitSplitting | None = None,
+    ) -> int:
+        """Record how ``model_id``'s tokenizer cut each item's number (``facts[i]`` for
+        ``item_keys[i]``: :func:`magdash.tokenization.tokenize_numbers`) and whether it splits digits,
+        in one transaction; what is recorded already is kept. Returns the item rows added.
+
+        Args:
+            model_id: the model's stored identity (``ModelRecord.model_id``).
+            item_keys: the stimulus items' keys.
+            facts: each item's token facts, in the order of ``item_keys``.
+            splitting: the tokenizer's digit splitting; None records none.
+        """
+        with self._file.transaction() as connection:
+            return tokens.insert_tokens(connection, model_id, item_keys, facts, splitting)
+
+    def number_tokens(self, name: str, stimuli: str) -> list[NumberTokens] | None:
+        """The token facts of every item of ``stimuli`` for model ``name``, in the set's item order
+        (magnitude, then carrier); None when they are not all recorded (vectors stored before
+        schema 8, or imported: the next ``extract`` of the model records them).
+
+        Args:
+            name: the model's name in the store.
+            stimuli: the stimulus set's name.
+        """
+        with self._file.connect() as connection:
+            record = _model_record(connection, name)
+            return tokens.read_tokens(connection, record.model_id, record.position, stimuli)
+
+    def has_number_tokens(self, name: str, stimuli: str) -> bool:
+        """Whether every item of ``stimuli`` has its token facts for model ``name``.
+
+        Args:
+            name: the model's name in the store.
+            stimuli: the stimulus set's name.
+        """
+        with self._file.connect() as connection:
+            record = _model_record(connection, name)
+            return not tokens.items_without_tokens(connection, record.model_id, stimuli)
+
+    def digit_splitting(self, name: str) -> DigitSplitting | None:
+        """Whether model ``name``'s tokenizer splits digits (:func:`magdash.tokenization.digit_splitting`);
+        None when not recorded.
+
+        Args:
+            name: the model's name in the store.
+        """
+        with self._file.connect() as connection:
+            return tokens.read_digit_splitting(connection, _model_record(connection, name).model_id)
+
+    # -- vectors (continued) -------------------------------------------------------------
 
     def write_vectors(self, model_id: str, item_keys: Sequence[str], vectors: np.ndarray) -> int:
         """Store ``vectors`` (n_items, n_layers, d) for ``item_keys`` as one shard, registered in one
@@ -706,7 +793,9 @@ def _model_record(connection: duckdb.DuckDBPyConnection, name: str) -> ModelReco
 
 
 def _stimulus_set(connection: duckdb.DuckDBPyConnection, name: str) -> StimulusSet:
-    return StimulusSet(name, *_stimulus_grid(connection, name))
+    carriers, magnitudes = _stimulus_grid(connection, name)
+    row = connection.execute("SELECT number_format FROM stimulus_sets WHERE name = ?", [name]).fetchone()
+    return StimulusSet(name, carriers, magnitudes, row[0] or DEFAULT_NUMBER_FORMAT)
 
 
 def _stimulus_grid(connection: duckdb.DuckDBPyConnection, name: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
@@ -780,8 +869,9 @@ def _register_stimulus_set(connection: duckdb.DuckDBPyConnection, stimuli: Stimu
             "(or leave the name out) rather than a second name for them"
         )
     connection.execute(
-        "INSERT INTO stimulus_sets (name, content_hash, carriers, magnitudes) VALUES (?, ?, ?, ?)",
-        [stimuli.name, stimuli.content_hash, json.dumps(list(stimuli.carriers)), json.dumps(list(stimuli.magnitudes))],
+        "INSERT INTO stimulus_sets (name, content_hash, carriers, magnitudes, number_format) VALUES (?, ?, ?, ?, ?)",
+        [stimuli.name, stimuli.content_hash, json.dumps(list(stimuli.carriers)), json.dumps(list(stimuli.magnitudes)),
+         stimuli.number_format],
     )
     items = pa.table({
         "set_name": [stimuli.name] * len(stimuli.items),
@@ -809,7 +899,7 @@ def _as_stored(connection: duckdb.DuckDBPyConnection, stimuli: StimulusSet) -> S
     stored = _stored_name_for_content(connection, stimuli.content_hash)
     if stored is None or stored == stimuli.name:
         return stimuli
-    return StimulusSet(stored, stimuli.carriers, stimuli.magnitudes)
+    return StimulusSet(stored, stimuli.carriers, stimuli.magnitudes, stimuli.number_format)
 
 
 def _metric_tables_of(kind: str) -> list[metrics.MetricTable]:

@@ -81,6 +81,9 @@ _FIT_COLUMNS = (
     ("n_outliers", "INTEGER", "magnitudes left out by the outlier rule"),
 )
 
+_STIMULI_B = ("stimuli_b", "VARCHAR", "model B's stimulus set: stimuli, or for a number-format variant the same "
+              "carriers and magnitudes in another format (model B is then model A)")
+
 _PHASE_ID = (_MODEL, _STIMULI, ("massive", "VARCHAR", "the vectors' view: keep, drop or standardise"))
 
 _PROBE_ID = (_MODEL, _STIMULI)
@@ -151,9 +154,41 @@ METRIC_TABLES: tuple[MetricTable, ...] = (
         ("wilcoxon_p", "DOUBLE", "its p"),
         ("n_pairs", "INTEGER", "layers paired"),
     )),
+    MetricTable("tokenization_fits", "analysis",
+                "one row per (analysis, measure, layer) with token facts: alpha adjusted for tokenization", (
+        *_ANALYSIS_ID, _MEASURE, _LAYER, _LABEL, _CORE,
+        ("alpha_raw", "DOUBLE", "the raw OLS alpha (as in fits)"),
+        ("alpha", "DOUBLE", "alpha adjusted for the token count: OLS of log V on log n with a step per token count"),
+        ("ci_low", "DOUBLE", "lower end of its bootstrap interval"),
+        ("ci_high", "DOUBLE", "upper end"),
+        ("se", "DOUBLE", "its standard error"),
+        ("p", "DOUBLE", "its p"),
+        ("r2", "DOUBLE", "R squared of the adjusted fit"),
+        ("n_points", "INTEGER", "magnitudes in the fit (the raw fit's points)"),
+        ("n_parameters", "INTEGER", "rank of the design: intercept, slope and the steps"),
+        ("df", "INTEGER", "residual degrees of freedom"),
+        ("n_strata", "INTEGER", "token counts among the fitted points"),
+        ("steps", "VARCHAR", "gamma_k, the step of log V at each token count k over the smallest, as JSON"),
+        ("alpha_identity", "DOUBLE", "alpha adjusted for the token count and the kept token's identity"),
+        ("identity_ci_low", "DOUBLE", "lower end of its bootstrap interval"),
+        ("identity_ci_high", "DOUBLE", "upper end"),
+        ("identity_se", "DOUBLE", "its standard error"),
+        ("identity_p", "DOUBLE", "its p"),
+        ("identity_reason", "VARCHAR", "why there is no alpha_identity ('' when there is one)"),
+        ("reason", "VARCHAR", "why there is no adjusted alpha ('' when there is one)"),
+    )),
+    MetricTable("token_strata", "analysis", "one row per (analysis, measure, layer, token count): alpha within the stratum", (
+        *_ANALYSIS_ID, _MEASURE, _LAYER, _LABEL, _CORE,
+        ("n_tokens", "INTEGER", "the stratum: magnitudes written in this many tokens"),
+        ("n_magnitudes", "INTEGER", "its magnitudes"),
+        ("smallest", "DOUBLE", "its smallest magnitude"),
+        ("largest", "DOUBLE", "its largest magnitude"),
+        *_FIT_COLUMNS,
+        ("reason", "VARCHAR", "why there is no fit ('' when there is one)"),
+    )),
     MetricTable("comparisons", "compare", "one row per (comparison, measure, layer of model A)", (
         ("model_a", "VARCHAR", "model A"), ("model_b", "VARCHAR", "model B (delta = A - B)"),
-        _STIMULI, _CONVENTIONS, _MEASURE,
+        _STIMULI, _STIMULI_B, _CONVENTIONS, _MEASURE,
         ("layer_a", "INTEGER", "A's layer"),
         ("layer_b", "INTEGER", "B's layer at the same depth fraction"),
         ("gamma_a", "DOUBLE", "A's depth fraction l / L"),
@@ -167,7 +202,7 @@ METRIC_TABLES: tuple[MetricTable, ...] = (
     )),
     MetricTable("comparison_tests", "compare", "one row per (comparison, measure): over A's core band", (
         ("model_a", "VARCHAR", "model A"), ("model_b", "VARCHAR", "model B"),
-        _STIMULI, _CONVENTIONS, _MEASURE,
+        _STIMULI, _STIMULI_B, _CONVENTIONS, _MEASURE,
         ("mean_alpha_a", "DOUBLE", "A's mean core alpha"),
         ("mean_alpha_b", "DOUBLE", "B's mean alpha at the paired layers"),
         ("mean_delta", "DOUBLE", "mean delta"),

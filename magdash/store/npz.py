@@ -139,8 +139,10 @@ def imported_layers(
         labels[-1] = POST_NORM_LABEL
         return labels, n_layers - 1
     if n_blocks is not None:
-        if not 1 <= int(n_blocks) <= n_layers - 1:
-            raise StoreError(f"n_blocks is {int(n_blocks)}: with {n_layers} layers it must be 1..{n_layers - 1}")
+        # one layer alone is read as one block, as the labels' default below reads it
+        most = max(n_layers - 1, 1)
+        if not 1 <= int(n_blocks) <= most:
+            raise StoreError(f"n_blocks is {int(n_blocks)}: with {n_layers} layers it must be 1..{most}")
         return labels, int(n_blocks)
     extra = 2 if n_layers > 2 and "post-norm" in labels[-1].lower() else 1
     return labels, max(n_layers - extra, 1)

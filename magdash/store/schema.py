@@ -27,7 +27,7 @@ from magdash.store.connection import StoreFile
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """1: the first release. 2: adds ``nonfinite``, the vectors holding Inf or NaN, per layer.
 3: one stimulus set per content (sets with the same sentences merged; the paper's named 'paper').
 4: the metric tables (:mod:`magdash.store.metrics`), filled from the cached results.
@@ -35,7 +35,13 @@ SCHEMA_VERSION = 7
 ``done`` says where each item is; the ``vec_*`` tables are gone.
 6: the design simulator's metric tables (``designs``, ``design_h1``, ``design_e6``, ``design_ci``).
 7: ``models.sequence_start`` (whether a BOS token was prepended to each sentence) and
-``vector_norms``, every stored vector's L2 norm per layer, from which the outlier flags are read."""
+``vector_norms``, every stored vector's L2 norm per layer, from which the outlier flags are read.
+8: ``stimulus_sets.number_format`` (how the numbers are written: :data:`magdash.stimuli.NUMBER_FORMATS`;
+'digits' for the sets stored before), ``number_tokens`` (per model and item, how the number was
+tokenized: :mod:`magdash.tokenization`), ``digit_splitting`` (per model, whether its tokenizer splits
+digits), ``stimuli_b`` in ``comparisons`` and ``comparison_tests`` (a model compared with itself on the
+same stimuli in another number format), the tokenization metric tables, and every metric table an
+older store lacks."""
 
 _SHARDS_SCHEMA = 5  # the first schema whose vectors are in shards, not tables
 
@@ -47,6 +53,19 @@ _VECTOR_NORMS_TABLE = (
     "CREATE TABLE IF NOT EXISTS vector_norms (model_id VARCHAR, item_key VARCHAR, layer INTEGER, norm FLOAT)"
 )
 
+_NUMBER_TOKENS_TABLE = """CREATE TABLE IF NOT EXISTS number_tokens (
+    model_id VARCHAR, item_key VARCHAR, n_tokens INTEGER, kept_id BIGINT, kept_text VARCHAR,
+    kept_ids BIGINT[], span_texts VARCHAR[], n_chars INTEGER)"""
+"""Per (model, item), :class:`magdash.tokenization.NumberTokens`: how many tokens overlap the number's
+span and the characters each covers (``span_texts``), the tokens whose vectors are stored
+(``kept_ids``: one under ``last`` and ``first``, every overlapping one under ``mean``), the kept
+token standing for the item (its id and text) and the written number's length in characters."""
+
+_DIGIT_SPLITTING_TABLE = """CREATE TABLE IF NOT EXISTS digit_splitting (
+    model_id VARCHAR, splits_digits VARCHAR, rule VARCHAR, chunk INTEGER, share_whole DOUBLE,
+    tokens_by_digits VARCHAR, example VARCHAR, description VARCHAR)"""
+"""Per model, :class:`magdash.tokenization.DigitSplitting` of its tokenizer (``tokens_by_digits`` as JSON)."""
+
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
     """CREATE TABLE IF NOT EXISTS models (
@@ -56,7 +75,7 @@ _TABLES = (
         created_at TIMESTAMP DEFAULT current_timestamp, sequence_start VARCHAR)""",
     """CREATE TABLE IF NOT EXISTS stimulus_sets (
         name VARCHAR PRIMARY KEY, content_hash VARCHAR, carriers VARCHAR, magnitudes VARCHAR,
-        created_at TIMESTAMP DEFAULT current_timestamp)""",
+        created_at TIMESTAMP DEFAULT current_timestamp, number_format VARCHAR DEFAULT 'digits')""",
     """CREATE TABLE IF NOT EXISTS stimulus_items (
         set_name VARCHAR, magnitude BIGINT, carrier_index INTEGER, item_key VARCHAR,
         sentence VARCHAR, span_start INTEGER, span_end INTEGER)""",
@@ -71,6 +90,8 @@ _TABLES = (
     "CREATE TABLE IF NOT EXISTS frequency_counts (source VARCHAR, number BIGINT, count BIGINT)",
     "CREATE TABLE IF NOT EXISTS nonfinite (model_id VARCHAR, layer INTEGER, item_key VARCHAR)",
     _VECTOR_NORMS_TABLE,
+    _NUMBER_TOKENS_TABLE,
+    _DIGIT_SPLITTING_TABLE,
 )
 
 
@@ -307,6 +328,27 @@ def _sequence_start_and_vector_norms(connection: duckdb.DuckDBPyConnection, shar
     _record_vector_norms(connection, shard_folder)
 
 
+def _add_tokenization(connection: duckdb.DuckDBPyConnection) -> None:
+    """Migration 7 -> 8: number formats and token facts.
+
+    Every stored set was written in digits (``number_format`` 'digits'). The stored models get no
+    token facts here (a migration has no tokenizer): the next ``magdash extract`` of a model records
+    them from its tokenizer alone, without running the model again, and until then an analysis says
+    they are not recorded and gives no adjusted alpha. Comparisons stored before were of one stimulus
+    set (``stimuli_b`` = ``stimuli``). Every metric table the store lacks is created (the
+    tokenization tables and any added since the store's schema), all with ``IF NOT EXISTS``.
+    """
+    connection.execute("ALTER TABLE stimulus_sets ADD COLUMN IF NOT EXISTS number_format VARCHAR DEFAULT 'digits'")
+    connection.execute("UPDATE stimulus_sets SET number_format = 'digits' WHERE number_format IS NULL")
+    connection.execute(_NUMBER_TOKENS_TABLE)
+    connection.execute(_DIGIT_SPLITTING_TABLE)
+    for statement in metrics.schema_statements():
+        connection.execute(statement)
+    for table in ("comparisons", "comparison_tests"):
+        connection.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS stimuli_b VARCHAR")
+        connection.execute(f"UPDATE {table} SET stimuli_b = stimuli WHERE stimuli_b IS NULL")
+
+
 def _move_vectors_to_shards(connection: duckdb.DuckDBPyConnection, shard_folder: Path) -> None:
     """Migration 4 -> 5: every model's vectors from its ``vec_*`` tables into shards.
 
@@ -409,5 +451,6 @@ MIGRATIONS: dict[int, Migration] = {
     4: _move_vectors_to_shards,
     5: _migration(_add_design_tables),
     6: _sequence_start_and_vector_norms,
+    7: _migration(_add_tokenization),
 }
 """Schema version -> the step that brings a store of that version to the next one."""

@@ -23,6 +23,10 @@ A plan is a TOML file (read with :mod:`tomllib`)::
     carriers = "carriers.txt"                  # relative to the plan file
     magnitudes = "1-1000"
 
+    [[stimuli]]
+    name = "paper-words"                       # the paper's carriers and magnitudes ...
+    number_format = "words"                    # ... in number words (magdash.stimuli.NUMBER_FORMATS)
+
     [analyze]                                  # AnalysisParams fields
     n_boot = 1000
 
@@ -34,6 +38,10 @@ A plan is a TOML file (read with :mod:`tomllib`)::
 
     [probe]                                    # ProbeParams fields (with "probe" in tasks)
     n_boot = 1000
+
+A stimulus set's ``number_format`` (digits by default) writes its numbers; the same carriers
+and magnitudes in another format are another set, listed as another ``[[stimuli]]`` entry with
+its own name (``paper-<format>`` for the paper's, as ``magdash extract --number-format`` names it).
 
 A cell is one (model, stimulus set, dtype, position); its store name is
 :func:`magdash.names.default_name` of the model's name (or spec), so a sweep stores each
@@ -52,12 +60,22 @@ from typing import Any
 
 from magdash.controls.controls_params import ControlsParams
 from magdash.errors import MagdashError, PlanError
-from magdash.extract import DEFAULT_BATCH_SIZE
+from magdash.extraction import DEFAULT_BATCH_SIZE
 from magdash.names import default_name
 from magdash.params import DTYPES
 from magdash.phase.phase_params import PhaseParams
 from magdash.probes.probe_params import ProbeParams
-from magdash.stimuli import PAPER_CARRIERS, PAPER_SET_NAME, POSITIONS, StimulusSet, parse_magnitudes, read_carrier_file
+from magdash.stimuli import (
+    DEFAULT_NUMBER_FORMAT,
+    NUMBER_FORMAT_NAMES,
+    PAPER_CARRIERS,
+    PAPER_SET_NAME,
+    POSITIONS,
+    StimulusSet,
+    paper_set_name,
+    parse_magnitudes,
+    read_carrier_file,
+)
 from magdash.variability.analysis_params import AnalysisParams
 
 DEFAULT_TASKS = ("extract", "analyze")
@@ -186,7 +204,7 @@ class SweepPlan:
 _PLAN_KEYS = {"tasks", "dtypes", "positions", "batch_size", "padding_side", "device", "model_cache", "models",
               "stimuli", "analyze", "phase", "controls", "probe"}
 _MODEL_KEYS = {f.name for f in dataclasses.fields(ModelEntry)}
-_STIMULI_KEYS = {"name", "carriers", "magnitudes"}
+_STIMULI_KEYS = {"name", "carriers", "magnitudes", "number_format"}
 
 
 def read_plan(path: str | Path, task_kinds: Mapping[str, object]) -> SweepPlan:
@@ -298,8 +316,15 @@ def _stimuli(entry: Mapping[str, Any], index: int, folder: Path) -> StimuliEntry
     if "name" not in entry:
         raise PlanError(f"{where} has no name: give e.g. name = \"paper\"")
     name = _text(entry["name"], f"{where} name")
-    if "carriers" not in entry and "magnitudes" not in entry:
+    number_format = _choice(entry.get("number_format", DEFAULT_NUMBER_FORMAT), f"stimuli {name!r} number_format",
+                            NUMBER_FORMAT_NAMES)
+    if "carriers" not in entry and "magnitudes" not in entry and number_format == DEFAULT_NUMBER_FORMAT:
         return StimuliEntry(name)
+    if name == PAPER_SET_NAME and number_format != DEFAULT_NUMBER_FORMAT:
+        raise PlanError(
+            f"stimuli {name!r}: the name {PAPER_SET_NAME!r} is the paper's set in digits; name its {number_format} "
+            f"form {paper_set_name(number_format)!r}"
+        )
     try:
         carriers = list(PAPER_CARRIERS)
         if "carriers" in entry:
@@ -307,7 +332,7 @@ def _stimuli(entry: Mapping[str, Any], index: int, folder: Path) -> StimuliEntry
         magnitudes = parse_magnitudes(_text(entry.get("magnitudes", PAPER_SET_NAME), f"stimuli {name!r} magnitudes"))
         from magdash.stimuli import check_reserved_name
 
-        stimulus_set = StimulusSet(name, tuple(carriers), tuple(magnitudes))
+        stimulus_set = StimulusSet(name, tuple(carriers), tuple(magnitudes), number_format)
         check_reserved_name(stimulus_set)
     except PlanError:
         raise

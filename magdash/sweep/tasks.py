@@ -71,11 +71,14 @@ def _extract_done(context: TaskContext) -> bool:
     store = context.store
     if cell.store_name not in store.model_names() or store.model_record(cell.store_name).model_id != model_id:
         return False
-    return not store.missing_item_keys(model_id, context.stimuli.name)
+    untokenized, without_splitting = store.missing_token_facts(model_id, context.stimuli.name)
+    # Vectors stored before the token facts were recorded are extracted "again": the tokenizer alone
+    # records the facts (magdash.extraction.extract), no forward pass runs.
+    return not store.missing_item_keys(model_id, context.stimuli.name) and not untokenized and not without_splitting
 
 
 def _extract_run(context: TaskContext) -> str:
-    from magdash.extract import extract
+    from magdash.extraction import extract
 
     cell, plan = context.cell, context.plan
     result = extract(

@@ -8,8 +8,10 @@ of up to ``shards.WRITE_BATCH_BYTES``, and hands back only their descriptions; t
 registers them (:func:`register_output`) in the store's transactions, which skip items already done.
 A worker killed mid-job leaves only unregistered shards, which no reader ever sees: Ray runs
 the job again, only a finished job's shards are registered, and the sweep removes the others
-once their grace period is over. The batches are :func:`magdash.extract.number_vector_batches`,
-the same as an in-process extraction's, so both store the same vectors.
+once their grace period is over. The batches are :func:`magdash.extraction.number_vector_batches`,
+the same as an in-process extraction's, so both store the same vectors; the worker also works out
+the token facts of the items the store lacks them for (:func:`magdash.extraction.token_facts`), which
+the driver records with the shards.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from magdash.params import ProgressCallback
 from magdash.stimuli import StimulusItem, StimulusSet
 from magdash.store import ModelRecord, Store, shards
 from magdash.sweep.plan import Cell, SweepPlan
+from magdash.tokenization import DigitSplitting, NumberTokens
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ class ExtractJob:
     model_cache: str | None
     items: tuple[StimulusItem, ...]
     shard_folder: str
+    token_items: tuple[StimulusItem, ...] = ()  # the set's items whose token facts the store lacks
+    with_splitting: bool = False  # the store lacks the model's digit splitting
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,9 @@ class ExtractOutput:
 
     record: ModelRecord
     shards: tuple[shards.Shard, ...]
+    token_facts: tuple[NumberTokens, ...] = ()  # of the job's token_items, in their order
+    token_keys: tuple[str, ...] = ()
+    digit_splitting: DigitSplitting | None = None
 
 
 def model_identity(cell: Cell, model_cache: str | None = None) -> str:
@@ -69,6 +77,7 @@ def extract_job(store: Store, plan: SweepPlan, cell: Cell, stimuli: StimulusSet,
     missing = store.missing_item_keys(model_id, stimuli.name)
     if not missing and store.find_model_by_id(model_id) is not None:
         return None
+    untokenized, without_splitting = store.missing_token_facts(model_id, stimuli.name)
     return ExtractJob(
         spec=cell.model.spec, name=cell.store_name, model_id=model_id, dtype=cell.dtype, position=cell.position,
         device=plan.device, device_map=cell.model.device_map, batch_size=plan.batch_size,
@@ -76,13 +85,15 @@ def extract_job(store: Store, plan: SweepPlan, cell: Cell, stimuli: StimulusSet,
         allow_pickle=cell.model.allow_pickle, model_cache=plan.model_cache,
         items=tuple(item for item in stimuli.items if item.key in missing),
         shard_folder=str(store.shards.absolute()),  # a worker's working folder is not the driver's
+        token_items=tuple(item for item in stimuli.items if item.key in untokenized),
+        with_splitting=without_splitting,
     )
 
 
 def run_extract_job(job: ExtractJob, progress: ProgressCallback | None = None) -> ExtractOutput:
     """Load the model, extract the job's items and write them as shards; ``progress(done, total)``
     after each batch."""
-    from magdash.extract import model_record_for, number_vector_batches
+    from magdash.extraction import model_record_for, number_vector_batches, token_facts
     from magdash.sources import load_model
 
     loaded = load_model(
@@ -95,6 +106,7 @@ def run_extract_job(job: ExtractJob, progress: ProgressCallback | None = None) -
             f"the worker's {job.spec!r} is not the driver's (other weights or another transformers "
             "version): install the same environment on every node"
         )
+    facts, splitting = token_facts(loaded.tokenizer, job.token_items, job.position, with_splitting=job.with_splitting)
     folder = Path(job.shard_folder)
     written: list[shards.Shard] = []
     keys: list[str] = []
@@ -122,7 +134,7 @@ def run_extract_job(job: ExtractJob, progress: ProgressCallback | None = None) -
         if progress:
             progress(done, len(job.items))
     flush()
-    return ExtractOutput(record, tuple(written))
+    return ExtractOutput(record, tuple(written), tuple(facts), tuple(item.key for item in job.token_items), splitting)
 
 
 def register_output(store: Store, output: ExtractOutput) -> int:
@@ -131,4 +143,5 @@ def register_output(store: Store, output: ExtractOutput) -> int:
     Returns how many sentences were written.
     """
     store.register_model(output.record)
+    store.write_token_facts(output.record.model_id, output.token_keys, output.token_facts, output.digit_splitting)
     return sum(store.register_worker_shard(output.record.model_id, shard) for shard in output.shards)

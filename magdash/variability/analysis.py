@@ -11,7 +11,11 @@ tests everything from the small (n_layers x n_magnitudes) arrays of V:
   comparison on the same points;
 - per measure: H1–H4 over the core layers and the E3 boundary sensitivity
   (:mod:`magdash.variability.hypotheses`); E4 once per model;
-- per layer: the Spearman correlation of CV(n) with n (the paper's CV check).
+- per layer: the Spearman correlation of CV(n) with n (the paper's CV check);
+- given the items' token facts (:mod:`magdash.tokenization`), per layer and measure: alpha
+  within each token-count stratum and alpha adjusted for tokenization, beside the raw alpha
+  (:mod:`magdash.variability.tokenization_fits`); without them, no adjusted alpha and a note
+  saying why (``tokenization_note``).
 
 The bootstrap CI runs on the core layers by default (``bootstrap_layers="core"``, like the
 paper's script); "all" gives CI bands on every layer, "none" skips it.
@@ -44,6 +48,7 @@ from magdash.norm_outliers import outsized_warning
 from magdash.overflow import count_nonfinite, nonfinite_warning
 from magdash.params import ProgressCallback, ranges
 from magdash.phase.massive_dims import DimensionStats, find_massive
+from magdash.tokenization import DigitSplitting, NumberTokens, per_magnitude
 from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.artifacts import (
     MIN_LOO_CARRIERS,
@@ -77,15 +82,35 @@ from magdash.variability.hypotheses import (
     evaluate_hypotheses,
 )
 from magdash.variability.measures import MEASURES, OUTLIER_RULE_MEASURES, LayerVectors, measure_title
+from magdash.variability.tokenization_fits import STRATA_COLUMNS, TOKENIZATION_COLUMNS, tokenization_frames
 
 log = logging.getLogger(__name__)
 
-ANALYSIS_VERSION = "8"
+ANALYSIS_VERSION = "9"
 """Bump whenever a change to the analysis code can change a result: old cache entries die.
 8: the result holds its artifact checks (outlier vectors, leave-one-carrier-out alphas) and can
-leave carriers out (``exclude_carriers``)."""
+leave carriers out (``exclude_carriers``).
+9: the result holds the tokenization fits (alpha within token-count strata, alpha adjusted for
+tokenization) and the token facts they were computed from."""
 
 FIT_COLUMNS = [f.name for f in dataclasses.fields(ScalingFit)]
+TOKEN_COLUMNS = ["magnitude", "n_tokens", "kept_id", "kept_text", "n_chars", "n_digits", "uniform"]
+"""Per magnitude, :class:`magdash.tokenization.MagnitudeTokens` (``AnalysisResult.tokens``)."""
+NOT_RECORDED = (
+    "the token facts of these vectors are not recorded (extracted before magdash recorded them, or imported): "
+    "run `magdash extract` for this model and stimulus set again to record them from its tokenizer (no vector "
+    "is extracted again), or import the vectors with their model where its tokenizer is at hand"
+)
+"""The tokenization note of an analysis of vectors without token facts."""
+
+
+def _frame(columns: Sequence[str]) -> pd.DataFrame:
+    return pd.DataFrame(columns=list(columns))
+
+
+def _with_label(columns: Sequence[str]) -> list[str]:
+    """measure, layer, label, core, then the rest: the tokenization frames' columns."""
+    return [*columns[:2], "label", "core", *columns[2:]]
 
 
 @dataclass
@@ -122,6 +147,14 @@ class AnalysisResult:
         carriers: the stimulus set's carriers, left-out ones included.
         outlier_vectors: the vectors whose norm exceeds 10x their layer's median (:mod:`magdash.variability.artifacts`).
         carrier_alphas: measure -> alpha per layer without each carrier, (n_layers, n_carriers); empty below 3 carriers.
+        tokens: per magnitude its token facts (``TOKEN_COLUMNS``: token count, kept token, characters, digits);
+            empty without token facts.
+        tokenization: per (measure, layer) the raw alpha and the alphas adjusted for the token count and for the
+            token count and kept token (:mod:`magdash.variability.tokenization_fits`), with label and core.
+        token_strata: per (measure, layer, token count) the stratum's fit.
+        tokenization_note: why there are no tokenization fits ("" when there are).
+        splits_digits: whether the model's tokenizer splits digits: "yes", "partly", "no"; "" not recorded.
+        digit_splitting: how it splits them, in one line.
         from_cache: whether the result was read from the store's cache.
     """
 
@@ -148,6 +181,15 @@ class AnalysisResult:
     # measure's alpha per layer without each carrier (n_layers, n_carriers; empty below 3 carriers).
     outlier_vectors: list[OutlierVector] = field(default_factory=list)
     carrier_alphas: dict[str, np.ndarray] = field(default_factory=dict)
+    # magdash.variability.tokenization_fits: per magnitude its token facts (TOKEN_COLUMNS), per
+    # (measure, layer) the adjusted alphas beside the raw one, per (measure, layer, token count)
+    # the stratum's fit; all empty, with the reason in tokenization_note, without token facts.
+    tokens: pd.DataFrame = field(default_factory=lambda: _frame(TOKEN_COLUMNS))
+    tokenization: pd.DataFrame = field(default_factory=lambda: _frame(_with_label(TOKENIZATION_COLUMNS)))
+    token_strata: pd.DataFrame = field(default_factory=lambda: _frame(_with_label(STRATA_COLUMNS)))
+    tokenization_note: str = ""
+    splits_digits: str = ""  # the model's tokenizer splits digits: "yes", "partly", "no", "" not recorded
+    digit_splitting: str = ""  # how, in one line (magdash.tokenization.DigitSplitting.description)
     from_cache: bool = field(default=False, compare=False)
 
     @property
@@ -265,6 +307,56 @@ class AnalysisResult:
             raise AnalysisError(f"measure {measure!r} was not analysed; add it to measures")
         return rows["alpha"].to_numpy(dtype=np.float64)
 
+    @property
+    def has_tokenization(self) -> bool:
+        """Whether the tokenization fits were computed (the vectors' token facts were given)."""
+        return not self.tokens.empty
+
+    def tokenization_summary(self, measure: str) -> dict[str, Any]:
+        """The tokenization fits of ``measure`` over the core layers: the mean raw alpha, the mean
+        adjusted alpha (token count; token count and kept token) over the core layers where each has
+        a fit, and per token-count stratum its magnitudes and mean core alpha. Without token facts,
+        ``recorded`` is False and ``note`` says why.
+
+        Args:
+            measure: an analysed measure (``eucl``, ``residual``, ``proj``, ...).
+        """
+        summary: dict[str, Any] = {"recorded": self.has_tokenization, "note": self.tokenization_note}
+        if not self.has_tokenization:
+            return summary
+        rows = self.tokenization[(self.tokenization["measure"] == measure) & self.tokenization["core"]]
+
+        def mean_over(column: str) -> tuple[float, int]:
+            found = rows[column].to_numpy(dtype=np.float64)
+            fitted = np.isfinite(found)
+            return (float(found[fitted].mean()) if fitted.any() else math.nan), int(fitted.sum())
+
+        raw, n_raw = mean_over("alpha_raw")
+        adjusted, n_adjusted = mean_over("alpha")
+        identity, n_identity = mean_over("alpha_identity")
+        strata = self.token_strata[(self.token_strata["measure"] == measure) & self.token_strata["core"]]
+        levels = []
+        for count, group in strata.groupby("n_tokens", sort=True):
+            alphas = group["alpha"].to_numpy(dtype=np.float64)
+            fitted = np.isfinite(alphas)
+            reasons = [reason for reason in group["reason"] if reason]
+            levels.append({
+                "n_tokens": int(count), "n_magnitudes": int(group["n_magnitudes"].iloc[0]),
+                "smallest": float(group["smallest"].iloc[0]), "largest": float(group["largest"].iloc[0]),
+                "mean_alpha": float(alphas[fitted].mean()) if fitted.any() else math.nan,
+                "n_fitted": int(fitted.sum()), "reason": reasons[0] if reasons and not fitted.any() else "",
+            })
+        first_reason = [reason for reason in rows["reason"] if reason]
+        identity_reason = [reason for reason in rows["identity_reason"] if reason]
+        return {
+            **summary, "n_core": len(rows), "mean_alpha_raw": raw, "n_raw": n_raw,
+            "mean_alpha_adjusted": adjusted, "n_adjusted": n_adjusted,
+            "reason": first_reason[0] if first_reason and not n_adjusted else "",
+            "mean_alpha_identity": identity, "n_identity": n_identity,
+            "identity_reason": identity_reason[0] if identity_reason and not n_identity else "",
+            "strata": levels,
+        }
+
     def fit(self, measure: str, layer: int) -> ScalingFit:
         """The scaling fit of ``measure`` at ``layer`` (NaN fields where there is no fit).
 
@@ -327,6 +419,7 @@ class AnalysisResult:
             "carrier_influence": {measure: [dataclasses.asdict(item) for item in self.carrier_influence(measure)]
                                   for measure in self.params.measures},
             "dropped_points": {measure: self.dropped_points(measure) for measure in self.params.measures},
+            "tokenization": self._tokenization_json(),
             "params": dataclasses.asdict(self.params),
         }
 
@@ -361,6 +454,23 @@ class AnalysisResult:
         notes = self.warnings() + ["tables: .fits, .hypothesis_table(), .noise_models, .geometry, .cv_trend; "
                                    "charts: magdash.charts"]
         return html_summary(f"Scalar variability of {self.model or 'the model'}", facts, tables, notes)
+    def _tokenization_json(self) -> dict[str, Any]:
+        """The ``tokenization`` block of :meth:`to_json`: whether the token facts were recorded (and
+        if not, why), the tokenizer's digit splitting, each magnitude's facts, and per measure the
+        summary over the core layers, each layer's raw and adjusted alphas and each stratum's fit."""
+        measures = self.params.measures
+        return {
+            "recorded": self.has_tokenization,
+            "note": self.tokenization_note,
+            "splits_digits": self.splits_digits,
+            "digit_splitting": self.digit_splitting,
+            "magnitudes": self.tokens.to_dict(orient="records"),
+            "summary": {measure: self.tokenization_summary(measure) for measure in measures},
+            "layers": {measure: self.tokenization[self.tokenization["measure"] == measure]
+                       .drop(columns="measure").to_dict(orient="records") for measure in measures},
+            "strata": {measure: self.token_strata[self.token_strata["measure"] == measure]
+                       .drop(columns="measure").to_dict(orient="records") for measure in measures},
+        }
 
     # -- cache payload -----------------------------------------------------------------
 
@@ -388,6 +498,12 @@ class AnalysisResult:
             "carriers": self.carriers,
             "outlier_vectors": [dataclasses.asdict(item) for item in self.outlier_vectors],
             "carrier_alphas": self.carrier_alphas,
+            "tokens": frame_to_plain(self.tokens),
+            "tokenization": frame_to_plain(self.tokenization),
+            "token_strata": frame_to_plain(self.token_strata),
+            "tokenization_note": self.tokenization_note,
+            "splits_digits": self.splits_digits,
+            "digit_splitting": self.digit_splitting,
         }
         return pack(document)
 
@@ -432,6 +548,15 @@ class AnalysisResult:
             carriers=list(document.get("carriers", [])),
             outlier_vectors=[OutlierVector(**item) for item in document.get("outlier_vectors", [])],
             carrier_alphas={k: np.asarray(v, dtype=np.float64) for k, v in document.get("carrier_alphas", {}).items()},
+            # Results cached by an analysis version before 9 (decoded only for their metric rows) have none.
+            tokens=frame_from_plain(document["tokens"]) if "tokens" in document else _frame(TOKEN_COLUMNS),
+            tokenization=frame_from_plain(document["tokenization"]) if "tokenization" in document
+            else _frame(_with_label(TOKENIZATION_COLUMNS)),
+            token_strata=frame_from_plain(document["token_strata"]) if "token_strata" in document
+            else _frame(_with_label(STRATA_COLUMNS)),
+            tokenization_note=document.get("tokenization_note", NOT_RECORDED),
+            splits_digits=document.get("splits_digits", ""),
+            digit_splitting=document.get("digit_splitting", ""),
             from_cache=True,
         )
 
@@ -482,8 +607,17 @@ def run_analysis(
     n_layers: int | None = None,
     progress: ProgressCallback | None = None,
     carriers: Sequence[str] | None = None,
+    number_tokens: Sequence[NumberTokens] | None = None,
+    digit_splitting: DigitSplitting | None = None,
+    tokenization_note: str = NOT_RECORDED,
 ) -> AnalysisResult:
     """The whole analysis from an iterable of (label, vectors) per layer, in layer order.
+
+    ``number_tokens`` are the token facts of the vectors' items (any order; carriers left out by
+    ``params.exclude_carriers`` are not counted), from which each magnitude's token count and kept
+    token are agreed (:func:`magdash.tokenization.per_magnitude`) for the tokenization fits;
+    without them there are none, and ``tokenization_note`` says why. ``digit_splitting`` is the
+    model's, reported with them.
 
     ``carriers`` names the vectors' carriers (axis 1) for the warnings; the carriers of
     ``params.exclude_carriers`` are removed from every layer first. Each layer is checked for
@@ -575,7 +709,41 @@ def run_analysis(
     result.outlier_vectors = [dataclasses.replace(item, carrier=kept_carriers[item.carrier]) for item in flagged]
     result.carrier_alphas = {measure: _in_set_order(np.stack(rows), kept_carriers, len(names))
                              for measure, rows in loo.items()}
+    if digit_splitting is not None:
+        result.splits_digits, result.digit_splitting = digit_splitting.splits_digits, digit_splitting.description
+    if number_tokens is None:
+        result.tokenization_note = tokenization_note
+    else:
+        _fit_tokenization(result, [fact for fact in number_tokens if fact.carrier_index in kept_carriers])
     return result
+
+
+def _fit_tokenization(result: AnalysisResult, facts: Sequence[NumberTokens]) -> None:
+    """Fill the result's tokenization fits from its items' token facts."""
+    tokens = per_magnitude(facts)
+    found = np.array([row.magnitude for row in tokens], dtype=np.float64)
+    if not np.array_equal(found, result.magnitudes):
+        raise AnalysisError(
+            f"token facts of {found.size} magnitudes for an analysis of {result.magnitudes.size}: give the facts of "
+            "the analysed stimulus set's items"
+        )
+    params = result.params
+    raw = {measure: result.alphas(measure) for measure in params.measures}
+    layers, strata = tokenization_frames(
+        result.magnitudes, {measure: result.values[measure] for measure in params.measures}, raw,
+        [row.n_tokens for row in tokens], [row.kept_id for row in tokens],
+        drop_outliers={measure: measure in OUTLIER_RULE_MEASURES for measure in params.measures},
+        bootstrap_layers=_bootstrap_layers(params, result.core_layers, result.n_layers),
+        n_boot=params.n_boot, seed=params.seed, ci=params.ci, outlier_factor=params.outlier_factor,
+        stream=params.rules.bootstrap_stream, ci_method=params.ci_method,
+    )
+    core = set(result.core_layers)
+    for frame in (layers, strata):
+        frame.insert(2, "label", [result.layer_labels[layer] for layer in frame["layer"]])
+        frame.insert(3, "core", [layer in core for layer in frame["layer"]])
+    result.tokens = pd.DataFrame([dataclasses.asdict(row) for row in tokens], columns=TOKEN_COLUMNS)
+    result.tokenization, result.token_strata = layers, strata
+    result.tokenization_note = ""
 
 
 def _kept_carriers(n_carriers: int, excluded: Sequence[int]) -> list[int]:

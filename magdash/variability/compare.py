@@ -238,10 +238,12 @@ class ComparisonResult:
     Attributes:
         model_a: the model the differences start from (its core band is used).
         model_b: the model subtracted.
-        stimuli: the stimulus set both were measured on.
+        stimuli: the stimulus set model A was measured on (model B too, unless ``stimuli_b``).
         core_layers: model A's core layers.
         measures: measure -> the layerwise comparison (deltas, joint-bootstrap CIs, Wilcoxon test).
         conventions: the conventions of the analyses compared.
+        stimuli_b: model B's stimulus set when it is not ``stimuli``: the same carriers and magnitudes in
+            another number format (a format variant, where model B is model A itself); None otherwise.
     """
 
     model_a: str
@@ -250,6 +252,12 @@ class ComparisonResult:
     core_layers: list[int]
     measures: dict[str, ModelComparison]
     conventions: str = MAGDASH
+    stimuli_b: str | None = None
+
+    @property
+    def label_b(self) -> str:
+        """Model B as the results name it: its name, with its stimulus set when that differs."""
+        return f"{self.model_b} on {self.stimuli_b}" if self.stimuli_b else self.model_b
 
     @property
     def table(self) -> pd.DataFrame:
@@ -279,6 +287,7 @@ class ComparisonResult:
             "model_a": self.model_a,
             "model_b": self.model_b,
             "stimuli": self.stimuli,
+            "stimuli_b": self.stimuli_b or self.stimuli,
             "conventions": self.conventions,
             "core_layers": list(self.core_layers),
             "measures": {
@@ -294,6 +303,7 @@ class ComparisonResult:
                 "model_a": self.model_a,
                 "model_b": self.model_b,
                 "stimuli": self.stimuli,
+                "stimuli_b": self.stimuli_b,
                 "core_layers": self.core_layers,
                 "conventions": self.conventions,
                 "measures": {
@@ -329,6 +339,7 @@ class ComparisonResult:
             core_layers=list(document["core_layers"]),
             measures=measures,
             conventions=document["conventions"],
+            stimuli_b=document.get("stimuli_b"),
         )
 
 
@@ -350,6 +361,7 @@ def compare_analyses(
     params: AnalysisParams,
     *,
     progress: ProgressCallback | None = None,
+    stimuli_b: str | None = None,
 ) -> ComparisonResult:
     """Model A minus model B for each measure of ``params``, from their two analyses
     (:func:`compare_models` on each measure's V, over model A's core band).
@@ -361,9 +373,13 @@ def compare_analyses(
         params: the analysis parameters (measures, bootstrap, outlier rule, conventions).
         progress: called as ``progress(done, total)`` after each measure (its joint bootstrap
             takes seconds).
+        stimuli_b: model B's stimulus set when it is not model A's (a number-format variant); None: the same.
     """
     if not np.array_equal(result_a.magnitudes, result_b.magnitudes):
-        raise AnalysisError("the two models were measured on different magnitudes")
+        raise AnalysisError(
+            f"{result_a.stimuli!r} and {stimuli_b!r} hold different magnitudes: a comparison pairs the same magnitudes"
+            if stimuli_b else "the two models were measured on different magnitudes"
+        )
     measures = {}
     for measure in params.measures:
         measures[measure] = compare_models(
@@ -385,4 +401,4 @@ def compare_analyses(
         if progress is not None:
             progress(len(measures), len(params.measures))
     return ComparisonResult(result_a.model, result_b.model, result_a.stimuli, result_a.core_layers, measures,
-                            params.conventions)
+                            params.conventions, stimuli_b)

@@ -53,6 +53,10 @@ df* = S_w - rank(Z'WZ) - 1; resamples with fewer distinct points than rank + 2 l
 ``bca`` (jackknife over the points) or ``t``. With one stratum and no identity the adjusted
 fit *is* the raw fit, interval included.
 
+:func:`tokenization_frames` runs both on every measure and layer of an analysis (with and
+without the kept token's identity), as :func:`magdash.variability.analysis.run_analysis` does
+when it is given the items' token facts.
+
 Reading the outcomes: alpha_adj near the raw alpha, and strata alphas near it too, says the
 exponent is not a tokenization artifact. alpha_adj far from the raw alpha, with steps gamma_k
 growing with k, says the raw exponent carries the digit-count boundaries. Strata alphas that
@@ -64,9 +68,11 @@ is then their pooled average, to be read with the strata beside it.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -81,6 +87,9 @@ from magdash.variability.fits import (
     resample_counts,
     scaling_mask,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MIN_RESIDUAL_DF = MIN_POINTS - 2
 """Residual degrees of freedom an adjusted fit needs: the raw fit's 5 points for 2 parameters."""
@@ -574,3 +583,89 @@ def tokenization_fits(
             magnitudes, values, token_counts, kept_ids, **rules
         ),
     )
+
+
+TOKENIZATION_COLUMNS = [
+    "measure", "layer", "alpha_raw", "alpha", "ci_low", "ci_high", "se", "p", "r2", "n_points", "n_parameters",
+    "df", "n_strata", "steps", "alpha_identity", "identity_ci_low", "identity_ci_high", "identity_se", "identity_p",
+    "identity_reason", "reason",
+]
+"""Columns of :func:`tokenization_frames`' per-layer frame (the analysis adds label and core)."""
+
+STRATA_COLUMNS = [
+    "measure", "layer", "n_tokens", "n_magnitudes", "smallest", "largest", *(f.name for f in dataclasses.fields(ScalingFit)),
+    "reason",
+]
+"""Columns of :func:`tokenization_frames`' per-stratum frame (the analysis adds label and core)."""
+
+
+def tokenization_frames(
+    magnitudes: np.ndarray,
+    values: Mapping[str, np.ndarray],
+    raw_alphas: Mapping[str, np.ndarray],
+    token_counts: Sequence[int],
+    kept_ids: Sequence[int],
+    *,
+    drop_outliers: Mapping[str, bool],
+    bootstrap_layers: set[int],
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    ci: float = 0.95,
+    outlier_factor: float = OUTLIER_FACTOR,
+    stream: str = "generator",
+    ci_method: str = "percentile",
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`strata_alphas` and :func:`adjusted_alpha` (the token count alone, and with the kept
+    token's identity) of every measure at every layer, as two frames.
+
+    Args:
+        magnitudes: n (1-D).
+        values: per measure, V with shape (n_layers, n_magnitudes).
+        raw_alphas: per measure, the raw fit's alpha by layer (set beside the adjusted one).
+        token_counts: each magnitude's token count (:attr:`magdash.tokenization.MagnitudeTokens.n_tokens`).
+        kept_ids: each magnitude's kept token id.
+        drop_outliers: per measure, whether the 3 x median rule applies (as in its raw fit).
+        bootstrap_layers: the layers whose fits get a bootstrap interval (the raw fits' layers).
+        n_boot, seed, ci, outlier_factor, stream, ci_method: as in
+            :func:`~magdash.variability.fits.fit_scaling`.
+
+    Returns the per-layer frame (:data:`TOKENIZATION_COLUMNS`: ``alpha`` adjusted for the token
+    count, ``steps`` its gamma_k as JSON, ``alpha_identity`` adjusted for the kept token too) and
+    the per-stratum frame (:data:`STRATA_COLUMNS`: one row per measure, layer and token count).
+    """
+    import pandas as pd
+
+    rules = {"seed": seed, "ci": ci, "outlier_factor": outlier_factor, "stream": stream, "ci_method": ci_method}
+    counts = [int(count) for count in token_counts]
+    identities = [int(token) for token in kept_ids]
+    layer_rows, strata_rows = [], []
+    for measure, series in values.items():
+        drop = drop_outliers[measure]
+        for layer, row in enumerate(np.asarray(series, dtype=np.float64)):
+            boot = n_boot if layer in bootstrap_layers else 0
+            adjusted = adjusted_alpha(magnitudes, row, counts, drop_outliers=drop, n_boot=boot, **rules)
+            with_identity = adjusted_alpha(magnitudes, row, counts, identities, drop_outliers=drop, n_boot=boot, **rules)
+            layer_rows.append({
+                "measure": measure, "layer": layer, "alpha_raw": float(raw_alphas[measure][layer]),
+                "alpha": adjusted.alpha, "ci_low": adjusted.ci_low, "ci_high": adjusted.ci_high, "se": adjusted.se,
+                "p": adjusted.p, "r2": adjusted.r2, "n_points": adjusted.n_points,
+                "n_parameters": adjusted.n_parameters, "df": adjusted.df,
+                "n_strata": len(set(_kept_labels(magnitudes, row, counts, drop, outlier_factor))),
+                "steps": json.dumps(adjusted.steps, sort_keys=True),
+                "alpha_identity": with_identity.alpha, "identity_ci_low": with_identity.ci_low,
+                "identity_ci_high": with_identity.ci_high, "identity_se": with_identity.se,
+                "identity_p": with_identity.p, "identity_reason": with_identity.reason, "reason": adjusted.reason,
+            })
+            for stratum in strata_alphas(magnitudes, row, counts, drop_outliers=drop, n_boot=boot, **rules):
+                strata_rows.append({
+                    "measure": measure, "layer": layer, "n_tokens": int(stratum.stratum),
+                    "n_magnitudes": stratum.n_magnitudes, "smallest": stratum.smallest, "largest": stratum.largest,
+                    **dataclasses.asdict(stratum.fit), "reason": stratum.reason,
+                })
+    return (pd.DataFrame(layer_rows, columns=TOKENIZATION_COLUMNS),
+            pd.DataFrame(strata_rows, columns=STRATA_COLUMNS))
+
+
+def _kept_labels(magnitudes: np.ndarray, values: np.ndarray, labels: list[int], drop: bool, factor: float) -> list[int]:
+    keep, _ = scaling_mask(np.asarray(magnitudes, dtype=np.float64), values, drop_outliers=drop, outlier_factor=factor)
+    return [label for label, kept in zip(labels, keep, strict=True) if kept]

@@ -10,7 +10,7 @@ import pytest
 
 import magdash as md
 from magdash.errors import AnalysisError
-from magdash.extract import locate_numbers
+from magdash.extraction import locate_numbers
 from magdash.layers import POST_NORM_LABEL
 
 pytestmark = pytest.mark.slow

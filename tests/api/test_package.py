@@ -1,7 +1,6 @@
 """``import magdash as md``: the public names are listed once (``magdash.__all__``), load when first
 used (so importing magdash, and the command line's ``--help``, loads no numerical library), are
-documented, and ``md.extract`` stays the public function whatever else imports the module of the
-same name."""
+documented, and none is shadowed by a submodule of the same name."""
 
 from __future__ import annotations
 
@@ -52,40 +51,17 @@ def test_every_public_name_resolves_and_nothing_else_is_offered():
         md.anlyze  # noqa: B018
 
 
-def test_extract_stays_the_public_function_when_its_module_is_imported():
-    code = """
-import importlib
-import magdash as md
-import magdash.runs.depth_runs
-from magdash.extract import capture_layers
-first = md.extract
-importlib.import_module("magdash.extract")
-import magdash.sweep.worker
-assert md.extract is first and callable(first) and first.__module__ == "magdash.api.analyses", md.extract
-assert importlib.import_module("magdash.extract").FLUSH_SECONDS > 0
-"""
-    for order in (code, code.replace("import magdash as md\n", "import magdash.extract\nimport magdash as md\n")):
-        child = subprocess.run([sys.executable, "-c", order], cwd=ROOT, capture_output=True, text=True, timeout=300)
-        assert child.returncode == 0, child.stderr[-2000:]
-
-
-SOURCES = [*ROOT.glob("magdash/**/*.py"), *ROOT.glob("tests/**/*.py"), *ROOT.glob("pages/**/*.py"),
-           *ROOT.glob("bench/**/*.py"), ROOT / "app.py"]
-AS_ATTRIBUTE = re.compile(
-    r"^\s*import magdash\.extract(\s|$)|^\s*import magdash\.extract as|^\s*from magdash import .*\bextract\b(?!_)"
-    r"|[\"']magdash\.extract\.")
-
-
-def test_no_code_reaches_the_extraction_module_as_an_attribute_of_the_package():
-    # ``import magdash.extract as m`` and ``from magdash import extract`` give the public function.
-    found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
-             for path in SOURCES if "tests/data" not in str(path) and path != ROOT / "tests/api/test_package.py"
-             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             if AS_ATTRIBUTE.search(line)]
-    assert found == []
-    assert AS_ATTRIBUTE.search("    import magdash.extract") and AS_ATTRIBUTE.search("from magdash import extract as x")
-    assert not AS_ATTRIBUTE.search("from magdash.extract import extract") and not AS_ATTRIBUTE.search(
-        "import magdash.extract_params")
+def test_no_public_name_is_also_a_submodule_of_the_package():
+    # Importing a submodule binds it as an attribute of its package: a module named like a public
+    # function (magdash/extract.py beside md.extract) would replace the function once imported.
+    submodules = {path.stem for path in (ROOT / "magdash").glob("*.py")} | {
+        path.parent.name for path in (ROOT / "magdash").glob("*/__init__.py")}
+    clashes = {name for name, (_, attribute) in md._PUBLIC.items() if attribute is not None} & submodules
+    assert clashes == set()
+    child = subprocess.run([sys.executable, "-c", "import magdash as md\nimport magdash.extraction, magdash.sweep.worker\n"
+                            "assert md.extract.__module__ == 'magdash.api.analyses'"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert child.returncode == 0, child.stderr[-2000:]
 
 
 def public_functions() -> list[tuple[str, object]]:

@@ -136,7 +136,8 @@ def test_extract_page_runs_a_model_and_the_pages_show_it(tiny_llama, tmp_path, m
     assert any("finished" in shown(success) for success in at.success)
     at.switch_page("pages/scaling.py").run()
     assert not at.exception
-    assert len(at.get("vega_lite_chart")) == 2
+    assert len(at.get("vega_lite_chart")) == 3  # extracted here, its token facts are recorded
+    assert "tokenization" in " ".join(str(chart.proto.spec) for chart in at.get("vega_lite_chart"))
     # The tiny Llama has a final norm: its post-norm layer is offered as a layer too.
     assert widget(at.select_slider, "Layer").options[-1] == "4 · final norm (post-norm)"
 

@@ -42,7 +42,7 @@ def populated(tmp_path_factory) -> str:
 
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_on_the_populated_store(page, populated, monkeypatch):
-    assert_page_draws_everything(open_app(populated, monkeypatch, page=page), page)
+    assert_page_draws_everything(open_app(populated, monkeypatch, page=page), page, token_facts=True)
 
 
 def test_controls_page_judges_the_builtin_model_against_its_random_control(populated, monkeypatch):
@@ -95,7 +95,18 @@ def test_a_bookmark_opened_on_a_fresh_server_goes_through_the_app(populated, mon
     at = open_app(populated, monkeypatch, query={"layer": "2"}, page="pages/scaling.py", fresh_server=True)
     assert widget(at.sidebar.selectbox, "Model").value == "minilm"
     assert widget(at.select_slider, "Layer").value == "2 · block 2"
-    assert len(at.get("vega_lite_chart")) == 2
+    assert len(at.get("vega_lite_chart")) == 3  # the scatter, alpha by layer, alpha adjusted for tokenization
+
+
+def test_the_scaling_page_colours_the_points_by_token_count_and_shows_the_adjusted_alpha(populated, monkeypatch):
+    at = open_app(populated, monkeypatch, page="pages/scaling.py", query={"model": "smollm2"})
+    assert "splits every digit" in texts(at) and "adjusted for the token count (1, 2, 3, 4)" in texts(at)
+    widget(at.toggle, "Colour the points by token count").set_value(True).run()
+    assert not at.exception
+    point = [layer for layer in chart_specs(at)[0]["layer"] if layer["mark"]["type"] == "point"][0]
+    assert point["encoding"]["color"]["field"] == "tokens"
+    strata = [frame.value for frame in at.dataframe if "stratum" in frame.value.columns][0]
+    assert strata["stratum"].tolist()[:4] == ["1 token", "2 tokens", "3 tokens", "4 tokens"]
 
 
 def test_layer_change_reruns_and_lands_in_the_url(populated, monkeypatch):
@@ -220,7 +231,7 @@ def test_tokenization_preview_for_the_builtin_model(populated, monkeypatch):
 def test_a_set_only_the_model_holds_shows_no_comparison_warning(populated, tmp_path, monkeypatch):
     """Switching to a stimulus set the control lacks drops the comparison partner quietly (the
     pages there compare nothing); switching back restores the control."""
-    from magdash.extract import extract
+    from magdash.extraction import extract
     from magdash.stimuli import StimulusSet
 
     path = copy_store(populated, tmp_path, "two-sets.duckdb")
@@ -233,3 +244,31 @@ def test_a_set_only_the_model_holds_shows_no_comparison_warning(populated, tmp_p
     assert not [w for w in at.sidebar.warning if "cannot be compared" in shown(w)]
     widget(at.sidebar.selectbox, "Stimulus set").set_value("paper").run()
     assert not at.exception and at.query_params.get("vs", "minilm@random") == "minilm@random"
+
+
+def test_every_token_position_and_another_number_format_are_one_click_each_on_controls(populated, tmp_path,
+                                                                                        monkeypatch):
+    from pages import ui
+
+    path = str(copy_store(populated, tmp_path, "positions.duckdb"))
+    at = open_app(path, monkeypatch, page="pages/controls.py")
+    assert widget(at.multiselect, "Variants to compare").options == []
+    widget(at.button, "Compare token positions (last, first, mean)").click().run()
+    snapshot = ui.job_registry().get(path).wait(600)
+    assert snapshot.state == "done" and snapshot.n_steps == 2, snapshot.message
+    at.run()
+    assert not at.exception
+    variants = widget(at.multiselect, "Variants to compare")
+    assert variants.options == ["minilm:first", "minilm:mean"] and variants.value == ["minilm:first", "minilm:mean"]
+    verdicts = at.dataframe[0].value
+    lines = " ".join(verdicts.loc[verdicts["control"] == "variant", "verdict"])
+    assert "minilm:first (token position last vs first)" in lines and "minilm:mean (token position last vs mean)" in lines
+    assert widget(at.button, "Compare token positions (last, first, mean)").disabled  # every position stored
+    widget(at.multiselect, "Number formats to extract").set_value(["grouped"]).run()
+    widget(at.button, "Extract in these formats").click().run()
+    assert ui.job_registry().get(path).wait(600).state == "done"
+    at.run()
+    assert not at.exception
+    assert widget(at.multiselect, "Number formats to compare").value == ["grouped"]
+    verdicts = at.dataframe[0].value
+    assert "minilm on paper-grouped (number format digits vs grouped)" in " ".join(verdicts["verdict"])

@@ -88,6 +88,10 @@ BAD_INPUT_CASES = [
     (lambda d: ["extract", "--model", "minilm", "--magnitudes", "1-x"], "cannot read '1-x'"),
     (lambda d: ["extract", "--model", "minilm", "--magnitudes", "0,5"], "not positive"),
     (lambda d: ["extract", "--model", "minilm", "--stimuli", "unknown"], "no stored stimulus set"),
+    (lambda d: ["extract", "--model", "minilm", "--stimuli", "paper", "--number-format", "words"],
+     "are the set 'paper-words'"),
+    (lambda d: ["extract", "--model", "minilm", "--stimuli", "six", "--number-format", "grouped"],
+     "writes its numbers in digits, not grouped"),
     (lambda d: ["import", str(d / "no_per_carrier.npz"), "--name", "x"], "no 'per_carrier' array"),
     (lambda d: ["import", str(d / "all_nan.npz"), "--name", "x"], "no finite values"),
     (lambda d: ["import", str(d / "negative.npz"), "--name", "x"], "positive"),
@@ -125,6 +129,23 @@ def test_stimuli_default_rules(filled_store, tiny_llama, capsys):
     capsys.readouterr()
     assert main(["export", "--model", "tiny", "--out", "/dev/null", "--store", str(filled_store)]) == 2
     assert "choose one with --stimuli" in capsys.readouterr().err
+
+
+def test_number_format_makes_a_set_of_its_own_and_list_says_how_digits_split(filled_store, tiny_llama, capsys):
+    assert main(["extract", "--model", str(tiny_llama), "--name", "tiny", "--store", str(filled_store),
+                 "--magnitudes", "1-6", "--number-format", "words", "--quiet", "--device", "cpu"]) == 0
+    made = capsys.readouterr().out
+    store = Store(filled_store)
+    (words,) = [name for name in store.stimulus_sets_for("tiny") if name != "six"]
+    assert words.startswith("custom-") and f"tiny / {words}: extracted 30 sentences" in made
+    assert store.number_formats() == {"six": "digits", words: "words"}
+    assert store.stimulus_set(words).items[0].sentence == "The number one is a quantity."
+    assert main(["list", "--store", str(filled_store)]) == 0
+    listed = capsys.readouterr().out
+    assert f"{words} (words)" in listed and "tokenizer: splits some digits" in listed
+    assert main(["list", "--store", str(filled_store), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["number_formats"][words] == "words" and document["models"][0]["splits_digits"] == "partly"
 
 
 def test_repeated_extract_is_a_no_op(filled_store, tiny_llama, capsys):

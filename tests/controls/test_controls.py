@@ -15,8 +15,9 @@ from magdash.controls.carriers import carrier_icc, cosine_rdm, icc_consistency
 from magdash.controls.controls_params import ControlsParams
 from magdash.controls.permutation import PermutationNull
 from magdash.errors import AnalysisError, MagdashError
+from magdash.runs.analysis_runs import analyze, compare
 from magdash.runs.controls_runs import run_controls
-from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
+from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES, paper_stimuli
 from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.artifacts import leave_one_carrier_out
 from magdash.variability.fits import fit_scaling, ols
@@ -134,6 +135,49 @@ def test_controls_flag_a_variant_of_the_other_sign_and_an_indistinct_random_cont
     assert {v["control"] for v in document["verdicts"]} == {"carriers", "icc", "permutation", "variant", "random"}
 
 
+def _import_in_format(store, name, exponent, rng, number_format, n_layers=5):
+    """The model ``name`` on the paper's carriers and magnitudes written in ``number_format``."""
+    scale = MAGNITUDES[:, None, None, None] ** exponent
+    shape = (MAGNITUDES.size, len(PAPER_CARRIERS), n_layers, 16)
+    vectors = rng.normal(size=shape) * scale + np.log(MAGNITUDES)[:, None, None, None] * np.linspace(0.5, 1.5, 16)
+    store.register_stimulus_set(paper_stimuli(number_format))
+    model_id = store.model_record(name).model_id
+    store.write_vectors(model_id, [item.key for item in paper_stimuli(number_format).items],
+                        vectors.reshape(-1, n_layers, 16).astype(np.float32))
+
+
+def test_a_number_format_variant_gives_a_delta_with_its_joint_bootstrap_ci(store, rng):
+    _import(store, "m", -0.15, rng)
+    _import_in_format(store, "m", 0.15, rng, "words")  # in words the model's alpha has the other sign
+    params = ControlsParams(analysis=FAST, n_perm=200, formats=("words",), random_control=False)
+    result = run_controls(store, "m", "paper", params)
+    comparison = result.variants["m on paper-words"]
+    assert (comparison.model_a, comparison.model_b, comparison.stimuli, comparison.stimuli_b) == (
+        "m", "m", "paper", "paper-words")
+    assert result.variant_kinds["m on paper-words"] == "number format digits vs words"
+    core = comparison.measures["eucl"].layers.query("core")
+    assert core["delta"].lt(0).all()
+    assert np.isfinite(core[["ci_low", "ci_high"]].to_numpy()).all()
+    assert (core["ci_high"] < 0).all()  # a planted difference of -0.3 in alpha: every CI excludes 0
+    assert ((core["ci_low"] <= core["delta"]) & (core["delta"] <= core["ci_high"])).all()
+    verdict = {v.control: v for v in result.verdicts("eucl")}["variant"]
+    assert verdict.problem is True and "m on paper-words (number format digits vs words)" in verdict.line
+    rows = store.metric_table("comparison_tests")
+    assert set(zip(rows["model_b"], rows["stimuli"], rows["stimuli_b"], strict=True)) == {("m", "paper", "paper-words")}
+    # the same analyses as a comparison of the model with itself on the other set
+    analysis = analyze(store, "m", "paper-words", FAST)
+    assert comparison.measures["eucl"].layers["alpha_b"].tolist() == pytest.approx(list(analysis.alphas("eucl")),
+                                                                                 nan_ok=True)
+    with pytest.raises(AnalysisError, match="compare it with another number format"):
+        run_controls(store, "m", "paper", ControlsParams(analysis=FAST, n_perm=200, formats=("digits",)))
+    with pytest.raises(AnalysisError, match=r"not stored on the carriers and magnitudes of 'paper' written in grouped"):
+        run_controls(store, "m", "paper", ControlsParams(analysis=FAST, n_perm=200, formats=("grouped",)))
+    with pytest.raises(MagdashError, match="unknown number format 'roman'"):
+        ControlsParams(formats=("roman",))
+    with pytest.raises(AnalysisError, match="both are 'm' on 'paper'"):
+        compare(store, "m", "m", "paper")
+
+
 def test_controls_without_variants_or_control_say_so(store, rng):
     _import(store, "alone", -0.1, rng)
     result = run_controls(store, "alone", params=ControlsParams(analysis=FAST, n_perm=500))
@@ -169,3 +213,9 @@ def test_cli_controls_json_and_bad_input(store, rng, capsys):
     assert main([*args, "--massive", "drop"]) == 2
     assert capsys.readouterr().err.startswith("magdash: error: the robustness controls and the design simulator "
                                               "work on the raw vectors")
+    # the model on the paper's stimuli in grouped digits: a second set, so --stimuli is needed now
+    _import_in_format(store, "m", -0.15, rng, "grouped")
+    assert main([*args, "--stimuli", "paper", "--format-variant", "grouped", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["variants"][0]["variant"] == "m on paper-grouped"
+    assert document["variants"][0]["kind"] == "number format digits vs grouped"

@@ -80,6 +80,45 @@ def test_a_variant_is_extracted_only_when_the_weights_are_at_hand(stored, tmp_pa
         dc.variant_request(stored, _record("import", name="m"), "paper", dtype="float16", position="last")
 
 
+def test_every_token_position_and_other_number_formats_in_one_click(tmp_path):
+    store = Store(tmp_path / "store.duckdb")
+    _import(store, "m", -0.1, 1)
+    view, inventory = _view(store)
+    record = _record("builtin:minilm", name="m", dtype="float32", position="last")
+    # m:first is not stored here: the click extracts the first and mean positions of m's weights
+    requests = dc.position_requests(store, record, "paper", inventory)
+    assert [(r.name, r.position, r.dtype, r.spec) for r in requests] == [
+        ("m:first", "first", "float32", "minilm"), ("m:mean", "mean", "float32", "minilm")]
+    _import(store, "m:first", -0.08, 2)
+    view, inventory = _view(store)
+    assert [r.name for r in dc.position_requests(store, record, "paper", inventory)] == ["m:mean"]
+    # the stimuli in other formats: the paper's set becomes paper-<format>, the model keeps its name
+    formats = dc.format_requests(store, record, "paper", ["words", "digits", "grouped"])
+    assert [(r.stimuli.name, r.stimuli.number_format, r.name, r.position) for r in formats] == [
+        ("paper-words", "words", "m", "last"), ("paper-grouped", "grouped", "m", "last")]
+    job = dc.extractions_job(store, formats, "number formats of m")
+    assert job.label == "number formats of m" and job.snapshot().n_steps == 2
+    with pytest.raises(MagdashError, match="nothing to extract"):
+        dc.extractions_job(store, [], "x")
+    with pytest.raises(MagdashError, match="not at hand"):
+        dc.format_requests(store, _record("import", name="m"), "paper", ["words"])
+    # once stored on the words set, it is a format variant the controls compare
+    assert dc.format_variant_sets(store, view, inventory) == {}
+    rng = np.random.default_rng(4)
+    words = formats[0].stimuli
+    store.register_stimulus_set(words)
+    vectors = rng.normal(size=(len(words.items), 5, 12)) * np.repeat(MAGNITUDES, 5)[:, None, None] ** 0.1
+    store.write_vectors(store.model_record("m").model_id, [item.key for item in words.items], vectors.astype(np.float32))
+    view, inventory = _view(store)
+    assert dc.format_variant_sets(store, view, inventory) == {"words": "paper-words"}
+    key = dc.controls_key(view, inventory, (), {"words": "paper-words"})
+    assert key.params.formats == ("words",) and key.tokens[-1] == inventory.data_token("m", "paper-words")
+    result = run_controls(store, "m", "paper", dataclasses.replace(key.params, n_perm=100))
+    assert cf.compared(result) == ["m on paper-words"]
+    table = cf.variant_table(result, "eucl")
+    assert table["variant"].tolist() == ["m on paper-words"] and np.isfinite(table["ci_low_at_max"]).all()
+
+
 @pytest.mark.slow  # renders every figure to an image; the fast loop draws the same figures through the pages
 def test_controls_figures_tables_and_report(stored):
     params = ControlsParams(analysis=AnalysisParams(n_boot=200), n_perm=500, variants=("m:first",))

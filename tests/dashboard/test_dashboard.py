@@ -448,6 +448,24 @@ def test_saving_under_a_taken_name_with_other_content_is_refused(tmp_path):
     assert store.stimulus_set_names() == ["mine"]
 
 
+def test_a_set_saved_in_another_number_format_is_a_set_of_its_own(tmp_path, tiny_llama):
+    from magdash.sources import load_model
+
+    store = Store(tmp_path / "s.duckdb")
+    store.register_stimulus_set(StimulusSet("mine", ("A {n}.",), (7, 1000)))
+    grouped = ds.build_stimulus_set("mine-grouped", ["A {n}."], [7, 1000], store, "grouped")
+    store.register_stimulus_set(grouped)
+    assert store.number_formats() == {"mine": "digits", "mine-grouped": "grouped"}
+    with pytest.raises(StimulusError, match="already stored as the set 'mine-grouped'"):
+        ds.build_stimulus_set("again", ["A {n}."], [7, 1000], store, "grouped")
+    assert ds.format_label("grouped") == "grouped (7, 23, 1,000)"
+    assert ds.format_label("words") == "words (seven, twenty-three, one thousand)"
+    # the preview writes the numbers in the chosen format, and the span covers all of "1,000"
+    preview = ds.tokenization_preview(load_model(str(tiny_llama), device="cpu"),
+                                      list(ds.preview_set(["There are {n} items."], [1000], "grouped").items))
+    assert (preview["number_tokens"].item(), preview["kept"].item()) == ("1 + , + 000", "000")
+
+
 def test_preview_items_spread_over_the_magnitudes():
     stimuli = StimulusSet("big", ("A {n}.", "B {n}."), tuple(range(1, 1001)))
     items = ds.preview_items(stimuli, limit=20)

@@ -24,6 +24,7 @@ from magdash.presentation import depth_figures as df
 from magdash.presentation import frequency_figures as ff
 from magdash.presentation import geometry_figures as gf
 from magdash.presentation import variability_figures as vf
+from magdash.tokenization import NumberTokens
 from magdash.variability.analysis import run_analysis
 from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.fits import ScalingFit
@@ -665,6 +666,69 @@ def test_massive_alpha_frame_and_chart():
     spec = vf.massive_alpha_chart(frame).to_dict()
     colour = of_type(spec, "line")[0]["encoding"]["color"]["scale"]
     assert colour["range"] == [vf.MASSIVE_VIEW_COLORS["raw"], vf.MASSIVE_VIEW_COLORS["massive dimensions dropped"]]
+
+
+# -- tokenization ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tokenized():
+    """A planted analysis with the token facts of a tokenizer splitting every digit: V steps up at
+    each digit-count boundary, so the raw alpha and the adjusted alpha differ."""
+    rng = np.random.default_rng(11)
+    digits = np.array([len(str(int(m))) for m in MAGNITUDES])
+    spread = MAGNITUDES ** -0.1 * np.exp(0.4 * (digits - 1))
+    layers = [(f"L{layer}", (np.log(MAGNITUDES)[:, None, None] + spread[:, None, None]
+                             * rng.normal(size=(MAGNITUDES.size, 5, 12))).astype(np.float32))
+              for layer in range(N_BLOCKS + 1)]
+    facts = [NumberTokens(int(m), c, "last", len(str(int(m))), (int(str(int(m))[-1]),), int(str(int(m))[-1]),
+                          str(int(m))[-1], tuple(str(int(m))), len(str(int(m))), len(str(int(m))))
+             for m in MAGNITUDES for c in range(5)]
+    return run_analysis(iter(layers), MAGNITUDES, n_blocks=N_BLOCKS, params=AnalysisParams(n_boot=50), model="m",
+                        stimuli="s", number_tokens=facts)
+
+
+def test_the_scaling_points_can_be_coloured_by_token_count(tokenized, result):
+    points = vf.scaling_points(tokenized, "eucl", 2)
+    assert points["n_tokens"].tolist() == [len(str(int(m))) for m in MAGNITUDES]
+    assert points.loc[points["magnitude"] == 1000, "kept_text"].item() == "0"
+    spec = vf.scaling_figure(tokenized, "eucl", 2, by_tokens=True).to_dict()
+    point = of_type(spec, "point")[0]
+    assert point["encoding"]["color"]["field"] == "tokens"
+    assert point["encoding"]["color"]["scale"]["domain"] == ["1", "2", "3", "4"]
+    assert {row["tokens"] for row in rows(spec, point)} == {"1", "2", "3", "4"}
+    assert any("token count (1, 2, 3, 4)" in line for line in title_text(spec)[1])
+    plain = vf.scaling_figure(tokenized, "eucl", 2).to_dict()
+    assert "field" not in of_type(plain, "point")[0]["encoding"]["color"]  # the measure's colour
+    # without token facts the toggle colours nothing and says why
+    untouched = vf.scaling_figure(result, "eucl", 2, by_tokens=True).to_dict()
+    assert "field" not in of_type(untouched, "point")[0]["encoding"]["color"]
+    assert any("no token counts recorded" in line for line in title_text(untouched)[1])
+    assert vlc.vegalite_to_svg(spec, allowed_base_urls=[]).startswith("<svg")
+
+
+def test_raw_and_adjusted_alpha_by_layer_and_the_strata_table(tokenized, result):
+    frame = vf.tokenization_alpha_frame(tokenized, "eucl")
+    assert list(dict.fromkeys(frame["view"])) == list(vf.TOKEN_VIEWS)
+    raw = frame[frame["view"] == "raw"]
+    np.testing.assert_allclose(raw["alpha"], tokenized.alphas("eucl"), equal_nan=True)
+    adjusted = frame[frame["view"] == vf.TOKEN_VIEWS[1]]["alpha"].to_numpy()
+    assert np.nanmax(np.abs(adjusted - raw["alpha"].to_numpy())) > 0.05  # the steps moved the raw alpha
+    spec = vf.tokenization_figure(tokenized, "eucl").to_dict()
+    colour = of_type(spec, "line")[0]["encoding"]["color"]["scale"]
+    assert colour["domain"] == list(vf.TOKEN_VIEWS) and colour["range"] == list(vf.TOKEN_VIEW_COLORS.values())
+    assert vlc.vegalite_to_svg(spec, allowed_base_urls=[]).startswith("<svg")
+    strata = vf.strata_table(tokenized, "eucl")
+    assert strata["stratum"].tolist() == ["1 token", "2 tokens", "3 tokens", "4 tokens", "all (raw alpha)",
+                                          "all (adjusted for the token count)"]
+    assert strata["magnitudes"].tolist()[:4] == ["1-9", "10-90", "100-700", "1000"]
+    assert "a fit needs 5" in strata["reason"].iloc[3]
+    assert len(vf.tokenization_table(tokenized, "eucl")) == tokenized.n_layers
+    assert "adjusted for the token count (1, 2, 3, 4)" in vf.tokenization_sentence(tokenized, "eucl")
+    # without token facts: an empty frame and chart, and the sentence says why
+    assert vf.tokenization_alpha_frame(result, "eucl").empty and vf.strata_table(result, "eucl").empty
+    assert "not recorded" in vf.tokenization_sentence(result, "eucl")
+    assert vf.tokenization_figure(result, "eucl").to_dict()["title"]["subtitle"][1].startswith("no adjusted alpha")
 
 
 # -- tables behind the Weber page ------------------------------------------------------------

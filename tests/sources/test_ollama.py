@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from magdash.errors import ModelLoadError
-from magdash.extract import extract
+from magdash.extraction import extract
 from magdash.sources import resolve_model
 from magdash.sources.builtin import builtin_model_path
 from magdash.sources.ollama import installed_models, manifest_path, resolve_ollama

@@ -64,7 +64,7 @@ WAIT_S = 300
 @pytest.fixture(scope="module")
 def base_store(tmp_path_factory, tiny_llama) -> Path:
     """The tiny Llama extracted on the paper's stimuli, and an imported model of random arrays."""
-    from magdash.extract import extract
+    from magdash.extraction import extract
 
     path = tmp_path_factory.mktemp("concurrency") / "base.duckdb"
     store = Store(path)

@@ -292,6 +292,7 @@ def test_an_extraction_without_a_set_name_joins_the_stored_set_of_its_sentences(
         carriers = None
         magnitudes = "1-6"
         stimuli = None
+        number_format = None
 
     stimuli = custom_stimulus_set(Args())
     store.register_stimulus_set(StimulusSet("mine", stimuli.carriers, stimuli.magnitudes))
@@ -301,6 +302,10 @@ def test_an_extraction_without_a_set_name_joins_the_stored_set_of_its_sentences(
     Args.stimuli = "my-paper"
     with pytest.raises(MagdashError, match="the paper's stimuli, stored under the name 'paper'"):
         custom_stimulus_set(Args())
+    # the paper's carriers and magnitudes in another format are the set paper-<format>, never 'paper'
+    Args.stimuli, Args.number_format = None, "words"
+    assert custom_stimulus_set(Args()).name == "paper-words"
+    assert custom_stimulus_set(Args()).number_format == "words"
 
 
 def _paper_file(path, rng, n_layers=33, dim=8):

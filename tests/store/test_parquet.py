@@ -16,7 +16,7 @@ import pytest
 
 from magdash.cli import main
 from magdash.errors import StoreError
-from magdash.extract import extract
+from magdash.extraction import extract
 from magdash.stimuli import StimulusSet
 from magdash.store import Store
 from magdash.store.npz import import_arrays

@@ -52,7 +52,7 @@ def test_the_fixture_is_a_schema_1_store(v1_store):
 
 def test_a_schema_1_store_migrates_with_every_vector_intact(v1_store):
     store = Store(v1_store)
-    assert store.schema_version() == SCHEMA_VERSION == 7
+    assert store.schema_version() == SCHEMA_VERSION == 8
     expected = np.load(DATA / "store_v1_expected.npz")
     np.testing.assert_array_equal(store.export_arrays("tiny", "six")["per_carrier"], expected["tiny"])
     np.testing.assert_array_equal(store.export_arrays("with-nan", "six")["per_carrier"], expected["with_nan"])
@@ -154,7 +154,7 @@ def test_a_schema_2_store_keeps_one_set_per_content_with_every_vector_intact(v2_
     with duckdb.connect(str(v2_store), read_only=True) as connection:
         done_before = connection.execute("SELECT count(*) FROM done").fetchone()[0]
     store = Store(v2_store)
-    assert store.schema_version() == SCHEMA_VERSION == 7
+    assert store.schema_version() == SCHEMA_VERSION == 8
     assert store.stimulus_set_names() == ["first-stimuli", "paper"]
     assert store.stimulus_sets_for("first") == store.stimulus_sets_for("second") == ["first-stimuli"]
     assert store.stimulus_sets_for("third") == ["paper"]  # the paper's sentences go by their name
@@ -269,7 +269,7 @@ def test_a_schema_5_store_gains_the_design_tables_and_keeps_everything(tmp_path)
             connection.execute(f"DROP TABLE {name}")
         connection.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 7
+    assert store.schema_version() == SCHEMA_VERSION == 8
     assert all(store.metric_table(name).empty for name in design_tables)
     assert store.get_result("k") == b"payload"
 
@@ -284,7 +284,7 @@ def test_a_schema_6_store_gains_the_sequence_start_and_its_models_read_as_not_re
         connection.execute("DROP TABLE vector_norms")
         connection.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 7
+    assert store.schema_version() == SCHEMA_VERSION == 8
     record = store.model_record("old")
     assert record.sequence_start == "" and record.n_blocks == 1
     assert store.list_models()["sequence_start"].tolist() == [""]
@@ -292,6 +292,38 @@ def test_a_schema_6_store_gains_the_sequence_start_and_its_models_read_as_not_re
     with duckdb.connect(str(path), read_only=True) as connection:
         assert connection.execute("SELECT * FROM vector_norms ORDER BY ALL").fetchall() == expected
     assert len(expected) == 3 * 2 * 2
+
+
+def test_a_schema_7_store_gains_number_formats_token_facts_and_every_missing_metric_table(tmp_path, rng):
+    path = tmp_path / "v7.duckdb"
+    store = Store(path)
+    store.import_arrays("old", rng.normal(size=(6, 2, 3, 4)), (1, 2, 20, 30, 300, 400), carriers=("a {n}", "b {n}"),
+                        stimuli="s")
+    store.put_result("k", "compare", b"payload")
+    added = ["tokenization_fits", "token_strata", "e4"]  # e4: a metric table an older store could lack
+    with duckdb.connect(str(path)) as connection:  # schema 7 is schema 8 without these
+        connection.execute("INSERT INTO comparison_tests (result_key, model_a, model_b, stimuli, conventions, measure)"
+                           " VALUES ('k', 'old', 'other', 's', 'magdash', 'eucl')")
+        connection.execute("ALTER TABLE stimulus_sets DROP COLUMN number_format")
+        connection.execute("ALTER TABLE comparison_tests DROP COLUMN stimuli_b")
+        connection.execute("ALTER TABLE comparisons DROP COLUMN stimuli_b")
+        for table in ("number_tokens", "digit_splitting", *added):
+            connection.execute(f"DROP TABLE {table}")
+        connection.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.number_formats() == {"s": "digits"} and store.stimulus_set("s").number_format == "digits"
+    assert all(store.metric_table(name).empty for name in added)
+    tests = store.metric_table("comparison_tests")
+    assert tests[["model_a", "stimuli", "stimuli_b"]].values.tolist() == [["old", "s", "s"]]
+    # no token facts were recorded before: the model reads as "not recorded", and its analysis says so
+    assert store.number_tokens("old", "s") is None and store.digit_splitting("old") is None
+    assert store.list_models()["splits_digits"].tolist() == [""]
+    result = analyze(store, "old", "s", AnalysisParams(n_boot=0))
+    assert not result.has_tokenization and result.tokenization.empty and "not recorded" in result.tokenization_note
+    with duckdb.connect(str(path), read_only=True) as connection:
+        columns = [row[0] for row in connection.execute("DESCRIBE comparisons").fetchall()]
+    assert columns[-1] == "stimuli_b"  # added at the end by the migration; rows are written by column name
 
 
 # -- compaction --------------------------------------------------------------------------------------

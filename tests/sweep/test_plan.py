@@ -6,8 +6,10 @@ import pytest
 
 from magdash.errors import PlanError
 from magdash.probes.probe_params import ProbeParams
+from magdash.stimuli import paper_stimuli
+from magdash.store import Store
 from magdash.sweep.plan import DEFAULT_TASKS
-from magdash.sweep.runner import load_plan
+from magdash.sweep.runner import load_plan, stimulus_sets
 
 GOOD = """
 tasks = ["extract", "analyze", "phase", "controls"]
@@ -82,6 +84,22 @@ def test_the_probe_table_gives_the_probes_params(tmp_path):
                            "[probe]\nn_boot = 50\ntargets = ['log']\nalphas = [0.1, 1, 10]\n")
     assert plan.tasks == ("extract", "probe")
     assert plan.probe == ProbeParams(n_boot=50, targets=("log",), alphas=(0.1, 1.0, 10.0))
+def test_a_stimuli_entry_takes_a_number_format(tmp_path):
+    plan = _plan(tmp_path, MODELS + STIMULI + (
+        '[[stimuli]]\nname = "paper-words"\nnumber_format = "words"\n'
+        '[[stimuli]]\nname = "mine-grouped"\ncarriers = "carriers.txt"\nmagnitudes = "999-1001"\n'
+        'number_format = "grouped"\n'
+    ))
+    paper, words, grouped = plan.stimuli
+    assert paper.stimulus_set is None
+    assert words.stimulus_set == paper_stimuli("words") and words.stimulus_set.name == "paper-words"
+    assert grouped.stimulus_set.number_format == "grouped"
+    assert [item.sentence for item in grouped.stimulus_set.items[-2:]] == ["I saw 1,001 birds.", "It cost 1,001 euros."]
+    assert [cell.label for cell in plan.cells()] == ["minilm / paper", "minilm / paper-words", "minilm / mine-grouped"]
+    # every set of the plan is registered as what it is: the words set never joins the digits set
+    store = Store(tmp_path / "store.duckdb")
+    stimulus_sets(plan, store)
+    assert store.number_formats() == {"mine-grouped": "grouped", "paper": "digits", "paper-words": "words"}
 
 
 def test_defaults(tmp_path):
@@ -127,6 +145,9 @@ STIMULI = '[[stimuli]]\nname = "paper"\n'
         (MODELS + "[[stimuli]]\nname = 'x'\ncarriers = 'nope.txt'\n", "stimuli 'x': "),
         (MODELS + "[[stimuli]]\nname = 'x'\nmagnitudes = 'ten'\n", "stimuli 'x': "),
         (MODELS + "[[stimuli]]\nname = 'paper'\nmagnitudes = '1-3'\n", "kept for the paper's stimuli"),
+        (MODELS + "[[stimuli]]\nname = 'x'\nnumber_format = 'roman'\n",
+         "stimuli 'x' number_format 'roman' is not one of digits, grouped, spaced, padded, words"),
+        (MODELS + "[[stimuli]]\nname = 'paper'\nnumber_format = 'words'\n", "name its words form 'paper-words'"),
         (MODELS + STIMULI + "[analyze]\nn_boot = -1\n", "[analyze]: --n-boot must be 0 or more"),
         (MODELS + STIMULI + "[analyze]\nmeasures = ['volume']\n", "[analyze]: unknown measure(s) 'volume'"),
         (MODELS + STIMULI + "[analyze]\nboots = 3\n", "unknown key(s) boots in [analyze]"),

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from magdash.errors import MagdashError, PlanError
-from magdash.extract import extract
+from magdash.extraction import extract
 from magdash.stimuli import StimulusSet
 from magdash.sweep.runner import load_plan, run_sweep
 from magdash.sweep.sweep_params import SweepParams

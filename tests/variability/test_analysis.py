@@ -32,7 +32,7 @@ NEW_HYPOTHESIS_KEYS = {
 }
 NEW_TOP_KEYS = {
     "conventions", "n_blocks", "e3", "e4", "noise_models", "checks", "warnings", "nonfinite_layers", "params",
-    "massive_dims", "carriers", "outlier_vectors", "carrier_influence", "dropped_points",
+    "massive_dims", "carriers", "outlier_vectors", "carrier_influence", "dropped_points", "tokenization",
 }
 
 

@@ -64,6 +64,7 @@ def analysis_sections(
                 tables=[(f"Per-layer fits, {name}", fits.loc[:, _FIT_TABLE_COLUMNS])],
             )
         )
+    sections.append(tokenization_section(results, primary))
     all_fits = vf.models_fits_frame(results)
     weber_figures = [
         (
@@ -139,6 +140,23 @@ def analysis_sections(
     for comparison in comparisons:
         sections.append(_comparison_section(comparison, primary))
     return sections
+
+
+def tokenization_section(results: Mapping[str, AnalysisResult], measure: str) -> ReportSection:
+    """Alpha adjusted for tokenization beside the raw alpha, and alpha within token-count strata,
+    for each model whose token facts were recorded (the others say why they have none)."""
+    text = ["Alpha within each token-count stratum, and one fit of log V on log n with a step per token count "
+            "(and, in a second fit, per kept token), beside the raw alpha (docs/science.md, \"Tokenization and the "
+            "number's written form\")."]
+    figures, tables = [], []
+    for name, result in results.items():
+        text.append(f"{name}: {vf.tokenization_sentence(result, measure)}")
+        if not result.has_tokenization:
+            continue
+        figures.append((f"Alpha raw and adjusted for tokenization, {name}", vf.tokenization_figure(result, measure)))
+        tables.append((f"Mean core alpha within token-count strata, {name}", vf.strata_table(result, measure)))
+        tables.append((f"Alpha adjusted for tokenization per layer, {name}", vf.tokenization_table(result, measure)))
+    return ReportSection(f"Tokenization ({measure_title(measure)})", text=text, figures=figures, tables=tables)
 
 
 def _verdict_section(results: Mapping[str, Any], measures: Sequence[str]) -> ReportSection:

@@ -27,9 +27,10 @@ from magdash.errors import MagdashError, ModelLoadError, StimulusError
 from magdash.extract_params import DEFAULT_BATCH_SIZE, DEFAULT_PADDING_SIDE, ExtractParams
 from magdash.names import default_name
 from magdash.params import ProgressCallback
-from magdash.sources import LoadedModel, load_model, pick_device, resolve_model
+from magdash.sources import LoadedModel, load_model, load_tokenizer, pick_device, resolve_model
 from magdash.stimuli import DEFAULT_POSITION, StimulusItem, StimulusSet, token_indices_for_span
 from magdash.store import ModelRecord, Store, shards
+from magdash.tokenization import DigitSplitting, NumberTokens, digit_splitting, tokenize_numbers
 
 log = logging.getLogger(__name__)
 
@@ -390,6 +391,71 @@ def model_record_for(loaded: LoadedModel, name: str, position: str) -> ModelReco
     )
 
 
+def token_facts(
+    tokenizer, items: Sequence[StimulusItem], position: str, *, with_splitting: bool = True,
+) -> tuple[list[NumberTokens], DigitSplitting | None]:
+    """How ``tokenizer`` cuts the number of each item (:func:`magdash.tokenization.tokenize_numbers`)
+    and, with ``with_splitting``, whether it splits digits (None when that cannot be told: a
+    tokenizer none of whose tokens covers a number written in digits).
+
+    Args:
+        tokenizer: the model's Hugging Face tokenizer.
+        items: the stimulus items whose numbers are cut.
+        position: the token position stored (``last``, ``first`` or ``mean``), which sets the kept tokens.
+        with_splitting: also tell whether the tokenizer splits digits.
+    """
+    facts = tokenize_numbers(tokenizer, items, position) if items else []
+    splitting = None
+    if with_splitting:
+        try:
+            splitting = digit_splitting(tokenizer)
+        except StimulusError as error:
+            log.warning("cannot tell how this tokenizer splits digits: %s", error)
+    return facts, splitting
+
+
+def record_token_facts(
+    store: Store, model_id: str, tokenizer, stimuli: StimulusSet, position: str,
+    missing: set[str], without_splitting: bool,
+) -> int:
+    """Record the token facts the store lacks for ``stimuli`` (the items of ``missing``, and the digit
+    splitting when ``without_splitting``); returns how many items got theirs.
+
+    Args:
+        store: the :class:`~magdash.store.Store` recording them.
+        model_id: the model's stored identity.
+        tokenizer: the model's Hugging Face tokenizer.
+        stimuli: the stimulus set extracted.
+        position: the token position stored (``last``, ``first`` or ``mean``).
+        missing: the keys of the items without token facts.
+        without_splitting: whether the model's digit splitting is unrecorded.
+    """
+    if not missing and not without_splitting:
+        return 0
+    items = [item for item in stimuli.items if item.key in missing]
+    facts, splitting = token_facts(tokenizer, items, position, with_splitting=without_splitting)
+    return store.write_token_facts(model_id, [item.key for item in items], facts, splitting)
+
+
+def _record_from_tokenizer_alone(
+    store: Store, source, params: ExtractParams, model_id: str, stimuli: StimulusSet,
+    missing: set[str], without_splitting: bool,
+) -> None:
+    """Vectors stored before the token facts were recorded (schema 8) get them from the tokenizer
+    alone, without loading the weights; a tokenizer not at hand leaves them unrecorded (the analysis
+    then says so) rather than failing an extraction that has nothing else to do."""
+    if not missing and not without_splitting:
+        return
+    try:
+        tokenizer = load_tokenizer(source, trust_remote_code=params.trust_remote_code)
+        added = record_token_facts(store, model_id, tokenizer, stimuli, params.position, missing, without_splitting)
+    except MagdashError as error:
+        log.warning("the token facts of %s are not recorded (%s): its analyses give no alpha adjusted for "
+                    "tokenization", source.spec, error)
+        return
+    log.info("recorded the token facts of %d stored sentences of %s", added, source.spec)
+
+
 def number_vector_batches(
     loaded: LoadedModel,
     items: Sequence[StimulusItem],
@@ -492,7 +558,10 @@ def extract(
     (:func:`magdash.sources.base.sequence_start_rule`), before anything is stored.
 
     What is already stored is skipped before any weights are loaded, so a repeated call is a
-    no-op and a killed run resumes with what is missing. Batches come from
+    no-op and a killed run resumes with what is missing. The token facts of every item (how the
+    tokenizer cut its number: :mod:`magdash.tokenization`) and whether the tokenizer splits
+    digits are recorded with the vectors; vectors stored without them (before schema 8) get them
+    from the tokenizer alone, whose files are then loaded but not the weights. Batches come from
     :func:`number_vector_batches`; results are flushed in transactions every couple of
     seconds.
 
@@ -525,6 +594,7 @@ def extract(
     waiting_for_store = _Stopwatch()
     with waiting_for_store:
         missing, stored_as = store.start_extraction(stimuli, model_id)
+        untokenized, without_splitting = store.missing_token_facts(model_id, stimuli.name)
     total = len(stimuli.items)
     already = total - len(missing)
     if progress:
@@ -533,6 +603,10 @@ def extract(
         if stored_as != name:
             # The same vectors under one more name: nothing to run, but the name must exist.
             store.register_model(dataclasses.replace(store.model_record(stored_as), name=name))
+        if isinstance(model, LoadedModel):
+            record_token_facts(store, model_id, model.tokenizer, stimuli, position, untokenized, without_splitting)
+        else:
+            _record_from_tokenizer_alone(store, source, params, model_id, stimuli, untokenized, without_splitting)
         return ExtractionResult(name, stimuli.name, model_id, total, already, 0, time.perf_counter() - started)
     loaded = model if isinstance(model, LoadedModel) else load_model(
         source, dtype=dtype, device=device, device_map=params.device_map,
@@ -542,6 +616,7 @@ def extract(
     check_number_positions(loaded, todo, position, params.allow_number_first)
     with waiting_for_store:
         store.register_model(model_record_for(loaded, name, position))
+    record_token_facts(store, model_id, loaded.tokenizer, stimuli, position, untokenized, without_splitting)
     done, pending_keys, pending_vectors, pending_bytes = already, [], [], 0
     last_flush = time.perf_counter()
     writer = _OneWriteInFlight(functools.partial(store.write_vectors, model_id))
