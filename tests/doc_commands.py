@@ -39,6 +39,8 @@ NOT_RUN_REASONS = {
     "server": "it starts the dashboard, a server that runs until stopped (tests/app/test_browser.py starts one)",
     "gpu": "it needs a CUDA GPU and torch's CUDA build",
     "cluster": "it needs a running multi-node Ray cluster (tests/sweep/test_ray.py runs a local one)",
+    "your-session": "it uses a model or arrays of the reader's own session (tests/api/test_arrays.py and "
+                    "tests/api/test_adapters.py make the same calls on tiny models)",
 }
 """Why a block marked ``<!-- not run: KEY -->`` is not run, by KEY."""
 PLACEHOLDERS = ("/models/", "meta-llama/", "hidden_states.npz", "corpus/", "counts.csv", "mytext.txt",
@@ -105,16 +107,29 @@ def why_not_run(block: Block) -> str | None:
 
 
 def shell_script(blocks: list[Block]) -> str:
-    """The blocks that run, as one ``set -e`` script, in order."""
-    parts = []
+    """The blocks that run, as one ``set -e`` script, in order. The python blocks of a page that
+    follow one another run in one interpreter, as a reader's notebook or console runs them."""
+    parts: list[str] = []
+    session: list[Block] = []
+
+    def end_session() -> None:
+        if session:
+            body = "".join(block.body for block in session)
+            assert "\nPY\n" not in body
+            parts.append(f"python - <<'PY'\n{body}PY")
+            session.clear()
+
     for block in blocks:
         if block.kind != "run":
             continue
         if block.language == "python":
-            assert "\nPY\n" not in block.body
-            parts.append(f"python - <<'PY'\n{block.body}PY")
+            if session and session[-1].page != block.page:
+                end_session()
+            session.append(block)
         else:
+            end_session()
             parts.append(block.body)
+    end_session()
     return "set -e\n" + "\n".join(parts)
 
 

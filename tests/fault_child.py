@@ -21,11 +21,23 @@ runs ``magdash ARGS...`` (the CLI's ``main``) with results flushed after every b
   the process uses then plus BYTES (``RLIMIT_AS``), so a large batch runs out of memory.
 
 The exit status is the CLI's.
+
+    python -m tests.fault_child --serve
+
+imports what a child imports once, then reads one JSON request per line on standard input
+(``{"argv": [...], "log": FILE}``), forks a child that runs ``main(argv)`` with its output in
+FILE, and answers ``{"pid": N}`` at once and ``{"returncode": N}`` when the child has ended
+(``-9`` when SIGKILL ended it, as :class:`subprocess.Popen` says). The kills of
+``tests/test_faults.py`` go to the forked child's own pid: it is the process that writes the
+store, so it dies exactly as a fresh interpreter would, without paying torch's and
+transformers' imports again for each of twenty children.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import json
 import os
 import resource
 import signal
@@ -130,5 +142,47 @@ def main(argv: list[str]) -> int:
     return magdash_main(args)
 
 
+# What main() and the CLI's extract import on their way, so a forked child finds them loaded.
+PRELOAD = (
+    "torch", "transformers", "transformers.models.llama.modeling_llama", "magdash.extraction", "magdash.store.database",
+    "magdash.store.shards", "magdash.cli", "magdash.cli.extract_command", "magdash.sources",
+)
+
+
+def serve() -> None:
+    """Fork one child per request line on standard input; answer its pid, then its return code."""
+    for module in PRELOAD:
+        importlib.import_module(module)
+    while line := sys.stdin.readline():
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            _run_forked(request["argv"], request["log"])
+        print(json.dumps({"pid": pid}), flush=True)
+        _, status = os.waitpid(pid, 0)
+        print(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}), flush=True)
+
+
+def _run_forked(argv: list[str], log: str) -> None:
+    """The forked child: ``main(argv)`` with its output in ``log``; never returns."""
+    status = 1
+    try:
+        output = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        try:
+            status = main(argv)
+        except SystemExit as done:
+            status = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    if sys.argv[1:] == ["--serve"]:
+        serve()
+    else:
+        sys.exit(main(sys.argv[1:]))

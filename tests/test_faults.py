@@ -11,11 +11,14 @@ inside write transactions often), logs its phases for the parent, and can limit 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
 import math
 import os
 import random
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -77,6 +80,64 @@ def _run_child(args: list[str], **options) -> subprocess.CompletedProcess:
         _child_command(args, **options), cwd=REPO, env=_child_env(), capture_output=True, text=True,
         timeout=CHILD_TIMEOUT_S,
     )
+
+
+class _ForkedChild:
+    """A child forked by the warm server (``python -m tests.fault_child --serve``), with what
+    :func:`_run_and_kill` asks of a :class:`subprocess.Popen`: poll, wait, send_signal, kill."""
+
+    def __init__(self, server: subprocess.Popen, argv: list[str], log: Path):
+        self._server = server
+        server.stdin.write(json.dumps({"argv": argv, "log": str(log)}).encode() + b"\n")
+        server.stdin.flush()
+        self.pid = self._answer(CHILD_TIMEOUT_S)["pid"]
+        self.returncode: int | None = None
+
+    def _answer(self, timeout: float) -> dict:
+        # Byte by byte from the unbuffered pipe, so no answer waits in a buffer select cannot see.
+        ready, _, _ = select.select([self._server.stdout], [], [], timeout)
+        if not ready:
+            raise subprocess.TimeoutExpired("fault_child --serve", timeout)
+        line = b""
+        while not line.endswith(b"\n"):
+            byte = os.read(self._server.stdout.fileno(), 1)
+            assert byte, f"the fault server ended: rc {self._server.poll()}"
+            line += byte
+        return json.loads(line)
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.returncode = self._answer(0)["returncode"]
+        return self.returncode
+
+    def wait(self, timeout: float) -> int:
+        if self.returncode is None:
+            self.returncode = self._answer(timeout)["returncode"]
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:  # not reaped yet, so the pid is still this child's
+            os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def fault_server():
+    """One warm interpreter that forks the killed children (tests/fault_child.py's ``--serve``)."""
+    server = subprocess.Popen([sys.executable, "-m", "tests.fault_child", "--serve"], cwd=REPO, env=_child_env(),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    try:
+        yield server
+    finally:
+        server.stdin.close()
+        try:
+            server.wait(timeout=CHILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 def _read_events(path: Path) -> list[tuple[float, str, str]]:
@@ -291,29 +352,29 @@ def _aim(kind: str, rng: random.Random, writes_left: int, kills_left: int, phase
     return _Kill("timed", halt_at=halt, anchor=f"{anchor}#{count}", delay=delay)
 
 
-def _run_and_kill(args: list[str], kill: _Kill, events: Path, log: Path) -> dict:
-    """Run a child with ``kill`` in place and wait until it is dead; what happened."""
+def _run_and_kill(server: subprocess.Popen, args: list[str], kill: _Kill, events: Path, log: Path) -> dict:
+    """Run a child forked by ``server`` with ``kill`` in place and wait until it is dead; what happened."""
     command = _child_command(args, events=events)
     command[command.index("--"):command.index("--")] = (
         ["--die-at", kill.die_at] if kill.die_at else ["--halt-at", kill.halt_at])
-    with open(log, "w") as output:
-        started = time.time()
-        process = subprocess.Popen(command, cwd=REPO, env=_child_env(), stdout=output, stderr=subprocess.STDOUT)
-        try:
-            if kill.anchor is not None:
-                anchor, _, count = kill.anchor.partition("#")
-                deadline = time.monotonic() + CHILD_TIMEOUT_S
-                while anchor != "popen" and process.poll() is None and time.monotonic() < deadline:
-                    if sum(name == anchor for _, name, _ in _read_events(events)) >= int(count):
-                        break
-                    time.sleep(0.005)
-                time.sleep(kill.delay)
-                process.send_signal(signal.SIGKILL)  # a child stopped at its halt event dies too
-            returncode = process.wait(timeout=CHILD_TIMEOUT_S)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+    argv = command[command.index("tests.fault_child") + 1:]
+    started = time.time()
+    process = _ForkedChild(server, argv, log)
+    try:
+        if kill.anchor is not None:
+            anchor, _, count = kill.anchor.partition("#")
+            deadline = time.monotonic() + CHILD_TIMEOUT_S
+            while anchor != "popen" and process.poll() is None and time.monotonic() < deadline:
+                if sum(name == anchor for _, name, _ in _read_events(events)) >= int(count):
+                    break
+                time.sleep(0.005)
+            time.sleep(kill.delay)
+            process.send_signal(signal.SIGKILL)  # a child stopped at its halt event dies too
+        returncode = process.wait(timeout=CHILD_TIMEOUT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(CHILD_TIMEOUT_S)
     seen = _read_events(events)
     return {
         "started": started, "rc": returncode, "events": seen, "writes": _writes(seen),
@@ -370,7 +431,7 @@ def _aimed_kill_problems(kill: _Kill, record: dict) -> list[str]:
 
 
 @pytest.mark.slow
-def test_twenty_sigkills_and_resumes_give_exactly_the_clean_store(tiny_llama, clean_store, tmp_path):
+def test_twenty_sigkills_and_resumes_give_exactly_the_clean_store(tiny_llama, clean_store, fault_server, tmp_path):
     rng = random.Random(20260405)
     store = tmp_path / "killed.duckdb"
     args = _extract_args(tiny_llama, store)
@@ -379,7 +440,7 @@ def test_twenty_sigkills_and_resumes_give_exactly_the_clean_store(tiny_llama, cl
     for index, kind in enumerate(_kill_plan(rng)):
         stored = _done_count(store)
         kill = _aim(kind, rng, math.ceil((N_ITEMS - stored) / BATCH), KILLS - index, phases)
-        record = _run_and_kill(args, kill, tmp_path / f"kill{index:02d}.events", tmp_path / f"kill{index:02d}.log")
+        record = _run_and_kill(fault_server, args, kill, tmp_path / f"kill{index:02d}.events", tmp_path / f"kill{index:02d}.log")
         record["stored_before"], record["stored"] = stored, _done_count(store)
         # Nothing registered is half-written, even before the next run sweeps the kill's leftovers.
         record["problems"] = _consistency_problems(store, swept=False) if store.exists() else []
