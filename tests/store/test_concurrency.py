@@ -51,8 +51,9 @@ BASE_MODEL = "tiny"          # extracted before the test, on the paper's stimuli
 IMPORTED_MODEL = "imported"  # random arrays, imported before the test
 WRITER_MODEL = "tiny-wide"   # what the CLI writer extracts during the test
 WRITER_SET = "wide"
-WRITER_MAGNITUDES = "1-200"
-# The paper's carriers and two more: the paper's items on 1..200 are stored already and skipped
+WRITER_TOP = 80
+WRITER_MAGNITUDES = f"1-{WRITER_TOP}"
+# The paper's carriers and two more: the paper's items on 1..80 are stored already and skipped
 # (content addressing), the rest is new.
 WRITER_CARRIERS = (*PAPER_CARRIERS, "Hello {n} world.", "the value {n} .")
 WAIT_S = 300
@@ -117,11 +118,11 @@ def assert_complete_and_nothing_lost(path: Path, before: dict[str, list[str]]) -
     unregistered, and the models stored before read back bit for bit."""
     store = Store(path)
     progress = store.extraction_progress().set_index(["name", "set_name"])
-    n_items = len(WRITER_CARRIERS) * 200
+    n_items = len(WRITER_CARRIERS) * WRITER_TOP
     assert progress.loc[(WRITER_MODEL, WRITER_SET), "total"] == n_items
     assert progress.loc[(WRITER_MODEL, WRITER_SET), "done"] == n_items
     layers = list(store.read_layers(WRITER_MODEL, WRITER_SET))
-    assert all(layer.vectors.shape[:2] == (200, len(WRITER_CARRIERS)) for layer in layers)
+    assert all(layer.vectors.shape[:2] == (WRITER_TOP, len(WRITER_CARRIERS)) for layer in layers)
     assert all(np.isfinite(layer.vectors).all() for layer in layers)
     record = store.model_record(WRITER_MODEL)
     assert record.model_id == store.model_record(BASE_MODEL).model_id  # same weights: shared tables
@@ -232,7 +233,7 @@ def test_readers_and_writers_in_separate_processes(store_path, tiny_llama, tmp_p
         assert summary["iterations"] >= 2
         # Each reader read the store while the extraction was part-way through.
         assert f"{WRITER_MODEL}|{WRITER_SET}" in summary["partly_done"], summary
-        assert summary["progress"].get(f"{WRITER_MODEL}|{WRITER_SET}", 0) == len(WRITER_CARRIERS) * 200
+        assert summary["progress"].get(f"{WRITER_MODEL}|{WRITER_SET}", 0) == len(WRITER_CARRIERS) * WRITER_TOP
     assert_complete_and_nothing_lost(store_path, before)
     imported = Store(store_path).extraction_progress().set_index("name").loc["imported-later"]
     assert imported["done"] == imported["total"] == 40 * 3
