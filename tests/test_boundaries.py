@@ -214,12 +214,14 @@ def cycles_across_packages(edges) -> list[list[str]]:
     return [c for c in components if len({str(Path(member).parent) for member in c}) > 1]
 
 
+@pytest.mark.slow
 def test_every_module_is_in_one_layer_and_imports_only_below_it():
     edges = import_edges(package_files())
     assert len(edges) > 300
     assert layering_violations(edges) == []
 
 
+@pytest.mark.slow
 def test_no_import_cycle_between_packages():
     assert cycles_across_packages(import_edges(package_files())) == []
 
@@ -266,6 +268,7 @@ def test_statistics_and_presentation_import_no_torch_or_transformers_at_import_t
     assert not heavy_imports_at_import_time(files)
 
 
+@pytest.mark.slow
 def test_only_the_store_and_the_corpus_counter_import_duckdb():
     files = package_files()
     assert not duckdb_imports(files)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 if __name__ == "__main__":  # run as a script to rewrite the golden file
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -156,6 +157,7 @@ def differences(expected, actual, where: str = "") -> list[str]:
     return [] if expected == actual else [f"{where}: {expected!r} != {actual!r}"]
 
 
+@pytest.mark.slow
 def test_cached_results_change_only_with_their_version(tmp_path):
     golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
     documents = cached_documents(golden_store(tmp_path / "golden.duckdb"))

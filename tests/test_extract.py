@@ -27,6 +27,7 @@ def _hf_reference(loaded, token_ids, position_index):
 
 
 @pytest.mark.parametrize("family", ["tiny_llama", "tiny_mistral"])
+@pytest.mark.slow
 def test_pre_norm_capture_matches_manual_computation(family, request):
     loaded = load_model(str(request.getfixturevalue(family)), device="cpu")
     assert loaded.final_norm is not None
@@ -148,6 +149,7 @@ def test_random_control_has_same_shape_and_different_weights(tiny_llama, store):
     assert reseeded.model_id != control.model_id
 
 
+@pytest.mark.slow
 def test_minilm_end_to_end(store):
     result = extract("minilm", paper_stimuli(), store, device="cpu")
     assert result.extracted == 130

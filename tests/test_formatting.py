@@ -54,6 +54,7 @@ def no_fit_store(tmp_path):
     return store
 
 
+@pytest.mark.slow
 def test_every_surface_writes_missing_numbers_the_same_way(no_fit_store, capsys):
     where = ["--store", str(no_fit_store.path)]
     outputs = {}

@@ -128,6 +128,7 @@ def test_real_float16_overflow_is_flagged_per_layer(overflow_store):
     assert np.isfinite(result.alphas("eucl")[1]) and np.isnan(result.alphas("eucl")[2:]).all()
 
 
+@pytest.mark.slow
 def test_the_cli_warns_on_stderr_and_keeps_json_clean(overflow_store, capsys):
     store = str(overflow_store)
     assert main(["analyze", "--model", "fp16", "--store", store, "--json", "--n-boot", "0"]) == 0
@@ -147,6 +148,7 @@ def test_the_cli_warns_on_stderr_and_keeps_json_clean(overflow_store, capsys):
     assert "warning" not in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_app_shows_the_warning_in_the_sidebar(overflow_store, monkeypatch):
     from streamlit.testing.v1 import AppTest
 

@@ -82,6 +82,7 @@ def _check_spans(tokenizer, number_format: str, magnitudes) -> None:
 
 @pytest.mark.parametrize("number_format", NUMBER_FORMAT_NAMES)
 @pytest.mark.parametrize("magnitudes", [ONE_TO_1000, PAPER_MAGNITUDES], ids=["1-1000", "paper"])
+@pytest.mark.slow
 def test_the_kept_tokens_cover_the_written_number_on_the_tiny_tokenizers(tiny, number_format, magnitudes):
     for tokenizer in tiny.values():
         _check_spans(tokenizer, number_format, magnitudes)

@@ -13,7 +13,6 @@ from magdash.errors import AnalysisError
 from magdash.extraction import locate_numbers
 from magdash.layers import POST_NORM_LABEL
 
-pytestmark = pytest.mark.slow
 
 STIMULI = md.StimulusSet(
     "adapters", ("There are {n} items.", "The count reached {n}.", "We saw {n} birds today.", "Add {n} more."),
@@ -32,16 +31,24 @@ def reference(tiny_llama, tmp_path_factory) -> dict[str, np.ndarray]:
 
 
 @pytest.fixture(scope="module")
-def run(tiny_llama):
-    """The model, its tokenizer, the prompts and one right-padded batch of them."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def prompts(tiny_llama):
+    """The tiny model's tokenizer and the prompts of the stimuli."""
+    from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_llama)
+    return tokenizer, md.number_prompts(tokenizer, STIMULI)
+
+
+@pytest.fixture(scope="module")
+def run(tiny_llama, prompts):
+    """The model, its tokenizer, the prompts and one right-padded batch of them."""
+    from transformers import AutoModelForCausalLM
+
+    tokenizer, numbered = prompts
     model = AutoModelForCausalLM.from_pretrained(tiny_llama).eval()
-    prompts = md.number_prompts(tokenizer, STIMULI)
-    batch = tokenizer(list(prompts.sentences), return_tensors="pt", padding=True)
+    batch = tokenizer(list(numbered.sentences), return_tensors="pt", padding=True)
     assert tokenizer.padding_side == "right"
-    return model, tokenizer, prompts, batch
+    return model, tokenizer, numbered, batch
 
 
 def assert_same_as_extraction(activations: md.Activations, reference: dict) -> None:
@@ -56,6 +63,7 @@ def assert_same_as_extraction(activations: md.Activations, reference: dict) -> N
     np.testing.assert_allclose(analysis.fits["alpha"], expected.fits["alpha"], rtol=1e-3, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_the_prompts_put_each_number_where_magdash_finds_it(run):
     _, tokenizer, prompts, batch = run
     _, expected = locate_numbers(tokenizer, STIMULI.items, "last")
@@ -70,6 +78,7 @@ def test_the_prompts_put_each_number_where_magdash_finds_it(run):
     assert len(mean.positions[row]) >= 1 and mean.positions[row][-1] == prompts.positions[row][0]
 
 
+@pytest.mark.slow
 def test_a_transformer_lens_cache_gives_the_extracted_vectors(run, reference, tiny_llama):
     from transformer_lens import TransformerBridge
 
@@ -91,6 +100,7 @@ def test_a_transformer_lens_cache_gives_the_extracted_vectors(run, reference, ti
         md.from_transformer_lens({"blocks.0.hook_resid_post": cache["blocks.0.hook_resid_post"]}, prompts)
 
 
+@pytest.mark.slow
 def test_an_nnsight_trace_gives_the_extracted_vectors(run, reference):
     from nnsight import TransformersModel
 
@@ -108,6 +118,7 @@ def test_an_nnsight_trace_gives_the_extracted_vectors(run, reference):
     assert_same_as_extraction(activations, reference)
 
 
+@pytest.mark.slow
 def test_transformers_hidden_states_and_plain_positions(run, reference):
     import torch
 
@@ -127,6 +138,7 @@ def test_transformers_hidden_states_and_plain_positions(run, reference):
     np.testing.assert_array_equal(stacked.per_carrier, activations.per_carrier)
 
 
+@pytest.mark.slow
 def test_a_store_takes_adapted_activations_and_analyses_them_alike(run, tmp_path):
     import torch
 
@@ -147,8 +159,8 @@ def test_a_store_takes_adapted_activations_and_analyses_them_alike(run, tmp_path
     ("good", [0] * 7, "7 positions for 15 magnitudes"),
     ("good", [0.5] * 60, "whole token indices"),
 ])
-def test_runs_that_do_not_match_the_prompts_are_refused(run, hidden, positions, says):
-    _, _, prompts, _ = run
+def test_runs_that_do_not_match_the_prompts_are_refused(prompts, hidden, positions, says):
+    _, numbered = prompts
     rng = np.random.default_rng(0)
     layers = {
         "short batch": [rng.normal(size=(59, 9, 8))] * 3,
@@ -158,7 +170,7 @@ def test_runs_that_do_not_match_the_prompts_are_refused(run, hidden, positions, 
     }[hidden]
     with pytest.raises(AnalysisError) as caught:
         if positions is None:
-            md.from_hidden_states(layers, prompts)
+            md.from_hidden_states(layers, numbered)
         else:
             md.from_hidden_states(layers, positions, STIMULI.magnitudes)
     assert says in str(caught.value)

@@ -82,6 +82,7 @@ def test_options_replace_fields_of_the_params(arrays):
     assert set(result.fits["measure"]) == {"eucl"}
 
 
+@pytest.mark.slow
 def test_compare_on_arrays_equals_compare_in_the_store(filled, arrays):
     stored = md.compare(filled, "model", "model@random", params=FAST)
     direct = md.compare(arrays["model"], arrays["model@random"], params=FAST)
@@ -95,6 +96,7 @@ def test_compare_on_arrays_equals_compare_in_the_store(filled, arrays):
     assert_same_frame(plain.table, stored.table)
 
 
+@pytest.mark.slow
 def test_robustness_on_arrays_equals_the_controls_in_the_store(filled, arrays):
     params = md.ControlsParams(analysis=FAST, n_perm=200)
     stored = md.robustness(filled, "model", params=params, variants=["model:other"])
@@ -109,6 +111,7 @@ def test_robustness_on_arrays_equals_the_controls_in_the_store(filled, arrays):
     assert direct.verdict_table()[strip].equals(stored.verdict_table()[strip])
 
 
+@pytest.mark.slow
 def test_design_on_arrays_equals_the_design_in_the_store(filled, arrays):
     params = md.DesignParams(n_studies=40, n_points=3, n_boot=0, carrier_grid=(3,), magnitude_grid=(10,))
     stored = md.design(filled, "model", params=params)

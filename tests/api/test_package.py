@@ -33,6 +33,7 @@ def test_importing_magdash_loads_no_numerical_library():
     assert loaded_after("from magdash.cli import build_parser") == []
 
 
+@pytest.mark.slow
 def test_a_notebook_analysing_a_store_never_loads_torch():
     loaded = loaded_after("import magdash as md\nmd.analyze, md.compare, md.robustness, md.depth, md.charts, "
                           "md.Store, md.number_prompts, md.from_transformer_lens")
@@ -51,6 +52,7 @@ def test_every_public_name_resolves_and_nothing_else_is_offered():
         md.anlyze  # noqa: B018
 
 
+@pytest.mark.slow
 def test_no_public_name_is_also_a_submodule_of_the_package():
     # Importing a submodule binds it as an attribute of its package: a module named like a public
     # function (magdash/extract.py beside md.extract) would replace the function once imported.

@@ -98,6 +98,7 @@ def same_chart(ours, theirs) -> None:
     assert ours.to_dict() == theirs.to_dict()
 
 
+@pytest.mark.slow
 def test_the_charts_are_the_pages_own_figures(results):
     store, analysis, stored = results["store"], results["analysis"], results["stored"]
     layer = analysis.core_layers[-1]

@@ -77,6 +77,7 @@ def _outcome_is_a_message(at, path: str, folder: Path) -> None:
 
 
 @pytest.mark.parametrize("case", hostile_path_params())
+@pytest.mark.slow
 def test_hostile_store_paths_in_the_sidebar_and_the_url_harm_nothing(case, areas, tmp_path, monkeypatch):
     folder, outside, store = areas
     # Text from a browser is Unicode: bytes that are not UTF-8 arrive as replacement characters.
@@ -114,6 +115,7 @@ def test_more_folders_are_allowed_by_the_environment(areas, monkeypatch):
     assert widget(at.sidebar.selectbox, "Model").value == MODEL
 
 
+@pytest.mark.slow
 def test_read_only_mode_shows_results_and_writes_nothing(areas, monkeypatch):
     folder, _, store = areas
     monkeypatch.setenv("MAGDASH_READ_ONLY", "1")

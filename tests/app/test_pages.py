@@ -143,6 +143,7 @@ def test_extract_page_runs_a_model_and_the_pages_show_it(tiny_llama, tmp_path, m
 
 
 @pytest.mark.parametrize("page", PAGES)
+@pytest.mark.slow
 def test_every_page_draws_its_figures_on_imported_vectors(page, imported, monkeypatch):
     at = open_app(imported, monkeypatch, page=page)
     assert_page_draws_everything(at, page)
@@ -150,6 +151,7 @@ def test_every_page_draws_its_figures_on_imported_vectors(page, imported, monkey
         assert "planted" in " ".join(str(chart.proto.spec) for chart in at.get("vega_lite_chart"))
 
 
+@pytest.mark.slow
 def test_user_level_problems_in_a_page_show_as_messages(tmp_path, monkeypatch):
     # A one-block model has no core band (floor(L/2) .. L-1 is empty): every page must say so
     # instead of raising; a model name written as Markdown is shown literally.
@@ -190,6 +192,7 @@ def test_the_sidebar_menu_links_every_page_and_the_server_stays_quiet(tmp_path, 
 # -- artifacts ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_scaling_and_weber_name_a_sink_carrier_and_the_sidebar_leaves_it_out(tmp_path, monkeypatch):
     """Carrier 2's vectors of magnitudes 1-9 are 100x the others' norm at every block (a sink)."""
     path = tmp_path / "sink.duckdb"

@@ -38,6 +38,7 @@ def stored(tmp_path_factory) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_the_page_probes_the_model_and_its_control_and_its_widgets_rerun(stored, monkeypatch):
     at = open_app(stored, monkeypatch, query={**BOOT, "model": "planted"}, page=PAGE)
     assert_page_draws_everything(at, PAGE)

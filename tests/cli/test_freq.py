@@ -133,6 +133,7 @@ def test_corr_mistakes_exit_2(store_path, capsys, extra, message):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_module_entry_point_prints_clean_errors(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("", encoding="utf-8")

@@ -50,6 +50,7 @@ def test_the_text_table_shows_every_layer_with_the_random_control(path, capsys):
     assert "@random R²" in out
 
 
+@pytest.mark.slow
 def test_json_holds_the_model_the_control_and_the_comparison_with_nan_as_null(path, capsys):
     assert main(["probe", "--model", "planted", "--store", path, "--json", *FAST]) == 0
     document = json.loads(capsys.readouterr().out)
@@ -66,6 +67,7 @@ def test_json_holds_the_model_the_control_and_the_comparison_with_nan_as_null(pa
     assert alone["scores"] == document["scores"]  # the same probes, from the cache
 
 
+@pytest.mark.slow
 def test_the_report_and_the_cache(path, tmp_path, capsys, monkeypatch):
     report = tmp_path / "probes.html"
     assert main(["probe", "--model", "planted", "--store", path, "--report", str(report), "--layer", "1", *FAST]) == 0

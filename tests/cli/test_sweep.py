@@ -1,9 +1,12 @@
 """``magdash sweep``: the summary on stdout, one line per failed task on stderr, exit 1; a bad plan exits 2."""
 
+import pytest
+
 from magdash.cli import main
 from tests.support import write_plan
 
 
+@pytest.mark.slow
 def test_sweep_prints_a_summary_and_one_line_per_failure(tmp_path, tiny_llama, capsys):
     plan = write_plan(tmp_path, {"broken": tmp_path / "nope", "llama": tiny_llama})
     store = str(tmp_path / "store.duckdb")

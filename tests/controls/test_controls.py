@@ -106,6 +106,7 @@ def _import(store, name, exponent, rng, n_layers=5):
     store.import_arrays(name, vectors.astype(np.float32), PAPER_MAGNITUDES, carriers=PAPER_CARRIERS)
 
 
+@pytest.mark.slow
 def test_controls_flag_a_variant_of_the_other_sign_and_an_indistinct_random_control(store, rng):
     _import(store, "m", -0.15, rng)
     _import(store, "m:float16", 0.15, rng)
@@ -146,6 +147,7 @@ def _import_in_format(store, name, exponent, rng, number_format, n_layers=5):
                         vectors.reshape(-1, n_layers, 16).astype(np.float32))
 
 
+@pytest.mark.slow
 def test_a_number_format_variant_gives_a_delta_with_its_joint_bootstrap_ci(store, rng):
     _import(store, "m", -0.15, rng)
     _import_in_format(store, "m", 0.15, rng, "words")  # in words the model's alpha has the other sign
@@ -192,6 +194,7 @@ def test_controls_without_variants_or_control_say_so(store, rng):
         ControlsParams(n_perm=0)
 
 
+@pytest.mark.slow
 def test_cli_controls_json_and_bad_input(store, rng, capsys):
     _import(store, "m", -0.15, rng)
     _import(store, "m:first", -0.12, rng)

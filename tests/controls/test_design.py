@@ -130,6 +130,7 @@ def test_calibration_recovers_planted_isotropic_noise(store, rng):
     assert calibration.rho == pytest.approx(expected_rho, abs=0.2)
 
 
+@pytest.mark.slow
 def test_run_design_is_cached_and_the_cli_prints_it(store, rng, capsys):
     _import(store, "m", rng)
     params = DesignParams(n_studies=100, n_points=3, n_boot=10, carrier_grid=(3,), magnitude_grid=(10,))

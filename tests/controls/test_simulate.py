@@ -56,6 +56,7 @@ def test_alpha_has_the_ols_sampling_variance_of_its_planted_noise():
     assert np.mean(alphas) == pytest.approx(-0.05, abs=4 * np.sqrt(expected / 6000))
 
 
+@pytest.mark.slow
 def test_carrier_scatter_shrinks_with_more_carriers_and_dimensions():
     scatter = CarrierScatter()
     assert scatter.variance(10, 16) < scatter.variance(5, 16) < scatter.variance(3, 16)

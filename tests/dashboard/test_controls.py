@@ -80,6 +80,7 @@ def test_a_variant_is_extracted_only_when_the_weights_are_at_hand(stored, tmp_pa
         dc.variant_request(stored, _record("import", name="m"), "paper", dtype="float16", position="last")
 
 
+@pytest.mark.slow
 def test_every_token_position_and_other_number_formats_in_one_click(tmp_path):
     store = Store(tmp_path / "store.duckdb")
     _import(store, "m", -0.1, 1)

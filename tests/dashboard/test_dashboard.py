@@ -541,6 +541,7 @@ def test_planted_alpha_reaches_the_scaling_figure(planted, planted_view):
     assert np.isnan(table.loc[table["layer"] == 0, "alpha"].item())
 
 
+@pytest.mark.slow
 def test_every_figure_builds_and_one_exports(planted, planted_view):
     view, inventory = planted_view
     results = _results(planted, view, inventory)

@@ -78,6 +78,7 @@ ASCII_TEXTS = st.lists(st.text(alphabet=st.sampled_from(list("0123456789" * 3 + 
 
 @settings(max_examples=150, deadline=None)
 @given(ASCII_TEXTS)
+@pytest.mark.slow
 def test_re2_rule_equals_paper_regex_on_ascii(connection, texts):
     expected = [[m.group(1) for m in PAPER.finditer(text)] for text in texts]
     assert re2_tokens(connection, texts) == expected
@@ -85,6 +86,7 @@ def test_re2_rule_equals_paper_regex_on_ascii(connection, texts):
 
 @settings(max_examples=100, deadline=None)
 @given(ASCII_TEXTS)
+@pytest.mark.slow
 def test_sentence_final_option_equals_its_python_regex(connection, texts):
     expected = [[m.group(1) for m in PAPER_SENTENCE_FINAL.finditer(text)] for text in texts]
     got = [[token.rstrip(".") for token in row] for row in re2_tokens(connection, texts, DIGIT_TOKEN_SENTENCE_FINAL)]
@@ -102,6 +104,7 @@ UNICODE_TEXTS = st.lists(
 
 @settings(max_examples=150, deadline=None)
 @given(UNICODE_TEXTS)
+@pytest.mark.slow
 def test_re2_rule_equals_paper_regex_on_assigned_unicode(connection, texts):
     expected = [[m.group(1) for m in PAPER.finditer(text)] for text in texts]
     assert re2_tokens(connection, texts) == expected

@@ -116,6 +116,7 @@ def test_top_three_jumps_and_leaving_the_embedding_step_out():
     assert shares[0] > 0.2 and shares[1] < 0.8 and sum(shares) == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_the_cli_drops_the_massive_dimensions_of_stored_vectors(store, capsys):
     rng = np.random.default_rng(7)
     n_mag, n_car, dim = len(PAPER_MAGNITUDES), len(PAPER_CARRIERS), 48

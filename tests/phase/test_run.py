@@ -73,6 +73,7 @@ def test_json_shape_and_planted_transition(phase_store, capsys):
     assert abs(payload["layers"][0]["omega_mean"] - isotropic_omega_mean(DIM)) < 0.02
 
 
+@pytest.mark.slow
 def test_control_is_reported_beside_the_model(phase_store, capsys):
     payload = run_json(capsys, "--model", "planted", "--store", str(phase_store.path), "--control")
     control = payload["control"]
@@ -82,6 +83,7 @@ def test_control_is_reported_beside_the_model(phase_store, capsys):
     assert control_name("x:float16") == "x@random:float16"
 
 
+@pytest.mark.slow
 def test_missing_control_and_text_output(store, capsys):
     store.import_arrays("alone", planted_arrays(3), PAPER_MAGNITUDES, carriers=PAPER_CARRIERS,
                         layer_labels=LABELS)
@@ -93,6 +95,7 @@ def test_missing_control_and_text_output(store, capsys):
     assert "isotropic-Gaussian baseline" in out
 
 
+@pytest.mark.slow
 def test_the_cli_and_the_app_give_gamma_c_the_same_interval(phase_store, capsys):
     # Both take their phase parameters from PhaseParams: the same resamples, so the same interval.
     cli = params_from_args(PhaseParams, build_parser().parse_args(["phase", "--model", "planted"]))

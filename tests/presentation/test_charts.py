@@ -405,6 +405,7 @@ def _comparison_frame(n_layers: int = 5) -> pd.DataFrame:
     )
 
 
+@pytest.mark.slow
 def test_compare_profiles_two_panels_with_delta_band():
     chart = vf.compare_profiles(_comparison_frame(), subtitle="Wilcoxon p = 0.03")
     spec = chart.to_dict()
@@ -757,6 +758,7 @@ def test_noise_summary_counts_core_winners(result):
 # -- every chart is a valid spec and renders offline -------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_chart_renders_to_svg_offline(result):
     built = [
         vf.alpha_profile(result.fits),
@@ -793,6 +795,7 @@ def axis_titles(node) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_axis_titles_are_short_enough_for_streamlit(result):
     """Streamlit fits a chart, titles included, into its height: a long y title squashes the plot."""
     points = vf.scaling_points(result, "eucl", 3)

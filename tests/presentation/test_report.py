@@ -51,6 +51,7 @@ def png_size(data: bytes) -> tuple[int, int]:
 # -- single exports --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_png_has_the_signature_a_plausible_size_and_scales():
     chart = small_chart()
     two = export.chart_to_png(chart)
@@ -74,6 +75,7 @@ def test_svg_parses_as_xml_and_keeps_hostile_text_as_text():
     assert HOSTILE in texts
 
 
+@pytest.mark.slow
 def test_container_width_is_fixed_for_export():
     spec = export.chart_spec(small_chart(width="container"))
     assert spec["width"] == export.EXPORT_WIDTH

@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.support import ROOT
 from tests.test_boundaries import imports
 
@@ -21,6 +23,7 @@ def test_no_heavy_or_store_imports_at_import_time():
     assert found == []
 
 
+@pytest.mark.slow
 def test_importing_the_params_and_result_loads_no_sklearn():
     code = "import sys, magdash.probes.probe_params, magdash.probes.result; print(any(m.split('.')[0] in ('sklearn', 'torch') for m in sys.modules))"
     output = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)

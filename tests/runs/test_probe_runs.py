@@ -67,6 +67,7 @@ def array_path(store, name: str, params: ProbeParams = FAST):
     return run_probes(layers, MAGNITUDES, params, model=name, stimuli="toy")
 
 
+@pytest.mark.slow
 def test_the_store_path_equals_the_array_path_and_is_cached(store, monkeypatch):
     computed = probe(store, "planted", params=FAST)
     expected = array_path(store, "planted")
@@ -118,6 +119,7 @@ def test_a_result_cached_without_rows_gets_them_by_a_backfill(store):
     assert len(store.metric_table("probe_scores")) == len(result.scores)
 
 
+@pytest.mark.slow
 def test_the_random_control_is_probed_beside_the_model(store):
     run = probe_with_control(store, "planted", params=FAST)
     control = array_path(store, "planted@random")

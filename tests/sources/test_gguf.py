@@ -60,6 +60,7 @@ def test_metadata_and_identity_are_read_from_the_file(smollm2_file):
     assert quantization(control.fingerprint) is None
 
 
+@pytest.mark.slow
 def test_gemma_is_assembled_once_and_read_as_q4_k_m(tmp_path):
     require_builtin("gemma3-270m")
     source = resolve_model("gemma3-270m", model_cache=tmp_path)
@@ -120,6 +121,7 @@ def test_the_conversion_is_kept_and_reused(smollm2):
     assert not [p for p in cache.iterdir() if p.name.startswith(".converting-")]
 
 
+@pytest.mark.slow
 def test_the_conversion_keeps_the_tied_input_embedding_so_every_load_is_the_same_model(smollm2):
     """SmolLM2 ties its LM head to its input embedding: the converted folder must hold the
     embedding (the base model has no head), or each load would start from random embeddings."""
@@ -136,6 +138,7 @@ def test_the_conversion_keeps_the_tied_input_embedding_so_every_load_is_the_same
     assert all(torch.equal(first[name], second[name]) for name in first)
 
 
+@pytest.mark.slow
 def test_cli_extracts_a_gguf_file_and_lists_it_as_quantized(smollm2, smollm2_file, tmp_path, capsys):
     store_path = tmp_path / "s.duckdb"
     status = main(["extract", "--model", str(smollm2_file), "--magnitudes", "3,30", "--store", str(store_path),
@@ -180,6 +183,7 @@ def test_a_cold_conversion_gives_the_weights_of_the_shared_cache(smollm2, tmp_pa
     assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == [cold.name]
 
 
+@pytest.mark.slow
 def test_a_second_process_waits_for_a_conversion_under_way_and_converts_nothing(smollm2_file, tmp_path):
     """Two processes asking for the same conversion at once: one converts, the other waits for
     its lock and finds the finished folder (the conversion itself is replaced by a stand-in that
@@ -275,6 +279,7 @@ def test_a_conversion_that_cannot_be_written_is_a_message(smollm2_file, tmp_path
     assert gguf.find_converted(info, tmp_path, "0.0") is None
 
 
+@pytest.mark.slow
 def test_a_gguf_transformers_cannot_read_is_refused_with_a_message(smollm2_file, tmp_path):
     import dataclasses
 

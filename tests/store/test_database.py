@@ -134,6 +134,7 @@ def test_import_export_round_trip(store, rng, tmp_path):
     assert set(read_npz(path)) == {"per_carrier", "magnitudes", "carriers", "layer_labels", "n_blocks"}
 
 
+@pytest.mark.slow
 def test_an_uncompressed_npz_is_imported_batch_by_batch_without_reading_it_whole(store, rng, tmp_path, monkeypatch):
     import tracemalloc
 
@@ -263,6 +264,7 @@ def test_read_layers_holds_no_layer_it_has_handed_out(store, rng):
     assert len(handed_out) == 4
 
 
+@pytest.mark.slow
 def test_the_same_sentences_are_one_stimulus_set(store, rng, capsys):
     from magdash.cli import main
 

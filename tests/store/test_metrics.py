@@ -94,6 +94,7 @@ def test_a_missing_number_is_null_so_sql_aggregates_skip_it(two_models):
     assert 0 < with_ci < total and null_ci == total - with_ci
 
 
+@pytest.mark.slow
 def test_a_recomputation_replaces_its_rows(two_models):
     analyze(two_models, "base", "planted", FAST)
     analyze(two_models, "base", "planted", FAST, use_cache=False)
@@ -131,6 +132,7 @@ def test_a_comparison_is_written_per_layer_and_per_measure(two_models):
     assert tests.loc["eucl", "mean_delta"] > 0.4
 
 
+@pytest.mark.slow
 def test_controls_e5_and_phase_are_written(two_models):
     controls = run_controls(two_models, "base", "planted", ControlsParams(analysis=FAST, n_perm=50, random_control=False))
     icc = rows_of(two_models, "controls_icc")
@@ -195,6 +197,7 @@ def stored_version(path: Path) -> str:
         return connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
 
 
+@pytest.mark.slow
 def test_a_schema_3_store_gets_its_cached_results_as_tables_by_a_backfill(v3_store, capsys):
     expected = json.loads((DATA / "store_v3_expected.json").read_text())
     assert stored_version(v3_store) == "3"
@@ -222,6 +225,7 @@ def test_a_schema_3_store_gets_its_cached_results_as_tables_by_a_backfill(v3_sto
     np.testing.assert_allclose(store.metric_table("controls_icc")["icc"], expected["icc"], rtol=0, atol=0)
 
 
+@pytest.mark.slow
 def test_a_failed_metric_migration_leaves_the_schema_3_store_as_it_was(v3_store, monkeypatch):
     def fill_then_fail(connection, _shard_folder):
         for statement in metrics.schema_statements():
@@ -265,6 +269,7 @@ def documented_queries() -> list[str]:
     return re.findall(r"```sql\n(.*?)```", text, re.S)
 
 
+@pytest.mark.slow
 def test_the_documented_queries_give_the_analyses_numbers(two_models):
     queries = documented_queries()
     assert len(queries) == 3

@@ -389,6 +389,7 @@ def test_a_failed_compaction_leaves_the_store_as_it_was(tmp_path, rng, monkeypat
     assert every_row(path) == rows and not list(tmp_path.glob(".*.creating-*"))
 
 
+@pytest.mark.slow
 def test_a_writer_that_opens_the_compacted_file_before_the_old_one_is_closed_keeps_its_write(tmp_path, rng, monkeypatch):
     """Another process waiting for the lock opens the new file as soon as it is renamed, while
     the compacting connection still holds the old one: closing that must not touch the new

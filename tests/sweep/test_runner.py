@@ -20,6 +20,7 @@ def _statuses(summary):
     return [(o.kind, o.cell.store_name, o.status) for o in summary.outcomes]
 
 
+@pytest.mark.slow
 def test_a_sweep_runs_every_task_then_skips_them_all(tmp_path, store, tiny_llama):
     plan = load_plan(write_plan(tmp_path, {"llama": tiny_llama}, tasks='["extract", "analyze", "phase"]'))
     seen = []
@@ -37,6 +38,7 @@ def test_a_sweep_runs_every_task_then_skips_them_all(tmp_path, store, tiny_llama
     assert list(frame["status"]) == ["skipped"] * 3 and set(frame["model"]) == {"llama"}
 
 
+@pytest.mark.slow
 def test_the_controls_task_caches_the_controls_and_is_skipped_after(tmp_path, store, tiny_llama):
     from magdash.runs.controls_runs import run_controls
 
@@ -52,6 +54,7 @@ def test_the_controls_task_caches_the_controls_and_is_skipped_after(tmp_path, st
     assert [o.status for o in run_sweep(plan, store).outcomes] == ["skipped", "skipped"]
 
 
+@pytest.mark.slow
 def test_the_probe_task_caches_the_probes_and_is_skipped_after(tmp_path, store, tiny_llama):
     from magdash.runs.probe_runs import probe
 
@@ -68,6 +71,7 @@ def test_the_probe_task_caches_the_probes_and_is_skipped_after(tmp_path, store, 
     assert [o.status for o in run_sweep(plan, store).outcomes] == ["skipped", "skipped"]
 
 
+@pytest.mark.slow
 def test_a_gguf_model_is_converted_in_the_plans_model_cache(tmp_path, store, smollm2, monkeypatch):
     from magdash.sources.gguf import MODEL_CACHE_ENV
 
@@ -96,6 +100,7 @@ def test_the_sweep_stores_what_extract_stores(tmp_path, store, tiny_llama):
         np.testing.assert_array_equal(vectors, extracted[key])
 
 
+@pytest.mark.slow
 def test_resume_skips_done_tasks_and_finishes_a_partial_extraction(tmp_path, store, tiny_llama):
     plan = load_plan(write_plan(tmp_path, {"llama": tiny_llama}))
     small = StimulusSet("small", plan.stimuli[0].stimulus_set.carriers, plan.stimuli[0].stimulus_set.magnitudes)
@@ -112,6 +117,7 @@ def test_resume_skips_done_tasks_and_finishes_a_partial_extraction(tmp_path, sto
     assert [o.status for o in resumed.outcomes] == ["skipped", "skipped", "done"]
 
 
+@pytest.mark.slow
 def test_a_bad_model_fails_alone_with_its_message(tmp_path, store, tiny_llama):
     plan = load_plan(write_plan(tmp_path, {"broken": tmp_path / "nope", "llama": tiny_llama}))
     summary = run_sweep(plan, store)

@@ -123,6 +123,7 @@ def test_readable_table_and_user_errors(store, rng, capsys):
     assert "no model named" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_results_are_cached_and_keyed_by_every_parameter(store, rng, monkeypatch):
     import_model(store, "planted", rng, alpha=-0.05)
     reads = []
@@ -238,6 +239,7 @@ def test_run_analysis_lets_go_of_each_layer_before_reading_the_next(rng):
     assert held_while_reading == [0] * 5
 
 
+@pytest.mark.slow
 def test_compare_through_store_and_cli(store, rng, capsys):
     import_model(store, "base", rng, alpha=-0.02, n_blocks=4, dim=128)
     import_model(store, "tuned", rng, alpha=-0.12, n_blocks=4, dim=128)
@@ -282,6 +284,7 @@ def test_compare_models_of_different_depth_through_store(store, rng):
     assert result.measures["eucl"].n_pairs == 2
 
 
+@pytest.mark.slow
 def test_programme_verdict_across_models(store, rng):
     import_model(store, "one", rng, alpha=-0.05, n_blocks=4, dim=64)
     import_model(store, "two", rng, alpha=-0.08, n_blocks=4, dim=64)

@@ -399,6 +399,7 @@ def test_e6_paper_comparison_equals_the_reference():
 # -- parameters, cache, CLI --------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_conventions_choose_their_seed_and_are_part_of_the_cache_key(store):
     assert AnalysisParams().seed == 0 and AnalysisParams(conventions="paper").seed == 42
     assert AnalysisParams(conventions="paper", seed=7).seed == 7
@@ -439,6 +440,7 @@ def test_cli_paper_conventions_json_matches_the_api(store, capsys):
     assert "invalid choice: 'nature'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_compare_follows_the_conventions(store, capsys):
     for name, seed in (("a", 3), ("b", 4)):
         store.import_arrays(name, planted(seed).astype(np.float32), PAPER_MAGNITUDES, carriers=list(PAPER_CARRIERS))

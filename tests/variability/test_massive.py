@@ -54,6 +54,7 @@ def test_dropping_the_massive_dimensions_recovers_the_planted_exponent(massive_s
         AnalysisParams(massive="standardise")
 
 
+@pytest.mark.slow
 def test_the_cli_reports_the_control_beside_the_raw_alpha(massive_store, capsys):
     args = ["analyze", "--model", "massive", "--store", str(massive_store.path), "--n-boot", "0",
             "--measures", "eucl", "--massive-control"]
