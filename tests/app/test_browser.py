@@ -59,7 +59,10 @@ def test_first_run_then_page_switch_in_chromium(app_server, tmp_path):
 
             page.locator("[data-testid=stSidebar]").get_by_role("link", name="Scaling").click()
             expect(page.get_by_role("heading", name="Scaling of variability with magnitude")).to_be_visible(timeout=120_000)
-            expect(page.locator("[data-testid=stVegaLiteChart]")).to_have_count(2, timeout=120_000)
+            # V against n, alpha by layer, and alpha raw and adjusted for tokenization (the run recorded the token facts)
+            expect(page.locator("[data-testid=stVegaLiteChart]")).to_have_count(3, timeout=120_000)
+            expect(page.locator("[data-testid=stVegaLiteChart]").filter(
+                has_text="Alpha by layer, raw and adjusted for tokenization")).to_have_count(1)
             assert "/scaling" in page.url and "model=minilm" in page.url
             assert page.locator("[data-testid=stException]").count() == 0
             assert outside == []

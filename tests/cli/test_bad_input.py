@@ -782,7 +782,7 @@ def test_analysis_options_give_a_result_or_one_line(files, option, value, comman
     (["freq", "count", "CORPUS", "--range", "9-2"], "0 <= LOW <= HIGH"),
     (["analyze", "--model", "base", "--core", "0-99999999999"], "no model has that many"),
     (["analyze", "--model", "base", "--core", "3-1"], "run backwards: write 1-3"),
-    (["compare", "--model", "base", "--model", "base", "--n-boot", "5"], "two different models; both are 'base'"),
+    (["compare", "--model", "base", "--model", "base", "--n-boot", "5"], "two different models, or one model on two stimulus sets; both are 'base' on 'base-set'"),
     (["phase", "--model", "base", "--prompts", "BINARY"], "prompts file"),
     (["phase", "--model", "base", "--prompts", "EMPTY"], "is empty"),
     (["phase", "--model", "base", "--prompts", "FOLDER"], "prompts file"),
