@@ -156,6 +156,7 @@ def compare(
     carriers: Sequence[str] | None = None,
     use_cache: bool = True,
     progress: ProgressCallback | None = None,
+    stimuli_b: str | None = None,
     **options: Any,
 ) -> ComparisonResult:
     """Model A minus model B, layer by layer (E6): both analysed with ``params``, their alphas
@@ -163,7 +164,9 @@ def compare(
     layers paired by depth gamma = l / L.
 
     ``md.compare(store, "minilm", "minilm@random")`` compares two stored models;
-    ``md.compare(activations_a, activations_b)`` two sets of arrays on the same stimuli.
+    ``md.compare(activations_a, activations_b)`` two sets of arrays on the same stimuli;
+    ``md.compare(store, "smollm2", "smollm2", "paper", stimuli_b="paper-words")`` one model on the
+    paper's stimuli in digits and in words (a number-format variant).
 
     Args:
         data: a :class:`~magdash.store.Store` holding both models; or model A's arrays
@@ -176,6 +179,8 @@ def compare(
         carriers: plain arrays' carriers.
         use_cache: a store only: False recomputes the analyses and the comparison.
         progress: called as ``progress(done, total)`` after each measure.
+        stimuli_b: a store only: model B's stimulus set when it is not ``stimuli`` (the same magnitudes in
+            another number format).
         options: fields of :class:`~magdash.variability.analysis_params.AnalysisParams`.
 
     Returns:
@@ -187,8 +192,9 @@ def compare(
 
         if not isinstance(a, str) or not isinstance(b, str):
             raise AnalysisError("with a store, name both models: magdash.compare(store, 'model-a', 'model-b')")
-        return compare_stored(data, a, b, stimuli, params, use_cache=use_cache, progress=progress)
-    if b is not None or stimuli is not None:
+        return compare_stored(data, a, b, stimuli, params, use_cache=use_cache, progress=progress,
+                              stimuli_b=stimuli_b)
+    if b is not None or stimuli is not None or stimuli_b is not None:
         raise AnalysisError(
             "arrays are compared as magdash.compare(activations_a, activations_b): model names and stimuli "
             "belong to a store"

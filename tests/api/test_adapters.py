@@ -13,7 +13,6 @@ from magdash.errors import AnalysisError
 from magdash.extraction import locate_numbers
 from magdash.layers import POST_NORM_LABEL
 
-
 STIMULI = md.StimulusSet(
     "adapters", ("There are {n} items.", "The count reached {n}.", "We saw {n} birds today.", "Add {n} more."),
     tuple(range(1, 13)) + (25, 100, 250),

@@ -178,6 +178,13 @@ def test_a_number_format_variant_gives_a_delta_with_its_joint_bootstrap_ci(store
         ControlsParams(formats=("roman",))
     with pytest.raises(AnalysisError, match="both are 'm' on 'paper'"):
         compare(store, "m", "m", "paper")
+    # the public API compares the two formats alike (and from the cache the variant wrote)
+    import magdash as md
+
+    through_api = md.compare(store, "m", "m", "paper", FAST, stimuli_b="paper-words")
+    assert through_api.stimuli_b == "paper-words"
+    assert through_api.measures["eucl"].layers["delta"].tolist() == pytest.approx(
+        comparison.measures["eucl"].layers["delta"].tolist(), nan_ok=True)
 
 
 def test_controls_without_variants_or_control_say_so(store, rng):
