@@ -43,6 +43,7 @@ import resource
 import signal
 import sys
 import time
+import traceback
 
 
 def _vm_size_bytes() -> int:
@@ -175,6 +176,8 @@ def _run_forked(argv: list[str], log: str) -> None:
             status = main(argv)
         except SystemExit as done:
             status = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+        except BaseException:
+            traceback.print_exc()  # into the log, as a fresh interpreter would print it
     finally:
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
