@@ -22,6 +22,7 @@ Every frame is a new DataFrame; NaN stays NaN (the charts decide how to show a g
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -686,11 +687,13 @@ def massive_alpha_chart(
     subtitle: str | None = None,
     width: style.Width = style.DEFAULT_WIDTH,
     height: int = style.DEFAULT_HEIGHT,
+    legend_title: str = "vectors",
 ) -> alt.LayerChart:
     """Alpha by layer of one measure, raw and with the massive dimensions dropped.
 
     ``frame`` (:func:`massive_alpha_frame`): view, layer, label,
     core, alpha, ci_low, ci_high, n_massive. Grey: core layers; bands: bootstrap CIs.
+    ``legend_title`` names what the views are.
     """
     style.require_columns(frame, ["view", "layer", "alpha", "ci_low", "ci_high", "core"], "massive_alpha_chart")
     axis = style.DepthAxis.of(frame["layer"], "layer", style.LAYER_TITLE)
@@ -703,9 +706,10 @@ def massive_alpha_chart(
         x=axis.encoding(),
         y_field="alpha",
         y_title=style.ALPHA_TITLE,
-        color=alt.Color("view:N", scale=style.color_scale(views, colors), title="vectors"),
+        color=alt.Color("view:N", scale=style.color_scale(views, colors), title=legend_title,
+                        legend=alt.Legend(labelLimit=260)),
         tooltip=[
-            alt.Tooltip("view:N", title="vectors"),
+            alt.Tooltip("view:N", title=legend_title),
             alt.Tooltip("layer:Q"),
             alt.Tooltip("alpha:Q", format=".4f"),
             alt.Tooltip("ci_low:Q", title="CI low", format=".4f"),
@@ -1288,7 +1292,7 @@ def massive_control_sentence(raw: AnalysisResult, dropped: AnalysisResult, measu
 # -- tokenization ---------------------------------------------------------------------------
 
 
-TOKEN_VIEWS = ("raw", "adjusted for the token count", "adjusted for the token count and kept token")
+TOKEN_VIEWS = ("raw", "adjusted: token count", "adjusted: + kept token")
 TOKEN_VIEW_COLORS = dict(zip(TOKEN_VIEWS, ("#0072B2", "#D55E00", "#009E73"), strict=True))
 
 
@@ -1334,7 +1338,7 @@ def tokenization_figure(result: AnalysisResult, measure: str = "eucl") -> alt.La
         subtitle = [subtitle, f"no adjusted alpha: {result.tokenization_note}"]
     return massive_alpha_chart(
         frame, colors=TOKEN_VIEW_COLORS, title="Alpha by layer, raw and adjusted for tokenization",
-        subtitle=subtitle, width="container",
+        subtitle=subtitle, width="container", legend_title="alpha",
     )
 
 
@@ -1344,7 +1348,15 @@ def tokenization_table(result: AnalysisResult, measure: str) -> pd.DataFrame:
     columns = ["layer", "label", "core", "alpha_raw", "alpha", "ci_low", "ci_high", "p", "n_strata", "steps",
                "alpha_identity", "identity_ci_low", "identity_ci_high", "reason", "identity_reason"]
     rows = result.tokenization[result.tokenization["measure"] == measure]
-    return rows.loc[:, columns].reset_index(drop=True)
+    table = rows.loc[:, columns].reset_index(drop=True)
+    table["steps"] = [_steps_text(steps) for steps in table["steps"]]
+    return table
+
+
+def _steps_text(steps: str | Mapping[str, float]) -> str:
+    """The steps gamma_k of the adjusted fit, by token count, as ``2 tokens +0.120; 3 tokens +0.305``."""
+    found = json.loads(steps) if isinstance(steps, str) else dict(steps)
+    return "; ".join(f"{count} tokens {value:+.3f}" for count, value in sorted(found.items(), key=lambda item: int(item[0])))
 
 
 def strata_table(result: AnalysisResult, measure: str) -> pd.DataFrame:
@@ -1391,12 +1403,16 @@ def tokenization_sentence(result: AnalysisResult, measure: str) -> str:
     if not summary["recorded"]:
         return f"{splitting}No alpha adjusted for tokenization: {result.tokenization_note}."
     counts = ", ".join(str(level["n_tokens"]) for level in summary["strata"])
+    raw = fixed(summary["mean_alpha_raw"], 4)
+    if len(summary["strata"]) == 1:
+        count = summary["strata"][0]["n_tokens"]
+        return (f"{splitting}Every magnitude here is written as {count} token{'s' if count != 1 else ''}, so the "
+                f"alpha adjusted for the token count is the raw one: mean core alpha of {measure_title(measure)} {raw}.")
     if not summary["n_adjusted"]:
         return (f"{splitting}Token counts {counts}; no adjusted alpha of {measure_title(measure)} at the core "
                 f"layers: {summary['reason']}.")
     return (
-        f"{splitting}Mean core alpha of {measure_title(measure)}: raw {fixed(summary['mean_alpha_raw'], 4)}, "
-        f"adjusted for the token count ({counts}) {fixed(summary['mean_alpha_adjusted'], 4)} over "
-        f"{summary['n_adjusted']} core layers. Near the raw alpha: not a tokenization artifact; far from it: "
-        "the raw exponent carries the steps at the digit-count boundaries."
+        f"{splitting}Mean core alpha of {measure_title(measure)}: raw {raw}, adjusted for the token count "
+        f"(strata of {counts} tokens) {fixed(summary['mean_alpha_adjusted'], 4)} over {summary['n_adjusted']} core "
+        "layers; what separates them is what the steps at the digit-count boundaries add to the raw exponent."
     )

@@ -100,7 +100,7 @@ def test_a_bookmark_opened_on_a_fresh_server_goes_through_the_app(populated, mon
 
 def test_the_scaling_page_colours_the_points_by_token_count_and_shows_the_adjusted_alpha(populated, monkeypatch):
     at = open_app(populated, monkeypatch, page="pages/scaling.py", query={"model": "smollm2"})
-    assert "splits every digit" in texts(at) and "adjusted for the token count (1, 2, 3, 4)" in texts(at)
+    assert "splits every digit" in texts(at) and "adjusted for the token count (strata of 1, 2, 3, 4 tokens)" in texts(at)
     widget(at.toggle, "Colour the points by token count").set_value(True).run()
     assert not at.exception
     point = [layer for layer in chart_specs(at)[0]["layer"] if layer["mark"]["type"] == "point"][0]

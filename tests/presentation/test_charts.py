@@ -7,6 +7,7 @@ so "a missing alpha is never drawn as a number" is checked on the rendered marks
 
 from __future__ import annotations
 
+import json
 import math
 
 import altair as alt
@@ -724,8 +725,13 @@ def test_raw_and_adjusted_alpha_by_layer_and_the_strata_table(tokenized, result)
                                           "all (adjusted for the token count)"]
     assert strata["magnitudes"].tolist()[:4] == ["1-9", "10-90", "100-700", "1000"]
     assert "a fit needs 5" in strata["reason"].iloc[3]
-    assert len(vf.tokenization_table(tokenized, "eucl")) == tokenized.n_layers
-    assert "adjusted for the token count (1, 2, 3, 4)" in vf.tokenization_sentence(tokenized, "eucl")
+    table = vf.tokenization_table(tokenized, "eucl")
+    assert len(table) == tokenized.n_layers
+    # the steps read as text, one per token count beyond the reference, from the fit's own gamma_k
+    first = tokenized.tokenization.query("measure == 'eucl'").iloc[0]
+    expected = "; ".join(f"{k} tokens {v:+.3f}" for k, v in sorted(json.loads(first["steps"]).items()))
+    assert table["steps"].iloc[0] == expected and expected.startswith("2 tokens ")
+    assert "adjusted for the token count (strata of 1, 2, 3, 4 tokens)" in vf.tokenization_sentence(tokenized, "eucl")
     # without token facts: an empty frame and chart, and the sentence says why
     assert vf.tokenization_alpha_frame(result, "eucl").empty and vf.strata_table(result, "eucl").empty
     assert "not recorded" in vf.tokenization_sentence(result, "eucl")
