@@ -534,57 +534,6 @@ def _bca(x: np.ndarray, y: np.ndarray, design: np.ndarray, alpha: float, alphas:
     return float(low), float(high)
 
 
-@dataclass(frozen=True)
-class TokenizationFits:
-    """One layer and measure: the raw fit, the strata fits and the adjusted alphas side by side.
-
-    ``adjusted`` uses the token count alone; ``adjusted_with_identity`` also the kept token's
-    identity (None when no identities were given).
-    """
-
-    raw: ScalingFit
-    strata: list[StratumFit]
-    adjusted: AdjustedFit
-    adjusted_with_identity: AdjustedFit | None
-
-
-def tokenization_fits(
-    magnitudes: np.ndarray,
-    values: np.ndarray,
-    token_counts: Sequence[Hashable],
-    kept_ids: Sequence[Hashable] | None = None,
-    *,
-    drop_outliers: bool,
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    ci: float = 0.95,
-    outlier_factor: float = OUTLIER_FACTOR,
-    stream: str = "generator",
-    ci_method: str = "percentile",
-) -> TokenizationFits:
-    """:func:`~magdash.variability.fits.fit_scaling`, :func:`strata_alphas` and
-    :func:`adjusted_alpha` (with and without ``kept_ids``) of one series, by the same rules.
-
-    Args:
-        magnitudes, values: one layer's V(n) of one measure.
-        token_counts: each magnitude's token count (:attr:`magdash.tokenization.MagnitudeTokens.n_tokens`).
-        kept_ids: each magnitude's kept token id (:attr:`~magdash.tokenization.MagnitudeTokens.kept_id`), or None.
-        drop_outliers, n_boot, seed, ci, outlier_factor, stream, ci_method: as in ``fit_scaling``.
-    """
-    rules = {
-        "drop_outliers": drop_outliers, "n_boot": n_boot, "seed": seed, "ci": ci,
-        "outlier_factor": outlier_factor, "stream": stream, "ci_method": ci_method,
-    }
-    return TokenizationFits(
-        raw=fit_scaling(magnitudes, values, **rules),
-        strata=strata_alphas(magnitudes, values, token_counts, **rules),
-        adjusted=adjusted_alpha(magnitudes, values, token_counts, **rules),
-        adjusted_with_identity=None if kept_ids is None else adjusted_alpha(
-            magnitudes, values, token_counts, kept_ids, **rules
-        ),
-    )
-
-
 TOKENIZATION_COLUMNS = [
     "measure", "layer", "alpha_raw", "alpha", "ci_low", "ci_high", "se", "p", "r2", "n_points", "n_parameters",
     "df", "n_strata", "steps", "alpha_identity", "identity_ci_low", "identity_ci_high", "identity_se", "identity_p",
