@@ -68,6 +68,7 @@ machine, mostly importing transformers and the half-precision passes, which are 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import gc
 import json
@@ -78,6 +79,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import weakref
@@ -97,6 +99,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
+import magdash.extraction as extraction  # noqa: E402
 from magdash.errors import MagdashError  # noqa: E402
 from magdash.extraction import (  # noqa: E402
     drop_tokens_after_number,
@@ -148,7 +151,7 @@ MORE_CARRIERS = (
 """With the paper's five, the 20 carriers of the large set."""
 CARRIERS = PAPER_CARRIERS + MORE_CARRIERS
 SPECIAL_TOKENS = ["<pad>", "<s>", "</s>", "<unk>"]
-SECTIONS = ("correctness", "scale", "oom", "spectra")
+SECTIONS = ("correctness", "scale", "contention", "oom", "spectra")
 WHEELS = ("duckdb", "diptest")
 """What the extraction and phase path imports that the GPU machine lacks: the store's database and
 the dip test of the Omega distributions (:func:`magdash.phase.omega.dip_test`)."""
@@ -411,6 +414,57 @@ def release(device: str) -> None:
         torch.cuda.empty_cache()
 
 
+class TimeSpent:
+    """Seconds spent inside chosen functions, summed over every thread that calls them (an
+    extraction's forward passes run on its thread, its shard writes on the writer threads)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def wrap(self, label: str, function: Callable) -> Callable:
+        def timed_call(*arguments, **keywords):
+            started = time.perf_counter()
+            try:
+                return function(*arguments, **keywords)
+            finally:
+                with self._lock:
+                    self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - started
+
+        return timed_call
+
+
+@contextmanager
+def extraction_timers() -> Iterator[TimeSpent]:
+    """Where an extraction's time goes: its forward passes (the floor's work, on the calling
+    thread) and its shard writes (on the writer threads), the writes split into their parts."""
+    import magdash.extraction as extraction
+    from magdash.store import shards
+    from magdash.store.database import Store as StoreClass
+
+    spent = TimeSpent()
+    targets = [
+        ("forward passes", extraction, "forward_number_vectors"),
+        ("shard writes", StoreClass, "write_vectors"),
+        ("norms and flags", shards, "vector_norms"),
+        ("Parquet", shards.pq, "write_table"),
+        ("fsync", shards.os, "fsync"),
+        ("registration", StoreClass, "_register_shard"),
+    ]
+    with contextlib.ExitStack() as patches:
+        for label, owner, attribute in targets:
+            patches.enter_context(mock.patch.object(owner, attribute, spent.wrap(label, getattr(owner, attribute))))
+        yield spent
+
+
+def time_spent_text(spent: TimeSpent, writes_in_flight: int) -> str:
+    seconds = spent.seconds
+    parts = ", ".join(f"{label} {seconds.get(label, 0.0):.1f}" for label in ("Parquet", "fsync", "norms and flags",
+                                                                               "registration"))
+    return (f"forward {seconds.get('forward passes', 0.0):.1f} s; writes {seconds.get('shard writes', 0.0):.1f} s "
+            f"on {writes_in_flight} thread(s) ({parts})")
+
+
 @contextmanager
 def fresh_store(work: Path, name: str, keep: bool = False) -> Iterator[tuple[Store, float]]:
     """A new store in its own folder (deleted afterwards unless ``keep``), and the seconds opening took."""
@@ -607,7 +661,7 @@ def large_run(report: Report, args, work: Path, scale: ScaleModel, stimuli: Stim
     kept = None
     n_layers = len(loaded.layer_labels)
     compared = sorted({0, n_layers // 2, n_layers - 1})
-    with fresh_store(work, "large", keep=keep_store) as (store, opened):
+    with fresh_store(work, "large", keep=keep_store) as (store, opened), extraction_timers() as spent:
         result, extract_s = timed(device, extract, loaded, stimuli, store, batch_size=batch_size)
         extract_s += opened
         extract_peak = peak_gib(device)
@@ -618,14 +672,30 @@ def large_run(report: Report, args, work: Path, scale: ScaleModel, stimuli: Stim
     vectors_gib, floor_spread = floor.nbytes / 2**30, spread(floor)
     del floor
     release(device)
+    one_writer = None
+    if keep_store and args.compare_one_writer and extraction.WRITES_IN_FLIGHT > 1:
+        # The same extraction as the release before this check wrote it: one shard at a time.
+        with fresh_store(work, "one-writer") as (other, other_opened), extraction_timers() as one_spent, \
+                mock.patch.object(extraction, "WRITES_IN_FLIGHT", 1):
+            _, one_writer_s = timed(device, extract, loaded, stimuli, other, batch_size=batch_size)
+            one_writer = (one_writer_s + other_opened, one_spent)
+        release(device)
     flops = scale.flops_per_token * padded
     report.details["scale"]["large"][str(batch_size)] = {
         "sentences": len(items), "real_tokens": real, "padded_tokens": padded, "floor_s": floor_s,
         "extract_s": extract_s, "store_wait_s": waited, "vectors_gib": vectors_gib, "floor_peak_gib": floor_peak,
         "extract_peak_gib": extract_peak, "flops": flops, "stored_vs_floor": dict(zip(compared, errors, strict=True)),
         "floor_tflops": flops / floor_s / 1e12, "extract_tflops": flops / extract_s / 1e12,
+        "writes_in_flight": extraction.WRITES_IN_FLIGHT, "time_spent_s": spent.seconds,
     }
     ratio_row(report, f"{label}: extract / floor", extract_s, floor_s)
+    report.add("scale", f"{label}: where extract's time goes", time_spent_text(spent, extraction.WRITES_IN_FLIGHT))
+    if one_writer is not None:
+        one_writer_s, one_spent = one_writer
+        report.details["scale"]["large"][str(batch_size)]["one_writer"] = {
+            "extract_s": one_writer_s, "time_spent_s": one_spent.seconds}
+        ratio_row(report, f"{label}: extract / floor with one write in flight (before)", one_writer_s, floor_s)
+        report.add("scale", f"{label}: where that extract's time goes", time_spent_text(one_spent, 1))
     report.add("scale", f"{label}: sentences/s extract (floor)",
                f"{len(items) / extract_s:,.0f} ({len(items) / floor_s:,.0f})")
     report.add("scale", f"{label}: waited for the store",
@@ -640,6 +710,84 @@ def large_run(report: Report, args, work: Path, scale: ScaleModel, stimuli: Stim
                  worst(errors), SAME_BATCHES)
     spread_row(report, f"{label}: vectors finite and distinct", floor_spread)
     return kept
+
+
+# -- what slows the forward passes beside the writes -----------------------------------------------
+
+
+@contextmanager
+def repeated_in_background(part: Callable[[], object] | None, threads: int = 1) -> Iterator[None]:
+    """``part`` run over and over on ``threads`` threads for the block (nothing when None)."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            part()
+
+    workers = [threading.Thread(target=loop, daemon=True) for _ in range(threads if part is not None else 0)]
+    for worker in workers:
+        worker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join()
+
+
+def check_contention(report: Report, args, work: Path, scale: ScaleModel) -> None:
+    """The floor's passes at the largest batch size alone, then beside threads repeating one part of
+    a shard write on one write batch of vectors: which part slows the forward passes of an
+    extraction (its writes run beside them)."""
+    from magdash.norm_outliers import vector_norms
+    from magdash.store import shards
+
+    device, loaded = args.device, scale.loaded
+    batch_size = max(int(size) for size in args.batch_sizes.split(","))
+    items = large_set(args).items[:args.contention_sentences]
+    n_layers, dim = len(loaded.layer_labels), loaded.hidden_size
+    rows = shards.items_per_batch(n_layers, dim)
+    batch = np.random.default_rng(0).standard_normal((rows, n_layers, dim), dtype=np.float32)
+    keys = [f"item-{row}" for row in range(rows)]
+    folder = work / "contention"
+    table = shards._shard_table("contention", keys, batch)
+
+    def whole_write() -> None:
+        with shards.new_shard(folder, "contention", keys, batch):
+            pass  # never registered: deleted on the way out
+
+    def parquet_and_fsync() -> None:
+        path = folder / f"{threading.get_ident()}.parquet"
+        shards.pq.write_table(table, str(path), compression="none", use_dictionary=False, write_statistics=False,
+                              row_group_size=rows)
+        with open(path, "rb") as handle:
+            os.fsync(handle.fileno())
+        path.unlink()
+
+    folder.mkdir(parents=True, exist_ok=True)
+    in_flight = extraction.WRITES_IN_FLIGHT
+    parts: list[tuple[str, Callable[[], object] | None, int]] = [
+        ("nothing", None, 1),
+        *([(f"whole shard writes, {in_flight} threads", whole_write, in_flight)] if in_flight > 1 else []),
+        ("whole shard writes, 1 thread", whole_write, 1),
+        ("norms and flags", lambda: vector_norms(batch), 1),
+        ("the layer-major table", lambda: shards._shard_table("contention", keys, batch), 1),
+        ("Parquet and fsync", parquet_and_fsync, 1),
+        ("copies of the batch", batch.copy, 1),
+    ]
+    label = f"floor of {len(items):,} at batch {batch_size}"
+    log(f"contention: {label}, {len(parts)} neighbours, a {batch.nbytes / 2**20:.0f} MB write batch")
+    floor_pass(loaded, items[:2 * batch_size], batch_size=batch_size)  # warm-up
+    found = report.details.setdefault("contention", {"sentences": len(items), "batch_size": batch_size,
+                                                     "write_batch_mb": batch.nbytes / 2**20, "seconds": {}})
+    alone = math.nan
+    for name, part, threads in parts:
+        with repeated_in_background(part, threads):
+            _, seconds = timed(device, floor_pass, loaded, items, batch_size=batch_size)
+        found["seconds"][name] = seconds
+        alone = seconds if part is None else alone
+        report.add("contention", f"{label} beside {name}", f"{seconds:.2f} s, {seconds / alone:.2f}x alone")
+        report.save()
 
 
 # -- out of memory ---------------------------------------------------------------------------------
@@ -940,11 +1088,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--oom-headroom-mib", type=int, default=512, help="CUDA: what the limited card holds beyond the model")
     parser.add_argument("--spectra-vectors", type=int, default=None,
                         help="vectors per layer for the spectra, taken evenly from the store (5000; small all)")
+    parser.add_argument("--compare-one-writer", action=argparse.BooleanOptionalAction, default=True,
+                        help="extract the large set's last batch size again with one shard write in flight, "
+                             "as before this check (default on)")
+    parser.add_argument("--contention-sentences", type=int, default=None,
+                        help="sentences of the floor passes timed beside each part of a write (5000; small 200)")
     parser.add_argument("--spectra-boot", type=int, default=1000, help="bootstrap resamples of the diagnostics")
     args = parser.parse_args(argv)
     defaults = dict(single_every=3, scale_dtype="float32", batch_sizes="32,128", paper_repeats=2, scale_magnitudes=100, scale_carriers=4, oom_magnitudes=50,
+                    contention_sentences=200,
                     spectra_vectors=10**9) if args.small else dict(
         single_every=1, scale_dtype="bfloat16", batch_sizes="32,256", paper_repeats=3, scale_magnitudes=1000, scale_carriers=20, oom_magnitudes=1000,
+        contention_sentences=5000,
         spectra_vectors=5000)
     defaults["scale_shape"] = SMALL_LLAMA if args.small else LLAMA3_8B
     for option, value in defaults.items():
@@ -979,7 +1134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if over_budget():
                 report.add(section, "section", "skipped: over --budget-s")
                 continue
-            if section in ("oom", "spectra") and scale is None:
+            if section in ("contention", "oom", "spectra") and scale is None:
                 report.add(section, "section", "skipped: needs the scale section's model")
                 continue
             if section == "spectra" and scale.kept_store is None:
@@ -992,6 +1147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 scale = guarded(report, section, "model", build_scale_model, report, args, work)
                 if scale is not None:
                     check_scale(report, args, work, scale, over_budget)
+            elif section == "contention":
+                guarded(report, section, "section", check_contention, report, args, work, scale)
             elif section == "oom":
                 guarded(report, section, "section", check_out_of_memory, report, args, work, scale)
             else:

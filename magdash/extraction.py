@@ -14,7 +14,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -84,37 +86,77 @@ class TokenizedBatch:
     weights: object  # (batch, tokens) reduction weights of the number's tokens
 
 
-@contextmanager
-def capture_layers(loaded: LoadedModel, reduce: Callable[[object], object]) -> Iterator[dict[int, object]]:
-    """Attach hooks that store ``reduce(hidden)`` per layer index into the yielded dict.
+class LayerCapture:
+    """What :func:`capture_layers`' hooks kept of one forward pass, on its way to the host.
 
-    ``reduce`` maps a (batch, tokens, d) hidden state to whatever is kept. The dict is filled
-    by each forward pass and must be read (and cleared) by the caller between passes.
+    On CUDA each layer's reduced hidden state is copied into pinned host memory without waiting
+    (``non_blocking``), so the hooks never stop the pass: a copy that waited would drain the
+    device's queue at every layer, leaving it idle while Python launches the next block's kernels
+    (at Llama-3-8B's shape on an H200 that cost about 100 ms a batch, most of a batch's time).
+    :meth:`on_host` waits once, after the pass, for every device a layer ran on.
+    """
+
+    def __init__(self) -> None:
+        self._layers: dict[int, object] = {}
+        self._devices: set[object] = set()
+
+    def keep(self, layer: int, reduced) -> None:
+        """Start copying ``reduced`` (a tensor on the layer's device) to the host as layer ``layer``."""
+        import torch
+
+        if reduced.device.type != "cuda":
+            self._layers[layer] = reduced.cpu()
+            return
+        host = torch.empty(reduced.shape, dtype=reduced.dtype, pin_memory=True)
+        host.copy_(reduced, non_blocking=True)
+        self._layers[layer] = host
+        self._devices.add(reduced.device)
+
+    def missing(self, n_layers: int) -> list[int]:
+        """The layers below ``n_layers`` no hook saw."""
+        return [layer for layer in range(n_layers) if layer not in self._layers]
+
+    def on_host(self, n_layers: int) -> list[object]:
+        """Layers 0..``n_layers``-1 as host tensors, once their copies have arrived."""
+        import torch
+
+        for device in self._devices:
+            torch.cuda.synchronize(device)
+        self._devices.clear()
+        return [self._layers[layer] for layer in range(n_layers)]
+
+
+@contextmanager
+def capture_layers(loaded: LoadedModel, reduce: Callable[[object], object]) -> Iterator[LayerCapture]:
+    """Attach hooks that keep ``reduce(hidden)`` of every layer in the yielded :class:`LayerCapture`.
+
+    ``reduce`` maps a (batch, tokens, d) hidden state to what is kept, on the hidden state's
+    device; the capture takes it to the host. One capture serves one forward pass.
 
     Args:
         loaded: the loaded model (:class:`~magdash.sources.LoadedModel`).
         reduce: maps a (batch, tokens, d) hidden state to what is kept.
     """
-    captured: dict[int, object] = {}
+    captured = LayerCapture()
     handles = []
 
     def first_block_input(_module, args, kwargs):
         hidden = args[0] if args else kwargs["hidden_states"]
-        captured[0] = reduce(hidden)
+        captured.keep(0, reduce(hidden))
 
     def block_output(index: int):
         def hook(_module, _args, output):
             hidden = output[0] if isinstance(output, tuple) else output
-            captured[index] = reduce(hidden)
+            captured.keep(index, reduce(hidden))
 
         return hook
 
     def norm_input(_module, args, kwargs):
         hidden = args[0] if args else kwargs["hidden_states"]
-        captured[loaded.n_blocks] = reduce(hidden)
+        captured.keep(loaded.n_blocks, reduce(hidden))
 
     def norm_output(_module, _args, output):
-        captured[loaded.n_blocks + 1] = reduce(output)
+        captured.keep(loaded.n_blocks + 1, reduce(output))
 
     try:
         handles.append(loaded.blocks[0].register_forward_pre_hook(first_block_input, with_kwargs=True))
@@ -197,15 +239,17 @@ def build_batch(
         attention[row, shift:shift + len(ids)] = 1
         weights[row, [shift + i for i in numbers]] = 1.0 / len(numbers)
     positions = (attention.cumsum(dim=1) - 1).clamp(min=0)
-    return TokenizedBatch(input_ids.to(device), attention.to(device), positions.to(device), weights)
+    return TokenizedBatch(input_ids.to(device), attention.to(device), positions.to(device), weights.to(device))
 
 
 def _weighted_reducer(weights) -> Callable[[object], object]:
+    """The weighted sum over tokens of a (batch, tokens, d) hidden state, in float32 on its device;
+    ``weights`` is moved to another device only where ``device_map`` put a block there."""
     import torch
 
     def reduce(hidden):
-        w = weights.to(device=hidden.device, dtype=torch.float32)
-        return torch.einsum("bt,btd->bd", w, hidden.float()).cpu()
+        w = weights if weights.device == hidden.device else weights.to(hidden.device)
+        return torch.einsum("bt,btd->bd", w, hidden.to(torch.float32))
 
     return reduce
 
@@ -254,13 +298,13 @@ def forward_number_vectors(
             if not _is_out_of_memory(error):
                 raise
             raise MagdashError(out_of_memory_message(len(token_ids), loaded.dtype)) from None
-        missing = [layer for layer in range(n_layers) if layer not in captured]
+        missing = captured.missing(n_layers)
         if missing:
             raise ModelLoadError(
                 f"the hooks did not see layers {missing} of {type(loaded.model).__name__}; "
                 "this architecture is not supported yet"
             )
-        return torch.stack([captured[layer] for layer in range(n_layers)], dim=1).numpy()
+        return torch.stack(captured.on_host(n_layers), dim=1).numpy()
 
 
 def out_of_memory_message(batch_size: int, dtype: str) -> str:
@@ -512,32 +556,38 @@ class _Stopwatch:
         self.seconds += time.perf_counter() - self._started
 
 
-class _OneWriteInFlight:
-    """Writes an extraction's batches on one background thread, one at a time, so the next
-    forward passes run while a batch becomes a shard (torch, numpy, pyarrow and DuckDB all work
-    outside the GIL). Memory holds at most the batch being written and the one being filled; a
-    kill finds at most one write under way, as before. A failed write raises from the next
-    ``submit`` or from ``close``, which waits for the last write."""
+WRITES_IN_FLIGHT = min(4, max(1, (os.cpu_count() or 1) // 4))
+"""Shards an extraction writes at once: one on a small machine, up to four where there are cores to
+spare. A GPU outruns one writer: at Llama-3-8B's shape an H200 makes about 1 GB of float32
+vectors a second at batch 256, and one thread writes a few hundred MB/s (copy, norms, Parquet,
+fsync), so the forward passes waited for the store."""
 
-    def __init__(self, write: Callable[..., object]):
+
+class _WritesInFlight:
+    """Writes an extraction's batches on background threads, at most ``limit`` at a time, so the
+    next forward passes run while batches become shards (torch, numpy, pyarrow and DuckDB all
+    work outside the GIL; the catalog takes one registration at a time). Memory holds at most the
+    batches being written and the one being filled; a kill finds at most ``limit`` writes under
+    way, whose unregistered shards the next opening of the store deletes. A failed write raises
+    from a later ``submit`` or from ``close``, which waits for every write."""
+
+    def __init__(self, write: Callable[..., object], limit: int | None = None):
         self._write = write
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magdash-write")
-        self._pending: Future | None = None
+        self._limit = max(1, WRITES_IN_FLIGHT if limit is None else limit)
+        self._executor = ThreadPoolExecutor(max_workers=self._limit, thread_name_prefix="magdash-write")
+        self._pending: deque[Future] = deque()
 
     def submit(self, *args: object) -> None:
-        self._wait()
-        self._pending = self._executor.submit(self._write, *args)
-
-    def _wait(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.result()
+        while len(self._pending) >= self._limit:
+            self._pending.popleft().result()
+        self._pending.append(self._executor.submit(self._write, *args))
 
     def close(self) -> None:
         try:
-            self._wait()
+            while self._pending:
+                self._pending.popleft().result()
         finally:
-            self._executor.shutdown(wait=True)
+            self._executor.shutdown(wait=True, cancel_futures=True)
 
 
 def extract(
@@ -619,7 +669,7 @@ def extract(
     record_token_facts(store, model_id, loaded.tokenizer, stimuli, position, untokenized, without_splitting)
     done, pending_keys, pending_vectors, pending_bytes = already, [], [], 0
     last_flush = time.perf_counter()
-    writer = _OneWriteInFlight(functools.partial(store.write_vectors, model_id))
+    writer = _WritesInFlight(functools.partial(store.write_vectors, model_id))
 
     def flush() -> None:
         nonlocal pending_keys, pending_vectors, pending_bytes, last_flush
@@ -656,6 +706,23 @@ def extract(
         name, stimuli.name, model_id, total, already, done - already, time.perf_counter() - started, cancelled,
         waiting_for_store.seconds,
     )
+
+
+def _token_selector(rows, columns) -> Callable[[object], object]:
+    """The hidden states at (``rows``, ``columns``) of a (batch, tokens, d) hidden state, in float32
+    on its device. Indices rather than a boolean mask: a mask's result has a data-dependent size,
+    and finding it waits for the device at every layer."""
+    import torch
+
+    on_device = {rows.device: (rows, columns)}
+
+    def reduce(hidden):
+        if hidden.device not in on_device:
+            on_device[hidden.device] = (rows.to(hidden.device), columns.to(hidden.device))
+        at_rows, at_columns = on_device[hidden.device]
+        return hidden[at_rows, at_columns].to(torch.float32)
+
+    return reduce
 
 
 def capture_all_tokens(
@@ -705,21 +772,17 @@ def capture_all_tokens(
                         (not positions or positions[0] != 0))
         batch = build_batch(ids, [r or [0] for r in real], pad_id=tokenizer.pad_token_id,
                             padding_side="right", device=_input_device(loaded))
-        mask = torch.zeros(batch.input_ids.shape, dtype=torch.bool)
-        for row, positions in enumerate(real):
-            mask[row, positions] = True
-
-        def reduce(hidden, mask=mask):
-            return hidden[mask.to(hidden.device)].float().cpu()
-
+        rows = torch.tensor([row for row, positions in enumerate(real) for _ in positions], dtype=torch.long)
+        columns = torch.tensor([k for positions in real for k in positions], dtype=torch.long)
+        reduce = _token_selector(rows, columns)
         kwargs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}
         if _accepts_position_ids(loaded.model):
             kwargs["position_ids"] = batch.position_ids
         with capture_layers(loaded, reduce) as captured, torch.inference_mode():
             loaded.model(**kwargs)
-            for layer in range(n_layers):
-                on_batch(layer, captured[layer].numpy())
-        seen += int(mask.sum())
+            for layer, vectors in enumerate(captured.on_host(n_layers)):
+                on_batch(layer, vectors.numpy())
+        seen += len(rows)
         if progress:
             progress(min(start + batch_size, len(order)), len(order))
     return seen, left_out

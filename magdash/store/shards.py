@@ -44,7 +44,6 @@ import pyarrow.parquet as pq
 
 from magdash.errors import StoreError
 from magdash.norm_outliers import vector_norms
-from magdash.overflow import nonfinite_rows
 from magdash.store.connection import disk_full_error, disk_is_full
 from magdash.store.connection import fsync_folder as _fsync_folder  # a name the fault tests patch
 
@@ -143,9 +142,12 @@ def _shard_write_error(error: OSError, folder: Path) -> StoreError:
 
 def _write(folder: Path, model_id: str, item_keys: Sequence[str], vectors: np.ndarray, mark: str) -> tuple[Shard, int]:
     """Write a shard as steps 1-2 of the module's protocol; returns it and its locked descriptor."""
-    vectors = np.asarray(vectors)
-    flagged_rows, flagged_layers = np.nonzero(nonfinite_rows(vectors))
-    norms = vector_norms(vectors).astype(np.float32)
+    vectors = np.asarray(vectors, dtype=np.float32)  # as the shard holds them, so flags and norms describe it
+    norms = vector_norms(vectors)
+    # A float32 vector's float64 sum of squares cannot overflow, so its norm is finite exactly
+    # when every value is: one pass over the batch finds both.
+    flagged_rows, flagged_layers = np.nonzero(~np.isfinite(norms))
+    norms = norms.astype(np.float32)
     name, partial, descriptor = _create_locked(folder, model_id, mark)
     final = folder / name
     try:
