@@ -22,6 +22,10 @@ rewritten after each section, so a run cut short still leaves what it measured):
   padding included, over the seconds, against :data:`ACHIEVABLE_BF16` measured on this
   workplace's H200 and the datasheet's :data:`PEAK_BF16`); the vectors read back from the store
   equal the floor's;
+* **contention**: the floor's passes at the largest batch size alone, then beside threads
+  repeating one part of a shard write on a write batch of vectors (whole writes, norms and flags,
+  the layer-major table, Parquet and fsync, a plain copy): which part slows the passes that an
+  extraction runs beside its writes;
 * **out of memory**: one batch of the whole out-of-memory set on a card limited to what the
   model holds plus ``--oom-headroom-mib`` (``torch.cuda.set_per_process_memory_fraction``: a
   real ``torch.OutOfMemoryError`` from the CUDA allocator, as on a smaller card). magdash handles
@@ -53,9 +57,9 @@ then give the device tool ``carry: ["bench/wheels"]``, ``timeout_s: 420`` and::
 
     set -o pipefail; python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site bench/wheels/*.whl && PYTHONPATH=/tmp/site:. PYTHONUNBUFFERED=1 python3 bench/gpu_check.py --device cuda --out $OUT/gpu_check.json 2>&1 | tee $OUT/gpu_check.log
 
-Not yet run on a GPU: the whole check is estimated at 3-4 minutes on an H200; ``--budget-s``
-(280 by default) skips the steps not started once it has passed, so a second try fits the 15
-minutes. Sizes are options; ``--skip SECTION`` leaves a section out.
+On an NVIDIA H200 (2026-12-04) the whole check took 291 s; ``--budget-s`` (280 by default) skips
+the steps not started once it has passed, so a second try fits the 15 minutes. Sizes are options;
+``--skip SECTION`` leaves a section out. What those runs measured is in docs/benchmarks.md.
 
 **On the CPU**: ``python bench/gpu_check.py --device cpu --small`` runs every section with small
 sizes (a 4-block d = 256 float32 stand-in for the 8B model, 100 x 4 sentences; every third of the

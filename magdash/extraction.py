@@ -101,7 +101,12 @@ class LayerCapture:
         self._devices: set[object] = set()
 
     def keep(self, layer: int, reduced) -> None:
-        """Start copying ``reduced`` (a tensor on the layer's device) to the host as layer ``layer``."""
+        """Start copying ``reduced`` to the host as layer ``layer``.
+
+        Args:
+            layer: the layer's index (0: the embeddings as the first block sees them).
+            reduced: what the hook kept of the layer's hidden state, on the layer's device.
+        """
         import torch
 
         if reduced.device.type != "cuda":
@@ -113,11 +118,19 @@ class LayerCapture:
         self._devices.add(reduced.device)
 
     def missing(self, n_layers: int) -> list[int]:
-        """The layers below ``n_layers`` no hook saw."""
+        """The layers below ``n_layers`` no hook saw.
+
+        Args:
+            n_layers: how many layers the pass should have captured.
+        """
         return [layer for layer in range(n_layers) if layer not in self._layers]
 
     def on_host(self, n_layers: int) -> list[object]:
-        """Layers 0..``n_layers``-1 as host tensors, once their copies have arrived."""
+        """Layers 0..``n_layers``-1 as host tensors, once their copies have arrived.
+
+        Args:
+            n_layers: how many layers the pass captured.
+        """
         import torch
 
         for device in self._devices:
@@ -304,7 +317,9 @@ def forward_number_vectors(
                 f"the hooks did not see layers {missing} of {type(loaded.model).__name__}; "
                 "this architecture is not supported yet"
             )
-        return torch.stack(captured.on_host(n_layers), dim=1).numpy()
+        # Layer-major underneath (a transposed view): a shard stores each layer's vectors side by
+        # side, so the writer finds them in place instead of copying every batch once more.
+        return torch.stack(captured.on_host(n_layers)).numpy().transpose(1, 0, 2)
 
 
 def out_of_memory_message(batch_size: int, dtype: str) -> str:
@@ -676,8 +691,9 @@ def extract(
         # Taken out first: after a failed write the ``finally`` below must not try it again.
         keys, vectors, pending_keys, pending_vectors, pending_bytes = pending_keys, pending_vectors, [], [], 0
         if keys:
+            layer_major = np.concatenate([batch.transpose(1, 0, 2) for batch in vectors], axis=1)
             with waiting_for_store:
-                writer.submit(keys, np.concatenate(vectors))
+                writer.submit(keys, layer_major.transpose(1, 0, 2))
         last_flush = time.perf_counter()
 
     batches = number_vector_batches(

@@ -140,8 +140,23 @@ def _payloads(store: Store, kind: str) -> list[bytes]:
     return [store.get_result(key) for key in sorted(keys)]
 
 
+def _json_text(value) -> object | None:
+    """The document a string holds when it is JSON text of an object or a list (a table cell of
+    per-token-count steps, say), else None."""
+    if not isinstance(value, str) or not value.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return None
+
+
 def differences(expected, actual, where: str = "") -> list[str]:
-    """Where two decoded payloads differ: structure and text exactly, numbers to RTOL/ATOL."""
+    """Where two decoded payloads differ: structure and text exactly, numbers to RTOL/ATOL, also
+    inside strings that hold JSON (their digits past float64's last few depend on the machine's
+    BLAS and summation order, which a real change to a result exceeds by orders of magnitude)."""
+    if (parsed := _json_text(expected)) is not None and (other := _json_text(actual)) is not None:
+        return differences(parsed, other, f"{where}<json>")
     if isinstance(expected, dict) and isinstance(actual, dict):
         if expected.keys() != actual.keys():
             return [f"{where}: keys {sorted(expected)} != {sorted(actual)}"]
@@ -169,7 +184,11 @@ def test_cached_results_change_only_with_their_version(tmp_path):
                                 ("design", DESIGN_VERSION, "DESIGN_VERSION in magdash/controls/design.py"),
                                 ("e5", E5_VERSION, "E5_VERSION in magdash/frequency/e5.py"),
                                 ("probe", PROBE_VERSION, "PROBE_VERSION in magdash/probes/result.py")):
-        changed = differences(golden[part], json.loads(json.dumps(documents[part], allow_nan=True)), part)
+        computed = json.loads(json.dumps(documents[part], allow_nan=True))
+        changed = differences(golden[part], computed, part)
+        # A missed version bump, planted: one cached number moved by 1e-4 of itself is caught.
+        planted_where, planted = _move_first_number(computed)
+        assert any(line.startswith(f"{part}{planted_where}") for line in differences(golden[part], planted, part)), part
         if golden["versions"][part] == version:
             assert not changed, (
                 f"cached {part} results changed but {name} is still {version!r}: bump it, then rewrite "
@@ -182,6 +201,23 @@ def test_cached_results_change_only_with_their_version(tmp_path):
             )
 
 
+def _move_first_number(document, where: str = ""):
+    """(where, a copy of ``document`` whose first non-zero finite float is 1.0001 times itself)."""
+    if isinstance(document, (dict, list)):
+        pairs = document.items() if isinstance(document, dict) else enumerate(document)
+        for key, value in pairs:
+            label = f"{where}.{key}" if isinstance(document, dict) else f"{where}[{key}]"
+            found, moved = _move_first_number(value, label)
+            if found is not None:
+                copy = dict(document) if isinstance(document, dict) else list(document)
+                copy[key] = moved
+                return found, copy
+        return None, document
+    if isinstance(document, float) and math.isfinite(document) and document != 0.0:
+        return where, document * 1.0001
+    return None, document
+
+
 def test_the_comparison_finds_a_changed_number():
     document = {"a": [1.0, math.nan, "label"], "b": {"c": 0.5}}
     assert differences(document, json.loads(json.dumps(document, allow_nan=True))) == []
@@ -189,6 +225,13 @@ def test_the_comparison_finds_a_changed_number():
     assert differences(document, {"a": [1.001, math.nan, "label"], "b": {"c": 0.5}}) == [".a[0]: 1.0 != 1.001"]
     assert differences(document, {"a": [1.0, 2.0, "label"], "b": {"c": 0.5}}) == [".a[1]: nan != 2.0"]
     assert differences(document, {"a": [1.0, math.nan, "other"], "b": {}})[0].startswith(".a[2]")
+    # A table cell holding JSON: another machine's last digits pass, a real change does not.
+    cell = {"steps": '{"2": -0.0625777666817539, "3": 0.08882436375897428}'}
+    assert differences(cell, {"steps": '{"2": -0.06257776668175402, "3": 0.08882436375897422}'}) == []
+    assert differences(cell, {"steps": '{"2": -0.0626, "3": 0.08882436375897428}'}) == [
+        ".steps<json>.2: -0.0625777666817539 != -0.0626"]
+    assert differences(cell, {"steps": '{"2": -0.0625777666817539}'})[0].startswith(".steps<json>: keys")
+    assert differences({"label": "{not json"}, {"label": "{not json!"}) != []
 
 
 def write_golden() -> None:

@@ -470,3 +470,40 @@ def test_a_number_format_the_store_has_not_seen_is_a_new_stimulus_set_never_mixe
     with duckdb.connect(str(store.path), read_only=True) as connection:
         per_set = dict(connection.execute("SELECT set_name, count(*) FROM stimulus_items GROUP BY 1").fetchall())
     assert per_set == {"small": 15, "small-words": 15, "small-grouped": 15}
+
+
+def test_number_vectors_come_layer_major_underneath_so_shards_take_them_as_they_are(tiny_llama):
+    loaded = load_model(str(tiny_llama), device="cpu")
+    token_ids, number_tokens = locate_numbers(loaded, SMALL_SET.items[:4], "last")
+    vectors = forward_number_vectors(loaded, token_ids, number_tokens)
+    assert vectors.shape == (4, len(loaded.layer_labels), loaded.hidden_size)
+    assert all(vectors[:, layer].flags.c_contiguous for layer in range(vectors.shape[1]))
+
+
+def test_shard_writes_run_at_most_limit_at_a_time_and_a_failure_is_raised_by_close():
+    import threading
+
+    from magdash.extraction import _WritesInFlight
+
+    running, most, lock, done = [0], [0], threading.Lock(), []
+    first_three = threading.Barrier(3, timeout=30)  # broken, and the test failed, unless 3 run at once
+
+    def write(index):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        if index < 3:
+            first_three.wait()
+        time.sleep(0.01)
+        with lock:
+            running[0] -= 1
+        if index == 5:
+            raise OSError("disk gone")
+        done.append(index)
+
+    writer = _WritesInFlight(write, limit=3)
+    for index in range(6):
+        writer.submit(index)
+    with pytest.raises(OSError, match="disk gone"):
+        writer.close()
+    assert most[0] == 3 and sorted(done) == [0, 1, 2, 3, 4]

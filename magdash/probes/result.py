@@ -64,7 +64,7 @@ of the layer's variance."""
 
 TABLES = ("scores", "selectivity", "directions", "decoded", "decoded_scaling", "layers")
 
-PROBE_VERSION = "1"
+PROBE_VERSION = "2"
 """Bumped whenever :func:`magdash.probes.probe.run_probes` can give another result for the same vectors
 and parameters: the cache key of :mod:`magdash.runs.probe_runs` (``tests/test_cache_versions.py``
 checks it). Here, not beside the fits, so that a cached result is found without importing them."""

@@ -8,7 +8,9 @@ in the control task):
 - ``r2``: 1 - sum (y - p)^2 / sum (y - mean y)^2, pooled over the held-out predictions of all
   folds (as scikit-learn's ``r2_score`` of ``cross_val_predict``'s output); 0 is the score of
   predicting the mean, and it is negative when the probe does worse than that;
-- ``spearman``: the rank correlation of p with y (Pearson's r of their mid-ranks);
+- ``spearman``: the rank correlation of p with y (Pearson's r of their mid-ranks; predictions
+  closer than :data:`RANK_RESOLUTION` of their range are tied, as rounding is all that parts
+  them);
 - ``error_log``: the mean of |ln n-hat - ln m|, the decoded magnitude's error as a log ratio
   (0.1 is about 10 % off), over the predictions with n-hat > 0; ``share_nonpositive`` is the
   share left out because n-hat <= 0 (possible for the linear target only);
@@ -38,6 +40,12 @@ from scipy import stats
 from magdash.probes.labels import decode
 
 SCORES = ("r2", "spearman", "error_log")
+
+RANK_RESOLUTION = 1e-9
+"""Predictions closer than this fraction of their range rank as ties. Predictions that are equal
+in exact arithmetic (a decoder's embedding layer gives every carrier of a number the same vector)
+differ in their last digits by the machine's BLAS and summation order, which would otherwise
+decide their ranks, and Spearman's rho would differ between machines in its fifth digit."""
 
 # Per-magnitude sums the scores are built from, in this order along the last axis.
 _N, _Y, _YY, _SSE, _R, _RR, _S, _SS, _SR, _ERR, _VALID = range(11)
@@ -87,6 +95,14 @@ def percentile_interval(replicates: np.ndarray, ci: float) -> tuple[np.ndarray, 
     return bounds[0], bounds[1]
 
 
+def tied_within_resolution(values: np.ndarray) -> np.ndarray:
+    """``values`` on a grid of :data:`RANK_RESOLUTION` times the range of their finite values, so
+    that values equal but for rounding rank as ties (their order is otherwise kept)."""
+    finite = values[np.isfinite(values)]
+    step = RANK_RESOLUTION * (float(finite.max() - finite.min()) if finite.size else 0.0)
+    return np.round(values / step) if step > 0 else values
+
+
 def magnitude_sums(predictions: np.ndarray, labels: np.ndarray, reference: np.ndarray,
                    targets: tuple[str, ...]) -> np.ndarray:
     """Per magnitude and column the sums every score is built from, (n, n_columns, 11).
@@ -102,7 +118,7 @@ def magnitude_sums(predictions: np.ndarray, labels: np.ndarray, reference: np.nd
     for column, target in enumerate(targets):
         p = predictions[:, :, column]
         y = labels[:, column]
-        ranks = stats.rankdata(p.ravel()).reshape(n, carriers)
+        ranks = stats.rankdata(tied_within_resolution(p).ravel()).reshape(n, carriers)
         label_ranks = stats.rankdata(np.repeat(y, carriers)).reshape(n, carriers)[:, 0]
         decoded = decode(p, target)
         magnitude = reference[:, column][:, None]

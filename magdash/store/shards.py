@@ -142,7 +142,8 @@ def _shard_write_error(error: OSError, folder: Path) -> StoreError:
 
 def _write(folder: Path, model_id: str, item_keys: Sequence[str], vectors: np.ndarray, mark: str) -> tuple[Shard, int]:
     """Write a shard as steps 1-2 of the module's protocol; returns it and its locked descriptor."""
-    vectors = np.asarray(vectors, dtype=np.float32)  # as the shard holds them, so flags and norms describe it
+    with np.errstate(over="ignore"):  # a float64 value beyond float32 becomes the Inf that is flagged
+        vectors = np.asarray(vectors, dtype=np.float32)  # as the shard holds them: flags and norms describe it
     norms = vector_norms(vectors)
     # A float32 vector's float64 sum of squares cannot overflow, so its norm is finite exactly
     # when every value is: one pass over the batch finds both.

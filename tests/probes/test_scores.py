@@ -9,7 +9,14 @@ import pytest
 from scipy import stats
 from sklearn.metrics import r2_score
 
-from magdash.probes.scores import BootstrapDraws, held_out_scores, magnitude_sums, percentile_interval, scores_from_sums
+from magdash.probes.scores import (
+    BootstrapDraws,
+    held_out_scores,
+    magnitude_sums,
+    percentile_interval,
+    scores_from_sums,
+    tied_within_resolution,
+)
 
 MAGNITUDES = np.array([1.0, 2, 4, 8, 16, 32, 64])
 
@@ -39,6 +46,27 @@ def test_point_scores_match_sklearn_and_scipy():
     expected = np.abs(np.log(decoded[positive]) - np.log(np.broadcast_to(MAGNITUDES[:, None], decoded.shape)[positive]))
     assert point["error_log"][1] == pytest.approx(expected.mean(), rel=1e-12)
     assert point["share_nonpositive"][1] == pytest.approx((~positive).mean())
+
+
+def test_predictions_equal_but_for_rounding_rank_as_ties():
+    # Every carrier of a number gets the same prediction (one vector per number token), as another
+    # machine's BLAS computes it: the last digits differ from carrier to carrier.
+    exact = np.repeat(np.log(MAGNITUDES)[:, None], 3, axis=1)
+    rounding = exact * (1 + np.array([0.0, 2e-16, -4e-16]))[None, :]
+    wobble = rounding.copy()
+    wobble[2] += 0.1  # and one number predicted off, so rho is not 1
+    exact[2] += 0.1
+    labels = np.column_stack([np.log(MAGNITUDES)])
+    reference = np.column_stack([MAGNITUDES])
+    no_draws = np.zeros((0, MAGNITUDES.size))
+    tied, _ = held_out_scores(exact[:, :, None], labels, reference, ("log",), no_draws)
+    rounded, _ = held_out_scores(wobble[:, :, None], labels, reference, ("log",), no_draws)
+    truth = np.repeat(labels[:, 0], 3)
+    assert tied["spearman"][0] == pytest.approx(stats.spearmanr(truth, exact.ravel()).statistic, rel=1e-12)
+    assert rounded["spearman"][0] == tied["spearman"][0]
+    assert stats.spearmanr(truth, wobble.ravel()).statistic != tied["spearman"][0]  # scipy ranks the rounding
+    # Predictions that differ by more than the resolution keep their order.
+    assert np.array_equal(np.argsort(tied_within_resolution(np.array([1.0, 1.0 + 1e-6, 0.5]))), [2, 0, 1])
 
 
 def test_a_bootstrap_replicate_is_the_score_of_the_resampled_magnitudes():

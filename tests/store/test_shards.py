@@ -170,3 +170,29 @@ def test_a_set_read_before_it_was_complete_is_read_again_once_it_is(store, vecto
         store.read_layer("m", "tiny", 0)
     store.write_vectors(RECORD.model_id, KEYS[5:], vectors[5:])
     assert np.array_equal(stored(store), vectors)  # the same Store object sees the new shard
+
+
+def test_flags_come_from_float64_norms_so_huge_finite_vectors_are_not_flagged(store, vectors):
+    vectors[1, 0, :] = 3e38  # finite float32 whose squares overflow float32, not float64
+    vectors[3, 2, 1] = np.nan
+    store.write_vectors(RECORD.model_id, KEYS, vectors)
+    assert store.nonfinite_counts("m", "tiny") == {2: 1}
+
+
+def test_a_float64_value_beyond_float32_is_flagged_as_the_inf_the_shard_holds(store, vectors):
+    wide = vectors.astype(np.float64)
+    wide[5, 1, 2] = 1e39
+    store.write_vectors(RECORD.model_id, KEYS, wide)
+    assert store.nonfinite_counts("m", "tiny") == {1: 1}
+    assert np.isposinf(stored(store)[5, 1, 2])
+
+
+def test_a_layer_major_batch_becomes_a_shard_without_copying_its_layers(vectors):
+    layer_major = np.ascontiguousarray(vectors.transpose(1, 0, 2))
+    table = shards._shard_table("id-1", KEYS, layer_major.transpose(1, 0, 2))
+    for layer in range(RECORD.n_layers):
+        column = table.column(shards.layer_column(layer)).chunk(0)
+        assert column.buffers()[1].address == layer_major[layer].ctypes.data
+    row_major = shards._shard_table("id-1", KEYS, vectors)  # each layer gathered into a new buffer
+    assert row_major.column("l1").chunk(0).buffers()[1].address != vectors[:, 1].ctypes.data
+    assert row_major.equals(table)
