@@ -653,7 +653,7 @@ def _compare_activations(
         )
     result_a = _analyze_activations(first, params, name=name_a)
     result_b = _analyze_activations(second, comparison_params(params, first.n_blocks, second.n_blocks), name=name_b)
-    return compare_analyses(result_a, result_b, params, progress=progress)
+    return compare_analyses(result_a, result_b, params, progress=progress, read_a=first.layer, read_b=second.layer)
 
 
 def _controls_activations(

@@ -156,7 +156,9 @@ def compare(
     Both models are analysed with ``params`` (cached; a chosen core band applies to model A,
     and to model B only when both have the same depth), then compared with
     :func:`magdash.variability.compare.compare_models`: joint bootstrap over magnitudes, depth alignment
-    by gamma = l / L, Wilcoxon over model A's core layers.
+    by gamma = l / L, the stimulus bootstrap of the mean difference over model A's core layers (both
+    models' vectors of those layers and their paired ones are read again, one layer at a time), and
+    the Wilcoxon test over them.
 
     Args:
         store: the :class:`~magdash.store.Store` holding both models.
@@ -198,7 +200,11 @@ def compare(
     result_a = analyze(store, model_a, stimuli, params, use_cache=use_cache)
     params_b = comparison_params(params, record_a.n_blocks, record_b.n_blocks)
     result_b = analyze(store, model_b, stimuli_b or stimuli, params_b, use_cache=use_cache)
-    result = compare_analyses(result_a, result_b, params, progress=progress, stimuli_b=stimuli_b)
+    result = compare_analyses(
+        result_a, result_b, params, progress=progress, stimuli_b=stimuli_b,
+        read_a=lambda layer: store.read_layer(model_a, stimuli, layer).vectors,
+        read_b=lambda layer: store.read_layer(model_b, stimuli_b or stimuli, layer).vectors,
+    )
     keep(store, COMPARISON, key, result)
     return result
 

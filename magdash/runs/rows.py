@@ -61,7 +61,9 @@ def analysis_rows(result: AnalysisResult) -> Rows:
     for measure, item in result.hypotheses.items():
         fields = dataclasses.asdict(item)
         low, high = fields.pop("window")
-        hypotheses.append({**identity, "measure": measure, **fields, "window_low": low, "window_high": high})
+        ci_low, ci_high = fields.pop("mean_alpha_ci")
+        hypotheses.append({**identity, "measure": measure, **fields, "window_low": low, "window_high": high,
+                           "mean_alpha_ci_low": ci_low, "mean_alpha_ci_high": ci_high})
     for measure, item in result.e3.items():
         for layer, with_, without in zip(item.layers, item.alpha_with, item.alpha_without, strict=True):
             e3_rows.append({**identity, "measure": measure, "layer": layer, "alpha_with": with_,
@@ -69,7 +71,10 @@ def analysis_rows(result: AnalysisResult) -> Rows:
     e4 = result.e4
     e4_layers = pd.DataFrame({"layer": e4.layers, "alpha_on": e4.alpha_on, "alpha_off": e4.alpha_off})
     e4_test = {name: getattr(e4, name) for name in
-               ("mean_alpha_on", "mean_alpha_off", "ratio", "wilcoxon_statistic", "wilcoxon_p", "n_pairs")}
+               ("mean_alpha_on", "mean_alpha_off", "ratio", "mean_difference", "difference_p", "n_resamples",
+                "wilcoxon_statistic", "wilcoxon_p", "n_pairs", "wilcoxon_reachable")}
+    for name in ("ratio", "difference"):
+        e4_test[f"{name}_ci_low"], e4_test[f"{name}_ci_high"] = getattr(e4, f"{name}_ci")
     return {
         "analyses": analyses,
         "fits": with_identity(fits, identity),

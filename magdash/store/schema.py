@@ -27,7 +27,7 @@ from magdash.store.connection import StoreFile
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """1: the first release. 2: adds ``nonfinite``, the vectors holding Inf or NaN, per layer.
 3: one stimulus set per content (sets with the same sentences merged; the paper's named 'paper').
 4: the metric tables (:mod:`magdash.store.metrics`), filled from the cached results.
@@ -41,7 +41,11 @@ SCHEMA_VERSION = 8
 tokenized: :mod:`magdash.tokenization`), ``digit_splitting`` (per model, whether its tokenizer splits
 digits), ``stimuli_b`` in ``comparisons`` and ``comparison_tests`` (a model compared with itself on the
 same stimuli in another number format), the tokenization metric tables, and every metric table an
-older store lacks."""
+older store lacks.
+9: the metric columns of inference at the unit of replication: the stimulus bootstrap's interval and p
+of the mean core alpha (``hypotheses``), of E4's difference and ratio (``e4``) and of a comparison's mean
+delta (``comparison_tests``), and whether each test over layers can reach .05 (``h4_reachable``,
+``wilcoxon_reachable``); every metric table gains the columns it lacks."""
 
 _SHARDS_SCHEMA = 5  # the first schema whose vectors are in shards, not tables
 
@@ -349,6 +353,21 @@ def _add_tokenization(connection: duckdb.DuckDBPyConnection) -> None:
         connection.execute(f"UPDATE {table} SET stimuli_b = stimuli WHERE stimuli_b IS NULL")
 
 
+def _add_missing_metric_columns(connection: duckdb.DuckDBPyConnection) -> None:
+    """Migration 8 -> 9: every metric table gains the columns of :mod:`magdash.store.metrics` it lacks
+    (NULL in the rows stored before: those results had no stimulus bootstrap, and their rows are
+    written again when they are next computed)."""
+    for table in metrics.METRIC_TABLES:
+        connection.execute(table.ddl())
+        present = {row[0] for row in connection.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND table_name = ?",
+            [table.name],
+        ).fetchall()}
+        for name, sql_type, _ in table.columns:
+            if name not in present:
+                connection.execute(f'ALTER TABLE {table.name} ADD COLUMN "{name}" {sql_type}')
+
+
 def _move_vectors_to_shards(connection: duckdb.DuckDBPyConnection, shard_folder: Path) -> None:
     """Migration 4 -> 5: every model's vectors from its ``vec_*`` tables into shards.
 
@@ -452,5 +471,6 @@ MIGRATIONS: dict[int, Migration] = {
     5: _migration(_add_design_tables),
     6: _sequence_start_and_vector_norms,
     7: _migration(_add_tokenization),
+    8: _migration(_add_missing_metric_columns),
 }
 """Schema version -> the step that brings a store of that version to the next one."""

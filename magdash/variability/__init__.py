@@ -6,8 +6,11 @@ arXiv 2603.20642), the steps of one analysis:
 - :mod:`~magdash.variability.fits`: OLS and Theil-Sen slopes of log V on log n, the vectorised
   bootstrap, the outlier rule, AICc noise models;
 - :mod:`~magdash.variability.hypotheses`: the core band, H1-H4, E3, E4, the programme verdict;
+- :mod:`~magdash.variability.stimulus_bootstrap`: inference at the unit of replication, the
+  stimuli: carriers and magnitudes resampled once for every core layer (and both models of a
+  comparison), the interval and p of the mean core alpha;
 - :mod:`~magdash.variability.compare`: two models by depth fraction, joint-bootstrap slope
-  differences, Wilcoxon;
+  differences, the stimulus bootstrap of the mean difference, Wilcoxon;
 - :mod:`~magdash.variability.geometry`: centroid RDMs, RSA, PC1;
 - :mod:`~magdash.variability.conventions`: magdash's conventions and the paper script's, each
   one table of rules, and the paper's consistency checks;

@@ -48,8 +48,9 @@ from magdash.norm_outliers import outsized_warning
 from magdash.overflow import count_nonfinite, nonfinite_warning
 from magdash.params import ProgressCallback, ranges
 from magdash.phase.massive_dims import DimensionStats, find_massive
+from magdash.significance import can_reach, unreachable_note
 from magdash.tokenization import DigitSplitting, NumberTokens, per_magnitude
-from magdash.variability.analysis_params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams, default_core_layers
 from magdash.variability.artifacts import (
     MIN_LOO_CARRIERS,
     CarrierInfluence,
@@ -82,16 +83,20 @@ from magdash.variability.hypotheses import (
     evaluate_hypotheses,
 )
 from magdash.variability.measures import MEASURES, OUTLIER_RULE_MEASURES, LayerVectors, measure_title
+from magdash.variability.stimulus_bootstrap import StimulusDraws, draw_stimuli, layer_resamples
 from magdash.variability.tokenization_fits import STRATA_COLUMNS, TOKENIZATION_COLUMNS, tokenization_frames
 
 log = logging.getLogger(__name__)
 
-ANALYSIS_VERSION = "9"
+ANALYSIS_VERSION = "10"
 """Bump whenever a change to the analysis code can change a result: old cache entries die.
 8: the result holds its artifact checks (outlier vectors, leave-one-carrier-out alphas) and can
 leave carriers out (``exclude_carriers``).
 9: the result holds the tokenization fits (alpha within token-count strata, alpha adjusted for
-tokenization) and the token facts they were computed from."""
+tokenization) and the token facts they were computed from.
+10: the stimulus bootstrap (:mod:`magdash.variability.stimulus_bootstrap`): the mean core alpha's
+interval and p, E4's difference and ratio with theirs, a comparison's mean delta with its own; whether
+H4's Spearman and the Wilcoxon tests can reach their level with the layers they have."""
 
 FIT_COLUMNS = [f.name for f in dataclasses.fields(ScalingFit)]
 TOKEN_COLUMNS = ["magnitude", "n_tokens", "kept_id", "kept_text", "n_chars", "n_digits", "uniform"]
@@ -381,8 +386,10 @@ class AnalysisResult:
 
         Per layer and measure every :class:`~magdash.variability.fits.ScalingFit` field; per measure the
         H1–H4 verdicts (``H1``..``H4``) with every statistic of
-        :class:`~magdash.variability.hypotheses.HypothesisResult`, E3, and the noise-model rows of each
-        layer; E4, the consistency checks, the warnings and the parameters once.
+        :class:`~magdash.variability.hypotheses.HypothesisResult` (``mean_alpha_ci``, the stimulus
+        bootstrap's interval of the mean core alpha, a two-element list), ``h4_note`` (why H4's test cannot
+        reach .05 with its layers; "" when it can), E3, and the noise-model rows of each layer; E4 (with
+        ``wilcoxon_note`` likewise), the consistency checks, the warnings and the parameters once.
         """
         layers = []
         for layer, label in enumerate(self.layer_labels):
@@ -394,7 +401,8 @@ class AnalysisResult:
         for measure in self.params.measures:
             result = self.hypotheses[measure]
             statistics = {k: v for k, v in dataclasses.asdict(result).items() if k.upper() not in HYPOTHESES}
-            hypotheses[measure] = {**result.verdicts(), **statistics}
+            hypotheses[measure] = {**result.verdicts(), **statistics,
+                                   "h4_note": unreachable_note("spearman", len(result.h4_layers), unit="layers")}
         noise = {
             measure: rows.drop(columns="measure").to_dict(orient="records")
             for measure, rows in self.noise_models.groupby("measure", sort=False)
@@ -408,7 +416,8 @@ class AnalysisResult:
             "layers": layers,
             "hypotheses": hypotheses,
             "e3": {measure: dataclasses.asdict(item) for measure, item in self.e3.items()},
-            "e4": dataclasses.asdict(self.e4),
+            "e4": {**dataclasses.asdict(self.e4),
+                   "wilcoxon_note": unreachable_note("wilcoxon", self.e4.n_pairs, unit="layer pairs")},
             "noise_models": noise,
             "checks": dataclasses.asdict(self.checks),
             "warnings": self.warnings(),
@@ -522,10 +531,7 @@ class AnalysisResult:
         params["exclude_carriers"] = tuple(params.get("exclude_carriers", ()))
         if params["core_layers"] is not None:
             params["core_layers"] = tuple(params["core_layers"])
-        hypotheses = {}
-        for measure, item in document["hypotheses"].items():
-            item["window"] = tuple(item["window"])
-            hypotheses[measure] = HypothesisResult(**item)
+        hypotheses = {measure: _hypotheses_from_plain(item) for measure, item in document["hypotheses"].items()}
         return cls(
             model=document["model"],
             stimuli=document["stimuli"],
@@ -538,7 +544,7 @@ class AnalysisResult:
             fits=frame_from_plain(document["fits"]),
             hypotheses=hypotheses,
             e3={k: BoundarySensitivity(**v) for k, v in document["e3"].items()},
-            e4=AxisSpecificity(**document["e4"]),
+            e4=_axis_specificity_from_plain(document["e4"]),
             noise_models=frame_from_plain(document["noise_models"]),
             geometry=frame_from_plain(document["geometry"]),
             cv_trend=frame_from_plain(document["cv_trend"]),
@@ -561,6 +567,33 @@ class AnalysisResult:
         )
 
 
+def _interval_from_plain(item: dict[str, Any], name: str) -> None:
+    """A payload's interval as a tuple; (NaN, NaN) in payloads cached before version 10 had none."""
+    item[name] = tuple(item.get(name, (math.nan, math.nan)))
+
+
+def _hypotheses_from_plain(item: dict[str, Any]) -> HypothesisResult:
+    """H1-H4 from a payload; a payload cached before version 10 (decoded for its metric rows) has
+    no stimulus bootstrap, and its reachability follows from its layers."""
+    item["window"] = tuple(item["window"])
+    _interval_from_plain(item, "mean_alpha_ci")
+    item.setdefault("mean_alpha_p", math.nan)
+    item.setdefault("n_resamples", 0)
+    item.setdefault("h4_reachable", can_reach("spearman", len(item["h4_layers"])))
+    return HypothesisResult(**item)
+
+
+def _axis_specificity_from_plain(item: dict[str, Any]) -> AxisSpecificity:
+    """E4 from a payload (one cached before version 10 without its intervals)."""
+    for name in ("ratio_ci", "difference_ci"):
+        _interval_from_plain(item, name)
+    item.setdefault("mean_difference", item["mean_alpha_on"] - item["mean_alpha_off"])
+    item.setdefault("difference_p", math.nan)
+    item.setdefault("n_resamples", 0)
+    item.setdefault("wilcoxon_reachable", can_reach("wilcoxon", item["n_pairs"]))
+    return AxisSpecificity(**item)
+
+
 # -- per-layer measurement ---------------------------------------------------------------
 
 
@@ -580,7 +613,7 @@ class LayerMeasurement:
 
 
 def measure_layer(
-    vectors: np.ndarray,
+    layer: LayerVectors,
     magnitudes: np.ndarray,
     measures: Sequence[str],
     models: ModelRdms | None = None,
@@ -588,12 +621,91 @@ def measure_layer(
     """Compute ``measures`` plus the E4 variances, CV and geometry for one layer's vectors.
 
     All measures come from one pass over the layer (:class:`~magdash.variability.measures.LayerVectors`);
-    the magnitude axis is computed once and shared by V_proj, E4 and the PC1 geometry.
+    the magnitude axis is computed once and shared by V_proj, E4, the PC1 geometry and the layer's
+    carrier moments (the stimulus bootstrap's).
     ``models`` may pass the magnitudes' precomputed :class:`~magdash.variability.geometry.ModelRdms`.
     """
-    layer = LayerVectors(vectors)
     values = layer.compute(list(dict.fromkeys([*measures, "on_axis", "off_axis", "cv"])))
     return LayerMeasurement(values, layer_geometry(layer.centroids, magnitudes, layer.axis, models))
+
+
+E4_MEASURES = ("on_axis", "off_axis")
+"""The variances E4 fits (no outlier rule), resampled with the analysed measures."""
+
+
+def _without_massive(vectors: np.ndarray, params: AnalysisParams) -> tuple[np.ndarray, list[int]]:
+    """The vectors without their massive dimensions when ``params.massive`` is "drop" (and which)."""
+    if params.massive != "drop":
+        return vectors, []
+    flat = vectors.reshape(-1, vectors.shape[-1])
+    dropped = find_massive(DimensionStats.of(flat).abs_mean, params.massive_ratio)
+    return np.delete(vectors, dropped, axis=-1), dropped.tolist()
+
+
+def _core_band(params: AnalysisParams, n_blocks: int) -> set[int]:
+    """The core layers before the layers are counted (a band outside them fails later, in core_for)."""
+    return set(params.core_layers) if params.core_layers is not None else set(default_core_layers(n_blocks))
+
+
+def resamples_wanted(params: AnalysisParams) -> bool:
+    """Whether ``params`` ask for the stimulus bootstrap: resamples, and bootstrap layers other than "none".
+
+    Args:
+        params: the analysis parameters.
+    """
+    return params.n_boot > 0 and params.bootstrap_layers != "none"
+
+
+def stimulus_resamples(
+    layers: Iterable[tuple[int, np.ndarray]],
+    magnitudes: np.ndarray,
+    params: AnalysisParams,
+    *,
+    outlier_rule: frozenset[str] = OUTLIER_RULE_MEASURES,
+) -> dict[str, dict[int, np.ndarray]]:
+    """Each measure's alpha in every stimulus resample, per layer, as :func:`run_analysis` computes
+    them for its core band: measure -> layer -> (B,) (:mod:`magdash.variability.stimulus_bootstrap`).
+
+    The vectors are prepared as the analysis prepares them (``params.exclude_carriers`` left out, a
+    layer with Inf/NaN vectors skipped, the massive dimensions dropped when asked), and the draws
+    are those of the analysis (``params.n_boot``, ``params.seed``), so two models resampled with the
+    same parameters on the same stimuli share every draw: the pairing of a comparison.
+
+    Args:
+        layers: (layer index, vectors (n_magnitudes, n_carriers, d)) for each layer wanted.
+        magnitudes: the magnitudes.
+        params: the analysis parameters (measures, resamples, seed, carriers left out, massive dimensions).
+        outlier_rule: the measures whose fits apply the 3x-median outlier rule.
+    """
+    magnitudes = np.asarray(magnitudes, dtype=np.float64)
+    found: dict[str, dict[int, np.ndarray]] = {m: {} for m in dict.fromkeys([*params.measures, *E4_MEASURES])}
+    draws: StimulusDraws | None = None
+    for index, vectors in layers:
+        kept = _kept_carriers(vectors.shape[1], params.exclude_carriers)
+        vectors = vectors[:, kept] if len(kept) != vectors.shape[1] else vectors
+        if count_nonfinite(vectors):
+            continue
+        vectors, _ = _without_massive(vectors, params)
+        draws = draws or draw_stimuli(magnitudes.size, len(kept), params.n_boot, params.seed)
+        alphas = layer_resamples(magnitudes, LayerVectors(vectors).moments(), list(found), draws,
+                                 outlier_rule=outlier_rule, outlier_factor=params.outlier_factor)
+        for measure, values in alphas.items():
+            found[measure][int(index)] = values
+    return found
+
+
+def core_resamples(resamples: dict[int, np.ndarray], layers: Sequence[int], n_boot: int) -> np.ndarray | None:
+    """(B, K) resampled alphas of ``layers`` in their order; a layer without resamples (Inf/NaN vectors)
+    is NaN throughout. None when nothing was resampled.
+
+    Args:
+        resamples: layer -> (B,) alphas (:func:`stimulus_resamples`).
+        layers: the layers wanted, in order.
+        n_boot: B.
+    """
+    if not resamples:
+        return None
+    return np.stack([resamples.get(layer, np.full(n_boot, math.nan)) for layer in layers], axis=1)
 
 
 def run_analysis(
@@ -641,6 +753,10 @@ def run_analysis(
     massive: dict[int, list[int]] = {}
     flagged: list[OutlierVector] = []
     loo: dict[str, list[np.ndarray]] = {measure: [] for measure in params.measures}
+    resampled_measures = list(dict.fromkeys([*params.measures, *E4_MEASURES]))
+    resampled: dict[str, dict[int, np.ndarray]] = {measure: {} for measure in resampled_measures}
+    core_band = _core_band(params, n_blocks) if resamples_wanted(params) else set()
+    draws: StimulusDraws | None = None
     kept_carriers, total_carriers = None, 0
     # Counted by hand: enumerate() would keep the previous layer alive while the next is read.
     index = -1
@@ -669,11 +785,16 @@ def run_analysis(
             for row, measure in enumerate(params.measures):
                 loo[measure].append(alphas[row])
             if params.massive == "drop":
-                flat = vectors.reshape(-1, vectors.shape[-1])
-                dropped = find_massive(DimensionStats.of(flat).abs_mean, params.massive_ratio)
-                massive[index] = dropped.tolist()
-                vectors = np.delete(vectors, dropped, axis=-1)
-            measured.append(measure_layer(vectors, magnitudes, params.measures, models))
+                vectors, massive[index] = _without_massive(vectors, params)
+            layer = LayerVectors(vectors)
+            measured.append(measure_layer(layer, magnitudes, params.measures, models))
+            if index in core_band:
+                draws = draws or draw_stimuli(magnitudes.size, vectors.shape[1], params.n_boot, params.seed)
+                alphas = layer_resamples(magnitudes, layer.moments(), resampled_measures, draws,
+                                         outlier_rule=OUTLIER_RULE_MEASURES, outlier_factor=params.outlier_factor)
+                for measure, values in alphas.items():
+                    resampled[measure][index] = values
+            del layer
         labels.append(label)
         del vectors
         if progress is not None:
@@ -698,6 +819,8 @@ def run_analysis(
         params=params,
         values=values,
         geometry=geometry,
+        resampled={measure: core_resamples(layers_found, core, params.n_boot)
+                   for measure, layers_found in resampled.items()},
     )
     result.nonfinite_layers = nonfinite
     result.massive_dims = massive
@@ -784,6 +907,7 @@ def _fit_everything(
     params: AnalysisParams,
     values: dict[str, np.ndarray],
     geometry: pd.DataFrame,
+    resampled: dict[str, np.ndarray | None],
 ) -> AnalysisResult:
     n_layers = len(labels)
     rules = params.rules
@@ -832,6 +956,8 @@ def _fit_everything(
             window=params.window,
             h4_all_layers=rules.h4_all_layers,
             h4_exact_p=rules.h4_exact_p,
+            resampled=resampled.get(measure),
+            ci=params.ci,
         )
         e3[measure] = boundary_sensitivity(
             magnitudes,
@@ -841,7 +967,8 @@ def _fit_everything(
             boundary=params.boundary,
             refit_drop_outliers=drop and rules.e3_outlier_rule,
         )
-    e4 = axis_specificity(magnitudes, values["on_axis"], values["off_axis"], core)
+    e4 = axis_specificity(magnitudes, values["on_axis"], values["off_axis"], core,
+                          resampled_on=resampled.get("on_axis"), resampled_off=resampled.get("off_axis"), ci=params.ci)
     fits = pd.DataFrame(fit_rows)
     eucl = fits[fits["measure"] == "eucl"].sort_values("layer")
     checks = consistency_checks(

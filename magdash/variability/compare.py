@@ -15,17 +15,24 @@ outlier rule, V > 0, >= 5 points; :mod:`magdash.variability.fits`). Its bootstra
 magnitudes jointly: resample r draws one multiset of magnitudes, both models are refitted on
 it (each keeping only its own usable points) and the percentile interval is taken over
 alpha*_A - alpha*_B. Joint resampling keeps the pairing of the two models' V(n), so shared
-stimulus effects cancel in the difference. Over the core layers, a Wilcoxon signed-rank test
-of the paired alphas (the paper's E6 statistic).
+stimulus effects cancel in the difference.
+
+Over the core layers, what leads is the mean difference with the interval and p of the stimulus
+bootstrap (:mod:`magdash.variability.stimulus_bootstrap`): each resample draws carriers and
+magnitudes once, for every layer of both models, so the interval of the mean over layers carries
+their correlation; layers are not replications, the stimuli are. Beside it, the paper's E6
+statistic, a Wilcoxon signed-rank test of the paired alphas over the core layers, a nominal test
+over layers that share the stimuli (and unable to reach 0.05 with fewer than 6 pairs:
+``wilcoxon_reachable``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,6 +41,8 @@ from magdash.errors import AnalysisError
 from magdash.formatting import layer_span
 from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
 from magdash.params import DEFAULT_N_BOOT, ProgressCallback
+from magdash.significance import can_reach, unreachable_note
+from magdash.variability.analysis import AnalysisResult, core_resamples, resamples_wanted, stimulus_resamples
 from magdash.variability.analysis_params import (
     BOOTSTRAP_LAYER_CHOICES,
     OUTLIER_FACTOR,
@@ -45,9 +54,7 @@ from magdash.variability.fits import fit_scaling, percentile_interval, resample_
 from magdash.variability.html_summary import html_summary
 from magdash.variability.hypotheses import paired_wilcoxon
 from magdash.variability.measures import OUTLIER_RULE_MEASURES, measure_title
-
-if TYPE_CHECKING:
-    from magdash.variability.analysis import AnalysisResult
+from magdash.variability.stimulus_bootstrap import mean_over_layers, summarise
 
 
 def align_by_depth(n_blocks_a: int, n_blocks_b: int) -> pd.DataFrame:
@@ -123,7 +130,23 @@ class ModelComparison:
 
     ``layers`` has one row per layer of A: layer_a, layer_b, gamma_a, gamma_b, core (in A's
     core band), alpha_a, alpha_b, delta, ci_low, ci_high. ``core_layers`` are A's indices; the
-    means and the Wilcoxon test run over them.
+    means, the stimulus bootstrap and the Wilcoxon test run over them.
+
+    Attributes:
+        measure: the measure compared.
+        layers: the layerwise table (above).
+        core_layers: model A's core layers.
+        mean_alpha_a: A's mean core alpha.
+        mean_alpha_b: B's mean alpha at the paired layers.
+        mean_delta: the mean of delta over the core layers where both have a fit.
+        mean_delta_ci: its stimulus-bootstrap interval (low, high): the estimate that leads; NaN without one.
+        mean_delta_p: the two-sided stimulus-bootstrap p of a mean delta of 0.
+        n_resamples: the stimulus resamples the interval rests on.
+        wilcoxon_statistic: the Wilcoxon signed-rank statistic of the paired core alphas (the paper's E6 test,
+            over layers that share the stimuli).
+        wilcoxon_p: its p.
+        n_pairs: the layers paired.
+        wilcoxon_reachable: whether that many pairs can give p below 0.05 at all.
     """
 
     measure: str
@@ -132,19 +155,30 @@ class ModelComparison:
     mean_alpha_a: float
     mean_alpha_b: float
     mean_delta: float
+    mean_delta_ci: tuple[float, float]
+    mean_delta_p: float
+    n_resamples: int
     wilcoxon_statistic: float
     wilcoxon_p: float
     n_pairs: int
+    wilcoxon_reachable: bool
 
-    def summary(self) -> dict[str, float | int]:
-        """The core-layer summary: mean alphas, mean delta and the Wilcoxon test."""
+    def summary(self) -> dict[str, Any]:
+        """The core-layer summary: mean alphas, the mean delta with its stimulus-bootstrap interval
+        and p, and the Wilcoxon test."""
+        low, high = self.mean_delta_ci
         return {
             "mean_alpha_a": self.mean_alpha_a,
             "mean_alpha_b": self.mean_alpha_b,
             "mean_delta": self.mean_delta,
+            "mean_delta_ci_low": low,
+            "mean_delta_ci_high": high,
+            "mean_delta_p": self.mean_delta_p,
+            "n_resamples": self.n_resamples,
             "wilcoxon_statistic": self.wilcoxon_statistic,
             "wilcoxon_p": self.wilcoxon_p,
             "n_pairs": self.n_pairs,
+            "wilcoxon_reachable": self.wilcoxon_reachable,
         }
 
 
@@ -164,12 +198,18 @@ def compare_models(
     bootstrap_layers: str = "core",
     outlier_factor: float = OUTLIER_FACTOR,
     stream: str = "generator",
+    resampled_a: np.ndarray | None = None,
+    resampled_b: np.ndarray | None = None,
 ) -> ModelComparison:
     """Compare two models' per-layer V arrays (shape (n_layers, n_magnitudes)) for one measure.
 
     ``core_layers`` are model A's indices (default its core band). ``bootstrap_layers``
     chooses where the joint-resampling CI is computed: "core" (default), "all" or "none";
     ``stream`` which random indices it draws (:mod:`magdash.variability.fits`).
+    ``resampled_a`` and ``resampled_b`` (B, K) hold, for each of A's K core layers in order, A's alpha
+    and B's alpha at the paired layer in each stimulus resample, the same draws for both
+    (:mod:`magdash.variability.stimulus_bootstrap`): the mean delta's interval at level ``ci`` and
+    its p. None: no interval (NaN).
     """
     values_a = np.asarray(values_a, dtype=np.float64)
     values_b = np.asarray(values_b, dtype=np.float64)
@@ -212,16 +252,29 @@ def compare_models(
     table[columns] = pd.DataFrame(results, columns=columns, index=table.index)
     core_rows = table.set_index("layer_a").loc[core]
     statistic, p_value, n_pairs = paired_wilcoxon(core_rows["alpha_a"], core_rows["alpha_b"])
+    mean_delta = _nanmean(core_rows["delta"])
+    differences = None
+    if resampled_a is not None and resampled_b is not None:
+        if np.shape(resampled_a) != np.shape(resampled_b) or np.shape(resampled_a)[1] != len(core):
+            raise AnalysisError(
+                f"resampled alphas of shapes {np.shape(resampled_a)} and {np.shape(resampled_b)} for {len(core)} core layers")
+        paired = np.isfinite(core_rows["delta"].to_numpy(dtype=np.float64))
+        differences = mean_over_layers(np.asarray(resampled_a) - np.asarray(resampled_b), paired)
+    lead = summarise(differences, mean_delta, ci)
     return ModelComparison(
         measure=measure,
         layers=table,
         core_layers=core,
         mean_alpha_a=_nanmean(core_rows["alpha_a"]),
         mean_alpha_b=_nanmean(core_rows["alpha_b"]),
-        mean_delta=_nanmean(core_rows["delta"]),
+        mean_delta=mean_delta,
+        mean_delta_ci=lead.ci,
+        mean_delta_p=lead.p,
+        n_resamples=lead.n_resamples,
         wilcoxon_statistic=statistic,
         wilcoxon_p=p_value,
         n_pairs=n_pairs,
+        wilcoxon_reachable=can_reach("wilcoxon", n_pairs),
     )
 
 
@@ -267,7 +320,8 @@ class ComparisonResult:
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["measure"])
 
     def summary_table(self) -> pd.DataFrame:
-        """One row per measure: the core-layer means of both alphas, of delta, and the Wilcoxon test."""
+        """One row per measure: the core-layer means of both alphas, of delta with its stimulus-bootstrap
+        interval and p, and the Wilcoxon test over the layers."""
         return pd.DataFrame([{"measure": measure_title(name), **item.summary()} for name, item in self.measures.items()])
 
     def _repr_html_(self) -> str:
@@ -277,12 +331,16 @@ class ComparisonResult:
         notes = ["every layer: .table; per measure: .measures[name].layers; charts: magdash.charts.comparison"]
         summary = self.summary_table().rename(columns={
             "mean_alpha_a": f"mean alpha {self.model_a}", "mean_alpha_b": f"mean alpha {self.model_b}",
-            "mean_delta": "mean delta alpha (A − B)", "wilcoxon_statistic": "Wilcoxon W", "wilcoxon_p": "Wilcoxon p",
-            "n_pairs": "layer pairs"})
+            "mean_delta": "mean delta alpha (A − B)", "mean_delta_ci_low": "stimulus CI low",
+            "mean_delta_ci_high": "stimulus CI high", "mean_delta_p": "stimulus bootstrap p",
+            "n_resamples": "resamples", "wilcoxon_statistic": "Wilcoxon W (layers)", "wilcoxon_p": "Wilcoxon p (layers)",
+            "n_pairs": "layer pairs", "wilcoxon_reachable": "Wilcoxon can reach .05"})
         return html_summary(f"{self.model_a} minus {self.model_b}", facts, [("Over the core layers", summary)], notes)
 
     def to_json(self) -> dict[str, Any]:
-        """The CLI's ``compare --json`` shape: per measure, its summary and its layers as records."""
+        """The CLI's ``compare --json`` shape: per measure, its summary (with ``mean_delta_ci`` as a
+        two-element list and ``wilcoxon_note``, why the Wilcoxon test cannot reach .05 with its pairs, ""
+        when it can) and its layers as records."""
         return {
             "model_a": self.model_a,
             "model_b": self.model_b,
@@ -291,7 +349,9 @@ class ComparisonResult:
             "conventions": self.conventions,
             "core_layers": list(self.core_layers),
             "measures": {
-                name: {**item.summary(), "layers": item.layers.to_dict(orient="records")}
+                name: {**item.summary(), "mean_delta_ci": list(item.mean_delta_ci),
+                       "wilcoxon_note": unreachable_note("wilcoxon", item.n_pairs, unit="layer pairs"),
+                       "layers": item.layers.to_dict(orient="records")}
                 for name, item in self.measures.items()
             },
         }
@@ -331,6 +391,11 @@ class ComparisonResult:
         measures = {}
         for name, item in document["measures"].items():
             item["layers"] = frame_from_plain(item["layers"])
+            # A payload cached before analysis version 10 (decoded for its metric rows) has no stimulus bootstrap.
+            item["mean_delta_ci"] = tuple(item.get("mean_delta_ci", (math.nan, math.nan)))
+            item.setdefault("mean_delta_p", math.nan)
+            item.setdefault("n_resamples", 0)
+            item.setdefault("wilcoxon_reachable", can_reach("wilcoxon", item["n_pairs"]))
             measures[name] = ModelComparison(**item)
         return cls(
             model_a=document["model_a"],
@@ -355,11 +420,30 @@ def comparison_params(params: AnalysisParams, n_blocks_a: int, n_blocks_b: int) 
     return params if n_blocks_b == n_blocks_a else dataclasses.replace(params, core_layers=None)
 
 
+LayerReader = Callable[[int], np.ndarray]
+"""A model's vectors of one layer, (n_magnitudes, n_carriers, d) as stored, by layer index."""
+
+
+def paired_layers(result_a: AnalysisResult, result_b: AnalysisResult) -> tuple[list[int], list[int]]:
+    """(model A's core layers, model B's layer paired with each by depth): the layers a
+    comparison's stimulus bootstrap reads.
+
+    Args:
+        result_a: model A's analysis.
+        result_b: model B's analysis.
+    """
+    table = align_by_depth(result_a.n_blocks, result_b.n_blocks).set_index("layer_a")
+    core = list(result_a.core_layers)
+    return core, [int(table.loc[layer, "layer_b"]) for layer in core]
+
+
 def compare_analyses(
     result_a: AnalysisResult,
     result_b: AnalysisResult,
     params: AnalysisParams,
     *,
+    read_a: LayerReader | None = None,
+    read_b: LayerReader | None = None,
     progress: ProgressCallback | None = None,
     stimuli_b: str | None = None,
 ) -> ComparisonResult:
@@ -371,6 +455,10 @@ def compare_analyses(
         result_b: model B's analysis, on the same magnitudes, with
             :func:`comparison_params`.
         params: the analysis parameters (measures, bootstrap, outlier rule, conventions).
+        read_a: model A's vectors by layer: with ``read_b``, the stimulus bootstrap of the mean difference
+            over the core layers (each of A's core layers and B's paired layers read once, one at a time;
+            :mod:`magdash.variability.stimulus_bootstrap`). None: no interval (NaN).
+        read_b: model B's vectors by layer.
         progress: called as ``progress(done, total)`` after each measure (its joint bootstrap
             takes seconds).
         stimuli_b: model B's stimulus set when it is not model A's (a number-format variant); None: the same.
@@ -380,6 +468,16 @@ def compare_analyses(
             f"{result_a.stimuli!r} and {stimuli_b!r} hold different magnitudes: a comparison pairs the same magnitudes"
             if stimuli_b else "the two models were measured on different magnitudes"
         )
+    resampled_a: dict[str, dict[int, np.ndarray]] = {}
+    resampled_b: dict[str, dict[int, np.ndarray]] = {}
+    layers_a, layers_b = paired_layers(result_a, result_b)
+    if read_a is not None and read_b is not None and resamples_wanted(params):
+        # The comparison's own point rules: the paper's conventions fit E6 without the outlier rule.
+        rule = OUTLIER_RULE_MEASURES if params.rules.e6_outlier_rule else frozenset()
+        resampled_a = stimulus_resamples(((layer, read_a(layer)) for layer in layers_a), result_a.magnitudes,
+                                         params, outlier_rule=rule)
+        resampled_b = stimulus_resamples(((layer, read_b(layer)) for layer in dict.fromkeys(layers_b)),
+                                         result_b.magnitudes, params, outlier_rule=rule)
     measures = {}
     for measure in params.measures:
         measures[measure] = compare_models(
@@ -397,6 +495,8 @@ def compare_analyses(
             bootstrap_layers=params.bootstrap_layers,
             outlier_factor=params.outlier_factor,
             stream=params.rules.bootstrap_stream,
+            resampled_a=core_resamples(resampled_a.get(measure, {}), layers_a, params.n_boot),
+            resampled_b=core_resamples(resampled_b.get(measure, {}), layers_b, params.n_boot),
         )
         if progress is not None:
             progress(len(measures), len(params.measures))

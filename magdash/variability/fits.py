@@ -262,6 +262,29 @@ def weighted_slopes(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.nda
     return slopes
 
 
+def weighted_row_slopes(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """OLS slope of row r of ``y`` (b, n) on x with row r of ``weights`` (b, n); NaN if degenerate.
+
+    :func:`weighted_slopes` with a y of its own in every row (a resample that also redrew what y
+    is computed from). Entries of y under a zero weight are ignored, whatever they hold.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    weights = np.asarray(weights, dtype=np.float64)
+    y = np.where(weights > 0, np.asarray(y, dtype=np.float64), 0.0)
+    xc = x - x.mean()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        total = weights.sum(axis=1)
+        row_mean = np.einsum("bn,bn->b", weights, y) / total
+        yc = y - row_mean[:, np.newaxis]
+        sum_x = np.einsum("bn,n->b", weights, xc)
+        sum_xx = np.einsum("bn,n->b", weights, xc * xc)
+        sum_xy = np.einsum("bn,bn->b", weights * xc, yc)
+        sum_y = np.einsum("bn,bn->b", weights, yc)
+        slopes = (sum_xy - sum_x * sum_y / total) / (sum_xx - sum_x * sum_x / total)
+    slopes[_distinct_drawn(x, weights) < 2] = np.nan
+    return slopes
+
+
 def weighted_slopes_and_se(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """OLS slope and its standard error for each row of counts ``weights`` (b, n).
 

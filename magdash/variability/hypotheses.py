@@ -17,9 +17,18 @@ For one model and one measure, with alpha_l the scaling exponent of core layer l
 fit (too few points, V = 0) counts as not supporting any hypothesis, so missing data can never
 create support; the tests use the layers that have a fit.
 
-Across models, a programme verdict supports a hypothesis when a majority of models do (the
-paper's "at least 2 of 3"). E3 refits without boundary magnitudes; E4 compares the scaling
-of on-axis and off-axis variance.
+The core layers share their stimuli, so they are not replications: the tests over them (H1's
+and H2's t-tests, H4's Spearman, E4's Wilcoxon) are the paper's, kept under its conventions,
+and their real size exceeds their nominal level. What leads is the mean core alpha with the
+interval of the stimulus bootstrap (:mod:`magdash.variability.stimulus_bootstrap`): its resamples
+of the core alphas (B, K) give ``mean_alpha_ci`` and ``mean_alpha_p`` here, and E4's difference
+and ratio of the mean on- and off-axis alphas their intervals. A test whose points cannot reach
+its level says so (``h4_reachable``, ``wilcoxon_reachable``; :mod:`magdash.significance`).
+
+Across models, a programme verdict supports a hypothesis when a majority of the *trained*
+models do (the paper's "at least 2 of 3"); an ``@random`` control is a reference for its model,
+shown beside it and never counted (:func:`programme_verdict`). E3 refits without boundary
+magnitudes; E4 compares the scaling of on-axis and off-axis variance.
 """
 
 from __future__ import annotations
@@ -32,8 +41,11 @@ import numpy as np
 import pandas as pd
 
 from magdash.errors import AnalysisError
+from magdash.names import is_control_name
+from magdash.significance import SIGNIFICANCE_LEVEL, can_reach
 from magdash.variability.analysis_params import DEFAULT_BOUNDARY, DEFAULT_WINDOW
 from magdash.variability.fits import fit_scaling
+from magdash.variability.stimulus_bootstrap import mean_over_layers, summarise
 
 HYPOTHESES = ("H1", "H2", "H3", "H4")
 
@@ -58,10 +70,14 @@ class HypothesisResult:
         core_layers: the core layers tested.
         n_valid: how many of them have a fit.
         mean_alpha: the mean alpha over the fitted core layers.
+        mean_alpha_ci: its stimulus-bootstrap interval (low, high): the estimate that leads
+            (:mod:`magdash.variability.stimulus_bootstrap`); NaN without a bootstrap.
+        mean_alpha_p: the two-sided stimulus-bootstrap p of a mean core alpha of 0.
+        n_resamples: the stimulus resamples the interval rests on.
         median_alpha: the median alpha over them.
         positive_layers: core layers with alpha > 0.
         h1: H1 (alpha > 0) is supported: at more than half the core layers.
-        h1_t: the one-sample t of the core alphas against 0.
+        h1_t: the one-sample t of the core alphas against 0 (the layers share the stimuli: a nominal test).
         h1_p: its p-value.
         window: the Weber window of H2.
         in_window_layers: core layers whose alpha lies in the window.
@@ -74,11 +90,15 @@ class HypothesisResult:
         h4_rho: the Spearman rho of alpha with the layer index.
         h4_p: its p-value (exact for a few layers).
         h4_layers: the layers H4 is computed over (the conventions decide).
+        h4_reachable: whether a Spearman test over that many layers can give p below the level at all.
     """
 
     core_layers: list[int]
     n_valid: int
     mean_alpha: float
+    mean_alpha_ci: tuple[float, float]
+    mean_alpha_p: float
+    n_resamples: int
     median_alpha: float
     positive_layers: int
     h1: bool
@@ -95,6 +115,7 @@ class HypothesisResult:
     h4_rho: float
     h4_p: float
     h4_layers: list[int]
+    h4_reachable: bool
 
     def verdicts(self) -> dict[str, bool]:
         """H1-H4 -> supported or not."""
@@ -160,13 +181,18 @@ def evaluate_hypotheses(
     core_layers: Sequence[int],
     *,
     window: tuple[float, float] = DEFAULT_WINDOW,
-    significance: float = 0.05,
+    significance: float = SIGNIFICANCE_LEVEL,
     h4_all_layers: bool = False,
     h4_exact_p: bool = True,
+    resampled: np.ndarray | None = None,
+    ci: float = 0.95,
 ) -> HypothesisResult:
     """H1–H4 from ``alphas`` indexed by layer (NaN = no fit) over ``core_layers``.
 
     ``h4_all_layers`` and ``h4_exact_p`` choose the H4 convention (module docstring).
+    ``resampled`` (B, K) holds the core layers' alphas in each stimulus resample, in the order of
+    ``core_layers`` (:func:`magdash.variability.stimulus_bootstrap.resampled_alphas`); from them the
+    mean core alpha's interval at level ``ci`` and its p. None: no interval (NaN).
     """
     from scipy import stats
 
@@ -178,6 +204,10 @@ def evaluate_hypotheses(
     core_values = alphas[core]
     valid = np.isfinite(core_values)
     fitted = core_values[valid]
+    mean_alpha = float(fitted.mean()) if fitted.size else math.nan
+    if resampled is not None and np.shape(resampled)[1] != len(core):
+        raise AnalysisError(f"resampled alphas of {np.shape(resampled)[1]} layers for {len(core)} core layers")
+    lead = summarise(None if resampled is None else mean_over_layers(resampled, valid), mean_alpha, ci)
     majority = len(core) / 2.0
     positive = int(np.count_nonzero(fitted > 0))
     in_window = int(np.count_nonzero((fitted >= low) & (fitted <= high)))
@@ -200,7 +230,10 @@ def evaluate_hypotheses(
     return HypothesisResult(
         core_layers=core,
         n_valid=int(fitted.size),
-        mean_alpha=float(fitted.mean()) if fitted.size else math.nan,
+        mean_alpha=mean_alpha,
+        mean_alpha_ci=lead.ci,
+        mean_alpha_p=lead.p,
+        n_resamples=lead.n_resamples,
         median_alpha=float(np.median(fitted)) if fitted.size else math.nan,
         positive_layers=positive,
         h1=positive > majority,
@@ -217,26 +250,32 @@ def evaluate_hypotheses(
         h4_rho=rho,
         h4_p=rho_p,
         h4_layers=h4_layers,
+        h4_reachable=can_reach("spearman", len(h4_layers), significance),
     )
 
 
 def programme_verdict(results: Mapping[str, HypothesisResult]) -> pd.DataFrame:
-    """Across models: per hypothesis, how many models support it and whether a majority does.
+    """Across trained models: per hypothesis, how many support it and whether a majority does.
 
-    ``results`` maps model name to its :class:`HypothesisResult` for one measure. Columns:
-    hypothesis, supporting_models, n_models, supported, models (names that support it).
+    ``results`` maps model name to its :class:`HypothesisResult` for one measure. ``@random``
+    controls (:func:`magdash.names.is_control_name`) are references for their models, never voters:
+    they are left out of the count. Columns: hypothesis, supporting_models, n_models (the trained
+    models counted), supported, models (names that support it).
     """
-    if not results:
-        raise AnalysisError("a programme verdict needs at least one analysed model")
+    trained = {name: result for name, result in results.items() if not is_control_name(name)}
+    if not trained:
+        raise AnalysisError(
+            "a programme verdict needs at least one analysed trained model; @random controls are references, "
+            "not voters" if results else "a programme verdict needs at least one analysed model")
     rows = []
     for hypothesis in HYPOTHESES:
-        supporters = [name for name, result in results.items() if result.verdicts()[hypothesis]]
+        supporters = [name for name, result in trained.items() if result.verdicts()[hypothesis]]
         rows.append(
             {
                 "hypothesis": hypothesis,
                 "supporting_models": len(supporters),
-                "n_models": len(results),
-                "supported": len(supporters) > len(results) / 2.0,
+                "n_models": len(trained),
+                "supported": len(supporters) > len(trained) / 2.0,
                 "models": ", ".join(supporters),
             }
         )
@@ -314,7 +353,26 @@ def _nanmean(values: Sequence[float]) -> float:
 
 @dataclass(frozen=True)
 class AxisSpecificity:
-    """E4: scaling of the variance on the magnitude axis (PC1) versus off it."""
+    """E4: scaling of the variance on the magnitude axis (PC1) versus off it.
+
+    Attributes:
+        layers: the core layers.
+        alpha_on: alpha of the on-axis variance per core layer.
+        alpha_off: alpha of the off-axis variance per core layer.
+        mean_alpha_on: their means over the layers with a fit.
+        mean_alpha_off: likewise off the axis.
+        ratio: mean on / mean off (the paper's 4.35x).
+        ratio_ci: the ratio's stimulus-bootstrap interval (low, high): the estimate that leads.
+        mean_difference: mean on - mean off.
+        difference_ci: its stimulus-bootstrap interval.
+        difference_p: the two-sided stimulus-bootstrap p of a difference of 0.
+        n_resamples: the stimulus resamples the intervals rest on.
+        wilcoxon_statistic: the Wilcoxon signed-rank statistic of the paired core alphas (the paper's test, over
+            layers that share the stimuli).
+        wilcoxon_p: its p.
+        n_pairs: the layers paired.
+        wilcoxon_reachable: whether that many pairs can give p below the level at all.
+    """
 
     layers: list[int]
     alpha_on: list[float]
@@ -322,9 +380,15 @@ class AxisSpecificity:
     mean_alpha_on: float
     mean_alpha_off: float
     ratio: float
+    ratio_ci: tuple[float, float]
+    mean_difference: float
+    difference_ci: tuple[float, float]
+    difference_p: float
+    n_resamples: int
     wilcoxon_statistic: float
     wilcoxon_p: float
     n_pairs: int
+    wilcoxon_reachable: bool
 
 
 def axis_specificity(
@@ -332,6 +396,10 @@ def axis_specificity(
     on_axis: np.ndarray,
     off_axis: np.ndarray,
     core_layers: Sequence[int],
+    *,
+    resampled_on: np.ndarray | None = None,
+    resampled_off: np.ndarray | None = None,
+    ci: float = 0.95,
 ) -> AxisSpecificity:
     """E4: alpha of on-axis and off-axis variance per core layer, their ratio and a Wilcoxon test.
 
@@ -341,6 +409,9 @@ def axis_specificity(
     twice those of the matching SDs. ``ratio`` = mean alpha_on / mean alpha_off over the core
     layers (the paper's 4.35x). The Wilcoxon signed-rank test pairs the two alphas over core
     layers where both exist (NaN with fewer than 2 pairs or no nonzero difference).
+    ``resampled_on`` and ``resampled_off`` (B, K) hold the core layers' alphas in each stimulus resample
+    (:mod:`magdash.variability.stimulus_bootstrap`), from which the difference and the ratio of the
+    means get their intervals at level ``ci``; None: no intervals.
     """
     on_axis = np.asarray(on_axis, dtype=np.float64)
     off_axis = np.asarray(off_axis, dtype=np.float64)
@@ -356,6 +427,14 @@ def axis_specificity(
     mean_on = _nanmean(alpha_on)
     mean_off = _nanmean(alpha_off)
     ratio = mean_on / mean_off if math.isfinite(mean_off) and mean_off != 0 else math.nan
+    difference = ratio_samples = None
+    if resampled_on is not None and resampled_off is not None:
+        means_on = mean_over_layers(resampled_on, np.isfinite(alpha_on))
+        means_off = mean_over_layers(resampled_off, np.isfinite(alpha_off))
+        difference = means_on - means_off
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio_samples = np.where(means_off != 0, means_on / means_off, np.nan)
+    differences = summarise(difference, mean_on - mean_off, ci)
     statistic, p_value, n_pairs = paired_wilcoxon(alpha_on, alpha_off)
     return AxisSpecificity(
         layers=core,
@@ -364,9 +443,15 @@ def axis_specificity(
         mean_alpha_on=mean_on,
         mean_alpha_off=mean_off,
         ratio=ratio,
+        ratio_ci=summarise(ratio_samples, ratio, ci).ci,
+        mean_difference=mean_on - mean_off,
+        difference_ci=differences.ci,
+        difference_p=differences.p,
+        n_resamples=differences.n_resamples,
         wilcoxon_statistic=statistic,
         wilcoxon_p=p_value,
         n_pairs=n_pairs,
+        wilcoxon_reachable=can_reach("wilcoxon", n_pairs),
     )
 
 

@@ -25,8 +25,26 @@ for. The magnitude axis u comes from the small centroid matrix (see :func:`magni
 never from a d x d covariance.
 
 Adding a measure is one function of a :class:`Block` returning V for the block's magnitudes,
-plus one :class:`Measure` entry in :data:`MEASURES` with its title, unit, outlier rule and roles.
-Each registered measure is also callable on a layer array directly: ``MEASURES["eucl"](x)``.
+its value on carriers drawn with replacement (below), plus one :class:`Measure` entry in
+:data:`MEASURES` with its title, unit, outlier rule and roles. Each registered measure is also
+callable on a layer array directly: ``MEASURES["eucl"](x)``.
+
+Carriers drawn with replacement (the stimulus bootstrap, :mod:`magdash.variability.stimulus_bootstrap`):
+a draw is a vector of counts w over the C carriers (sum W = C), and every measure of the drawn
+carriers — the layer's vectors with carrier c repeated w_c times — follows from a layer's
+:class:`CarrierMoments` alone, without its d-dimensional vectors. With e[n,c] = x[n,c] - m[n],
+the Gram matrix G[n] = (e[n,c] . e[n,c']) and a = w / W, the drawn carriers' centroid is
+m[n] + sum_c a_c e[n,c], so each drawn carrier's squared distance to it is
+
+    q[n,c] = G[n]_cc - 2 (G[n] a)_c + a' G[n] a,
+
+and V_eucl = sum_c a_c sqrt(q), V_trace = sum_c w_c q / (W - 1), V_pairwise =
+sum_{c,c'} w_c w_c' D[n]_cc' / (W (W - 1)) with D the distances between carriers (a carrier drawn
+twice is at distance 0 from itself, as the repeated vectors are), V_residual the same as V_eucl on
+the Gram matrix of the vectors without their sentence offsets, and the projection measures the
+weighted SD and variance (ddof 1) of p[n,c] = e[n,c] . u. The magnitude axis u and the sentence
+offsets s[c] are the layer's own, from every stimulus, in every draw: the interval is conditional
+on them. With w = 1 every formula gives the measure itself (``tests/variability/test_measures.py``).
 """
 
 from __future__ import annotations
@@ -171,6 +189,21 @@ class LayerVectors:
             return np.asarray(self._given_axis, dtype=np.float64)
         return magnitude_axis(self.centroids)
 
+    def moments(self) -> CarrierMoments:
+        """The layer's :class:`CarrierMoments`, in one pass over its blocks."""
+        n, c = self.n_magnitudes, self.n_carriers
+        gram, residual_gram = np.empty((n, c, c)), np.empty((n, c, c))
+        projections, centroid_dots, centroid_squares = np.empty((n, c)), np.empty((n, c)), np.empty(n)
+        for rows, block in self.blocks():
+            deviations, residual = block.deviations, block.residual_deviations
+            gram[rows] = deviations @ deviations.transpose(0, 2, 1)
+            residual_gram[rows] = residual @ residual.transpose(0, 2, 1)
+            projections[rows] = block.projections
+            centroid = block.values.mean(axis=1)
+            centroid_dots[rows] = np.einsum("nd,ncd->nc", centroid, deviations)
+            centroid_squares[rows] = np.einsum("nd,nd->n", centroid, centroid)
+        return CarrierMoments(gram, residual_gram, projections, centroid_dots, centroid_squares)
+
     def compute(self, names: Sequence[str]) -> dict[str, np.ndarray]:
         """Every measure in ``names`` in one pass over the layer's blocks."""
         measures = [get_measure(name) for name in names]
@@ -263,6 +296,111 @@ def _off_axis(block: Block) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class CarrierMoments:
+    """What every measure of one layer needs to be recomputed on carriers drawn with replacement
+    (module docstring), per magnitude: N x C x C and N x C numbers instead of N x C x d.
+
+    Attributes:
+        gram: (N, C, C) ``e[n,c] . e[n,c']`` with ``e[n,c] = x[n,c] - m[n]``.
+        residual_gram: (N, C, C) the same after removing the sentence offsets s[c].
+        projections: (N, C) ``e[n,c] . u``, u the layer's magnitude axis.
+        centroid_dots: (N, C) ``m[n] . e[n,c]``.
+        centroid_squares: (N,) ``||m[n]||^2``.
+    """
+
+    gram: np.ndarray
+    residual_gram: np.ndarray
+    projections: np.ndarray
+    centroid_dots: np.ndarray
+    centroid_squares: np.ndarray
+
+    @property
+    def n_carriers(self) -> int:
+        return self.projections.shape[1]
+
+
+class DrawnCarriers:
+    """Carriers drawn with replacement, ``counts`` (b, C) per draw, against one layer's moments,
+    with the quantities several measures share (module docstring), each computed once."""
+
+    def __init__(self, moments: CarrierMoments, counts: np.ndarray):
+        self.moments = moments
+        self.counts = np.asarray(counts, dtype=np.float64)
+        self.total = float(moments.n_carriers)
+        self.shares = self.counts / self.total
+
+    def squared_distances(self, gram: np.ndarray) -> np.ndarray:
+        """q[b,n,c]: each carrier's squared distance to the drawn carriers' centroid."""
+        pulled = np.einsum("ncd,bd->bnc", gram, self.shares)
+        spread = np.einsum("bnc,bc->bn", pulled, self.shares)
+        diagonal = np.einsum("ncc->nc", gram)
+        return np.clip(diagonal[np.newaxis] - 2.0 * pulled + spread[..., np.newaxis], 0.0, None)
+
+    @cached_property
+    def distances_sq(self) -> np.ndarray:
+        return self.squared_distances(self.moments.gram)
+
+    def mean_over_draws(self, values: np.ndarray) -> np.ndarray:
+        """sum_c a_c values[b,n,c]: the mean over the drawn carriers, (b, N)."""
+        return np.einsum("bnc,bc->bn", values, self.shares)
+
+    @cached_property
+    def projections_centred(self) -> np.ndarray:
+        """(e . u) of each carrier minus its mean over the drawn carriers, (b, N, C); exactly 0 for
+        a draw of one carrier."""
+        p = self.moments.projections
+        return p[np.newaxis] - np.einsum("nc,bc->bn", p, self.shares)[..., np.newaxis]
+
+    @cached_property
+    def projection_variance(self) -> np.ndarray:
+        """Variance (ddof 1) over the drawn carriers of e . u, (b, N)."""
+        return np.einsum("bnc,bc->bn", self.projections_centred**2, self.counts) / (self.total - 1.0)
+
+
+def _eucl_drawn(drawn: DrawnCarriers) -> np.ndarray:
+    return drawn.mean_over_draws(np.sqrt(drawn.distances_sq))
+
+
+def _residual_drawn(drawn: DrawnCarriers) -> np.ndarray:
+    return drawn.mean_over_draws(np.sqrt(drawn.squared_distances(drawn.moments.residual_gram)))
+
+
+def _proj_drawn(drawn: DrawnCarriers) -> np.ndarray:
+    return np.sqrt(drawn.projection_variance)
+
+
+def _pairwise_drawn(drawn: DrawnCarriers) -> np.ndarray:
+    gram = drawn.moments.gram
+    diagonal = np.einsum("ncc->nc", gram)
+    distances = np.sqrt(np.clip(diagonal[:, :, None] + diagonal[:, None, :] - 2.0 * gram, 0.0, None))
+    pairs = np.einsum("bc,ncd,bd->bn", drawn.counts, distances, drawn.counts)
+    return pairs / (drawn.total * (drawn.total - 1.0))
+
+
+def _trace_drawn(drawn: DrawnCarriers) -> np.ndarray:
+    return np.einsum("bnc,bc->bn", drawn.distances_sq, drawn.counts) / (drawn.total - 1.0)
+
+
+def _cv_drawn(drawn: DrawnCarriers) -> np.ndarray:
+    moments = drawn.moments
+    # ||m + sum_c a_c e_c||^2 = ||m||^2 + 2 sum_c a_c (m . e_c) + a' G a
+    spread = np.einsum("ncd,bc,bd->bn", moments.gram, drawn.shares, drawn.shares)
+    norms_sq = moments.centroid_squares[np.newaxis] + 2.0 * np.einsum(
+        "nc,bc->bn", moments.centroid_dots, drawn.shares) + spread
+    norms = np.sqrt(np.clip(norms_sq, 0.0, None))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(norms > 0, _eucl_drawn(drawn) / norms, np.nan)
+
+
+def _on_axis_drawn(drawn: DrawnCarriers) -> np.ndarray:
+    return drawn.projection_variance
+
+
+def _off_axis_drawn(drawn: DrawnCarriers) -> np.ndarray:
+    return drawn.mean_over_draws(np.clip(drawn.distances_sq - drawn.projections_centred**2, 0.0, None))
+
+
+@dataclass(frozen=True)
 class Measure:
     """A registered variability measure and every fact about it that a table, chart, choice list
     or help text shows: V for a :class:`Block`'s magnitudes, its display title, what it is, its
@@ -275,6 +413,8 @@ class Measure:
     name: str
     title: str
     per_block: Callable[[Block], np.ndarray]
+    drawn: Callable[[DrawnCarriers], np.ndarray]
+    """V of every magnitude on carriers drawn with replacement, (b, N) (module docstring)."""
     description: str
     unit: str
     outlier_rule: bool = False
@@ -289,6 +429,15 @@ class Measure:
     def __call__(self, x: np.ndarray, *, axis: np.ndarray | None = None) -> np.ndarray:
         return LayerVectors(x, axis=axis).compute([self.name])[self.name]
 
+    def on_drawn_carriers(self, moments: CarrierMoments, counts: np.ndarray) -> np.ndarray:
+        """V of every magnitude on each draw of carriers, (b, N).
+
+        Args:
+            moments: the layer's :class:`CarrierMoments`.
+            counts: (b, C) how many times each carrier was drawn, C draws a row.
+        """
+        return self.drawn(DrawnCarriers(moments, counts))
+
     @property
     def explained(self) -> str:
         """``V_eucl: mean distance of the carriers to their centroid, activation units``."""
@@ -298,19 +447,20 @@ class Measure:
 MEASURES: dict[str, Measure] = {
     m.name: m
     for m in (
-        Measure("eucl", "V_eucl", _eucl, "mean distance of the carriers to their centroid", "activation units",
-                outlier_rule=True, primary=True, browsable=True, carrier_distances=True),
-        Measure("residual", "V_residual", _residual, "V_eucl after removing sentence offsets", "activation units",
-                outlier_rule=True, primary=True, browsable=True, carrier_distances=True),
-        Measure("proj", "V_proj", _proj, "SD (ddof=1) of the carriers on the magnitude axis", "activation units",
-                primary=True, browsable=True),
-        Measure("pairwise", "V_pairwise", _pairwise, "mean distance between carrier pairs", "activation units",
+        Measure("eucl", "V_eucl", _eucl, _eucl_drawn, "mean distance of the carriers to their centroid",
+                "activation units", outlier_rule=True, primary=True, browsable=True, carrier_distances=True),
+        Measure("residual", "V_residual", _residual, _residual_drawn, "V_eucl after removing sentence offsets",
+                "activation units", outlier_rule=True, primary=True, browsable=True, carrier_distances=True),
+        Measure("proj", "V_proj", _proj, _proj_drawn, "SD (ddof=1) of the carriers on the magnitude axis",
+                "activation units", primary=True, browsable=True),
+        Measure("pairwise", "V_pairwise", _pairwise, _pairwise_drawn, "mean distance between carrier pairs",
+                "activation units", browsable=True),
+        Measure("trace", "V_trace", _trace, _trace_drawn, "trace of the carrier covariance (ddof=1)", "squared units",
                 browsable=True),
-        Measure("trace", "V_trace", _trace, "trace of the carrier covariance (ddof=1)", "squared units",
-                browsable=True),
-        Measure("cv", "CV", _cv, "V_eucl / norm of the centroid", "a ratio"),
-        Measure("on_axis", "on-axis variance", _on_axis, "variance (ddof=1) on the magnitude axis", "squared units"),
-        Measure("off_axis", "off-axis variance", _off_axis, "mean squared norm off the magnitude axis",
+        Measure("cv", "CV", _cv, _cv_drawn, "V_eucl / norm of the centroid", "a ratio"),
+        Measure("on_axis", "on-axis variance", _on_axis, _on_axis_drawn, "variance (ddof=1) on the magnitude axis",
+                "squared units"),
+        Measure("off_axis", "off-axis variance", _off_axis, _off_axis_drawn, "mean squared norm off the magnitude axis",
                 "squared units"),
     )
 }

@@ -4,6 +4,7 @@ leaves the store as it was; newer, unversioned and foreign DuckDB files are refu
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import duckdb
@@ -52,7 +53,7 @@ def test_the_fixture_is_a_schema_1_store(v1_store):
 
 def test_a_schema_1_store_migrates_with_every_vector_intact(v1_store):
     store = Store(v1_store)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 9
     expected = np.load(DATA / "store_v1_expected.npz")
     np.testing.assert_array_equal(store.export_arrays("tiny", "six")["per_carrier"], expected["tiny"])
     np.testing.assert_array_equal(store.export_arrays("with-nan", "six")["per_carrier"], expected["with_nan"])
@@ -154,7 +155,7 @@ def test_a_schema_2_store_keeps_one_set_per_content_with_every_vector_intact(v2_
     with duckdb.connect(str(v2_store), read_only=True) as connection:
         done_before = connection.execute("SELECT count(*) FROM done").fetchone()[0]
     store = Store(v2_store)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 9
     assert store.stimulus_set_names() == ["first-stimuli", "paper"]
     assert store.stimulus_sets_for("first") == store.stimulus_sets_for("second") == ["first-stimuli"]
     assert store.stimulus_sets_for("third") == ["paper"]  # the paper's sentences go by their name
@@ -269,7 +270,7 @@ def test_a_schema_5_store_gains_the_design_tables_and_keeps_everything(tmp_path)
             connection.execute(f"DROP TABLE {name}")
         connection.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 9
     assert all(store.metric_table(name).empty for name in design_tables)
     assert store.get_result("k") == b"payload"
 
@@ -284,7 +285,7 @@ def test_a_schema_6_store_gains_the_sequence_start_and_its_models_read_as_not_re
         connection.execute("DROP TABLE vector_norms")
         connection.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 9
     record = store.model_record("old")
     assert record.sequence_start == "" and record.n_blocks == 1
     assert store.list_models()["sequence_start"].tolist() == [""]
@@ -311,7 +312,7 @@ def test_a_schema_7_store_gains_number_formats_token_facts_and_every_missing_met
             connection.execute(f"DROP TABLE {table}")
         connection.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 9
     assert store.number_formats() == {"s": "digits"} and store.stimulus_set("s").number_format == "digits"
     assert all(store.metric_table(name).empty for name in added)
     tests = store.metric_table("comparison_tests")
@@ -324,6 +325,31 @@ def test_a_schema_7_store_gains_number_formats_token_facts_and_every_missing_met
     with duckdb.connect(str(path), read_only=True) as connection:
         columns = [row[0] for row in connection.execute("DESCRIBE comparisons").fetchall()]
     assert columns[-1] == "stimuli_b"  # added at the end by the migration; rows are written by column name
+
+
+def test_a_schema_8_store_gains_the_stimulus_bootstrap_columns_and_keeps_its_rows(tmp_path, rng):
+    path = tmp_path / "v8.duckdb"
+    store = Store(path)
+    store.import_arrays("old", rng.normal(size=(6, 2, 3, 4)), (1, 2, 20, 30, 300, 400), carriers=("a {n}", "b {n}"),
+                        stimuli="s")
+    added = {"hypotheses": ["mean_alpha_ci_low", "mean_alpha_ci_high", "mean_alpha_p", "n_resamples", "h4_reachable"],
+             "e4": ["ratio_ci_low", "difference_p", "wilcoxon_reachable"],
+             "comparison_tests": ["mean_delta_ci_low", "mean_delta_ci_high", "mean_delta_p", "wilcoxon_reachable"]}
+    with duckdb.connect(str(path)) as connection:  # schema 8 is schema 9 without these columns
+        for table, columns in added.items():
+            for column in columns:
+                connection.execute(f'ALTER TABLE {table} DROP COLUMN "{column}"')
+        connection.execute("INSERT INTO comparison_tests (result_key, model_a, model_b, stimuli, stimuli_b, conventions,"
+                           " measure, wilcoxon_p) VALUES ('k', 'old', 'other', 's', 's', 'magdash', 'eucl', 0.25)")
+        connection.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION == 9
+    for table, columns in added.items():
+        assert set(columns) <= set(store.metric_table(table).columns), table
+    (row,) = store.metric_table("comparison_tests").to_dict(orient="records")
+    assert row["wilcoxon_p"] == 0.25 and math.isnan(row["mean_delta_p"])
+    analyze(store, "old", "s", AnalysisParams(n_boot=20))  # its rows have every column now
+    assert store.metric_table("hypotheses")["n_resamples"].notna().all()
 
 
 # -- compaction --------------------------------------------------------------------------------------

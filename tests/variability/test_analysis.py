@@ -29,6 +29,8 @@ NEW_FIT_KEYS = {"intercept", "se", "n_outliers"}
 NEW_HYPOTHESIS_KEYS = {
     "h1_t", "h1_p", "h2_t", "h2_p", "h4_rho", "h4_p", "h4_layers", "n_valid", "median_alpha",
     "in_window_layers", "below_one_layers", "window", "core_layers",
+    # inference at the unit of replication: the stimulus bootstrap leads; H4 says when it cannot reach .05
+    "mean_alpha_ci", "mean_alpha_p", "n_resamples", "h4_reachable", "h4_note",
 }
 NEW_TOP_KEYS = {
     "conventions", "n_blocks", "e3", "e4", "noise_models", "checks", "warnings", "nonfinite_layers", "params",
@@ -98,6 +100,14 @@ def test_planted_exponent_round_trips_through_store_and_cli(store, rng, capsys):
         assert all(row["aicc"] is None for row in rows if row["layer"] == 0)  # V = 0: nothing to score
     assert document["hypotheses"]["eucl"]["mean_alpha"] == pytest.approx(-0.1, abs=0.02)
     assert document["hypotheses"]["eucl"]["positive_layers"] == 0
+    for measure in ("eucl", "residual", "proj"):
+        verdict = document["hypotheses"][measure]
+        low, high = verdict["mean_alpha_ci"]  # a two-element list from the stimulus bootstrap
+        assert isinstance(verdict["mean_alpha_ci"], list) and low < verdict["mean_alpha"] < high < 0
+        assert 0 < verdict["mean_alpha_p"] < 0.05 and 450 <= verdict["n_resamples"] <= 500
+        # three core layers: a Spearman test over them cannot reach .05, and the JSON says so
+        assert verdict["h4_reachable"] is False and "cannot reach 0.05" in verdict["h4_note"]
+    assert document["e4"]["wilcoxon_reachable"] is False and "3 layer pairs" in document["e4"]["wilcoxon_note"]
     assert document["e4"]["n_pairs"] == 3 and document["e4"]["mean_alpha_on"] < 0
     assert set(document["checks"]) == {"ols_theil_sen", "ols_theil_sen_layers", "raw_residual", "raw_proj"}
     assert document["warnings"] == [] and document["nonfinite_layers"] == {}
