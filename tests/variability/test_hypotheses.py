@@ -113,6 +113,18 @@ def test_programme_verdict_needs_a_majority_of_models():
         programme_verdict({})
 
 
+def test_random_controls_are_references_not_voters():
+    """Two @random controls that support H1 cannot outvote one trained model that does not."""
+    supportive = evaluate_hypotheses(np.array([0.002, 0.001, 0.0005]), [0, 1, 2])  # alpha ~ 0, all > 0
+    against = evaluate_hypotheses(np.array([-0.1, -0.05, -0.02]), [0, 1, 2])
+    results = {"minilm": against, "minilm@random": supportive, "smollm2@random:7": supportive}
+    frame = programme_verdict(results).set_index("hypothesis")
+    assert frame.loc["H1", "n_models"] == 1 and frame.loc["H1", "supporting_models"] == 0
+    assert not frame.loc["H1", "supported"] and frame.loc["H3", "models"] == "minilm"
+    with pytest.raises(AnalysisError, match="trained model"):
+        programme_verdict({"minilm@random": supportive})
+
+
 def test_e3_refit_without_boundary_magnitudes():
     # exact power law n^-0.05 except distorted boundary magnitudes 9, 10 and 100
     values = np.tile(MAGNITUDES**-0.05, (4, 1))

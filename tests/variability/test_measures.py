@@ -12,6 +12,7 @@ from magdash.variability import measures
 from magdash.variability.fits import fit_scaling
 from magdash.variability.measures import (
     MEASURES,
+    LayerVectors,
     centroids,
     compute_measure,
     cv,
@@ -195,3 +196,22 @@ def test_magnitude_axis_is_the_first_right_singular_vector(shape, rng):
     np.testing.assert_allclose(np.abs(axis), np.abs(expected), atol=1e-8)
     constant = magnitude_axis(np.ones((5, 3)))
     assert np.linalg.norm(constant) == 1.0
+
+
+def test_every_measure_on_drawn_carriers_is_the_measure_of_the_repeated_carriers(rng):
+    """A draw of carriers with replacement is the layer with carrier c repeated w_c times: every
+    registered measure recomputed from the carrier moments agrees with it (same magnitude axis),
+    the draw of every carrier once is the measure itself, and a draw of one carrier gives V = 0."""
+    x = rng.normal(size=(7, 5, 12)) + np.linspace(0.0, 3.0, 7)[:, None, None]
+    layer = LayerVectors(x)
+    counts = np.array([[1, 1, 1, 1, 1], [2, 0, 1, 2, 0], [0, 3, 0, 0, 2], [1, 1, 0, 0, 3], [0, 0, 5, 0, 0]])
+    for name, measure in MEASURES.items():
+        drawn = measure.on_drawn_carriers(layer.moments(), counts)
+        assert drawn.shape == (5, 7)
+        np.testing.assert_allclose(drawn[0], compute_measure(name, x), rtol=1e-9, err_msg=name)
+        for row, draw in enumerate(counts[:-1]):
+            repeated = x[:, np.repeat(np.arange(5), draw)]
+            np.testing.assert_allclose(drawn[row], compute_measure(name, repeated, axis=layer.axis), rtol=1e-7,
+                                       err_msg=f"{name} {draw}")
+        if name != "cv":
+            assert np.all(drawn[-1] == 0), name  # one carrier: no spread at all, not rounding noise
