@@ -60,3 +60,12 @@ def variant_name(model: str, *, dtype: str = DEFAULT_DTYPE, position: str = DEFA
 def is_control_name(name: str) -> bool:
     """Whether a stored name is a random-weight control's."""
     return RANDOM_SUFFIX in name
+
+
+def model_of_control(name: str) -> str:
+    """The model an ``@random`` control stands beside (``minilm@random:float16`` -> ``minilm:float16``,
+    ``minilm@random:7`` -> ``minilm``); a trained model's own name is returned unchanged."""
+    if not is_control_name(name):
+        return name
+    spec, suffix = split_options(name)
+    return f"{spec.split(RANDOM_SUFFIX)[0]}{suffix}"

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import math
 
+from magdash.formatting import fixed, format_p
+
 SIGNIFICANCE_LEVEL = 0.05
 """The two-sided level a p-value is read against unless a parameter says otherwise."""
 
@@ -81,3 +83,37 @@ def unreachable_note(test: str, n: int, level: float = SIGNIFICANCE_LEVEL, unit:
         return f"with {n} {unit} this test is undefined"
     return (f"with {n} {unit} the smallest p this test can give is {smallest:.2g}, "
             f"so it cannot reach {level:g} however large the effect")
+
+
+def layer_test_note(n_layers: int) -> str:
+    """The sentence that goes with a test over core layers (the paper's t-tests, Spearman and Wilcoxon).
+
+    Args:
+        n_layers: the layers (or layer pairs) the test ran over.
+    """
+    return (f"a test over {n_layers} core layers, which share their stimuli and are not independent replications: "
+            "its real size exceeds its nominal level (the design simulator measures it for a model)")
+
+
+def stimulus_estimate(estimate: float, interval: tuple[float, float], p: float, n_resamples: int, *,
+                      level: float = 0.95, digits: int = 4) -> str:
+    """An estimate with its stimulus-bootstrap interval and p, in words:
+    ``-0.0400, 95% CI [-0.0450, -0.0350] (stimulus bootstrap, 9,981 resamples), p = 2.0e-04``; with
+    too few resamples to reach :data:`SIGNIFICANCE_LEVEL`, that too; without resamples, says so.
+
+    Args:
+        estimate: the statistic on the data.
+        interval: its stimulus-bootstrap interval (low, high).
+        p: the two-sided bootstrap p of 0.
+        n_resamples: the resamples behind them.
+        level: the interval's level.
+        digits: decimals of the estimate and the interval.
+    """
+    value = fixed(estimate, digits)
+    low, high = interval
+    if not (n_resamples and math.isfinite(low) and math.isfinite(high)):
+        return f"{value} (no stimulus-bootstrap interval: the bootstrap was off)"
+    text = (f"{value}, {level:.0%} CI [{fixed(low, digits)}, {fixed(high, digits)}] (stimulus bootstrap, "
+            f"{n_resamples:,} resamples), p = {format_p(p)}")
+    note = unreachable_note("bootstrap", n_resamples)
+    return f"{text}; {note}" if note else text

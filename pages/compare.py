@@ -1,4 +1,5 @@
-"""Compare: any two models on the same stimuli: layerwise alpha deltas with CIs, Wilcoxon."""
+"""Compare: any two models on the same stimuli: the mean delta with its stimulus-bootstrap interval,
+layerwise alpha deltas with CIs, the paper's Wilcoxon over the core layers."""
 
 import streamlit as st
 
@@ -12,7 +13,9 @@ st.title("Compare two models")
 st.caption(
     "Base vs instruct, trained vs its random-weight control, two families: alpha of model A minus "
     "model B per layer (models of different depth are aligned by gamma = l / L), with a bootstrap "
-    "CI that resamples magnitudes jointly, and a Wilcoxon signed-rank test over A's core layers."
+    "CI that resamples magnitudes jointly. Over A's core layers the mean difference leads, with the interval "
+    "and p of the stimulus bootstrap (carriers and magnitudes resampled once for every layer of both models); "
+    "the paper's Wilcoxon signed-rank test pairs the core layers, which share their stimuli."
 )
 partners = [name for name in ctx.inventory.models_sharing(view.stimuli) if name != view.model]
 if not partners:

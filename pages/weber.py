@@ -28,7 +28,12 @@ ui.warn_artifacts(*keys.values())  # every model's verdict is in the table below
 ui.figure(vf.weber_figure, results, view.measure, db.depth_axis(records), name=f"weber-window-{view.measure}")
 
 st.subheader("Hypotheses across models")
-st.caption(ui.plain(f"{measure_title(view.measure)} on {view.stimuli}; a programme verdict needs a majority of models."))
+st.caption(ui.plain(
+    f"{measure_title(view.measure)} on {view.stimuli}. The mean core alpha leads, with the interval of the stimulus "
+    "bootstrap (carriers and magnitudes resampled once for every core layer); the t-tests and H4's Spearman run over "
+    "core layers, which share their stimuli, so their real size exceeds their level. A programme verdict needs a "
+    "majority of the trained models; each @random control stands beside its model as a reference, not a vote."
+))
 ui.table(vf.verdict_table, results, view.measure, name=f"verdicts-{view.measure}")
 for warning in ui.analysis_for(key).checks.warnings():  # the paper's consistency checks
     st.warning(ui.plain(f"{view.model}: {warning}"))

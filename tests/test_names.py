@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from magdash.names import control_name, default_name, split_options, variant_name
+from magdash.names import control_name, default_name, model_of_control, split_options, variant_name
 from magdash.params import DTYPES
 from magdash.stimuli import POSITIONS
 
@@ -28,6 +28,13 @@ def test_suffixed_names_keep_their_suffixes_after_the_marker():
 @pytest.mark.parametrize("name", ["minilm@random", "minilm@random:float16", "minilm@random:7:first"])
 def test_a_control_is_its_own_control(name):
     assert control_name(name) == name
+
+
+@pytest.mark.parametrize("model", ["minilm", "minilm:float16", "minilm:bfloat16:first", "org/model:v2"])
+def test_a_control_stands_beside_the_model_it_is_the_control_of(model):
+    assert model_of_control(control_name(model)) == model
+    assert model_of_control(model) == model
+    assert model_of_control("minilm@random:7") == "minilm" and model_of_control("minilm@random:7:first") == "minilm:first"
 
 
 def test_a_variant_name_replaces_the_options_of_the_name_it_starts_from():

@@ -13,6 +13,7 @@ from magdash.cli.common import add_store_option, flagged_layer_warnings, open_st
 from magdash.cli.options import add_params_options, params_from_args
 from magdash.errors import AnalysisError
 from magdash.formatting import MISSING, format_number
+from magdash.significance import layer_test_note, stimulus_estimate, unreachable_note
 from magdash.variability.analysis_params import AnalysisParams
 
 
@@ -43,8 +44,9 @@ def register(subparsers) -> None:
         description=(
             "Alpha of model A minus model B per layer (models of different depth are aligned by "
             "depth fraction l/L), a percentile bootstrap CI that resamples magnitudes jointly (--ci-method "
-            "sets the CIs of each model's own alphas, not of the differences), and a "
-            "Wilcoxon signed-rank test over model A's core layers."
+            "sets the CIs of each model's own alphas, not of the differences); over model A's core layers, "
+            "the mean difference with the interval and p of the stimulus bootstrap (carriers and magnitudes "
+            "resampled once for every layer of both models), and the paper's Wilcoxon signed-rank test."
         ),
     )
     compare.add_argument(
@@ -166,17 +168,20 @@ def _print_analysis(result) -> None:
         h = result.hypotheses[measure]
         n = len(h.core_layers)
         verdict = {True: "supported", False: "not supported"}
-        print(f"[{_title(measure)}] mean alpha {_number(h.mean_alpha)} over {h.n_valid}/{n} fitted core layers")
+        print(f"[{_title(measure)}] mean alpha over {h.n_valid}/{n} fitted core layers: "
+              f"{stimulus_estimate(h.mean_alpha, h.mean_alpha_ci, h.mean_alpha_p, h.n_resamples, level=result.params.ci)}")
         print(f"  H1 alpha > 0:          {h.positive_layers}/{n} layers -> {verdict[h.h1]} "
-              f"(t vs 0 = {_number(h.h1_t, 2)}, p = {format_number(h.h1_p, '.3g')})")
+              f"(t over the layers vs 0 = {_number(h.h1_t, 2)}, p = {format_number(h.h1_p, '.3g')})")
         print(f"  H2 alpha in [{low}, {high}]: {h.in_window_layers}/{n} layers -> {verdict[h.h2]} "
-              f"(t vs 1 = {_number(h.h2_t, 2)}, p = {format_number(h.h2_p, '.3g')})")
+              f"(t over the layers vs 1 = {_number(h.h2_t, 2)}, p = {format_number(h.h2_p, '.3g')})")
         print(f"  H3 alpha < 1:          {h.below_one_layers}/{n} layers -> {verdict[h.h3]}")
         all_layers = result.params.rules.h4_all_layers
         scope = "all layers" if all_layers else "fitted core layers"
         undefined = " (undefined: a layer has no fit)" if all_layers and not math.isfinite(h.h4_rho) else ""
+        unreachable = unreachable_note("spearman", len(h.h4_layers), unit="layers")
         print(f"  H4 alpha vs depth:     Spearman rho = {_number(h.h4_rho, 3)}, p = {format_number(h.h4_p, '.3g')} "
-              f"over {scope} {layer_span(h.h4_layers)} -> {verdict[h.h4]}{undefined}")
+              f"over {scope} {layer_span(h.h4_layers)} -> {verdict[h.h4]}{undefined}"
+              + (f" ({unreachable})" if unreachable else ""))
         e3 = result.e3[measure]
         dropped = ", ".join(f"{m:g}" for m in e3.dropped) or "none present"
         print(f"  E3 without {dropped}: mean alpha {_number(e3.mean_alpha_without)} "
@@ -185,8 +190,15 @@ def _print_analysis(result) -> None:
         for line in tokenization_lines(result, measure):
             print(f"  {line}")
     e4 = result.e4
-    print(f"E4 on-axis alpha {_number(e4.mean_alpha_on)} vs off-axis {_number(e4.mean_alpha_off)} "
-          f"(ratio {format_number(e4.ratio, '.2f')}x, Wilcoxon p = {format_number(e4.wilcoxon_p, '.3g')}, {e4.n_pairs} layers)")
+    print(f"E4 on-axis alpha {_number(e4.mean_alpha_on)} vs off-axis {_number(e4.mean_alpha_off)}: ratio "
+          f"{format_number(e4.ratio, '.2f')}x {_interval(*e4.ratio_ci)}, difference "
+          f"{stimulus_estimate(e4.mean_difference, e4.difference_ci, e4.difference_p, e4.n_resamples, level=result.params.ci)}")
+    unreachable = unreachable_note("wilcoxon", e4.n_pairs, unit="layer pairs")
+    print(f"  Wilcoxon p = {format_number(e4.wilcoxon_p, '.3g')} over {e4.n_pairs} core layers"
+          + (f" ({unreachable})" if unreachable else ""))
+    print(f"note: the t-tests, H4's Spearman and E4's Wilcoxon are the paper's; each is "
+          f"{layer_test_note(len(result.core_layers))}. The intervals of the stimulus bootstrap resample carriers "
+          "and magnitudes once for every core layer.")
     checks = result.checks
     print(f"checks: mean |OLS - Theil-Sen| {format_number(checks.ols_theil_sen, '.4f')} "
           f"(layers {layer_span(checks.ols_theil_sen_layers)}), raw-residual {format_number(checks.raw_residual, '.4f')}, "
@@ -223,8 +235,11 @@ def _print_comparison(result) -> None:
     print(f"{result.model_a} minus {result.label_b}   stimuli: {result.stimuli}   conventions: {result.conventions}")
     for measure, item in result.measures.items():
         print(f"\n[{_title(measure)}] mean alpha over core layers: "
-              f"{_number(item.mean_alpha_a)} vs {_number(item.mean_alpha_b)} "
-              f"(delta {_number(item.mean_delta)}; Wilcoxon p = {format_number(item.wilcoxon_p, '.3g')}, {item.n_pairs} pairs)")
+              f"{_number(item.mean_alpha_a)} vs {_number(item.mean_alpha_b)}; mean delta "
+              f"{stimulus_estimate(item.mean_delta, item.mean_delta_ci, item.mean_delta_p, item.n_resamples)}")
+        unreachable = unreachable_note("wilcoxon", item.n_pairs)
+        print(f"  the paper's Wilcoxon signed-rank test: Wilcoxon p = {format_number(item.wilcoxon_p, '.3g')}, "
+              f"{item.n_pairs} pairs: {layer_test_note(item.n_pairs)}" + (f"; {unreachable}" if unreachable else ""))
         print(f"{'layer A':>8} {'layer B':>8} {'gamma':>6} {'alpha A':>9} {'alpha B':>9} {'delta':>9}  CI")
         for row in item.layers.itertuples(index=False):
             marker = "*" if row.core else " "

@@ -66,6 +66,7 @@ def _n(value: float, spec: str = "+.4f") -> str:
 
 def _print(result) -> None:
     from magdash.formatting import layer_span
+    from magdash.significance import stimulus_estimate
 
     print(f"model: {result.model}   stimuli: {result.stimuli}   core layers: {layer_span(result.core_layers)}   "
           f"{len(result.tables.carriers)} carriers, {result.tables.n_perm:,} permutations")
@@ -91,9 +92,14 @@ def _print(result) -> None:
             print(f"  {row.carrier}  {_n(row.mean_core_alpha_without)}  ({row.core_layers_sign_differs} core layers "
                   f"change sign)  {row.sentence}")
     for name, comparison in [*result.variants.items(), *([(result.random_name, result.random)] if result.random else [])]:
-        print(f"\n{result.model} minus {name}: delta alpha per core layer [joint bootstrap CI]")
+        print(f"\n{result.model} minus {name}: mean delta alpha over the core layers (stimulus bootstrap), then per "
+              "core layer [joint bootstrap CI]")
         for measure in result.measures:
-            layers = comparison.measures[measure].layers
+            item = comparison.measures[measure]
+            mean = stimulus_estimate(item.mean_delta, item.mean_delta_ci, item.mean_delta_p, item.n_resamples,
+                                     level=result.params.analysis.ci)
+            print(f"  [{measure}] mean {mean}")
+            layers = item.layers
             cells = ", ".join(
                 f"{int(row.layer_a)}: {_n(row.delta)} [{_n(row.ci_low, '+.3f')}, {_n(row.ci_high, '+.3f')}]"
                 for row in layers[layers["core"]].itertuples(index=False)

@@ -376,8 +376,10 @@ class ControlsResult:
             verdicts.append(Verdict(
                 "random", measure, random_problem(random),
                 f"{self.random_name}: mean core alpha {_fmt(random.mean_alpha_variant)} vs "
-                f"{_fmt(random.mean_alpha_model)}; delta CI excludes 0 at "
-                f"{random.layers_ci_excludes_zero}/{random.n_core} core layers",
+                f"{_fmt(random.mean_alpha_model)}; mean delta {_fmt(random.mean_delta, '.4f')}, stimulus-bootstrap "
+                f"CI [{_fmt(random.mean_delta_ci_low, '.4f')}, {_fmt(random.mean_delta_ci_high, '.4f')}] "
+                f"(per-layer CIs exclude 0 at {random.layers_ci_excludes_zero}/{random.n_core} core layers, which "
+                "share their stimuli)",
             ))
         return verdicts
 

@@ -14,8 +14,11 @@ sign, or its largest |delta| over the core band is at least |mean core alpha| of
 (the precision or position changes alpha by as much as the effect itself).
 
 The ``@random`` control (:func:`random_problem`) is a problem when the trained model cannot be
-told from its architecture: at most half of the core layers have a joint CI of delta that
-excludes 0 (no verdict without CIs, e.g. with the bootstrap off).
+told from its architecture: the stimulus-bootstrap interval of the mean core delta (carriers and
+magnitudes resampled once for every core layer of both models, :mod:`magdash.variability.stimulus_bootstrap`)
+covers 0. Counting the core layers whose own CI excludes 0 (as before 2026-12) counted one
+observation as many times as the layers that share it; the count is still reported. No verdict
+without the interval (e.g. with the bootstrap off).
 """
 
 from __future__ import annotations
@@ -43,7 +46,12 @@ class VariantSummary:
         layers_ci_excludes_zero: core layers whose delta CI excludes 0.
         layers_with_ci: core layers with a CI.
         n_core: the number of core layers.
-        wilcoxon_p: the Wilcoxon signed-rank p over the core layers.
+        mean_delta: the mean delta over the core layers.
+        mean_delta_ci_low: its stimulus-bootstrap interval, lower end (the estimate that leads).
+        mean_delta_ci_high: upper end.
+        mean_delta_p: the two-sided stimulus-bootstrap p of a mean delta of 0.
+        wilcoxon_p: the Wilcoxon signed-rank p over the core layers (a nominal test: they share the stimuli).
+        wilcoxon_reachable: whether that many pairs can give p below .05 at all.
     """
 
     variant: str
@@ -58,7 +66,12 @@ class VariantSummary:
     layers_ci_excludes_zero: int
     layers_with_ci: int
     n_core: int
+    mean_delta: float
+    mean_delta_ci_low: float
+    mean_delta_ci_high: float
+    mean_delta_p: float
     wilcoxon_p: float
+    wilcoxon_reachable: bool
 
 
 def variant_summary(comparison, measure: str, kind: str) -> VariantSummary:
@@ -87,7 +100,12 @@ def variant_summary(comparison, measure: str, kind: str) -> VariantSummary:
         layers_ci_excludes_zero=excludes,
         layers_with_ci=with_ci,
         n_core=len(core),
+        mean_delta=item.mean_delta,
+        mean_delta_ci_low=item.mean_delta_ci[0],
+        mean_delta_ci_high=item.mean_delta_ci[1],
+        mean_delta_p=item.mean_delta_p,
         wilcoxon_p=item.wilcoxon_p,
+        wilcoxon_reachable=item.wilcoxon_reachable,
     )
 
 
@@ -100,7 +118,9 @@ def variant_problem(summary: VariantSummary) -> bool | None:
 
 
 def random_problem(summary: VariantSummary) -> bool | None:
-    """True when at most half of the core layers separate the model from its @random control."""
-    if summary.layers_with_ci == 0 or not math.isfinite(summary.mean_alpha_model):
+    """True when the stimulus-bootstrap interval of the mean core delta covers 0: the model's mean core
+    alpha cannot be told from its @random control's; None without the interval."""
+    low, high = summary.mean_delta_ci_low, summary.mean_delta_ci_high
+    if not (math.isfinite(low) and math.isfinite(high) and math.isfinite(summary.mean_alpha_model)):
         return None
-    return summary.layers_ci_excludes_zero * 2 <= summary.n_core
+    return bool(low <= 0 <= high)

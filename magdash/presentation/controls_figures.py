@@ -15,7 +15,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from magdash.formatting import format_number, format_p
+from magdash.formatting import format_number
 from magdash.presentation import chart_style as style
 from magdash.presentation import variability_figures as vf
 from magdash.variability.measures import measure_title
@@ -60,15 +60,17 @@ def permutation_frame(result: ControlsResult, measure: str) -> pd.DataFrame:
 
 
 def variant_frame(result: ControlsResult, measure: str) -> pd.DataFrame:
-    """One row per compared variant (and the @random control) with its core-band summary."""
+    """One row per compared variant (and the @random control) with its core-band summary: the mean delta
+    with its stimulus-bootstrap interval first, then the layerwise numbers and the Wilcoxon test."""
     import dataclasses
 
     summaries = list(result.variant_summaries(measure))
     if (random := result.random_summary(measure)) is not None:
         summaries.append(random)
     columns = [
-        "variant", "kind", "measure", "mean_alpha_model", "mean_alpha_variant", "max_abs_delta", "layer_of_max",
-        "ci_low_at_max", "ci_high_at_max", "layers_ci_excludes_zero", "layers_with_ci", "n_core", "wilcoxon_p",
+        "variant", "kind", "measure", "mean_alpha_model", "mean_alpha_variant", "mean_delta", "mean_delta_ci_low",
+        "mean_delta_ci_high", "mean_delta_p", "max_abs_delta", "layer_of_max", "ci_low_at_max", "ci_high_at_max",
+        "layers_ci_excludes_zero", "layers_with_ci", "n_core", "wilcoxon_p", "wilcoxon_reachable",
     ]
     return pd.DataFrame([dataclasses.asdict(s) for s in summaries], columns=columns)
 
@@ -356,10 +358,8 @@ def variant_figure(result: ControlsResult, name: str, measure: str) -> alt.VConc
         measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
     """
     comparison = result.random if name == result.random_name else result.variants[name]
-    item = comparison.measures[measure]
-    subtitle = (f"Wilcoxon over core layers: p = {format_p(item.wilcoxon_p)} ({item.n_pairs} pairs); "
-                f"mean delta {format_number(item.mean_delta)}")
-    return vf.compare_profiles(vf.comparison_frame(comparison, measure), subtitle=subtitle)
+    return vf.compare_profiles(vf.comparison_frame(comparison, measure),
+                               subtitle=vf.comparison_subtitle(comparison.measures[measure]))
 
 
 def variant_table(result: ControlsResult, measure: str) -> pd.DataFrame:

@@ -13,9 +13,15 @@ what a page shows and the report embeds). The few numbers only a figure needs ar
 - :func:`scaling_lines`: the end points of the OLS line and of the alpha = 1 and alpha = 0
   reference lines, all three through the geometric centre of the fitted points
   (mean log n, mean log V), which the OLS line passes through by construction;
-- :func:`verdict_frame`: the programme verdict across the models shown
+- :func:`verdict_frame`: the programme verdict across the trained models shown, each ``@random``
+  control beside its model and not counted
   (:func:`magdash.variability.hypotheses.programme_verdict`); :func:`noise_summary`: counts of
   the core layers each noise model wins.
+
+Wherever a p-value is written, the stimulus bootstrap's estimate and interval come first
+(:func:`magdash.significance.stimulus_estimate`), a test over core layers is named as one
+(:func:`magdash.significance.layer_test_note`), and a test that cannot reach .05 with its points
+says so (:func:`magdash.significance.unreachable_note`).
 
 Every frame is a new DataFrame; NaN stays NaN (the charts decide how to show a gap).
 """
@@ -33,8 +39,10 @@ import pandas as pd
 
 from magdash.errors import AnalysisError
 from magdash.formatting import MISSING, fixed, format_p, layer_span
+from magdash.names import is_control_name, model_of_control
 from magdash.norm_outliers import OUTLIER_NORM_FACTOR
 from magdash.presentation import chart_style as style
+from magdash.significance import layer_test_note, stimulus_estimate, unreachable_note
 from magdash.variability.fits import ScalingFit, scaling_mask
 from magdash.variability.hypotheses import HYPOTHESES, programme_verdict
 from magdash.variability.massive_control import MassiveControl
@@ -49,7 +57,7 @@ from magdash.variability.measures import (
 
 if TYPE_CHECKING:
     from magdash.variability.analysis import AnalysisResult
-    from magdash.variability.compare import ComparisonResult
+    from magdash.variability.compare import ComparisonResult, ModelComparison
 
 
 NOISE_MODEL_LABELS = {
@@ -244,17 +252,27 @@ def e4_frame(result: AnalysisResult) -> pd.DataFrame:
 
 
 def e4_summary(results: Mapping[str, AnalysisResult]) -> pd.DataFrame:
-    """E4 per model. Columns: model, mean_alpha_on, mean_alpha_off, ratio, wilcoxon_statistic,
-    wilcoxon_p, n_pairs."""
+    """E4 per model: the means, their ratio and difference with their stimulus-bootstrap intervals (the
+    estimates that lead), then the paper's Wilcoxon test over the core layers. Columns: model,
+    mean_alpha_on, mean_alpha_off, ratio, ratio_ci_low, ratio_ci_high, mean_difference,
+    difference_ci_low, difference_ci_high, difference_p, wilcoxon_statistic, wilcoxon_p, n_pairs,
+    note (why the Wilcoxon test cannot reach .05 with its pairs; "" when it can)."""
     rows = [
         {
             "model": name,
             "mean_alpha_on": r.e4.mean_alpha_on,
             "mean_alpha_off": r.e4.mean_alpha_off,
             "ratio": r.e4.ratio,
+            "ratio_ci_low": r.e4.ratio_ci[0],
+            "ratio_ci_high": r.e4.ratio_ci[1],
+            "mean_difference": r.e4.mean_difference,
+            "difference_ci_low": r.e4.difference_ci[0],
+            "difference_ci_high": r.e4.difference_ci[1],
+            "difference_p": r.e4.difference_p,
             "wilcoxon_statistic": r.e4.wilcoxon_statistic,
             "wilcoxon_p": r.e4.wilcoxon_p,
             "n_pairs": r.e4.n_pairs,
+            "note": unreachable_note("wilcoxon", r.e4.n_pairs, unit="layer pairs"),
         }
         for name, r in results.items()
     ]
@@ -344,21 +362,39 @@ def noise_summary(results: Mapping[str, AnalysisResult], measure: str = "eucl") 
     return pd.DataFrame(rows)
 
 
-def verdict_frame(results: Mapping[str, AnalysisResult], measure: str = "eucl") -> pd.DataFrame:
-    """H1–H4 for each model and, last, the programme verdict (a majority of models).
+def reference_order(names: Sequence[str]) -> list[str]:
+    """``names`` with each ``@random`` control right after its model (a control whose model is not
+    among them last): a control is read beside the model it is the reference of.
 
-    Columns: model, mean_alpha, positive_layers, in_window_layers, below_one_layers,
-    core_layers, H1, H2, H3, H4 (booleans), h1_p, h2_p, h4_rho, h4_p, h4_layers (the layers the
-    H4 correlation ran over: the fitted core layers, or every layer in the paper's conventions,
-    as "first..last"). The programme row has
-    model "programme (majority of N models)", the hypothesis columns as "k/N" support strings
-    and the per-model numbers empty.
+    Args:
+        names: model names, in the order they are to be read.
+    """
+    ordered = []
+    for name in names:
+        if not is_control_name(name):
+            ordered += [name, *(c for c in names if is_control_name(c) and model_of_control(c) == name)]
+    return ordered + [name for name in names if name not in ordered]
+
+
+def verdict_frame(results: Mapping[str, AnalysisResult], measure: str = "eucl") -> pd.DataFrame:
+    """H1–H4 for each model, each ``@random`` control right after its model, and, last, the
+    programme verdict (a majority of the trained models; the controls are references, not voters).
+
+    Columns: model, role ("model", or "control of <model>"), mean_alpha, mean_alpha_ci_low,
+    mean_alpha_ci_high and mean_alpha_p (the stimulus bootstrap, the estimate that leads),
+    positive_layers, in_window_layers, below_one_layers, core_layers, H1, H2, H3, H4 (booleans),
+    h1_p, h2_p (the paper's t-tests over the core layers), h4_rho, h4_p, h4_layers (the layers the
+    H4 correlation ran over: the fitted core layers, or every layer in the paper's conventions, as
+    "first..last"), note (why H4's test cannot reach .05 with its layers; "" when it can). The
+    programme row has model "programme (majority of N trained models)", the hypothesis columns as
+    "k/N" support strings and the per-model numbers empty.
     """
     if not results:
         raise AnalysisError("a verdict table needs at least one analysed model")
     rows = []
     per_model = {}
-    for name, result in results.items():
+    for name in reference_order(list(results)):
+        result = results[name]
         if measure not in result.hypotheses:
             raise AnalysisError(f"measure {measure!r} was not analysed for model {name!r}")
         h = result.hypotheses[measure]
@@ -366,7 +402,11 @@ def verdict_frame(results: Mapping[str, AnalysisResult], measure: str = "eucl") 
         rows.append(
             {
                 "model": name,
+                "role": f"control of {model_of_control(name)}" if is_control_name(name) else "model",
                 "mean_alpha": h.mean_alpha,
+                "mean_alpha_ci_low": h.mean_alpha_ci[0],
+                "mean_alpha_ci_high": h.mean_alpha_ci[1],
+                "mean_alpha_p": h.mean_alpha_p,
                 "positive_layers": h.positive_layers,
                 "in_window_layers": h.in_window_layers,
                 "below_one_layers": h.below_one_layers,
@@ -377,12 +417,16 @@ def verdict_frame(results: Mapping[str, AnalysisResult], measure: str = "eucl") 
                 "h4_rho": h.h4_rho,
                 "h4_p": h.h4_p,
                 "h4_layers": layer_span(h.h4_layers),
+                "note": (f"H4: {note}" if (note := unreachable_note("spearman", len(h.h4_layers), unit="layers"))
+                         else ""),
             }
         )
     table = pd.DataFrame(rows)
+    if all(is_control_name(name) for name in results):
+        return table  # no trained model: no programme verdict, only references
     programme = programme_verdict(per_model).set_index("hypothesis")
-    n_models = len(results)
-    summary: dict[str, object] = {"model": f"programme (majority of {n_models} models)"}
+    n_models = int(programme["n_models"].iloc[0])
+    summary: dict[str, object] = {"model": f"programme (majority of {n_models} trained models)", "role": "programme"}
     for hypothesis in HYPOTHESES:
         row = programme.loc[hypothesis]
         verdict = "supported" if bool(row["supported"]) else "not supported"
@@ -407,10 +451,12 @@ def comparison_frame(comparison: ComparisonResult, measure: str) -> pd.DataFrame
 
 
 def comparison_summary(comparison: ComparisonResult) -> pd.DataFrame:
-    """Per measure: mean core alphas of A and B, mean delta and the Wilcoxon test.
+    """Per measure: mean core alphas of A and B, the mean delta with its stimulus-bootstrap interval
+    and p (the estimate that leads), and the paper's Wilcoxon test over the core layers.
 
-    Columns: model_a, model_b, measure, mean_alpha_a, mean_alpha_b, mean_delta,
-    wilcoxon_statistic, wilcoxon_p, n_pairs.
+    Columns: model_a, model_b, measure, mean_alpha_a, mean_alpha_b, mean_delta, mean_delta_ci_low,
+    mean_delta_ci_high, mean_delta_p, n_resamples, wilcoxon_statistic, wilcoxon_p, n_pairs,
+    wilcoxon_reachable.
     """
     rows = [
         {
@@ -822,14 +868,15 @@ def e4_chart(
     e4: pd.DataFrame,
     *,
     title: str | None = None,
-    subtitle: str | None = None,
+    subtitle: str | Sequence[str] | None = None,
     width: style.Width = style.DEFAULT_WIDTH,
     height: int = style.DEFAULT_HEIGHT,
 ) -> alt.LayerChart:
     """E4: alpha of the on-axis (PC1) and off-axis variance per core layer.
 
     ``e4`` (:func:`e4_frame`): layer, axis ("on-axis"/"off-axis"), alpha
-    (label optional). Put the ratio and the Wilcoxon result in ``subtitle``.
+    (label optional). Put the ratio, its stimulus-bootstrap interval and the Wilcoxon result in ``subtitle``
+    (:func:`e4_subtitle`).
     """
     style.require_columns(e4, ["layer", "axis", "alpha"], "e4_chart")
     frame = e4.copy()
@@ -977,7 +1024,7 @@ def compare_profiles(
     *,
     x: str = "layer",
     title: str | None = None,
-    subtitle: str | None = None,
+    subtitle: str | Sequence[str] | None = None,
     width: style.Width = style.DEFAULT_WIDTH,
     height: int = 240,
 ) -> alt.VConcatChart:
@@ -987,7 +1034,8 @@ def compare_profiles(
     plus names): model_a, model_b, layer_a, layer_b, gamma_a, core, alpha_a, alpha_b, delta,
     ci_low, ci_high (measure optional). ``x="layer"`` uses model A's layer index,
     ``x="gamma"`` the depth fraction (for models of different depth). Grey: A's core band,
-    over which the Wilcoxon test runs (put its result in ``subtitle``). ``width="container"``
+    over which the mean difference is bootstrapped and the Wilcoxon test runs (put them in ``subtitle``:
+    :func:`comparison_subtitle`). ``width="container"``
     falls back to :data:`style.DEFAULT_WIDTH`: stacked panels cannot share a container width (each
     would take all of it and the axes would run off the page).
     """
@@ -1143,11 +1191,13 @@ def fit_table(result: AnalysisResult, measure: str | None = None) -> pd.DataFram
 
 
 def fit_summary(result: AnalysisResult, measure: str) -> str:
-    """One sentence on the core-layer alphas of a measure (paper's Table 1 style)."""
+    """One sentence on the core-layer alphas of a measure (paper's Table 1 style), led by the mean's
+    stimulus-bootstrap interval."""
     h = result.hypotheses[measure]
     return (
         f"Mean alpha of {measure_title(measure)} over the {len(h.core_layers)} core layers: "
-        f"{fixed(h.mean_alpha, 4)} ({h.positive_layers}/{len(h.core_layers)} layers with alpha > 0)."
+        f"{stimulus_estimate(h.mean_alpha, h.mean_alpha_ci, h.mean_alpha_p, h.n_resamples, level=result.params.ci)} "
+        f"({h.positive_layers}/{len(h.core_layers)} layers with alpha > 0)."
     )
 
 
@@ -1214,28 +1264,69 @@ def e3_figure(result: AnalysisResult) -> alt.LayerChart:
     return e3_chart(e3_frame(result), width="container")
 
 
-def e4_figure(result: AnalysisResult) -> alt.LayerChart:
-    """E4: on-axis (PC1) against off-axis alpha per core layer, with their mean ratio and Wilcoxon p.
+def e4_subtitle(result: AnalysisResult) -> list[str]:
+    """E4's two subtitle lines: the means and their ratio with its stimulus-bootstrap interval, then the
+    difference's interval and p beside the paper's Wilcoxon test over the core layers.
 
     Args:
         result: the model's analysis.
     """
     e4 = result.e4
-    subtitle = [
-        f"mean alpha on-axis {fixed(e4.mean_alpha_on)} vs off-axis {fixed(e4.mean_alpha_off)} (ratio {fixed(e4.ratio, 2)}x)",
-        f"Wilcoxon p = {format_p(e4.wilcoxon_p)} over {e4.n_pairs} core layers",
+    level = f"{result.params.ci:.0%}"
+    wilcoxon = f"per-layer Wilcoxon p = {format_p(e4.wilcoxon_p)} ({e4.n_pairs} pairs"
+    wilcoxon += "; cannot reach .05)" if not e4.wilcoxon_reachable else ")"
+    return [
+        f"mean alpha on-axis {fixed(e4.mean_alpha_on)} vs off-axis {fixed(e4.mean_alpha_off)}: ratio {fixed(e4.ratio, 2)}x, "
+        f"{level} CI [{fixed(e4.ratio_ci[0], 2)}, {fixed(e4.ratio_ci[1], 2)}] (stimulus bootstrap)",
+        f"difference {fixed(e4.mean_difference)} [{fixed(e4.difference_ci[0])}, {fixed(e4.difference_ci[1])}], "
+        f"p = {format_p(e4.difference_p)}; {wilcoxon}",
     ]
-    return e4_chart(e4_frame(result), subtitle=subtitle, width="container")
+
+
+def e4_figure(result: AnalysisResult) -> alt.LayerChart:
+    """E4: on-axis (PC1) against off-axis alpha per core layer, their mean ratio and difference with their
+    stimulus-bootstrap intervals, and the Wilcoxon test over the layers.
+
+    Args:
+        result: the model's analysis.
+    """
+    return e4_chart(e4_frame(result), subtitle=e4_subtitle(result), width="container")
 
 
 def comparison_sentence(comparison: ComparisonResult, measure: str) -> str:
+    """The comparison over model A's core layers in words: the mean difference with its stimulus-bootstrap
+    interval and p first, then the paper's Wilcoxon test, named for what it is (a test over layers that
+    share their stimuli) and, with too few pairs, why it cannot reach .05.
+
+    Args:
+        comparison: model A minus model B.
+        measure: the measure (``eucl``, ``residual``, ``proj``, ...).
+    """
     item = comparison.measures[measure]
+    unreachable = unreachable_note("wilcoxon", item.n_pairs)
     return (
         f"Over {comparison.model_a}'s {len(item.core_layers)} core layers: mean alpha "
         f"{fixed(item.mean_alpha_a, 4)} ({comparison.model_a}) vs {fixed(item.mean_alpha_b, 4)} "
-        f"({comparison.model_b}), mean difference {fixed(item.mean_delta, 4)}; Wilcoxon signed-rank "
-        f"W = {fixed(item.wilcoxon_statistic, 1)}, p = {format_p(item.wilcoxon_p)} ({item.n_pairs} pairs)."
+        f"({comparison.label_b}), mean difference "
+        f"{stimulus_estimate(item.mean_delta, item.mean_delta_ci, item.mean_delta_p, item.n_resamples)}. "
+        f"The paper's Wilcoxon signed-rank test of the paired alphas, W = {fixed(item.wilcoxon_statistic, 1)}, "
+        f"p = {format_p(item.wilcoxon_p)} ({item.n_pairs} pairs), is {layer_test_note(item.n_pairs)}"
+        + (f"; {unreachable}." if unreachable else ".")
     )
+
+
+def comparison_subtitle(item: ModelComparison) -> list[str]:
+    """A comparison chart's subtitle: the mean difference with its stimulus-bootstrap interval, then the
+    Wilcoxon test over the layers (and whether it can reach .05).
+
+    Args:
+        item: one measure's comparison.
+    """
+    low, high = item.mean_delta_ci
+    reach = "" if item.wilcoxon_reachable else "; cannot reach .05"
+    return [f"mean delta {fixed(item.mean_delta, 4)} [{fixed(low, 4)}, {fixed(high, 4)}], p = "
+            f"{format_p(item.mean_delta_p)} (stimulus bootstrap)",
+            f"per-layer Wilcoxon p = {format_p(item.wilcoxon_p)} ({item.n_pairs} pairs{reach})"]
 
 
 def compare_figure(comparison: ComparisonResult, measure: str, x: str = "layer") -> alt.VConcatChart:
@@ -1247,8 +1338,7 @@ def compare_figure(comparison: ComparisonResult, measure: str, x: str = "layer")
         x: the horizontal axis: ``layer``, or ``gamma`` (depth fraction).
     """
     item = comparison.measures[measure]
-    subtitle = f"Wilcoxon over core layers: p = {format_p(item.wilcoxon_p)} ({item.n_pairs} pairs)"
-    return compare_profiles(comparison_frame(comparison, measure), x=x, subtitle=subtitle)
+    return compare_profiles(comparison_frame(comparison, measure), x=x, subtitle=comparison_subtitle(item))
 
 
 def comparison_table(comparison: ComparisonResult, measure: str) -> pd.DataFrame:

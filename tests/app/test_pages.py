@@ -23,6 +23,7 @@ from tests.support import (
     labels,
     open_app,
     shown,
+    texts,
     widget,
 )
 
@@ -149,6 +150,20 @@ def test_every_page_draws_its_figures_on_imported_vectors(page, imported, monkey
     assert_page_draws_everything(at, page)
     if Path(page).stem in ("scaling", "weber", "compare"):
         assert "planted" in " ".join(str(chart.proto.spec) for chart in at.get("vega_lite_chart"))
+
+
+@pytest.mark.slow
+def test_home_and_compare_lead_with_the_stimulus_interval_and_say_when_the_wilcoxon_cannot_reach_05(
+        imported, monkeypatch):
+    """4 core layers: the paper's Wilcoxon test cannot give p < .05 however large the effect, and the
+    pages say so beside the interval of the stimulus bootstrap, which leads."""
+    for page in ("pages/home.py", "pages/compare.py"):
+        shown_text = texts(open_app(imported, monkeypatch, page=page))
+        sentence = next(line for line in shown_text.splitlines() if "Wilcoxon" in line)
+        assert "mean difference" in sentence and "(stimulus bootstrap," in sentence, page
+        assert sentence.index("stimulus bootstrap") < sentence.index("Wilcoxon"), page  # the estimate leads
+        assert "with 4 pairs the smallest p this test can give is 0.12, so it cannot reach 0.05" in sentence, page
+        assert "share their stimuli" in sentence, page
 
 
 @pytest.mark.slow

@@ -743,7 +743,7 @@ def test_raw_and_adjusted_alpha_by_layer_and_the_strata_table(tokenized, result)
 
 def test_verdict_table_has_a_programme_row(result):
     table = vf.verdict_frame({"a": result, "b": result, "c": result}, "eucl")
-    assert table["model"].tolist() == ["a", "b", "c", "programme (majority of 3 models)"]
+    assert table["model"].tolist() == ["a", "b", "c", "programme (majority of 3 trained models)"]
     h3 = result.hypotheses["eucl"].h3
     expected = ("supported (3/3)" if h3 else "not supported (0/3)")
     assert table.loc[3, "H3"] == expected
@@ -753,6 +753,21 @@ def test_verdict_table_has_a_programme_row(result):
     assert layer_span([3, 5, 6]) == "3, 5-6" and layer_span([]) == "none"
     with pytest.raises(AnalysisError, match="pairwise"):
         vf.verdict_frame({"a": result}, "pairwise")
+    # the stimulus bootstrap's interval leads; with 2 core layers H4's Spearman cannot reach .05, and says so
+    h = result.hypotheses["eucl"]
+    assert table.loc[0, "mean_alpha_ci_low"] == h.mean_alpha_ci[0] < h.mean_alpha < h.mean_alpha_ci[1]
+    assert table.loc[0, "note"].startswith("H4: with 2 layers the smallest p this test can give is 1,")
+
+
+def test_controls_stand_beside_their_model_and_do_not_vote(result):
+    table = vf.verdict_frame({"b@random": result, "a": result, "b": result, "a@random:7": result}, "eucl")
+    assert table["model"].tolist()[:4] == ["a", "a@random:7", "b", "b@random"]
+    assert table["role"].tolist()[:4] == ["model", "control of a", "model", "control of b"]
+    assert table["model"].iloc[-1] == "programme (majority of 2 trained models)"
+    h3 = result.hypotheses["eucl"].h3
+    assert table["H3"].iloc[-1] == ("supported (2/2)" if h3 else "not supported (0/2)")
+    alone = vf.verdict_frame({"a@random": result}, "eucl")  # only a reference: no programme row
+    assert alone["model"].tolist() == ["a@random"]
 
 
 def test_noise_summary_counts_core_winners(result):

@@ -230,7 +230,8 @@ def test_build_report_from_a_store(store):
     ):
         assert f">{title}</h2>" in document, title
     assert "share no complete stimulus set" in document
-    assert "programme (majority of 3 models)" in document
+    assert "programme (majority of 3 trained models)" in document
+    assert "stimulus bootstrap" in document and "cannot reach 0.05" in document  # the comparison's sentence
     manifest = report.extract_manifest(document)
     assert [m["name"] for m in manifest["models"]] == [HOSTILE, "plain", "elsewhere"]
     identity = store.model_record("plain")

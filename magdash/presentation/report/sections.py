@@ -115,14 +115,14 @@ def analysis_sections(
     sections.append(
         ReportSection(
             "E4 axis specificity",
-            text=["Scaling of the variance along the magnitude axis (PC1) and off it, per core layer."],
+            text=["Scaling of the variance along the magnitude axis (PC1) and off it, per core layer. The ratio "
+                  "and the difference of the mean alphas lead, with their stimulus-bootstrap intervals; the "
+                  "Wilcoxon test pairs the core layers, which share their stimuli (docs/science.md, \"The unit of "
+                  "replication\")."],
             figures=[
                 (
                     f"E4, {name}",
-                    vf.e4_chart(
-                        vf.e4_frame(r),
-                        subtitle=f"ratio {format_number(r.e4.ratio)}, Wilcoxon p = {format_number(r.e4.wilcoxon_p)}",
-                    ),
+                    vf.e4_chart(vf.e4_frame(r), subtitle=vf.e4_subtitle(r)),
                 )
                 for name, r in results.items()
             ],
@@ -168,7 +168,13 @@ def _verdict_section(results: Mapping[str, Any], measures: Sequence[str]) -> Rep
             "Over each model's core layers: H1 alpha > 0, H2 alpha in the Weber window "
             f"[{low:g}, {high:g}], H3 alpha < 1 (each needs a majority of core layers), H4 alpha "
             f"changes with depth (Spearman over the layers in h4_layers). The programme row supports "
-            f"a hypothesis when a majority of models do. Statistics follow {first.params.rules.description}."
+            f"a hypothesis when a majority of the trained models do; each @random control stands beside its "
+            f"model as a reference and is not counted. Statistics follow {first.params.rules.description}.",
+            "The mean core alpha leads, with the interval and p of the stimulus bootstrap (carriers and "
+            "magnitudes resampled once for every core layer). The t-tests (h1_p, h2_p) and H4's Spearman are "
+            "tests over core layers, which share their stimuli and are not independent replications: their "
+            "real size exceeds their nominal level, and a Spearman test over 3 layers cannot reach .05 "
+            "(the note column says so; docs/science.md, \"The unit of replication\").",
         ],
         tables=[
             (f"H1-H4 for {measure_title(measure)}", vf.verdict_frame(results, measure))
@@ -179,17 +185,14 @@ def _verdict_section(results: Mapping[str, Any], measures: Sequence[str]) -> Rep
 
 def _comparison_section(comparison: Any, measure: str) -> ReportSection:
     frame = vf.comparison_frame(comparison, measure)
-    item = comparison.measures[measure]
-    subtitle = (
-        f"Wilcoxon over core layers: p = {format_number(item.wilcoxon_p)} ({item.n_pairs} pairs); "
-        f"mean delta {format_number(item.mean_delta)}"
-    )
+    subtitle = vf.comparison_subtitle(comparison.measures[measure])
     depth = "gamma" if not frame["layer_a"].equals(frame["layer_b"]) else "layer"
     return ReportSection(
         f"Comparison: {comparison.model_a} vs {comparison.model_b}",
         text=[
             "Layerwise alpha differences (model A minus model B) with joint-bootstrap CIs; "
-            "layers paired by depth fraction when the depths differ."
+            "layers paired by depth fraction when the depths differ.",
+            vf.comparison_sentence(comparison, measure),
         ],
         figures=[
             (
@@ -213,7 +216,8 @@ def controls_section(result: Any, measure: str) -> ReportSection:
     comparisons = [*result.variants.values(), *([result.random] if result.random is not None else [])]
     for comparison in comparisons:
         frame = vf.comparison_frame(comparison, measure)
-        figures.append((f"{comparison.model_a} vs {comparison.model_b}", vf.compare_profiles(frame)))
+        figures.append((f"{comparison.model_a} vs {comparison.model_b}",
+                        vf.compare_profiles(frame, subtitle=vf.comparison_subtitle(comparison.measures[measure]))))
     return ReportSection(
         f"Robustness controls: {result.model}, {label}",
         text=[
