@@ -338,9 +338,9 @@ class ComparisonResult:
         return html_summary(f"{self.model_a} minus {self.model_b}", facts, [("Over the core layers", summary)], notes)
 
     def to_json(self) -> dict[str, Any]:
-        """The CLI's ``compare --json`` shape: per measure, its summary (with ``mean_delta_ci`` as a
-        two-element list and ``wilcoxon_note``, why the Wilcoxon test cannot reach .05 with its pairs, ""
-        when it can) and its layers as records."""
+        """The CLI's ``compare --json`` shape: per measure, its summary (the mean delta's stimulus-bootstrap
+        interval as ``mean_delta_ci_low`` and ``mean_delta_ci_high``, and ``wilcoxon_note``: why the Wilcoxon
+        test cannot reach .05 with its pairs, "" when it can) and its layers as records."""
         return {
             "model_a": self.model_a,
             "model_b": self.model_b,
@@ -349,8 +349,7 @@ class ComparisonResult:
             "conventions": self.conventions,
             "core_layers": list(self.core_layers),
             "measures": {
-                name: {**item.summary(), "mean_delta_ci": list(item.mean_delta_ci),
-                       "wilcoxon_note": unreachable_note("wilcoxon", item.n_pairs, unit="layer pairs"),
+                name: {**item.summary(), "wilcoxon_note": unreachable_note("wilcoxon", item.n_pairs, unit="layer pairs"),
                        "layers": item.layers.to_dict(orient="records")}
                 for name, item in self.measures.items()
             },

@@ -73,7 +73,7 @@ def test_an_analysis_summarises_what_a_reader_checks_first(results):
 
 def test_every_result_shows_a_summary_and_its_tables(results):
     comparison, controls = results["comparison"], results["controls"]
-    assert "m minus m@random" in comparison._repr_html_() and "<th>Wilcoxon p</th>" in comparison._repr_html_()
+    assert "m minus m@random" in comparison._repr_html_() and "<th>Wilcoxon p (layers)</th>" in comparison._repr_html_() and "stimulus CI low" in comparison._repr_html_()
     assert list(comparison.table.columns[:3]) == ["measure", "layer_a", "layer_b"]
     assert len(comparison.table) == 3 * 5 and set(comparison.table["measure"]) == set(FAST.measures)
     shown = controls._repr_html_()

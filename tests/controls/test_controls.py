@@ -3,6 +3,7 @@ the permutation null on planted data, verdicts, the cache and the CLI."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -14,6 +15,7 @@ from magdash.cli import main
 from magdash.controls.carriers import carrier_icc, cosine_rdm, icc_consistency
 from magdash.controls.controls_params import ControlsParams
 from magdash.controls.permutation import PermutationNull
+from magdash.controls.variants import VariantSummary, random_problem
 from magdash.errors import AnalysisError, MagdashError
 from magdash.runs.analysis_runs import analyze, compare
 from magdash.runs.controls_runs import run_controls
@@ -229,3 +231,17 @@ def test_cli_controls_json_and_bad_input(store, rng, capsys):
     document = json.loads(capsys.readouterr().out)
     assert document["variants"][0]["variant"] == "m on paper-grouped"
     assert document["variants"][0]["kind"] == "number format digits vs grouped"
+
+
+def test_the_random_control_is_judged_on_the_stimulus_interval_of_the_mean_delta_not_on_counted_layers():
+    """Every core layer's own CI excludes 0 (the layers agree, as layers that share their stimuli do),
+    but the interval that resamples the stimuli covers 0: the model is not told from its control."""
+    agreeing_layers = VariantSummary(
+        variant="m@random", kind="random weights (@random)", measure="eucl", mean_alpha_model=-0.04,
+        mean_alpha_variant=-0.03, max_abs_delta=0.012, layer_of_max=4, ci_low_at_max=-0.02, ci_high_at_max=-0.004,
+        layers_ci_excludes_zero=3, layers_with_ci=3, n_core=3, mean_delta=-0.01, mean_delta_ci_low=-0.03,
+        mean_delta_ci_high=0.006, mean_delta_p=0.21, wilcoxon_p=0.25, wilcoxon_reachable=False)
+    assert random_problem(agreeing_layers) is True
+    apart = dataclasses.replace(agreeing_layers, mean_delta_ci_high=-0.002, mean_delta_p=0.01)
+    assert random_problem(apart) is False
+    assert random_problem(dataclasses.replace(apart, mean_delta_ci_low=math.nan)) is None  # no bootstrap: no verdict

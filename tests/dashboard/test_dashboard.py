@@ -536,7 +536,9 @@ def test_planted_alpha_reaches_the_scaling_figure(planted, planted_view):
     assert "alpha = 0.500" in json.dumps(spec)
     empty = json.dumps(vf.scaling_figure(result, "eucl", 0).to_dict(), ensure_ascii=False)
     assert f"alpha = {MISSING}" in empty  # V = 0 at the embeddings: never shown as a number
-    assert "Mean alpha of V_eucl over the 2 core layers: 0.5000 (2/2" in vf.fit_summary(result, "eucl")
+    summary = vf.fit_summary(result, "eucl")  # the stimulus bootstrap's interval leads
+    assert summary.startswith("Mean alpha of V_eucl over the 2 core layers: 0.5000, 95% CI [0.4")
+    assert "(stimulus bootstrap," in summary and summary.endswith("(2/2 layers with alpha > 0).")
     table = vf.fit_table(result, "eucl")
     assert np.isnan(table.loc[table["layer"] == 0, "alpha"].item())
 

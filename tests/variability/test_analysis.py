@@ -275,6 +275,10 @@ def test_compare_through_store_and_cli(store, rng, capsys):
     assert set(document["measures"]) == {"eucl", "residual", "proj"}
     layer_rows = document["measures"]["eucl"]["layers"]
     assert layer_rows[0]["alpha_a"] is None  # embeddings: no fit, null in JSON
+    eucl_json = document["measures"]["eucl"]  # the stimulus bootstrap's interval, beside a test that cannot reach .05
+    assert eucl_json["mean_delta_ci_low"] < -0.05 and eucl_json["mean_delta_ci_high"] < 0 and eucl_json["n_resamples"] > 250
+    assert eucl_json["wilcoxon_reachable"] is False and eucl_json["wilcoxon_note"].startswith("with 2 layer pairs")
+    assert eucl.mean_delta_ci == (eucl_json["mean_delta_ci_low"], eucl_json["mean_delta_ci_high"])
     assert layer_rows[3]["delta"] == pytest.approx(-0.1, abs=0.03)
     assert main(["compare", "--model", "tuned", "--model", "base", "--store", str(store.path), "--n-boot", "300"]) == 0
     assert "Wilcoxon" in capsys.readouterr().out
