@@ -266,21 +266,21 @@ def weighted_row_slopes(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np
     """OLS slope of row r of ``y`` (b, n) on x with row r of ``weights`` (b, n); NaN if degenerate.
 
     :func:`weighted_slopes` with a y of its own in every row (a resample that also redrew what y
-    is computed from). Entries of y under a zero weight are ignored, whatever they hold.
+    is computed from), from ``(S sxy - sx sy) / (S sxx - sx^2)`` over the weighted sums. Entries of y
+    under a zero weight are ignored, whatever they hold. x is centred; y is not, so it should be of
+    moderate size (a logarithm), as its cancellation error grows with its mean over its spread.
     """
     x = np.asarray(x, dtype=np.float64)
     weights = np.asarray(weights, dtype=np.float64)
-    y = np.where(weights > 0, np.asarray(y, dtype=np.float64), 0.0)
+    weighted_y = weights * np.where(weights > 0, np.asarray(y, dtype=np.float64), 0.0)
     xc = x - x.mean()
+    total = weights.sum(axis=1)
+    sum_x = np.einsum("bn,n->b", weights, xc)
+    sum_xx = np.einsum("bn,n->b", weights, xc * xc)
+    sum_y = weighted_y.sum(axis=1)
+    sum_xy = np.einsum("bn,n->b", weighted_y, xc)
     with np.errstate(divide="ignore", invalid="ignore"):
-        total = weights.sum(axis=1)
-        row_mean = np.einsum("bn,bn->b", weights, y) / total
-        yc = y - row_mean[:, np.newaxis]
-        sum_x = np.einsum("bn,n->b", weights, xc)
-        sum_xx = np.einsum("bn,n->b", weights, xc * xc)
-        sum_xy = np.einsum("bn,bn->b", weights * xc, yc)
-        sum_y = np.einsum("bn,bn->b", weights, yc)
-        slopes = (sum_xy - sum_x * sum_y / total) / (sum_xx - sum_x * sum_x / total)
+        slopes = (total * sum_xy - sum_x * sum_y) / (total * sum_xx - sum_x * sum_x)
     slopes[_distinct_drawn(x, weights) < 2] = np.nan
     return slopes
 

@@ -23,6 +23,7 @@ from magdash.variability.fits import (
     scaling_alpha,
     scaling_mask,
     theil_sen,
+    weighted_row_slopes,
     weighted_slopes,
 )
 
@@ -238,3 +239,19 @@ def test_scaling_alpha_is_fit_scaling_s_alpha_by_the_same_point_rules(drop_outli
         assert got == expected or (np.isnan(got) and np.isnan(expected))
     assert scaling_alpha(n, cases[1], drop_outliers=True) == pytest.approx(-0.2, abs=1e-12)
     assert abs(scaling_alpha(n, cases[1], drop_outliers=False) + 0.2) > 0.5  # the rule is applied
+
+
+def test_row_slopes_are_the_weighted_slopes_of_each_rows_own_y(rng):
+    x = np.log(np.arange(1.0, 27.0))
+    counts = np.concatenate(list(resample_counts(26, 50, seed=2)))
+    y = 5.0 + rng.normal(size=(50, 26))
+    slopes = weighted_row_slopes(x, y, counts)
+    for row in (0, 17, 49):
+        drawn = np.repeat(np.arange(26), counts[row].astype(int))
+        assert slopes[row] == pytest.approx(np.polyfit(x[drawn], y[row, drawn], 1)[0], abs=1e-12)
+    hidden = y.copy()
+    hidden[counts == 0] = np.nan  # under a zero weight, whatever y holds is ignored
+    np.testing.assert_allclose(weighted_row_slopes(x, hidden, counts), slopes, atol=1e-13)
+    one_magnitude = np.zeros((1, 26))
+    one_magnitude[0, 3] = 26
+    assert math.isnan(weighted_row_slopes(x, y[:1], one_magnitude)[0])
