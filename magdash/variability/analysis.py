@@ -433,14 +433,20 @@ class AnalysisResult:
         }
 
     def hypothesis_table(self) -> pd.DataFrame:
-        """H1–H4 over the core layers, one row per measure: the mean core alpha, the verdicts and
-        their tests (:class:`~magdash.variability.hypotheses.HypothesisResult` has every statistic)."""
+        """H1–H4 over the core layers, one row per measure: the mean core alpha with its stimulus-bootstrap
+        interval and p (the estimate that leads), the verdicts, the paper's tests over the core layers, and a
+        note when H4's test cannot reach .05 with its layers
+        (:class:`~magdash.variability.hypotheses.HypothesisResult` has every statistic)."""
         rows = []
         for measure in self.params.measures:
             h = self.hypotheses[measure]
-            rows.append({"measure": measure_title(measure), "mean_alpha": h.mean_alpha, **h.verdicts(),
-                         "h1_p": h.h1_p, "h2_p": h.h2_p, "h4_rho": h.h4_rho, "h4_p": h.h4_p})
-        return pd.DataFrame(rows, columns=["measure", "mean_alpha", *HYPOTHESES, "h1_p", "h2_p", "h4_rho", "h4_p"])
+            rows.append({"measure": measure_title(measure), "mean_alpha": h.mean_alpha,
+                         "mean_alpha_ci_low": h.mean_alpha_ci[0], "mean_alpha_ci_high": h.mean_alpha_ci[1],
+                         "mean_alpha_p": h.mean_alpha_p, **h.verdicts(), "h1_p": h.h1_p, "h2_p": h.h2_p,
+                         "h4_rho": h.h4_rho, "h4_p": h.h4_p,
+                         "note": unreachable_note("spearman", len(h.h4_layers), unit="layers")})
+        return pd.DataFrame(rows, columns=["measure", "mean_alpha", "mean_alpha_ci_low", "mean_alpha_ci_high",
+                                           "mean_alpha_p", *HYPOTHESES, "h1_p", "h2_p", "h4_rho", "h4_p", "note"])
 
     def _repr_html_(self) -> str:
         """The notebook's view: model, stimuli, core band, the verdicts, the core fits of the first measure."""

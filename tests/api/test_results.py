@@ -69,6 +69,10 @@ def test_an_analysis_summarises_what_a_reader_checks_first(results):
     assert list(table["measure"]) == ["V_eucl", "V_residual", "V_proj"]
     assert table.loc[0, "mean_alpha"] == pytest.approx(result.hypotheses["eucl"].mean_alpha)
     assert bool(table.loc[0, "H1"]) is result.hypotheses["eucl"].h1 is True  # planted alpha 0.5
+    # the stimulus bootstrap's interval leads; H4 over the 2 core layers cannot reach .05, and the table says so
+    assert table.loc[0, "mean_alpha_ci_low"] < table.loc[0, "mean_alpha"] < table.loc[0, "mean_alpha_ci_high"]
+    assert table.loc[0, "note"].startswith("with 2 layers the smallest p this test can give is 1")
+    assert "<th>mean alpha CI low (stimuli)</th>" in shown
 
 
 def test_every_result_shows_a_summary_and_its_tables(results):
