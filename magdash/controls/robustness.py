@@ -18,7 +18,8 @@ None when it could not be judged (e.g. no variant stored). The rules:
   with all of them or moves by more than the result's CI half-width (the analysis's own rule,
   :func:`magdash.variability.artifacts.carrier_influence`); ICC: mean core ICC below 0.5 (poor agreement, Koo & Li 2016);
 - permutation: a problem when the permutation p is above ``significance`` at a majority of the
-  core layers (alpha cannot be told from shuffled magnitudes);
+  core layers (alpha cannot be told from shuffled magnitudes); not judged when ``n_perm``
+  permutations cannot give a p below ``significance`` at all (19 or fewer at 0.05);
 - variants and ``@random``: :func:`magdash.controls.variants.variant_problem` and
   :func:`~magdash.controls.variants.random_problem`.
 
@@ -50,6 +51,7 @@ from magdash.formatting import format_number, layer_span
 from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
 from magdash.overflow import count_nonfinite
 from magdash.params import ProgressCallback
+from magdash.significance import can_reach, unreachable_note
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.artifacts import MIN_LOO_CARRIERS, carrier_influence, leave_one_carrier_out
 from magdash.variability.compare import ComparisonResult
@@ -341,7 +343,10 @@ class ControlsResult:
         perm = self.tables.permutation
         perm = perm[(perm["measure"] == measure) & perm["core"]]
         p = perm["p_permutation"].to_numpy(dtype=np.float64)
-        if np.isfinite(p).any():
+        if not can_reach("permutation", self.tables.n_perm, level):
+            verdicts.append(Verdict("permutation", measure, None,
+                                    f"not judged: {unreachable_note('permutation', self.tables.n_perm, level)}"))
+        elif np.isfinite(p).any():
             above = int(np.count_nonzero(~(p <= level)))
             problem = above * 2 > len(perm)
             verdicts.append(Verdict(

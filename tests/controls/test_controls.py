@@ -195,6 +195,13 @@ def test_controls_without_variants_or_control_say_so(store, rng):
     verdicts = {v.control: v for v in result.verdicts("eucl")}
     assert verdicts["variant"].problem is None and verdicts["random"].problem is None
     assert "alone@random is not stored" in verdicts["random"].line
+    assert verdicts["permutation"].problem is False  # a planted slope no shuffle reaches
+    # 10 permutations cannot give p < 0.05 at any layer: the control says so instead of calling it a problem
+    few = run_controls(store, "alone", params=ControlsParams(analysis=FAST, n_perm=10))
+    permutation = {v.control: v for v in few.verdicts("eucl")}["permutation"]
+    assert permutation.problem is None
+    assert permutation.line == ("not judged: with 10 resamples the smallest p this test can give is 0.091, so it "
+                                "cannot reach 0.05 however large the effect")
     with pytest.raises(MagdashError, match="no model named 'ghost'"):
         run_controls(store, "alone", params=ControlsParams(analysis=FAST, variants=("ghost",)))
     with pytest.raises(AnalysisError, match="the model itself"):
