@@ -29,7 +29,7 @@ CI_METHODS = ("percentile", "studentized", "bca", "t")
 LEGACY_SEED_LIMIT = 2**32
 """numpy's RandomState (the paper's bootstrap stream) takes seeds below 2**32."""
 BOOTSTRAP_LAYER_CHOICES = ("core", "all", "none")
-"""Where bootstrap CIs are computed: the core layers, every layer, none."""
+"""Where bootstrap CIs are computed: the core layers, every layer, none (no bootstrap at all)."""
 
 
 def default_core_layers(n_blocks: int) -> list[int]:
@@ -56,7 +56,9 @@ class AnalysisParams:
     core_layers: tuple[int, ...] | None = field(default=None, metadata=option(
         "core layers, the band the hypotheses are tested over", flag="--core", metavar="START-END",
         parse=layer_tuple, default_text="floor(L/2) to L-1"))
-    n_boot: int = field(default=DEFAULT_N_BOOT, metadata=option("bootstrap resamples (0: no CI)", metavar="N"))
+    n_boot: int = field(default=DEFAULT_N_BOOT, metadata=option(
+        "bootstrap resamples, of each layer's fit and of the stimuli behind the mean over the core layers (0: no CI)",
+        metavar="N"))
     seed: int | None = field(default=None, metadata=option(
         "bootstrap seed", metavar="S", default_text="the conventions' seed: 0, or 42 with --conventions paper"))
     ci: float = field(default=0.95, metadata=option("confidence level of every interval", metavar="LEVEL"))
@@ -65,7 +67,8 @@ class AnalysisParams:
     boundary: tuple[float, ...] = field(default=DEFAULT_BOUNDARY, metadata=option(
         "magnitudes dropped in the E3 sensitivity refit", metavar="LIST", parse=comma_separated(float, "--boundary")))
     bootstrap_layers: str = field(default="core", metadata=option(
-        "where to compute bootstrap CIs", choices=BOOTSTRAP_LAYER_CHOICES))
+        "where to compute each layer's bootstrap CI; none also turns off the stimulus bootstrap of the mean over "
+        "the core layers", choices=BOOTSTRAP_LAYER_CHOICES))
     outlier_factor: float = field(default=OUTLIER_FACTOR, metadata=option(
         "a point is an outlier above this many times the layer's median V (V_eucl, V_residual)", metavar="K"))
     conventions: str = field(default=MAGDASH, metadata=option(
