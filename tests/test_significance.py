@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from magdash.significance import can_reach, smallest_p, unreachable_note
+from magdash.significance import can_reach, layer_test_note, smallest_p, stimulus_estimate, unreachable_note
 
 
 @pytest.mark.parametrize("n", [3, 4, 5, 6, 7])
@@ -38,3 +38,19 @@ def test_the_note_says_why_a_test_cannot_reach_the_level_and_is_empty_when_it_ca
     assert math.isnan(smallest_p("spearman", 1))
     with pytest.raises(ValueError, match="unknown test"):
         smallest_p("anova", 3)
+
+
+def test_a_bootstrap_of_b_resamples_gives_at_least_two_over_b_plus_one():
+    assert smallest_p("bootstrap", 999) == pytest.approx(0.002)
+    assert not can_reach("bootstrap", 39) and can_reach("bootstrap", 40)  # 2/40 = 0.05 is not below 0.05
+    assert unreachable_note("bootstrap", 19).startswith("with 19 resamples the smallest p this test can give is 0.1")
+
+
+def test_the_stimulus_estimate_leads_with_its_interval_and_says_when_it_cannot_reach_the_level():
+    text = stimulus_estimate(-0.0372, (-0.0582, -0.0175), 8.0e-4, 9981)
+    assert text == "-0.0372, 95% CI [-0.0582, -0.0175] (stimulus bootstrap, 9,981 resamples), p = 8.0e-04"
+    few = stimulus_estimate(-0.0372, (-0.0582, -0.0175), 0.1, 19, level=0.9)
+    assert "90% CI" in few and few.endswith("so it cannot reach 0.05 however large the effect")
+    assert stimulus_estimate(0.5, (math.nan, math.nan), math.nan, 0) == (
+        "0.5000 (no stimulus-bootstrap interval: the bootstrap was off)")
+    assert layer_test_note(15).startswith("a test over 15 core layers, which share their stimuli")
