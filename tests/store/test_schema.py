@@ -52,7 +52,7 @@ def test_the_fixture_is_a_schema_1_store(v1_store):
 
 def test_a_schema_1_store_migrates_with_every_vector_intact(v1_store):
     store = Store(v1_store)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 9
     expected = np.load(DATA / "store_v1_expected.npz")
     np.testing.assert_array_equal(store.export_arrays("tiny", "six")["per_carrier"], expected["tiny"])
     np.testing.assert_array_equal(store.export_arrays("with-nan", "six")["per_carrier"], expected["with_nan"])
@@ -154,7 +154,7 @@ def test_a_schema_2_store_keeps_one_set_per_content_with_every_vector_intact(v2_
     with duckdb.connect(str(v2_store), read_only=True) as connection:
         done_before = connection.execute("SELECT count(*) FROM done").fetchone()[0]
     store = Store(v2_store)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 9
     assert store.stimulus_set_names() == ["first-stimuli", "paper"]
     assert store.stimulus_sets_for("first") == store.stimulus_sets_for("second") == ["first-stimuli"]
     assert store.stimulus_sets_for("third") == ["paper"]  # the paper's sentences go by their name
@@ -269,7 +269,7 @@ def test_a_schema_5_store_gains_the_design_tables_and_keeps_everything(tmp_path)
             connection.execute(f"DROP TABLE {name}")
         connection.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 9
     assert all(store.metric_table(name).empty for name in design_tables)
     assert store.get_result("k") == b"payload"
 
@@ -284,7 +284,7 @@ def test_a_schema_6_store_gains_the_sequence_start_and_its_models_read_as_not_re
         connection.execute("DROP TABLE vector_norms")
         connection.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 9
     record = store.model_record("old")
     assert record.sequence_start == "" and record.n_blocks == 1
     assert store.list_models()["sequence_start"].tolist() == [""]
@@ -311,7 +311,7 @@ def test_a_schema_7_store_gains_number_formats_token_facts_and_every_missing_met
             connection.execute(f"DROP TABLE {table}")
         connection.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 9
     assert store.number_formats() == {"s": "digits"} and store.stimulus_set("s").number_format == "digits"
     assert all(store.metric_table(name).empty for name in added)
     tests = store.metric_table("comparison_tests")
@@ -324,6 +324,34 @@ def test_a_schema_7_store_gains_number_formats_token_facts_and_every_missing_met
     with duckdb.connect(str(path), read_only=True) as connection:
         columns = [row[0] for row in connection.execute("DESCRIBE comparisons").fetchall()]
     assert columns[-1] == "stimuli_b"  # added at the end by the migration; rows are written by column name
+
+
+def test_a_schema_8_store_names_e5s_raw_correlation_and_forgets_the_numbers_of_unfitted_spectra(tmp_path):
+    path = tmp_path / "v8.duckdb"
+    Store(path)
+    renamed = {"raw_rho": "rho", "raw_p": "p", "raw_ci_low": "ci_low", "raw_ci_high": "ci_high"}
+    with duckdb.connect(str(path)) as connection:  # schema 8 is schema 9 with these names and without these columns
+        for new, old in renamed.items():
+            connection.execute(f'ALTER TABLE e5 RENAME COLUMN "{new}" TO "{old}"')
+        for table, column in (("e5", "partial_ci_low"), ("e5", "partial_ci_high"), ("phase_layers", "omega_mean_low"),
+                              ("phase_layers", "omega_mean_high"), ("phase_transitions", "units"),
+                              ("phase_transitions", "unit_counts")):
+            connection.execute(f'ALTER TABLE {table} DROP COLUMN "{column}"')
+        connection.execute("INSERT INTO e5 (result_key, model, layer, rho, p, partial_rho) VALUES ('k', 'm', 3, 0.9, 1e-9, 0.2)")
+        connection.execute("INSERT INTO phase_layers (result_key, model, layer, sigma2, mp_edge, tw_margin, largest_gap, "
+                           "mp_converged) VALUES ('capped', 'm', 1, 2.0, 3.0, 0.5, 7.0, false), "
+                           "('fitted', 'm', 1, 2.0, 3.0, 0.5, 7.0, true)")
+        connection.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION == 9
+    e5 = store.metric_table("e5")
+    assert set(metrics.TABLES_BY_NAME["e5"].column_names) <= set(e5.columns)
+    assert e5[["raw_rho", "raw_p", "partial_rho"]].values.tolist() == [[0.9, 1e-9, 0.2]]
+    assert e5[["raw_ci_low", "partial_ci_low"]].isna().all().all()
+    spectra = store.metric_table("phase_layers").set_index("result_key")
+    unfitted = ["sigma2", "mp_edge", "tw_margin", "largest_gap"]
+    assert spectra.loc["capped", unfitted].isna().all() and spectra.loc["fitted", unfitted].tolist() == [2.0, 3.0, 0.5, 7.0]
+    assert set(metrics.TABLES_BY_NAME["phase_transitions"].column_names) <= set(store.metric_table("phase_transitions"))
 
 
 # -- compaction --------------------------------------------------------------------------------------
