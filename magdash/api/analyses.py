@@ -347,7 +347,7 @@ def depth(
     Returns:
         The :class:`~magdash.phase.diagnostics.PhaseResult` (``.table``: one row per layer).
     """
-    from magdash.phase.accumulate import view_sample
+    from magdash.phase.accumulate import number_token_sample
     from magdash.phase.diagnostics import analyze_samples
 
     params = _params(PhaseParams, params, options)
@@ -359,8 +359,7 @@ def depth(
     activations = _activations(data, model, stimuli, magnitudes, carriers, "depth")
     samples = []
     for layer, _, vectors in activations.layers():
-        samples.append(view_sample(vectors.reshape(-1, activations.hidden_size), layer, params.massive,
-                                   params.massive_ratio))
+        samples.append(number_token_sample(vectors, layer, params.massive, params.massive_ratio))
         if progress is not None:
             progress(len(samples), activations.n_layers)
     return analyze_samples(samples, activations.n_blocks, params, model=activations.name)

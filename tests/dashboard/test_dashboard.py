@@ -636,7 +636,7 @@ def test_the_report_holds_figures_verdicts_and_the_manifest(planted, planted_vie
         "E4, planted", "RSA by layer, planted", "planted vs flat@random",
         *(f"{m} against n, {where}" for m in ("V_eucl", "V_residual", "V_proj")),
         f"Centroid RDM, {where}", f"PC1 against log n, {where}",
-        "Spearman rho by layer, planted", f"V against corpus count, {where}",
+        "Partial and raw Spearman rho by layer, planted", f"V against corpus count, {where}",
         "Distribution of the counts (openwebtext-500k)",
         "Order parameter, raw and without the massive dimensions, planted",
         "Effective rank and participation ratio, planted", "Omega by layer, planted",
