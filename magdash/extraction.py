@@ -750,6 +750,7 @@ def capture_all_tokens(
     max_length: int | None = None,
     progress: ProgressCallback | None = None,
     keep_first_position: bool = False,
+    on_rows: Callable[[np.ndarray], None] | None = None,
 ) -> tuple[int, int]:
     """Stream the vectors of every real token of ``texts``, layer by layer, to ``on_batch``.
 
@@ -770,6 +771,8 @@ def capture_all_tokens(
         max_length: the longest sequence in tokens; None: the model's context.
         progress: called as ``progress(done, total)`` texts after each batch.
         keep_first_position: keep a first word at position 0 (a BOS there is always left out).
+        on_rows: called before a batch's ``on_batch`` calls with the index in ``texts`` of the text each of
+            its rows comes from (the rows are in the same order at every layer).
     """
     import torch
 
@@ -789,6 +792,8 @@ def capture_all_tokens(
         batch = build_batch(ids, [r or [0] for r in real], pad_id=tokenizer.pad_token_id,
                             padding_side="right", device=_input_device(loaded))
         rows = torch.tensor([row for row, positions in enumerate(real) for _ in positions], dtype=torch.long)
+        if on_rows is not None:
+            on_rows(np.asarray(chosen)[rows.numpy()])
         columns = torch.tensor([k for positions in real for k in positions], dtype=torch.long)
         reduce = _token_selector(rows, columns)
         kwargs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}

@@ -1,4 +1,5 @@
-"""Frequency (E5): V per magnitude against log corpus frequency, Spearman rho per layer."""
+"""Frequency (E5): V per magnitude against log corpus frequency; per layer the partial Spearman rho
+given log n, the raw rho beside it."""
 
 import streamlit as st
 
@@ -14,8 +15,9 @@ view = ctx.view
 st.title("Variability and corpus frequency (E5)")
 st.caption(
     "The paper explains anti-scalar variability by frequency: frequent (small) numbers occur in "
-    "more varied contexts. Per layer, Spearman rho of V(n) with log(count(n) + 1); the partial rho "
-    "controls for log n, since frequency falls with magnitude."
+    "more varied contexts. Counts fall with magnitude, so any V that falls with n correlates with "
+    "the count: the test of the frequency account is the partial Spearman rho of V(n) with "
+    "log(count(n) + 1) given log n, shown first; the raw rho (the paper's E5) is beside it."
 )
 stamp = db.store_stamp(view.store)
 sources = ui.frequency_sources_for(view.store, stamp)

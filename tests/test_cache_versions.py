@@ -105,11 +105,12 @@ def cached_documents(store: Store) -> dict:
         phase_from_store(store, name)
         payload = store.get_result(number_token_key(store, name, "paper"))
         with np.load(io.BytesIO(payload), allow_pickle=False) as arrays:
-            assert all(arrays[key].dtype.kind in "fiu" for key in arrays.files)  # plain numbers only
+            assert all(arrays[key].dtype.kind in "fiuU" for key in arrays.files)  # plain numbers and names only
         samples, n_blocks = samples_from_bytes(payload)
         phases[name] = {"n_blocks": n_blocks, "samples": [
             {"layer": s.layer, "dim": s.dim, "count": s.count, "nonfinite": s.nonfinite,
-             "eigenvalues": s.eigenvalues.tolist(), "omegas": s.omegas.astype(np.float64).tolist()}
+             "eigenvalues": s.eigenvalues.tolist(), "omegas": s.omegas.astype(np.float64).tolist(),
+             "units": s.units.tolist(), "unit_names": list(s.unit_names)}
             for s in samples
         ]}
     controls_params = ControlsParams(analysis=PARAMS, n_perm=200)

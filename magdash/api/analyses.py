@@ -347,7 +347,7 @@ def depth(
     Returns:
         The :class:`~magdash.phase.diagnostics.PhaseResult` (``.table``: one row per layer).
     """
-    from magdash.phase.accumulate import view_sample
+    from magdash.phase.accumulate import number_token_sample
     from magdash.phase.diagnostics import analyze_samples
 
     params = _params(PhaseParams, params, options)
@@ -359,8 +359,7 @@ def depth(
     activations = _activations(data, model, stimuli, magnitudes, carriers, "depth")
     samples = []
     for layer, _, vectors in activations.layers():
-        samples.append(view_sample(vectors.reshape(-1, activations.hidden_size), layer, params.massive,
-                                   params.massive_ratio))
+        samples.append(number_token_sample(vectors, layer, params.massive, params.massive_ratio))
         if progress is not None:
             progress(len(samples), activations.n_layers)
     return analyze_samples(samples, activations.n_blocks, params, model=activations.name)
@@ -421,8 +420,8 @@ def e5(
     carriers: Sequence[str] | None = None,
     use_cache: bool = True,
 ) -> pd.DataFrame:
-    """E5: Spearman rho of V(n) with log(count(n) + 1) in a corpus, per layer, and the partial rho
-    given log n (Cacioli, arXiv 2604.04469).
+    """E5 per layer: the partial Spearman rho of V(n) with log(count(n) + 1) in a corpus given log n, which
+    tests the frequency account, and the raw rho, the paper's E5 (Cacioli, arXiv 2604.04469).
 
     Args:
         data: a :class:`~magdash.store.Store` (with ``model``), an
@@ -433,7 +432,7 @@ def e5(
             ``openwebtext``, or one stored in the store.
         layers: the layers to correlate; default the core band floor(L/2) .. L-1.
         measure: the variability measure correlated.
-        n_boot: bootstrap resamples of rho's interval.
+        n_boot: bootstrap resamples of the magnitudes for both correlations' intervals.
         seed: the bootstrap's seed.
         missing: what a magnitude without a count is: ``error`` or ``zero``.
         magnitudes: plain arrays' magnitudes.
@@ -441,7 +440,8 @@ def e5(
         use_cache: a store only: False recomputes and replaces the cached table.
 
     Returns:
-        One row per layer: layer, label, n, rho, p, the interval, partial rho and its p.
+        One row per layer: layer, label, the partial rho with its p and interval (``partial_*``), the raw
+        rho with its p and interval (``raw_*``), n (:func:`magdash.frequency.e5_correlation`).
     """
     from magdash.frequency.corpus import FrequencyError
     from magdash.frequency.e5 import e5_correlation

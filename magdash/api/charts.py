@@ -301,7 +301,7 @@ def rank(result: PhaseResult, control: PhaseResult | None = None):
 
 
 def e5(table: pd.DataFrame):
-    """E5's Spearman rho of V with log(count + 1) by layer, with its interval.
+    """E5 by layer: the partial Spearman rho of V with log(count + 1) given log n and the raw rho, with their intervals.
 
     Args:
         table: :func:`magdash.e5`'s table.

@@ -64,7 +64,7 @@ def register(subparsers) -> None:
     fits.set_defaults(func=run_fits)
 
     corr = commands.add_parser(
-        "corr", help="E5: Spearman rho of V_eucl(n) with log(count+1) per layer, and partial rho given log n",
+        "corr", help="E5: partial Spearman rho of V_eucl(n) with log(count+1) given log n per layer, the raw rho beside it",
     )
     corr.add_argument("--model", required=True, help="stored model name")
     corr.add_argument("--source", required=True, help="frequency source name (e.g. wordfreq, openwebtext-500k)")
@@ -72,7 +72,7 @@ def register(subparsers) -> None:
     corr.add_argument("--layers", default=None, help="START-END or A,B,C (default: core layers floor(L/2)..L-1)")
     corr.add_argument("--missing", choices=("error", "zero"), default="error", help="a magnitude without a count: fail (default) or count 0")
     corr.add_argument("--n-boot", type=int, default=DEFAULT_N_BOOT,
-                      help=f"bootstrap resamples for the CI (default {DEFAULT_N_BOOT})")
+                      help=f"bootstrap resamples of the magnitudes for both CIs (default {DEFAULT_N_BOOT})")
     corr.add_argument("--seed", type=int, default=0)
     corr.add_argument(
         "--conventions", choices=CONVENTION_NAMES, default=MAGDASH,
@@ -179,7 +179,7 @@ def run_fits(args: argparse.Namespace) -> int:
 
 
 def run_corr(args: argparse.Namespace) -> int:
-    from magdash.frequency import e5_summary
+    from magdash.frequency import E5_STATISTICS, e5_summary
     from magdash.params import parse_layers
     from magdash.runs.frequency_runs import e5_from_store, load_source
 
@@ -197,17 +197,23 @@ def run_corr(args: argparse.Namespace) -> int:
         return 0
     if source.name == "wordfreq":
         print("note: wordfreq estimates multi-digit numbers rather than counting them (ties within digit bins)")
-    print(f"E5 for {args.model!r} with source {source.name!r}: Spearman rho of V_eucl(n) with log(count+1)")
-    print(f"{'layer':>5s}  {'rho':>7s} {'p':>9s}  {'95% CI':>17s}  {'partial':>7s} {'p':>9s}  n")
+    print(f"E5 for {args.model!r} with source {source.name!r}: V_eucl(n) against log(count+1). The {E5_STATISTICS['partial']} "
+          "tests the frequency account; the raw rho (the paper's) is confounded with magnitude, since counts fall with n")
+    print(f"{'layer':>5s}  {'partial':>7s} {'p':>9s}  {'95% CI':>17s}   {'raw rho':>7s} {'p':>9s}  {'95% CI':>17s}  n")
     for row in table.itertuples():
-        print(f"{row.layer:5d}  {format_number(row.rho, '7.3f')} {format_number(row.p, '9.2g')}  "
-              f"[{format_number(row.ci_low, '6.3f')}, {format_number(row.ci_high, '6.3f')}]  "
-              f"{format_number(row.partial_rho, '7.3f')} {format_number(row.partial_p, '9.2g')}  {row.n}")
-    print(f"mean rho {format_number(summary['mean_rho'], '.3f')}, median {format_number(summary['median_rho'], '.3f')} "
-          f"over {summary['layers_with_rho']} layers; mean partial rho (given log n) "
-          f"{format_number(summary['mean_partial_rho'], '.3f')}")
-    if summary["best_layer"] is not None:
-        print(f"significant ({summary['significance'].replace('alpha', '.05')}): {summary['significant_layers']} layers; "
-              f"largest |rho| at layer {summary['best_layer']} (rho {format_number(summary['best_rho'], '.3f')}, "
-              f"p {format_number(summary['best_p'], '.2g')})")
+        print(f"{row.layer:5d}  {format_number(row.partial_rho, '7.3f')} {format_number(row.partial_p, '9.2g')}  "
+              f"[{format_number(row.partial_ci_low, '6.3f')}, {format_number(row.partial_ci_high, '6.3f')}]   "
+              f"{format_number(row.raw_rho, '7.3f')} {format_number(row.raw_p, '9.2g')}  "
+              f"[{format_number(row.raw_ci_low, '6.3f')}, {format_number(row.raw_ci_high, '6.3f')}]  {row.n}")
+    for prefix, name in E5_STATISTICS.items():
+        part = summary[prefix]
+        line = (f"{name}: mean {format_number(part['mean_rho'], '.3f')}, median {format_number(part['median_rho'], '.3f')} "
+                f"over {part['layers_with_rho']} of {summary['layers']} layers; significant ({summary['significance']}): "
+                f"{part['significant_layers']} of {part['layers_with_rho']}")
+        if part["best_layer"] is not None:
+            line += (f"; largest |rho| at layer {part['best_layer']} ({format_number(part['best_rho'], '.3f')}, "
+                     f"p {format_number(part['best_p'], '.2g')})")
+        print(line)
+    if summary["unreachable"]:
+        print(f"note: {summary['unreachable']}")
     return 0

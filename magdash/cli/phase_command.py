@@ -116,15 +116,21 @@ def _read_prompts(path: str) -> str:
 
 
 def _print_result(result, payload: dict) -> None:
+    from magdash.phase.unit_bootstrap import FEW_UNITS
+
     order, params = result.order, result.params
     interval = ""
     if math.isfinite(order.low):
-        interval = f" (95% bootstrap interval {order.low:.3f}-{order.high:.3f}, {order.n_boot} resamples)"
+        interval = (f" ({params.confidence:.0%} bootstrap interval {order.low:.3f}-{order.high:.3f}, {order.n_boot} "
+                    f"resamples of {order.units.describe()}, each with all of its vectors)")
     view = {"keep": "raw vectors", "drop": f"massive dimensions (mean |h_j| > {params.massive_ratio:g}x median) "
             "dropped", "standardise": "every dimension z-scored"}[params.massive]
     print(f"model: {result.model} ({view}"
           + ("; embeddings left out of the transitions)" if params.skip_embedding_step else ")"))
     print(f"gamma_c (largest change of mean Omega): {_number(order.gamma_c)}{interval}")
+    if order.units.few:
+        print(f"  the intervals rest on {order.units.describe()}: with fewer than {FEW_UNITS} units a percentile "
+              "interval is rough and tends to be too narrow")
     if result.first_position_left_out:
         print(f"left out: the first position of {result.first_position_left_out} chunk(s), the attention sink "
               "(its BOS, or a first word: --keep-first-position keeps a word)")
@@ -137,18 +143,19 @@ def _print_result(result, payload: dict) -> None:
     header = f"{'layer':>5} {'gamma':>6} {'Omega':>7} {'dip p':>7} {'spikes':>6} {'MP edge':>10} " \
              f"{'sigma2':>10} {'eff.rank':>9} {'PR':>8} {'massive':>7} {'share':>6}"
     print(header)
-    capped = False
+    unfitted = False
     for row in payload["layers"]:
         spikes = "-*" if row["n_spikes"] is None else str(row["n_spikes"])
-        capped |= row["n_spikes"] is None
+        unfitted |= row["n_spikes"] is None
         print(f"{row['layer']:>5} {_number(row['gamma'], 3):>6} {_number(row['omega_mean'], 4):>7} "
               f"{_number(row['dip_p'], 3):>7} {spikes:>6} {_number(row['mp_edge'], 4, 'g'):>10} "
               f"{_number(row['sigma2'], 4, 'g'):>10} {_number(row['effective_rank'], 1):>9} "
               f"{_number(row['participation_ratio'], 1):>8} {len(row['massive_dims']):>7} "
               f"{_number(row['massive_share'], 2):>6}")
-    if capped:
-        print("* no spike count: the Marchenko-Pastur fit did not converge (it called half of the "
-              "eigenvalues spikes and stopped at that cap, or had too few eigenvalues)")
+    if unfitted:
+        print("* not fitted, so no spike count, MP edge or sigma2: the Marchenko-Pastur fit did not converge (it "
+              "called half of the eigenvalues spikes and stopped at that cap, ran out of iterations, or had too few "
+              "eigenvalues; mp_note in --json says which)")
     dims = {item.dim for item in result.layers}
     if len(dims) == 1:
         from magdash.phase.omega import isotropic_omega_mean

@@ -5,7 +5,8 @@
   user's files; it never opens the store);
 - :mod:`~magdash.frequency.sources`: built-in, corpus and CSV sources with provenance;
 - :mod:`~magdash.frequency.count_fits`: power-law, exponential and log-log fits, plot data;
-- :mod:`~magdash.frequency.e5`: the E5 correlation of V(n) with log(count(n) + 1).
+- :mod:`~magdash.frequency.e5`: E5, the partial correlation of V(n) with log(count(n) + 1) given log n,
+  and the raw one.
 """
 
 from magdash.frequency.corpus import (
@@ -19,6 +20,7 @@ from magdash.frequency.corpus import (
 from magdash.frequency.count_fits import distribution_plot_data, fit_distributions
 from magdash.frequency.e5 import (
     E5_COLUMNS,
+    E5_STATISTICS,
     counts_for_magnitudes,
     e5_correlation,
     e5_summary,
@@ -39,7 +41,7 @@ from magdash.frequency.sources import (
 )
 
 __all__ = [
-    "BUILTIN_SOURCES", "DEFAULT_SOURCE", "E5_COLUMNS", "FORMATS", "OPENWEBTEXT", "PAPER_PATTERN", "WORDFREQ",
+    "BUILTIN_SOURCES", "DEFAULT_SOURCE", "E5_COLUMNS", "E5_STATISTICS", "FORMATS", "OPENWEBTEXT", "PAPER_PATTERN", "WORDFREQ",
     "WORDFREQ_NOTE", "CorpusCounts", "CountOptions", "FrequencyError", "FrequencySource", "builtin_source",
     "check_source_name", "corpus_source", "count_corpus", "counts_for_magnitudes", "counts_table", "distribution_plot_data",
     "e5_correlation", "e5_summary", "expand_inputs", "fit_distributions", "number_word_values", "read_counts_csv",

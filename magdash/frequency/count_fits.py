@@ -3,10 +3,13 @@
 Points: numbers n >= 1 with a positive count c(n) (zeros and n = 0 have no logarithm and the
 paper fits only non-zero counts). p(n) = c(n) / sum c over those points, N points.
 
-- power law   p(n) = a n^(-alpha)   least squares on the proportions, alpha in [0, 5];
+- power law   p(n) = a n^(-s)       least squares on the proportions, s in [0, 5];
 - exponential p(n) = a exp(-lambda n) least squares on the proportions, lambda in [0, 1];
-- log-log OLS ln c(n) = b - alpha ln n, ordinary least squares in log space (the slope is
-  -alpha; the paper reports alpha).
+- log-log OLS ln c(n) = b - s ln n, ordinary least squares in log space (the slope is -s; the
+  paper reports s).
+
+The power-law exponent is called s (as Zipf's exponent is), never alpha, which in magdash names
+only the exponent of variability's scaling with magnitude (:mod:`magdash.variability`).
 
 For the two curve fits R^2 = 1 - SS_res / SS_tot on the proportions and
 AIC = N ln(SS_res / N) + 2k with k = 2 (the Gaussian least-squares AIC without constants), as
@@ -14,12 +17,12 @@ the paper computed them; the lower AIC of the two is the better model. For the l
 R^2 and AIC are computed the same way but in log-count space, so its AIC is not comparable
 with the other two (the table says which space each row lives in).
 
-Both curve fits are solved by variable projection: for a fixed shape f (n^(-alpha) or
+Both curve fits are solved by variable projection: for a fixed shape f (n^(-s) or
 exp(-lambda n)) the best amplitude is a = <p, f> / <f, f> and SS_res = <p, p> - <p, f>^2 / <f, f>,
 so only the shape parameter is searched: a grid over its range, then a bounded scalar search
 around the best grid point. This finds the global least-squares optimum within the bounds
 without depending on a starting value. On the paper's counts (``openwebtext-500k``) it gives
-alpha = 0.773 (R^2 .860), lambda = 0.0798 (R^2 .881, lower AIC) and a log-log exponent of 1.349
+s = 0.773 (R^2 .860), lambda = 0.0798 (R^2 .881, lower AIC) and a log-log exponent of 1.349
 (R^2 .832), the paper's figures.
 """
 
@@ -93,9 +96,9 @@ def fit_distributions(counts: FrequencySource | pd.DataFrame | pd.Series | dict)
     numbers, values = _fit_points(counts)
     proportions = values / values.sum()
     rows = []
-    alpha, a_pl, ss_pl = _projected_fit(proportions, lambda p: numbers ** (-p), POWER_LAW_BOUNDS)
+    exponent, a_pl, ss_pl = _projected_fit(proportions, lambda p: numbers ** (-p), POWER_LAW_BOUNDS)
     r2, aic = _r2_aic(proportions, ss_pl)
-    rows.append(["power_law", "p(n) = a n^(-alpha)", "alpha", alpha, a_pl, r2, aic, numbers.size, "proportions"])
+    rows.append(["power_law", "p(n) = a n^(-s)", "s", exponent, a_pl, r2, aic, numbers.size, "proportions"])
     lam, a_exp, ss_exp = _projected_fit(proportions, lambda p: np.exp(-p * numbers), EXPONENTIAL_BOUNDS)
     r2, aic = _r2_aic(proportions, ss_exp)
     rows.append(["exponential", "p(n) = a exp(-lambda n)", "lambda", lam, a_exp, r2, aic, numbers.size, "proportions"])
@@ -105,7 +108,7 @@ def fit_distributions(counts: FrequencySource | pd.DataFrame | pd.Series | dict)
     r2, aic = _r2_aic(log_c, float(residual @ residual))
     # Amplitude on the proportion scale, so every row's curve can be drawn on one plot.
     rows.append([
-        "loglog_ols", "ln c(n) = b - alpha ln n (OLS)", "alpha", -slope, np.exp(intercept) / values.sum(),
+        "loglog_ols", "ln c(n) = b - s ln n (OLS)", "s", -slope, np.exp(intercept) / values.sum(),
         r2, aic, numbers.size, "log counts",
     ])
     table = pd.DataFrame(rows, columns=FIT_COLUMNS[:-1])

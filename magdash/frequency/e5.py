@@ -1,10 +1,12 @@
 """E5: does a number's corpus frequency explain its variability?
 
 The paper (Cacioli, arXiv 2604.04469, E5) explains its anti-scalar variability by corpus
-frequency: frequent (small) numbers occur in more varied contexts. E5 is, per layer, the
+frequency: frequent (small) numbers occur in more varied contexts. Its E5 is, per layer, the
 Spearman correlation of V_eucl(n) with log(count(n) + 1). Magnitude and frequency are confounded
-(counts fall with n), so the paper cannot tell them apart; :func:`e5_correlation` adds the
-partial correlation controlling for log n so that users can try.
+(counts fall with n), so any V that falls with n correlates with the count whatever frequency
+does. The statistic that can tell them apart is the partial correlation given log n:
+:func:`e5_correlation` gives it first, the paper's raw correlation beside it, and
+:func:`e5_summary` leads with it.
 """
 
 from __future__ import annotations
@@ -20,11 +22,17 @@ from scipy import stats
 from magdash.frequency.corpus import FrequencyError
 from magdash.frequency.sources import FrequencySource, as_count_series
 from magdash.params import DEFAULT_N_BOOT
+from magdash.significance import SIGNIFICANCE_LEVEL, unreachable_note
 
-E5_COLUMNS = ["layer", "rho", "p", "ci_low", "ci_high", "partial_rho", "partial_p", "n"]
-E5_VERSION = "1"
+E5_COLUMNS = [
+    "layer", "partial_rho", "partial_p", "partial_ci_low", "partial_ci_high",
+    "raw_rho", "raw_p", "raw_ci_low", "raw_ci_high", "n",
+]
+"""The columns of an E5 table, the decisive statistic (the partial correlation given log n) first."""
+E5_VERSION = "2"
 """Bumped whenever :func:`e5_correlation` can give another table for the same inputs (the cache key
-of :mod:`magdash.runs.frequency_runs`)."""
+of :mod:`magdash.runs.frequency_runs`). 2: the partial correlation's bootstrap interval; the raw
+correlation's columns are named ``raw_*``."""
 MISSING_POLICIES = ("error", "zero")
 # Resampled values per bootstrap chunk: bounds memory for long magnitude lists.
 _BOOT_CHUNK_ELEMENTS = 2_000_000
@@ -89,37 +97,58 @@ def _row_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(denominator > 0, (a * b).sum(axis=-1) / denominator, np.nan)
 
 
-def _bootstrap_rho(x: np.ndarray, y: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """Spearman rho of n_boot resamples of the (x, y) pairs; NaN where a resample is constant."""
+def _row_residuals(ranks: np.ndarray, control: np.ndarray) -> np.ndarray:
+    """What is left of each row of ``ranks`` after its OLS line on the same row of ``control``,
+    NaN rows where nothing is left but round-off (the ranks a monotone function of the control)
+    or the control is constant."""
+    centred = ranks - ranks.mean(axis=-1, keepdims=True)
+    control = control - control.mean(axis=-1, keepdims=True)
+    spread = (control * control).sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        residual = centred - (centred * control).sum(axis=-1, keepdims=True) / spread * control
+    scale = np.maximum(np.abs(centred).max(axis=-1, keepdims=True), 1.0)
+    empty = (spread == 0) | (np.abs(residual).max(axis=-1, keepdims=True) < 1e-9 * scale)
+    return np.where(empty, np.nan, residual)
+
+
+def _row_partial_spearman(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Partial Spearman correlation of the rows of x and y given z: the Pearson correlation of
+    the ranks of x and of y, each residualised on the ranks of z (NaN where either residual is empty)."""
+    control = _row_ranks(z)
+    return _row_pearson(_row_residuals(_row_ranks(x), control), _row_residuals(_row_ranks(y), control))
+
+
+def _partial_p(r: float, n: int) -> float:
+    """Two-sided p of a partial correlation controlling one variable: t = r sqrt((n-3)/(1-r^2)), df = n - 3."""
+    if not math.isfinite(r) or n < 4:
+        return math.nan
+    if abs(r) >= 1.0:
+        return 0.0
+    t = r * math.sqrt((n - 3) / (1.0 - r * r))
+    return float(2.0 * stats.t.sf(abs(t), n - 3))
+
+
+def _bootstrap_rhos(
+    x: np.ndarray, y: np.ndarray, z: np.ndarray, n_boot: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Raw and partial Spearman rho of n_boot resamples of the (x, y, z) triples (the magnitudes
+    drawn with replacement, one draw for both); NaN where a resample leaves nothing to correlate."""
     n = x.size
-    rhos = np.empty(n_boot)
+    raw, partial = np.empty(n_boot), np.empty(n_boot)
     chunk = max(1, _BOOT_CHUNK_ELEMENTS // n)
     for start in range(0, n_boot, chunk):
         stop = min(start + chunk, n_boot)
         index = rng.integers(0, n, size=(stop - start, n))
-        rhos[start:stop] = _row_pearson(_row_ranks(x[index]), _row_ranks(y[index]))
-    return rhos
+        raw[start:stop] = _row_pearson(_row_ranks(x[index]), _row_ranks(y[index]))
+        partial[start:stop] = _row_partial_spearman(y[index], x[index], z[index])
+    return raw, partial
 
 
-def _partial_spearman(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> tuple[float, float]:
-    """Rank-residual partial correlation of x and y given z, with its t-test p (df = n - 3)."""
-    n = x.size
-    rx, ry, rz = _row_ranks(x), _row_ranks(y), _row_ranks(z)
-    design = np.column_stack([np.ones(n), rz])
-    residual_x = rx - design @ np.linalg.lstsq(design, rx, rcond=None)[0]
-    residual_y = ry - design @ np.linalg.lstsq(design, ry, rcond=None)[0]
-    # Residuals that are round-off only (x or y a monotone function of z) have no correlation.
-    scale = max(np.abs(rx - rx.mean()).max(initial=0.0), np.abs(ry - ry.mean()).max(initial=0.0), 1.0)
-    if n < 4 or np.abs(residual_x).max() < 1e-9 * scale or np.abs(residual_y).max() < 1e-9 * scale:
+def _percentile_interval(replicates: np.ndarray, tail: float) -> tuple[float, float]:
+    if not np.isfinite(replicates).any():
         return math.nan, math.nan
-    r = float(_row_pearson(residual_x, residual_y))
-    if not math.isfinite(r):
-        return math.nan, math.nan
-    r = max(-1.0, min(1.0, r))
-    if abs(r) == 1.0:
-        return r, 0.0
-    t = r * math.sqrt((n - 3) / (1.0 - r * r))
-    return r, float(2.0 * stats.t.sf(abs(t), n - 3))
+    low, high = np.nanpercentile(replicates, [tail, 100.0 - tail])
+    return float(low), float(high)
 
 
 def e5_correlation(
@@ -132,29 +161,38 @@ def e5_correlation(
     seed: int = 0,
     missing: str = "error",
 ) -> pd.DataFrame:
-    """E5 per layer: Spearman rho of V(n) with log(count(n) + 1), and the partial rho given log n.
+    """E5 per layer: the partial Spearman rho of V(n) with log(count(n) + 1) given log n, and the raw rho.
 
-    ``values_by_layer``: {layer: V of shape (n_magnitudes,)} or a 2-D array (n_layers,
-    n_magnitudes) whose rows are layers 0, 1, .... ``counts``: a source, a number/count table, a
-    Series or dict indexed by number; magnitudes missing from it follow ``missing`` (see
-    :func:`counts_for_magnitudes`).
+    Args:
+        magnitudes: the magnitudes n, one per value of a layer.
+        values_by_layer: {layer: V of shape (n_magnitudes,)} or a 2-D array (n_layers, n_magnitudes)
+            whose rows are layers 0, 1, ....
+        counts: a source, a number/count table, a Series or dict indexed by number.
+        n_boot: bootstrap resamples of the magnitudes for both intervals (0: none).
+        confidence: the intervals' level.
+        seed: the bootstrap's seed; layer l's generator is seeded with (seed, l), so a layer's
+            intervals do not depend on which other layers are asked for.
+        missing: what a magnitude without a count is (see :func:`counts_for_magnitudes`).
 
-    Per layer, over the magnitudes whose V is finite (``n`` of them):
+    Returns:
+        One row per layer with :data:`E5_COLUMNS`, over the magnitudes whose V is finite (``n``):
 
-    - ``rho``, ``p``: Spearman's rho of V and log(count + 1) and its two-sided p (scipy's t
-      approximation). Rank correlation ignores monotone transforms, so the log only names the
-      paper's variable.
-    - ``ci_low``, ``ci_high``: percentile bootstrap interval at ``confidence`` over ``n_boot``
-      resamples of the magnitudes (pairs drawn with replacement); resamples with a constant
-      variable have no rho and are left out. The generator is seeded with (seed, layer), so a
-      layer's interval does not depend on which other layers are asked for.
-    - ``partial_rho``, ``partial_p``: Spearman partial correlation controlling for log n: the
-      ranks of V and of the count are each regressed (OLS) on the ranks of n, and the Pearson
-      correlation of the two residuals is tested with t = r sqrt((n-3)/(1-r^2)), df = n - 3.
-      If frequency only mirrors magnitude, it falls to about 0; NaN when either variable is a
-      monotone function of n (nothing left to correlate).
+        - ``partial_rho``, ``partial_p``: the partial Spearman correlation controlling for log n,
+          the statistic that tests the frequency account (counts fall with n, so V falling with n
+          gives a raw correlation whatever frequency does). The ranks of V and of the count are
+          each regressed (OLS) on the ranks of n and the Pearson correlation r of the two
+          residuals is tested with t = r sqrt((n-3)/(1-r^2)), df = n - 3 (the rank transform
+          of a covariance analysis: Conover & Iman 1982, Biometrics 38:715). NaN when either variable is a monotone function of n
+          (nothing left to correlate).
+        - ``partial_ci_low``, ``partial_ci_high``: its percentile bootstrap interval at
+          ``confidence`` over ``n_boot`` resamples of the magnitudes ((V, count, n) drawn together).
+        - ``raw_rho``, ``raw_p``: Spearman's rho of V and log(count + 1), the paper's E5 (Cacioli,
+          arXiv 2604.04469), and its two-sided p (scipy's t approximation). Rank correlation
+          ignores monotone transforms, so the log only names the paper's variable.
+        - ``raw_ci_low``, ``raw_ci_high``: its percentile interval from the same resamples.
 
-    A layer where V is constant (e.g. the embedding layer, V = 0) has NaN everywhere but ``n``.
+        Resamples with nothing to correlate are left out of an interval. A layer where V is
+        constant (e.g. the embedding layer, V = 0) has NaN everywhere but ``n``.
     """
     magnitudes = np.asarray(magnitudes, dtype=np.float64)
     if magnitudes.ndim != 1 or magnitudes.size == 0:
@@ -174,48 +212,71 @@ def e5_correlation(
         keep = np.isfinite(values) & np.isfinite(log_n)
         x, y, z = log_counts[keep], values[keep], log_n[keep]
         n = int(keep.sum())
-        rho = p = low = high = partial = partial_p = math.nan
+        raw = partial = (math.nan, math.nan, math.nan, math.nan)
         if n >= 3 and np.ptp(y) > 0 and np.ptp(x) > 0:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 result = stats.spearmanr(y, x)
-            rho, p = float(result.statistic), float(result.pvalue)
+            partial_rho = float(_row_partial_spearman(y, x, z))
+            raw_ci = partial_ci = (math.nan, math.nan)
             if n_boot > 0:
-                rng = np.random.default_rng([int(seed), int(layer)])
-                resampled = _bootstrap_rho(x, y, n_boot, rng)
-                if np.isfinite(resampled).any():
-                    low, high = (float(v) for v in np.nanpercentile(resampled, [tail, 100.0 - tail]))
-            partial, partial_p = _partial_spearman(y, x, z)
-        rows.append([layer, rho, p, low, high, partial, partial_p, n])
+                raw_boot, partial_boot = _bootstrap_rhos(x, y, z, n_boot, np.random.default_rng([int(seed), int(layer)]))
+                raw_ci = _percentile_interval(raw_boot, tail)
+                if math.isfinite(partial_rho):
+                    partial_ci = _percentile_interval(partial_boot, tail)
+            raw = (float(result.statistic), float(result.pvalue), *raw_ci)
+            partial = (partial_rho, _partial_p(partial_rho, n), *partial_ci)
+        rows.append([layer, *partial, *raw, n])
     return pd.DataFrame(rows, columns=E5_COLUMNS)
 
 
-def e5_summary(table: pd.DataFrame, alpha: float = 0.05, conventions: str = "magdash") -> dict:
-    """The E5 summary over the layers that have a rho (the paper reports the mean rho).
+E5_STATISTICS = {"partial": "partial Spearman rho given log n", "raw": "raw Spearman rho"}
+"""The two correlations of an E5 table, by column prefix, the decisive one first: the names
+every page, report and command line print."""
 
-    ``significant_layers`` counts p < ``alpha`` of either sign under magdash's conventions, and
-    only positive correlations (rho > 0 and p < ``alpha``) under the paper's
-    (:mod:`magdash.variability.conventions`). ``median_rho`` and the ``best_layer`` (largest |rho|, the
-    first on ties, with its ``best_rho`` and ``best_p``) are the paper's other two figures.
+
+def e5_summary(table: pd.DataFrame, level: float = SIGNIFICANCE_LEVEL, conventions: str = "magdash") -> dict:
+    """The E5 summary over a table's layers, the partial correlation first (the paper reports the mean raw rho).
+
+    Args:
+        table: an :func:`e5_correlation` table (the layers to summarise).
+        level: the two-sided significance level.
+        conventions: ``magdash`` counts a layer significant at p < ``level`` of either sign; the
+            paper's script (:mod:`magdash.variability.conventions`) only a positive correlation.
+
+    Returns:
+        ``layers``, ``significance`` (the rule as text), ``partial`` and ``raw``, each with
+        ``layers_with_rho``, ``mean_rho``, ``median_rho``, ``significant_layers`` and the
+        ``best_layer`` (largest |rho|, the first on ties) with its ``best_rho`` and ``best_p``;
+        ``unreachable``: :func:`magdash.significance.unreachable_note` when so few magnitudes
+        were correlated that an exact Spearman test could not reach ``level`` ("" otherwise).
     """
     from magdash.variability.conventions import get_conventions
 
     positive_only = get_conventions(conventions).e5_positive_only
-    finite = table[np.isfinite(table["rho"])]
-    significant = finite["p"] < alpha
-    if positive_only:
-        significant &= finite["rho"] > 0
-    best = finite.loc[finite["rho"].abs().idxmax()] if len(finite) else None
+    threshold = f"{level:g}".removeprefix("0")  # as papers print it: p < .05
+    counted = int(table["n"].min()) if len(table) else 0
     return {
         "layers": int(len(table)),
-        "layers_with_rho": int(len(finite)),
-        "mean_rho": float(finite["rho"].mean()) if len(finite) else math.nan,
-        "median_rho": float(finite["rho"].median()) if len(finite) else math.nan,
-        "mean_partial_rho": float(np.nanmean(table["partial_rho"])) if np.isfinite(table["partial_rho"]).any() else math.nan,
+        "significance": f"rho > 0 and p < {threshold}" if positive_only else f"p < {threshold}",
+        **{prefix: _statistic_summary(table, prefix, level, positive_only) for prefix in E5_STATISTICS},
+        "unreachable": unreachable_note("spearman", counted, level, unit="magnitudes") if len(table) else "",
+    }
+
+
+def _statistic_summary(table: pd.DataFrame, prefix: str, level: float, positive_only: bool) -> dict:
+    rho, p = table[f"{prefix}_rho"], table[f"{prefix}_p"]
+    finite = np.isfinite(rho.to_numpy(dtype=np.float64))
+    significant = (p < level) & finite
+    if positive_only:
+        significant &= rho > 0
+    best = rho[finite].abs().idxmax() if finite.any() else None
+    return {
+        "layers_with_rho": int(finite.sum()),
+        "mean_rho": float(rho[finite].mean()) if finite.any() else math.nan,
+        "median_rho": float(rho[finite].median()) if finite.any() else math.nan,
         "significant_layers": int(significant.sum()),
-        "significant_partial_layers": int((table["partial_p"] < alpha).sum()),
-        "significance": "rho > 0 and p < alpha" if positive_only else "p < alpha",
-        "best_layer": int(best["layer"]) if best is not None else None,
-        "best_rho": float(best["rho"]) if best is not None else math.nan,
-        "best_p": float(best["p"]) if best is not None else math.nan,
+        "best_layer": int(table.loc[best, "layer"]) if best is not None else None,
+        "best_rho": float(rho[best]) if best is not None else math.nan,
+        "best_p": float(p[best]) if best is not None else math.nan,
     }

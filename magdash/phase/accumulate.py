@@ -39,15 +39,19 @@ from magdash.overflow import nonfinite_rows
 from magdash.phase.massive_dims import Adjustment, DimensionStats
 from magdash.phase.omega import omega
 from magdash.phase.spectrum import covariance_eigenvalues, gram_eigenvalues
+from magdash.phase.unit_bootstrap import VECTOR_UNIT, default_units
 
 MIN_MERGE_ROWS = 4096
 
-PHASE_VERSION = 5
+PHASE_VERSION = 6
 """Bump whenever a change to the phase code can change a cached sample: old entries die.
 4: in all-token mode the model's BOS starts each chunk where its tokenizer adds none, and the
 first position's token (the attention sink) is left out by default.
 5: eigenvalues below float32's resolution (epsilon x d x the median variance) are dropped, so a rank-deficient
-layer's rounding is no longer fitted as its Marchenko-Pastur bulk."""
+layer's rounding is no longer fitted as its Marchenko-Pastur bulk.
+6: each vector's units (its text; or its magnitude and carrier) are kept with its Omega, so the bootstrap
+resamples units, not vectors; a Marchenko-Pastur fit that did not converge reports no sigma², edge,
+margin or gap."""
 
 
 @dataclass
@@ -64,19 +68,33 @@ class LayerSample:
     # Per-dimension statistics of the layer's raw vectors (before any magdash.phase.massive_dims
     # view), from which the massive dimensions are found; None for a layer without vectors.
     raw: DimensionStats | None = None
+    # Each Omega's independent units (magdash.phase.unit_bootstrap), (count, len(unit_names)) codes naming
+    # the same unit at every layer: its text (("chunk",) or ("prompt",)) or its magnitude and carrier.
+    # None: each vector its own unit.
+    units: np.ndarray | None = None
+    unit_names: tuple[str, ...] = ()
+
+    def unit_codes(self) -> tuple[np.ndarray, tuple[str, ...]]:
+        """The Omegas' unit codes and the factors' names; each vector its own unit when none were recorded."""
+        if self.units is None:
+            return default_units(len(self.omegas)), (VECTOR_UNIT,)
+        return self.units, self.unit_names
 
 
 @dataclass
 class LayerAccumulator:
-    """Running count, mean, scatter matrix and Omega values of one layer's vectors."""
+    """Running count, mean, scatter matrix and Omega values of one layer's vectors, and with
+    ``unit_names`` the vectors' units (:mod:`magdash.phase.unit_bootstrap`)."""
 
     dim: int
+    unit_names: tuple[str, ...] = ()
     count: int = 0
     mean: np.ndarray = field(init=False, repr=False)
     scatter: np.ndarray | None = field(default=None, repr=False)  # float64 M2, once merged
     _pending: list[np.ndarray] = field(default_factory=list, repr=False)
     _pending_rows: int = 0
     _omegas: list[np.ndarray] = field(default_factory=list, repr=False)
+    _units: list[np.ndarray] = field(default_factory=list, repr=False)
     nonfinite: int = 0
     # Per-dimension sums of h_j, |h_j| and h_j^2 (float64), for DimensionStats.
     _sums: np.ndarray = field(init=False, repr=False)
@@ -87,17 +105,20 @@ class LayerAccumulator:
         self.mean = np.zeros(self.dim, dtype=np.float64)
         self._sums = np.zeros((3, self.dim), dtype=np.float64)
 
-    def add(self, vectors: np.ndarray) -> None:
+    def add(self, vectors: np.ndarray, units: np.ndarray | None = None) -> None:
         """Fold a batch of vectors of shape (n, d) into the statistics.
 
-        Vectors holding Inf or NaN are counted in ``nonfinite`` and left out, so one overflowed
-        token cannot poison the layer's statistics; the layer is then flagged downstream.
+        ``units``: each vector's unit codes, shape (n, len(unit_names)) (:attr:`LayerSample.units`),
+        required when the accumulator has ``unit_names`` and refused otherwise. Vectors holding Inf or NaN are counted in ``nonfinite`` and
+        left out, so one overflowed token cannot poison the layer's statistics; the layer is
+        then flagged downstream.
         """
         batch = np.asarray(vectors)
         if batch.ndim != 2 or batch.shape[1] != self.dim:
             raise AnalysisError(
                 f"expected vectors of shape (n, {self.dim}), got {tuple(batch.shape)}"
             )
+        codes = self._checked_units(units, batch.shape[0])
         if batch.shape[0] == 0:
             return
         batch = batch.astype(np.float32, copy=True)
@@ -105,9 +126,12 @@ class LayerAccumulator:
         if bad.any():
             self.nonfinite += int(bad.sum())
             batch = batch[~bad]
+            codes = None if codes is None else codes[~bad]
             if batch.shape[0] == 0:
                 return
         self._omegas.append(omega(batch).astype(np.float32))
+        if codes is not None:
+            self._units.append(codes)
         self._sums[0] += batch.sum(axis=0, dtype=np.float64)
         self._sums[1] += np.abs(batch).sum(axis=0, dtype=np.float64)
         self._sums[2] += np.einsum("ij,ij->j", batch, batch, dtype=np.float64)
@@ -115,6 +139,18 @@ class LayerAccumulator:
         self._pending_rows += batch.shape[0]
         if self._pending_rows >= max(self.dim, MIN_MERGE_ROWS):
             self._merge_pending()
+
+    def _checked_units(self, units: np.ndarray | None, rows: int) -> np.ndarray | None:
+        if not self.unit_names:
+            if units is not None:
+                raise AnalysisError("units were given to an accumulator without unit_names")
+            return None
+        if units is None:
+            raise AnalysisError(f"every batch needs its vectors' units ({', '.join(self.unit_names)})")
+        codes = np.asarray(units, dtype=np.int64)
+        if codes.shape != (rows, len(self.unit_names)):
+            raise AnalysisError(f"expected unit codes of shape ({rows}, {len(self.unit_names)}), got {codes.shape}")
+        return codes
 
     @property
     def total(self) -> int:
@@ -130,6 +166,14 @@ class LayerAccumulator:
         if not self._omegas:
             return np.zeros(0, dtype=np.float32)
         return np.concatenate(self._omegas)
+
+    def units(self) -> np.ndarray | None:
+        """Each Omega's unit codes (count, len(unit_names)); None without ``unit_names``."""
+        if not self.unit_names:
+            return None
+        if not self._units:
+            return np.zeros((0, len(self.unit_names)), dtype=np.int64)
+        return np.concatenate(self._units)
 
     def covariance(self) -> np.ndarray:
         """Sample covariance (ddof=1) of every vector seen, float64 (d, d)."""
@@ -159,7 +203,7 @@ class LayerAccumulator:
             # Every vector overflowed: nothing to summarise, the layer is only flagged.
             return LayerSample(layer, self.dim, 0, np.zeros(0), np.zeros(0, dtype=np.float32), self.nonfinite)
         return LayerSample(layer, self.dim, self.total, self.eigenvalues(), self.omegas(), self.nonfinite,
-                           raw=self.dimension_stats())
+                           raw=self.dimension_stats(), units=self.units(), unit_names=self.unit_names)
 
     def _merge_pending(self) -> None:
         if not self._pending:
@@ -186,7 +230,7 @@ class LayerAccumulator:
 
 
 def samples_to_bytes(samples: Sequence[LayerSample], n_blocks: int) -> bytes:
-    """npz payload (no pickle) of the layers' eigenvalues, Omega values and counts."""
+    """npz payload (no pickle) of the layers' eigenvalues, Omega values, units and counts."""
     arrays: dict[str, np.ndarray] = {
         "n_blocks": np.array(n_blocks, dtype=np.int64),
         "layers": np.array([s.layer for s in samples], dtype=np.int64),
@@ -198,6 +242,9 @@ def samples_to_bytes(samples: Sequence[LayerSample], n_blocks: int) -> bytes:
     for index, sample in enumerate(samples):
         arrays[f"eigenvalues_{index}"] = np.asarray(sample.eigenvalues, dtype=np.float64)
         arrays[f"omegas_{index}"] = np.asarray(sample.omegas, dtype=np.float32)
+        if sample.units is not None:
+            arrays[f"units_{index}"] = np.asarray(sample.units, dtype=np.int64)
+            arrays[f"unit_names_{index}"] = np.array(sample.unit_names, dtype=np.str_)
         if sample.raw is not None:
             stats = sample.raw
             arrays[f"raw_{index}"] = np.stack([stats.mean, stats.abs_mean, stats.square_mean])
@@ -214,10 +261,16 @@ def samples_from_bytes(payload: bytes) -> tuple[list[LayerSample], int]:
         columns = zip(data["layers"], data["dims"], data["counts"], data["nonfinite"], first, strict=True)
         samples = [
             LayerSample(int(layer), int(dim), int(count), data[f"eigenvalues_{i}"], data[f"omegas_{i}"], int(bad),
-                        int(left_out), _raw_stats(data, i))
+                        int(left_out), _raw_stats(data, i), *_units(data, i))
             for i, (layer, dim, count, bad, left_out) in enumerate(columns)
         ]
         return samples, int(data["n_blocks"])
+
+
+def _units(data, index: int) -> tuple[np.ndarray | None, tuple[str, ...]]:
+    if f"units_{index}" not in data:
+        return None, ()
+    return data[f"units_{index}"], tuple(str(name) for name in data[f"unit_names_{index}"])
 
 
 def _raw_stats(data, index: int) -> DimensionStats | None:
@@ -227,24 +280,45 @@ def _raw_stats(data, index: int) -> DimensionStats | None:
     return DimensionStats(int(data[f"raw_count_{index}"]), abs_mean=abs_mean, mean=mean, square_mean=square_mean)
 
 
-def view_sample(vectors: np.ndarray, layer: int, massive: str, massive_ratio: float) -> LayerSample:
+NUMBER_TOKEN_UNITS = ("magnitude", "carrier")
+"""The crossed units of number-token vectors: the magnitude and the carrier sentence each comes from."""
+
+
+def number_token_sample(vectors: np.ndarray, layer: int, massive: str, massive_ratio: float) -> LayerSample:
+    """One layer's sample of number-token vectors (n_magnitudes, n_carriers, d) in the view ``massive``
+    asks for, each vector's magnitude and carrier kept as its units (:data:`NUMBER_TOKEN_UNITS`).
+
+    Args:
+        vectors: the layer's vectors, magnitudes by carriers (:class:`~magdash.store.LayerData`'s order).
+        layer: the layer index.
+        massive: the view: keep, drop or standardise (:mod:`magdash.phase.massive_dims`).
+        massive_ratio: the multiple of the median mean |h_j| above which a dimension is massive.
+    """
+    magnitudes, carriers, dim = vectors.shape
+    units = np.column_stack([np.repeat(np.arange(magnitudes), carriers), np.tile(np.arange(carriers), magnitudes)])
+    return view_sample(vectors.reshape(-1, dim), layer, massive, massive_ratio, units, NUMBER_TOKEN_UNITS)
+
+
+def view_sample(vectors: np.ndarray, layer: int, massive: str, massive_ratio: float,
+                units: np.ndarray | None = None, unit_names: tuple[str, ...] = ()) -> LayerSample:
     """One layer's sample of ``vectors`` (n, d) in the view ``massive`` asks for
-    (:mod:`magdash.phase.massive_dims`: keep, drop or standardise).
+    (:mod:`magdash.phase.massive_dims`: keep, drop or standardise), with each vector's ``units``
+    (n, len(unit_names)) when given.
 
     The per-dimension statistics (and so the massive dimensions) always come from the raw
     vectors; Inf/NaN vectors are left out of them as of everything else.
     """
-    raw_accumulator = LayerAccumulator(vectors.shape[1])
-    raw_accumulator.add(vectors)
+    raw_accumulator = LayerAccumulator(vectors.shape[1], unit_names)
+    raw_accumulator.add(vectors, units)
     if massive == "keep":
         return raw_accumulator.finish(layer)
     stats = raw_accumulator.dimension_stats()
     if stats is None:
         return raw_accumulator.finish(layer)
-    finite = vectors[~nonfinite_rows(vectors)]
+    finite = ~nonfinite_rows(vectors)
     adjustment = Adjustment.for_stats(massive, stats, massive_ratio)
-    accumulator = LayerAccumulator(adjustment.dim(vectors.shape[1]))
-    accumulator.add(adjustment.apply(finite))
+    accumulator = LayerAccumulator(adjustment.dim(vectors.shape[1]), unit_names)
+    accumulator.add(adjustment.apply(vectors[finite]), None if units is None else np.asarray(units)[finite])
     sample = accumulator.finish(layer)
     sample.nonfinite, sample.raw = raw_accumulator.nonfinite, stats
     return sample

@@ -9,13 +9,19 @@ Per layer l of a model with L blocks, at depth fraction gamma = l / L, over a se
   (:mod:`magdash.phase.spectrum`): sigma^2, bulk edge, Tracy-Widom margin, spikes, largest
   gap, effective rank, participation ratio;
 - gamma_c, the depth of the largest change of m(gamma) (:func:`largest_change`), with a
-  bootstrap interval over vectors, and the same for the spike count and the effective rank;
+  bootstrap interval, and the same for the spike count and the effective rank;
 - the three largest steps of m(gamma) (:class:`Jump`), each with a bootstrap interval of its
   size and the share of resamples in which it is the largest, so a gamma_c that is one step
-  among equals, or the embeddings-to-block-1 step, shows as such;
+  among equals, or the embeddings-to-block-1 step, shows as such, and each layer's m(gamma)
+  with its interval;
 - the massive-activation dimensions of the layer (:mod:`magdash.phase.massive_dims`) and their
   share of ||h||^2; ``PhaseParams.massive`` chooses whether everything above is computed on
   the raw vectors, without those dimensions, or per-dimension standardised.
+
+The bootstrap resamples the independent units the vectors come from, each with all of its
+vectors (:mod:`magdash.phase.unit_bootstrap`): the texts in all-token mode, magnitudes and
+carriers in number-token mode; the tokens of one text are not independent draws, and resampling
+them as if they were gave intervals far too narrow.
 
 Layers past L (the post-norm extra layer) get gamma = NaN: they are reported but take no part
 in gamma_c, which is about the residual stream. ``PhaseParams.skip_embedding_step`` also
@@ -55,10 +61,8 @@ from magdash.phase.spectrum import (
     fit_spectrum,
     isotropic_spectrum_baseline,
 )
+from magdash.phase.unit_bootstrap import VECTOR_UNIT, ResampledUnits, default_units, unit_bootstrap_means
 from magdash.variability.html_summary import html_summary
-
-# Bootstrap resample-count matrices are built in blocks of at most this many cells.
-_BOOTSTRAP_BLOCK_CELLS = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,9 @@ class LayerDiagnostics:
     """One layer's diagnostics; ``dim`` is that of the view (d - |massive| when dropped).
 
     ``massive`` lists the layer's massive-activation dimensions in the raw vectors (largest
-    first) and ``massive_share`` their share of E||h||^2, whatever the view.
+    first) and ``massive_share`` their share of E||h||^2, whatever the view. ``omega_mean_low``
+    and ``omega_mean_high`` are the bootstrap interval of mean Omega over the units (NaN
+    without a bootstrap).
     """
 
     layer: int
@@ -77,6 +83,8 @@ class LayerDiagnostics:
     spectrum: SpectrumFit
     massive: tuple[int, ...] = ()
     massive_share: float = math.nan
+    omega_mean_low: float = math.nan
+    omega_mean_high: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -85,7 +93,8 @@ class Transition:
 
     ``gamma_c`` is the depth fraction of the layer *after* the largest absolute change between
     consecutive layers, i.e. the first depth at which the new value is reached; ``change`` is
-    that signed change. ``low``/``high`` are NaN when no bootstrap was run.
+    that signed change. ``low``/``high`` are NaN when no bootstrap was run; ``units`` says what
+    it resampled and how many of each (empty without a bootstrap).
     """
 
     gamma_c: float
@@ -93,6 +102,7 @@ class Transition:
     low: float = math.nan
     high: float = math.nan
     n_boot: int = 0
+    units: ResampledUnits = ResampledUnits()
 
 
 @dataclass(frozen=True)
@@ -123,7 +133,7 @@ class PhaseResult:
         n_blocks: its number of blocks L (gamma = l / L).
         samples: one accumulated sample per layer (Omega values, covariance spectrum).
         layers: the diagnostics of every layer (Omega, spectrum fit, effective rank, massive dimensions).
-        order: the transition of m(gamma) = mean Omega, with its bootstrap interval over vectors.
+        order: the transition of m(gamma) = mean Omega, with its bootstrap interval over the units.
         spikes: the transition of the spike count (point estimate).
         rank: the transition of the effective rank (point estimate).
         nonfinite_layers: layer -> vectors holding Inf or NaN there; they are left out.
@@ -135,7 +145,7 @@ class PhaseResult:
     n_blocks: int
     samples: tuple[LayerSample, ...]
     layers: tuple[LayerDiagnostics, ...]
-    order: Transition  # m(gamma) = mean Omega, bootstrap interval over vectors
+    order: Transition  # m(gamma) = mean Omega, bootstrap interval over the units
     spikes: Transition  # spike count, point estimate
     rank: Transition  # effective rank, point estimate
     nonfinite_layers: dict[int, int] = field(default_factory=dict)  # layer -> Inf/NaN vectors; left out
@@ -186,8 +196,8 @@ class PhaseResult:
     def _repr_html_(self) -> str:
         """The notebook's view: the three transition depths and the main diagnostics per layer."""
         order = self.order
-        interval = (f" (interval {format_number(order.low, '.3f')}..{format_number(order.high, '.3f')})"
-                    if math.isfinite(order.low) else "")
+        interval = (f" (interval {format_number(order.low, '.3f')}..{format_number(order.high, '.3f')} "
+                    f"over {order.units.describe()})" if math.isfinite(order.low) else "")
         facts = [
             ("layers", f"{len(self.layers)} ({self.n_blocks} blocks)"),
             ("vectors", MASSIVE_LABELS.get(self.params.massive, self.params.massive)),
@@ -228,39 +238,61 @@ def largest_change(gammas: Sequence[float], values: Sequence[float]) -> tuple[fl
     return float(gamma[index + 1]), float(steps[index])
 
 
+@dataclass(frozen=True)
+class OrderBootstrap:
+    """What the bootstrap of m(gamma) gives: gamma_c, the largest steps and each layer's interval.
+
+    Attributes:
+        transition: gamma_c with its percentile interval and the units resampled.
+        jumps: the largest steps of m(gamma), largest first, each with its interval.
+        intervals: per layer (in the order given), the percentile interval of m; NaN without a bootstrap.
+    """
+
+    transition: Transition
+    jumps: tuple[Jump, ...]
+    intervals: tuple[tuple[float, float], ...]
+
+
 def bootstrap_order(
     omegas: Sequence[np.ndarray],
     gammas: Sequence[float],
     *,
+    units: Sequence[np.ndarray] | None = None,
+    unit_names: tuple[str, ...] = (VECTOR_UNIT,),
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
     confidence: float = 0.95,
     top: int = TOP_JUMPS,
-) -> tuple[Transition, tuple[Jump, ...]]:
-    """gamma_c of m(gamma) = mean Omega and its ``top`` largest steps, bootstrapped over vectors.
+) -> OrderBootstrap:
+    """gamma_c of m(gamma) = mean Omega, its ``top`` largest steps and each layer's m, bootstrapped over units.
 
-    m(gamma) needs only the Omega values, so the bootstrap resamples those. When every layer
-    holds the same vectors (same count: the same tokens seen at every depth) one resample of
-    vector indices is shared by all layers, keeping the dependence between depths; otherwise
-    each layer is resampled on its own. Resample means are computed as count matrices times
-    the Omega matrix, so the cost is O(n_boot x N) whatever the number of layers. Each jump
-    stays at its depth in the resamples: its interval is that of the step's size there.
+    m(gamma) needs only the Omega values, so the bootstrap resamples those, by unit
+    (:func:`magdash.phase.unit_bootstrap.unit_bootstrap_means`): one draw of the units serves
+    every layer, keeping the dependence between depths. Each jump stays at its depth in the
+    resamples: its interval is that of the step's size there.
+
+    Args:
+        omegas: per layer, the Omega of each vector.
+        gammas: per layer, its depth fraction (NaN: not part of the curve).
+        units: per layer, each Omega's unit codes (n_l, len(unit_names)); None: each vector its
+            own unit, the i-th vector of every layer the same one.
+        unit_names: the factors the codes name (("chunk",), ("magnitude", "carrier"), ...).
+        n_boot: resamples (0: no intervals).
+        seed: the generator's seed.
+        confidence: the intervals' level.
+        top: how many of the largest steps to give.
     """
     means = np.array([np.nanmean(v) if np.isfinite(v).any() else math.nan for v in omegas])
     gamma_c, change = largest_change(gammas, means)
     positions, depths = _curve_order(gammas, means)
     steps = np.diff(means[positions])
     ranked = np.argsort(-np.abs(steps), kind="stable")[:top]
+    nan_intervals = tuple((math.nan, math.nan) for _ in omegas)
     if n_boot < 1 or not math.isfinite(gamma_c):
-        return Transition(gamma_c, change), tuple(Jump(float(depths[i + 1]), float(steps[i])) for i in ranked)
-    rng = np.random.default_rng(seed)
-    lengths = {len(v) for v in omegas}
-    if len(lengths) == 1:
-        replicates = _bootstrap_means(np.column_stack(omegas), n_boot, rng)
-    else:
-        replicates = np.column_stack(
-            [_bootstrap_means(np.asarray(v)[:, None], n_boot, rng)[:, 0] for v in omegas]
-        )
+        jumps = tuple(Jump(float(depths[i + 1]), float(steps[i])) for i in ranked)
+        return OrderBootstrap(Transition(gamma_c, change), jumps, nan_intervals)
+    codes = [default_units(len(v)) for v in omegas] if units is None else list(units)
+    replicates, counts = unit_bootstrap_means(omegas, codes, n_boot, np.random.default_rng(seed))
     gamma_star = np.array([largest_change(gammas, row)[0] for row in replicates])
     gamma_star = gamma_star[np.isfinite(gamma_star)]
     tail = (1.0 - confidence) / 2
@@ -272,7 +304,13 @@ def bootstrap_order(
         step_low, step_high = np.nanquantile(replicate_steps[:, index], [tail, 1.0 - tail])
         jumps.append(Jump(float(depths[index + 1]), float(steps[index]), float(step_low), float(step_high),
                           float(np.mean(largest == index))))
-    return Transition(gamma_c, change, float(low), float(high), n_boot), tuple(jumps)
+    intervals = tuple(
+        tuple(float(v) for v in np.nanquantile(column, [tail, 1.0 - tail])) if np.isfinite(column).any()
+        else (math.nan, math.nan)
+        for column in replicates.T
+    )
+    transition = Transition(gamma_c, change, float(low), float(high), n_boot, ResampledUnits(unit_names, counts))
+    return OrderBootstrap(transition, tuple(jumps), intervals)
 
 
 def _curve_order(gammas: Sequence[float], values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -283,24 +321,13 @@ def _curve_order(gammas: Sequence[float], values: np.ndarray) -> tuple[np.ndarra
     return positions, gamma[positions]
 
 
-def _bootstrap_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """(n_boot, k) means of the columns of ``values`` (n, k) over resampled rows, NaN-aware."""
-    finite = np.isfinite(values)
-    filled = np.where(finite, values, 0.0).astype(np.float64)
-    weights = None if finite.all() else finite.astype(np.float64)
-    n = values.shape[0]
-    block = max(1, min(n_boot, _BOOTSTRAP_BLOCK_CELLS // max(n, 1)))
-    out = np.empty((n_boot, values.shape[1]))
-    for start in range(0, n_boot, block):
-        rows = min(block, n_boot - start)
-        # int32 is enough: a block never has more than _BOOTSTRAP_BLOCK_CELLS cells.
-        picks = rng.integers(0, n, size=(rows, n), dtype=np.int32)
-        picks += (np.arange(rows, dtype=np.int32) * n)[:, None]
-        counts = np.bincount(picks.ravel(), minlength=rows * n).reshape(rows, n).astype(np.float64)
-        totals = n if weights is None else counts @ weights
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out[start:start + rows] = (counts @ filled) / totals
-    return out
+def _sample_units(samples: Sequence[LayerSample]) -> tuple[list[np.ndarray], tuple[str, ...]]:
+    """Every layer's unit codes and their one set of factor names."""
+    coded = [sample.unit_codes() for sample in samples]
+    names = {found for _, found in coded}
+    if len(names) != 1:
+        raise AnalysisError(f"the layers' vectors carry different units: {sorted(names)}")
+    return [codes for codes, _ in coded], names.pop()
 
 
 def analyze_samples(
@@ -314,7 +341,8 @@ def analyze_samples(
 
     Layers whose sample met Inf or NaN vectors are left out and listed in ``nonfinite_layers``
     (see :mod:`magdash.overflow`). Spike counts of fits that did not converge (capped) count
-    as missing. The spike-count and effective-rank transitions are point estimates: resampling vectors with replacement duplicates some of them, which lowers the rank and the effective sample
+    as missing. m(gamma), its steps and gamma_c are bootstrapped over the samples' units
+    (:func:`bootstrap_order`). The spike-count and effective-rank transitions are point estimates: resampling vectors with replacement duplicates some of them, which lowers the rank and the effective sample
     size of the covariance and so biases exactly the spectral quantities measured (and in
     all-token mode the vectors are not kept). Sampling noise in the spike count is already
     bounded by the Tracy-Widom margin.
@@ -327,33 +355,36 @@ def analyze_samples(
             "no layers to analyse" if not nonfinite else
             "every layer holds Inf/NaN activations (float16 overflow?); extract again in bfloat16 or float32"
         )
+    depths = [depth_fraction(s.layer, n_blocks) for s in ordered]
+    # The transitions' depths: the embeddings leave them when asked to.
+    gammas = [math.nan if params.skip_embedding_step and gamma == 0 else gamma for gamma in depths]
+    units, unit_names = _sample_units(ordered)
+    order = bootstrap_order([s.omegas for s in ordered], gammas, units=units, unit_names=unit_names,
+                            n_boot=params.n_boot, seed=params.seed, confidence=params.confidence)
     layers = tuple(
         LayerDiagnostics(
             layer=s.layer,
-            gamma=depth_fraction(s.layer, n_blocks),
+            gamma=gamma,
             dim=s.dim,
             count=s.count,
             omega=summarize_omega(s.omegas),
             spectrum=fit_spectrum(s.eigenvalues, s.dim, s.count, level=params.level),
             **_massive_fields(s, params.massive_ratio),
+            omega_mean_low=low,
+            omega_mean_high=high,
         )
-        for s in ordered
-    )
-    # The transitions' depths: the embeddings leave them when asked to.
-    gammas = [math.nan if params.skip_embedding_step and d.gamma == 0 else d.gamma for d in layers]
-    order, jumps = bootstrap_order(
-        [s.omegas for s in ordered], gammas, n_boot=params.n_boot, seed=params.seed, confidence=params.confidence
+        for s, gamma, (low, high) in zip(ordered, depths, order.intervals, strict=True)
     )
     return PhaseResult(
         model=model,
         n_blocks=n_blocks,
         samples=tuple(ordered),
         layers=layers,
-        order=order,
+        order=order.transition,
         spikes=Transition(*largest_change(gammas, [d.spectrum.spike_count for d in layers])),
         rank=Transition(*largest_change(gammas, [d.spectrum.effective_rank for d in layers])),
         nonfinite_layers=nonfinite,
-        jumps=jumps,
+        jumps=order.jumps,
         params=params,
     )
 
@@ -375,8 +406,10 @@ def _quantile_column(prob: float) -> str:
 def layer_frame(result: PhaseResult) -> pd.DataFrame:
     """One row per layer: every scalar diagnostic plus the isotropic-Gaussian expectations.
 
-    ``n_spikes`` is NaN where the Marchenko-Pastur fit did not converge (``mp_converged``
-    False; ``mp_cap`` is the cap it may have hit): a capped count is not a count.
+    ``n_spikes``, ``sigma2``, ``mp_edge``, ``tw_margin`` and ``largest_gap`` are NaN where the
+    Marchenko-Pastur fit did not converge (``mp_converged`` False; ``mp_cap`` is the cap it may
+    have hit): a capped fit is not a fit. ``omega_mean_low``/``omega_mean_high``: the bootstrap
+    interval of mean Omega over the units.
     """
     rows = []
     for item in result.layers:
@@ -384,7 +417,8 @@ def layer_frame(result: PhaseResult) -> pd.DataFrame:
         baseline = isotropic_spectrum_baseline(item.dim, item.count)
         row = {
             "model": result.model, "layer": item.layer, "gamma": item.gamma, "dim": item.dim,
-            "n_vectors": item.count, "omega_mean": summary.mean, "omega_std": summary.std,
+            "n_vectors": item.count, "omega_mean": summary.mean, "omega_mean_low": item.omega_mean_low,
+            "omega_mean_high": item.omega_mean_high, "omega_std": summary.std,
             "n_massive": len(item.massive), "massive_dims": ", ".join(map(str, item.massive)),
             "massive_share": item.massive_share,
         }
@@ -404,16 +438,19 @@ def layer_frame(result: PhaseResult) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-SUMMARY_FIELDS = ("omega_mean", "dip_p", "n_spikes", "mp_edge", "sigma2", "effective_rank",
-                  "participation_ratio")
+SUMMARY_FIELDS = ("omega_mean", "omega_mean_low", "omega_mean_high", "dip_p", "n_spikes", "mp_edge", "sigma2",
+                  "effective_rank", "participation_ratio")
 
 
 def phase_summary(result: PhaseResult) -> dict:
     """The CLI's JSON shape: {"model", "gamma_c", "layers": [{layer, gamma, ...}], ...}.
 
-    Per layer, ``n_spikes`` is null where ``mp_converged`` is false (``mp_cap``: the fit's
-    cap); ``massive_dims`` and ``massive_share`` describe the raw vectors. ``jumps`` are the
-    three largest steps of m(gamma); ``massive`` the view everything was computed on.
+    Per layer, where the Marchenko-Pastur fit did not converge (``mp_converged`` false,
+    ``mp_cap`` the fit's cap) ``n_spikes``, ``sigma2`` and ``mp_edge`` are null and ``mp_note``
+    says why; ``massive_dims`` and ``massive_share`` describe the raw vectors. ``gamma_c_units``
+    names what the bootstrap resampled and how many ({"chunk": 15}, {"magnitude": 26,
+    "carrier": 5}); ``jumps`` are the three largest steps of m(gamma); ``massive`` the view
+    everything was computed on.
     """
     table = layer_frame(result)
     layers = []
@@ -422,12 +459,14 @@ def phase_summary(result: PhaseResult) -> dict:
         entry |= {name: float(getattr(row, name)) for name in SUMMARY_FIELDS}
         entry["n_spikes"] = int(item.spectrum.n_spikes) if item.spectrum.converged else None
         entry |= {"mp_converged": bool(item.spectrum.converged), "mp_cap": int(item.spectrum.cap),
+                  "mp_note": item.spectrum.unfitted_reason,
                   "massive_dims": list(item.massive), "massive_share": float(item.massive_share)}
         layers.append(entry)
     order, params = result.order, result.params
     return {
         "model": result.model, "gamma_c": result.gamma_c,
         "gamma_c_low": order.low, "gamma_c_high": order.high,
+        "gamma_c_units": dict(zip(order.units.names, order.units.counts, strict=True)),
         "massive": params.massive, "massive_ratio": params.massive_ratio,
         "skip_embedding_step": params.skip_embedding_step,
         "first_position_left_out": result.first_position_left_out,

@@ -19,8 +19,9 @@ TRACY_WIDOM_1_QUANTILES = {0.90: 0.4501, 0.95: 0.9793, 0.99: 2.0234}
 class PhaseParams:
     """Every choice that changes a phase result, shared by the CLI, the API and the app.
 
-    ``n_boot`` resamples of the vectors give the gamma_c interval at ``confidence`` (seeded by
-    ``seed``); ``level`` is the Tracy-Widom quantile of the spike margin;
+    ``n_boot`` resamples of the independent units the vectors come from (texts, or magnitudes
+    and carriers: :mod:`magdash.phase.unit_bootstrap`) give the gamma_c interval at
+    ``confidence`` (seeded by ``seed``); ``level`` is the Tracy-Widom quantile of the spike margin;
     ``skip_embedding_step`` leaves the embeddings out of the transitions (see the module
     docstring for why it is off by default). The cached samples do not depend on these, so
     changing them costs no model run or store read. ``massive`` (keep, drop or standardise) and
@@ -30,7 +31,8 @@ class PhaseParams:
     """
 
     n_boot: int = field(default=DEFAULT_N_BOOT, metadata=option(
-        "bootstrap resamples of the vectors for the gamma_c interval (0: none)", metavar="N"))
+        "bootstrap resamples of the texts (all tokens) or of the magnitudes and carriers (number tokens), each with "
+        "all of its vectors, for the gamma_c interval (0: none)", metavar="N"))
     seed: int = field(default=0, metadata=option("bootstrap seed", metavar="S"))
     confidence: float = field(default=0.95, metadata=option("confidence level of the gamma_c interval",
                                                             metavar="LEVEL"))

@@ -47,7 +47,11 @@ class SpectrumFit:
     descending) in units of the fitted sigma^2, and ``gap_rank`` the number of eigenvalues
     above it. ``converged`` is False when the robust fit stopped at its ``cap`` (half of the
     spectrum called spikes), ran out of iterations or had too few eigenvalues: the spectrum is
-    then not an MP bulk with a few outliers, and :attr:`spike_count` is NaN rather than the cap.
+    then not an MP bulk with a few outliers, so there is no fit to report. ``sigma2``,
+    ``mp_edge``, ``tw_margin`` and ``largest_gap`` are then NaN (the values the iteration
+    stopped at depend on the stopping rule, not on the spectrum), :attr:`spike_count` is NaN
+    rather than the cap, and :attr:`unfitted_reason` says why. ``n_spikes`` is where the
+    iteration stopped and ``iterations`` how many rounds it ran.
     """
 
     dim: int
@@ -64,6 +68,7 @@ class SpectrumFit:
     participation_ratio: float
     converged: bool
     cap: int = 0
+    iterations: int = 0
 
     @property
     def spike_threshold(self) -> float:
@@ -78,6 +83,18 @@ class SpectrumFit:
     def spike_count(self) -> float:
         """The spike count where the fit converged, NaN where it did not (never the cap)."""
         return float(self.n_spikes) if self.converged else math.nan
+
+    @property
+    def unfitted_reason(self) -> str:
+        """Why there is no fit ("not fitted: ..."), or "" for a fit that converged."""
+        if self.converged:
+            return ""
+        if self.n_dof < 1 or self.rank < 2:
+            return f"not fitted: {self.rank} non-zero eigenvalue(s) from {self.n_dof + 1} vector(s)"
+        if self.capped:
+            return (f"not fitted: the stopping rule hit its cap after {self.iterations} iterations "
+                    f"(half of the {self.rank} non-zero eigenvalues called spikes), so there is no bulk")
+        return f"not fitted: the spike set still changed after {self.iterations} iterations"
 
 
 def marchenko_pastur_edges(q: float, sigma2: float = 1.0) -> tuple[float, float]:
@@ -157,7 +174,8 @@ def fit_spectrum(
     spikes and leave the bulk, and this repeats until the spike set stops changing. Each round
     can only lower the bulk mean, so the spike count grows monotonically and the loop ends; it
     is capped at half of the spectrum (``converged`` False), beyond which "bulk" is
-    meaningless. The mean/MP-mean relation is used rather than the median: on pure noise the
+    meaningless, and a fit that did not converge reports no sigma^2, edge, margin or gap (NaN:
+    :class:`SpectrumFit`). The mean/MP-mean relation is used rather than the median: on pure noise the
     median-based sigma^2 fluctuates twice as much (about 1% at d, N ~ 300), which pushed the
     false-spike rate to 2% at the nominal 1% level, while the bulk mean, positively correlated
     with the largest eigenvalue, keeps it at about 0.8% (see tests/test_phase.py).
@@ -165,25 +183,28 @@ def fit_spectrum(
     lam = np.asarray(eigenvalues, dtype=np.float64)
     lam = np.sort(lam[np.isfinite(lam) & (lam > 0)])[::-1]
     n_dof = count - 1
+    nan = math.nan
     if n_dof < 1 or lam.size < 2 or dim < 1:
-        nan = math.nan
         return SpectrumFit(dim, max(n_dof, 0), int(lam.size), nan, nan, nan, nan, 0, nan, 0,
                            effective_rank(lam), participation_ratio(lam), False)
     q = dim / n_dof
     unit_mean = max(1.0, q)
     unit_threshold = tracy_widom_threshold(dim, n_dof, level)
     cap = lam.size // 2
-    n_spikes, converged = 0, False
-    for _ in range(max_iter):
+    n_spikes, converged, iterations, sigma2 = 0, False, 0, nan
+    while iterations < max_iter:
+        iterations += 1
         sigma2 = float(np.mean(lam[n_spikes:])) / unit_mean
         found = min(int(np.count_nonzero(lam > sigma2 * unit_threshold)), cap)
         if found == n_spikes:
             converged = found < cap
             break
         n_spikes = found
-    edge = marchenko_pastur_edges(q, sigma2)[1]
     gaps = lam[:-1] - lam[1:]
     gap_index = int(np.argmax(gaps))
+    if not converged:
+        sigma2 = nan
+    edge = marchenko_pastur_edges(q, sigma2)[1]
     return SpectrumFit(
         dim=dim,
         n_dof=n_dof,
@@ -199,6 +220,7 @@ def fit_spectrum(
         participation_ratio=participation_ratio(lam),
         converged=converged,
         cap=cap,
+        iterations=iterations,
     )
 
 

@@ -5,8 +5,7 @@ isotropic-Gaussian null.
 
 Frames, then charts (:mod:`magdash.presentation.chart_style`), then figures, as in
 :mod:`magdash.presentation.variability_figures`. Computed here because only a figure needs them:
-the normal-approximation band of each layer's mean Omega (:func:`order_parameter_frame`), the
-histogram densities and the fitted Marchenko–Pastur density on a grid (:func:`omega_histogram_frame`,
+the histogram densities and the fitted Marchenko–Pastur density on a grid (:func:`omega_histogram_frame`,
 :func:`spectrum_frames`), the isotropic baseline's expected effective rank and participation ratio
 (:func:`rank_frame`).
 """
@@ -26,6 +25,7 @@ from magdash.formatting import fixed, format_number, layer_span
 from magdash.phase.diagnostics import PhaseResult, Transition, depth_fraction, layer_frame
 from magdash.phase.massive_dims import MASSIVE_LABELS
 from magdash.phase.omega import isotropic_omega_mean
+from magdash.phase.unit_bootstrap import FEW_UNITS
 from magdash.presentation import chart_style as style
 
 if TYPE_CHECKING:
@@ -91,37 +91,30 @@ def phase_omega_histogram(result: PhaseResult, *, merge: int = 1) -> pd.DataFram
     )
 
 
-def order_parameter_frame(results: Mapping[str, PhaseResult], *, ci: float = 0.95) -> pd.DataFrame:
+def order_parameter_frame(results: Mapping[str, PhaseResult]) -> pd.DataFrame:
     """m(gamma) = mean Omega per layer of each series (e.g. "trained", "random control").
 
-    The band is the normal-approximation interval of a mean, m +- z SD / sqrt(N) over the
-    layer's N vectors (N is in the thousands, so the approximation is sound); the interval
-    of gamma_c itself is the bootstrap one in ``PhaseResult.order``. Layers without a depth
-    fraction (the post-norm extra layer) are left out. Columns: series, layer, gamma, m,
-    ci_low, ci_high, n.
+    The band is each layer's bootstrap interval of m over the independent units (texts, or
+    magnitudes and carriers: :mod:`magdash.phase.unit_bootstrap`), from the resamples that give
+    gamma_c's interval; no band without a bootstrap. Layers without a depth fraction (the
+    post-norm extra layer) are left out. Columns: series, view, layer, gamma, m, ci_low,
+    ci_high, n (vectors).
     """
-    from scipy import stats
-
-    from magdash.phase.massive_dims import MASSIVE_LABELS
-
-    z = float(stats.norm.ppf(0.5 + ci / 2.0))
     rows = []
     for series, result in results.items():
         for item in result.layers:
             if not math.isfinite(item.gamma):
                 continue
-            summary = item.omega
-            half = z * summary.std / math.sqrt(summary.n) if summary.n > 1 else math.nan
             rows.append(
                 {
                     "series": series,
                     "view": MASSIVE_LABELS[result.params.massive],
                     "layer": item.layer,
                     "gamma": item.gamma,
-                    "m": summary.mean,
-                    "ci_low": summary.mean - half,
-                    "ci_high": summary.mean + half,
-                    "n": summary.n,
+                    "m": item.omega.mean,
+                    "ci_low": item.omega_mean_low,
+                    "ci_high": item.omega_mean_high,
+                    "n": item.omega.n,
                 }
             )
     return pd.DataFrame(rows, columns=["series", "view", "layer", "gamma", "m", "ci_low", "ci_high", "n"])
@@ -390,7 +383,8 @@ def spectrum_chart(
     From :func:`spectrum_frames`: ``histogram`` (low, high, count, density),
     ``mp`` (eigenvalue, density) and ``spikes`` (rank, eigenvalue; red rules). ``edge`` is
     the fitted bulk edge lambda+ (solid grey), ``threshold`` the Tracy–Widom spike threshold
-    (dashed orange). The histogram is a density per unit eigenvalue, as the MP curve is.
+    (dashed orange); without a threshold (a fit that did not converge) no spike count is
+    written. The histogram is a density per unit eigenvalue, as the MP curve is.
     """
     style.require_columns(histogram, ["low", "high", "density"], "spectrum_chart")
     style.require_columns(mp, ["eigenvalue", "density"], "spectrum_chart")
@@ -453,7 +447,8 @@ def spectrum_chart(
                 )
             )
     notes = style.subtitle_lines(subtitle)
-    notes.append(f"{len(marked)} spike(s) above the Tracy-Widom threshold (orange lines)")
+    if threshold is not None and math.isfinite(float(threshold)):  # no threshold, no count: not zero spikes
+        notes.append(f"{len(marked)} spike(s) above the Tracy-Widom threshold (orange lines)")
     text = title or "Covariance spectrum over the fitted Marchenko-Pastur density"
     return style.finish(alt.layer(*layers), style.chart_title(text, notes), width, height)
 
@@ -534,20 +529,26 @@ def _interval(transition: Transition) -> tuple[float, float] | None:
 
 
 def phase_sentence(results: Mapping[str, PhaseResult], adjusted: Mapping[str, PhaseResult] | None = None) -> str:
-    """gamma_c of each series with its bootstrap interval, raw and adjusted, and the largest jumps."""
+    """gamma_c of each series with its bootstrap interval and the units it resampled, raw and adjusted,
+    and the largest jumps."""
 
     def gamma_cs(items: Mapping[str, PhaseResult]) -> str:
         parts = []
         for series, result in items.items():
             order = result.order
-            interval = f" [{fixed(order.low, 2)}, {fixed(order.high, 2)}]" if math.isfinite(order.low) else ""
+            interval = (f" [{fixed(order.low, 2)}, {fixed(order.high, 2)}] over {order.units.describe()}"
+                        if math.isfinite(order.low) else "")
             parts.append(f"{series} ({result.model}): gamma_c = {fixed(order.gamma_c, 2)}{interval}")
         return "; ".join(parts)
 
     trained = _trained(results)
-    text = "Depth of the largest change of m(gamma), with its bootstrap interval over vectors — " + gamma_cs(results)
+    text = ("Depth of the largest change of m(gamma), with its bootstrap interval over the independent units "
+            "(each with all of its vectors) — " + gamma_cs(results))
     if adjusted:
         text += f". {MASSIVE_LABELS[_trained(adjusted).params.massive].capitalize()}: " + gamma_cs(adjusted)
+    if trained.order.units.few:
+        text += (f". The intervals rest on {trained.order.units.describe()}: with fewer than {FEW_UNITS} units a "
+                 "percentile interval is rough and tends to be too narrow")
     if trained.jumps:
         steps = ", ".join(
             f"to gamma {fixed(j.gamma, 2)} ({format_number(j.change, '+.3f')}"
@@ -624,7 +625,8 @@ def omega_figure(results: Mapping[str, PhaseResult]) -> alt.Chart:
 
 
 def spectrum_figure(results: Mapping[str, PhaseResult], layer: int) -> alt.LayerChart:
-    """One layer's covariance spectrum over its fitted Marchenko-Pastur density, with the spikes marked.
+    """One layer's covariance spectrum over its fitted Marchenko-Pastur density, with the spikes marked;
+    a fit that did not converge draws no density, edge or threshold and says why.
 
     Args:
         results: series name -> depth diagnostics: the trained model first, then its ``@random`` control when there is
@@ -634,13 +636,18 @@ def spectrum_figure(results: Mapping[str, PhaseResult], layer: int) -> alt.Layer
     trained = _trained(results)
     fit = trained.diagnostics(layer).spectrum
     histogram, mp, spikes = phase_spectrum_frames(trained, layer)
-    subtitle = [f"{MASSIVE_LABELS[trained.params.massive]}, layer {layer}: q = d/N = {fixed(fit.q, 2)}, "
-                f"sigma² = {fixed(fit.sigma2, 4)}, bulk edge {fixed(fit.mp_edge, 4)}"]
+    where = f"{MASSIVE_LABELS[trained.params.massive]}, layer {layer}: q = d/N = {fixed(fit.q, 2)}"
+    if fit.converged:
+        subtitle = [f"{where}, sigma² = {fixed(fit.sigma2, 4)}, bulk edge {fixed(fit.mp_edge, 4)}"]
+        edge, threshold = fit.mp_edge, fit.spike_threshold
+    else:
+        subtitle = [f"{where}; no sigma², bulk edge or spikes: {fit.unfitted_reason}"]
+        edge = threshold = None
     if caveat := spectrum_caveat(fit):
         subtitle.append(caveat)
-    return spectrum_chart(
-        histogram, mp, spikes, edge=fit.mp_edge, threshold=fit.spike_threshold, subtitle=subtitle, width="container"
-    )
+    title = None if fit.converged else "Covariance spectrum (no Marchenko-Pastur fit)"
+    return spectrum_chart(histogram, mp, spikes, edge=edge, threshold=threshold, title=title, subtitle=subtitle,
+                          width="container")
 
 
 SPIKE_SHARE = 0.25
@@ -649,27 +656,27 @@ Marchenko–Pastur bulk with a few outliers (the robust fit stops at half of the
 
 
 def spectrum_caveat(fit) -> str | None:
-    """A warning when a layer's Marchenko–Pastur fit cannot be read as bulk plus spikes: it did
-    not converge (half the spectrum called spikes), or more than :data:`SPIKE_SHARE` of the
-    non-zero eigenvalues sit above the threshold. None when the fit reads normally."""
-    if not fit.converged:
-        return "the MP fit did not converge: half the spectrum is above the threshold, so there is no MP bulk to fit"
-    if fit.rank and fit.n_spikes > SPIKE_SHARE * fit.rank:
+    """A warning when a fitted layer's spectrum cannot be read as a Marchenko–Pastur bulk plus spikes:
+    more than :data:`SPIKE_SHARE` of the non-zero eigenvalues sit above the threshold. None when the
+    fit reads normally, and for a fit that did not converge (:attr:`SpectrumFit.unfitted_reason` says
+    why there is none)."""
+    if fit.converged and fit.rank and fit.n_spikes > SPIKE_SHARE * fit.rank:
         return (f"{fit.n_spikes} of {fit.rank} non-zero eigenvalues above the threshold: not an MP bulk with a few "
                 "spikes, so the fitted curve and the spike count do not describe this spectrum")
     return None
 
 
 def spectrum_caveats(results: Mapping[str, PhaseResult]) -> str | None:
-    """One sentence naming every layer whose spectrum fit carries a caveat (None if none does)."""
+    """One sentence naming every layer without a usable Marchenko–Pastur fit (None if every fit is usable)."""
     trained = _trained(results)
-    layers = [item.layer for item in trained.layers if spectrum_caveat(item.spectrum)]
+    layers = [item.layer for item in trained.layers if not item.spectrum.converged or spectrum_caveat(item.spectrum)]
     if not layers:
         return None
     return (
         f"Marchenko–Pastur fit not usable at layer(s) {layer_span(layers)} of {trained.model}: the fit did not "
-        "converge or called more than a quarter of the non-zero eigenvalues spikes (the threshold needs many more "
-        "vectors than dimensions). Spike counts there are not evidence of a 'solid' regime."
+        "converge (no sigma², edge or spike count is reported) or called more than a quarter of the non-zero "
+        "eigenvalues spikes (the threshold needs many more vectors than dimensions). Spike counts there are not "
+        "evidence of a 'solid' regime."
     )
 
 

@@ -1,5 +1,6 @@
 """Number frequency and E5 as figures and tables (Cacioli, arXiv 2604.04469, E5): the counts'
-distribution with its fits, V against a number's corpus count, Spearman rho by layer.
+distribution with its fits, V against a number's corpus count, the partial Spearman rho given log n
+and the raw rho by layer.
 
 Charts (:mod:`magdash.presentation.chart_style`), then figures, as in
 :mod:`magdash.presentation.variability_figures`.
@@ -14,7 +15,13 @@ import numpy as np
 import pandas as pd
 
 from magdash.formatting import fixed, format_p
-from magdash.frequency import counts_for_magnitudes, distribution_plot_data, e5_summary, fit_distributions
+from magdash.frequency import (
+    E5_STATISTICS,
+    counts_for_magnitudes,
+    distribution_plot_data,
+    e5_summary,
+    fit_distributions,
+)
 from magdash.frequency.sources import FrequencySource
 from magdash.presentation import chart_style as style
 from magdash.variability.analysis import AnalysisResult
@@ -128,38 +135,63 @@ def frequency_rho_by_layer(
     width: style.Width = style.DEFAULT_WIDTH,
     height: int = style.DEFAULT_HEIGHT,
 ) -> alt.LayerChart:
-    """Spearman rho of V_eucl(n) with log(count(n) + 1) per layer (E5), core band shaded.
+    """E5's correlations of V(n) with log(count(n) + 1) per layer, core band shaded.
 
-    ``frame``: layer, rho (core, label, gamma, model optional; one line per model).
+    ``frame``: layer, rho; ``statistic`` (one line each: :data:`E5_LINES`' partial solid with its
+    band, raw dashed; default one line "rho"), ``ci_low``/``ci_high`` (a band), ``core``,
+    ``label``, ``gamma`` optional (:func:`e5_rho_frame` builds it from an E5 table).
     """
     style.require_columns(frame, ["layer", "rho"], "frequency_rho_by_layer")
     x_field, x_title = style.depth_field(x)
     data = frame.copy()
-    if "model" not in data:
-        data["model"] = "rho"
+    if "statistic" not in data:
+        data["statistic"] = "rho"
     if "label" not in data:
         data["label"] = data["layer"].astype(str)
-    models = list(dict.fromkeys(data["model"].astype(str)))
+    band = ("ci_low", "ci_high") if {"ci_low", "ci_high"} <= set(data) else None
+    statistics = list(dict.fromkeys(data["statistic"].astype(str)))
     axis = style.DepthAxis.of(data[x_field], x_field, x_title)
-    layers = style.depth_backdrop(axis, data, "rho")
+    layers = style.depth_backdrop(axis, data[data["statistic"] == statistics[0]], "rho")
     layers.append(style.zero_rule(0.0))
+    columns = ["statistic", "layer", "label", x_field, "rho", *(band or ())]
     layers += style.profile_layers(
-        data.loc[:, list(dict.fromkeys(["model", "layer", "label", x_field, "rho"]))],
+        data.loc[:, list(dict.fromkeys(columns))],
         x=axis.encoding(),
         y_field="rho",
         y_title="Spearman rho",
-        color=alt.Color("model:N", scale=style.color_scale(models, style.MODEL_COLORS), title="model"),
+        color=alt.Color("statistic:N", scale=style.color_scale(statistics, E5_LINES), title="statistic"),
+        stroke_dash=alt.StrokeDash("statistic:N", scale=alt.Scale(
+            domain=statistics, range=[[1, 0], [5, 3]][: len(statistics)]), legend=None),
         tooltip=[
-            alt.Tooltip("model:N"),
+            alt.Tooltip("statistic:N"),
             alt.Tooltip("layer:Q"),
             alt.Tooltip("label:N"),
-            alt.Tooltip("rho:Q", title="Spearman rho (V_eucl vs log(count + 1))", format=".3f"),
+            alt.Tooltip("rho:Q", title="Spearman rho (V vs log(count + 1))", format=".3f"),
+            *([alt.Tooltip("ci_low:Q", title="CI low", format=".3f"),
+               alt.Tooltip("ci_high:Q", title="CI high", format=".3f")] if band else []),
         ],
-        detail="model",
+        band=band,
+        detail="statistic",
     )
     text = title or "Variability vs corpus frequency by layer (E5)"
     return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
 
+
+E5_LINES = {E5_STATISTICS["partial"]: style.MODEL_COLORS[0], E5_STATISTICS["raw"]: style.REFERENCE_COLOR}
+"""The colours of E5's two correlations: the decisive partial one in the first model colour, the raw one grey."""
+
+
+def e5_rho_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """An E5 table (:func:`e5_table`) long, one row per (statistic, layer), the partial correlation
+    first: statistic, layer, label, core, rho, ci_low, ci_high (the frame of :func:`frequency_rho_by_layer`)."""
+    frames = []
+    for prefix, name in E5_STATISTICS.items():
+        frame = table.loc[:, [c for c in ("layer", "label", "core") if c in table]].copy()
+        frame.insert(0, "statistic", name)
+        frame["rho"] = table[f"{prefix}_rho"]
+        frame["ci_low"], frame["ci_high"] = table[f"{prefix}_ci_low"], table[f"{prefix}_ci_high"]
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
 
 
 FIT_LABELS = {"power_law": "power law", "exponential": "exponential", "loglog_ols": "log-log OLS"}
@@ -167,8 +199,8 @@ FIT_LABELS = {"power_law": "power law", "exponential": "exponential", "loglog_ol
 
 
 def e5_table(result: AnalysisResult, e5: pd.DataFrame) -> pd.DataFrame:
-    """The E5 of every layer (:func:`magdash.runs.frequency_runs.e5_from_analysis`: Spearman rho of V(n)
-    with log(count(n) + 1), CI, partial rho given log n) with the model and the core band."""
+    """The E5 of every layer (:func:`magdash.runs.frequency_runs.e5_from_analysis`: the partial rho of V(n)
+    with log(count(n) + 1) given log n, then the raw rho, each with its p and CI) with the model and the core band."""
     table = e5.copy()
     table.insert(0, "model", result.model)
     table.insert(3, "core", table["layer"].isin(result.core_layers))
@@ -176,28 +208,46 @@ def e5_table(result: AnalysisResult, e5: pd.DataFrame) -> pd.DataFrame:
 
 
 def e5_sentence(table: pd.DataFrame, source: FrequencySource, conventions: str = MAGDASH) -> str:
-    """The E5 summary over the core layers, significance counted by ``conventions``."""
+    """The E5 summary over the core layers, the partial correlation first, significance counted by ``conventions``."""
     summary = e5_summary(table[table["core"]].reset_index(drop=True), conventions=conventions)
-    sentence = (
-        f"Mean Spearman rho over the core layers: {fixed(summary['mean_rho'])}, median {fixed(summary['median_rho'])} "
-        f"(source {source.name}, {len(source.counts):,} numbers, {source.total:,} occurrences)."
-    )
-    if summary["best_layer"] is not None:
-        significance = summary["significance"].replace("alpha", ".05")
-        sentence += (
-            f" {summary['significant_layers']} of {summary['layers_with_rho']} layers significant ({significance}); "
-            f"largest |rho| at layer {summary['best_layer']}."
+    partial, raw = summary["partial"], summary["raw"]
+    rule = summary["significance"]
+    if partial["best_layer"] is None:
+        sentence = (f"No core layer has a {E5_STATISTICS['partial']}: V or the count orders the magnitudes as n "
+                    "does, so nothing is left to correlate once log n is controlled.")
+    else:
+        sentence = (
+            f"{_capitalised(E5_STATISTICS['partial'])}, the test of the frequency account, over the core layers: "
+            f"mean {fixed(partial['mean_rho'])}, median {fixed(partial['median_rho'])}; "
+            f"{partial['significant_layers']} of {partial['layers_with_rho']} layers significant ({rule}), "
+            f"largest |rho| at layer {partial['best_layer']} ({fixed(partial['best_rho'])}, p = {format_p(partial['best_p'])})."
         )
-    return sentence
+    if raw["best_layer"] is not None:
+        sentence += (
+            f" {_capitalised(E5_STATISTICS['raw'])} (the paper's E5, confounded with magnitude: counts fall with n): "
+            f"mean {fixed(raw['mean_rho'])}, {raw['significant_layers']} of {raw['layers_with_rho']} layers "
+            f"significant ({rule})."
+        )
+    if summary["unreachable"]:
+        sentence += f" Note: {summary['unreachable']}."
+    return sentence + f" Source {source.name}: {len(source.counts):,} numbers, {source.total:,} occurrences."
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def frequency_rho_figure(table: pd.DataFrame) -> alt.LayerChart:
-    """E5: Spearman rho of V(n) with log(count + 1) per layer, with its bootstrap CI.
+    """E5 by layer: the partial Spearman rho of V(n) with log(count + 1) given log n (solid) and the raw rho
+    (dashed), each with its bootstrap CI.
 
     Args:
         table: the E5 table (one row per layer).
     """
-    return frequency_rho_by_layer(table, width="container")
+    return frequency_rho_by_layer(
+        e5_rho_frame(table), subtitle="the partial rho tests the frequency account; the raw rho is confounded with n",
+        width="container",
+    )
 
 
 def frequency_scatter_frame(result: AnalysisResult, source: FrequencySource, measure: str, layer: int, missing: str = "error") -> pd.DataFrame:
@@ -213,14 +263,18 @@ def frequency_scatter_figure(frame: pd.DataFrame, table: pd.DataFrame, layer: in
 
     Args:
         frame: magnitude, count and V at the layer (``frequency_scatter_frame``).
-        table: the E5 table, for the layer's rho and p.
+        table: the E5 table, for the layer's partial and raw rho and their p.
         layer: the layer shown.
         label: the layer's label.
     """
     row = table[table["layer"] == layer]
-    rho = float(row["rho"].iloc[0]) if len(row) else math.nan
-    p = float(row["p"].iloc[0]) if len(row) else math.nan
-    subtitle = f"layer {layer} ({label}): Spearman rho = {fixed(rho)}, p = {format_p(p)}"
+
+    def statistic(prefix: str) -> str:
+        rho = float(row[f"{prefix}_rho"].iloc[0]) if len(row) else math.nan
+        p = float(row[f"{prefix}_p"].iloc[0]) if len(row) else math.nan
+        return f"{E5_STATISTICS[prefix]} = {fixed(rho)}, p = {format_p(p)}"
+
+    subtitle = f"layer {layer} ({label}): {statistic('partial')}; {statistic('raw')}"
     return variability_vs_frequency(frame, subtitle=subtitle, width="container")
 
 

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from magdash.errors import AnalysisError, StoreError
 from magdash.names import control_name
 from magdash.overflow import nonfinite_rows
@@ -38,10 +40,10 @@ from magdash.phase.accumulate import (
     PHASE_VERSION,
     LayerAccumulator,
     LayerSample,
+    number_token_sample,
     samples_from_bytes,
     samples_to_bytes,
     view_adjustments,
-    view_sample,
 )
 from magdash.phase.diagnostics import PhaseResult, analyze_samples
 from magdash.phase.massive_dims import Adjustment
@@ -78,7 +80,8 @@ def number_token_key(store, name: str, stimuli: str, params: PhaseParams | None 
 
 def number_token_samples(store, name: str, stimuli: str, progress: ProgressCallback | None = None,
                          params: PhaseParams | None = None) -> list[LayerSample]:
-    """One sample per stored layer from the number-token vectors, reshaped to (n x c, d).
+    """One sample per stored layer from the number-token vectors, reshaped to (n x c, d), each
+    vector's magnitude and carrier kept as its units (the bootstrap resamples them, crossed).
 
     Args:
         store: the :class:`~magdash.store.Store` holding the model's vectors and caching the result.
@@ -91,9 +94,8 @@ def number_token_samples(store, name: str, stimuli: str, progress: ProgressCallb
     record = store.model_record(name)
     samples = []
     for data in store.read_layers(name, stimuli):
-        # view_sample counts and leaves out Inf/NaN vectors.
-        samples.append(view_sample(data.vectors.reshape(-1, record.hidden_size), data.layer, params.massive,
-                                   params.massive_ratio))
+        # number_token_sample counts and leaves out Inf/NaN vectors.
+        samples.append(number_token_sample(data.vectors, data.layer, params.massive, params.massive_ratio))
         del data
         if progress:
             progress(len(samples), record.n_layers)
@@ -166,10 +168,12 @@ def all_token_samples(
     progress: ProgressCallback | None = None,
     adjustments: dict[int, Adjustment] | None = None,
     keep_first_position: bool = False,
+    unit: str = "prompt",
 ) -> list[LayerSample]:
     """Stream every real token of ``texts`` through the model into per-layer accumulators; a
     token at a sequence's first position (the attention sink) only with ``keep_first_position``
     (:func:`magdash.extraction.capture_all_tokens`), and the number left out is in each sample.
+    Each token's text is kept as its unit (``unit``), so that the bootstrap resamples texts.
 
     With ``adjustments`` (layer -> :class:`~magdash.phase.massive_dims.Adjustment`, from a raw
     pass) each layer's vectors are transformed into that view before they are accumulated.
@@ -183,23 +187,30 @@ def all_token_samples(
         adjustments: layer -> the transformation of a view (massive dimensions dropped or standardised), from a raw
             pass; None keeps the raw vectors.
         keep_first_position: also accumulate the token at each sequence's first position (the attention sink).
+        unit: what a text is called as a unit of the bootstrap: ``chunk`` (of a document) or ``prompt``.
     """
     from magdash.extraction import capture_all_tokens
 
     accumulators: dict[int, LayerAccumulator] = {}
     bad_rows: dict[int, int] = {}
+    batch_texts = np.zeros((0, 1), dtype=np.int64)
+
+    def on_rows(text_of_row) -> None:
+        nonlocal batch_texts
+        batch_texts = np.asarray(text_of_row, dtype=np.int64)[:, None]
 
     def on_batch(layer: int, vectors) -> None:
+        units = batch_texts
         if adjustments is not None:
             bad = nonfinite_rows(vectors)
             bad_rows[layer] = bad_rows.get(layer, 0) + int(bad.sum())
-            vectors = adjustments[layer].apply(vectors[~bad])
+            vectors, units = adjustments[layer].apply(vectors[~bad]), units[~bad]
         if layer not in accumulators:
-            accumulators[layer] = LayerAccumulator(vectors.shape[1])
-        accumulators[layer].add(vectors)
+            accumulators[layer] = LayerAccumulator(vectors.shape[1], (unit,))
+        accumulators[layer].add(vectors, units)
 
     seen, left_out = capture_all_tokens(loaded, texts, on_batch, batch_size=batch_size, max_length=max_length,
-                                        progress=progress, keep_first_position=keep_first_position)
+                                        progress=progress, keep_first_position=keep_first_position, on_rows=on_rows)
     if seen < 2:
         raise AnalysisError(f"the prompts gave {seen} token(s); the spectra need at least two")
     samples = [accumulators[layer].finish(layer) for layer in sorted(accumulators)]
@@ -297,7 +308,7 @@ def phase_from_texts(
         loaded = load_model(source, dtype=dtype, device=device)
     prompts = document_chunks(loaded, texts, max_length) if document else list(texts)
     options = dict(batch_size=batch_size, max_length=max_length, progress=progress,
-                   keep_first_position=keep_first_position)
+                   keep_first_position=keep_first_position, unit="chunk" if document else "prompt")
     raw = cached(raw_key)
     samples, n_blocks = raw if raw is not None else (all_token_samples(loaded, prompts, **options), loaded.n_blocks)
     if store is not None and raw is None:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from magdash.errors import StoreError
 from magdash.frequency.corpus import FrequencyError
-from magdash.frequency.e5 import E5_VERSION, e5_correlation
+from magdash.frequency.e5 import E5_COLUMNS, E5_VERSION, e5_correlation
 from magdash.frequency.sources import (
     BUILTIN_SOURCES,
     FrequencySource,
@@ -37,7 +37,7 @@ from magdash.variability.analysis_params import default_core_layers
 from magdash.variability.measures import compute_measure
 
 E5_IDENTITY = ("model", "stimuli", "source", "measure", "n_boot", "seed")
-_FLOAT_COLUMNS = ("rho", "p", "ci_low", "ci_high", "partial_rho", "partial_p")
+_FLOAT_COLUMNS = tuple(column for column in E5_COLUMNS if column not in ("layer", "n"))
 
 
 def save_source(store, source: FrequencySource) -> None:
@@ -101,7 +101,8 @@ class E5Table:
     whose it is: model, stimuli, source, measure, n_boot, seed.
 
     Attributes:
-        table: one row per layer: ``layer``, ``label`` and the E5 columns (rho, p, CI, partial rho and p).
+        table: one row per layer: ``layer``, ``label`` and the E5 columns (the partial rho given log n
+            with its p and CI, then the raw rho with its p and CI).
         identity: model, stimuli, source, measure, n_boot and seed of the table.
     """
 
@@ -115,7 +116,8 @@ class E5Table:
 
     @classmethod
     def from_payload(cls, payload: bytes) -> E5Table:
-        """The table a payload of :meth:`to_payload` holds.
+        """The table a payload of :meth:`to_payload` holds (a KeyError for a payload of an
+        earlier :data:`~magdash.frequency.e5.E5_VERSION`, whose columns differ).
 
         Args:
             payload: bytes written by :meth:`to_payload`.
@@ -165,7 +167,7 @@ def e5_from_store(
         stimuli: the stimulus set; None takes the model's only complete one.
         layers: the layers to correlate; default the core band floor(L/2) .. L-1.
         measure: the variability measure correlated with log(count + 1).
-        n_boot: bootstrap resamples of rho's interval.
+        n_boot: bootstrap resamples of the two correlations' intervals.
         seed: the bootstrap's seed.
         missing: what a magnitude without a count is: ``error`` or ``zero``.
         use_cache: False recomputes and replaces the cached table.

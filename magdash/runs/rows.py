@@ -177,7 +177,8 @@ def phase_rows(result: PhaseResult, stimuli: str) -> Rows:
     layers = with_identity(layer_frame(result).drop(columns="model"), identity)
     layers["massive_dims"] = [list(item.massive) for item in result.layers]
     transitions = pd.DataFrame([
-        {**identity, "curve": curve, **dataclasses.asdict(transition)}
+        {**identity, "curve": curve, **dataclasses.asdict(transition),
+         "units": list(transition.units.names), "unit_counts": list(transition.units.counts)}
         for curve, transition in (("omega", result.order), ("spikes", result.spikes), ("effective_rank", result.rank))
     ])
     jumps = pd.DataFrame(

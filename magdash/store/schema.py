@@ -45,7 +45,10 @@ older store lacks.
 9: the metric columns of inference at the unit of replication: the stimulus bootstrap's interval and p
 of the mean core alpha (``hypotheses``), of E4's difference and ratio (``e4``) and of a comparison's mean
 delta (``comparison_tests``), and whether each test over layers can reach .05 (``h4_reachable``,
-``wilcoxon_reachable``); every metric table gains the columns it lacks."""
+``wilcoxon_reachable``); E5's raw correlation renamed ``raw_*`` beside the partial one and its
+interval; the depth bootstrap's resampled units and the interval of mean Omega; the rows of a
+Marchenko-Pastur fit that did not converge lose sigma², edge, margin and gap; every metric table
+gains the columns it lacks."""
 
 _SHARDS_SCHEMA = 5  # the first schema whose vectors are in shards, not tables
 
@@ -353,19 +356,43 @@ def _add_tokenization(connection: duckdb.DuckDBPyConnection) -> None:
         connection.execute(f"UPDATE {table} SET stimuli_b = stimuli WHERE stimuli_b IS NULL")
 
 
-def _add_missing_metric_columns(connection: duckdb.DuckDBPyConnection) -> None:
-    """Migration 8 -> 9: every metric table gains the columns of :mod:`magdash.store.metrics` it lacks
-    (NULL in the rows stored before: those results had no stimulus bootstrap, and their rows are
-    written again when they are next computed)."""
+_RENAMED_METRIC_COLUMNS = {"e5": {"rho": "raw_rho", "p": "raw_p", "ci_low": "raw_ci_low", "ci_high": "raw_ci_high"}}
+"""Schema 9's renames: E5's raw correlation is named as such beside the partial one."""
+
+_UNFITTED_SPECTRUM_COLUMNS = ("sigma2", "mp_edge", "tw_margin", "largest_gap")
+"""What a Marchenko-Pastur fit that did not converge no longer reports (schema 9)."""
+
+
+def _metric_columns_of_schema_9(connection: duckdb.DuckDBPyConnection) -> None:
+    """Migration 8 -> 9: E5 leads with the partial correlation, the depth bootstrap resamples units.
+
+    ``e5``'s raw correlation columns get their ``raw_`` names; every metric table gains the
+    columns it lacks (``e5``'s partial interval, ``phase_layers``' interval of mean Omega,
+    ``phase_transitions``' resampled units), NULL in the rows stored before; and the rows of a
+    Marchenko-Pastur fit that did not converge lose the sigma², edge, margin and gap: a fit
+    that stopped at its cap or ran out of iterations has no bulk, and the numbers it stopped at
+    depend on the stopping rule.
+    """
+    for table, renames in _RENAMED_METRIC_COLUMNS.items():
+        present = _table_columns(connection, table)
+        for old, new in renames.items():
+            if old in present and new not in present:
+                connection.execute(f'ALTER TABLE {table} RENAME COLUMN "{old}" TO "{new}"')
     for table in metrics.METRIC_TABLES:
         connection.execute(table.ddl())
-        present = {row[0] for row in connection.execute(
-            "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND table_name = ?",
-            [table.name],
-        ).fetchall()}
+        present = _table_columns(connection, table.name)
         for name, sql_type, _ in table.columns:
             if name not in present:
                 connection.execute(f'ALTER TABLE {table.name} ADD COLUMN "{name}" {sql_type}')
+    cleared = ", ".join(f"{column} = NULL" for column in _UNFITTED_SPECTRUM_COLUMNS)
+    connection.execute(f"UPDATE phase_layers SET {cleared} WHERE NOT mp_converged")
+
+
+def _table_columns(connection: duckdb.DuckDBPyConnection, table: str) -> set[str]:
+    return {row[0] for row in connection.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND table_name = ?",
+        [table],
+    ).fetchall()}
 
 
 def _move_vectors_to_shards(connection: duckdb.DuckDBPyConnection, shard_folder: Path) -> None:
@@ -471,6 +498,6 @@ MIGRATIONS: dict[int, Migration] = {
     5: _migration(_add_design_tables),
     6: _sequence_start_and_vector_norms,
     7: _migration(_add_tokenization),
-    8: _migration(_add_missing_metric_columns),
+    8: _migration(_metric_columns_of_schema_9),
 }
 """Schema version -> the step that brings a store of that version to the next one."""

@@ -146,7 +146,7 @@ def test_e5_on_arrays_equals_e5_in_the_store(filled, arrays):
     stored = md.e5(filled, "model", source=source, n_boot=100)
     direct = md.e5(arrays["model"], source=source, n_boot=100)
     assert_same_frame(direct, stored)
-    assert list(direct["layer"]) == [2, 3, 4] and direct["rho"].notna().all()
+    assert list(direct["layer"]) == [2, 3, 4] and direct["raw_rho"].notna().all()
 
 
 def test_a_layer_and_its_rdm_are_the_stored_ones(filled, arrays):

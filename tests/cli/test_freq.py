@@ -113,12 +113,13 @@ def test_corr_reports_e5_per_core_layer(store_path, capsys):
     payload = run_json(capsys, "freq", "corr", "--model", "planted", "--source", OPENWEBTEXT,
                        "--n-boot", "200", "--store", store_path)
     assert [row["layer"] for row in payload["layers"]] == [3, 4, 5]  # 6 blocks: floor(6/2) .. 5
-    assert all(row["rho"] == pytest.approx(1.0) for row in payload["layers"])
-    assert payload["summary"]["mean_rho"] == pytest.approx(1.0)
+    assert all(row["raw_rho"] == pytest.approx(1.0) for row in payload["layers"])
+    assert payload["summary"]["raw"]["mean_rho"] == pytest.approx(1.0)
     assert main(["freq", "corr", "--model", "planted", "--source", "wordfreq", "--layers", "1-2",
                  "--n-boot", "50", "--store", store_path]) == 0
     out = capsys.readouterr().out
-    assert "estimates multi-digit numbers" in out and "mean rho" in out
+    assert "estimates multi-digit numbers" in out
+    assert 0 < out.index("partial Spearman rho given log n: mean") < out.index("raw Spearman rho: mean")
 
 
 @pytest.mark.parametrize(

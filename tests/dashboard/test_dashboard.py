@@ -599,13 +599,15 @@ def test_e5_covers_every_layer_and_missing_counts_are_explained(planted, planted
     table = ff.e5_table(result, e5_from_analysis(planted, result, source, "eucl"))
     assert list(table["layer"]) == [0, 1, 2, 3]
     assert list(table["core"]) == [False, True, True, False] and set(table["model"]) == {"planted"}
-    assert np.isnan(table.loc[0, "rho"])  # V = 0 at the embeddings
-    # V_eucl = n**0.5 is monotone in n; counts mostly fall with n: rho is strongly negative.
-    assert table.loc[1, "rho"] < -0.5
+    assert np.isnan(table.loc[0, "raw_rho"])  # V = 0 at the embeddings
+    # V_eucl = n**0.5 is monotone in n; counts mostly fall with n: the raw rho is strongly negative,
+    # and once log n is controlled nothing is left (V orders the magnitudes as n does).
+    assert table.loc[1, "raw_rho"] < -0.5
+    assert np.isnan(table.loc[1, "partial_rho"])
     own, paper = ff.e5_sentence(table, source), ff.e5_sentence(table, source, "paper")
-    assert "Mean Spearman rho over the core layers" in own
+    assert own.startswith("No core layer has a partial Spearman rho given log n")
     # negative correlations are significant for magdash, not in the paper's convention
-    assert "(p < .05)" in own and "0 of" not in own
+    assert "Raw Spearman rho (the paper's E5" in own and "2 of 2 layers significant (p < .05)" in own
     assert "0 of 2 layers significant (rho > 0 and p < .05)" in paper
     small = dataclasses.replace(source, counts=source.counts[source.counts["number"] <= 100])
     with pytest.raises(MagdashError, match="1000|missing|150"):
@@ -636,7 +638,7 @@ def test_the_report_holds_figures_verdicts_and_the_manifest(planted, planted_vie
         "E4, planted", "RSA by layer, planted", "planted vs flat@random",
         *(f"{m} against n, {where}" for m in ("V_eucl", "V_residual", "V_proj")),
         f"Centroid RDM, {where}", f"PC1 against log n, {where}",
-        "Spearman rho by layer, planted", f"V against corpus count, {where}",
+        "Partial and raw Spearman rho by layer, planted", f"V against corpus count, {where}",
         "Distribution of the counts (openwebtext-500k)",
         "Order parameter, raw and without the massive dimensions, planted",
         "Effective rank and participation ratio, planted", "Omega by layer, planted",

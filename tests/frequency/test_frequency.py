@@ -471,9 +471,10 @@ def test_e5_monotone_in_count_gives_rho_one():
     log_count = np.log1p(counts_for_magnitudes(MAGNITUDES, counts))
     table = e5_correlation(MAGNITUDES, {16: 2 * log_count + 1, 17: np.exp(log_count)}, counts, n_boot=500)
     assert list(table["layer"]) == [16, 17]
-    assert table["rho"].tolist() == pytest.approx([1.0, 1.0])
-    assert (table["p"] < 1e-10).all()
-    assert table["ci_low"].tolist() == pytest.approx([1.0, 1.0]) and table["ci_high"].tolist() == pytest.approx([1.0, 1.0])
+    assert table["raw_rho"].tolist() == pytest.approx([1.0, 1.0])
+    assert (table["raw_p"] < 1e-10).all()
+    assert table["raw_ci_low"].tolist() == pytest.approx([1.0, 1.0])
+    assert table["raw_ci_high"].tolist() == pytest.approx([1.0, 1.0])
     assert (table["n"] == 26).all()
 
 
@@ -486,10 +487,37 @@ def test_partial_correlation_removes_a_shared_magnitude_effect(rng):
     frequency = 0.2 * count_noise  # V follows the part of the count that n does not explain
     table = e5_correlation(magnitudes, np.vstack([shared, frequency]), counts, n_boot=1000, seed=3)
     only_n, only_count = table.iloc[0], table.iloc[1]
-    assert only_n["rho"] > 0.8 and only_n["p"] < 1e-10  # raw E5 sees "frequency"
+    assert only_n["raw_rho"] > 0.8 and only_n["raw_p"] < 1e-10  # raw E5 sees "frequency"
     assert abs(only_n["partial_rho"]) < 0.15 and only_n["partial_p"] > 0.01  # ... which was magnitude
     assert only_count["partial_rho"] > 0.8 and only_count["partial_p"] < 1e-10
-    assert only_n["ci_low"] < only_n["rho"] < only_n["ci_high"]
+    assert only_n["raw_ci_low"] < only_n["raw_rho"] < only_n["raw_ci_high"]
+    assert only_n["partial_ci_low"] < 0 < only_n["partial_ci_high"]
+    assert 0.7 < only_count["partial_ci_low"] < only_count["partial_rho"] < only_count["partial_ci_high"]
+
+
+def test_a_magnitude_only_effect_is_a_large_raw_rho_and_a_partial_near_zero_and_the_headline_says_so():
+    """Planted: V depends on log n alone and the count is a function of n (the paper's counts), as
+    E5 must be read when frequency explains nothing. The raw rho is large and significant at every
+    layer; the partial rho given log n, the headline, is near 0 with intervals that cover it."""
+    from magdash.presentation.frequency_figures import e5_sentence
+
+    counts = load_source(OPENWEBTEXT)
+    rng = np.random.default_rng(11)
+    layers = 20
+    values = -0.3 * np.log(MAGNITUDES)[None, :] + 0.15 * rng.normal(size=(layers, MAGNITUDES.size))
+    table = e5_correlation(MAGNITUDES, values, counts, n_boot=1000, seed=2)
+    assert (table["raw_rho"] > 0.8).all() and (table["raw_p"] < 1e-6).all()
+    assert abs(table["partial_rho"].mean()) < 0.1 and (table["partial_rho"].abs() < 0.6).all()
+    covered = (table["partial_ci_low"] < 0) & (table["partial_ci_high"] > 0)
+    assert covered.sum() >= 17  # a 95% interval of a planted 0: about 19 of 20
+    summary = e5_summary(table)
+    assert summary["raw"]["significant_layers"] == layers and summary["partial"]["significant_layers"] <= 3
+    sentence = e5_sentence(table.assign(core=True), counts)
+    partial = summary["partial"]
+    assert sentence.startswith(f"Partial Spearman rho given log n, the test of the frequency account, over the core "
+                               f"layers: mean {partial['mean_rho']:.3f}")
+    assert f"{partial['significant_layers']} of {layers} layers significant (p < .05)" in sentence
+    assert sentence.index("Raw Spearman rho") > sentence.index("Partial Spearman rho")
 
 
 def test_e5_bootstrap_is_seeded_per_layer(rng):
@@ -507,10 +535,14 @@ def test_e5_missing_magnitudes_and_constant_layers():
     with pytest.raises(FrequencyError, match="no count for magnitude.*5.*missing='zero'"):
         e5_correlation(magnitudes, {0: np.arange(5.0)}, counts)
     table = e5_correlation(magnitudes, {0: np.zeros(5), 1: -np.arange(5.0)}, counts, missing="zero", n_boot=50)
-    assert table.loc[0, ["rho", "p", "ci_low", "partial_rho"]].isna().all()  # V = 0: shown as undefined
-    assert table.loc[1, "rho"] == pytest.approx(1.0)  # count 0 for 5 ranks last, as does -5
+    assert table.loc[0, ["raw_rho", "raw_p", "raw_ci_low", "partial_rho", "partial_ci_low"]].isna().all()  # V = 0
+    assert table.loc[1, "raw_rho"] == pytest.approx(1.0)  # count 0 for 5 ranks last, as does -5
     summary = e5_summary(table)
-    assert summary["layers_with_rho"] == 1 and summary["mean_rho"] == pytest.approx(1.0)
+    assert summary["raw"]["layers_with_rho"] == 1 and summary["raw"]["mean_rho"] == pytest.approx(1.0)
+    # 5 magnitudes: an exact Spearman test can still reach .05 (2/5! = 0.017); 4 cannot (2/4! = 0.083).
+    assert summary["unreachable"] == ""
+    four = e5_summary(e5_correlation(magnitudes[:4], {1: -np.arange(4.0)}, counts, n_boot=0))
+    assert "with 4 magnitudes the smallest p this test can give is 0.083" in four["unreachable"]
 
 
 def _plant_frequency_model(store) -> None:
@@ -530,8 +562,8 @@ def test_e5_from_store_uses_v_eucl_of_the_core_layers(store):
     _plant_frequency_model(store)
     table = e5_from_store(store, "planted", OPENWEBTEXT, n_boot=100)
     assert list(table["layer"]) == [2, 3]
-    assert table["rho"].iloc[0] == pytest.approx(1.0)
-    assert table["rho"].iloc[1] < 0
+    assert table["raw_rho"].iloc[0] == pytest.approx(1.0)
+    assert table["raw_rho"].iloc[1] < 0
     assert "label" in table.columns
     with pytest.raises(FrequencyError, match="do not exist"):
         e5_from_store(store, "planted", OPENWEBTEXT, layers=[9])
@@ -547,12 +579,13 @@ def test_e5_from_an_analysis_covers_every_layer_and_is_kept_in_the_e5_table(stor
     counts = load_source(OPENWEBTEXT)
     table = e5_from_analysis(store, result, counts, "eucl")
     assert list(table["layer"]) == [0, 1, 2, 3, 4]
-    assert table["rho"].iloc[:3].to_numpy() == pytest.approx([1.0, 1.0, 1.0])
-    assert (table["rho"].iloc[3:] < 0).all()
+    assert table["raw_rho"].iloc[:3].to_numpy() == pytest.approx([1.0, 1.0, 1.0])
+    assert (table["raw_rho"].iloc[3:] < 0).all()
     rows = store.metric_table("e5")
     assert sorted(rows["layer"]) == [0, 1, 2, 3, 4] and rows["result_key"].nunique() == 1
     assert set(rows["source"]) == {OPENWEBTEXT} and set(rows["model"]) == {"planted"}
-    assert list(rows.sort_values("layer")["rho"]) == pytest.approx(list(table["rho"]))
+    assert list(rows.sort_values("layer")["raw_rho"]) == pytest.approx(list(table["raw_rho"]))
+    np.testing.assert_array_equal(rows.sort_values("layer")["partial_ci_high"], table["partial_ci_high"])
     # At the core layers it is the CLI's E5 with the analysis's resamples and seed, CI included.
     core = e5_from_store(store, "planted", OPENWEBTEXT, n_boot=200, seed=result.params.seed)
     pd.testing.assert_frame_equal(table.iloc[2:4].reset_index(drop=True), core)

@@ -11,12 +11,14 @@ import pytest
 
 from magdash.cli import main
 from magdash.errors import AnalysisError
+from magdash.jsonio import to_jsonable
 from magdash.phase.accumulate import LayerSample, view_sample
 from magdash.phase.diagnostics import analyze_samples, layer_frame, phase_summary
 from magdash.phase.massive_dims import MASSIVE_RATIO, Adjustment, DimensionStats, find_massive, massive_share
 from magdash.phase.omega import isotropic_omega_mean
 from magdash.phase.phase_params import PhaseParams
 from magdash.phase.spectrum import fit_spectrum
+from magdash.presentation import depth_figures as df
 from magdash.runs.depth_runs import phase_from_store, phase_from_texts
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 
@@ -72,22 +74,38 @@ def test_standardise_z_scores_and_drops_constant_dimensions():
         PhaseParams(massive_ratio=0.5)
 
 
-def test_a_capped_marchenko_pastur_fit_is_reported_as_capped_not_as_a_count():
+UNFITTED = ("sigma2", "mp_edge", "tw_margin", "largest_gap")
+
+
+def test_a_capped_marchenko_pastur_fit_reports_no_fit_no_count_no_edge_and_says_why():
     # A geometric spectrum has no bulk: every round of the robust fit calls more spikes.
     eigenvalues = 0.8 ** np.arange(129)
     fit = fit_spectrum(eigenvalues, 576, 130)
     assert fit.cap == 64 and fit.n_spikes == 64 and fit.capped and not fit.converged
-    assert math.isnan(fit.spike_count)
+    assert math.isnan(fit.spike_count) and all(math.isnan(getattr(fit, name)) for name in UNFITTED)
+    assert fit.unfitted_reason == (f"not fitted: the stopping rule hit its cap after {fit.iterations} iterations "
+                                   "(half of the 129 non-zero eigenvalues called spikes), so there is no bulk")
+    assert fit.iterations > 1 and fit.gap_rank >= 1 and fit.q == pytest.approx(576 / 129)
     sample = LayerSample(0, 576, 130, eigenvalues, np.full(130, 0.3, dtype=np.float32))
     flat = LayerSample(1, 576, 130, np.ones(129), np.full(130, 0.3, dtype=np.float32))
     result = analyze_samples([sample, flat], 1, PhaseParams(n_boot=0))
     table = layer_frame(result)
     assert math.isnan(table.loc[0, "n_spikes"]) and not table.loc[0, "mp_converged"]
+    assert table.loc[0, list(UNFITTED)].isna().all() and table.loc[1, list(UNFITTED)].notna().all()
     assert table.loc[0, "mp_cap"] == 64 and table.loc[1, "n_spikes"] == 0
-    layers = phase_summary(result)["layers"]
+    layers = json.loads(json.dumps(to_jsonable(phase_summary(result)), allow_nan=False))["layers"]  # as --json prints
     assert layers[0]["n_spikes"] is None and layers[0]["mp_converged"] is False and layers[0]["mp_cap"] == 64
-    assert layers[1]["n_spikes"] == 0 and layers[1]["mp_converged"] is True
+    assert layers[0]["sigma2"] is None and layers[0]["mp_edge"] is None and layers[0]["mp_note"] == fit.unfitted_reason
+    assert layers[1]["n_spikes"] == 0 and layers[1]["mp_converged"] is True and layers[1]["mp_note"] == ""
+    assert layers[1]["sigma2"] == pytest.approx(129 / 576) and layers[1]["mp_edge"] > 1.0  # mean / E_MP = 1 / q
     assert math.isnan(result.spikes.gamma_c)  # a missing count takes no part in a transition
+    # The chart: no fitted density, edge, threshold or spike count, and the reason in the subtitle.
+    spec = json.dumps(df.spectrum_figure({"trained": result}, 0).to_dict(), ensure_ascii=False)
+    assert "no Marchenko-Pastur fit" in spec and fit.unfitted_reason in spec
+    assert "sigma² =" not in spec and "bulk edge lambda+" not in spec and "spike(s) above" not in spec
+    fitted = json.dumps(df.spectrum_figure({"trained": result}, 1).to_dict(), ensure_ascii=False)
+    assert "sigma² = 0.2240" in fitted and "MP bulk edge lambda+" in fitted and "0 spike(s) above" in fitted
+    assert df.spectrum_caveats({"trained": result}).startswith("Marchenko–Pastur fit not usable at layer(s) 0 ")
 
 
 def omega_layers(levels, count=400, seed=5, sd=0.02):

@@ -32,6 +32,7 @@ from magdash.phase.spectrum import (
     tracy_widom_threshold,
 )
 from magdash.phase.texts import chunk_text
+from magdash.phase.unit_bootstrap import ResampledUnits
 
 NULL_OMEGA = 1.0 - math.sqrt(2.0 / math.pi)
 
@@ -334,13 +335,14 @@ def test_bootstrap_interval_widens_for_a_weak_step_and_handles_unequal_layers():
     rng = np.random.default_rng(10)
     gammas = [0.0, 0.25, 0.5, 0.75, 1.0]
     levels = [0.20, 0.201, 0.203, 0.204, 0.206]
-    weak, _ = bootstrap_order([rng.normal(m, 0.05, 50 + 10 * i) for i, m in enumerate(levels)],
-                              gammas, n_boot=400, seed=3)
+    weak = bootstrap_order([rng.normal(m, 0.05, 50 + 10 * i) for i, m in enumerate(levels)],
+                           gammas, n_boot=400, seed=3).transition
     assert weak.low < weak.high and weak.n_boot == 400
-    strong, _ = bootstrap_order([rng.normal(m, 0.01, 500) for m in [0.2, 0.2, 0.5, 0.5, 0.5]],
-                                gammas, n_boot=200, seed=3)
+    assert weak.units == ResampledUnits(("vector",), (90,))  # no units given: each vector its own
+    strong = bootstrap_order([rng.normal(m, 0.01, 500) for m in [0.2, 0.2, 0.5, 0.5, 0.5]],
+                             gammas, n_boot=200, seed=3).transition
     assert (strong.gamma_c, strong.low, strong.high) == (0.5, 0.5, 0.5)
-    assert math.isnan(bootstrap_order([np.ones(5)], [0.0], n_boot=10)[0].low)
+    assert math.isnan(bootstrap_order([np.ones(5)], [0.0], n_boot=10).transition.low)
 
 
 def test_frames_summary_and_cache_payload():
@@ -355,10 +357,13 @@ def test_frames_summary_and_cache_payload():
     summary = phase_summary(result)
     # The keys the JSON always had stay; the new ones come beside them.
     assert set(summary) == {"model", "gamma_c", "layers", "gamma_c_low", "gamma_c_high", "massive",
-                            "massive_ratio", "skip_embedding_step", "jumps", "first_position_left_out"}
+                            "massive_ratio", "skip_embedding_step", "jumps", "first_position_left_out",
+                            "gamma_c_units"}
     assert set(summary["layers"][0]) == {"layer", "gamma", "omega_mean", "dip_p", "n_spikes", "mp_edge",
                                          "sigma2", "effective_rank", "participation_ratio", "dim",
-                                         "mp_converged", "mp_cap", "massive_dims", "massive_share"}
+                                         "mp_converged", "mp_cap", "massive_dims", "massive_share",
+                                         "omega_mean_low", "omega_mean_high", "mp_note"}
+    assert summary["gamma_c_units"] == {"vector": 120}
     assert len(summary["jumps"]) == 3 and summary["jumps"][0]["gamma"] == summary["gamma_c"]
     restored, n_blocks = samples_from_bytes(samples_to_bytes(samples, 4))
     assert n_blocks == 4 and len(restored) == len(samples)

@@ -105,8 +105,10 @@ def test_the_cli_and_the_app_give_gamma_c_the_same_interval(phase_store, capsys)
     assert cli == app == PhaseParams() and cli.n_boot == DEFAULT_N_BOOT
     assert main(["phase", "--model", "planted", "--store", str(phase_store.path)]) == 0
     order = phase_from_store(phase_store, "planted", params=app).order
-    expected = f"(95% bootstrap interval {order.low:.3f}-{order.high:.3f}, {DEFAULT_N_BOOT} resamples)"
-    assert expected in capsys.readouterr().out
+    expected = (f"(95% bootstrap interval {order.low:.3f}-{order.high:.3f}, {DEFAULT_N_BOOT} resamples of "
+                "26 magnitudes x 5 carriers, each with all of its vectors)")
+    out = capsys.readouterr().out
+    assert expected in out and "rest on 26 magnitudes x 5 carriers" in out  # 5 carriers: a rough interval
 
 
 def test_results_are_cached_in_the_store(phase_store, monkeypatch):
@@ -142,6 +144,17 @@ def test_prompts_run_every_token_through_the_model(tiny_llama, tmp_path, capsys,
     n_tokens = len(tokenizer(text, add_special_tokens=False)["input_ids"])
     assert {s.count for s in result.samples} == {n_tokens}  # every real token, no specials
     assert {s.dim for s in result.samples} == {32}
+    # Each token keeps the chunk it came from (the bootstrap's unit), whatever order the batches ran in.
+    from magdash.runs.depth_runs import document_chunks
+    from magdash.sources import load_model, resolve_model
+
+    chunks = document_chunks(load_model(resolve_model(str(tiny_llama)), device="cpu"), text, 64)
+    per_chunk = [len(tokenizer(chunk, add_special_tokens=False)["input_ids"]) for chunk in chunks]
+    assert len(chunks) > 2
+    for sample in result.samples:
+        assert sample.unit_names == ("chunk",)
+        np.testing.assert_array_equal(np.bincount(sample.units[:, 0], minlength=len(chunks)), per_chunk)
+    assert payload["gamma_c_units"] == {"chunk": len(chunks)}
 
     import magdash.sources
 

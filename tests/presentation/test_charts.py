@@ -604,11 +604,12 @@ def phase_result():
 def test_phase_result_adapters_feed_the_depth_charts(phase_result):
     order = df.order_parameter_frame({"trained": phase_result, "random control": phase_result})
     assert len(order) == 6 and set(order["layer"]) == {0, 1, 2}  # post-norm layer left out
-    first = phase_result.layers[0].omega
-    half = 1.959963984540054 * first.std / math.sqrt(first.n)
+    first = phase_result.layers[0]
     row = order.iloc[0]
-    assert row["m"] == pytest.approx(first.mean)
-    assert (row["ci_low"], row["ci_high"]) == pytest.approx((first.mean - half, first.mean + half))
+    assert row["m"] == pytest.approx(first.omega.mean)
+    # The band is the layer's bootstrap interval over the units (here each vector its own), not m +- z SD/sqrt(N).
+    assert (row["ci_low"], row["ci_high"]) == (first.omega_mean_low, first.omega_mean_high)
+    assert row["ci_low"] < row["m"] < row["ci_high"]
     ranks = df.rank_frame({"trained": phase_result})
     assert set(ranks["series"]) == {"trained", df.ISOTROPIC_SERIES}
     iso = ranks[ranks["series"] == df.ISOTROPIC_SERIES]

@@ -352,6 +352,34 @@ def test_a_schema_8_store_gains_the_stimulus_bootstrap_columns_and_keeps_its_row
     assert store.metric_table("hypotheses")["n_resamples"].notna().all()
 
 
+def test_a_schema_8_store_names_e5s_raw_correlation_and_forgets_the_numbers_of_unfitted_spectra(tmp_path):
+    path = tmp_path / "v8.duckdb"
+    Store(path)
+    renamed = {"raw_rho": "rho", "raw_p": "p", "raw_ci_low": "ci_low", "raw_ci_high": "ci_high"}
+    with duckdb.connect(str(path)) as connection:  # schema 8 is schema 9 with these names and without these columns
+        for new, old in renamed.items():
+            connection.execute(f'ALTER TABLE e5 RENAME COLUMN "{new}" TO "{old}"')
+        for table, column in (("e5", "partial_ci_low"), ("e5", "partial_ci_high"), ("phase_layers", "omega_mean_low"),
+                              ("phase_layers", "omega_mean_high"), ("phase_transitions", "units"),
+                              ("phase_transitions", "unit_counts")):
+            connection.execute(f'ALTER TABLE {table} DROP COLUMN "{column}"')
+        connection.execute("INSERT INTO e5 (result_key, model, layer, rho, p, partial_rho) VALUES ('k', 'm', 3, 0.9, 1e-9, 0.2)")
+        connection.execute("INSERT INTO phase_layers (result_key, model, layer, sigma2, mp_edge, tw_margin, largest_gap, "
+                           "mp_converged) VALUES ('capped', 'm', 1, 2.0, 3.0, 0.5, 7.0, false), "
+                           "('fitted', 'm', 1, 2.0, 3.0, 0.5, 7.0, true)")
+        connection.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION == 9
+    e5 = store.metric_table("e5")
+    assert set(metrics.TABLES_BY_NAME["e5"].column_names) <= set(e5.columns)
+    assert e5[["raw_rho", "raw_p", "partial_rho"]].values.tolist() == [[0.9, 1e-9, 0.2]]
+    assert e5[["raw_ci_low", "partial_ci_low"]].isna().all().all()
+    spectra = store.metric_table("phase_layers").set_index("result_key")
+    unfitted = ["sigma2", "mp_edge", "tw_margin", "largest_gap"]
+    assert spectra.loc["capped", unfitted].isna().all() and spectra.loc["fitted", unfitted].tolist() == [2.0, 3.0, 0.5, 7.0]
+    assert set(metrics.TABLES_BY_NAME["phase_transitions"].column_names) <= set(store.metric_table("phase_transitions"))
+
+
 # -- compaction --------------------------------------------------------------------------------------
 
 

@@ -314,7 +314,7 @@ def e5_section(result: AnalysisResult, e5: pd.DataFrame, source: FrequencySource
     return ReportSection(
         f"Corpus frequency (E5), source {source.name}: {name}",
         text=[ff.e5_sentence(table, source, result.params.conventions)],
-        figures=[(f"Spearman rho by layer, {name}", ff.frequency_rho_figure(table)),
+        figures=[(f"Partial and raw Spearman rho by layer, {name}", ff.frequency_rho_figure(table)),
                  (f"V against corpus count, {where}",
                   ff.frequency_scatter_figure(frame, table, layer, result.layer_labels[layer])),
                  (f"Distribution of the counts ({source.name})", ff.frequency_counts_figure(source))],
