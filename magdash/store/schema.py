@@ -27,7 +27,7 @@ from magdash.store.connection import StoreFile
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """1: the first release. 2: adds ``nonfinite``, the vectors holding Inf or NaN, per layer.
 3: one stimulus set per content (sets with the same sentences merged; the paper's named 'paper').
 4: the metric tables (:mod:`magdash.store.metrics`), filled from the cached results.
@@ -41,7 +41,8 @@ SCHEMA_VERSION = 8
 tokenized: :mod:`magdash.tokenization`), ``digit_splitting`` (per model, whether its tokenizer splits
 digits), ``stimuli_b`` in ``comparisons`` and ``comparison_tests`` (a model compared with itself on the
 same stimuli in another number format), the tokenization metric tables, and every metric table an
-older store lacks."""
+older store lacks. 9: every metric column an older store lacks (the probes' baseline, strata, constant-error
+null and ``probe_best_layers``: :mod:`magdash.store.metrics`), added at the end of its table."""
 
 _SHARDS_SCHEMA = 5  # the first schema whose vectors are in shards, not tables
 
@@ -452,5 +453,6 @@ MIGRATIONS: dict[int, Migration] = {
     5: _migration(_add_design_tables),
     6: _sequence_start_and_vector_norms,
     7: _migration(_add_tokenization),
+    8: _migration(metrics.add_missing_columns),
 }
 """Schema version -> the step that brings a store of that version to the next one."""

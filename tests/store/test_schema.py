@@ -12,7 +12,9 @@ import pytest
 
 from magdash.cli import main
 from magdash.errors import StoreError
+from magdash.probes.probe_params import ProbeParams
 from magdash.runs.analysis_runs import analyze
+from magdash.runs.probe_runs import probe
 from magdash.store import SCHEMA_VERSION, Store, metrics, schema, shards
 from magdash.variability.analysis_params import AnalysisParams
 from tests.support import DATA, unpack_store
@@ -52,7 +54,7 @@ def test_the_fixture_is_a_schema_1_store(v1_store):
 
 def test_a_schema_1_store_migrates_with_every_vector_intact(v1_store):
     store = Store(v1_store)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 9
     expected = np.load(DATA / "store_v1_expected.npz")
     np.testing.assert_array_equal(store.export_arrays("tiny", "six")["per_carrier"], expected["tiny"])
     np.testing.assert_array_equal(store.export_arrays("with-nan", "six")["per_carrier"], expected["with_nan"])
@@ -154,7 +156,7 @@ def test_a_schema_2_store_keeps_one_set_per_content_with_every_vector_intact(v2_
     with duckdb.connect(str(v2_store), read_only=True) as connection:
         done_before = connection.execute("SELECT count(*) FROM done").fetchone()[0]
     store = Store(v2_store)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 9
     assert store.stimulus_set_names() == ["first-stimuli", "paper"]
     assert store.stimulus_sets_for("first") == store.stimulus_sets_for("second") == ["first-stimuli"]
     assert store.stimulus_sets_for("third") == ["paper"]  # the paper's sentences go by their name
@@ -269,7 +271,7 @@ def test_a_schema_5_store_gains_the_design_tables_and_keeps_everything(tmp_path)
             connection.execute(f"DROP TABLE {name}")
         connection.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 9
     assert all(store.metric_table(name).empty for name in design_tables)
     assert store.get_result("k") == b"payload"
 
@@ -284,7 +286,7 @@ def test_a_schema_6_store_gains_the_sequence_start_and_its_models_read_as_not_re
         connection.execute("DROP TABLE vector_norms")
         connection.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 9
     record = store.model_record("old")
     assert record.sequence_start == "" and record.n_blocks == 1
     assert store.list_models()["sequence_start"].tolist() == [""]
@@ -311,7 +313,7 @@ def test_a_schema_7_store_gains_number_formats_token_facts_and_every_missing_met
             connection.execute(f"DROP TABLE {table}")
         connection.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 9
     assert store.number_formats() == {"s": "digits"} and store.stimulus_set("s").number_format == "digits"
     assert all(store.metric_table(name).empty for name in added)
     tests = store.metric_table("comparison_tests")
@@ -324,6 +326,27 @@ def test_a_schema_7_store_gains_number_formats_token_facts_and_every_missing_met
     with duckdb.connect(str(path), read_only=True) as connection:
         columns = [row[0] for row in connection.execute("DESCRIBE comparisons").fetchall()]
     assert columns[-1] == "stimuli_b"  # added at the end by the migration; rows are written by column name
+
+
+def test_a_schema_8_store_gains_the_probes_new_columns_and_table_and_takes_their_rows(tmp_path, rng):
+    path = tmp_path / "v8.duckdb"
+    Store(path).import_arrays("old", rng.normal(size=(7, 3, 2, 4)), (1, 2, 3, 20, 30, 300, 400),
+                              carriers=("a {n}", "b {n}", "c {n}"), stimuli="s")
+    added = {"probe_scores": ["baseline_r2", "r2_within_strata", "n_strata_within"],
+             "probe_decoded_scaling": ["beta_null", "beta_null_p", "note"], "probes": ["baseline_strata"]}
+    with duckdb.connect(str(path)) as connection:  # schema 8 is schema 9 without these
+        for table, columns in added.items():
+            for column in columns:
+                connection.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        connection.execute("DROP TABLE probe_best_layers")
+        connection.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION == 9
+    probe(store, "old", "s", ProbeParams(n_boot=10, targets=("log",), magnitude_folds=2))
+    scores = store.metric_table("probe_scores")
+    assert len(scores) == 2 * 2 * 2 and scores["baseline_r2"].notna().all()
+    assert len(store.metric_table("probe_best_layers")) == 2
+    assert store.metric_table("probes")["baseline_strata"].tolist() == ["digit count"]
 
 
 # -- compaction --------------------------------------------------------------------------------------
