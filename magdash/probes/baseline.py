@@ -152,6 +152,16 @@ def _r2_from_stratum_totals(totals: np.ndarray, usable: np.ndarray) -> np.ndarra
         return np.where(sst_total > 0, 1.0 - sse_total / np.where(sst_total > 0, sst_total, 1.0), np.nan)
 
 
+def _members(codes: np.ndarray) -> list[slice | np.ndarray]:
+    """Each stratum's magnitudes: a slice where they are contiguous (the usual case, magnitudes in
+    increasing order have increasing digit counts), so the draws' columns are read without a copy."""
+    found: list[slice | np.ndarray] = []
+    for code in np.unique(codes):
+        rows = np.flatnonzero(codes == code)
+        found.append(slice(rows[0], rows[-1] + 1) if rows[-1] - rows[0] + 1 == rows.size else rows)
+    return found
+
+
 def within_strata_r2(predictions: np.ndarray, labels: np.ndarray, codes: np.ndarray,
                      counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """The probe's R² within strata: the point value (n_columns,), its bootstrap replicates
@@ -164,14 +174,13 @@ def within_strata_r2(predictions: np.ndarray, labels: np.ndarray, codes: np.ndar
         counts: (n_boot, n) draws of the magnitudes (:class:`~magdash.probes.scores.BootstrapDraws`).
     """
     sums = within_strata_sums(predictions, labels)
-    strata = np.unique(codes)
-    members = [np.flatnonzero(codes == code) for code in strata]
-    point_totals = np.stack([sums[rows].sum(axis=0) for rows in members])
-    sizes = np.array([rows.size for rows in members])
-    point = _r2_from_stratum_totals(point_totals, sizes >= 2)
     flat = sums.reshape(sums.shape[0], -1)
-    replicate_totals = np.stack([(counts[:, rows] @ flat[rows]).reshape(counts.shape[0], *sums.shape[1:])
-                                 for rows in members], axis=1)
-    drawn = np.stack([(counts[:, rows] > 0).sum(axis=1) for rows in members], axis=1)
-    replicates = _r2_from_stratum_totals(replicate_totals, drawn >= 2)
+    members = _members(codes)
+    sizes = np.array([flat[rows].shape[0] for rows in members])
+    point = _r2_from_stratum_totals(np.stack([flat[rows].sum(axis=0) for rows in members]).reshape(
+        len(members), *sums.shape[1:]), sizes >= 2)
+    replicate_totals = np.stack([counts[:, rows] @ flat[rows] for rows in members], axis=1)
+    drawn = np.stack([np.count_nonzero(counts[:, rows], axis=1) for rows in members], axis=1)
+    replicates = _r2_from_stratum_totals(replicate_totals.reshape(counts.shape[0], len(members), *sums.shape[1:]),
+                                         drawn >= 2)
     return point, replicates, int((sizes >= 2).sum())

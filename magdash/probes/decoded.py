@@ -29,13 +29,13 @@ s_n = SD_c(n-hat[n, c] e^(-a_n)), SD(n-hat)(n) = e^(a_n) s_n exactly, so with x 
     beta = slope(a on x) + slope(ln s on x).
 
 Constant error on the read-out's scale makes the s_n exchangeable across magnitudes: permuting
-them over the magnitudes (``n_perm`` permutations) gives the null distribution
+them over the magnitudes (:class:`PermutationDraws`) gives the null distribution
 beta* = slope(a on x) + slope(ln s_pi on x) of this design, with the probe's own errors and its
 own calibration. Its mean over all permutations is exactly ``beta_null`` = slope(a on x) (the
 centred x sum to 0): for the log target the slope of the mean log read-out on ln n, near 1 for a
 calibrated probe; 0 for the linear one. ``beta_null_low``/``beta_null_high`` is the permutations'
 central interval and ``beta_null_p`` the two-sided permutation p,
-(1 + #{|beta* - beta_null| >= |beta - beta_null|}) / (1 + n_perm): a small p says the decoded
+(1 + #{|beta* - beta_null| >= |beta - beta_null|}) / (1 + permutations): a small p says the decoded
 error's size changes with n beyond what a constant-error read-out gives.
 
 By the delta method SD(n-hat) ~ n-hat SD(p) for the log read-out and SD(n-hat) = SD(p) for the
@@ -60,7 +60,33 @@ from magdash.probes.scores import resolution
 
 MIN_SLOPE_POINTS = 3
 
-_PERMUTATION_CHUNK = 1024  # permutations drawn at once: 1,024 x 1,000 magnitudes of int64 is 8 MB
+_PERMUTATION_STREAM = 2  # salt of the permutations' stream under the probes' seed
+_CHUNK = 1024  # permutations whose products are taken at once (1,024 x 1,000 floats: 8 MB)
+
+
+class PermutationDraws:
+    """Permutations of the fitted magnitudes for the constant-error null, (n_perm, n_points)
+    int32, drawn once per number of points and kept: every layer and target of a run with that
+    many fitted magnitudes uses the same ones (as every layer uses the same bootstrap draws).
+    10,000 permutations of 1,000 magnitudes hold 40 MB.
+
+    Args:
+        n_perm: permutations.
+        seed: the probes' ``seed`` (the permutations draw from a stream of their own under it).
+    """
+
+    def __init__(self, n_perm: int, seed: int):
+        self.n_perm = n_perm
+        self.seed = seed
+        self._orders: dict[int, np.ndarray] = {}
+
+    def orders(self, n_points: int) -> np.ndarray:
+        """``n_perm`` permutations of ``range(n_points)``, one per row."""
+        if n_points not in self._orders:
+            rng = np.random.default_rng([self.seed, _PERMUTATION_STREAM, n_points])
+            identity = np.broadcast_to(np.arange(n_points, dtype=np.int32), (self.n_perm, n_points))
+            self._orders[n_points] = rng.permuted(identity, axis=1)
+        return self._orders[n_points]
 
 
 @dataclass(frozen=True)
@@ -170,16 +196,15 @@ def decoded_scaling(spread: DecodedSpread, magnitudes: np.ndarray,
     return point, {"beta": replicate_slopes, "weber_mean": replicate_weber}
 
 
-def constant_error_null(spread: DecodedSpread, magnitudes: np.ndarray, n_perm: int,
-                        rng: np.random.Generator) -> tuple[float, np.ndarray]:
-    """``beta_null`` and ``n_perm`` slopes of the null distribution (see the module docstring):
-    NaN and none where beta has fewer than :data:`MIN_SLOPE_POINTS` points.
+def constant_error_null(spread: DecodedSpread, magnitudes: np.ndarray,
+                        permutations: PermutationDraws) -> tuple[float, np.ndarray]:
+    """``beta_null`` and the slopes of the null distribution, one per permutation (see the module
+    docstring): NaN and none where beta has fewer than :data:`MIN_SLOPE_POINTS` points.
 
     Args:
         spread: :func:`decoded_spread` of one target.
         magnitudes: n.
-        n_perm: permutations of the spreads over the magnitudes.
-        rng: draws the permutations.
+        permutations: the permutations of the fitted magnitudes' spreads.
     """
     usable = fitted_magnitudes(spread, magnitudes)
     if usable.sum() < MIN_SLOPE_POINTS:
@@ -190,13 +215,11 @@ def constant_error_null(spread: DecodedSpread, magnitudes: np.ndarray, n_perm: i
     centre = spread.centre[usable]
     log_spread = np.log(spread.sd[usable]) - centre  # ln s_n
     beta_null = float(centred @ centre / sxx)
-    slopes = []
-    order = np.arange(x.size)
-    for start in range(0, n_perm, _PERMUTATION_CHUNK):
-        size = min(_PERMUTATION_CHUNK, n_perm - start)
-        shuffled = rng.permuted(np.broadcast_to(order, (size, x.size)), axis=1)
-        slopes.append(log_spread[shuffled] @ centred / sxx)
-    return beta_null, beta_null + (np.concatenate(slopes) if slopes else np.empty(0))
+    # slope(ln s_pi on x) = sum_j x~_j ln s_pi(j) / sxx = sum_i ln s_i x~_pi^-1(i) / sxx: permuting the
+    # centred x instead of ln s is the same distribution, and its products need no gather per target.
+    orders = permutations.orders(x.size)
+    slopes = [centred[orders[start:start + _CHUNK]] @ log_spread for start in range(0, orders.shape[0], _CHUNK)]
+    return beta_null, beta_null + (np.concatenate(slopes) / sxx if slopes else np.empty(0))
 
 
 def null_p(beta: float, beta_null: float, null_betas: np.ndarray) -> float:

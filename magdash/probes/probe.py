@@ -25,7 +25,7 @@ from magdash.params import ProgressCallback
 from magdash.probes.baseline import Strata, magnitude_strata, stratum_mean_predictions, within_strata_r2
 from magdash.probes.basis import FeatureBasis, feature_basis, layer_moments
 from magdash.probes.crossval import CrossValidation, FoldFit, cross_validate, fit_ridge, magnitude_groups, splits
-from magdash.probes.decoded import constant_error_null, decoded_scaling, decoded_spread, null_p
+from magdash.probes.decoded import PermutationDraws, constant_error_null, decoded_scaling, decoded_spread, null_p
 from magdash.probes.labels import Labels, NonFiniteVectors, check_magnitudes, check_vectors, refuse_nonfinite
 from magdash.probes.probe_params import SCHEMES, ProbeParams
 from magdash.probes.result import (
@@ -42,10 +42,8 @@ from magdash.variability.measures import magnitude_axis
 
 log = logging.getLogger(__name__)
 
-# Salts of the streams (under params.seed) that draw the rows on which a large fold chooses its
-# penalty, and the permutations of the constant-error null.
+# Salt of the stream that draws the rows on which a large fold chooses its penalty (under params.seed).
 _ALPHA_ROWS_STREAM = 1
-_NULL_STREAM = 2
 
 
 def oriented_axis(centroids: np.ndarray, magnitudes: np.ndarray, axis: np.ndarray | None = None) -> np.ndarray:
@@ -68,7 +66,7 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 def probe_layer(vectors: np.ndarray, magnitudes, params: ProbeParams | None = None, *,
                 draws: BootstrapDraws | None = None, axis: np.ndarray | None = None,
-                strata: Strata | None = None) -> LayerProbe:
+                strata: Strata | None = None, permutations: PermutationDraws | None = None) -> LayerProbe:
     """The probes of one layer.
 
     Args:
@@ -82,6 +80,8 @@ def probe_layer(vectors: np.ndarray, magnitudes, params: ProbeParams | None = No
             computed here when None, and oriented with n either way.
         strata: the magnitudes' strata of the baseline (:func:`magdash.probes.baseline.magnitude_strata`);
             their digit counts when None.
+        permutations: the constant-error null's permutations to share across layers (:func:`run_probes`
+            passes one); made from ``params`` when None.
 
     Raises:
         AnalysisError: a design the probes cannot use (too few carriers or magnitudes,
@@ -92,6 +92,7 @@ def probe_layer(vectors: np.ndarray, magnitudes, params: ProbeParams | None = No
     x = check_vectors(vectors, magnitudes.size, params)
     draws = draws or BootstrapDraws(params.n_boot, params.seed)
     strata = strata or magnitude_strata(magnitudes)
+    permutations = permutations or PermutationDraws(params.n_boot, params.seed)
     n_magnitudes, n_carriers, dim = x.shape
     labels = Labels.for_design(magnitudes, params)
     label_rows = labels.rows(n_carriers)
@@ -119,7 +120,7 @@ def probe_layer(vectors: np.ndarray, magnitudes, params: ProbeParams | None = No
                                                            n_carriers)
         decoded, scaling, without_spread = _decoded_tables(
             runs["carrier"].predictions.reshape(n_magnitudes, n_carriers, -1), labels, magnitudes, params,
-            draws.counts(n_magnitudes))
+            draws.counts(n_magnitudes), permutations)
         directions, vectors_by_target = _direction_table(basis, everything, runs["carrier"], labels, params, axis,
                                                          without_spread)
     return LayerProbe(scores=scores, selectivity=selectivity, directions=directions, decoded=decoded,
@@ -158,10 +159,16 @@ def _score_tables(runs: dict[str, CrossValidation], baselines: dict[str, np.ndar
         predictions = cv.predictions.reshape(n_magnitudes, n_carriers, -1)
         tested = np.isfinite(predictions).all(axis=(1, 2))
         counts = draws.counts(int(tested.sum()))
-        held_out = (labels.values[tested], labels.reference[tested], column_targets, counts)
-        point, replicates = held_out_scores(predictions[tested], *held_out)
+        # The probe's and the baseline's predictions scored in one pass over the draws: columns side by side.
         baseline = baselines[scheme].reshape(n_magnitudes, n_carriers, -1)[tested]
-        baseline_point, baseline_replicates = held_out_scores(baseline, *held_out)
+        both_point, both_replicates = held_out_scores(
+            np.concatenate([predictions[tested], baseline], axis=2), np.tile(labels.values[tested], 2),
+            np.tile(labels.reference[tested], 2), column_targets * 2, counts)
+        n_columns = len(column_targets)
+        point = {name: values[:n_columns] for name, values in both_point.items()}
+        replicates = {name: values[:, :n_columns] for name, values in both_replicates.items()}
+        baseline_point = {"r2": both_point["r2"][n_columns:]}
+        baseline_replicates = {"r2": both_replicates["r2"][:, n_columns:]}
         within, within_replicates, n_within = within_strata_r2(predictions[tested], labels.values[tested],
                                                                strata.codes[tested], counts)
         intervals = {name: percentile_interval(replicates[name], params.ci) for name in SCORES}
@@ -218,7 +225,8 @@ def _direction_table(basis: FeatureBasis, everything: FoldFit, carrier_cv: Cross
 
 
 def _decoded_tables(carrier_predictions: np.ndarray, labels: Labels, magnitudes: np.ndarray, params: ProbeParams,
-                    counts: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame, set[str]]:
+                    counts: np.ndarray,
+                    permutations: PermutationDraws) -> tuple[pd.DataFrame, pd.DataFrame, set[str]]:
     """The decoded variability per magnitude and its scaling against the constant-error null, per
     target (real task), and the targets whose predictions have no spread between carriers beyond
     rounding at any magnitude."""
@@ -231,8 +239,7 @@ def _decoded_tables(carrier_predictions: np.ndarray, labels: Labels, magnitudes:
         point, replicates = decoded_scaling(spread, magnitudes, counts)
         beta_low, beta_high = percentile_interval(replicates["beta"][:, None], params.ci)
         weber_low, weber_high = percentile_interval(replicates["weber_mean"][:, None], params.ci)
-        beta_null, null_betas = constant_error_null(spread, magnitudes, params.n_boot,
-                                                    np.random.default_rng([params.seed, _NULL_STREAM]))
+        beta_null, null_betas = constant_error_null(spread, magnitudes, permutations)
         null_low, null_high = percentile_interval(null_betas[:, None], params.ci)
         rows.append({**point, "target": target, "beta_low": float(beta_low[0]), "beta_high": float(beta_high[0]),
                      "beta_null": beta_null, "beta_null_low": float(null_low[0]),
@@ -271,11 +278,13 @@ def run_probes(
 
     A layer holding an Inf or NaN vector (float16 overflow) is not probed: it is listed in
     ``nonfinite_layers`` and the warnings, as in the variability analysis. Every layer's
-    intervals use the same bootstrap draws of the magnitudes.
+    intervals use the same bootstrap draws of the magnitudes, and its constant-error null the
+    same permutations.
     """
     params = params or ProbeParams()
     magnitudes = check_magnitudes(magnitudes, params)
     draws = BootstrapDraws(params.n_boot, params.seed)
+    permutations = PermutationDraws(params.n_boot, params.seed)
     strata = strata or magnitude_strata(magnitudes)
     probed: list[tuple[int, str, LayerProbe | None, int]] = []
     previous: dict[str, np.ndarray] = {}
@@ -288,7 +297,7 @@ def run_probes(
         del item
         try:
             log.info("probing layer %d (%s)", index, label)
-            probe = probe_layer(vectors, magnitudes, params, draws=draws, strata=strata)
+            probe = probe_layer(vectors, magnitudes, params, draws=draws, strata=strata, permutations=permutations)
         except NonFiniteVectors as error:
             log.info("layer %d (%s) holds %d Inf/NaN vectors: not probed", index, label, error.count)
             probed.append((index, label, None, error.count))

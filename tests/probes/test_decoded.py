@@ -10,6 +10,7 @@ import pytest
 
 from magdash.probes.decoded import (
     DecodedSpread,
+    PermutationDraws,
     constant_error_null,
     decoded_scaling,
     decoded_spread,
@@ -50,7 +51,7 @@ def test_predictions_equal_but_for_rounding_have_no_spread():
     assert point["n_points"] == 0 and math.isnan(point["beta"]) and math.isnan(point["weber_mean"])
     assert "do not differ between carriers beyond rounding" in point["note"]
     assert np.isnan(replicates["beta"]).all() and np.isnan(replicates["weber_mean"]).all()
-    assert math.isnan(constant_error_null(spread, MAGNITUDES, 100, np.random.default_rng(0))[0])
+    assert math.isnan(constant_error_null(spread, MAGNITUDES, PermutationDraws(100, 0))[0])
     # a spread just above the resolution is a spread
     rounded[0, 0] += 1e-6
     assert decoded_spread(rounded, MAGNITUDES, "log").sd[0] > 0
@@ -90,7 +91,7 @@ def test_a_constant_error_ratio_gives_the_null_whatever_the_calibration():
     sd = np.exp(centre) * 0.2
     spread = spread_of(sd, centre)
     point, _ = decoded_scaling(spread, MAGNITUDES, np.ones((1, MAGNITUDES.size)))
-    beta_null, null_betas = constant_error_null(spread, MAGNITUDES, 500, np.random.default_rng(1))
+    beta_null, null_betas = constant_error_null(spread, MAGNITUDES, PermutationDraws(500, 1))
     assert point["beta"] == pytest.approx(0.8) and beta_null == pytest.approx(0.8)
     np.testing.assert_allclose(null_betas, 0.8, atol=1e-12)  # every permutation of equal spreads is the same
     assert null_p(point["beta"], beta_null, null_betas) == 1.0
@@ -103,10 +104,19 @@ def test_an_error_that_grows_with_n_on_the_read_out_scale_is_told_from_the_null(
     sd = np.exp(centre) * 0.05 * magnitudes ** 0.5
     spread = DecodedSpread(mean=magnitudes, sd=sd, weber=sd / magnitudes, centre=centre)
     point, _ = decoded_scaling(spread, magnitudes, np.ones((1, magnitudes.size)))
-    beta_null, null_betas = constant_error_null(spread, magnitudes, 2000, np.random.default_rng(2))
+    beta_null, null_betas = constant_error_null(spread, magnitudes, PermutationDraws(2000, 2))
     assert point["beta"] == pytest.approx(1.5) and beta_null == pytest.approx(1.0)
     assert null_betas.mean() == pytest.approx(1.0, abs=0.02)  # the null's mean is beta_null
     assert null_p(point["beta"], beta_null, null_betas) == pytest.approx(1 / 2001)  # only the identity is as far
+
+
+def test_permutations_are_drawn_once_per_size_and_are_permutations():
+    draws = PermutationDraws(50, seed=3)
+    orders = draws.orders(7)
+    assert orders.shape == (50, 7) and draws.orders(7) is orders
+    assert (np.sort(orders, axis=1) == np.arange(7)).all()
+    assert len({tuple(row) for row in orders}) > 40  # not one permutation repeated
+    np.testing.assert_array_equal(PermutationDraws(50, seed=3).orders(7), orders)  # seeded
 
 
 def test_the_permutation_p_by_hand():
