@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from magdash.errors import AnalysisError
 from magdash.tokenization import digit_count
 
 DIGITS = "digit count"
@@ -91,7 +92,7 @@ def magnitude_strata(magnitudes: np.ndarray, token_counts: Sequence[int] | None 
         keys = [(count, 0) for count in digits]
     else:
         if len(token_counts) != len(digits):
-            raise ValueError(f"{len(token_counts)} token counts for {len(digits)} magnitudes: give one per magnitude")
+            raise AnalysisError(f"{len(token_counts)} token counts for {len(digits)} magnitudes: give one per magnitude")
         keys = [(count, int(tokens)) for count, tokens in zip(digits, token_counts, strict=True)]
     ordered = sorted(set(keys))
     index = {key: position for position, key in enumerate(ordered)}

@@ -5,7 +5,7 @@ report say the same and none of them reads a null as a finding:
   (:mod:`magdash.probes.selection`): one layer is named the best only when the band holds it alone;
 - the probe's R² beside what the numbers' digit count (and token count) alone gives on the same
   folds, and within those strata (:mod:`magdash.probes.baseline`), said in words where the probe
-  does not exceed it;
+  is not shown to exceed it;
 - the decoded-noise exponent beta against what a constant-error read-out gives for the design
   and against the ``@random`` control (:mod:`magdash.probes.decoded`), never against 1, and no
   exponent where the carriers' predictions do not differ beyond rounding.
@@ -93,19 +93,25 @@ def baseline_sentence(result: ProbeResult, layer: int, target: str = "log") -> s
         return ""
     what = f"each number's {result.strata_by}"
     over = _with_interval(row["r2_over_baseline"], row["r2_over_baseline_low"], row["r2_over_baseline_high"])
-    if row["r2_over_baseline_low"] > 0:
-        text = (f"Knowing only {what} gives a held-out-magnitude R² of {fixed(row['baseline_r2'])} on the same folds; "
-                f"at {layer_name(result, layer)} the probe adds {over} to it")
+    where, baseline = layer_name(result, layer), fixed(row["baseline_r2"])
+    if not np.isfinite(row["r2_over_baseline_low"]):
+        text = (f"Knowing only {what} gives a held-out-magnitude R² of {baseline} on the same folds; at {where} the "
+                f"probe's is {fixed(row['r2'])}, without an interval (no bootstrap resamples), so whether it "
+                "exceeds the baseline is not tested")
+    elif row["r2_over_baseline_low"] > 0:
+        text = (f"Knowing only {what} gives a held-out-magnitude R² of {baseline} on the same folds; at {where} the "
+                f"probe adds {over} to it")
     else:
-        text = (f"At {layer_name(result, layer)} the probe does not exceed what knowing only {what} gives on the "
-                f"same folds (R² {fixed(row['baseline_r2'])}; the probe minus it: {over})")
+        text = (f"At {where} the probe is not shown to exceed what knowing only {what} gives on the same folds "
+                f"(R² {baseline}; the probe minus it: {over})")
     text += (f"; within strata of equal {result.strata_by} its R² is "
              f"{_with_interval(row['r2_within_strata'], row['r2_within_strata_low'], row['r2_within_strata_high'])}"
              f" (pooled over {int(row['n_strata_within'])} strata holding two or more tested magnitudes).")
-    not_above = scores[~(scores["r2_over_baseline_low"] > 0)]["layer"].tolist()
+    bounds = scores["r2_over_baseline_low"]
+    not_above = scores.loc[np.isfinite(bounds) & (bounds <= 0), "layer"].tolist()
     if not_above:
-        text += (f" At layer(s) {ranges(not_above)} ({len(not_above)} of {len(scores)}) the probe's R² is not above "
-                 "this baseline.")
+        text += (f" At layer(s) {ranges(not_above)} ({len(not_above)} of {len(scores)}) the probe's R² is not shown "
+                 "to exceed this baseline.")
     return text
 
 
@@ -133,13 +139,17 @@ def exponent_sentence(result: ProbeResult, control: ProbeResult | None, layer: i
     if row["note"]:
         return f"At {where} the decoded magnitude has no spread to fit: {row['note']}."
     text = (f"At {where} the decoded magnitude's SD across held-out carriers grows as n^beta with beta "
-            f"{_with_interval(row['beta'], row['beta_low'], row['beta_high'], 2)}; {_CONSTANT_ERROR[target]} gives "
-            f"{_with_interval(row['beta_null'], row['beta_null_low'], row['beta_null_high'], 2)} for this design "
-            f"(permutation p = {format_p(row['beta_null_p'])}{_null_note(row, result.params.n_boot)})")
-    if row["beta_null_p"] < SIGNIFICANCE_LEVEL:
-        text += ": the decoded error's size changes with n beyond what a constant-error read-out gives"
+            f"{_with_interval(row['beta'], row['beta_low'], row['beta_high'], 2)}; {_CONSTANT_ERROR[target]} gives ")
+    p = row["beta_null_p"]
+    if not np.isfinite(p):
+        text += (f"{fixed(row['beta_null'], 2)} for this design on average, but without resamples there are no "
+                 "permutations, and beta is not tested against it")
     else:
-        text += ": the exponent is what a constant-error read-out gives and says nothing about the model's noise"
+        text += (f"{_with_interval(row['beta_null'], row['beta_null_low'], row['beta_null_high'], 2)} for this design "
+                 f"(permutation p = {format_p(p)}{_null_note(row, result.params.n_boot)})")
+        text += (": the decoded error's size changes with n beyond what a constant-error read-out gives"
+                 if p < SIGNIFICANCE_LEVEL else
+                 ": the exponent is within what a constant-error read-out gives and says nothing about the model's noise")
     if control is not None:
         other = control.decoded_scaling[control.decoded_scaling["target"] == target]
         random = _row(other, layer)

@@ -92,6 +92,9 @@ def probe_layer(vectors: np.ndarray, magnitudes, params: ProbeParams | None = No
     x = check_vectors(vectors, magnitudes.size, params)
     draws = draws or BootstrapDraws(params.n_boot, params.seed)
     strata = strata or magnitude_strata(magnitudes)
+    if strata.codes.size != magnitudes.size:
+        raise AnalysisError(f"the strata name {strata.codes.size} magnitudes, the layer has {magnitudes.size}: "
+                            "give one stratum per magnitude")
     permutations = permutations or PermutationDraws(params.n_boot, params.seed)
     n_magnitudes, n_carriers, dim = x.shape
     labels = Labels.for_design(magnitudes, params)

@@ -131,7 +131,7 @@ def _stack(frames: list[tuple[int, str, pd.DataFrame]], columns: list[str]) -> p
     return stacked
 
 
-def best_layer_table(probes: list[tuple[int, str, LayerProbe]], targets: tuple[str, ...], ci: float) -> pd.DataFrame:
+def _best_layer_table(probes: list[tuple[int, str, LayerProbe]], targets: tuple[str, ...], ci: float) -> pd.DataFrame:
     """The ``best_layers`` table of the probed layers (:func:`magdash.probes.selection.best_band`
     on each target's held-out-magnitude R² of the real labels).
 
@@ -143,8 +143,9 @@ def best_layer_table(probes: list[tuple[int, str, LayerProbe]], targets: tuple[s
     rows = []
     for target in targets:
         r2 = np.array([float(probe.score("magnitude", target)["r2"]) for _, _, probe in probes])
-        replicates = np.column_stack([probe.r2_replicates[target] for _, _, probe in probes]) if probes else None
-        best, bounds, band = best_band(r2, replicates if replicates is not None else np.empty((0, 0)), ci)
+        replicates = (np.column_stack([probe.r2_replicates[target] for _, _, probe in probes]) if probes
+                      else np.empty((0, 0)))
+        best, bounds, band = best_band(r2, replicates, ci)
         for index, (layer, label, _) in enumerate(probes):
             rows.append({"layer": layer, "label": label, "target": target, "r2": r2[index],
                          "gap": r2[best] - r2[index] if best >= 0 else math.nan, "gap_low": float(bounds[index]),
@@ -227,7 +228,7 @@ class ProbeResult:
             model=model, stimuli=stimuli, magnitudes=np.asarray(magnitudes, dtype=np.float64), n_carriers=n_carriers,
             layer_labels=[label for _, label, _, _ in probes], params=params,
             **{name: _stack(frames, columns[name]) for name, frames in tables.items()},
-            best_layers=best_layer_table([(layer, label, probe) for layer, label, probe, _ in probes
+            best_layers=_best_layer_table([(layer, label, probe) for layer, label, probe, _ in probes
                                           if probe is not None], params.targets, params.ci),
             layers=pd.DataFrame(layer_rows, columns=LAYER_COLUMNS),
             strata=strata.names(), strata_by=strata.by,

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from magdash.errors import AnalysisError
 from magdash.probes.baseline import (
     DIGITS,
     DIGITS_AND_TOKENS,
@@ -35,8 +36,10 @@ def test_strata_are_digit_counts_crossed_with_token_counts():
     assert grouped.by == DIGITS_AND_TOKENS
     assert grouped.names() == ["1 digit, 1 token", "2 digits, 1 token", "4 digits, 2 tokens", "3 digits, 1 token",
                                "3 digits, 2 tokens"]
-    with pytest.raises(ValueError, match="2 token counts for 5 magnitudes"):
+    with pytest.raises(AnalysisError, match="2 token counts for 5 magnitudes"):
         magnitude_strata(np.array([7.0, 40, 1000, 300, 347]), [1, 2])
+    with pytest.raises(AnalysisError, match="the strata name 5 magnitudes, the layer has 26"):
+        probe_layer(one_hot_digit_layer(PAPER), PAPER, ProbeParams(n_boot=0), strata=strata)
     assert [digit_count(value) for value in (0.5, 9, 10, 999.9, 1000)] == [1, 1, 2, 3, 4]
 
 
@@ -120,7 +123,7 @@ def test_a_probe_of_a_layer_that_encodes_only_the_digit_count_scores_at_its_base
         assert row["r2_over_baseline_low"] <= 0, scheme
         assert row["r2_within_strata"] < 0.05, scheme
     result = run_probes([("digits", one_hot_digit_layer(PAPER))], PAPER, params, model="digits only")
-    assert "the probe does not exceed what knowing only each number's digit count gives" in baseline_sentence(
+    assert "the probe is not shown to exceed what knowing only each number's digit count gives" in baseline_sentence(
         result, 0)
 
 
