@@ -200,6 +200,23 @@ def test_a_read_out_of_constant_log_error_is_judged_null_and_a_growing_one_is_no
     assert "changes with n beyond what a constant-error read-out gives" in exponent_sentence(null, None, 1)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_random_networks_read_out_is_judged_null(seed):
+    # As minilm@random: a random vector per number and carrier noise of one size. Its token identity is
+    # read across held-out carriers, nothing across held-out magnitudes, and its beta near 1 is what any
+    # constant-error read-out of the design gives.
+    paper = np.asarray(PAPER_MAGNITUDES, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    vectors = (rng.standard_normal((26, 1, 64)) + 0.3 * rng.standard_normal((26, 5, 64))).astype(np.float32)
+    result = run_probes([vectors], paper, ProbeParams(n_boot=1000, targets=("log",)), model="m@random")
+    assert result.score_table("carrier", "log")["r2"].iloc[0] > 0.9
+    assert result.score_table("magnitude", "log")["r2"].iloc[0] < 0.2
+    row = result.decoded_scaling.iloc[0]
+    assert 0.8 < row["beta"] < 1.1 and row["beta_null_p"] > 0.05
+    assert row["beta_null_low"] <= row["beta"] <= row["beta_null_high"]
+    assert "says nothing about the model's noise" in exponent_sentence(result, None, 0)
+
+
 def test_a_context_free_layer_gives_no_statistic_of_the_spread_between_carriers(monkeypatch):
     # Layer 0 of a decoder: every carrier of a number the same vector (its token's embedding). In
     # more dimensions than vectors (200 > 26 x 5, as SmolLM2's 576) the folds' predictions of the
