@@ -101,8 +101,18 @@ def number_tokens(
         kept_text=covered(identity),
         span_texts=tuple(covered(index) for index in overlapping),
         n_chars=item.end - item.start,
-        n_digits=len(str(item.magnitude)),
+        n_digits=digit_count(item.magnitude),
     )
+
+
+def digit_count(magnitude: float) -> int:
+    """Decimal digits of the magnitude's whole part, however it is written (1000 has 4; a
+    magnitude below 1 has the one digit of its "0").
+
+    Args:
+        magnitude: the number.
+    """
+    return len(str(int(abs(magnitude))))
 
 
 def tokenize_numbers(tokenizer, items: Sequence[StimulusItem], position: str = "last") -> list[NumberTokens]:

@@ -16,9 +16,10 @@ st.caption(
     "A ridge probe per layer reads log n (or n) out of the number-token vectors. Scored on held-out carriers "
     "(does the code carry over to a new context?) and on held-out magnitudes (does it interpolate to unseen "
     "numbers?), against a control task whose labels are permuted across magnitudes (a probe that memorised "
-    "token identity scores there too; Hewitt & Liang 2019) and against the @random control. The decoded "
-    "magnitude's spread across carriers asks Weber's law in the units of n: SD(n-hat) ∝ n^beta, beta = 1 a "
-    "constant Weber fraction. docs/science.md, 'Probes'."
+    "token identity scores there too; Hewitt & Liang 2019), against the @random control, and beside what each "
+    "number's digit count (and token count) alone predicts on the same folds. The decoded magnitude's spread "
+    "across carriers, SD(n-hat) ∝ n^beta, is judged against what a read-out of constant error gives for the "
+    "design (about 1 for any log read-out, whatever the model), not against 1. docs/science.md, 'Probes'."
 )
 keys = dp.probe_keys(view, ctx.inventory)
 if db.CONTROL_SERIES not in keys:

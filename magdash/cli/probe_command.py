@@ -19,13 +19,15 @@ from magdash.probes.probe_params import ProbeParams
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "probe",
-        help="linear probes of magnitude per layer: held-out R², control task, @random, decoded Weber fraction",
+        help="linear probes of magnitude per layer: held-out R², control task, @random, baseline, decoded noise against its null",
         description=(
             "Per layer: a ridge probe of log n (and n) scored on held-out carriers (a new context) and on "
             "held-out magnitudes (interpolation), the same probe on a control task (labels permuted across "
             "magnitudes) and on the model's @random control when it is stored, the probe's direction against "
-            "the centroids' PC1, and how the decoded magnitude's spread across carriers scales with n "
-            "(beta: 1 is a constant Weber fraction). Needs at least 3 carriers and magnitude_folds + 2 magnitudes."
+            "the centroids' PC1, each R² beside the score of the numbers' digit count (and token count) alone on "
+            "the same folds and within those strata, the band of layers that decode unseen magnitudes best, and "
+            "how the decoded magnitude's spread across carriers scales with n (beta, judged against what a "
+            "constant-error read-out gives). Needs at least 3 carriers and magnitude_folds + 2 magnitudes."
         ),
     )
     parser.add_argument("--model", required=True, help="stored model name (see: magdash list)")
@@ -39,8 +41,8 @@ def register(subparsers) -> None:
     parser.add_argument("--report", metavar="FILE", default=None,
                         help="also write the self-contained HTML report (figures, tables, manifest) to FILE")
     parser.add_argument("--layer", type=int, default=None, metavar="L",
-                        help="with --report: the layer of the decoded-magnitude figures (default: where the log "
-                             "probe decodes best across held-out carriers)")
+                        help="with --report: the layer of the decoded-magnitude figures (default: where the "
+                             "held-out-magnitude R² is largest)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
 
@@ -89,10 +91,13 @@ def _interval(low, high, spec: str = ".2f") -> str:
 
 
 def _print(run) -> None:
+    from magdash.probes.findings import READOUTS, probe_findings
+
     result, control = run.result, run.control
     params = result.params
     print(f"model: {result.model}   stimuli: {result.stimuli}   {result.magnitudes.size} magnitudes x "
           f"{result.n_carriers} carriers   {params.n_boot:,} bootstrap resamples, {params.ci:.0%} intervals")
+    print(f"baseline: the held-out R² of each number's {result.strata_by} alone, on the probe's folds")
     if control is None:
         print("@random control: not stored on these stimuli (extract it to compare), or left out (--no-control)")
     for target in params.targets:
@@ -103,26 +108,31 @@ def _print(run) -> None:
                                          & (result.selectivity["scheme"] == "carrier")].set_index("layer")
         directions = result.directions[result.directions["target"] == target].set_index("layer")
         scaling = result.decoded_scaling[result.decoded_scaling["target"] == target].set_index("layer")
-        random = control.score_table("carrier", target, "real").set_index("layer") if control is not None else None
-        print(f"\n[{target}] probe of {'log n' if target == 'log' else 'n'}: held-out R² across carriers (with its "
-              "interval) and magnitudes, the control task's, the selectivity, cos(probe, PC1), and the decoded "
-              "n-hat's SD ∝ n^beta (1: a constant Weber fraction) with the mean Weber fraction SD/n")
-        header = (f"{'layer':>5} {'label':<22} {'R² carriers':>22} {'R² magn.':>9} {'control':>8} {'select.':>8} "
-                  f"{'cos PC1':>8} {'beta':>22} {'Weber':>7}")
+        band = set(result.best_and_band(target)[1])
+        random = control.score_table("magnitude", target, "real").set_index("layer") if control is not None else None
+        print(f"\n[{target}] probe of {READOUTS[target]}: held-out R² across carriers (with its interval); across "
+              "magnitudes, with the baseline's and the R² within strata (* in the band of best layers); the control "
+              "task's across carriers, the selectivity, cos(probe, PC1); the decoded n-hat's SD ∝ n^beta with "
+              "what a constant-error read-out gives (null) and beta's permutation p against it")
+        header = (f"{'layer':>5} {'label':<16} {'R² carriers':>22} {'R² magn.':>9} {'baseline':>8} {'within':>7} "
+                  f"{'control':>8} {'select.':>8} {'cos PC1':>8} {'beta':>22} {'null':>6} {'p':>7}")
         if random is not None:
-            header += f" {'@random R²':>10}"
+            header += f" {'@random R² magn.':>16}"
         print(header)
         for row in result.layers.itertuples(index=False):
             layer = int(row.layer)
             if layer not in real.index:
-                print(f"{layer:>5} {row.label[:22]:<22} not probed: {int(row.nonfinite)} Inf/NaN vector(s)")
+                print(f"{layer:>5} {row.label[:16]:<16} not probed: {int(row.nonfinite)} Inf/NaN vector(s)")
                 continue
-            score, fit = real.loc[layer], scaling.loc[layer]
-            line = (f"{layer:>5} {row.label[:22]:<22} {_n(score['r2']):>6} {_interval(score['r2_low'], score['r2_high']):>15} "
-                    f"{_n(held_out.loc[layer, 'r2']):>9} {_n(shuffled.loc[layer, 'r2']):>8} "
+            score, fit, magnitudes = real.loc[layer], scaling.loc[layer], held_out.loc[layer]
+            line = (f"{layer:>5} {row.label[:16]:<16} {_n(score['r2']):>6} {_interval(score['r2_low'], score['r2_high']):>15} "
+                    f"{_n(magnitudes['r2']):>8}{'*' if layer in band else ' '} {_n(magnitudes['baseline_r2']):>8} "
+                    f"{_n(magnitudes['r2_within_strata']):>7} {_n(shuffled.loc[layer, 'r2']):>8} "
                     f"{_n(selectivity.loc[layer, 'selectivity']):>8} {_n(directions.loc[layer, 'cosine_pc1']):>8} "
                     f"{_n(fit['beta'], '.2f'):>6} {_interval(fit['beta_low'], fit['beta_high']):>15} "
-                    f"{_n(fit['weber_mean']):>7}")
+                    f"{_n(fit['beta_null'], '.2f'):>6} {_n(fit['beta_null_p'], '.2g'):>7}")
             if random is not None:
-                line += f" {_n(random.loc[layer, 'r2']) if layer in random.index else '—':>10}"
+                line += f" {_n(random.loc[layer, 'r2']) if layer in random.index else '—':>16}"
             print(line)
+        for sentence in probe_findings(result, control, target):
+            print(sentence)

@@ -1,7 +1,8 @@
 """The probes (:mod:`magdash.probes`) as figures and tables: held-out R² by layer for the real
-labels, the control task and the ``@random`` control; the selectivity; the slope beta of the decoded
-magnitude's spread by layer; the decoded n-hat against n at one layer with the carriers' spread; the
-decoded Weber fraction SD(n-hat)/n by magnitude.
+labels, the control task, the ``@random`` control and the digit-count baseline; the selectivity; the
+slope beta of the decoded magnitude's spread by layer beside what a constant-error read-out gives;
+the decoded n-hat against n at one layer with the carriers' spread; SD(n-hat)/n by magnitude.
+The sentences come from :mod:`magdash.probes.findings`, as the CLI's do.
 
 Frames, then charts (:mod:`magdash.presentation.chart_style`), then figures, as in
 :mod:`magdash.presentation.variability_figures`. The figures take the results by series
@@ -11,28 +12,33 @@ Frames, then charts (:mod:`magdash.presentation.chart_style`), then figures, as 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
 from magdash.errors import AnalysisError
-from magdash.formatting import fixed, format_number
 from magdash.presentation import chart_style as style
+from magdash.probes.findings import READOUTS, layer_name, probe_findings
 from magdash.probes.result import ProbeResult, compare_probes
 
 SCHEME_LABELS = {"carrier": "held-out carriers", "magnitude": "held-out magnitudes"}
 """What each cross-validation asks: a new context, or interpolation to new magnitudes."""
 
-TARGET_LABELS = {"log": "log n", "linear": "n"}
+TARGET_LABELS = READOUTS
 
 REAL = "real labels"
 CONTROL_TASK = "control task"
 RANDOM = "@random control"
+BASELINE = "digit-count baseline"
 SCORE_COLORS = {REAL: style.MODEL_COLORS[0], CONTROL_TASK: style.MODEL_COLORS[4],
-                RANDOM: style.SERIES_COLORS["random control"]}
-"""Trained model's real labels (blue), its control task (orange), the @random control's real labels (grey)."""
+                RANDOM: style.SERIES_COLORS["random control"], BASELINE: style.MODEL_COLORS[2]}
+"""Trained model's real labels (blue), its control task (orange), the @random control's real labels
+(grey), the strata's baseline on the same folds (green)."""
+
+NULL_SUFFIX = ": constant-error read-out"
+"""The series of :func:`scaling_frame` holding what a constant-error read-out gives, after the model's name."""
 
 R2_FLOOR = -1.0
 """The R² axis ends here: a held-out R² far below 0 (the control task on held-out magnitudes) is drawn
@@ -63,22 +69,21 @@ def _all_layers(result: ProbeResult, frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def best_layer(result: ProbeResult, target: str = "log") -> int:
-    """The layer whose real-label probe of ``target`` decodes unseen magnitudes best (held-out
-    magnitudes: a read-out that interpolates is a magnitude code, which a memorised token identity
-    is not; the first layer when none was probed): where the decoded-noise figures are drawn by default."""
-    table = result.score_table("magnitude", target, "real")
-    r2 = pd.to_numeric(table["r2"], errors="coerce")
-    if not r2.notna().any():
-        return int(result.layers["layer"].iloc[0])
-    return int(table.loc[r2.idxmax(), "layer"])
+    """The layer with the largest held-out-magnitude R² of the real-label probe of ``target`` (a
+    read-out that interpolates is a magnitude code, which a memorised token identity is not; the
+    first layer when none was probed): where the decoded-noise figures are drawn by default. The
+    sentences name the band of layers that cannot be told from it (:meth:`ProbeResult.best_and_band`)."""
+    best = result.best_and_band(target)[0]
+    return int(result.layers["layer"].iloc[0]) if best is None else best
 
 
 # -- frames ------------------------------------------------------------------------------------
 
 
 def score_frame(results: Mapping[str, ProbeResult], scheme: str = "carrier", target: str = "log") -> pd.DataFrame:
-    """Held-out R² by layer, long: series (real labels, control task, @random control), model,
-    layer, label, r2, r2_low, r2_high, spearman, error_log."""
+    """Held-out R² by layer, long: series (real labels, control task, @random control, and the
+    digit-count baseline of the real labels on the same folds, without an interval), model, layer,
+    label, r2, r2_low, r2_high, spearman, error_log."""
     trained, control = _trained(results), _control(results)
     _require_target(trained, target)
     columns = ["layer", "label", "r2", "r2_low", "r2_high", "spearman", "error_log"]
@@ -89,6 +94,9 @@ def score_frame(results: Mapping[str, ProbeResult], scheme: str = "carrier", tar
     for series, result, task in parts:
         table = result.score_table(scheme, target, task).loc[:, columns]
         frames.append(_all_layers(result, table).assign(series=series, model=result.model))
+    baseline = trained.score_table(scheme, target, "real").loc[:, ["layer", "baseline_r2"]]
+    baseline = baseline.rename(columns={"baseline_r2": "r2"}).assign(r2_low=np.nan, r2_high=np.nan)
+    frames.append(_all_layers(trained, baseline).assign(series=BASELINE, model=trained.model))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -105,14 +113,20 @@ def selectivity_frame(result: ProbeResult, target: str = "log") -> pd.DataFrame:
 
 
 def scaling_frame(results: Mapping[str, ProbeResult], target: str = "log") -> pd.DataFrame:
-    """The decoded spread's slope beta by layer, long: series (the model's name), layer, label, beta,
-    beta_low, beta_high, weber_mean, calibration."""
+    """The decoded spread's slope beta by layer, long: series (the model's name, and the model's name
+    with :data:`NULL_SUFFIX` for what a constant-error read-out gives, its band the permutations'
+    interval), layer, label, beta, beta_low, beta_high, weber_mean, calibration."""
     frames = []
+    columns = ["layer", "beta", "beta_low", "beta_high", "weber_mean", "calibration"]
     for result in results.values():
         _require_target(result, target)
         table = result.decoded_scaling[result.decoded_scaling["target"] == target]
-        part = table.loc[:, ["layer", "beta", "beta_low", "beta_high", "weber_mean", "calibration"]]
-        frames.append(_all_layers(result, part).assign(series=result.model))
+        frames.append(_all_layers(result, table.loc[:, columns]).assign(series=result.model))
+    for result in results.values():
+        table = result.decoded_scaling[result.decoded_scaling["target"] == target]
+        null = table.loc[:, ["layer", "beta_null", "beta_null_low", "beta_null_high"]].set_axis(
+            ["layer", "beta", "beta_low", "beta_high"], axis=1).assign(weber_mean=np.nan, calibration=np.nan)
+        frames.append(_all_layers(result, null).assign(series=result.model + NULL_SUFFIX))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -142,7 +156,7 @@ def r2_chart(
     frame: pd.DataFrame,
     *,
     title: str | None = None,
-    subtitle: str | None = None,
+    subtitle: str | Sequence[str] | None = None,
     width: style.Width = style.DEFAULT_WIDTH,
     height: int = style.DEFAULT_HEIGHT,
 ) -> alt.LayerChart:
@@ -206,24 +220,32 @@ def beta_chart(
     height: int = style.DEFAULT_HEIGHT,
 ) -> alt.LayerChart:
     """The slope beta of ln SD(n-hat) on ln n by layer with its interval, one line per series
-    (:func:`scaling_frame`: layer, series, beta, beta_low, beta_high); dashed at 1 (a constant Weber
-    fraction: scalar variability) and 0 (a constant absolute noise)."""
+    (:func:`scaling_frame`: layer, series, beta, beta_low, beta_high); the series named with
+    :data:`NULL_SUFFIX` (what a constant-error read-out gives, with the permutations' interval) dashed
+    in a lighter colour; a rule at 0 (a constant absolute noise)."""
     style.require_columns(frame, ["layer", "series", "beta", "beta_low", "beta_high"], "beta_chart")
-    axis = style.DepthAxis.of(frame["layer"], "layer", style.LAYER_TITLE)
-    series = list(dict.fromkeys(frame["series"]))
-    colours = list(style.MODEL_COLORS[:1]) + [style.SERIES_COLORS["random control"]]
-    layers: list = [style.zero_rule(0.0), style.zero_rule(1.0, dash=(2, 2))]
+    data = frame.loc[:, ["layer", "label", "series", "beta", "beta_low", "beta_high", "weber_mean"]].copy()
+    is_null = data["series"].str.endswith(NULL_SUFFIX)
+    data["kind"] = np.where(is_null, "constant-error read-out", "probe")
+    axis = style.DepthAxis.of(data["layer"], "layer", style.LAYER_TITLE)
+    series = list(dict.fromkeys(data["series"]))
+    probes = iter([style.MODEL_COLORS[0], style.SERIES_COLORS["random control"]])
+    nulls = iter([style.MODEL_COLORS[5], "#B0B0B0"])
+    colours = [next(nulls, style.REFERENCE_COLOR) if name.endswith(NULL_SUFFIX) else next(probes, style.REFERENCE_COLOR)
+               for name in series]
+    layers: list = [style.zero_rule(0.0)]
     layers += style.profile_layers(
-        frame.loc[:, ["layer", "label", "series", "beta", "beta_low", "beta_high", "weber_mean"]], x=axis.encoding(),
-        y_field="beta", y_title="beta (log-log slope)",
-        color=alt.Color("series:N", scale=style.color_scale(series, colours), title="model"),
-        tooltip=[alt.Tooltip("series:N", title="model"), alt.Tooltip("layer:Q"), alt.Tooltip("label:N"),
+        data, x=axis.encoding(), y_field="beta", y_title="beta (log-log slope)",
+        color=alt.Color("series:N", scale=alt.Scale(domain=series, range=colours), title=None),
+        tooltip=[alt.Tooltip("series:N"), alt.Tooltip("layer:Q"), alt.Tooltip("label:N"),
                  alt.Tooltip("beta:Q", format=".3f"), alt.Tooltip("beta_low:Q", title="CI low", format=".3f"),
                  alt.Tooltip("beta_high:Q", title="CI high", format=".3f"),
-                 alt.Tooltip("weber_mean:Q", title="mean Weber fraction", format=".3f")],
+                 alt.Tooltip("weber_mean:Q", title="mean SD(n-hat)/n", format=".3f")],
         band=("beta_low", "beta_high"), detail="series",
+        stroke_dash=alt.StrokeDash("kind:N", scale=alt.Scale(domain=["probe", "constant-error read-out"],
+                                                             range=[[1, 0], [4, 3]]), legend=None),
     )
-    text = title or "How the decoded magnitude's noise scales: SD(n-hat) ∝ n^beta"
+    text = title or "How the decoded magnitude's noise scales, SD(n-hat) ∝ n^beta, beside a constant-error read-out"
     return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
 
 
@@ -278,8 +300,9 @@ def weber_chart(
     height: int = style.DEFAULT_HEIGHT,
 ) -> alt.LayerChart:
     """The decoded Weber fraction SD(n-hat)/n against n on log axes, one line per series
-    (:func:`weber_frame`: series, magnitude, weber_fraction). Flat: scalar variability; falling
-    with slope -1: a constant absolute noise. Values <= 0 are not drawn."""
+    (:func:`weber_frame`: series, magnitude, weber_fraction). Flat: an error of constant ratio,
+    which any log read-out of constant error gives; falling with slope -1: a constant absolute
+    noise. Values <= 0 (no spread beyond rounding) are not drawn."""
     style.require_columns(frame, ["series", "magnitude", "weber_fraction"], "weber_chart")
     notes = style.subtitle_lines(subtitle)
     data = style.finite_rows(frame, "magnitude", "weber_fraction", positive=True)
@@ -299,7 +322,7 @@ def weber_chart(
                      alt.Tooltip("weber_fraction:Q", title="SD / n", format=".4f"),
                      alt.Tooltip("sd_decoded:Q", title="SD(n-hat)", format=".4g")]),
     ]
-    text = title or "Decoded Weber fraction by magnitude (flat: Weber's law in decoded units)"
+    text = title or "Decoded spread SD(n-hat)/n by magnitude (flat: the read-out errs by the same ratio at every n)"
     return style.finish(alt.layer(*layers), style.chart_title(text, notes), width, height)
 
 
@@ -307,8 +330,7 @@ def weber_chart(
 
 
 def _where(result: ProbeResult, layer: int) -> str:
-    labels = dict(zip(result.layers["layer"], result.layers["label"], strict=True))
-    return f"layer {layer} ({labels.get(layer, '?')}) of {result.model}"
+    return f"{layer_name(result, layer)} of {result.model}"
 
 
 def r2_figure(results: Mapping[str, ProbeResult], scheme: str = "carrier", target: str = "log") -> alt.LayerChart:
@@ -320,8 +342,9 @@ def r2_figure(results: Mapping[str, ProbeResult], scheme: str = "carrier", targe
         target: the read-out, ``log`` or ``linear``.
     """
     trained = _trained(results)
-    subtitle = (f"{trained.model}, {SCHEME_LABELS[scheme]}, probe of {TARGET_LABELS[target]}; bands: "
-                f"{trained.params.ci:.0%} bootstrap intervals over magnitudes ({trained.params.n_boot} resamples)")
+    subtitle = [f"{trained.model}, {SCHEME_LABELS[scheme]}, probe of {TARGET_LABELS[target]}; bands: "
+                f"{trained.params.ci:.0%} bootstrap intervals over magnitudes ({trained.params.n_boot} resamples)",
+                f"{BASELINE}: each number's {trained.strata_by} alone, on the same folds"]
     return r2_chart(score_frame(results, scheme, target), subtitle=subtitle, width="container")
 
 
@@ -346,9 +369,10 @@ def beta_figure(results: Mapping[str, ProbeResult], target: str = "log") -> alt.
         target: the read-out, ``log`` or ``linear``.
     """
     trained = _trained(results)
-    subtitle = (f"probe of {TARGET_LABELS[target]}, held-out-carrier predictions; dashed: beta = 1 (constant Weber "
-                "fraction) and 0 (constant noise)")
-    return beta_chart(scaling_frame(results, target), subtitle=f"{trained.model}, {subtitle}", width="container")
+    subtitle = (f"{trained.model}, probe of {TARGET_LABELS[target]}, held-out-carrier predictions; dashed: what a "
+                "read-out of constant error gives for this design (band: its permutations' interval), "
+                "about 1 for any calibrated log read-out")
+    return beta_chart(scaling_frame(results, target), subtitle=subtitle, width="container")
 
 
 def decoded_figure(results: Mapping[str, ProbeResult], layer: int, target: str = "log") -> alt.LayerChart:
@@ -379,17 +403,23 @@ def weber_figure(results: Mapping[str, ProbeResult], layer: int, target: str = "
 
 def layer_table(results: Mapping[str, ProbeResult], target: str = "log") -> pd.DataFrame:
     """One row per layer of the trained model: the basis, held-out R² across carriers (with its
-    interval) and magnitudes, the control task's across carriers and the selectivity, the direction
-    against PC1, beta with its interval, the mean Weber fraction and the calibration; the @random
-    control's R² in both schemes when given (every score: :func:`scores_table`)."""
+    interval) and magnitudes, the magnitudes' baseline, R² within strata and whether the layer is in
+    the band of best layers, the control task's across carriers and the selectivity, the direction
+    against PC1, beta with its interval beside its constant-error null and p, the mean SD(n-hat)/n,
+    the calibration and why there is no beta; the @random control's R² in both schemes and its beta
+    when given (every score: :func:`scores_table`)."""
     trained, control = _trained(results), _control(results)
     _require_target(trained, target)
     frame = trained.layers.loc[:, ["layer", "label", "exact", "n_features"]]
-    for scheme, task, columns in (("carrier", "real", ("r2", "r2_low", "r2_high")), ("magnitude", "real", ("r2",)),
+    for scheme, task, columns in (("carrier", "real", ("r2", "r2_low", "r2_high")),
+                                  ("magnitude", "real", ("r2", "baseline_r2", "r2_within_strata")),
                                   ("carrier", "control", ("r2",))):
         scores = trained.score_table(scheme, target, task).loc[:, ["layer", *columns]]
         scores.columns = ["layer", *(f"{name}_{scheme}_{task}" for name in columns)]
         frame = frame.merge(scores, on="layer", how="left")
+    best = trained.best_layers[trained.best_layers["target"] == target]
+    frame = frame.merge(best.loc[:, ["layer", "in_band"]].rename(columns={"in_band": "in_best_band"}),
+                        on="layer", how="left")
     selectivity = trained.selectivity[(trained.selectivity["target"] == target)
                                       & (trained.selectivity["scheme"] == "carrier")]
     frame = frame.merge(selectivity.loc[:, ["layer", "selectivity"]].rename(columns={"selectivity": "selectivity_carrier"}),
@@ -397,12 +427,15 @@ def layer_table(results: Mapping[str, ProbeResult], target: str = "log") -> pd.D
     directions = trained.directions[trained.directions["target"] == target]
     frame = frame.merge(directions.loc[:, ["layer", "cosine_pc1", "fold_cosine"]], on="layer", how="left")
     scaling = trained.decoded_scaling[trained.decoded_scaling["target"] == target]
-    frame = frame.merge(scaling.loc[:, ["layer", "beta", "beta_low", "beta_high", "weber_mean", "calibration"]],
-                        on="layer", how="left")
+    frame = frame.merge(scaling.loc[:, ["layer", "beta", "beta_low", "beta_high", "beta_null", "beta_null_p",
+                                        "weber_mean", "calibration", "note"]], on="layer", how="left")
     if control is not None:
         for scheme in ("carrier", "magnitude"):
             random = control.score_table(scheme, target, "real").loc[:, ["layer", "r2"]]
             frame = frame.merge(random.rename(columns={"r2": f"r2_{scheme}_random"}), on="layer", how="left")
+        random_scaling = control.decoded_scaling[control.decoded_scaling["target"] == target]
+        frame = frame.merge(random_scaling.loc[:, ["layer", "beta"]].rename(columns={"beta": "beta_random"}),
+                            on="layer", how="left")
     return frame
 
 
@@ -434,31 +467,9 @@ def decoded_table(results: Mapping[str, ProbeResult], layer: int, target: str = 
 
 
 def probe_sentence(results: Mapping[str, ProbeResult], target: str = "log") -> str:
-    """Where the trained model decodes unseen magnitudes best (:func:`best_layer`), against the
-    @random control, held-out carriers and the control task, and what the decoded noise does there."""
-    trained, control = _trained(results), _control(results)
+    """The band of layers that decode unseen magnitudes best and, at the best of them, the probe
+    against its digit-count baseline and the decoded-noise exponent against a constant-error
+    read-out and the @random control (:func:`magdash.probes.findings.probe_findings`)."""
+    trained = _trained(results)
     _require_target(trained, target)
-    layer = best_layer(trained, target)
-
-    def score(result: ProbeResult, scheme: str, task: str = "real") -> pd.Series | None:
-        table = result.score_table(scheme, target, task).set_index("layer")
-        return table.loc[layer] if layer in table.index else None
-
-    def with_interval(row: pd.Series) -> str:
-        return f"{fixed(row['r2'])} [{fixed(row['r2_low'])}, {fixed(row['r2_high'])}]"
-
-    magnitudes = score(trained, "magnitude")
-    if magnitudes is None:
-        return f"{trained.model}: no layer could be probed (every layer holds Inf/NaN vectors)."
-    text = (f"{trained.model}: a linear probe of {TARGET_LABELS[target]} decodes unseen magnitudes best at "
-            f"{_where(trained, layer)}: held-out-magnitude R² {with_interval(magnitudes)}")
-    if control is not None and (random := score(control, "magnitude")) is not None:
-        text += f" ({control.model}: {fixed(random['r2'])})"
-    carriers, shuffled = score(trained, "carrier"), score(trained, "carrier", "control")
-    text += f"; across held-out carriers {with_interval(carriers)}, the control task {fixed(shuffled['r2'])}"
-    scaling = trained.decoded_scaling[(trained.decoded_scaling["target"] == target)
-                                      & (trained.decoded_scaling["layer"] == layer)].iloc[0]
-    return text + (f". There the decoded magnitude's SD grows as n^{format_number(scaling['beta'], '.2f')} "
-                   f"[{format_number(scaling['beta_low'], '.2f')}, {format_number(scaling['beta_high'], '.2f')}] "
-                   f"(1: a constant Weber fraction; 0: a constant noise), mean Weber fraction "
-                   f"{format_number(scaling['weber_mean'], '.3f')}.")
+    return " ".join(probe_findings(trained, _control(results), target))

@@ -9,12 +9,14 @@ Tables (one row per ...; every :class:`ProbeResult` table starts with ``layer`` 
 - ``directions``: layer x target: :data:`DIRECTION_COLUMNS`;
 - ``decoded``: layer x target x magnitude: :data:`DECODED_COLUMNS`;
 - ``decoded_scaling``: layer x target: :data:`SCALING_COLUMNS`;
+- ``best_layers``: layer x target: :data:`BEST_COLUMNS`;
 - ``layers``: layer: :data:`LAYER_COLUMNS`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,17 +27,24 @@ from magdash.errors import AnalysisError
 from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
 from magdash.overflow import nonfinite_warning
 from magdash.params import ranges
+from magdash.probes.baseline import Strata
 from magdash.probes.probe_params import ProbeParams
+from magdash.probes.selection import best_band
 
 SCORE_COLUMNS = [
     "scheme", "target", "task",
     "r2", "r2_low", "r2_high",
+    "baseline_r2", "r2_over_baseline", "r2_over_baseline_low", "r2_over_baseline_high",
+    "r2_within_strata", "r2_within_strata_low", "r2_within_strata_high", "n_strata_within",
     "spearman", "spearman_low", "spearman_high",
     "error_log", "error_log_low", "error_log_high",
     "share_nonpositive",
     "alpha", "alpha_at_floor", "n_folds", "n_magnitudes",
 ]
-"""scheme (carrier|magnitude), target (log|linear), task (real|control); held-out R², Spearman and mean
+"""scheme (carrier|magnitude), target (log|linear), task (real|control); held-out R² with its
+interval; the held-out R² of the strata's means on the same folds (:mod:`magdash.probes.baseline`:
+the digit count, and the token count where recorded) and R² minus it with its paired interval;
+the R² within strata with its interval and the strata it pools; Spearman and mean
 |ln n-hat - ln n| with their intervals; the share of predictions without a log (n-hat <= 0); the
 median chosen penalty over the folds (relative units), the share of folds that chose the grid's
 smallest penalty; the number of folds and of magnitudes predicted."""
@@ -51,20 +60,31 @@ with the previous layer's direction (NaN for the first layer probed), and its pe
 DECODED_COLUMNS = ["target", "magnitude", "mean_decoded", "sd_decoded", "weber_fraction"]
 """Per magnitude from the held-out-carrier predictions: mean and SD over carriers of n-hat, SD / n."""
 
-SCALING_COLUMNS = ["target", "beta", "beta_low", "beta_high", "intercept", "weber_mean", "weber_mean_low",
-                   "weber_mean_high", "calibration", "n_points"]
-"""Slope beta of log SD(n-hat) on log n (1: constant Weber fraction; 0: constant absolute noise)
-with its interval and intercept; the mean Weber fraction with its interval; the slope of log mean
-n-hat on log n (1: calibrated); the magnitudes in the fit."""
+SCALING_COLUMNS = ["target", "beta", "beta_low", "beta_high", "beta_null", "beta_null_low", "beta_null_high",
+                   "beta_null_p", "intercept", "weber_mean", "weber_mean_low", "weber_mean_high", "calibration",
+                   "n_points", "note"]
+"""Slope beta of log SD(n-hat) on log n with its interval; what a read-out of constant error gives
+for this design (:func:`magdash.probes.decoded.constant_error_null`: its mean, its permutations'
+interval) and beta's permutation p against it; the intercept; the mean of SD(n-hat)/n with its
+interval; the slope of log mean n-hat on log n (1: calibrated); the magnitudes in the fit; why
+there is no fit (no spread between carriers beyond rounding), "" when there is one."""
+
+BEST_COLUMNS = ["target", "r2", "gap", "gap_low", "best", "in_band"]
+"""The held-out-magnitude R² of the real labels, its gap to the largest, the gap's lower bound at
+the level adjusted for choosing the best (:func:`magdash.probes.selection.best_band`), whether the
+layer has the largest R², whether its gap's bound reaches 0 (the band of layers that cannot be
+told from the best; the best alone when there is no bootstrap)."""
 
 LAYER_COLUMNS = ["layer", "label", "probed", "exact", "n_features", "variance_kept", "nonfinite"]
 """Whether the layer was probed (not when it holds Inf/NaN vectors: ``nonfinite`` counts them),
 exactly or in a principal-component basis of ``n_features`` coordinates holding ``variance_kept``
 of the layer's variance."""
 
-TABLES = ("scores", "selectivity", "directions", "decoded", "decoded_scaling", "layers")
+TABLES = ("scores", "selectivity", "directions", "decoded", "decoded_scaling", "best_layers", "layers")
+_PER_LAYER = ("scores", "selectivity", "directions", "decoded", "decoded_scaling")
+"""The tables each layer's probe holds (the others are assembled over layers)."""
 
-PROBE_VERSION = "2"
+PROBE_VERSION = "3"
 """Bumped whenever :func:`magdash.probes.probe.run_probes` can give another result for the same vectors
 and parameters: the cache key of :mod:`magdash.runs.probe_runs` (``tests/test_cache_versions.py``
 checks it). Here, not beside the fits, so that a cached result is found without importing them."""
@@ -77,7 +97,9 @@ FLOOR_SHARE = 0.5
 @dataclass
 class LayerProbe:
     """The probes of one layer: the tables without their ``layer`` and ``label`` columns, the
-    basis used, and each real-task probe's unit direction in the layer's d dimensions."""
+    basis used, each real-task probe's unit direction in the layer's d dimensions, and the
+    bootstrap replicates of its held-out-magnitude R² per target (from which a run chooses the
+    band of best layers: :func:`magdash.probes.selection.best_band`)."""
 
     scores: pd.DataFrame
     selectivity: pd.DataFrame
@@ -89,6 +111,7 @@ class LayerProbe:
     variance_kept: float
     direction_vectors: dict[str, np.ndarray] = field(default_factory=dict)
     axis: np.ndarray | None = None  # the centroids' PC1, oriented with n
+    r2_replicates: dict[str, np.ndarray] = field(default_factory=dict)
 
     def score(self, scheme: str, target: str, task: str = "real") -> pd.Series:
         """The ``scores`` row of one scheme, target and task."""
@@ -108,6 +131,28 @@ def _stack(frames: list[tuple[int, str, pd.DataFrame]], columns: list[str]) -> p
     return stacked
 
 
+def _best_layer_table(probes: list[tuple[int, str, LayerProbe]], targets: tuple[str, ...], ci: float) -> pd.DataFrame:
+    """The ``best_layers`` table of the probed layers (:func:`magdash.probes.selection.best_band`
+    on each target's held-out-magnitude R² of the real labels).
+
+    Args:
+        probes: (layer, label, its probe) of every probed layer, in layer order.
+        targets: the targets read out.
+        ci: the band's confidence level.
+    """
+    rows = []
+    for target in targets:
+        r2 = np.array([float(probe.score("magnitude", target)["r2"]) for _, _, probe in probes])
+        replicates = (np.column_stack([probe.r2_replicates[target] for _, _, probe in probes]) if probes
+                      else np.empty((0, 0)))
+        best, bounds, band = best_band(r2, replicates, ci)
+        for index, (layer, label, _) in enumerate(probes):
+            rows.append({"layer": layer, "label": label, "target": target, "r2": r2[index],
+                         "gap": r2[best] - r2[index] if best >= 0 else math.nan, "gap_low": float(bounds[index]),
+                         "best": index == best, "in_band": bool(band[index])})
+    return pd.DataFrame(rows, columns=["layer", "label", *BEST_COLUMNS])
+
+
 @dataclass
 class ProbeResult:
     """The probes of every layer of one model on one stimulus set (tables: see the module docstring).
@@ -124,7 +169,11 @@ class ProbeResult:
         directions: the probe direction against PC1 per layer and target.
         decoded: the decoded magnitudes per layer, target and magnitude.
         decoded_scaling: the scaling of the decoded magnitudes' spread per layer and target.
+        best_layers: per layer and target: the held-out-magnitude R², its gap to the best, the band.
         layers: per layer: probed or not, exact or reduced, features, variance kept, non-finite vectors.
+        strata: each magnitude's stratum of the baseline ("2 digits"; "3 digits, 2 tokens").
+        strata_by: what the strata are made of: ``digit count``, or ``digit count and token count``
+            where the items' token facts were given.
         nonfinite_layers: layer -> vectors holding Inf or NaN; such a layer is not probed.
         from_cache: whether the result was read from the store's cache.
     """
@@ -140,13 +189,16 @@ class ProbeResult:
     directions: pd.DataFrame
     decoded: pd.DataFrame
     decoded_scaling: pd.DataFrame
+    best_layers: pd.DataFrame
     layers: pd.DataFrame
+    strata: list[str]
+    strata_by: str
     nonfinite_layers: dict[int, int] = field(default_factory=dict)
     from_cache: bool = field(default=False, compare=False)
 
     @classmethod
     def from_layers(cls, probes: list[tuple[int, str, LayerProbe | None, int]], *, model: str, stimuli: str,
-                    magnitudes: np.ndarray, n_carriers: int, params: ProbeParams) -> ProbeResult:
+                    magnitudes: np.ndarray, n_carriers: int, params: ProbeParams, strata: Strata) -> ProbeResult:
         """Assemble (layer, label, probe or None when left out, non-finite vector count) tuples.
 
         Args:
@@ -156,8 +208,9 @@ class ProbeResult:
             magnitudes: the magnitudes.
             n_carriers: carriers per magnitude.
             params: the probes' parameters.
+            strata: the magnitudes' strata of the baseline.
         """
-        tables: dict[str, list[tuple[int, str, pd.DataFrame]]] = {name: [] for name in TABLES if name != "layers"}
+        tables: dict[str, list[tuple[int, str, pd.DataFrame]]] = {name: [] for name in _PER_LAYER}
         layer_rows = []
         for layer, label, probe, nonfinite in probes:
             layer_rows.append({"layer": layer, "label": label, "probed": probe is not None,
@@ -175,7 +228,10 @@ class ProbeResult:
             model=model, stimuli=stimuli, magnitudes=np.asarray(magnitudes, dtype=np.float64), n_carriers=n_carriers,
             layer_labels=[label for _, label, _, _ in probes], params=params,
             **{name: _stack(frames, columns[name]) for name, frames in tables.items()},
+            best_layers=_best_layer_table([(layer, label, probe) for layer, label, probe, _ in probes
+                                          if probe is not None], params.targets, params.ci),
             layers=pd.DataFrame(layer_rows, columns=LAYER_COLUMNS),
+            strata=strata.names(), strata_by=strata.by,
             nonfinite_layers={layer: count for layer, _, probe, count in probes if probe is None},
         )
 
@@ -194,6 +250,18 @@ class ProbeResult:
         rows = self.scores[(self.scores["scheme"] == scheme) & (self.scores["target"] == target)
                            & (self.scores["task"] == task)]
         return rows.sort_values("layer").reset_index(drop=True)
+
+    def best_and_band(self, target: str = "log") -> tuple[int | None, list[int]]:
+        """The layer with the largest held-out-magnitude R² of ``target`` (None when no layer was
+        probed) and the band of layers that cannot be told from it (``best_layers``).
+
+        Args:
+            target: what is decoded: ``log`` or ``linear`` n.
+        """
+        rows = self.best_layers[self.best_layers["target"] == target]
+        best = rows.loc[rows["best"].astype(bool), "layer"]
+        band = rows.loc[rows["in_band"].astype(bool), "layer"]
+        return (int(best.iloc[0]) if len(best) else None), sorted(int(layer) for layer in band)
 
     def warnings(self) -> list[str]:
         """Layers left out for Inf/NaN vectors; layers whose probes chose the grid's smallest penalty."""
@@ -225,6 +293,8 @@ class ProbeResult:
             "n_carriers": self.n_carriers,
             "layer_labels": list(self.layer_labels),
             "params": dataclasses.asdict(self.params),
+            "strata": list(self.strata),
+            "strata_by": self.strata_by,
             **{name: getattr(self, name).to_dict(orient="records") for name in TABLES},
             "nonfinite_layers": dict(self.nonfinite_layers),
             "warnings": self.warnings(),
@@ -239,6 +309,8 @@ class ProbeResult:
             "n_carriers": self.n_carriers,
             "layer_labels": self.layer_labels,
             "params": self.params,
+            "strata": self.strata,
+            "strata_by": self.strata_by,
             **{name: frame_to_plain(getattr(self, name)) for name in TABLES},
             "nonfinite_layers": self.nonfinite_layers,
         }
@@ -260,6 +332,8 @@ class ProbeResult:
             layer_labels=list(document["layer_labels"]),
             params=ProbeParams.from_dict(document["params"]),
             **{name: frame_from_plain(document[name]) for name in TABLES},
+            strata=list(document["strata"]),
+            strata_by=document["strata_by"],
             nonfinite_layers={int(k): int(v) for k, v in document["nonfinite_layers"].items()},
             from_cache=True,
         )
@@ -271,8 +345,10 @@ class ProbeResult:
             other: the result to compare with.
         """
         return (
-            (self.model, self.stimuli, self.n_carriers, self.layer_labels, self.params, self.nonfinite_layers)
-            == (other.model, other.stimuli, other.n_carriers, other.layer_labels, other.params, other.nonfinite_layers)
+            (self.model, self.stimuli, self.n_carriers, self.layer_labels, self.params, self.nonfinite_layers,
+             self.strata, self.strata_by)
+            == (other.model, other.stimuli, other.n_carriers, other.layer_labels, other.params, other.nonfinite_layers,
+                other.strata, other.strata_by)
             and np.array_equal(self.magnitudes, other.magnitudes)
             and all(getattr(self, name).equals(getattr(other, name)) for name in TABLES)
         )
@@ -291,3 +367,17 @@ def compare_probes(model: ProbeResult, control: ProbeResult) -> pd.DataFrame:
         control.scores[[*keys, *values]], on=keys, how="inner", suffixes=("_model", "_control"))
     merged["r2_difference"] = merged["r2_model"] - merged["r2_control"]
     return merged[["layer", "label", *keys[1:], *[c for c in merged.columns if c not in ("layer", "label", *keys)]]]
+
+
+def compare_scaling(model: ProbeResult, control: ProbeResult) -> pd.DataFrame:
+    """A model's decoded-noise exponent beside another's (its ``@random`` control, say), layer by
+    layer: beta with its interval and its constant-error null of both (suffixes ``_model`` and
+    ``_control``) and ``beta_difference`` = model minus control."""
+    keys = ["layer", "target"]
+    if not np.array_equal(model.magnitudes, control.magnitudes) or model.n_carriers != control.n_carriers:
+        raise AnalysisError("the two probe results were computed on different magnitudes or carriers")
+    values = ["beta", "beta_low", "beta_high", "beta_null", "beta_null_p"]
+    merged = model.decoded_scaling[["label", *keys, *values]].merge(
+        control.decoded_scaling[[*keys, *values]], on=keys, how="inner", suffixes=("_model", "_control"))
+    merged["beta_difference"] = merged["beta_model"] - merged["beta_control"]
+    return merged[["layer", "label", "target", *[c for c in merged.columns if c not in ("layer", "label", "target")]]]

@@ -9,7 +9,7 @@ in the control task):
   folds (as scikit-learn's ``r2_score`` of ``cross_val_predict``'s output); 0 is the score of
   predicting the mean, and it is negative when the probe does worse than that;
 - ``spearman``: the rank correlation of p with y (Pearson's r of their mid-ranks; predictions
-  closer than :data:`RANK_RESOLUTION` of their range are tied, as rounding is all that parts
+  closer than :data:`PREDICTION_RESOLUTION` of their range are tied, as rounding is all that parts
   them);
 - ``error_log``: the mean of |ln n-hat - ln m|, the decoded magnitude's error as a log ratio
   (0.1 is about 10 % off), over the predictions with n-hat > 0; ``share_nonpositive`` is the
@@ -41,11 +41,13 @@ from magdash.probes.labels import decode
 
 SCORES = ("r2", "spearman", "error_log")
 
-RANK_RESOLUTION = 1e-9
-"""Predictions closer than this fraction of their range rank as ties. Predictions that are equal
-in exact arithmetic (a decoder's embedding layer gives every carrier of a number the same vector)
-differ in their last digits by the machine's BLAS and summation order, which would otherwise
-decide their ranks, and Spearman's rho would differ between machines in its fifth digit."""
+PREDICTION_RESOLUTION = 1e-9
+"""Predictions closer than this fraction of their range are equal: they rank as ties, and a
+magnitude whose carriers' predictions are all that close has no spread between carriers
+(:mod:`magdash.probes.decoded`). Predictions that are equal in exact arithmetic (a decoder's
+embedding layer gives every carrier of a number the same vector) differ in their last digits by
+the machine's BLAS and summation order, which would otherwise decide their ranks (Spearman's rho
+differed between machines in its fifth digit) and make a spread of rounding errors to fit."""
 
 # Per-magnitude sums the scores are built from, in this order along the last axis.
 _N, _Y, _YY, _SSE, _R, _RR, _S, _SS, _SR, _ERR, _VALID = range(11)
@@ -95,11 +97,17 @@ def percentile_interval(replicates: np.ndarray, ci: float) -> tuple[np.ndarray, 
     return bounds[0], bounds[1]
 
 
-def tied_within_resolution(values: np.ndarray) -> np.ndarray:
-    """``values`` on a grid of :data:`RANK_RESOLUTION` times the range of their finite values, so
-    that values equal but for rounding rank as ties (their order is otherwise kept)."""
+def resolution(values: np.ndarray) -> float:
+    """:data:`PREDICTION_RESOLUTION` times the range of the finite ``values``: two of them closer
+    than this are equal but for rounding (0 when they are all equal)."""
     finite = values[np.isfinite(values)]
-    step = RANK_RESOLUTION * (float(finite.max() - finite.min()) if finite.size else 0.0)
+    return PREDICTION_RESOLUTION * (float(finite.max() - finite.min()) if finite.size else 0.0)
+
+
+def tied_within_resolution(values: np.ndarray) -> np.ndarray:
+    """``values`` on a grid of :func:`resolution` steps, so that values equal but for rounding
+    rank as ties (their order is otherwise kept)."""
+    step = resolution(values)
     return np.round(values / step) if step > 0 else values
 
 

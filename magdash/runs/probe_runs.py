@@ -3,7 +3,8 @@
 :func:`probe` reads a model's stored vectors one layer at a time into
 :func:`magdash.probes.probe.run_probes` (memory stays at one layer) and keeps the
 :class:`~magdash.probes.result.ProbeResult` under a key hashing the model, the stimuli, their
-data fingerprint, every :class:`~magdash.probes.probe_params.ProbeParams` field and
+data fingerprint, whether the items' token facts are recorded (they refine the baseline's strata:
+:func:`baseline_strata`), every :class:`~magdash.probes.probe_params.ProbeParams` field and
 :data:`~magdash.probes.result.PROBE_VERSION`, with its metric rows (``probes``, ``probe_scores``,
 ...: :func:`magdash.runs.rows.probe_rows`). :func:`probe_with_control` adds the same probes of the
 model's ``@random`` control when it is stored on the same stimuli, and
@@ -21,10 +22,12 @@ import pandas as pd
 
 from magdash.names import control_name
 from magdash.params import ProgressCallback
+from magdash.probes.baseline import Strata, magnitude_strata
 from magdash.probes.probe_params import ProbeParams
-from magdash.probes.result import PROBE_VERSION, ProbeResult, compare_probes
+from magdash.probes.result import PROBE_VERSION, ProbeResult, compare_probes, compare_scaling
 from magdash.runs import rows
 from magdash.runs.cache import CachedKind, cached_result, lookup, result_key
+from magdash.tokenization import per_magnitude
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +40,9 @@ figures' series, as on the Depth page)."""
 
 
 def probe_key(store, model: str, stimuli: str, params: ProbeParams) -> str:
-    """The cache key of the probes of ``model`` on ``stimuli`` with ``params``.
+    """The cache key of the probes of ``model`` on ``stimuli`` with ``params``: with the data
+    fingerprint and whether the items' token facts are recorded (probes computed before they were
+    have strata of digit counts only).
 
     Args:
         store: the :class:`~magdash.store.Store` holding the model (its data fingerprint enters the key).
@@ -46,7 +51,26 @@ def probe_key(store, model: str, stimuli: str, params: ProbeParams) -> str:
         params: the probes' choices.
     """
     return result_key("probe", PROBE_VERSION, model=model, stimuli=stimuli,
-                      data=store.data_fingerprint(model, stimuli), params=params)
+                      data=store.data_fingerprint(model, stimuli), params=params,
+                      tokens=store.has_number_tokens(model, stimuli))
+
+
+def baseline_strata(store, model: str, stimuli: str, magnitudes: np.ndarray) -> Strata:
+    """The strata of the probes' baseline: each magnitude's digit count, crossed with its token
+    count (agreed over the carriers: :func:`magdash.tokenization.per_magnitude`) where the items'
+    token facts are recorded.
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding the model.
+        model: the model's name in the store.
+        stimuli: the stimulus set.
+        magnitudes: the set's magnitudes, in the order the vectors are read.
+    """
+    facts = store.number_tokens(model, stimuli)
+    if facts is None:
+        return magnitude_strata(magnitudes)
+    tokens = {fact.magnitude: fact.n_tokens for fact in per_magnitude(facts)}
+    return magnitude_strata(magnitudes, [tokens[int(magnitude)] for magnitude in magnitudes])
 
 
 def probe(
@@ -84,6 +108,7 @@ def probe(
 
         record = store.model_record(model)
         magnitudes = np.asarray(store.stimulus_set(stimuli).magnitudes, dtype=np.float64)
+        strata = baseline_strata(store, model, stimuli, magnitudes)
 
         def layers():
             for data in store.read_layers(model, stimuli):
@@ -95,7 +120,7 @@ def probe(
                 del vectors
 
         return run_probes(layers(), magnitudes, params, model=model, stimuli=stimuli, n_layers=record.n_layers,
-                          progress=progress)
+                          progress=progress, strata=strata)
 
     return cached_result(store, PROBE, key, compute, use_cache=use_cache)
 
@@ -147,6 +172,11 @@ class ProbeRun:
         """The model's held-out scores beside the control's, layer by layer (:func:`compare_probes`)."""
         return None if self.control is None else compare_probes(self.result, self.control)
 
+    @property
+    def scaling_comparison(self) -> pd.DataFrame | None:
+        """The model's decoded-noise exponent beside the control's, layer by layer (:func:`compare_scaling`)."""
+        return None if self.control is None else compare_scaling(self.result, self.control)
+
     def series(self) -> dict[str, ProbeResult]:
         """The results by series (``trained``, ``random control``), as the figures take them."""
         found = {TRAINED_SERIES: self.result}
@@ -155,12 +185,14 @@ class ProbeRun:
         return found
 
     def to_json(self) -> dict[str, Any]:
-        """The model's :meth:`ProbeResult.to_json`, with the control's under ``control`` and the
-        comparison's records under ``comparison`` (both null without a control)."""
-        comparison = self.comparison
+        """The model's :meth:`ProbeResult.to_json`, with the control's under ``control``, the
+        comparison's records under ``comparison`` and the decoded-noise exponents' under
+        ``scaling_comparison`` (all null without a control)."""
+        comparison, scaling = self.comparison, self.scaling_comparison
         return {**self.result.to_json(),
                 "control": None if self.control is None else self.control.to_json(),
-                "comparison": None if comparison is None else comparison.to_dict(orient="records")}
+                "comparison": None if comparison is None else comparison.to_dict(orient="records"),
+                "scaling_comparison": None if scaling is None else scaling.to_dict(orient="records")}
 
 
 def probe_with_control(

@@ -189,8 +189,9 @@ def phase_rows(result: PhaseResult, stimuli: str) -> Rows:
 
 def probe_rows(result: ProbeResult) -> Rows:
     """Probes of ``result.model`` on ``result.stimuli`` as rows of ``probes``, ``probe_layers``,
-    ``probe_scores``, ``probe_selectivity``, ``probe_directions``, ``probe_decoded`` and
-    ``probe_decoded_scaling`` (the result's tables with the model and stimuli in front).
+    ``probe_scores``, ``probe_selectivity``, ``probe_directions``, ``probe_decoded``,
+    ``probe_decoded_scaling`` and ``probe_best_layers`` (the result's tables with the model and
+    stimuli in front).
 
     Args:
         result: the probes of one model on one stimulus set.
@@ -201,10 +202,10 @@ def probe_rows(result: ProbeResult) -> Rows:
         **identity, "targets": list(params.targets), "n_magnitudes": int(result.magnitudes.size),
         "n_carriers": result.n_carriers, "n_layers": result.n_layers, "magnitude_folds": params.magnitude_folds,
         "carrier_folds": params.carrier_folds, "n_boot": params.n_boot, "ci": params.ci, "seed": params.seed,
-        "control_seed": params.control_seed,
+        "control_seed": params.control_seed, "baseline_strata": result.strata_by,
         "params": json.dumps(to_jsonable(dataclasses.asdict(params), keep_nan=True), sort_keys=True),
     }])
     tables = {"probe_layers": result.layers, "probe_scores": result.scores, "probe_selectivity": result.selectivity,
               "probe_directions": result.directions, "probe_decoded": result.decoded,
-              "probe_decoded_scaling": result.decoded_scaling}
+              "probe_decoded_scaling": result.decoded_scaling, "probe_best_layers": result.best_layers}
     return {"probes": run, **{name: with_identity(frame, identity) for name, frame in tables.items()}}

@@ -402,6 +402,7 @@ METRIC_TABLES: tuple[MetricTable, ...] = (
         ("seed", "INTEGER", "bootstrap seed"),
         ("control_seed", "INTEGER", "seed of the control task's permutation"),
         ("params", "VARCHAR", "every parameter, as JSON"),
+        ("baseline_strata", "VARCHAR", "the baseline's strata: digit count, or digit count and token count"),
     )),
     MetricTable("probe_layers", "probe", "one row per (probe run, layer): how the layer was probed", (
         *_PROBE_ID, _LAYER, _LABEL,
@@ -417,6 +418,15 @@ METRIC_TABLES: tuple[MetricTable, ...] = (
         ("r2", "DOUBLE", "held-out R squared of the target (0: no better than the mean)"),
         ("r2_low", "DOUBLE", "its bootstrap interval over magnitudes, lower end"),
         ("r2_high", "DOUBLE", "upper end"),
+        ("baseline_r2", "DOUBLE", "held-out R squared, same folds, of the stratum means (digit count; token count "
+                                  "where recorded): what the number's written form alone gives"),
+        ("r2_over_baseline", "DOUBLE", "r2 - baseline_r2"),
+        ("r2_over_baseline_low", "DOUBLE", "its paired bootstrap interval, lower end (<= 0: not above the baseline)"),
+        ("r2_over_baseline_high", "DOUBLE", "upper end"),
+        ("r2_within_strata", "DOUBLE", "R squared of predictions and labels each about its stratum's mean, pooled"),
+        ("r2_within_strata_low", "DOUBLE", "its bootstrap interval, lower end"),
+        ("r2_within_strata_high", "DOUBLE", "upper end"),
+        ("n_strata_within", "INTEGER", "strata with two or more magnitudes, which r2_within_strata pools"),
         ("spearman", "DOUBLE", "Spearman rho of the held-out prediction with the target"),
         ("spearman_low", "DOUBLE", "its interval, lower end"),
         ("spearman_high", "DOUBLE", "upper end"),
@@ -438,7 +448,8 @@ METRIC_TABLES: tuple[MetricTable, ...] = (
     MetricTable("probe_directions", "probe", "one row per (probe run, layer, target): the probe's direction", (
         *_PROBE_ID, _LAYER, _LABEL, _PROBE_TARGET,
         ("cosine_pc1", "DOUBLE", "cosine of the probe direction with the centroids' PC1 (oriented with n)"),
-        ("fold_cosine", "DOUBLE", "mean cosine of the held-out-carrier folds' directions with it"),
+        ("fold_cosine", "DOUBLE", "mean cosine of the held-out-carrier folds' directions with it (NULL where the "
+                                  "carriers' predictions do not differ beyond rounding)"),
         ("cosine_previous_layer", "DOUBLE", "cosine with the previous layer's direction (NULL at the first)"),
         ("alpha", "DOUBLE", "ridge penalty of the probe fitted on every vector"),
     )),
@@ -446,20 +457,35 @@ METRIC_TABLES: tuple[MetricTable, ...] = (
         *_PROBE_ID, _LAYER, _LABEL, _PROBE_TARGET,
         ("magnitude", "DOUBLE", "n"),
         ("mean_decoded", "DOUBLE", "mean over carriers of the held-out-carrier n-hat"),
-        ("sd_decoded", "DOUBLE", "its SD over carriers (ddof 1)"),
+        ("sd_decoded", "DOUBLE", "its SD over carriers (ddof 1); 0 where they differ by rounding only"),
         ("weber_fraction", "DOUBLE", "sd_decoded / n"),
     )),
     MetricTable("probe_decoded_scaling", "probe", "one row per (probe run, layer, target): how SD(n-hat) scales", (
         *_PROBE_ID, _LAYER, _LABEL, _PROBE_TARGET,
-        ("beta", "DOUBLE", "OLS slope of ln SD(n-hat) on ln n (1: constant Weber fraction; 0: constant noise)"),
+        ("beta", "DOUBLE", "OLS slope of ln SD(n-hat) on ln n over magnitudes with a spread between carriers"),
         ("beta_low", "DOUBLE", "its bootstrap interval, lower end"),
         ("beta_high", "DOUBLE", "upper end"),
+        ("beta_null", "DOUBLE", "beta a read-out of constant error gives for this design (about 1 for a calibrated "
+                                "log read-out, whatever the model)"),
+        ("beta_null_low", "DOUBLE", "the constant-error permutations' interval, lower end"),
+        ("beta_null_high", "DOUBLE", "upper end"),
+        ("beta_null_p", "DOUBLE", "two-sided permutation p of beta against beta_null"),
         ("intercept", "DOUBLE", "the fit's intercept"),
-        ("weber_mean", "DOUBLE", "mean Weber fraction SD(n-hat) / n over magnitudes"),
+        ("weber_mean", "DOUBLE", "mean SD(n-hat) / n over the fitted magnitudes"),
         ("weber_mean_low", "DOUBLE", "its interval, lower end"),
         ("weber_mean_high", "DOUBLE", "upper end"),
         ("calibration", "DOUBLE", "slope of ln mean n-hat on ln n (1: calibrated)"),
         ("n_points", "INTEGER", "magnitudes in the fit"),
+        ("note", "VARCHAR", "why there is no fit (no spread between carriers beyond rounding); empty otherwise"),
+    )),
+    MetricTable("probe_best_layers", "probe", "one row per (probe run, layer, target): the band of best layers", (
+        *_PROBE_ID, _LAYER, _LABEL, _PROBE_TARGET,
+        ("r2", "DOUBLE", "held-out-magnitude R squared of the real labels"),
+        ("gap", "DOUBLE", "the largest such R squared over layers minus this one"),
+        ("gap_low", "DOUBLE", "the gap's bootstrap lower bound at the level adjusted for choosing the best, "
+                              "(1 - ci) / (layers - 1) (NULL without bootstrap)"),
+        ("best", "BOOLEAN", "this layer has the largest R squared"),
+        ("in_band", "BOOLEAN", "gap_low <= 0: cannot be told from the best (the best alone without bootstrap)"),
     )),
 )
 
@@ -476,6 +502,15 @@ earlier parameters and data beside the newest, so a query averaging ``fits`` pic
 def schema_statements() -> list[str]:
     """Every table and the view (the schema of a new store and of the migration to schema 4)."""
     return [*(table.ddl() for table in METRIC_TABLES), LATEST_ANALYSES_VIEW]
+
+
+def add_missing_columns(connection: duckdb.DuckDBPyConnection) -> None:
+    """Create every metric table the store lacks and add every column its tables lack (at their
+    end: rows are written by column name), all with ``IF NOT EXISTS``."""
+    for table in METRIC_TABLES:
+        connection.execute(table.ddl())
+        for name, sql_type, _ in table.columns:
+            connection.execute(f'ALTER TABLE {table.name} ADD COLUMN IF NOT EXISTS "{name}" {sql_type}')
 
 
 def tables_of(kind: str) -> list[MetricTable]:

@@ -48,7 +48,8 @@ delta (``comparison_tests``), and whether each test over layers can reach .05 (`
 ``wilcoxon_reachable``); E5's raw correlation renamed ``raw_*`` beside the partial one and its
 interval; the depth bootstrap's resampled units and the interval of mean Omega; the rows of a
 Marchenko-Pastur fit that did not converge lose sigma², edge, margin and gap; every metric table
-gains the columns it lacks."""
+gains the columns it lacks (the probes' baseline, strata, constant-error null and
+``probe_best_layers`` among them)."""
 
 _SHARDS_SCHEMA = 5  # the first schema whose vectors are in shards, not tables
 
@@ -378,12 +379,7 @@ def _metric_columns_of_schema_9(connection: duckdb.DuckDBPyConnection) -> None:
         for old, new in renames.items():
             if old in present and new not in present:
                 connection.execute(f'ALTER TABLE {table} RENAME COLUMN "{old}" TO "{new}"')
-    for table in metrics.METRIC_TABLES:
-        connection.execute(table.ddl())
-        present = _table_columns(connection, table.name)
-        for name, sql_type, _ in table.columns:
-            if name not in present:
-                connection.execute(f'ALTER TABLE {table.name} ADD COLUMN "{name}" {sql_type}')
+    metrics.add_missing_columns(connection)
     cleared = ", ".join(f"{column} = NULL" for column in _UNFITTED_SPECTRUM_COLUMNS)
     connection.execute(f"UPDATE phase_layers SET {cleared} WHERE NOT mp_converged")
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
-from magdash.tokenization import DigitSplitting, NumberTokens
+from magdash.tokenization import DigitSplitting, NumberTokens, digit_count
 
 
 def items_without_tokens(connection: duckdb.DuckDBPyConnection, model_id: str, set_name: str) -> set[str]:
@@ -95,7 +95,7 @@ def read_tokens(
             magnitude=int(magnitude), carrier_index=int(carrier), position=position, n_tokens=int(n_tokens),
             kept_ids=tuple(int(i) for i in kept_ids),
             kept_id=int(kept_id), kept_text=kept_text, span_texts=tuple(span_texts), n_chars=int(n_chars),
-            n_digits=len(str(int(magnitude))),
+            n_digits=digit_count(magnitude),
         )
         for magnitude, carrier, n_tokens, kept_id, kept_text, kept_ids, span_texts, n_chars in rows
     ]

@@ -42,7 +42,9 @@ def stored(tmp_path_factory) -> str:
 def test_the_page_probes_the_model_and_its_control_and_its_widgets_rerun(stored, monkeypatch):
     at = open_app(stored, monkeypatch, query={**BOOT, "model": "planted"}, page=PAGE)
     assert_page_draws_everything(at, PAGE)
-    assert "decodes unseen magnitudes best at layer 3 (layer 3) of planted" in texts(at)
+    shown_text = texts(at)
+    assert "planted: a linear probe of log n decodes unseen magnitudes best at layer 3 (layer 3)" in shown_text
+    assert "digit count gives a held-out-magnitude R² of" in shown_text and "constant-error read-out" in shown_text
     store = Store(stored)
     # the page's results are the run layer's, cached in the store with their rows
     cached = probe(store, "planted", "paper", ProbeParams(n_boot=50))

@@ -47,7 +47,12 @@ def test_the_text_table_shows_every_layer_with_the_random_control(path, capsys):
     assert "[log] probe of log n" in out and "[linear] probe of n" in out
     rows = [line for line in out.splitlines() if line.strip().startswith(("0 ", "1 ", "2 "))]
     assert len(rows) == 2 * 3 and all("@random" not in row for row in rows)
-    assert "@random R²" in out
+    assert "@random R²" in out and "baseline" in out and "within" in out and "null" in out
+    assert "baseline: the held-out R² of each number's digit count alone, on the probe's folds" in out
+    # the sentences: the band (not a winner unless alone), the baseline, the exponent against its null
+    assert "planted: a linear probe of log n decodes unseen magnitudes" in out
+    assert "Knowing only each number's digit count gives" in out or "is not shown to exceed what knowing only" in out
+    assert "a read-out whose error is the same ratio at every n gives" in out
 
 
 @pytest.mark.slow
@@ -58,12 +63,17 @@ def test_json_holds_the_model_the_control_and_the_comparison_with_nan_as_null(pa
     assert document["directions"][0]["cosine_previous_layer"] is None  # NaN at the first layer
     assert document["control"]["model"] == "planted@random"
     assert len(document["comparison"]) == len(document["scores"])
+    assert len(document["scaling_comparison"]) == len(document["decoded_scaling"])
+    assert {"baseline_r2", "r2_within_strata", "r2_over_baseline_low"} <= set(document["scores"][0])
+    assert {"beta_null", "beta_null_p", "note"} <= set(document["decoded_scaling"][0])
+    assert document["strata_by"] == "digit count" and len(document["strata"]) == 10
+    assert sum(row["best"] for row in document["best_layers"]) == 2  # one best layer per target
     last = [row for row in document["scores"] if row["layer"] == 2 and row["scheme"] == "carrier"
             and row["target"] == "log" and row["task"] == "real"]
     assert last[0]["r2"] > 0.9
     assert main(["probe", "--model", "planted", "--store", path, "--json", "--no-control", *FAST]) == 0
     alone = json.loads(capsys.readouterr().out)
-    assert alone["control"] is None and alone["comparison"] is None
+    assert alone["control"] is None and alone["comparison"] is None and alone["scaling_comparison"] is None
     assert alone["scores"] == document["scores"]  # the same probes, from the cache
 
 

@@ -55,20 +55,40 @@ def unit_rows(spec: dict) -> list[list[dict]]:
 
 def test_the_r2_frame_has_every_series_and_a_gap_at_the_left_out_layer(results):
     frame = pf.score_frame(results, "carrier", "log")
-    assert list(dict.fromkeys(frame["series"])) == [pf.REAL, pf.CONTROL_TASK, pf.RANDOM]
-    assert len(frame) == 3 * 4  # every layer of every series, the left-out one included
+    assert list(dict.fromkeys(frame["series"])) == [pf.REAL, pf.CONTROL_TASK, pf.RANDOM, pf.BASELINE]
+    assert len(frame) == 4 * 4  # every layer of every series, the left-out one included
     left_out = frame[frame["layer"] == 2]
     assert left_out["r2"].isna().all() and (left_out["label"] == "L2").all()
     real = frame[frame["series"] == pf.REAL].set_index("layer")["r2"]
     assert real[3] > 0.9 and real[3] == pytest.approx(results["trained"].score_table()["r2"].iloc[-1])
+    baseline = frame[frame["series"] == pf.BASELINE]
+    scores = results["trained"].score_table()
+    assert baseline["r2"].dropna().tolist() == pytest.approx(scores["baseline_r2"].tolist())
+    assert baseline["r2_low"].isna().all()  # drawn without an interval
 
 
 def test_the_best_layer_is_where_unseen_magnitudes_are_decoded_best(results):
     scores = results["trained"].score_table("magnitude", "log", "real")
     assert pf.best_layer(results["trained"]) == int(scores.loc[scores["r2"].idxmax(), "layer"]) == 3
     sentence = pf.probe_sentence(results)
-    assert "decodes unseen magnitudes best at layer 3 (L3) of planted" in sentence
-    assert "(planted@random: " in sentence and "n^" in sentence
+    assert "planted: a linear probe of log n decodes unseen magnitudes best at layer 3 (L3) at" in sentence
+    assert "digit count gives a held-out-magnitude R² of" in sentence
+    assert "; planted@random: beta " in sentence and "n^beta" in sentence
+
+
+def test_the_beta_chart_draws_each_model_beside_its_constant_error_null(results):
+    frame = pf.scaling_frame(results)
+    series = list(dict.fromkeys(frame["series"]))
+    assert series == ["planted", "planted@random", "planted" + pf.NULL_SUFFIX, "planted@random" + pf.NULL_SUFFIX]
+    null = frame[frame["series"] == "planted" + pf.NULL_SUFFIX].set_index("layer")
+    scaling = results["trained"].decoded_scaling.query("target == 'log'").set_index("layer")
+    assert null.loc[3, "beta"] == pytest.approx(scaling.loc[3, "beta_null"])
+    assert null.loc[3, "beta_high"] == pytest.approx(scaling.loc[3, "beta_null_high"])
+    spec = pf.beta_chart(frame).to_dict()
+    line = next(unit for unit in spec["layer"] if unit.get("mark", {}).get("type") == "line")
+    assert line["encoding"]["strokeDash"]["field"] == "kind"  # the nulls dashed
+    rules = [unit for unit in spec["layer"] if unit.get("mark", {}).get("type") == "rule"]
+    assert len(rules) == 1  # at 0 only: beta = 1 is the null of a log read-out, not a finding
 
 
 def test_r2_far_below_zero_is_drawn_at_the_floor_and_said(results):
@@ -121,7 +141,9 @@ def test_every_figure_renders_and_every_table_has_its_rows(results):
         assert vlc.vegalite_to_svg(spec, allowed_base_urls=[]).startswith("<svg")
     table = pf.layer_table(results)
     assert list(table["layer"]) == [0, 1, 2, 3] and table.loc[2, ["r2_carrier_real", "beta"]].isna().all()
-    assert {"r2_carrier_random", "r2_magnitude_random", "cosine_pc1", "weber_mean"} <= set(table.columns)
+    assert {"r2_carrier_random", "r2_magnitude_random", "cosine_pc1", "weber_mean", "baseline_r2_magnitude_real",
+            "r2_within_strata_magnitude_real", "in_best_band", "beta_null", "beta_null_p", "beta_random"} <= set(
+        table.columns)
     assert len(pf.comparison_table(results)) == 2 * 3  # two schemes x the three probed layers
     assert pf.comparison_table({"trained": results["trained"]}).empty
     decoded = pf.decoded_table(results, 3)

@@ -1,6 +1,7 @@
 """The probes on planted layers: the code and its direction recovered, a constant Weber fraction
-told from a constant absolute noise in decoded units, pure noise not decoded, the control task,
-and a run over layers."""
+told from a constant absolute noise in decoded units, a constant-error read-out judged null, no
+spread statistics at a context-free layer, pure noise not decoded, the control task, and a run
+over layers."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import numpy as np
 import pytest
 
 from magdash.errors import AnalysisError
+from magdash.probes import decoded as decoded_module
+from magdash.probes.findings import exponent_sentence
 from magdash.probes.probe import probe_layer, run_probes
 from magdash.probes.probe_params import ProbeParams
 from magdash.probes.result import (
@@ -20,6 +23,7 @@ from magdash.probes.result import (
     SCORE_COLUMNS,
     SELECTIVITY_COLUMNS,
 )
+from magdash.stimuli import PAPER_MAGNITUDES
 from magdash.variability.measures import MEASURES
 from tests.probes.support import MAGNITUDES, planted_layer, planted_weber_fraction
 
@@ -176,3 +180,69 @@ def test_the_decoded_slope_is_one_plus_the_slope_of_v_proj_on_a_logarithmic_code
     alpha_proj = np.polyfit(np.log(MAGNITUDES), np.log(MEASURES["proj"](vectors)), 1)[0]
     assert alpha_proj == pytest.approx(-0.5, abs=0.1)
     assert beta == pytest.approx(1.0 + alpha_proj, abs=0.1)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_read_out_of_constant_log_error_is_judged_null_and_a_growing_one_is_not(seed):
+    # Constant log error (the planted "weber" noise): beta ~ 1, which is what any such read-out gives,
+    # so the permutation null holds it. Constant absolute noise: beta ~ 0, far from the null of ~1.
+    params = ProbeParams(n_boot=1000, targets=("log",))
+    constant, _ = planted_layer(noise="weber", size=0.1, seed=seed)
+    absolute, _ = planted_layer(noise="absolute", size=0.5, seed=seed)
+    null = run_probes([("constant", constant), ("absolute", absolute)], MAGNITUDES, params, model="planted")
+    rows = null.decoded_scaling.set_index("label")
+    held = rows.loc["constant"]
+    assert held["beta_null"] == pytest.approx(1.0, abs=0.05) and held["beta_null_p"] > 0.05
+    assert held["beta_null_low"] <= held["beta"] <= held["beta_null_high"]
+    assert "says nothing about the model's noise" in exponent_sentence(null, None, 0)
+    grown = rows.loc["absolute"]
+    assert grown["beta_null_p"] < 0.01 and grown["beta"] < grown["beta_null_low"]
+    assert "changes with n beyond what a constant-error read-out gives" in exponent_sentence(null, None, 1)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_random_networks_read_out_is_judged_null(seed):
+    # As minilm@random: a random vector per number and carrier noise of one size. Its token identity is
+    # read across held-out carriers, nothing across held-out magnitudes, and its beta near 1 is what any
+    # constant-error read-out of the design gives.
+    paper = np.asarray(PAPER_MAGNITUDES, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    vectors = (rng.standard_normal((26, 1, 64)) + 0.3 * rng.standard_normal((26, 5, 64))).astype(np.float32)
+    result = run_probes([vectors], paper, ProbeParams(n_boot=1000, targets=("log",)), model="m@random")
+    assert result.score_table("carrier", "log")["r2"].iloc[0] > 0.9
+    assert result.score_table("magnitude", "log")["r2"].iloc[0] < 0.2
+    row = result.decoded_scaling.iloc[0]
+    assert 0.8 < row["beta"] < 1.1 and row["beta_null_p"] > 0.05
+    assert row["beta_null_low"] <= row["beta"] <= row["beta_null_high"]
+    assert "says nothing about the model's noise" in exponent_sentence(result, None, 0)
+
+
+def test_a_context_free_layer_gives_no_statistic_of_the_spread_between_carriers(monkeypatch):
+    # Layer 0 of a decoder: every carrier of a number the same vector (its token's embedding). In
+    # more dimensions than vectors (200 > 26 x 5, as SmolLM2's 576) the folds' predictions of the
+    # same vector differ in their last digits, and a slope fitted to those gave SmolLM2 a "beta 0.41".
+    paper = np.asarray(PAPER_MAGNITUDES, dtype=np.float64)
+    rng = np.random.default_rng(0)
+    embeddings = (np.log(paper)[:, None] * rng.standard_normal(200) + rng.standard_normal((26, 200))).astype(np.float32)
+    context_free = np.repeat(embeddings[:, None], 5, axis=1)
+    contextual = context_free + rng.normal(0, 0.3, context_free.shape).astype(np.float32)
+    params = ProbeParams(n_boot=200)
+    result = run_probes([("embeddings", context_free), ("block 1", contextual)], paper, params, model="m")
+    decoded = result.decoded[result.decoded["layer"] == 0]
+    assert (decoded["sd_decoded"] == 0).all() and (decoded["weber_fraction"] == 0).all()
+    scaling = result.decoded_scaling.set_index(["layer", "target"])
+    spread_columns = ["beta", "beta_low", "beta_high", "beta_null", "beta_null_low", "beta_null_high", "beta_null_p",
+                      "intercept", "weber_mean", "weber_mean_low", "weber_mean_high"]
+    for target in ("log", "linear"):
+        assert scaling.loc[(0, target), spread_columns].isna().all(), target
+        assert "do not differ between carriers beyond rounding" in scaling.loc[(0, target), "note"]
+        assert scaling.loc[(1, target), spread_columns].notna().all() and scaling.loc[(1, target), "note"] == ""
+    directions = result.directions.set_index(["layer", "target"])
+    assert np.isnan(directions.loc[(0, "log"), "fold_cosine"]) and directions.loc[(1, "log"), "fold_cosine"] > 0.5
+    # the scores remain: a context-free vector is read in any sentence (token identity)
+    assert result.score_table("carrier", "log").set_index("layer").loc[0, "r2"] > 0.9
+    assert "no spread to fit" in exponent_sentence(result, None, 0)
+    # without the rule, the rounding of the same layer is fitted as a spread
+    monkeypatch.setattr(decoded_module, "resolution", lambda values: 0.0)
+    unruled = probe_layer(context_free, paper, params).decoded_scaling.set_index("target")
+    assert unruled.loc["log", "n_points"] > 20 and np.isfinite(unruled.loc["log", "beta"])

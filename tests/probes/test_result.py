@@ -13,7 +13,7 @@ from magdash.errors import AnalysisError
 from magdash.jsonio import to_jsonable
 from magdash.probes.probe import run_probes
 from magdash.probes.probe_params import ProbeParams
-from magdash.probes.result import TABLES, ProbeResult, compare_probes
+from magdash.probes.result import TABLES, ProbeResult, compare_probes, compare_scaling
 from tests.probes.support import MAGNITUDES, planted_layer
 
 PARAMS = ProbeParams(n_boot=50, carrier_folds=3)
@@ -64,3 +64,20 @@ def test_two_models_side_by_side(result):
     fewer = run_probes([("a", noise[:-1])], MAGNITUDES[:-1], PARAMS)
     with pytest.raises(AnalysisError, match="different magnitudes"):
         compare_probes(result, fewer)
+    scaling = compare_scaling(result, control)
+    assert len(scaling) == 2 and set(scaling["layer"]) == {0}
+    row = scaling.set_index("target").loc["log"]
+    model_beta = result.decoded_scaling.set_index(["layer", "target"]).loc[(0, "log"), "beta"]
+    assert row["beta_model"] == model_beta and row["beta_difference"] == pytest.approx(model_beta - row["beta_control"])
+    with pytest.raises(AnalysisError, match="different magnitudes"):
+        compare_scaling(result, fewer)
+
+
+def test_the_strata_and_the_band_are_kept(result):
+    assert result.strata_by == "digit count" and result.strata[:2] == ["1 digit", "1 digit"]
+    assert result.strata[-1] == "4 digits" and len(result.strata) == MAGNITUDES.size
+    document = result.to_json()
+    assert document["strata"] == result.strata and document["strata_by"] == "digit count"
+    assert result.best_layers["layer"].tolist() == [0, 0]  # one row per target; layer 1 holds a NaN: not probed
+    assert result.best_and_band("log") == (0, [0])
+    assert {"baseline_r2", "r2_within_strata"} <= set(document["scores"][0])

@@ -19,6 +19,7 @@ from magdash.runs.probe_runs import (
     CONTROL_SERIES,
     PROBE,
     TRAINED_SERIES,
+    baseline_strata,
     cached_probe,
     probe,
     probe_key,
@@ -26,6 +27,7 @@ from magdash.runs.probe_runs import (
     stored_control,
 )
 from magdash.store import Store
+from magdash.tokenization import NumberTokens
 from tests.support import copy_store
 
 MAGNITUDES = np.arange(1, 13) * 3.0
@@ -163,3 +165,21 @@ def test_a_report_shows_the_probes_only_once_cached(store):
     probe(store, "planted@random", params=FAST)
     series = cached_probe_series(store, "planted", "toy", FAST)
     assert list(series) == [TRAINED_SERIES, CONTROL_SERIES] and all(r.from_cache for r in series.values())
+
+
+def test_recorded_token_counts_refine_the_baseline_strata_and_enter_the_key(store):
+    before = probe_key(store, "planted", "toy", FAST)
+    assert probe(store, "planted", params=FAST).strata_by == "digit count"
+    # a tokenizer that groups digits two by two: 3..9 one token, 12..36 one, none of three digits here
+    items = store.stimulus_set("toy").items
+    facts = [NumberTokens(item.magnitude, item.carrier_index, "last", 1 if item.magnitude < 30 else 2,
+                          (item.magnitude,), item.magnitude, str(item.magnitude), (str(item.magnitude),),
+                          len(str(item.magnitude)), len(str(item.magnitude))) for item in items]
+    store.write_token_facts(store.model_record("planted").model_id, [item.key for item in items], facts)
+    assert probe_key(store, "planted", "toy", FAST) != before
+    strata = baseline_strata(store, "planted", "toy", MAGNITUDES)
+    assert strata.labels == ("1 digit, 1 token", "2 digits, 1 token", "2 digits, 2 tokens")
+    result = probe(store, "planted", params=FAST)
+    assert not result.from_cache and result.strata_by == "digit count and token count"
+    assert result.strata == strata.names()
+    assert store.metric_table("probes")["baseline_strata"].tolist() == ["digit count", "digit count and token count"]

@@ -13,7 +13,9 @@ import pytest
 
 from magdash.cli import main
 from magdash.errors import StoreError
+from magdash.probes.probe_params import ProbeParams
 from magdash.runs.analysis_runs import analyze
+from magdash.runs.probe_runs import probe
 from magdash.store import SCHEMA_VERSION, Store, metrics, schema, shards
 from magdash.variability.analysis_params import AnalysisParams
 from tests.support import DATA, unpack_store
@@ -378,6 +380,27 @@ def test_a_schema_8_store_names_e5s_raw_correlation_and_forgets_the_numbers_of_u
     unfitted = ["sigma2", "mp_edge", "tw_margin", "largest_gap"]
     assert spectra.loc["capped", unfitted].isna().all() and spectra.loc["fitted", unfitted].tolist() == [2.0, 3.0, 0.5, 7.0]
     assert set(metrics.TABLES_BY_NAME["phase_transitions"].column_names) <= set(store.metric_table("phase_transitions"))
+
+
+def test_a_schema_8_store_gains_the_probes_new_columns_and_table_and_takes_their_rows(tmp_path, rng):
+    path = tmp_path / "v8.duckdb"
+    Store(path).import_arrays("old", rng.normal(size=(7, 3, 2, 4)), (1, 2, 3, 20, 30, 300, 400),
+                              carriers=("a {n}", "b {n}", "c {n}"), stimuli="s")
+    added = {"probe_scores": ["baseline_r2", "r2_within_strata", "n_strata_within"],
+             "probe_decoded_scaling": ["beta_null", "beta_null_p", "note"], "probes": ["baseline_strata"]}
+    with duckdb.connect(str(path)) as connection:  # schema 8 is schema 9 without these
+        for table, columns in added.items():
+            for column in columns:
+                connection.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        connection.execute("DROP TABLE probe_best_layers")
+        connection.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION == 9
+    probe(store, "old", "s", ProbeParams(n_boot=10, targets=("log",), magnitude_folds=2))
+    scores = store.metric_table("probe_scores")
+    assert len(scores) == 2 * 2 * 2 and scores["baseline_r2"].notna().all()
+    assert len(store.metric_table("probe_best_layers")) == 2
+    assert store.metric_table("probes")["baseline_strata"].tolist() == ["digit count"]
 
 
 # -- compaction --------------------------------------------------------------------------------------

@@ -347,9 +347,10 @@ def depth_section(depth: Mapping[str, PhaseResult], dropped: Mapping[str, PhaseR
 
 def probe_section(results: Mapping[str, ProbeResult], layer: int | None = None, target: str = "log") -> ReportSection:
     """The Probes page: held-out R² by layer in both schemes (real labels, control task, the
-    ``@random`` control), the selectivity, the decoded noise's slope beta by layer, and at ``layer``
-    (default: where the probe decodes best) the decoded n-hat against n and the decoded Weber
-    fraction (``results``: series -> :class:`~magdash.probes.result.ProbeResult`, the trained model first)."""
+    ``@random`` control, the digit-count baseline), the selectivity, the decoded noise's slope beta
+    by layer beside a constant-error read-out's, and at ``layer`` (default: the largest
+    held-out-magnitude R²) the decoded n-hat against n and SD(n-hat)/n (``results``: series ->
+    :class:`~magdash.probes.result.ProbeResult`, the trained model first)."""
     trained = next(iter(results.values()))
     layer = pf.best_layer(trained, target) if layer is None else layer
     name, params = trained.model, trained.params
@@ -359,7 +360,8 @@ def probe_section(results: Mapping[str, ProbeResult], layer: int | None = None, 
         pf.probe_sentence(results, target),
         f"Ridge probes of {pf.TARGET_LABELS[target]} on {trained.magnitudes.size} magnitudes x {trained.n_carriers} "
         f"carriers, scored on held-out carriers (a new context) and on held-out magnitudes (interpolation, "
-        f"{params.magnitude_folds} folds); the control task permutes the labels across magnitudes; intervals: "
+        f"{params.magnitude_folds} folds); the control task permutes the labels across magnitudes; the baseline "
+        f"predicts from each number's {trained.strata_by} alone on the same folds; intervals: "
         f"{params.ci:.0%} bootstrap over magnitudes ({params.n_boot} resamples). docs/science.md, 'Probes'.",
     ]
     figures = [(f"Held-out R² by layer, {pf.SCHEME_LABELS[scheme]}, {name}", pf.r2_figure(results, scheme, target))
@@ -368,7 +370,7 @@ def probe_section(results: Mapping[str, ProbeResult], layer: int | None = None, 
         (f"Selectivity by layer, {name}", pf.selectivity_figure(results, target)),
         (f"Decoded noise scaling by layer, {name}", pf.beta_figure(results, target)),
         (f"Decoded magnitude against n, {where}", pf.decoded_figure(results, layer, target)),
-        (f"Decoded Weber fraction by magnitude, {where}", pf.weber_figure(results, layer, target)),
+        (f"Decoded spread SD(n-hat)/n by magnitude, {where}", pf.weber_figure(results, layer, target)),
     ]
     tables = [(f"Probes per layer, {name}", pf.layer_table(results, target))]
     if len(results) > 1:
