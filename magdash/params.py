@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Any
 
 from magdash.errors import AnalysisError
@@ -24,6 +25,23 @@ ProgressCallback = Callable[[int, int], None]
 DTYPES = ("float32", "float16", "bfloat16")
 """The dtypes a model is loaded in for an extraction."""
 DEFAULT_DTYPE = DTYPES[0]
+
+SEED_LIMIT = 2**63
+"""Seeds are whole numbers in [0, SEED_LIMIT): numpy's generators take any seed >= 0, and the
+metric tables keep a result's seed as a BIGINT."""
+
+
+def seed_problem(seed: object, name: str = "seed") -> str | None:
+    """What is wrong with ``seed`` as a seed, or None when it is one.
+
+    Args:
+        seed: the value given.
+        name: the parameter's name, for the message.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, Integral) or not 0 <= seed < SEED_LIMIT:
+        return f"{name} must be a whole number from 0 to 2**63 - 1, got {seed!r}"
+    return None
+
 
 MAX_LAYERS = 10_000
 """More layers than any model has: a longer range is a typo, refused before it is built."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from magdash.errors import AnalysisError
-from magdash.params import comma_separated, option
+from magdash.params import comma_separated, option, seed_problem
 from magdash.stimuli import NUMBER_FORMAT_NAMES, get_number_format, parse_magnitudes
 from magdash.variability.analysis_params import AnalysisParams
 
@@ -42,8 +42,8 @@ class ControlsParams:
     def __post_init__(self) -> None:
         if self.n_perm < 1:
             raise AnalysisError(f"--n-perm must be 1 or more, got {self.n_perm}")
-        if self.seed < 0:
-            raise AnalysisError(f"the seed must be 0 or more, got {self.seed}")
+        if problem := seed_problem(self.seed):
+            raise AnalysisError(problem)
         if not 0 < self.significance < 1:
             raise AnalysisError(f"the significance level must lie between 0 and 1, got {self.significance}")
         require_raw_vectors(self.analysis)
@@ -115,8 +115,8 @@ class DesignParams:
             raise AnalysisError(f"--n-boot must be 0 or more, got {self.n_boot}")
         if not 0 < self.level < 1 or not 0 < self.power_target < 1:
             raise AnalysisError("the level and the power target must lie between 0 and 1")
-        if self.seed < 0:
-            raise AnalysisError(f"the seed must be 0 or more, got {self.seed}")
+        if problem := seed_problem(self.seed):
+            raise AnalysisError(problem)
         for name in ("alpha_max", "delta_max"):
             value = getattr(self, name)
             if value is not None and not value > 0:

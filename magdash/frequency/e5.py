@@ -21,7 +21,7 @@ from scipy import stats
 
 from magdash.frequency.corpus import FrequencyError
 from magdash.frequency.sources import FrequencySource, as_count_series
-from magdash.params import DEFAULT_N_BOOT
+from magdash.params import DEFAULT_N_BOOT, seed_problem
 from magdash.significance import SIGNIFICANCE_LEVEL, unreachable_note
 
 E5_COLUMNS = [
@@ -201,8 +201,8 @@ def e5_correlation(
         raise FrequencyError(f"confidence must be between 0 and 1, got {confidence}")
     if n_boot < 0:
         raise FrequencyError(f"n_boot must be >= 0, got {n_boot}")
-    if seed < 0:
-        raise FrequencyError(f"seed must be >= 0, got {seed}")
+    if problem := seed_problem(seed):
+        raise FrequencyError(problem)
     log_counts = np.log1p(counts_for_magnitudes(magnitudes, counts, missing))
     with np.errstate(divide="ignore", invalid="ignore"):  # log of 0 or of a negative magnitude
         log_n = np.log(magnitudes)

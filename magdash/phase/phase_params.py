@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from magdash.errors import AnalysisError
-from magdash.params import DEFAULT_N_BOOT, option
+from magdash.params import DEFAULT_N_BOOT, option, seed_problem
 from magdash.phase.massive_dims import MASSIVE_DEFAULT, MASSIVE_MODES, MASSIVE_RATIO, check_massive
 
 TRACY_WIDOM_1_QUANTILES = {0.90: 0.4501, 0.95: 0.9793, 0.99: 2.0234}
@@ -51,8 +51,8 @@ class PhaseParams:
     def __post_init__(self) -> None:
         if isinstance(self.n_boot, bool) or not isinstance(self.n_boot, (int, np.integer)) or self.n_boot < 0:
             raise AnalysisError(f"--n-boot must be 0 or more, got {self.n_boot!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
-            raise AnalysisError(f"--seed must be 0 or more, got {self.seed!r}")
+        if problem := seed_problem(self.seed):
+            raise AnalysisError(problem)
         if not 0 < self.confidence < 1:
             raise AnalysisError(f"the confidence level must lie between 0 and 1, got {self.confidence}")
         if self.level not in TRACY_WIDOM_1_QUANTILES:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from magdash.errors import AnalysisError
-from magdash.params import DEFAULT_N_BOOT, comma_separated, option
+from magdash.params import DEFAULT_N_BOOT, comma_separated, option, seed_problem
 
 TARGETS = ("log", "linear")
 """What a probe reads out: ``log`` n or ``linear`` n."""
@@ -106,8 +106,10 @@ class ProbeParams:
             raise AnalysisError(f"the confidence level must lie between 0 and 1, got {self.ci!r}")
         object.__setattr__(self, "ci", float(self.ci))
         object.__setattr__(self, "n_boot", _whole(self.n_boot, "n_boot", 0))
-        object.__setattr__(self, "seed", _whole(self.seed, "seed", 0))
-        object.__setattr__(self, "control_seed", _whole(self.control_seed, "control_seed", 0))
+        for name in ("seed", "control_seed"):
+            if problem := seed_problem(getattr(self, name), name):
+                raise AnalysisError(problem)
+            object.__setattr__(self, name, int(getattr(self, name)))
         object.__setattr__(self, "exact_max_vectors", _whole(self.exact_max_vectors, "exact_max_vectors", 0))
         object.__setattr__(self, "n_components", _whole(self.n_components, "n_components", 1))
         object.__setattr__(self, "alpha_rows", _whole(self.alpha_rows, "alpha_rows", 10))

@@ -47,8 +47,8 @@ of the mean core alpha (``hypotheses``), of E4's difference and ratio (``e4``) a
 delta (``comparison_tests``), and whether each test over layers can reach .05 (``h4_reachable``,
 ``wilcoxon_reachable``); E5's raw correlation renamed ``raw_*`` beside the partial one and its
 interval; the depth bootstrap's resampled units and the interval of mean Omega; the rows of a
-Marchenko-Pastur fit that did not converge lose sigma², edge, margin and gap; every metric table
-gains the columns it lacks (the probes' baseline, strata, constant-error null and
+Marchenko-Pastur fit that did not converge lose sigma², edge, margin and gap; seeds are BIGINT;
+every metric table gains the columns it lacks (the probes' baseline, strata, constant-error null and
 ``probe_best_layers`` among them)."""
 
 _SHARDS_SCHEMA = 5  # the first schema whose vectors are in shards, not tables
@@ -360,6 +360,10 @@ def _add_tokenization(connection: duckdb.DuckDBPyConnection) -> None:
 _RENAMED_METRIC_COLUMNS = {"e5": {"rho": "raw_rho", "p": "raw_p", "ci_low": "raw_ci_low", "ci_high": "raw_ci_high"}}
 """Schema 9's renames: E5's raw correlation is named as such beside the partial one."""
 
+_WIDENED_SEED_COLUMNS = ("seed", "control_seed")
+"""Schema 9 keeps seeds as BIGINT (they were INTEGER, and a seed of 2**31 or more, which numpy
+takes, could not be stored): :data:`magdash.params.SEED_LIMIT`."""
+
 _UNFITTED_SPECTRUM_COLUMNS = ("sigma2", "mp_edge", "tw_margin", "largest_gap")
 """What a Marchenko-Pastur fit that did not converge no longer reports (schema 9)."""
 
@@ -380,8 +384,19 @@ def _metric_columns_of_schema_9(connection: duckdb.DuckDBPyConnection) -> None:
             if old in present and new not in present:
                 connection.execute(f'ALTER TABLE {table} RENAME COLUMN "{old}" TO "{new}"')
     metrics.add_missing_columns(connection)
+    for table in metrics.METRIC_TABLES:
+        for name, sql_type, _ in table.columns:
+            if name in _WIDENED_SEED_COLUMNS and _column_type(connection, table.name, name) != sql_type:
+                connection.execute(f'ALTER TABLE {table.name} ALTER COLUMN "{name}" TYPE {sql_type}')
     cleared = ", ".join(f"{column} = NULL" for column in _UNFITTED_SPECTRUM_COLUMNS)
     connection.execute(f"UPDATE phase_layers SET {cleared} WHERE NOT mp_converged")
+
+
+def _column_type(connection: duckdb.DuckDBPyConnection, table: str, column: str) -> str | None:
+    row = connection.execute(
+        "SELECT data_type FROM duckdb_columns() WHERE database_name = current_database() AND table_name = ? "
+        "AND column_name = ?", [table, column]).fetchone()
+    return None if row is None else row[0]
 
 
 def _table_columns(connection: duckdb.DuckDBPyConnection, table: str) -> set[str]:

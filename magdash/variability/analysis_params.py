@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from magdash.errors import AnalysisError
-from magdash.params import DEFAULT_N_BOOT, comma_separated, layer_tuple, option, parse_pair
+from magdash.params import DEFAULT_N_BOOT, comma_separated, layer_tuple, option, parse_pair, seed_problem
 from magdash.phase.massive_dims import MASSIVE_DEFAULT, MASSIVE_RATIO, check_massive
 from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH, Conventions, get_conventions
 from magdash.variability.measures import MEASURES, PRIMARY_MEASURES
@@ -121,8 +121,8 @@ class AnalysisParams:
             )
         if self.n_boot < 0:
             raise AnalysisError(f"--n-boot must be 0 or more, got {self.n_boot}")
-        if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
-            raise AnalysisError(f"the seed must be a whole number >= 0, got {self.seed!r}")
+        if problem := seed_problem(self.seed):
+            raise AnalysisError(problem)
         if rules.bootstrap_stream == "legacy" and self.seed >= LEGACY_SEED_LIMIT:
             raise AnalysisError(f"the paper's conventions take seeds below 2**32, got {self.seed}")
         if self.core_layers is not None and not all(

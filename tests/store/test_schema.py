@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from magdash.cli import main
-from magdash.errors import StoreError
+from magdash.errors import AnalysisError, StoreError
 from magdash.probes.probe_params import ProbeParams
 from magdash.runs.analysis_runs import analyze
 from magdash.runs.probe_runs import probe
@@ -504,3 +504,18 @@ def test_a_writer_that_opens_the_compacted_file_before_the_old_one_is_closed_kee
     with duckdb.connect(str(path)) as connection:
         assert connection.execute("SELECT x FROM written_meanwhile").fetchall() == [(42,)]
     assert Store(path).get_result("k") == b"payload"
+
+
+def test_a_schema_8_store_keeps_seeds_as_bigint_so_a_seed_of_2_to_the_31_is_stored(tmp_path, rng):
+    path = tmp_path / "v8.duckdb"
+    store = Store(path)
+    store.import_arrays("old", rng.normal(size=(6, 2, 3, 4)), (1, 2, 20, 30, 300, 400), carriers=("a {n}", "b {n}"),
+                        stimuli="s")
+    with duckdb.connect(str(path)) as connection:  # schema 8 kept seeds as INTEGER
+        connection.execute('ALTER TABLE analyses ALTER COLUMN "seed" TYPE INTEGER')
+        connection.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    store = Store(path)
+    analyze(store, "old", "s", AnalysisParams(n_boot=5, seed=2**31))
+    assert store.metric_table("analyses")["seed"].tolist() == [2**31]
+    with pytest.raises(AnalysisError, match="seed must be a whole number from 0 to 2\\*\\*63 - 1"):
+        AnalysisParams(seed=2**63)
