@@ -769,10 +769,10 @@ def test_analysis_options_give_a_result_or_one_line(files, option, value, comman
 
 
 @pytest.mark.parametrize(("command", "message"), [
-    (["analyze", "--model", "base", "--seed", "-1", "--n-boot", "5"], "the seed must be a whole number >= 0, got -1"),
+    (["analyze", "--model", "base", "--seed", "-1", "--n-boot", "5"], "seed must be a whole number from 0 to 2**63 - 1, got -1"),
     (["compare", "--model", "base", "--model", "other", "--seed", "-1", "--n-boot", "5"],
-     "the seed must be a whole number >= 0, got -1"),
-    (["phase", "--model", "base", "--seed", "-1", "--n-boot", "5"], "--seed must be 0 or more"),
+     "seed must be a whole number from 0 to 2**63 - 1, got -1"),
+    (["phase", "--model", "base", "--seed", "-1", "--n-boot", "5"], "seed must be a whole number from 0 to 2**63 - 1"),
     (["freq", "corr", "--model", "base", "--source", "toy", "--seed", "-1", "--n-boot", "5"], "--seed must be 0"),
     (["analyze", "--model", "base", "--n-boot", "-1"], "--n-boot must be 0 or more"),
     (["phase", "--model", "base", "--n-boot", "-1"], "--n-boot must be 0 or more"),

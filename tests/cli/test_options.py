@@ -83,7 +83,7 @@ def test_flags_are_unique_within_a_command():
     (["--window", "0.8"], "--window needs two numbers LO,HI"),
     (["--core", "5-3"], "run backwards"),
     (["--measures", "eucl,volume"], "unknown measure(s) 'volume'"),
-    (["--seed", "-1"], "the seed must be a whole number >= 0"),
+    (["--seed", "-1"], "seed must be a whole number from 0 to 2**63 - 1"),
 ])
 def test_a_bad_value_is_one_line_naming_the_option(tmp_path, capsys, arguments, message):
     store = tmp_path / "store.duckdb"
