@@ -47,6 +47,9 @@ def format_p(value: Any) -> str:
 
 
 COLUMN_LABELS = {
+    # The probe's spread of decoded magnitudes across carriers: its error, not a Weber fraction of the model.
+    "weber_fraction": "SD(n-hat)/n",
+    "weber_mean": "mean SD(n-hat)/n",
     "measure_label": "measure",
     "model_label": "noise model",
     "gamma": "gamma = l/L",

@@ -626,7 +626,8 @@ def omega_figure(results: Mapping[str, PhaseResult]) -> alt.Chart:
 
 def spectrum_figure(results: Mapping[str, PhaseResult], layer: int) -> alt.LayerChart:
     """One layer's covariance spectrum over its fitted Marchenko-Pastur density, with the spikes marked;
-    a fit that did not converge draws no density, edge or threshold and says why.
+    a fit that did not converge, or that calls more than :data:`SPIKE_SHARE` of the eigenvalues spikes
+    (:func:`spectrum_caveat`), draws no density, edge, threshold or spike and says why.
 
     Args:
         results: series name -> depth diagnostics: the trained model first, then its ``@random`` control when there is
@@ -637,15 +638,17 @@ def spectrum_figure(results: Mapping[str, PhaseResult], layer: int) -> alt.Layer
     fit = trained.diagnostics(layer).spectrum
     histogram, mp, spikes = phase_spectrum_frames(trained, layer)
     where = f"{MASSIVE_LABELS[trained.params.massive]}, layer {layer}: q = d/N = {fixed(fit.q, 2)}"
-    if fit.converged:
+    caveat = spectrum_caveat(fit)
+    if fit.converged and caveat is None:
         subtitle = [f"{where}, sigma² = {fixed(fit.sigma2, 4)}, bulk edge {fixed(fit.mp_edge, 4)}"]
-        edge, threshold = fit.mp_edge, fit.spike_threshold
+        edge, threshold, title = fit.mp_edge, fit.spike_threshold, None
     else:
-        subtitle = [f"{where}; no sigma², bulk edge or spikes: {fit.unfitted_reason}"]
+        # A fit the tool itself says does not describe the spectrum is not drawn as one.
+        subtitle = [f"{where}; no sigma², bulk edge or spikes: {caveat or fit.unfitted_reason}"]
         edge = threshold = None
-    if caveat := spectrum_caveat(fit):
-        subtitle.append(caveat)
-    title = None if fit.converged else "Covariance spectrum (no Marchenko-Pastur fit)"
+        mp, spikes = mp.iloc[0:0], spikes.iloc[0:0]
+        title = ("Covariance spectrum (the Marchenko-Pastur fit does not describe it)" if fit.converged
+                 else "Covariance spectrum (no Marchenko-Pastur fit)")
     return spectrum_chart(histogram, mp, spikes, edge=edge, threshold=threshold, title=title, subtitle=subtitle,
                           width="container")
 

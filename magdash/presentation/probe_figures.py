@@ -142,8 +142,8 @@ def decoded_frame(result: ProbeResult, layer: int, target: str = "log") -> pd.Da
 
 
 def weber_frame(results: Mapping[str, ProbeResult], layer: int, target: str = "log") -> pd.DataFrame:
-    """The decoded Weber fraction SD(n-hat)/n at ``layer`` per magnitude, long: series (the model's
-    name), magnitude, weber_fraction, sd_decoded."""
+    """The spread of the decoded magnitude SD(n-hat)/n (the probe's error across carriers) at ``layer`` per
+    magnitude, long: series (the model's name), magnitude, weber_fraction, sd_decoded."""
     frames = [decoded_frame(result, layer, target).loc[:, ["magnitude", "weber_fraction", "sd_decoded"]]
               .assign(series=result.model) for result in results.values()]
     return pd.concat(frames, ignore_index=True)
@@ -299,7 +299,8 @@ def weber_chart(
     width: style.Width = style.DEFAULT_WIDTH,
     height: int = style.DEFAULT_HEIGHT,
 ) -> alt.LayerChart:
-    """The decoded Weber fraction SD(n-hat)/n against n on log axes, one line per series
+    """The spread of the decoded magnitude SD(n-hat)/n (the probe's error across carriers) against n on log
+    axes, one line per series
     (:func:`weber_frame`: series, magnitude, weber_fraction). Flat: an error of constant ratio,
     which any log read-out of constant error gives; falling with slope -1: a constant absolute
     noise. Values <= 0 (no spread beyond rounding) are not drawn."""
@@ -389,7 +390,8 @@ def decoded_figure(results: Mapping[str, ProbeResult], layer: int, target: str =
 
 
 def weber_figure(results: Mapping[str, ProbeResult], layer: int, target: str = "log") -> alt.LayerChart:
-    """The decoded Weber fraction SD(n-hat)/n by magnitude at one layer, per series.
+    """The spread of the decoded magnitude SD(n-hat)/n (the probe's error across carriers) by magnitude at one
+    layer, per series.
 
     Args:
         results: the probes by series.

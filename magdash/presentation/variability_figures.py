@@ -1227,15 +1227,19 @@ def cv_figure(result: AnalysisResult) -> alt.LayerChart:
 
 
 def verdict_table(results: Mapping[str, AnalysisResult], measure: str) -> pd.DataFrame:
-    """H1-H4 per model and the programme verdict; booleans read as supported / not supported."""
+    """H1-H4 per model and the programme verdict; booleans read as supported / not supported.
+
+    The mean core alpha and its stimulus-bootstrap interval lead (the estimate at the unit of
+    replication), the paper's verdicts over the core layers follow, then the numbers behind them.
+    """
     table = verdict_frame(results, measure)
     hypotheses = ["H1", "H2", "H3", "H4"]
     for hypothesis in hypotheses:
         table[hypothesis] = table[hypothesis].map(
             lambda v: "supported" if v is True else "not supported" if v is False else v
         )
-    # The verdicts first: the numbers behind them follow.
-    return table[["model", *hypotheses, *[c for c in table.columns if c not in ("model", *hypotheses)]]]
+    leading = ["model", "role", "mean_alpha", "mean_alpha_ci_low", "mean_alpha_ci_high", "mean_alpha_p", *hypotheses]
+    return table[[*leading, *[c for c in table.columns if c not in leading]]]
 
 
 def noise_figure(result: AnalysisResult, measure: str) -> alt.LayerChart:

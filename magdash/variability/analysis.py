@@ -88,7 +88,7 @@ from magdash.variability.tokenization_fits import STRATA_COLUMNS, TOKENIZATION_C
 
 log = logging.getLogger(__name__)
 
-ANALYSIS_VERSION = "10"
+ANALYSIS_VERSION = "11"
 """Bump whenever a change to the analysis code can change a result: old cache entries die.
 8: the result holds its artifact checks (outlier vectors, leave-one-carrier-out alphas) and can
 leave carriers out (``exclude_carriers``).

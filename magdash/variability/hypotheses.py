@@ -42,7 +42,7 @@ import pandas as pd
 
 from magdash.errors import AnalysisError
 from magdash.names import is_control_name
-from magdash.significance import SIGNIFICANCE_LEVEL, can_reach
+from magdash.significance import SIGNIFICANCE_LEVEL, can_reach, smallest_p
 from magdash.variability.analysis_params import DEFAULT_BOUNDARY, DEFAULT_WINDOW
 from magdash.variability.fits import fit_scaling
 from magdash.variability.stimulus_bootstrap import mean_over_layers, summarise
@@ -139,7 +139,8 @@ def spearman_trend(depth: np.ndarray, values: np.ndarray) -> tuple[float, float]
 
     With few layers the usual t approximation is badly wrong (three layers in perfect order
     give p = 0, where the truth is 1/3), so up to ``EXACT_SPEARMAN_MAX_N`` points the p-value
-    is exact: the share of all orderings of ``values`` whose |rho| is at least the observed.
+    is exact: the share of all orderings of ``values`` whose |rho| is at least the observed; above
+    it the asymptotic p is kept at or above 2 / n!, the exact p of a perfect ordering.
     """
     from scipy import stats
 
@@ -147,7 +148,7 @@ def spearman_trend(depth: np.ndarray, values: np.ndarray) -> tuple[float, float]
     rho, p_value = float(result.statistic), float(result.pvalue)
     n = values.size
     if n > EXACT_SPEARMAN_MAX_N or not math.isfinite(rho):
-        return rho, p_value
+        return rho, _attainable(p_value, n)
     import itertools
 
     depth_ranks = stats.rankdata(depth)
@@ -173,7 +174,13 @@ def depth_trend_all_layers(alphas: np.ndarray) -> tuple[float, float]:
     if alphas.size < 3 or not np.isfinite(alphas).all() or np.ptp(alphas) == 0:
         return math.nan, math.nan
     result = stats.spearmanr(np.arange(alphas.size), alphas)
-    return float(result.statistic), float(result.pvalue)
+    return float(result.statistic), _attainable(float(result.pvalue), alphas.size)
+
+
+def _attainable(p_value: float, n: int) -> float:
+    """The asymptotic p, never below what an exact test of ``n`` points can give: for a perfect
+    ordering the t approximation's t is infinite and its p 0, where the exact p is 2 / n!."""
+    return max(p_value, smallest_p("spearman", n)) if math.isfinite(p_value) else p_value
 
 
 def evaluate_hypotheses(

@@ -589,6 +589,9 @@ def test_verdict_table_reads_as_words(planted, planted_view):
     assert table.loc[table["model"] == "planted", "H1"].item() == "supported"  # alpha = 0.5 > 0
     assert table.loc[table["model"] == "planted", "H2"].item() == "not supported"
     assert table["model"].iloc[-1].startswith("programme")
+    # The estimate at the unit of replication leads; the verdicts over layers follow it.
+    assert list(table.columns[:7]) == ["model", "role", "mean_alpha", "mean_alpha_ci_low", "mean_alpha_ci_high",
+                                       "mean_alpha_p", "H1"]
 
 
 def test_e5_covers_every_layer_and_missing_counts_are_explained(planted, planted_view):

@@ -108,6 +108,19 @@ def test_a_capped_marchenko_pastur_fit_reports_no_fit_no_count_no_edge_and_says_
     assert df.spectrum_caveats({"trained": result}).startswith("Marchenko–Pastur fit not usable at layer(s) 0 ")
 
 
+def test_a_fit_calling_most_eigenvalues_spikes_is_not_drawn_as_a_bulk_with_spikes():
+    rng = np.random.default_rng(0)
+    bulk = rng.uniform(0.8, 1.2, 79)
+    eigenvalues = np.sort(np.concatenate([bulk, np.geomspace(50, 500, 50)]))[::-1]
+    fit = fit_spectrum(eigenvalues, 576, 130)
+    assert fit.converged and fit.n_spikes == 50 > df.SPIKE_SHARE * fit.rank
+    result = analyze_samples([LayerSample(0, 576, 130, eigenvalues, np.full(130, 0.3, dtype=np.float32))], 1,
+                             PhaseParams(n_boot=0))
+    spec = json.dumps(df.spectrum_figure({"trained": result}, 0).to_dict(), ensure_ascii=False)
+    assert "does not describe it" in spec and "50 of 129 non-zero eigenvalues above the threshold" in spec
+    assert "sigma² =" not in spec and "bulk edge lambda+" not in spec and "spike(s) above" not in spec
+
+
 def omega_layers(levels, count=400, seed=5, sd=0.02):
     rng = np.random.default_rng(seed)
     return [LayerSample(i, 64, count, np.ones(63), rng.normal(m, sd, count).astype(np.float32))

@@ -178,7 +178,12 @@ def test_spearman_trend_is_exact_for_few_layers():
     assert p == pytest.approx(16 / 120)  # sum d^2 <= 4 (8 orderings) or >= 36 (8 more) out of 5!
     many = np.arange(20.0)
     rho, p = spearman_trend(many, many**2)
-    assert rho == pytest.approx(1.0) and p < 1e-10
+    # Above 8 layers the asymptotic p, whose t is infinite for a perfect ordering (p = 0), is kept
+    # at the exact p of a perfect ordering, 2 / 20!: a p of 0 is one no test can give.
+    assert rho == pytest.approx(1.0) and p == pytest.approx(2 / math.factorial(20), rel=1e-12)
+    pairs_swapped = np.array([1.0, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 14])
+    rho, p = spearman_trend(np.arange(15.0), pairs_swapped)  # a near-perfect ordering keeps its own p
+    assert rho == pytest.approx(0.975) and p == pytest.approx(stats.spearmanr(np.arange(15), pairs_swapped).pvalue)
 
 
 def test_three_ordered_core_layers_do_not_support_h4():
