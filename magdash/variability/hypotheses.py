@@ -166,7 +166,8 @@ def spearman_trend(depth: np.ndarray, values: np.ndarray) -> tuple[float, float]
 def depth_trend_all_layers(alphas: np.ndarray) -> tuple[float, float]:
     """H4 as the paper's script computes it: Spearman of every layer's alpha with its index.
 
-    scipy's asymptotic p; NaN when a layer has no fit or the alphas are all equal.
+    scipy's asymptotic p, kept at or above 2 / n! (a perfect ordering's t is infinite and its p 0,
+    which no test of n points gives); NaN when a layer has no fit or the alphas are all equal.
     """
     from scipy import stats
 
