@@ -151,7 +151,8 @@ class AnalysisResult:
         massive_dims: layer -> the massive dimensions dropped there (``massive="drop"``).
         carriers: the stimulus set's carriers, left-out ones included.
         outlier_vectors: the vectors whose norm exceeds 10x their layer's median (:mod:`magdash.variability.artifacts`).
-        carrier_alphas: measure -> alpha per layer without each carrier, (n_layers, n_carriers); empty below 3 carriers.
+        carrier_alphas: measure -> alpha per layer without each carrier, (n_layers, n_carriers), NaN outside
+            the core layers (only their mean is judged); empty below 3 carriers.
         tokens: per magnitude its token facts (``TOKEN_COLUMNS``: token count, kept token, characters, digits);
             empty without token facts.
         tokenization: per (measure, layer) the raw alpha and the alphas adjusted for the token count and for the
@@ -762,6 +763,8 @@ def run_analysis(
     resampled_measures = list(dict.fromkeys([*params.measures, *E4_MEASURES]))
     resampled: dict[str, dict[int, np.ndarray]] = {measure: {} for measure in resampled_measures}
     core_band = _core_band(params, n_blocks) if resamples_wanted(params) else set()
+    # Leaving a carrier out is judged on the mean core alpha only, so only the core layers pay for it.
+    loo_band = _core_band(params, n_blocks)
     draws: StimulusDraws | None = None
     kept_carriers, total_carriers = None, 0
     # Counted by hand: enumerate() would keep the previous layer alive while the next is read.
@@ -779,17 +782,20 @@ def run_analysis(
             vectors = vectors[:, kept_carriers]
         bad = count_nonfinite(vectors)
         with_loo = vectors.shape[1] >= MIN_LOO_CARRIERS
+        if bad or index not in loo_band:
+            for measure in params.measures:
+                loo[measure].append(np.full(vectors.shape[1] if with_loo else 0, math.nan))
         if bad:
             nonfinite[index] = bad
             measured.append(LayerMeasurement.left_out(params.measures, magnitudes.size))
-            for measure in params.measures:
-                loo[measure].append(np.full(vectors.shape[1] if with_loo else 0, math.nan))
         else:
             flagged += outlier_vectors(index, vectors, magnitudes)
-            alphas = leave_one_carrier_out(vectors, magnitudes, params.measures, outlier_factor=params.outlier_factor) \
-                if with_loo else np.zeros((len(params.measures), 0))
-            for row, measure in enumerate(params.measures):
-                loo[measure].append(alphas[row])
+            if index in loo_band:
+                alphas = leave_one_carrier_out(vectors, magnitudes, params.measures,
+                                               outlier_factor=params.outlier_factor) \
+                    if with_loo else np.zeros((len(params.measures), 0))
+                for row, measure in enumerate(params.measures):
+                    loo[measure].append(alphas[row])
             if params.massive == "drop":
                 vectors, massive[index] = _without_massive(vectors, params)
             layer = LayerVectors(vectors)
