@@ -11,7 +11,6 @@ bounds the smallest p they can give:
 - a permutation (or Monte Carlo) test of k resamples: p >= 1 / (k + 1);
 - a two-sided bootstrap test of k resamples, p = 2 (1 + #resamples on the other side of 0) / (k + 1)
   (:func:`magdash.variability.stimulus_bootstrap.bootstrap_p`): p >= 2 / (k + 1);
-- the two-sided sign test over n pairs: p >= 2 / 2^n, as the Wilcoxon test.
 
 Wherever magdash prints a p-value it prints :func:`unreachable_note` beside it when the test
 cannot reach the level, so that "not significant" is read as "could not have been" (docs/science.md,
@@ -29,14 +28,13 @@ SIGNIFICANCE_LEVEL = 0.05
 
 _SMALLEST_P = {
     "wilcoxon": lambda n: 2.0 / 2.0**n if n >= 1 else math.nan,
-    "sign": lambda n: min(1.0, 2.0 / 2.0**n) if n >= 1 else math.nan,
     "spearman": lambda n: min(1.0, 2.0 / math.factorial(n)) if n >= 2 else math.nan,
     "permutation": lambda k: 1.0 / (k + 1) if k >= 1 else math.nan,
     "bootstrap": lambda k: min(1.0, 2.0 / (k + 1)) if k >= 1 else math.nan,
 }
 """Each test's smallest attainable two-sided p with n points (permutation, bootstrap: n resamples)."""
 
-_UNITS = {"wilcoxon": "pairs", "sign": "pairs", "spearman": "points", "permutation": "resamples",
+_UNITS = {"wilcoxon": "pairs", "spearman": "points", "permutation": "resamples",
           "bootstrap": "resamples"}
 
 TESTS = tuple(_SMALLEST_P)
@@ -47,7 +45,7 @@ def smallest_p(test: str, n: int) -> float:
 
     Args:
         test: one of :data:`TESTS`.
-        n: pairs (Wilcoxon, sign), points (Spearman) or resamples (permutation, bootstrap).
+        n: pairs (Wilcoxon), points (Spearman) or resamples (permutation, bootstrap).
     """
     if test not in _SMALLEST_P:
         raise ValueError(f"unknown test {test!r}; choose one of {', '.join(TESTS)}")

@@ -236,7 +236,7 @@ def _print_comparison(result) -> None:
     for measure, item in result.measures.items():
         print(f"\n[{_title(measure)}] mean alpha over core layers: "
               f"{_number(item.mean_alpha_a)} vs {_number(item.mean_alpha_b)}; mean delta "
-              f"{stimulus_estimate(item.mean_delta, item.mean_delta_ci, item.mean_delta_p, item.n_resamples)}")
+              f"{stimulus_estimate(item.mean_delta, item.mean_delta_ci, item.mean_delta_p, item.n_resamples, level=item.ci)}")
         unreachable = unreachable_note("wilcoxon", item.n_pairs)
         print(f"  the paper's Wilcoxon signed-rank test: Wilcoxon p = {format_number(item.wilcoxon_p, '.3g')}, "
               f"{item.n_pairs} pairs: {layer_test_note(item.n_pairs)}" + (f"; {unreachable}" if unreachable else ""))

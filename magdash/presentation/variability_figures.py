@@ -1312,7 +1312,7 @@ def comparison_sentence(comparison: ComparisonResult, measure: str) -> str:
         f"Over {comparison.model_a}'s {len(item.core_layers)} core layers: mean alpha "
         f"{fixed(item.mean_alpha_a, 4)} ({comparison.model_a}) vs {fixed(item.mean_alpha_b, 4)} "
         f"({comparison.label_b}), mean difference "
-        f"{stimulus_estimate(item.mean_delta, item.mean_delta_ci, item.mean_delta_p, item.n_resamples)}. "
+        f"{stimulus_estimate(item.mean_delta, item.mean_delta_ci, item.mean_delta_p, item.n_resamples, level=item.ci)}. "
         f"The paper's Wilcoxon signed-rank test of the paired alphas, W = {fixed(item.wilcoxon_statistic, 1)}, "
         f"p = {format_p(item.wilcoxon_p)} ({item.n_pairs} pairs), is {layer_test_note(item.n_pairs)}"
         + (f"; {unreachable}." if unreachable else ".")

@@ -50,7 +50,7 @@ from magdash.params import ProgressCallback, ranges
 from magdash.phase.massive_dims import DimensionStats, find_massive
 from magdash.significance import can_reach, unreachable_note
 from magdash.tokenization import DigitSplitting, NumberTokens, per_magnitude
-from magdash.variability.analysis_params import AnalysisParams, default_core_layers
+from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.artifacts import (
     MIN_LOO_CARRIERS,
     CarrierInfluence,
@@ -96,7 +96,9 @@ leave carriers out (``exclude_carriers``).
 tokenization) and the token facts they were computed from.
 10: the stimulus bootstrap (:mod:`magdash.variability.stimulus_bootstrap`): the mean core alpha's
 interval and p, E4's difference and ratio with theirs, a comparison's mean delta with its own; whether
-H4's Spearman and the Wilcoxon tests can reach their level with the layers they have."""
+H4's Spearman and the Wilcoxon tests can reach their level with the layers they have.
+11: H4's asymptotic p is never below 2 / n!, the exact p of a perfect ordering; leaving one carrier
+out runs at the core layers only (``carrier_alphas`` is NaN elsewhere)."""
 
 FIT_COLUMNS = [f.name for f in dataclasses.fields(ScalingFit)]
 TOKEN_COLUMNS = ["magnitude", "n_tokens", "kept_id", "kept_text", "n_chars", "n_digits", "uniform"]
@@ -649,11 +651,6 @@ def _without_massive(vectors: np.ndarray, params: AnalysisParams) -> tuple[np.nd
     return np.delete(vectors, dropped, axis=-1), dropped.tolist()
 
 
-def _core_band(params: AnalysisParams, n_blocks: int) -> set[int]:
-    """The core layers before the layers are counted (a band outside them fails later, in core_for)."""
-    return set(params.core_layers) if params.core_layers is not None else set(default_core_layers(n_blocks))
-
-
 def resamples_wanted(params: AnalysisParams) -> bool:
     """Whether ``params`` ask for the stimulus bootstrap: resamples, and bootstrap layers other than "none".
 
@@ -670,8 +667,9 @@ def stimulus_resamples(
     *,
     outlier_rule: frozenset[str] = OUTLIER_RULE_MEASURES,
 ) -> dict[str, dict[int, np.ndarray]]:
-    """Each measure's alpha in every stimulus resample, per layer, as :func:`run_analysis` computes
-    them for its core band: measure -> layer -> (B,) (:mod:`magdash.variability.stimulus_bootstrap`).
+    """Each of ``params.measures``' alpha in every stimulus resample, per layer, with the draws and
+    rules :func:`run_analysis` uses for its core band: measure -> layer -> (B,)
+    (:mod:`magdash.variability.stimulus_bootstrap`).
 
     The vectors are prepared as the analysis prepares them (``params.exclude_carriers`` left out, a
     layer with Inf/NaN vectors skipped, the massive dimensions dropped when asked), and the draws
@@ -685,7 +683,7 @@ def stimulus_resamples(
         outlier_rule: the measures whose fits apply the 3x-median outlier rule.
     """
     magnitudes = np.asarray(magnitudes, dtype=np.float64)
-    found: dict[str, dict[int, np.ndarray]] = {m: {} for m in dict.fromkeys([*params.measures, *E4_MEASURES])}
+    found: dict[str, dict[int, np.ndarray]] = {m: {} for m in params.measures}
     draws: StimulusDraws | None = None
     for index, vectors in layers:
         kept = _kept_carriers(vectors.shape[1], params.exclude_carriers)
@@ -762,9 +760,9 @@ def run_analysis(
     loo: dict[str, list[np.ndarray]] = {measure: [] for measure in params.measures}
     resampled_measures = list(dict.fromkeys([*params.measures, *E4_MEASURES]))
     resampled: dict[str, dict[int, np.ndarray]] = {measure: {} for measure in resampled_measures}
-    core_band = _core_band(params, n_blocks) if resamples_wanted(params) else set()
     # Leaving a carrier out is judged on the mean core alpha only, so only the core layers pay for it.
-    loo_band = _core_band(params, n_blocks)
+    loo_band = set(params.core_band(n_blocks))
+    core_band = loo_band if resamples_wanted(params) else set()
     draws: StimulusDraws | None = None
     kept_carriers, total_carriers = None, 0
     # Counted by hand: enumerate() would keep the previous layer alive while the next is read.

@@ -152,6 +152,15 @@ class AnalysisParams:
         """The statistical conventions these parameters follow."""
         return get_conventions(self.conventions)
 
+    def core_band(self, n_blocks: int) -> list[int]:
+        """The core layers asked for, before the model's stored layers are counted: the chosen
+        band, else floor(L/2)..L-1 of ``n_blocks`` = L (:meth:`core_for` checks them).
+
+        Args:
+            n_blocks: the model's number of blocks L.
+        """
+        return list(self.core_layers) if self.core_layers is not None else default_core_layers(n_blocks)
+
     def core_for(self, n_blocks: int, n_layers: int) -> list[int]:
         """The core band for a model with ``n_blocks`` blocks and ``n_layers`` stored layers.
 
@@ -159,9 +168,7 @@ class AnalysisParams:
             n_blocks: the model's number of blocks L.
             n_layers: how many layers it has stored (L + 1, or L + 2 with a final norm).
         """
-        core = list(self.core_layers) if self.core_layers is not None else None
-        if core is None:
-            core = default_core_layers(n_blocks)
+        core = self.core_band(n_blocks)
         outside = [layer for layer in core if not 0 <= layer < n_layers]
         if outside:
             raise AnalysisError(

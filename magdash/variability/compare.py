@@ -147,6 +147,7 @@ class ModelComparison:
         wilcoxon_p: its p.
         n_pairs: the layers paired.
         wilcoxon_reachable: whether that many pairs can give p below 0.05 at all.
+        ci: the level of every interval (the layers' and the mean delta's).
     """
 
     measure: str
@@ -162,6 +163,7 @@ class ModelComparison:
     wilcoxon_p: float
     n_pairs: int
     wilcoxon_reachable: bool
+    ci: float = 0.95
 
     def summary(self) -> dict[str, Any]:
         """The core-layer summary: mean alphas, the mean delta with its stimulus-bootstrap interval
@@ -275,6 +277,7 @@ def compare_models(
         wilcoxon_p=p_value,
         n_pairs=n_pairs,
         wilcoxon_reachable=can_reach("wilcoxon", n_pairs),
+        ci=ci,
     )
 
 

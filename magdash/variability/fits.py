@@ -50,6 +50,7 @@ them from ``numpy.random.default_rng(seed)``; ``"legacy"`` (the paper's) from a 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -105,19 +106,19 @@ class LineFit:
 
 
 def outlier_mask(values: np.ndarray, factor: float = OUTLIER_FACTOR) -> np.ndarray:
-    """True where V(n) <= factor x the median of the finite V (the paper's 3x-median rule).
+    """True where V(n) <= factor x the median of the finite V (the paper's 3x-median rule), along the
+    last axis: each row of a 2-D array (the resamples of the stimulus bootstrap) has its own median.
 
-    When the median is not positive (e.g. mostly zero V) no point is called an outlier.
+    When the median is not positive (e.g. mostly zero V), or there is no finite V, no point is
+    called an outlier.
     """
     values = np.asarray(values, dtype=np.float64)
     finite = np.isfinite(values)
-    keep = np.ones(values.shape, dtype=bool)
-    if not finite.any():
-        return keep
-    median = float(np.median(values[finite]))
-    if median > 0:
-        keep = ~finite | (values <= factor * median)
-    return keep
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a row without finite V: no median, no rule
+        median = np.nanmedian(np.where(finite, values, np.nan), axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        return ~finite | (values <= factor * median) | ~(median > 0)
 
 
 def scaling_mask(
@@ -231,11 +232,21 @@ def resample_counts(n_points: int, n_boot: int, seed: int, *, stream: str = "gen
     done = 0
     while done < n_boot:
         rows = min(step, n_boot - done)
-        indices = draw(rows, n_points)
-        indices += (np.arange(rows) * n_points)[:, np.newaxis]
-        counts = np.bincount(indices.ravel(), minlength=rows * n_points)
-        yield counts.reshape(rows, n_points).astype(np.float64)
+        yield index_counts(draw(rows, n_points), n_points).astype(np.float64)
         done += rows
+
+
+def index_counts(indices: np.ndarray, n_points: int) -> np.ndarray:
+    """(b, n_points): how many times each point is drawn in each row of ``indices`` (b, k) of draws
+    from 0..n_points-1.
+
+    Args:
+        indices: the drawn indices, one resample a row.
+        n_points: how many points there are to draw from.
+    """
+    rows = indices.shape[0]
+    offsets = indices + (np.arange(rows) * n_points)[:, np.newaxis]
+    return np.bincount(offsets.ravel(), minlength=rows * n_points).reshape(rows, n_points)
 
 
 def weighted_slopes(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -44,7 +44,7 @@ from magdash.errors import AnalysisError
 from magdash.names import is_control_name
 from magdash.significance import SIGNIFICANCE_LEVEL, can_reach, smallest_p
 from magdash.variability.analysis_params import DEFAULT_BOUNDARY, DEFAULT_WINDOW
-from magdash.variability.fits import fit_scaling
+from magdash.variability.fits import fit_scaling, percentile_interval
 from magdash.variability.stimulus_bootstrap import mean_over_layers, summarise
 
 HYPOTHESES = ("H1", "H2", "H3", "H4")
@@ -451,7 +451,7 @@ def axis_specificity(
         mean_alpha_on=mean_on,
         mean_alpha_off=mean_off,
         ratio=ratio,
-        ratio_ci=summarise(ratio_samples, ratio, ci).ci,
+        ratio_ci=percentile_interval(ratio_samples, ci) if ratio_samples is not None else (math.nan, math.nan),
         mean_difference=mean_on - mean_off,
         difference_ci=differences.ci,
         difference_p=differences.p,

@@ -199,7 +199,7 @@ class LayerVectors:
             gram[rows] = deviations @ deviations.transpose(0, 2, 1)
             residual_gram[rows] = residual @ residual.transpose(0, 2, 1)
             projections[rows] = block.projections
-            centroid = block.values.mean(axis=1)
+            centroid = self.centroids[rows]
             centroid_dots[rows] = np.einsum("nd,ncd->nc", centroid, deviations)
             centroid_squares[rows] = np.einsum("nd,nd->n", centroid, centroid)
         return CarrierMoments(gram, residual_gram, projections, centroid_dots, centroid_squares)

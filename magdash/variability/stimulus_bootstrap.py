@@ -40,7 +40,6 @@ others.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -49,7 +48,7 @@ import numpy as np
 
 from magdash.errors import AnalysisError
 from magdash.variability.analysis_params import OUTLIER_FACTOR
-from magdash.variability.fits import MIN_POINTS, percentile_interval, weighted_row_slopes
+from magdash.variability.fits import MIN_POINTS, index_counts, outlier_mask, percentile_interval, weighted_row_slopes
 from magdash.variability.measures import CarrierMoments, get_measure
 
 # Resamples per chunk are chosen so that a chunk's (resamples, magnitudes, carriers) arrays hold
@@ -82,9 +81,7 @@ class StimulusDraws:
 
 
 def _counts(generator: np.random.Generator, n_boot: int, n: int) -> np.ndarray:
-    indices = generator.integers(0, n, size=(n_boot, n))
-    indices += (np.arange(n_boot) * n)[:, np.newaxis]
-    return np.bincount(indices.ravel(), minlength=n_boot * n).reshape(n_boot, n).astype(np.int32)
+    return index_counts(generator.integers(0, n, size=(n_boot, n)), n).astype(np.int32)
 
 
 def draw_stimuli(n_magnitudes: int, n_carriers: int, n_boot: int, seed: int) -> StimulusDraws:
@@ -164,18 +161,9 @@ def resampled_alphas(
 
 def _fit_points(values: np.ndarray, positive: np.ndarray, drop_outliers: bool, outlier_factor: float) -> np.ndarray:
     """Per row of V, the points a scaling fit keeps (:func:`magdash.variability.fits.scaling_mask`)."""
-    finite = np.isfinite(values)
     with np.errstate(invalid="ignore"):
-        usable = finite & (values > 0) & positive[np.newaxis]
-    if not drop_outliers:
-        return usable
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a row without finite V: no median, no rule
-        median = np.nanmedian(np.where(finite, values, np.nan), axis=1)
-    with np.errstate(invalid="ignore"):
-        ruled = median > 0
-        kept = ~finite | (values <= outlier_factor * median[:, np.newaxis]) | ~ruled[:, np.newaxis]
-    return usable & kept
+        usable = np.isfinite(values) & (values > 0) & positive[np.newaxis]
+    return usable & outlier_mask(values, outlier_factor) if drop_outliers else usable
 
 
 def layer_resamples(

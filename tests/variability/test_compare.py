@@ -113,6 +113,20 @@ def test_compare_models_e6(rng):
     assert everywhere.layers.loc[1:, "ci_low"].notna().all()
 
 
+def test_the_comparison_sentence_names_the_level_its_intervals_were_made_at(rng):
+    from magdash.presentation.variability_figures import comparison_sentence
+    from magdash.variability.compare import ComparisonResult
+
+    values = _layers(rng, 9, -0.05)
+    item = compare_models(MAGNITUDES, values, _layers(rng, 9, 0.0), n_blocks_a=8, n_blocks_b=8, measure="eucl",
+                          drop_outliers=True, n_boot=50, ci=0.9,
+                          resampled_a=np.full((50, 4), -0.05), resampled_b=np.zeros((50, 4)))
+    assert item.ci == 0.9
+    result = ComparisonResult("a", "b", "paper", item.core_layers, {"eucl": item})
+    assert "90% CI [" in comparison_sentence(result, "eucl") and "95%" not in comparison_sentence(result, "eucl")
+    assert ComparisonResult.from_payload(result.to_payload()).measures["eucl"].ci == 0.9
+
+
 def test_compare_models_of_different_depth(rng):
     values_a = _layers(rng, 9, -0.05)  # 8 blocks
     values_b = _layers(rng, 18, 0.0)  # 16 blocks + a post-norm layer
