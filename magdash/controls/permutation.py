@@ -35,21 +35,23 @@ _CHUNK_ELEMENTS = 2_000_000
 
 
 class PermutationNull:
-    """Permutations of m points, drawn once per m from one seeded generator."""
+    """Permutations of m points, drawn once per m from one seeded generator (``stream``, when given,
+    salts the seed, so that another analysis's permutations under the same seed are its own)."""
 
-    def __init__(self, n_perm: int = DEFAULT_N_PERM, seed: int = 0):
+    def __init__(self, n_perm: int = DEFAULT_N_PERM, seed: int = 0, *, stream: int | None = None):
         if n_perm < 1:
             raise AnalysisError(f"the permutation null needs at least 1 permutation, got {n_perm}")
         if seed < 0:
             raise AnalysisError(f"the seed must be 0 or more, got {seed}")
         self.n_perm = int(n_perm)
         self.seed = int(seed)
+        self._entropy = [self.seed] if stream is None else [self.seed, int(stream)]
         self._orders: dict[int, np.ndarray] = {}
 
     def orders(self, m: int) -> np.ndarray:
         """(n_perm, m) permutations of range(m), the same for every call with this m."""
         if m not in self._orders:
-            generator = np.random.default_rng([self.seed, m])
+            generator = np.random.default_rng([*self._entropy, m])
             self._orders[m] = generator.permuted(np.tile(np.arange(m, dtype=np.int32), (self.n_perm, 1)), axis=1)
         return self._orders[m]
 

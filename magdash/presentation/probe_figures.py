@@ -116,18 +116,16 @@ def scaling_frame(results: Mapping[str, ProbeResult], target: str = "log") -> pd
     """The decoded spread's slope beta by layer, long: series (the model's name, and the model's name
     with :data:`NULL_SUFFIX` for what a constant-error read-out gives, its band the permutations'
     interval), layer, label, beta, beta_low, beta_high, weber_mean, calibration."""
-    frames = []
+    probes, nulls = [], []
     columns = ["layer", "beta", "beta_low", "beta_high", "weber_mean", "calibration"]
     for result in results.values():
         _require_target(result, target)
         table = result.decoded_scaling[result.decoded_scaling["target"] == target]
-        frames.append(_all_layers(result, table.loc[:, columns]).assign(series=result.model))
-    for result in results.values():
-        table = result.decoded_scaling[result.decoded_scaling["target"] == target]
+        probes.append(_all_layers(result, table.loc[:, columns]).assign(series=result.model))
         null = table.loc[:, ["layer", "beta_null", "beta_null_low", "beta_null_high"]].set_axis(
             ["layer", "beta", "beta_low", "beta_high"], axis=1).assign(weber_mean=np.nan, calibration=np.nan)
-        frames.append(_all_layers(result, null).assign(series=result.model + NULL_SUFFIX))
-    return pd.concat(frames, ignore_index=True)
+        nulls.append(_all_layers(result, null).assign(series=result.model + NULL_SUFFIX))
+    return pd.concat([*probes, *nulls], ignore_index=True)
 
 
 def decoded_frame(result: ProbeResult, layer: int, target: str = "log") -> pd.DataFrame:
@@ -236,7 +234,7 @@ def beta_chart(
     layers: list = [style.zero_rule(0.0)]
     layers += style.profile_layers(
         data, x=axis.encoding(), y_field="beta", y_title="beta (log-log slope)",
-        color=alt.Color("series:N", scale=alt.Scale(domain=series, range=colours), title=None),
+        color=alt.Color("series:N", scale=style.color_scale(series, colours), title=None),
         tooltip=[alt.Tooltip("series:N"), alt.Tooltip("layer:Q"), alt.Tooltip("label:N"),
                  alt.Tooltip("beta:Q", format=".3f"), alt.Tooltip("beta_low:Q", title="CI low", format=".3f"),
                  alt.Tooltip("beta_high:Q", title="CI high", format=".3f"),

@@ -55,38 +55,35 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from magdash.controls.permutation import PermutationNull
 from magdash.probes.labels import decode
 from magdash.probes.scores import resolution
 
 MIN_SLOPE_POINTS = 3
 
 _PERMUTATION_STREAM = 2  # salt of the permutations' stream under the probes' seed
-_CHUNK = 1024  # permutations whose products are taken at once (1,024 x 1,000 floats: 8 MB)
 
 
-class PermutationDraws:
-    """Permutations of the fitted magnitudes for the constant-error null, (n_perm, n_points)
-    int32, drawn once per number of points and kept: every layer and target of a run with that
-    many fitted magnitudes uses the same ones (as every layer uses the same bootstrap draws).
-    10,000 permutations of 1,000 magnitudes hold 40 MB.
-
-    Args:
-        n_perm: permutations.
-        seed: the probes' ``seed`` (the permutations draw from a stream of their own under it).
+class PermutationDraws(PermutationNull):
+    """The permutations of the constant-error null (:class:`~magdash.controls.permutation.PermutationNull`
+    on a stream of their own under the probes' ``seed``), drawn once per number of fitted magnitudes
+    and kept: every layer and target of a run with that many uses the same ones (as every layer uses
+    the same bootstrap draws). 10,000 permutations of 1,000 magnitudes hold 40 MB. None when
+    ``n_perm`` is 0 (a run without resamples): see :func:`permutation_draws`.
     """
 
     def __init__(self, n_perm: int, seed: int):
-        self.n_perm = n_perm
-        self.seed = seed
-        self._orders: dict[int, np.ndarray] = {}
+        super().__init__(n_perm, seed, stream=_PERMUTATION_STREAM)
 
-    def orders(self, n_points: int) -> np.ndarray:
-        """``n_perm`` permutations of ``range(n_points)``, one per row."""
-        if n_points not in self._orders:
-            rng = np.random.default_rng([self.seed, _PERMUTATION_STREAM, n_points])
-            identity = np.broadcast_to(np.arange(n_points, dtype=np.int32), (self.n_perm, n_points))
-            self._orders[n_points] = rng.permuted(identity, axis=1)
-        return self._orders[n_points]
+
+def permutation_draws(n_perm: int, seed: int) -> PermutationDraws | None:
+    """The constant-error null's permutations, or None without any (``n_perm`` 0).
+
+    Args:
+        n_perm: permutations (the probes' ``n_boot``).
+        seed: the probes' ``seed``.
+    """
+    return PermutationDraws(n_perm, seed) if n_perm > 0 else None
 
 
 @dataclass(frozen=True)
@@ -105,6 +102,11 @@ class DecodedSpread:
     sd: np.ndarray
     weber: np.ndarray
     centre: np.ndarray
+
+    @property
+    def has_spread(self) -> bool:
+        """Whether any magnitude's predictions differ between carriers beyond rounding."""
+        return bool((self.sd > 0).any())
 
     def columns(self) -> dict[str, np.ndarray]:
         """The ``decoded`` table's columns."""
@@ -152,7 +154,7 @@ def fitted_magnitudes(spread: DecodedSpread, magnitudes: np.ndarray) -> np.ndarr
 def _note(spread: DecodedSpread, n_points: int) -> str:
     if n_points >= MIN_SLOPE_POINTS:
         return ""
-    if not (spread.sd > 0).any():
+    if not spread.has_spread:
         return ("no decoded spread: the held-out predictions do not differ between carriers beyond rounding "
                 "(every carrier gives the same vector, as at a context-free embedding layer)")
     return (f"only {n_points} magnitude(s) have a decoded spread between carriers beyond rounding; "
@@ -197,29 +199,28 @@ def decoded_scaling(spread: DecodedSpread, magnitudes: np.ndarray,
 
 
 def constant_error_null(spread: DecodedSpread, magnitudes: np.ndarray,
-                        permutations: PermutationDraws) -> tuple[float, np.ndarray]:
+                        permutations: PermutationDraws | None) -> tuple[float, np.ndarray]:
     """``beta_null`` and the slopes of the null distribution, one per permutation (see the module
     docstring): NaN and none where beta has fewer than :data:`MIN_SLOPE_POINTS` points.
 
     Args:
         spread: :func:`decoded_spread` of one target.
         magnitudes: n.
-        permutations: the permutations of the fitted magnitudes' spreads.
+        permutations: the permutations of the fitted magnitudes' spreads (None: no null distribution).
     """
     usable = fitted_magnitudes(spread, magnitudes)
     if usable.sum() < MIN_SLOPE_POINTS:
         return math.nan, np.empty(0)
     x = np.log(magnitudes[usable])
     centred = x - x.mean()
-    sxx = float(centred @ centred)
     centre = spread.centre[usable]
     log_spread = np.log(spread.sd[usable]) - centre  # ln s_n
-    beta_null = float(centred @ centre / sxx)
-    # slope(ln s_pi on x) = sum_j x~_j ln s_pi(j) / sxx = sum_i ln s_i x~_pi^-1(i) / sxx: permuting the
-    # centred x instead of ln s is the same distribution, and its products need no gather per target.
-    orders = permutations.orders(x.size)
-    slopes = [centred[orders[start:start + _CHUNK]] @ log_spread for start in range(0, orders.shape[0], _CHUNK)]
-    return beta_null, beta_null + (np.concatenate(slopes) / sxx if slopes else np.empty(0))
+    beta_null = float(centred @ centre / float(centred @ centred))
+    if permutations is None:
+        return beta_null, np.empty(0)
+    # slope(ln s_pi on x) = sum_i ln s_i x~_pi^-1(i) / sxx: permuting x instead of ln s is the same
+    # distribution, the permutation null's slopes of the spreads on the permuted magnitudes.
+    return beta_null, beta_null + permutations.slopes(x, log_spread)
 
 
 def null_p(beta: float, beta_null: float, null_betas: np.ndarray) -> float:

@@ -25,7 +25,14 @@ from magdash.params import ProgressCallback
 from magdash.probes.baseline import Strata, magnitude_strata, stratum_mean_predictions, within_strata_r2
 from magdash.probes.basis import FeatureBasis, feature_basis, layer_moments
 from magdash.probes.crossval import CrossValidation, FoldFit, cross_validate, fit_ridge, magnitude_groups, splits
-from magdash.probes.decoded import PermutationDraws, constant_error_null, decoded_scaling, decoded_spread, null_p
+from magdash.probes.decoded import (
+    PermutationDraws,
+    constant_error_null,
+    decoded_scaling,
+    decoded_spread,
+    null_p,
+    permutation_draws,
+)
 from magdash.probes.labels import Labels, NonFiniteVectors, check_magnitudes, check_vectors, refuse_nonfinite
 from magdash.probes.probe_params import SCHEMES, ProbeParams
 from magdash.probes.result import (
@@ -95,7 +102,7 @@ def probe_layer(vectors: np.ndarray, magnitudes, params: ProbeParams | None = No
     if strata.codes.size != magnitudes.size:
         raise AnalysisError(f"the strata name {strata.codes.size} magnitudes, the layer has {magnitudes.size}: "
                             "give one stratum per magnitude")
-    permutations = permutations or PermutationDraws(params.n_boot, params.seed)
+    permutations = permutations or permutation_draws(params.n_boot, params.seed)
     n_magnitudes, n_carriers, dim = x.shape
     labels = Labels.for_design(magnitudes, params)
     label_rows = labels.rows(n_carriers)
@@ -229,14 +236,14 @@ def _direction_table(basis: FeatureBasis, everything: FoldFit, carrier_cv: Cross
 
 def _decoded_tables(carrier_predictions: np.ndarray, labels: Labels, magnitudes: np.ndarray, params: ProbeParams,
                     counts: np.ndarray,
-                    permutations: PermutationDraws) -> tuple[pd.DataFrame, pd.DataFrame, set[str]]:
+                    permutations: PermutationDraws | None) -> tuple[pd.DataFrame, pd.DataFrame, set[str]]:
     """The decoded variability per magnitude and its scaling against the constant-error null, per
     target (real task), and the targets whose predictions have no spread between carriers beyond
     rounding at any magnitude."""
     frames, rows, without_spread = [], [], set()
     for target in params.targets:
         spread = decoded_spread(carrier_predictions[:, :, labels.index("real", target)], magnitudes, target)
-        if not (spread.sd > 0).any():
+        if not spread.has_spread:
             without_spread.add(target)
         frames.append(pd.DataFrame({"target": target, "magnitude": magnitudes, **spread.columns()}))
         point, replicates = decoded_scaling(spread, magnitudes, counts)
@@ -287,7 +294,7 @@ def run_probes(
     params = params or ProbeParams()
     magnitudes = check_magnitudes(magnitudes, params)
     draws = BootstrapDraws(params.n_boot, params.seed)
-    permutations = PermutationDraws(params.n_boot, params.seed)
+    permutations = permutation_draws(params.n_boot, params.seed)
     strata = strata or magnitude_strata(magnitudes)
     probed: list[tuple[int, str, LayerProbe | None, int]] = []
     previous: dict[str, np.ndarray] = {}

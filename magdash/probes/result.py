@@ -354,30 +354,30 @@ class ProbeResult:
         )
 
 
+def _side_by_side(model: ProbeResult, control: ProbeResult, table: str, keys: list[str], values: list[str],
+                  difference: str) -> pd.DataFrame:
+    """``table``'s ``values`` of two results on the same stimuli merged on ``keys`` (suffixes ``_model``
+    and ``_control``), with ``<difference>_difference`` = model minus control."""
+    if not np.array_equal(model.magnitudes, control.magnitudes) or model.n_carriers != control.n_carriers:
+        raise AnalysisError("the two probe results were computed on different magnitudes or carriers")
+    merged = getattr(model, table)[["label", *keys, *values]].merge(
+        getattr(control, table)[[*keys, *values]], on=keys, how="inner", suffixes=("_model", "_control"))
+    merged[f"{difference}_difference"] = merged[f"{difference}_model"] - merged[f"{difference}_control"]
+    return merged[["layer", "label", *keys[1:], *[c for c in merged.columns if c not in ("layer", "label", *keys)]]]
+
+
 def compare_probes(model: ProbeResult, control: ProbeResult) -> pd.DataFrame:
     """A model's held-out scores beside another's on the same stimuli (e.g. its ``@random`` control),
     layer by layer: the ``scores`` columns r2, spearman, error_log of both (suffixes ``_model`` and
     ``_control``, intervals included) and ``r2_difference`` = model minus control."""
-    keys = ["layer", "scheme", "target", "task"]
-    if not np.array_equal(model.magnitudes, control.magnitudes) or model.n_carriers != control.n_carriers:
-        raise AnalysisError("the two probe results were computed on different magnitudes or carriers")
-    values = ["r2", "r2_low", "r2_high", "spearman", "spearman_low", "spearman_high", "error_log",
-              "error_log_low", "error_log_high"]
-    merged = model.scores[["label", *keys, *values]].merge(
-        control.scores[[*keys, *values]], on=keys, how="inner", suffixes=("_model", "_control"))
-    merged["r2_difference"] = merged["r2_model"] - merged["r2_control"]
-    return merged[["layer", "label", *keys[1:], *[c for c in merged.columns if c not in ("layer", "label", *keys)]]]
+    return _side_by_side(model, control, "scores", ["layer", "scheme", "target", "task"],
+                         ["r2", "r2_low", "r2_high", "spearman", "spearman_low", "spearman_high", "error_log",
+                          "error_log_low", "error_log_high"], "r2")
 
 
 def compare_scaling(model: ProbeResult, control: ProbeResult) -> pd.DataFrame:
     """A model's decoded-noise exponent beside another's (its ``@random`` control, say), layer by
     layer: beta with its interval and its constant-error null of both (suffixes ``_model`` and
     ``_control``) and ``beta_difference`` = model minus control."""
-    keys = ["layer", "target"]
-    if not np.array_equal(model.magnitudes, control.magnitudes) or model.n_carriers != control.n_carriers:
-        raise AnalysisError("the two probe results were computed on different magnitudes or carriers")
-    values = ["beta", "beta_low", "beta_high", "beta_null", "beta_null_p"]
-    merged = model.decoded_scaling[["label", *keys, *values]].merge(
-        control.decoded_scaling[[*keys, *values]], on=keys, how="inner", suffixes=("_model", "_control"))
-    merged["beta_difference"] = merged["beta_model"] - merged["beta_control"]
-    return merged[["layer", "label", "target", *[c for c in merged.columns if c not in ("layer", "label", "target")]]]
+    return _side_by_side(model, control, "decoded_scaling", ["layer", "target"],
+                         ["beta", "beta_low", "beta_high", "beta_null", "beta_null_p"], "beta")

@@ -8,9 +8,9 @@ in the control task):
 - ``r2``: 1 - sum (y - p)^2 / sum (y - mean y)^2, pooled over the held-out predictions of all
   folds (as scikit-learn's ``r2_score`` of ``cross_val_predict``'s output); 0 is the score of
   predicting the mean, and it is negative when the probe does worse than that;
-- ``spearman``: the rank correlation of p with y (Pearson's r of their mid-ranks; predictions
-  closer than :data:`PREDICTION_RESOLUTION` of their range are tied, as rounding is all that parts
-  them);
+- ``spearman``: the rank correlation of p with y (Pearson's r of their mid-ranks; predictions are
+  rounded to a grid of :data:`PREDICTION_RESOLUTION` of their range first, so that values parted only
+  by rounding fall in one step and tie);
 - ``error_log``: the mean of |ln n-hat - ln m|, the decoded magnitude's error as a log ratio
   (0.1 is about 10 % off), over the predictions with n-hat > 0; ``share_nonpositive`` is the
   share left out because n-hat <= 0 (possible for the linear target only);
@@ -42,8 +42,10 @@ from magdash.probes.labels import decode
 SCORES = ("r2", "spearman", "error_log")
 
 PREDICTION_RESOLUTION = 1e-9
-"""Predictions closer than this fraction of their range are equal: they rank as ties, and a
-magnitude whose carriers' predictions are all that close has no spread between carriers
+"""The fraction of their range below which predictions are equal but for rounding: for ranking they
+are rounded to a grid of this step (values in one step tie; two values either side of a step's
+edge do not, a chance of about the rounding error over the step, 1e-5), and a magnitude whose
+carriers' predictions all lie within one step of each other has no spread between carriers
 (:mod:`magdash.probes.decoded`). Predictions that are equal in exact arithmetic (a decoder's
 embedding layer gives every carrier of a number the same vector) differ in their last digits by
 the machine's BLAS and summation order, which would otherwise decide their ranks (Spearman's rho
@@ -105,8 +107,8 @@ def resolution(values: np.ndarray) -> float:
 
 
 def tied_within_resolution(values: np.ndarray) -> np.ndarray:
-    """``values`` on a grid of :func:`resolution` steps, so that values equal but for rounding
-    rank as ties (their order is otherwise kept)."""
+    """``values`` rounded to a grid of :func:`resolution` steps, so that values parted only by rounding
+    fall in one step and rank as ties (values more than a step apart keep their order)."""
     step = resolution(values)
     return np.round(values / step) if step > 0 else values
 
