@@ -751,7 +751,8 @@ def check_contention(report: Report, args, work: Path, scale: ScaleModel) -> Non
     items = large_set(args).items[:args.contention_sentences]
     n_layers, dim = len(loaded.layer_labels), loaded.hidden_size
     rows = shards.items_per_batch(n_layers, dim)
-    batch = np.random.default_rng(0).standard_normal((rows, n_layers, dim), dtype=np.float32)
+    # Layer-major underneath, as an extraction hands its batches to the writers.
+    batch = np.random.default_rng(0).standard_normal((n_layers, rows, dim), dtype=np.float32).transpose(1, 0, 2)
     keys = [f"item-{row}" for row in range(rows)]
     folder = work / "contention"
     table = shards._shard_table("contention", keys, batch)

@@ -93,10 +93,13 @@ class LayerCapture:
     (``non_blocking``), so the hooks never stop the pass: a copy that waited would drain the
     device's queue at every layer, leaving it idle while Python launches the next block's kernels
     (at Llama-3-8B's shape on an H200 that cost about 100 ms a batch, most of a batch's time).
-    :meth:`on_host` waits once, after the pass, for every device a layer ran on.
+    :meth:`on_host` waits once, after the pass, for every device a layer ran on. Without ``pinned``
+    (the all-token capture, whose layers hold every token: page-locking gigabytes a batch would cost
+    more than the waits) each layer is copied with ``.cpu()``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, pinned: bool = True) -> None:
+        self._pinned = pinned
         self._layers: dict[int, object] = {}
         self._devices: set[object] = set()
 
@@ -109,7 +112,7 @@ class LayerCapture:
         """
         import torch
 
-        if reduced.device.type != "cuda":
+        if not self._pinned or reduced.device.type != "cuda":
             self._layers[layer] = reduced.cpu()
             return
         host = torch.empty(reduced.shape, dtype=reduced.dtype, pin_memory=True)
@@ -140,7 +143,9 @@ class LayerCapture:
 
 
 @contextmanager
-def capture_layers(loaded: LoadedModel, reduce: Callable[[object], object]) -> Iterator[LayerCapture]:
+def capture_layers(
+    loaded: LoadedModel, reduce: Callable[[object], object], *, pinned: bool = True
+) -> Iterator[LayerCapture]:
     """Attach hooks that keep ``reduce(hidden)`` of every layer in the yielded :class:`LayerCapture`.
 
     ``reduce`` maps a (batch, tokens, d) hidden state to what is kept, on the hidden state's
@@ -149,8 +154,9 @@ def capture_layers(loaded: LoadedModel, reduce: Callable[[object], object]) -> I
     Args:
         loaded: the loaded model (:class:`~magdash.sources.LoadedModel`).
         reduce: maps a (batch, tokens, d) hidden state to what is kept.
+        pinned: copy each layer into pinned memory without waiting (:class:`LayerCapture`).
     """
-    captured = LayerCapture()
+    captured = LayerCapture(pinned)
     handles = []
 
     def first_block_input(_module, args, kwargs):
@@ -260,9 +266,12 @@ def _weighted_reducer(weights) -> Callable[[object], object]:
     ``weights`` is moved to another device only where ``device_map`` put a block there."""
     import torch
 
+    on_device = {weights.device: weights}
+
     def reduce(hidden):
-        w = weights if weights.device == hidden.device else weights.to(hidden.device)
-        return torch.einsum("bt,btd->bd", w, hidden.to(torch.float32))
+        if hidden.device not in on_device:
+            on_device[hidden.device] = weights.to(hidden.device)
+        return torch.einsum("bt,btd->bd", on_device[hidden.device], hidden.to(torch.float32))
 
     return reduce
 
@@ -286,7 +295,8 @@ def forward_number_vectors(
     *,
     padding_side: str = DEFAULT_PADDING_SIDE,
 ) -> np.ndarray:
-    """One batched forward pass; returns (batch, n_layers, d) float32 number-token vectors.
+    """One batched forward pass; returns (batch, n_layers, d) float32 number-token vectors, a transposed
+    view of a layer-major array (``np.ascontiguousarray`` gives a row-major copy where one is needed).
 
     Args:
         loaded: the loaded model (:class:`~magdash.sources.LoadedModel`).
@@ -782,6 +792,7 @@ def capture_all_tokens(
     order = np.argsort([len(ids) for ids, _ in encoded], kind="stable")
     seen = left_out = 0
     n_layers = len(loaded.layer_labels)
+    device = _input_device(loaded)
     for start in range(0, len(order), batch_size):
         chosen = order[start:start + batch_size]
         ids = [encoded[i][0] for i in chosen]
@@ -790,16 +801,17 @@ def capture_all_tokens(
         left_out += sum(1 for i, positions in zip(chosen, real, strict=True) if encoded[i][0] and
                         (not positions or positions[0] != 0))
         batch = build_batch(ids, [r or [0] for r in real], pad_id=tokenizer.pad_token_id,
-                            padding_side="right", device=_input_device(loaded))
+                            padding_side="right", device=device)
         rows = torch.tensor([row for row, positions in enumerate(real) for _ in positions], dtype=torch.long)
         if on_rows is not None:
             on_rows(np.asarray(chosen)[rows.numpy()])
         columns = torch.tensor([k for positions in real for k in positions], dtype=torch.long)
-        reduce = _token_selector(rows, columns)
+        # On the input device before the pass: a copy from host memory inside a hook would wait.
+        reduce = _token_selector(rows.to(device), columns.to(device))
         kwargs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}
         if _accepts_position_ids(loaded.model):
             kwargs["position_ids"] = batch.position_ids
-        with capture_layers(loaded, reduce) as captured, torch.inference_mode():
+        with capture_layers(loaded, reduce, pinned=False) as captured, torch.inference_mode():
             loaded.model(**kwargs)
             for layer, vectors in enumerate(captured.on_host(n_layers)):
                 on_batch(layer, vectors.numpy())

@@ -50,7 +50,8 @@ ui.figure(df.spectrum_figure, results, layer, name=f"spectrum-{view.model}-layer
 ui.figure(df.spectrum_figure, adjusted, layer, name=f"spectrum-{view.model}-layer{layer}-{massive}")
 st.subheader("Per-layer diagnostics")
 st.caption("n_spikes, sigma2, mp_edge, tw_margin and largest_gap are empty where the Marchenko-Pastur fit did not "
-           "converge (mp_converged false; it stopped at mp_cap, half the spectrum): a capped fit is not a fit. "
+           "converge (mp_converged false: it stopped at mp_cap, half the spectrum, ran out of iterations or had too "
+           "few eigenvalues; the spectrum chart says which): a fit that did not converge is not a fit. "
            "omega_mean_low/high: the bootstrap interval of mean Omega over magnitudes and carriers.")
 ui.table(df.phase_table, results, adjusted, name=f"depth-diagnostics-{view.model}")
 

@@ -116,7 +116,6 @@ def _read_prompts(path: str) -> str:
 
 
 def _print_result(result, payload: dict) -> None:
-    from magdash.phase.unit_bootstrap import FEW_UNITS
 
     order, params = result.order, result.params
     interval = ""
@@ -128,9 +127,8 @@ def _print_result(result, payload: dict) -> None:
     print(f"model: {result.model} ({view}"
           + ("; embeddings left out of the transitions)" if params.skip_embedding_step else ")"))
     print(f"gamma_c (largest change of mean Omega): {_number(order.gamma_c)}{interval}")
-    if order.units.few:
-        print(f"  the intervals rest on {order.units.describe()}: with fewer than {FEW_UNITS} units a percentile "
-              "interval is rough and tends to be too narrow")
+    if caveat := order.units.caveat():
+        print(f"  {caveat}")
     if result.first_position_left_out:
         print(f"left out: the first position of {result.first_position_left_out} chunk(s), the attention sink "
               "(its BOS, or a first word: --keep-first-position keeps a word)")

@@ -23,6 +23,7 @@ from magdash.frequency.corpus import FrequencyError
 from magdash.frequency.sources import FrequencySource, as_count_series
 from magdash.params import DEFAULT_N_BOOT, seed_problem
 from magdash.significance import SIGNIFICANCE_LEVEL, unreachable_note
+from magdash.variability.fits import percentile_interval
 
 E5_COLUMNS = [
     "layer", "partial_rho", "partial_p", "partial_ci_low", "partial_ci_high",
@@ -139,16 +140,11 @@ def _bootstrap_rhos(
     for start in range(0, n_boot, chunk):
         stop = min(start + chunk, n_boot)
         index = rng.integers(0, n, size=(stop - start, n))
-        raw[start:stop] = _row_pearson(_row_ranks(x[index]), _row_ranks(y[index]))
-        partial[start:stop] = _row_partial_spearman(y[index], x[index], z[index])
+        # Ranked once: the raw rho and the partial one (as _row_partial_spearman forms it) share them.
+        x_ranks, y_ranks, control = _row_ranks(x[index]), _row_ranks(y[index]), _row_ranks(z[index])
+        raw[start:stop] = _row_pearson(x_ranks, y_ranks)
+        partial[start:stop] = _row_pearson(_row_residuals(y_ranks, control), _row_residuals(x_ranks, control))
     return raw, partial
-
-
-def _percentile_interval(replicates: np.ndarray, tail: float) -> tuple[float, float]:
-    if not np.isfinite(replicates).any():
-        return math.nan, math.nan
-    low, high = np.nanpercentile(replicates, [tail, 100.0 - tail])
-    return float(low), float(high)
 
 
 def e5_correlation(
@@ -206,7 +202,6 @@ def e5_correlation(
     log_counts = np.log1p(counts_for_magnitudes(magnitudes, counts, missing))
     with np.errstate(divide="ignore", invalid="ignore"):  # log of 0 or of a negative magnitude
         log_n = np.log(magnitudes)
-    tail = (1.0 - confidence) / 2.0 * 100.0
     rows = []
     for layer, values in sorted(_layer_values(values_by_layer, magnitudes.size).items()):
         keep = np.isfinite(values) & np.isfinite(log_n)
@@ -221,9 +216,9 @@ def e5_correlation(
             raw_ci = partial_ci = (math.nan, math.nan)
             if n_boot > 0:
                 raw_boot, partial_boot = _bootstrap_rhos(x, y, z, n_boot, np.random.default_rng([int(seed), int(layer)]))
-                raw_ci = _percentile_interval(raw_boot, tail)
+                raw_ci = percentile_interval(raw_boot, confidence)
                 if math.isfinite(partial_rho):
-                    partial_ci = _percentile_interval(partial_boot, tail)
+                    partial_ci = percentile_interval(partial_boot, confidence)
             raw = (float(result.statistic), float(result.pvalue), *raw_ci)
             partial = (partial_rho, _partial_p(partial_rho, n), *partial_ci)
         rows.append([layer, *partial, *raw, n])

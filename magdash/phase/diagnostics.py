@@ -62,6 +62,7 @@ from magdash.phase.spectrum import (
     isotropic_spectrum_baseline,
 )
 from magdash.phase.unit_bootstrap import VECTOR_UNIT, ResampledUnits, default_units, unit_bootstrap_means
+from magdash.variability.fits import percentile_interval
 from magdash.variability.html_summary import html_summary
 
 
@@ -304,11 +305,7 @@ def bootstrap_order(
         step_low, step_high = np.nanquantile(replicate_steps[:, index], [tail, 1.0 - tail])
         jumps.append(Jump(float(depths[index + 1]), float(steps[index]), float(step_low), float(step_high),
                           float(np.mean(largest == index))))
-    intervals = tuple(
-        tuple(float(v) for v in np.nanquantile(column, [tail, 1.0 - tail])) if np.isfinite(column).any()
-        else (math.nan, math.nan)
-        for column in replicates.T
-    )
+    intervals = tuple(percentile_interval(column, confidence) for column in replicates.T)
     transition = Transition(gamma_c, change, float(low), float(high), n_boot, ResampledUnits(unit_names, counts))
     return OrderBootstrap(transition, tuple(jumps), intervals)
 

@@ -25,7 +25,6 @@ from magdash.formatting import fixed, format_number, layer_span
 from magdash.phase.diagnostics import PhaseResult, Transition, depth_fraction, layer_frame
 from magdash.phase.massive_dims import MASSIVE_LABELS
 from magdash.phase.omega import isotropic_omega_mean
-from magdash.phase.unit_bootstrap import FEW_UNITS
 from magdash.presentation import chart_style as style
 
 if TYPE_CHECKING:
@@ -546,9 +545,8 @@ def phase_sentence(results: Mapping[str, PhaseResult], adjusted: Mapping[str, Ph
             "(each with all of its vectors) — " + gamma_cs(results))
     if adjusted:
         text += f". {MASSIVE_LABELS[_trained(adjusted).params.massive].capitalize()}: " + gamma_cs(adjusted)
-    if trained.order.units.few:
-        text += (f". The intervals rest on {trained.order.units.describe()}: with fewer than {FEW_UNITS} units a "
-                 "percentile interval is rough and tends to be too narrow")
+    if caveat := trained.order.units.caveat():
+        text += f". {caveat[0].upper()}{caveat[1:]}"
     if trained.jumps:
         steps = ", ".join(
             f"to gamma {fixed(j.gamma, 2)} ({format_number(j.change, '+.3f')}"
@@ -639,12 +637,12 @@ def spectrum_figure(results: Mapping[str, PhaseResult], layer: int) -> alt.Layer
     histogram, mp, spikes = phase_spectrum_frames(trained, layer)
     where = f"{MASSIVE_LABELS[trained.params.massive]}, layer {layer}: q = d/N = {fixed(fit.q, 2)}"
     caveat = spectrum_caveat(fit)
-    if fit.converged and caveat is None:
+    if caveat is None:
         subtitle = [f"{where}, sigma² = {fixed(fit.sigma2, 4)}, bulk edge {fixed(fit.mp_edge, 4)}"]
         edge, threshold, title = fit.mp_edge, fit.spike_threshold, None
     else:
         # A fit the tool itself says does not describe the spectrum is not drawn as one.
-        subtitle = [f"{where}; no sigma², bulk edge or spikes: {caveat or fit.unfitted_reason}"]
+        subtitle = [f"{where}; no sigma², bulk edge or spikes: {caveat}"]
         edge = threshold = None
         mp, spikes = mp.iloc[0:0], spikes.iloc[0:0]
         title = ("Covariance spectrum (the Marchenko-Pastur fit does not describe it)" if fit.converged
@@ -659,11 +657,12 @@ Marchenko–Pastur bulk with a few outliers (the robust fit stops at half of the
 
 
 def spectrum_caveat(fit) -> str | None:
-    """A warning when a fitted layer's spectrum cannot be read as a Marchenko–Pastur bulk plus spikes:
-    more than :data:`SPIKE_SHARE` of the non-zero eigenvalues sit above the threshold. None when the
-    fit reads normally, and for a fit that did not converge (:attr:`SpectrumFit.unfitted_reason` says
-    why there is none)."""
-    if fit.converged and fit.rank and fit.n_spikes > SPIKE_SHARE * fit.rank:
+    """Why a layer's spectrum cannot be read as a Marchenko–Pastur bulk plus spikes, None when it can:
+    the fit did not converge (:attr:`SpectrumFit.unfitted_reason`), or more than :data:`SPIKE_SHARE` of
+    the non-zero eigenvalues sit above its threshold."""
+    if not fit.converged:
+        return fit.unfitted_reason
+    if fit.rank and fit.n_spikes > SPIKE_SHARE * fit.rank:
         return (f"{fit.n_spikes} of {fit.rank} non-zero eigenvalues above the threshold: not an MP bulk with a few "
                 "spikes, so the fitted curve and the spike count do not describe this spectrum")
     return None
@@ -672,7 +671,7 @@ def spectrum_caveat(fit) -> str | None:
 def spectrum_caveats(results: Mapping[str, PhaseResult]) -> str | None:
     """One sentence naming every layer without a usable Marchenko–Pastur fit (None if every fit is usable)."""
     trained = _trained(results)
-    layers = [item.layer for item in trained.layers if not item.spectrum.converged or spectrum_caveat(item.spectrum)]
+    layers = [item.layer for item in trained.layers if spectrum_caveat(item.spectrum)]
     if not layers:
         return None
     return (

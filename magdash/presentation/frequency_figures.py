@@ -137,8 +137,8 @@ def frequency_rho_by_layer(
 ) -> alt.LayerChart:
     """E5's correlations of V(n) with log(count(n) + 1) per layer, core band shaded.
 
-    ``frame``: layer, rho; ``statistic`` (one line each: :data:`E5_LINES`' partial solid with its
-    band, raw dashed; default one line "rho"), ``ci_low``/``ci_high`` (a band), ``core``,
+    ``frame``: layer, rho; ``statistic`` (one line each: :data:`E5_LINES`' partial solid, raw
+    dashed, each with its band; default one line "rho"), ``ci_low``/``ci_high`` (a band), ``core``,
     ``label``, ``gamma`` optional (:func:`e5_rho_frame` builds it from an E5 table).
     """
     style.require_columns(frame, ["layer", "rho"], "frequency_rho_by_layer")

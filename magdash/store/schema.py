@@ -385,25 +385,20 @@ def _metric_columns_of_schema_9(connection: duckdb.DuckDBPyConnection) -> None:
                 connection.execute(f'ALTER TABLE {table} RENAME COLUMN "{old}" TO "{new}"')
     metrics.add_missing_columns(connection)
     for table in metrics.METRIC_TABLES:
+        present = _table_columns(connection, table.name)
         for name, sql_type, _ in table.columns:
-            if name in _WIDENED_SEED_COLUMNS and _column_type(connection, table.name, name) != sql_type:
+            if name in _WIDENED_SEED_COLUMNS and present.get(name) != sql_type:
                 connection.execute(f'ALTER TABLE {table.name} ALTER COLUMN "{name}" TYPE {sql_type}')
     cleared = ", ".join(f"{column} = NULL" for column in _UNFITTED_SPECTRUM_COLUMNS)
     connection.execute(f"UPDATE phase_layers SET {cleared} WHERE NOT mp_converged")
 
 
-def _column_type(connection: duckdb.DuckDBPyConnection, table: str, column: str) -> str | None:
-    row = connection.execute(
-        "SELECT data_type FROM duckdb_columns() WHERE database_name = current_database() AND table_name = ? "
-        "AND column_name = ?", [table, column]).fetchone()
-    return None if row is None else row[0]
-
-
-def _table_columns(connection: duckdb.DuckDBPyConnection, table: str) -> set[str]:
-    return {row[0] for row in connection.execute(
-        "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND table_name = ?",
-        [table],
-    ).fetchall()}
+def _table_columns(connection: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
+    """``table``'s columns and their DuckDB types."""
+    return dict(connection.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = current_database() "
+        "AND table_name = ?", [table],
+    ).fetchall())
 
 
 def _move_vectors_to_shards(connection: duckdb.DuckDBPyConnection, shard_folder: Path) -> None:

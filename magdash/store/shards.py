@@ -148,7 +148,8 @@ def _write(folder: Path, model_id: str, item_keys: Sequence[str], vectors: np.nd
     # A float32 vector's float64 sum of squares cannot overflow, so its norm is finite exactly
     # when every value is: one pass over the batch finds both.
     flagged_rows, flagged_layers = np.nonzero(~np.isfinite(norms))
-    norms = norms.astype(np.float32)
+    with np.errstate(over="ignore"):  # a norm beyond float32's range is kept as the Inf it becomes
+        norms = norms.astype(np.float32)
     name, partial, descriptor = _create_locked(folder, model_id, mark)
     final = folder / name
     try:
