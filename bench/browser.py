@@ -124,6 +124,10 @@ def change_layer(page) -> None:
 
 
 def change_measure(page, label: str) -> None:
+    # The measure's widget key holds the measure, so the previous change's selectbox can linger
+    # beside the new one until Streamlit removes it: act on the one that stays.
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=stSidebar] input[aria-label=Measure]')"
+                           ".length === 1", timeout=TIMEOUT_MS)
     box = page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").filter(has_text="Measure")
     combobox = box.get_by_role("combobox")
     combobox.focus()
@@ -132,8 +136,11 @@ def change_measure(page, label: str) -> None:
     if combobox.get_attribute("aria-expanded") != "true":
         combobox.press("ArrowDown")
     page.get_by_role("option", name=label, exact=True).click()
-    page.wait_for_function("() => document.querySelector('[data-stale=\"true\"]') !== null "
-                           "|| new URLSearchParams(location.search).get('measure') !== null", timeout=TIMEOUT_MS)
+    # Until the rerun has drawn the new choice: the default measure leaves no trace in the URL, and a
+    # quick rerun can finish before a stale element is ever seen.
+    page.wait_for_function(
+        "label => [...document.querySelectorAll('[data-testid=stSidebar] input[aria-label=Measure]')]"
+        ".every(box => box.value === label)", arg=label, timeout=TIMEOUT_MS)
     settled(page, *PAGES["scaling"][1:])
 
 

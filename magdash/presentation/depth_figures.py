@@ -642,7 +642,7 @@ def spectrum_figure(results: Mapping[str, PhaseResult], layer: int) -> alt.Layer
         edge, threshold, title = fit.mp_edge, fit.spike_threshold, None
     else:
         # A fit the tool itself says does not describe the spectrum is not drawn as one.
-        subtitle = [f"{where}; no sigma², bulk edge or spikes: {caveat}"]
+        subtitle = [f"{where}; no sigma², bulk edge or spikes:", caveat]  # a line each: one would be cut
         edge = threshold = None
         mp, spikes = mp.iloc[0:0], spikes.iloc[0:0]
         title = ("Covariance spectrum (the Marchenko-Pastur fit does not describe it)" if fit.converged
