@@ -134,12 +134,22 @@ def ensure_schema(store_file: StoreFile, shard_folder: Path) -> None:
             f"it to {SCHEMA_VERSION}; a read-only store is never changed: open it once without read-only "
             "(e.g. `python -m magdash list --store ...`) to migrate it"
         )
-    with store_file.transaction() as connection:
-        version = _stored_schema_version(store_file, connection, tables)  # another process may have migrated it
-        for step in range(version, SCHEMA_VERSION):
-            log.warning("migrating store %s from schema %d to %d", store_file.path, step, step + 1)
-            MIGRATIONS[step](connection, shard_folder)
-            connection.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(step + 1)])
+    step = version
+    try:
+        with store_file.transaction() as connection:
+            version = _stored_schema_version(store_file, connection, tables)  # another process may have migrated it
+            for step in range(version, SCHEMA_VERSION):
+                log.warning("migrating store %s from schema %d to %d", store_file.path, step, step + 1)
+                MIGRATIONS[step](connection, shard_folder)
+                connection.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(step + 1)])
+    except duckdb.Error as error:
+        # The transaction was rolled back: the file is as it was. Data magdash did not write (a value
+        # a column cannot take) is the usual cause, and no retry helps.
+        raise StoreError(
+            f"store {str(store_file.path)!r} could not be migrated from schema {step} to {step + 1} "
+            f"({str(error).splitlines()[0]}); it is left as it was: its tables hold data magdash did not write, "
+            "so open a copy made before the edit, or a new store"
+        ) from None
     if version < _SHARDS_SCHEMA:
         _give_back_vector_tables_space(store_file)
 

@@ -519,3 +519,18 @@ def test_a_schema_8_store_keeps_seeds_as_bigint_so_a_seed_of_2_to_the_31_is_stor
     assert store.metric_table("analyses")["seed"].tolist() == [2**31]
     with pytest.raises(AnalysisError, match="seed must be a whole number from 0 to 2\\*\\*63 - 1"):
         AnalysisParams(seed=2**63)
+
+
+def test_a_migration_refused_by_the_data_it_meets_is_a_store_error_and_leaves_the_file_as_it_was(tmp_path, rng):
+    path = tmp_path / "v8.duckdb"
+    Store(path).import_arrays("old", rng.normal(size=(6, 2, 3, 4)), (1, 2, 20, 30, 300, 400),
+                              carriers=("a {n}", "b {n}"), stimuli="s")
+    with duckdb.connect(str(path)) as connection:  # a seed column someone edited into text, with a formula cell
+        connection.execute('ALTER TABLE analyses ALTER COLUMN "seed" TYPE VARCHAR')
+        connection.execute("INSERT INTO analyses (result_key, seed) VALUES ('k', '=cmd|calc!A1')")
+        connection.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+        connection.execute("CHECKPOINT")
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match=r"could not be migrated from schema 8 to 9 \(Conversion Error.*left as it was"):
+        Store(path)
+    assert path.read_bytes() == before
