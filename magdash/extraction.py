@@ -96,6 +96,9 @@ class LayerCapture:
     :meth:`on_host` waits once, after the pass, for every device a layer ran on. Without ``pinned``
     (the all-token capture, whose layers hold every token: page-locking gigabytes a batch would cost
     more than the waits) each layer is copied with ``.cpu()``.
+
+    Args:
+        pinned: copy each CUDA layer into pinned memory without waiting (else with ``.cpu()``).
     """
 
     def __init__(self, pinned: bool = True) -> None:
