@@ -24,7 +24,7 @@ rewritten after each section, so a run cut short still leaves what it measured):
   equal the floor's;
 * **contention**: the floor's passes at the largest batch size alone, then beside threads
   repeating one part of a shard write on a write batch of vectors (whole writes, norms and flags,
-  the layer-major table, Parquet and fsync, a plain copy): which part slows the passes that an
+  Parquet and fsync, a plain copy, a copy into one reused array): which part slows the passes that an
   extraction runs beside its writes;
 * **out of memory**: one batch of the whole out-of-memory set on a card limited to what the
   model holds plus ``--oom-headroom-mib`` (``torch.cuda.set_per_process_memory_fraction``: a
@@ -106,6 +106,7 @@ import numpy as np  # noqa: E402
 import magdash.extraction as extraction  # noqa: E402
 from magdash.errors import MagdashError  # noqa: E402
 from magdash.extraction import (  # noqa: E402
+    NumberVectors,
     drop_tokens_after_number,
     extract,
     locate_numbers,
@@ -115,6 +116,9 @@ from magdash.sources import LoadedModel, load_model, load_tokenizer, resolve_mod
 from magdash.sources.loading import find_blocks, find_final_norm, is_causal_lm  # noqa: E402
 from magdash.stimuli import PAPER_CARRIERS, StimulusItem, StimulusSet, paper_stimuli  # noqa: E402
 from magdash.store import Store  # noqa: E402
+
+NORMS_AGREE = 1e-12
+"""Float64 norms of the same float32 vectors summed in another order (device and host)."""
 
 ACHIEVABLE_BF16 = 790e12
 """bf16 FLOP/s of an 8192^3 matrix product through PyTorch, measured on this workplace's H200."""
@@ -343,19 +347,19 @@ def build_random_model(folder: Path, shape: dict, device: str, dtype: str, seed:
 
 
 def floor_pass(loaded: LoadedModel, items: Sequence[StimulusItem], *, position: str = "last",
-               batch_size: int = 32, padding_side: str = "right") -> list[tuple[list[str], np.ndarray]]:
+               batch_size: int = 32, padding_side: str = "right") -> list[NumberVectors]:
     """The storage-free floor: the batches an extraction of ``items`` runs
     (:func:`~magdash.extraction.number_vector_batches`), their vectors kept in memory as they come."""
     return list(number_vector_batches(loaded, items, position=position, batch_size=batch_size,
                                       padding_side=padding_side))
 
 
-def in_item_order(items: Sequence[StimulusItem], batches: Sequence[tuple[list[str], np.ndarray]]) -> np.ndarray:
+def in_item_order(items: Sequence[StimulusItem], batches: Sequence[NumberVectors]) -> np.ndarray:
     """(items, layers, d) float32 vectors of :func:`floor_pass`'s batches, in ``items``' order."""
     row_of = {item.key: row for row, item in enumerate(items)}
-    vectors = np.empty((len(items), *batches[0][1].shape[1:]), dtype=np.float32)
-    for keys, batch in batches:
-        vectors[[row_of[key] for key in keys]] = batch
+    vectors = np.empty((len(items), *batches[0].vectors.shape[1:]), dtype=np.float32)
+    for batch in batches:
+        vectors[[row_of[key] for key in batch.keys]] = batch.vectors
     return vectors
 
 
@@ -448,7 +452,7 @@ def extraction_timers() -> Iterator[TimeSpent]:
 
     spent = TimeSpent()
     targets = [
-        ("forward passes", extraction, "forward_number_vectors"),
+        ("forward passes", extraction, "_forward_with_norms"),
         ("shard writes", StoreClass, "write_vectors"),
         ("norms and flags", shards, "vector_norms"),
         ("Parquet", shards.pq, "write_table"),
@@ -625,7 +629,7 @@ def paper_runs(report: Report, args, work: Path, scale: ScaleModel) -> None:
             extract_s += opened
             stored = stored_vectors(store, result.name, paper)
         runs.append({"floor_s": floor_s, "extract_s": extract_s, "store_wait_s": opened + result.store_seconds,
-                     "stored_vs_floor": layer_errors(stored, floor)})
+                     "stored_vs_floor": layer_errors(stored, floor), "device_norms_vs_host": norm_errors(batches)})
         log(f"scale: paper repeat {repeat + 1}: floor {floor_s:.2f} s, extract {extract_s:.2f} s")
     details["paper"] = runs
     floor_s = statistics.median(run["floor_s"] for run in runs)
@@ -639,6 +643,18 @@ def paper_runs(report: Report, args, work: Path, scale: ScaleModel) -> None:
     report.check("scale", f"{label}: stored vectors = floor's, every layer",
                  worst([error for run in runs for error in run["stored_vs_floor"]]), SAME_BATCHES)
     spread_row(report, f"{label}: vectors finite and distinct", spread(floor))
+    device_norms = [error for run in runs for error in run["device_norms_vs_host"]]
+    if device_norms:
+        report.check("scale", f"{label}: norms on the device = the host's (relative)", worst(device_norms), NORMS_AGREE)
+
+
+def norm_errors(batches: Sequence[NumberVectors]) -> list[float]:
+    """Each batch's largest relative difference between the norms computed on the device (the
+    store keeps them) and the host's float64 norms of the same vectors; none on the CPU."""
+    from magdash.norm_outliers import vector_norms
+
+    return [float(np.max(np.abs(batch.norms - vector_norms(batch.vectors)) / vector_norms(batch.vectors)))
+            for batch in batches if batch.norms is not None]
 
 
 def stored_vectors(store: Store, name: str, stimuli: StimulusSet, layers: Sequence[int] | None = None) -> np.ndarray:
@@ -655,7 +671,10 @@ def large_run(report: Report, args, work: Path, scale: ScaleModel, stimuli: Stim
     label = f"{len(stimuli.magnitudes):,} x {len(stimuli.carriers)}, batch {batch_size}"
     log(f"scale: {label}")
     real, padded = padded_tokens(loaded, items, batch_size)
-    floor_pass(loaded, items[::10], batch_size=batch_size)  # warm-up over the same widths
+    # Warm-up over the whole set: the first passes pick kernels, and the floor keeps every batch's
+    # pinned host array, which the first time costs a page-locking allocation each; an extraction
+    # allocates the few it keeps in flight once and then reuses them from torch's cache.
+    floor_pass(loaded, items, batch_size=batch_size)
     reset_peak(device)
     batches, floor_s = timed(device, floor_pass, loaded, items, batch_size=batch_size)
     floor_peak = peak_gib(device)
@@ -755,7 +774,8 @@ def check_contention(report: Report, args, work: Path, scale: ScaleModel) -> Non
     batch = np.random.default_rng(0).standard_normal((n_layers, rows, dim), dtype=np.float32).transpose(1, 0, 2)
     keys = [f"item-{row}" for row in range(rows)]
     folder = work / "contention"
-    table = shards._shard_table("contention", keys, batch)
+    table = shards._shard_table("contention", keys, [batch])
+    reused = np.empty_like(batch)
 
     def whole_write() -> None:
         with shards.new_shard(folder, "contention", keys, batch):
@@ -776,9 +796,11 @@ def check_contention(report: Report, args, work: Path, scale: ScaleModel) -> Non
         *([(f"whole shard writes, {in_flight} threads", whole_write, in_flight)] if in_flight > 1 else []),
         ("whole shard writes, 1 thread", whole_write, 1),
         ("norms and flags", lambda: vector_norms(batch), 1),
-        ("the layer-major table", lambda: shards._shard_table("contention", keys, batch), 1),
         ("Parquet and fsync", parquet_and_fsync, 1),
         ("copies of the batch", batch.copy, 1),
+        # A copy into memory already mapped: no fresh pages to fault in and no unmapping (whose TLB
+        # shootdowns interrupt every core the process runs on), so it tells traffic from allocation.
+        ("copies into one reused array", lambda: np.copyto(reused, batch), 1),
     ]
     label = f"floor of {len(items):,} at batch {batch_size}"
     log(f"contention: {label}, {len(parts)} neighbours, a {batch.nbytes / 2**20:.0f} MB write batch")

@@ -17,7 +17,7 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -86,25 +86,48 @@ class TokenizedBatch:
     weights: object  # (batch, tokens) reduction weights of the number's tokens
 
 
+@dataclass(frozen=True)
+class NumberVectors:
+    """One forward pass's number-token vectors.
+
+    Attributes:
+        keys: the stimulus items' keys, one per row.
+        vectors: (batch, n_layers, d) float32, a transposed view of a layer-major array
+            (``np.ascontiguousarray`` gives a row-major copy where one is needed).
+        norms: (batch, n_layers) float64 L2 norms, computed on the GPU that made the vectors;
+            None where the vectors were made on the host (the store computes them).
+    """
+
+    keys: list[str]
+    vectors: np.ndarray
+    norms: np.ndarray | None
+
+
 class LayerCapture:
     """What :func:`capture_layers`' hooks kept of one forward pass, on its way to the host.
 
-    On CUDA each layer's reduced hidden state is copied into pinned host memory without waiting
-    (``non_blocking``), so the hooks never stop the pass: a copy that waited would drain the
-    device's queue at every layer, leaving it idle while Python launches the next block's kernels
-    (at Llama-3-8B's shape on an H200 that cost about 100 ms a batch, most of a batch's time).
-    :meth:`on_host` waits once, after the pass, for every device a layer ran on. Without ``pinned``
-    (the all-token capture, whose layers hold every token: page-locking gigabytes a batch would cost
-    more than the waits) each layer is copied with ``.cpu()``.
+    On CUDA each layer's reduced hidden state is copied without waiting (``non_blocking``) into its
+    slice of one pinned, layer-major host array, so the hooks never stop the pass: a copy that
+    waited would drain the device's queue at every layer, leaving it idle while Python launches the
+    next block's kernels (at Llama-3-8B's shape on an H200 that cost about 100 ms a batch, most of a
+    batch's time), and stacking the layers on the host would be one more pass over them there.
+    :meth:`stacked` computes the vectors' norms on the device, where they cost a kernel rather than
+    a pass of the store's writers through host memory (a pass that slowed the forward passes beside
+    it), and waits once, after the pass, for every device a layer ran on. Without ``pinned`` (the
+    all-token capture, whose layers hold every token: page-locking gigabytes a batch would cost more
+    than the waits) each layer is copied with ``.cpu()``.
 
     Args:
+        n_layers: how many layers the pass captures.
         pinned: copy each CUDA layer into pinned memory without waiting (else with ``.cpu()``).
     """
 
-    def __init__(self, pinned: bool = True) -> None:
+    def __init__(self, n_layers: int, pinned: bool = True) -> None:
+        self._n_layers = n_layers
         self._pinned = pinned
         self._layers: dict[int, object] = {}
-        self._devices: set[object] = set()
+        self._on_device: dict[int, object] = {}
+        self._host = None
 
     def keep(self, layer: int, reduced) -> None:
         """Start copying ``reduced`` to the host as layer ``layer``.
@@ -118,31 +141,38 @@ class LayerCapture:
         if not self._pinned or reduced.device.type != "cuda":
             self._layers[layer] = reduced.cpu()
             return
-        host = torch.empty(reduced.shape, dtype=reduced.dtype, pin_memory=True)
-        host.copy_(reduced, non_blocking=True)
-        self._layers[layer] = host
-        self._devices.add(reduced.device)
+        if self._host is None:
+            self._host = torch.empty((self._n_layers, *reduced.shape), dtype=reduced.dtype, pin_memory=True)
+        self._host[layer].copy_(reduced, non_blocking=True)
+        self._layers[layer] = self._host[layer]
+        self._on_device[layer] = reduced
 
-    def missing(self, n_layers: int) -> list[int]:
-        """The layers below ``n_layers`` no hook saw.
+    def missing(self) -> list[int]:
+        """The layers no hook saw."""
+        return [layer for layer in range(self._n_layers) if layer not in self._layers]
 
-        Args:
-            n_layers: how many layers the pass should have captured.
-        """
-        return [layer for layer in range(n_layers) if layer not in self._layers]
-
-    def on_host(self, n_layers: int) -> list[object]:
-        """Layers 0..``n_layers``-1 as host tensors, once their copies have arrived.
-
-        Args:
-            n_layers: how many layers the pass captured.
-        """
+    def on_host(self) -> list[object]:
+        """Every layer as a host tensor, once its copy has arrived."""
         import torch
 
-        for device in self._devices:
+        for device in {tensor.device for tensor in self._on_device.values()}:
             torch.cuda.synchronize(device)
-        self._devices.clear()
-        return [self._layers[layer] for layer in range(n_layers)]
+        return [self._layers[layer] for layer in range(self._n_layers)]
+
+    def stacked(self) -> tuple[object, np.ndarray | None]:
+        """(n_layers, ...) host tensor of every layer, and its float64 L2 norms over the last axis
+        where the layers were on a GPU (None otherwise)."""
+        import torch
+
+        if not self._on_device:
+            return torch.stack(self.on_host()), None
+        first = self._on_device[0].device
+        on_one = torch.stack([self._on_device[layer].to(first) for layer in range(self._n_layers)])
+        # float64 squares of float32 values cannot overflow: a norm is finite exactly when every
+        # value is, the store's rule for flagging a vector (magdash.store.shards).
+        norms = torch.linalg.vector_norm(on_one, dim=-1, dtype=torch.float64)
+        self.on_host()
+        return self._host, norms.cpu().numpy()
 
 
 @contextmanager
@@ -159,7 +189,7 @@ def capture_layers(
         reduce: maps a (batch, tokens, d) hidden state to what is kept.
         pinned: copy each layer into pinned memory without waiting (:class:`LayerCapture`).
     """
-    captured = LayerCapture(pinned)
+    captured = LayerCapture(len(loaded.layer_labels), pinned)
     handles = []
 
     def first_block_input(_module, args, kwargs):
@@ -307,6 +337,17 @@ def forward_number_vectors(
         number_tokens: each sentence's number-token indices.
         padding_side: ``right`` or ``left``.
     """
+    return _forward_with_norms(loaded, token_ids, number_tokens, padding_side=padding_side)[0]
+
+
+def _forward_with_norms(
+    loaded: LoadedModel,
+    token_ids: Sequence[Sequence[int]],
+    number_tokens: Sequence[Sequence[int]],
+    *,
+    padding_side: str,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`forward_number_vectors` and the vectors' (batch, n_layers) norms where a GPU computed them."""
     import torch
 
     batch = build_batch(
@@ -316,7 +357,6 @@ def forward_number_vectors(
     kwargs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}
     if _accepts_position_ids(loaded.model):
         kwargs["position_ids"] = batch.position_ids
-    n_layers = len(loaded.layer_labels)
     with capture_layers(loaded, _weighted_reducer(batch.weights)) as captured, torch.inference_mode():
         try:
             loaded.model(**kwargs)
@@ -324,7 +364,7 @@ def forward_number_vectors(
             if not _is_out_of_memory(error):
                 raise
             raise MagdashError(out_of_memory_message(len(token_ids), loaded.dtype)) from None
-        missing = captured.missing(n_layers)
+        missing = captured.missing()
         if missing:
             raise ModelLoadError(
                 f"the hooks did not see layers {missing} of {type(loaded.model).__name__}; "
@@ -332,7 +372,8 @@ def forward_number_vectors(
             )
         # Layer-major underneath (a transposed view): a shard stores each layer's vectors side by
         # side, so the writer finds them in place instead of copying every batch once more.
-        return torch.stack(captured.on_host(n_layers)).numpy().transpose(1, 0, 2)
+        layers, norms = captured.stacked()
+        return layers.numpy().transpose(1, 0, 2), None if norms is None else norms.T
 
 
 def out_of_memory_message(batch_size: int, dtype: str) -> str:
@@ -373,12 +414,38 @@ def locate_numbers(
         position: which of the number's tokens are kept: ``last``, ``first`` or ``mean``.
         sequence_start: how a sequence starts, for a tokenizer alone (a loaded model brings its own).
     """
+    return numbers_in(items, encode_items(model, items, sequence_start), position)
+
+
+def encode_items(
+    model: LoadedModel | object, items: Sequence[StimulusItem], sequence_start: str = "tokenizer"
+) -> list[tuple[list[int], list[tuple[int, int]]]]:
+    """:func:`tokenize_texts` of the items' sentences as ``model`` reads them (``model`` and
+    ``sequence_start`` as for :func:`locate_numbers`).
+
+    Args:
+        model: a loaded model, or its fast tokenizer alone.
+        items: the stimulus items.
+        sequence_start: how a sequence starts, for a tokenizer alone (a loaded model brings its own).
+    """
     if isinstance(model, LoadedModel):
         tokenizer, max_length, sequence_start = model.tokenizer, model.max_length, model.sequence_start
     else:
         tokenizer, max_length = model, None
+    return tokenize_texts(tokenizer, [item.sentence for item in items], max_length, sequence_start)
+
+
+def numbers_in(
+    items: Sequence[StimulusItem], encoded: Sequence[tuple[list[int], list[tuple[int, int]]]], position: str
+) -> tuple[list[list[int]], list[list[int]]]:
+    """:func:`locate_numbers` from the items' encoding (:func:`encode_items`).
+
+    Args:
+        items: the stimulus items.
+        encoded: each item's token ids and character offsets.
+        position: which of the number's tokens are kept: ``last``, ``first`` or ``mean``.
+    """
     token_ids, number_tokens = [], []
-    encoded = tokenize_texts(tokenizer, [item.sentence for item in items], max_length, sequence_start)
     for item, (ids, offsets) in zip(items, encoded, strict=True):
         token_ids.append(list(ids))
         number_tokens.append(token_indices_for_span(offsets, item.start, item.end, position))
@@ -399,7 +466,7 @@ def numbers_at_the_first_position(
 
 
 def check_number_positions(loaded: LoadedModel, items: Sequence[StimulusItem], position: str,
-                           allow_number_first: bool) -> None:
+                           allow_number_first: bool, number_tokens: Sequence[Sequence[int]] | None = None) -> None:
     """Refuse, before anything is stored, carriers that would put a number at position 0: only a
     model with no BOS token can (:func:`magdash.sources.base.sequence_start_rule`).
 
@@ -408,10 +475,13 @@ def check_number_positions(loaded: LoadedModel, items: Sequence[StimulusItem], p
         items: the stimulus items.
         position: which of the number's tokens are kept.
         allow_number_first: measure such carriers anyway.
+        number_tokens: each item's kept number-token indices where the caller located them
+            already (:func:`locate_numbers`); None: located here.
     """
     if allow_number_first:
         return
-    _, number_tokens = locate_numbers(loaded, items, position)
+    if number_tokens is None:
+        number_tokens = locate_numbers(loaded, items, position)[1]
     first = numbers_at_the_first_position(items, number_tokens)
     if first:
         listed = "; ".join(repr(carrier) for carrier in first[:5]) + (" ..." if len(first) > 5 else "")
@@ -465,6 +535,7 @@ def model_record_for(loaded: LoadedModel, name: str, position: str) -> ModelReco
 
 def token_facts(
     tokenizer, items: Sequence[StimulusItem], position: str, *, with_splitting: bool = True,
+    encoded: Sequence[tuple[list[int], list[tuple[int, int]]]] | None = None,
 ) -> tuple[list[NumberTokens], DigitSplitting | None]:
     """How ``tokenizer`` cuts the number of each item (:func:`magdash.tokenization.tokenize_numbers`)
     and, with ``with_splitting``, whether it splits digits (None when that cannot be told: a
@@ -475,8 +546,9 @@ def token_facts(
         items: the stimulus items whose numbers are cut.
         position: the token position stored (``last``, ``first`` or ``mean``), which sets the kept tokens.
         with_splitting: also tell whether the tokenizer splits digits.
+        encoded: each item's encoding where the caller has it (:func:`encode_items`); None: encoded here.
     """
-    facts = tokenize_numbers(tokenizer, items, position) if items else []
+    facts = tokenize_numbers(tokenizer, items, position, encoded) if items else []
     splitting = None
     if with_splitting:
         try:
@@ -489,6 +561,7 @@ def token_facts(
 def record_token_facts(
     store: Store, model_id: str, tokenizer, stimuli: StimulusSet, position: str,
     missing: set[str], without_splitting: bool,
+    encoded: Mapping[str, tuple[list[int], list[tuple[int, int]]]] | None = None,
 ) -> int:
     """Record the token facts the store lacks for ``stimuli`` (the items of ``missing``, and the digit
     splitting when ``without_splitting``); returns how many items got theirs.
@@ -501,11 +574,15 @@ def record_token_facts(
         position: the token position stored (``last``, ``first`` or ``mean``).
         missing: the keys of the items without token facts.
         without_splitting: whether the model's digit splitting is unrecorded.
+        encoded: the items' encodings by key where the caller has them (an extraction's); the
+            items are encoded here unless every one of them is there.
     """
     if not missing and not without_splitting:
         return 0
     items = [item for item in stimuli.items if item.key in missing]
-    facts, splitting = token_facts(tokenizer, items, position, with_splitting=without_splitting)
+    known = encoded is not None and all(item.key in encoded for item in items)
+    facts, splitting = token_facts(tokenizer, items, position, with_splitting=without_splitting,
+                                   encoded=[encoded[item.key] for item in items] if known else None)
     return store.write_token_facts(model_id, [item.key for item in items], facts, splitting)
 
 
@@ -537,8 +614,9 @@ def number_vector_batches(
     padding_side: str = DEFAULT_PADDING_SIDE,
     should_stop: Callable[[], bool] | None = None,
     allow_number_first: bool = False,
-) -> Iterator[tuple[list[str], np.ndarray]]:
-    """The number-token vectors of ``items``, one batch at a time: (item keys, (batch, n_layers, d)).
+    located: tuple[list[list[int]], list[list[int]]] | None = None,
+) -> Iterator[NumberVectors]:
+    """The number-token vectors of ``items``, one batch at a time (:class:`NumberVectors`).
 
     Sentences are sorted by token length so batches carry little padding; the same items, batch
     size and padding side give the same batches wherever they run (in-process or a sweep's
@@ -554,9 +632,11 @@ def number_vector_batches(
         padding_side: ``right`` or ``left``.
         should_stop: polled before each batch; True ends the batches.
         allow_number_first: measure carriers that put the number at position 0.
+        located: :func:`locate_numbers` of ``items`` where the caller has it (tokenizing a large
+            set takes seconds); None: located here.
     """
-    check_number_positions(loaded, items, position, allow_number_first)
-    token_ids, number_tokens = locate_numbers(loaded, items, position)
+    token_ids, number_tokens = located or locate_numbers(loaded, items, position)
+    check_number_positions(loaded, items, position, allow_number_first, number_tokens)
     if loaded.is_causal:
         token_ids = drop_tokens_after_number(token_ids, number_tokens)
     order = np.argsort([len(ids) for ids in token_ids], kind="stable")
@@ -564,10 +644,10 @@ def number_vector_batches(
         if should_stop is not None and should_stop():
             return
         chosen = order[start:start + batch_size]
-        vectors = forward_number_vectors(
+        vectors, norms = _forward_with_norms(
             loaded, [token_ids[i] for i in chosen], [number_tokens[i] for i in chosen], padding_side=padding_side,
         )
-        yield [items[i].key for i in chosen], vectors
+        yield NumberVectors([items[i].key for i in chosen], vectors, norms)
 
 
 class _Stopwatch:
@@ -691,35 +771,38 @@ def extract(
         trust_remote_code=params.trust_remote_code, allow_pickle=params.allow_pickle,
     )
     todo = [item for item in stimuli.items if item.key in missing]
-    check_number_positions(loaded, todo, position, params.allow_number_first)
+    # One encoding serves the number tokens, the refusal of numbers first and the token facts.
+    encoded = encode_items(loaded, todo)
+    located = numbers_in(todo, encoded, position)
+    check_number_positions(loaded, todo, position, params.allow_number_first, located[1])
     with waiting_for_store:
         store.register_model(model_record_for(loaded, name, position))
-    record_token_facts(store, model_id, loaded.tokenizer, stimuli, position, untokenized, without_splitting)
-    done, pending_keys, pending_vectors, pending_bytes = already, [], [], 0
+    record_token_facts(store, model_id, loaded.tokenizer, stimuli, position, untokenized, without_splitting,
+                       dict(zip((item.key for item in todo), encoded, strict=True)))
+    done, pending, pending_bytes = already, [], 0
     last_flush = time.perf_counter()
-    writer = _WritesInFlight(functools.partial(store.write_vectors, model_id))
+    writer = _WritesInFlight(functools.partial(_write_batches, store, model_id))
 
     def flush() -> None:
-        nonlocal pending_keys, pending_vectors, pending_bytes, last_flush
+        nonlocal pending, pending_bytes, last_flush
         # Taken out first: after a failed write the ``finally`` below must not try it again.
-        keys, vectors, pending_keys, pending_vectors, pending_bytes = pending_keys, pending_vectors, [], [], 0
-        if keys:
-            layer_major = np.concatenate([batch.transpose(1, 0, 2) for batch in vectors], axis=1)
+        batches, pending, pending_bytes = pending, [], 0
+        if batches:
             with waiting_for_store:
-                writer.submit(keys, layer_major.transpose(1, 0, 2))
+                writer.submit(batches)
         last_flush = time.perf_counter()
 
     batches = number_vector_batches(
         loaded, todo, position=position, batch_size=params.batch_size, padding_side=params.padding_side,
         should_stop=should_stop,
         allow_number_first=True,  # checked above, before the model was registered
+        located=located,
     )
     try:
-        for keys, vectors in batches:
-            pending_keys.extend(keys)
-            pending_vectors.append(vectors)
-            pending_bytes += vectors.nbytes
-            done += len(keys)
+        for batch in batches:
+            pending.append(batch)
+            pending_bytes += batch.vectors.nbytes
+            done += len(batch.keys)
             if pending_bytes >= shards.WRITE_BATCH_BYTES or time.perf_counter() - last_flush > FLUSH_SECONDS:
                 flush()
             if progress:
@@ -735,6 +818,23 @@ def extract(
         name, stimuli.name, model_id, total, already, done - already, time.perf_counter() - started, cancelled,
         waiting_for_store.seconds,
     )
+
+
+def shard_parts(batches: Sequence[NumberVectors]) -> tuple[list[str], list[np.ndarray], np.ndarray | None]:
+    """``batches`` as one shard's item keys, vectors (the batches' layer-major arrays, written
+    where they lie rather than joined) and norms (None unless every batch brought them).
+
+    Args:
+        batches: consecutive batches of :func:`number_vector_batches`.
+    """
+    norms = [batch.norms for batch in batches]
+    return ([key for batch in batches for key in batch.keys], [batch.vectors for batch in batches],
+            None if any(part is None for part in norms) else np.concatenate(norms))
+
+
+def _write_batches(store: Store, model_id: str, batches: Sequence[NumberVectors]) -> int:
+    keys, vectors, norms = shard_parts(batches)
+    return store.write_vectors(model_id, keys, vectors, norms)
 
 
 def _token_selector(rows, columns) -> Callable[[object], object]:
@@ -794,7 +894,6 @@ def capture_all_tokens(
     encoded = tokenize_texts(tokenizer, texts, limit, loaded.sequence_start)
     order = np.argsort([len(ids) for ids, _ in encoded], kind="stable")
     seen = left_out = 0
-    n_layers = len(loaded.layer_labels)
     device = _input_device(loaded)
     for start in range(0, len(order), batch_size):
         chosen = order[start:start + batch_size]
@@ -816,7 +915,7 @@ def capture_all_tokens(
             kwargs["position_ids"] = batch.position_ids
         with capture_layers(loaded, reduce, pinned=False) as captured, torch.inference_mode():
             loaded.model(**kwargs)
-            for layer, vectors in enumerate(captured.on_host(n_layers)):
+            for layer, vectors in enumerate(captured.on_host()):
                 on_batch(layer, vectors.numpy())
         seen += len(rows)
         if progress:

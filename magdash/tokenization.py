@@ -115,7 +115,10 @@ def digit_count(magnitude: float) -> int:
     return len(str(int(abs(magnitude))))
 
 
-def tokenize_numbers(tokenizer, items: Sequence[StimulusItem], position: str = "last") -> list[NumberTokens]:
+def tokenize_numbers(
+    tokenizer, items: Sequence[StimulusItem], position: str = "last",
+    encoded: Sequence[tuple[Sequence[int], Sequence[tuple[int, int]]]] | None = None,
+) -> list[NumberTokens]:
     """:func:`number_tokens` of every item, encoded by ``tokenizer`` as extraction encodes them.
 
     Args:
@@ -124,9 +127,14 @@ def tokenize_numbers(tokenizer, items: Sequence[StimulusItem], position: str = "
             token magdash prepends itself has the empty span and changes none of these facts).
         items: the stimuli, e.g. ``StimulusSet.items``.
         position: one of :data:`POSITIONS`.
+        encoded: each item's (token ids, offsets) where the caller has them (an extraction's own
+            encoding, :func:`magdash.extraction.tokenize_texts`: a large set takes seconds to
+            tokenize); None: ``tokenizer`` encodes them.
     """
     if position not in POSITIONS:
         raise StimulusError(f"unknown token position {position!r}: use one of {', '.join(POSITIONS)}")
+    if encoded is not None:
+        return [number_tokens(item, ids, offsets, position) for item, (ids, offsets) in zip(items, encoded, strict=True)]
     facts: list[NumberTokens] = []
     for first in range(0, len(items), _TOKENIZE_BATCH):
         batch = items[first:first + _TOKENIZE_BATCH]

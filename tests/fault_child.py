@@ -114,9 +114,9 @@ def main(argv: list[str]) -> int:
             event("as-limit", limit)
         return loaded
 
-    def write_vectors(self, model_id, item_keys, vectors):
+    def write_vectors(self, model_id, item_keys, vectors, norms=None):
         event("write-begin", len(item_keys))
-        written = original_write(self, model_id, item_keys, vectors)
+        written = original_write(self, model_id, item_keys, vectors, norms)
         event("write-end", written)
         return written
 

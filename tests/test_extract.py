@@ -124,10 +124,10 @@ def test_a_fast_device_writes_few_large_shards_and_the_wait_for_the_store_is_cou
     written = []
     original = store.write_vectors
 
-    def slow_write(model_id, keys, vectors):
+    def slow_write(model_id, keys, vectors, norms):
         written.append(len(keys))
         time.sleep(0.2)
-        return original(model_id, keys, vectors)
+        return original(model_id, keys, vectors, norms)
 
     monkeypatch.setattr(store, "write_vectors", slow_write)
     result = extract(loaded, SMALL_SET, store, batch_size=4)

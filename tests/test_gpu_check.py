@@ -70,8 +70,17 @@ def test_a_step_that_raises_is_a_failed_row_and_the_run_goes_on(tmp_path):
 def test_floor_batches_come_back_in_the_items_order():
     check = _gpu_check()
     items = check.paper_stimuli().items[:3]
-    batches = [([items[2].key], np.full((1, 2, 1), 2.0)), ([items[0].key, items[1].key], np.array([[[0.0]] * 2, [[1.0]] * 2]))]
+    batches = [check.NumberVectors([items[2].key], np.full((1, 2, 1), 2.0), None),
+               check.NumberVectors([items[0].key, items[1].key], np.array([[[0.0]] * 2, [[1.0]] * 2]), None)]
     assert check.in_item_order(items, batches)[:, 0, 0].tolist() == [0.0, 1.0, 2.0]
+
+
+def test_norm_errors_are_relative_and_only_for_norms_a_device_computed():
+    check = _gpu_check()
+    vectors = np.array([[[3.0, 4.0]], [[6.0, 8.0]]])
+    batches = [check.NumberVectors(["a", "b"], vectors, np.array([[5.0], [10.0 * (1 + 1e-9)]])),
+               check.NumberVectors(["c"], vectors[:1], None)]
+    assert check.norm_errors(batches) == [pytest.approx(1e-9, rel=1e-6)]
 
 
 @pytest.mark.slow

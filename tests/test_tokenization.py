@@ -106,6 +106,22 @@ def test_token_counts_per_format_on_the_per_digit_tokenizer(tiny):
     assert counts("words") == [(1, "seven"), (1, "twenty-three"), (4, "fifty"), (2, "thousand")]
 
 
+@pytest.mark.parametrize("number_format", ["digits", "words"])
+@pytest.mark.parametrize("position", ["last", "first", "mean"])
+def test_facts_from_an_extractions_encoding_equal_the_tokenizers_own(tiny, number_format, position):
+    """An extraction hands its own encoding over (a BOS it prepends included): the facts must be
+    those the tokenizer alone gives, which a store without them gets later."""
+    from magdash.extraction import tokenize_texts
+
+    stimuli = StimulusSet("s", PAPER_CARRIERS[:3], (1, 7, 23, 150, 1000), number_format)
+    sentences = [item.sentence for item in stimuli.items]
+    for tokenizer in tiny.values():
+        alone = tokenize_numbers(tokenizer, stimuli.items, position)
+        for start in ("tokenizer", "bos:1"):
+            encoded = tokenize_texts(tokenizer, sentences, None, start)
+            assert tokenize_numbers(None, stimuli.items, position, encoded) == alone  # no second encoding
+
+
 def test_number_tokens_from_an_encoding():
     # "There are 1,000 items." as a BPE that splits digits and keeps a lone space token.
     item = make_item(1000, 2, "There are {n} items.", "grouped")

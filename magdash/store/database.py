@@ -390,7 +390,8 @@ class Store:
 
     # -- vectors (continued) -------------------------------------------------------------
 
-    def write_vectors(self, model_id: str, item_keys: Sequence[str], vectors: np.ndarray) -> int:
+    def write_vectors(self, model_id: str, item_keys: Sequence[str], vectors: shards.VectorParts,
+                      norms: np.ndarray | None = None) -> int:
         """Store ``vectors`` (n_items, n_layers, d) for ``item_keys`` as one shard, registered in one
         transaction with the items' completion markers (:mod:`magdash.store.shards`).
 
@@ -401,17 +402,17 @@ class Store:
         Args:
             model_id: the identity of the vectors (the model must be registered).
             item_keys: the stimulus items' keys, one per row of ``vectors``.
-            vectors: (n_items, n_layers, d) number-token vectors.
+            vectors: (n_items, n_layers, d) number-token vectors, or consecutive parts of their rows
+                (an extraction's batches), which are written without being joined first.
+            norms: (n_items, n_layers) float64 L2 norms of the vectors where the caller has them
+                (computed on the GPU that made them); None: computed here.
         """
-        vectors = np.asarray(vectors)
-        if vectors.ndim != 3 or vectors.shape[0] != len(item_keys):
-            raise ValueError("vectors must have shape (len(item_keys), n_layers, d)")
         if not len(item_keys):
             return 0
         self._file.check_writable()  # before the shard is written, not at its registration
         # Items done meanwhile are left out at registration rather than looked up first: that
         # costs a second connection per batch for what only a concurrent extraction causes.
-        with shards.new_shard(self.shards, model_id, item_keys, vectors) as shard:
+        with shards.new_shard(self.shards, model_id, item_keys, vectors, norms) as shard:
             return self._register_shard(model_id, shard)
 
     def register_worker_shard(self, model_id: str, shard: shards.Shard) -> int:

@@ -56,8 +56,8 @@ WORKER_GRACE_S = 3600.0
 WRITE_BATCH_BYTES = 256 << 20
 """The most vectors written as one shard (an import, the migration, an extraction's or a sweep
 worker's batch): large enough that a shard's registration (a DuckDB connection and transaction,
-tens of ms) is a small part of its writing, small enough that the layer-major copy a shard needs
-stays a fraction of the array the caller already holds."""
+tens of ms) is a small part of its writing, small enough that the layer-major copy a shard of
+item-major vectors needs stays a fraction of the array the caller already holds."""
 
 _METADATA_KEY = b"magdash"
 _SUFFIX = ".parquet"
@@ -101,16 +101,34 @@ class Shard:
     registered: bool = field(default=False, compare=False)
 
 
-def _shard_table(model_id: str, item_keys: Sequence[str], vectors: np.ndarray) -> pa.Table:
-    n_items, n_layers, dim = vectors.shape
+VectorParts = np.ndarray | Sequence[np.ndarray]
+"""A shard's vectors: one (n_items, n_layers, d) array, or consecutive parts of its rows (an
+extraction's batches), written side by side without being joined into one array first."""
+
+
+def _as_parts(vectors: VectorParts) -> list[np.ndarray]:
+    parts = [vectors] if isinstance(vectors, np.ndarray) else list(vectors)
+    with np.errstate(over="ignore"):  # a float64 value beyond float32 becomes the Inf that is flagged
+        # As the shard holds them: flags and norms describe it.
+        parts = [np.asarray(part, dtype=np.float32) for part in parts]
+    if not parts or any(part.ndim != 3 or part.shape[1:] != parts[0].shape[1:] for part in parts):
+        raise ValueError("vectors must be (n_items, n_layers, d) arrays of one n_layers and d")
+    return parts
+
+
+def _shard_table(model_id: str, item_keys: Sequence[str], parts: Sequence[np.ndarray]) -> pa.Table:
+    _, n_layers, dim = parts[0].shape
     width = dim * 4
     columns = {"item_key": pa.array(list(item_keys), pa.string())}
     for layer in range(n_layers):
-        # One contiguous copy per layer: a Parquet column needs its values side by side.
-        values = np.ascontiguousarray(vectors[:, layer], dtype="<f4")
-        columns[layer_column(layer)] = pa.Array.from_buffers(
-            pa.binary(width), n_items, [None, pa.py_buffer(values)]
-        )
+        # A Parquet column's values side by side: contiguous already where a part is layer-major
+        # underneath (an extraction's batches), copied otherwise. Parts stay separate chunks,
+        # which Parquet writes into one row group as they are.
+        chunks = []
+        for part in parts:
+            values = np.ascontiguousarray(part[:, layer], dtype="<f4")
+            chunks.append(pa.Array.from_buffers(pa.binary(width), len(part), [None, pa.py_buffer(values)]))
+        columns[layer_column(layer)] = pa.chunked_array(chunks, pa.binary(width))
     description = {"format": SHARD_FORMAT, "model_id": model_id, "n_layers": n_layers, "dim": dim,
                    "dtype": "float32 little-endian"}
     return pa.table(columns).replace_schema_metadata({_METADATA_KEY: json.dumps(description).encode()})
@@ -140,21 +158,27 @@ def _shard_write_error(error: OSError, folder: Path) -> StoreError:
     return StoreError(f"could not write a shard in {where} ({error}); everything stored before is kept")
 
 
-def _write(folder: Path, model_id: str, item_keys: Sequence[str], vectors: np.ndarray, mark: str) -> tuple[Shard, int]:
+def _write(folder: Path, model_id: str, item_keys: Sequence[str], vectors: VectorParts, mark: str,
+           norms: np.ndarray | None) -> tuple[Shard, int]:
     """Write a shard as steps 1-2 of the module's protocol; returns it and its locked descriptor."""
-    with np.errstate(over="ignore"):  # a float64 value beyond float32 becomes the Inf that is flagged
-        vectors = np.asarray(vectors, dtype=np.float32)  # as the shard holds them: flags and norms describe it
-    norms = vector_norms(vectors)
+    parts = _as_parts(vectors)
+    n_items, n_layers = sum(len(part) for part in parts), parts[0].shape[1]
+    if n_items != len(item_keys):
+        raise ValueError("vectors must have one row per item key")
+    if norms is None:
+        norms = np.concatenate([vector_norms(part) for part in parts])
+    elif np.shape(norms) != (n_items, n_layers):
+        raise ValueError(f"norms must have shape ({n_items}, {n_layers}), one per stored vector")
     # A float32 vector's float64 sum of squares cannot overflow, so its norm is finite exactly
     # when every value is: one pass over the batch finds both.
     flagged_rows, flagged_layers = np.nonzero(~np.isfinite(norms))
     with np.errstate(over="ignore"):  # a norm beyond float32's range is kept as the Inf it becomes
-        norms = norms.astype(np.float32)
+        norms = np.asarray(norms).astype(np.float32)
     name, partial, descriptor = _create_locked(folder, model_id, mark)
     final = folder / name
     try:
         pq.write_table(
-            _shard_table(model_id, item_keys, vectors), str(partial), compression="none",
+            _shard_table(model_id, item_keys, parts), str(partial), compression="none",
             use_dictionary=False, write_statistics=False, row_group_size=max(1, len(item_keys)),
         )
         os.fsync(descriptor)
@@ -168,7 +192,7 @@ def _write(folder: Path, model_id: str, item_keys: Sequence[str], vectors: np.nd
             raise _shard_write_error(error, folder) from None
         raise
     shard = Shard(
-        name=name, item_keys=tuple(item_keys), n_layers=vectors.shape[1], dim=vectors.shape[2],
+        name=name, item_keys=tuple(item_keys), n_layers=n_layers, dim=parts[0].shape[2],
         n_bytes=final.stat().st_size, flagged_rows=tuple(flagged_rows.tolist()),
         flagged_layers=tuple(flagged_layers.tolist()), norms=norms,
     )
@@ -197,10 +221,13 @@ def _create_locked(folder: Path, model_id: str, mark: str) -> tuple[str, Path, i
 
 
 @contextmanager
-def new_shard(folder: Path, model_id: str, item_keys: Sequence[str], vectors: np.ndarray) -> Iterator[Shard]:
+def new_shard(folder: Path, model_id: str, item_keys: Sequence[str], vectors: VectorParts,
+              norms: np.ndarray | None = None) -> Iterator[Shard]:
     """Write ``vectors`` (n_items, n_layers, d) as a shard and hold it locked while the caller
-    registers it (setting ``registered``); an unregistered shard is deleted on the way out."""
-    shard, descriptor = _write(folder, model_id, item_keys, vectors, "")
+    registers it (setting ``registered``); an unregistered shard is deleted on the way out.
+    ``norms`` (n_items, n_layers), the vectors' float64 L2 norms where the caller has them
+    (computed on the device that made the vectors), spare the writer a pass over the vectors."""
+    shard, descriptor = _write(folder, model_id, item_keys, vectors, "", norms)
     try:
         yield shard
     finally:
@@ -210,13 +237,14 @@ def new_shard(folder: Path, model_id: str, item_keys: Sequence[str], vectors: np
 
 
 def write_shard(
-    folder: Path, model_id: str, item_keys: Sequence[str], vectors: np.ndarray, *, for_worker: bool = False
+    folder: Path, model_id: str, item_keys: Sequence[str], vectors: VectorParts, *, for_worker: bool = False,
+    norms: np.ndarray | None = None,
 ) -> Shard:
     """Write a shard and release its lock: for a writer that registers it while holding the
     catalog's lock already (the schema migration), or a sweep worker (``for_worker``), which holds
     no catalog and whose driver registers the shard later, so :func:`sweep` spares it for
-    ``WORKER_GRACE_S``."""
-    shard, descriptor = _write(folder, model_id, item_keys, vectors, _WORKER_MARK if for_worker else "")
+    ``WORKER_GRACE_S``. ``norms`` as for :func:`new_shard`."""
+    shard, descriptor = _write(folder, model_id, item_keys, vectors, _WORKER_MARK if for_worker else "", norms)
     os.close(descriptor)
     return shard
 

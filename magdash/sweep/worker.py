@@ -19,8 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from magdash.errors import ModelLoadError
 from magdash.params import ProgressCallback
 from magdash.stimuli import StimulusItem, StimulusSet
@@ -93,7 +91,7 @@ def extract_job(store: Store, plan: SweepPlan, cell: Cell, stimuli: StimulusSet,
 def run_extract_job(job: ExtractJob, progress: ProgressCallback | None = None) -> ExtractOutput:
     """Load the model, extract the job's items and write them as shards; ``progress(done, total)``
     after each batch."""
-    from magdash.extraction import model_record_for, number_vector_batches, token_facts
+    from magdash.extraction import NumberVectors, model_record_for, number_vector_batches, shard_parts, token_facts
     from magdash.sources import load_model
 
     loaded = load_model(
@@ -109,26 +107,24 @@ def run_extract_job(job: ExtractJob, progress: ProgressCallback | None = None) -
     facts, splitting = token_facts(loaded.tokenizer, job.token_items, job.position, with_splitting=job.with_splitting)
     folder = Path(job.shard_folder)
     written: list[shards.Shard] = []
-    keys: list[str] = []
-    parts: list[np.ndarray] = []
+    pending: list[NumberVectors] = []
     done = pending_bytes = 0
 
     def flush() -> None:
         nonlocal pending_bytes
-        if keys:
-            written.append(shards.write_shard(folder, job.model_id, keys, np.concatenate(parts), for_worker=True))
-            keys.clear()
-            parts.clear()
+        if pending:
+            keys, vectors, norms = shard_parts(pending)
+            written.append(shards.write_shard(folder, job.model_id, keys, vectors, for_worker=True, norms=norms))
+            pending.clear()
             pending_bytes = 0
 
     batches = number_vector_batches(
         loaded, job.items, position=job.position, batch_size=job.batch_size, padding_side=job.padding_side
     )
-    for batch_keys, vectors in batches:
-        keys.extend(batch_keys)
-        parts.append(vectors)
-        pending_bytes += vectors.nbytes
-        done += len(batch_keys)
+    for batch in batches:
+        pending.append(batch)
+        pending_bytes += batch.vectors.nbytes
+        done += len(batch.keys)
         if pending_bytes >= shards.WRITE_BATCH_BYTES:
             flush()
         if progress:

@@ -189,10 +189,42 @@ def test_a_float64_value_beyond_float32_is_flagged_as_the_inf_the_shard_holds(st
 
 def test_a_layer_major_batch_becomes_a_shard_without_copying_its_layers(vectors):
     layer_major = np.ascontiguousarray(vectors.transpose(1, 0, 2))
-    table = shards._shard_table("id-1", KEYS, layer_major.transpose(1, 0, 2))
+    table = shards._shard_table("id-1", KEYS, [layer_major.transpose(1, 0, 2)])
     for layer in range(RECORD.n_layers):
         column = table.column(shards.layer_column(layer)).chunk(0)
         assert column.buffers()[1].address == layer_major[layer].ctypes.data
-    row_major = shards._shard_table("id-1", KEYS, vectors)  # each layer gathered into a new buffer
+    row_major = shards._shard_table("id-1", KEYS, [vectors])  # each layer gathered into a new buffer
     assert row_major.column("l1").chunk(0).buffers()[1].address != vectors[:, 1].ctypes.data
     assert row_major.equals(table)
+
+
+def test_batches_are_written_where_they_lie_and_read_back_as_one(store, vectors):
+    """An extraction's batches reach the shard unjoined: each layer-major batch is a chunk of every
+    layer's column (its own memory, no copy), and the shard reads back as the joined vectors."""
+    batches = [np.ascontiguousarray(vectors[rows].transpose(1, 0, 2)) for rows in (slice(0, 3), slice(3, None))]
+    parts = [batch.transpose(1, 0, 2) for batch in batches]
+    table = shards._shard_table("id-1", KEYS, parts)
+    for layer in range(RECORD.n_layers):
+        chunks = table.column(shards.layer_column(layer)).chunks
+        assert [chunk.buffers()[1].address for chunk in chunks] == [batch[layer].ctypes.data for batch in batches]
+    assert store.write_vectors(RECORD.model_id, KEYS, parts) == len(KEYS)
+    np.testing.assert_array_equal(stored(store), vectors)
+
+
+def test_norms_the_device_computed_are_stored_and_flag_as_the_stores_own(store, vectors):
+    vectors[2, 1, 0] = np.nan
+    given = np.linalg.norm(vectors.astype(np.float64), axis=-1) * 1.5  # marked: the store must keep these
+    with shards.new_shard(store.shards, RECORD.model_id, KEYS, vectors, given) as shard:
+        np.testing.assert_allclose(shard.norms, given.astype(np.float32))
+        assert (shard.flagged_rows, shard.flagged_layers) == ((2,), (1,))
+    with shards.new_shard(store.shards, RECORD.model_id, KEYS, vectors) as computed:
+        np.testing.assert_allclose(computed.norms * 1.5, given, rtol=1e-6)
+        assert (computed.flagged_rows, computed.flagged_layers) == ((2,), (1,))
+
+
+def test_norms_of_the_wrong_shape_are_refused_before_any_file_is_written(store, vectors):
+    with pytest.raises(ValueError, match=r"norms must have shape \(8, 3\)"):
+        store.write_vectors(RECORD.model_id, KEYS, vectors, np.ones((len(KEYS), 2)))
+    with pytest.raises(ValueError, match="one row per item key"):
+        store.write_vectors(RECORD.model_id, KEYS[:3], [vectors[:2], vectors[2:4]])
+    assert shards.shard_files(store.shards) == [] and registered(store) == set()
