@@ -18,7 +18,7 @@ page is opened once, as a user who has the dashboard open would have):
 Every request the pages make to a host other than the server is counted and printed: the
 dashboard must work offline. ``--screenshots DIR`` saves a full-page screenshot of every page.
 
-Run: ``python bench/browser.py [--passes 5] [--store PATH] [--first-run] [--screenshots DIR]``.
+Run: ``python bench/browser.py [--passes 5] [--store PATH] [--first-run] [--screenshots DIR] [--width PX]``.
 """
 
 from __future__ import annotations
@@ -238,7 +238,10 @@ def main() -> int:
     parser.add_argument("--store", type=Path, default=None, help="a populated store (default: build one)")
     parser.add_argument("--first-run", action="store_true", help="also time the first-run button on an empty store")
     parser.add_argument("--screenshots", type=Path, default=None, help="save a screenshot of every page here")
+    parser.add_argument("--width", type=int, default=VIEWPORT["width"],
+                        help=f"the browser window's width in px (default {VIEWPORT['width']}; a laptop 1280, a desktop 1920)")
     args = parser.parse_args()
+    VIEWPORT["width"] = args.width
     os.chdir(ROOT)
     if args.screenshots is not None:
         args.screenshots.mkdir(parents=True, exist_ok=True)
