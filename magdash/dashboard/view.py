@@ -20,7 +20,7 @@ from magdash.errors import MagdashError
 from magdash.names import control_name
 from magdash.params import DEFAULT_N_BOOT, parse_band
 from magdash.phase.phase_params import PhaseParams
-from magdash.stimuli import PAPER_SET_NAME
+from magdash.stimuli import default_stimulus_set
 from magdash.store import ModelRecord, default_store_path
 from magdash.variability.analysis_params import AnalysisParams, default_core_layers
 from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH
@@ -218,7 +218,9 @@ def reconcile_view(view: ViewState, inventory: StoreInventory) -> tuple[ViewStat
 
 
 def _preferred_set(sets: Sequence[str]) -> str:
-    return PAPER_SET_NAME if PAPER_SET_NAME in sets else sets[0]
+    """The set shown first: the library's default set (:func:`default_stimulus_set`), else, where
+    the model holds several others, the first (the sidebar offers the rest)."""
+    return default_stimulus_set(sets) or sets[0]
 
 
 def core_band(view: ViewState, record: ModelRecord) -> tuple[int, int]:
