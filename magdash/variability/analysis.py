@@ -82,7 +82,7 @@ from magdash.variability.hypotheses import (
     boundary_sensitivity,
     evaluate_hypotheses,
 )
-from magdash.variability.measures import MEASURES, OUTLIER_RULE_MEASURES, LayerVectors, measure_title
+from magdash.variability.measures import MEASURES, MIN_CARRIERS, OUTLIER_RULE_MEASURES, LayerVectors, measure_title
 from magdash.variability.stimulus_bootstrap import StimulusDraws, draw_stimuli, layer_resamples
 from magdash.variability.tokenization_fits import STRATA_COLUMNS, TOKENIZATION_COLUMNS, tokenization_frames
 
@@ -900,8 +900,8 @@ def _kept_carriers(n_carriers: int, excluded: Sequence[int]) -> list[int]:
     if outside:
         raise AnalysisError(f"--exclude-carrier {outside[0]}: the stimulus set has carriers 0 to {n_carriers - 1}")
     kept = [c for c in range(n_carriers) if c not in excluded]
-    if len(kept) < 2:
-        raise AnalysisError(f"leaving out carriers {list(excluded)} leaves {len(kept)}; V needs at least 2")
+    if len(kept) < MIN_CARRIERS:
+        raise AnalysisError(f"leaving out carriers {list(excluded)} leaves {len(kept)}; V needs at least {MIN_CARRIERS}")
     return kept
 
 

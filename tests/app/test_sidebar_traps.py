@@ -1,0 +1,49 @@
+"""Small traps of the sidebar and the model pickers (issue 39): "Select all" in "Leave out
+carriers" is refused in words, not quietly cut to the first few."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from magdash.dashboard import exclude_refusal
+from magdash.store import Store
+from magdash.variability.measures import MIN_CARRIERS
+from tests.support import open_app, shown, widget
+
+CARRIERS = ("I saw {n} birds.", "She paid {n} coins.", "{n} people came.", "We had {n} days.", "It cost {n} euros.")
+MAGNITUDES = (1, 2, 3, 5, 8, 13, 21, 34)
+
+
+@pytest.fixture(scope="module")
+def five_carriers(tmp_path_factory):
+    path = tmp_path_factory.mktemp("five") / "five.duckdb"
+    arrays = np.random.default_rng(7).normal(size=(len(MAGNITUDES), len(CARRIERS), 4, 8))
+    Store(path).import_arrays("five", arrays, MAGNITUDES, carriers=CARRIERS, stimuli="five-set")
+    return path
+
+
+def test_the_refusal_says_how_many_must_remain():
+    assert exclude_refusal(5, [0, 1, 2]) is None
+    message = exclude_refusal(5, [0, 1, 2, 3, 4])
+    assert f"at least {MIN_CARRIERS} must remain" in message and "leave out at most 3" in message
+    assert "would leave 0" in message
+    assert exclude_refusal(5, [0, 1, 2, 3]) is not None and exclude_refusal(2, []) is None
+
+
+def test_select_all_is_refused_and_leaves_nothing_out(five_carriers, monkeypatch):
+    at = open_app(five_carriers, monkeypatch, query={"boot": "0"})
+    choice = widget(at.sidebar.multiselect, "Leave out carriers")
+    choice.set_value([0, 1, 2, 3, 4]).run()  # what "Select all" hands the callback
+    assert not at.exception
+    errors = [shown(e) for e in at.sidebar.error]
+    assert any("Leaving out 5 of the 5 carriers would leave 0" in e and "at least 2 must remain" in e for e in errors)
+    assert "leave" not in at.query_params
+    assert widget(at.sidebar.multiselect, "Leave out carriers").value == []  # drawn afresh from the view
+    widget(at.sidebar.multiselect, "Leave out carriers").set_value([0, 1, 2]).run()
+    assert not at.exception and at.query_params["leave"] == "0,1,2"
+    assert not [e for e in at.sidebar.error if "carriers" in shown(e)]
+    widget(at.sidebar.multiselect, "Leave out carriers").set_value([0, 1, 2, 3]).run()  # one too many
+    assert any("would leave 1" in shown(e) for e in at.sidebar.error)
+    assert at.query_params["leave"] == "0,1,2"
+    assert widget(at.sidebar.multiselect, "Leave out carriers").value == [0, 1, 2]
