@@ -3,6 +3,8 @@ carriers" is refused in words, not quietly cut to the first few."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -47,3 +49,40 @@ def test_select_all_is_refused_and_leaves_nothing_out(five_carriers, monkeypatch
     assert any("would leave 1" in shown(e) for e in at.sidebar.error)
     assert at.query_params["leave"] == "0,1,2"
     assert widget(at.sidebar.multiselect, "Leave out carriers").value == [0, 1, 2]
+
+
+def test_the_sidebar_shows_the_models_a_first_run_has_completed(tmp_path, monkeypatch):
+    """The inventory is read again when a step of the job finishes (the page is drawn again then:
+    ``JobSnapshot.moved_on_from``), not only when the job ends; Home holds its results back meanwhile."""
+    from magdash.dashboard.jobs import Job
+    from pages.ui.caches import job_registry
+
+    path = tmp_path / "first.duckdb"
+    Store(path, create=True)
+    extracted, stored, finish = threading.Event(), threading.Event(), threading.Event()
+    arrays = np.random.default_rng(8).normal(size=(len(MAGNITUDES), len(CARRIERS), 4, 8))
+
+    def work(context):
+        context.step("extracting five", len(MAGNITUDES) * len(CARRIERS))
+        extracted.wait(60)
+        Store(path).import_arrays("five", arrays, MAGNITUDES, carriers=CARRIERS, stimuli="five-set")
+        context.step("extracting more", 10)
+        stored.set()
+        finish.wait(60)
+        return None, False
+
+    job = job_registry().start(str(path), Job("first run: five and more", work, n_steps=3))
+    try:
+        at = open_app(path, monkeypatch)
+        assert any("holds no complete extraction yet" in shown(i) for i in at.sidebar.info)
+        extracted.set()
+        assert stored.wait(60)
+        at.run()
+        assert not at.exception
+        assert widget(at.sidebar.selectbox, "Model").value == "five"
+        assert not any("holds no complete extraction" in shown(i) for i in at.sidebar.info)
+        assert not [s for s in at.main.subheader if "Results" in shown(s)]  # held back until the run ends
+    finally:
+        finish.set()
+        job.wait(60)
+        job_registry().forget(str(path))
