@@ -75,7 +75,7 @@ def sidebar(context: AppContext) -> None:
         model_key = view_key("model", view.model)
         st.selectbox(
             "Model", models, index=models.index(view.model), key=model_key, on_change=view_setter("model", model_key),
-            format_func=lambda name: f"{name} (random-weight control)" if db.is_control(inventory.records[name]) else name,
+            format_func=inventory.model_label,
         )
         sets = inventory.complete_sets[view.model]
         sets_key = view_key("stimuli", (view.model, view.stimuli))

@@ -86,3 +86,49 @@ def test_the_sidebar_shows_the_models_a_first_run_has_completed(tmp_path, monkey
         finish.set()
         job.wait(60)
         job_registry().forget(str(path))
+
+
+@pytest.fixture(scope="module")
+def with_control(tmp_path_factory):
+    path = tmp_path_factory.mktemp("pair") / "pair.duckdb"
+    rng = np.random.default_rng(9)
+    for name in ("m", "m@random"):
+        Store(path).import_arrays(name, rng.normal(size=(len(MAGNITUDES), len(CARRIERS), 4, 8)), MAGNITUDES,
+                                  carriers=CARRIERS, stimuli="five-set")
+    return path
+
+
+def test_the_model_pickers_mark_controls_and_compare_says_how_to_get_a_base_instruct_pair(with_control, monkeypatch):
+    at = open_app(with_control, monkeypatch, query={"boot": "0"}, page="pages/compare.py")
+    caption = shown(at.main.caption[0])
+    assert not caption.startswith("Base vs instruct")
+    assert "no such pair is built in" in caption and "Hugging Face cache" in caption and "import" in caption
+    assert widget(at.main.selectbox, "Model B").options == ["m@random (random-weight control)"]
+    assert widget(at.sidebar.selectbox, "Model").options == ["m", "m@random (random-weight control)"]
+
+
+def test_a_control_is_never_offered_a_control_of_its_own(with_control, tmp_path):
+    from magdash.dashboard import read_inventory
+
+    inventory = read_inventory(Store(with_control))
+    assert inventory.model_label("m") == "m" and inventory.model_label("m@random") == "m@random (random-weight control)"
+    assert inventory.second_model_example("m") == "its @random control"
+    assert inventory.second_model_example("m@random") == "its trained model, m"
+    note = inventory.control_note("m@random", "five-set", "to compare the curves with the architecture alone")
+    assert note == ("m@random is itself a random-weight control (the architecture alone): choose m in the sidebar to "
+                    "compare the curves with the architecture alone.")
+    assert "@random control" in inventory.control_note("m", "five-set", "to see what it decodes")
+    lone = tmp_path / "lone.duckdb"
+    Store(lone).import_arrays("x@random", np.ones((len(MAGNITUDES), len(CARRIERS), 2, 4)) * np.arange(4),
+                              MAGNITUDES, carriers=CARRIERS, stimuli="five-set")
+    note = read_inventory(Store(lone)).control_note("x@random", "five-set", "to see")
+    assert "extract and choose its trained model, x" in note and "'@random control'" not in note
+
+
+@pytest.mark.parametrize("page", ["pages/depth.py", "pages/probes.py"])
+def test_the_depth_and_probes_pages_offer_a_control_its_trained_model(with_control, monkeypatch, page):
+    at = open_app(with_control, monkeypatch, query={"boot": "0", "model": "m@random"}, page=page)
+    notes = [shown(i) for i in at.main.info]
+    assert any("m@random is itself a random-weight control" in n and "choose m in the sidebar" in n for n in notes)
+    assert not any("No random-weight control of m@random" in n for n in notes)
+    assert not [link for link in at.main.get("page_link") if "Extract the control" in str(link.proto)]
