@@ -123,7 +123,7 @@ def sidebar(context: AppContext) -> None:
                          f"{len(carriers) - MIN_CARRIERS} of these {len(carriers)}: V needs {MIN_CARRIERS}.",
                 )
                 if refusal := st.session_state.pop(EXCLUDE_REFUSAL, None):
-                    st.error(refusal)
+                    st.error(plain(refusal))
         report_button(context)
         for note in context.notes + st.session_state.pop("magdash_link_notes", []):
             st.warning(plain(note))
