@@ -4,11 +4,25 @@ Every mistake a user can make (a missing model, a carrier without ``{n}``, a bad
 spec, an npz without ``per_carrier``) raises a subclass of :class:`MagdashError` whose message
 says what to fix. The CLI turns these into a one-line message and exit status 2; the pages show
 them with ``st.error``. Anything else escaping is a bug.
+
+A message names a parameter as the Python API spells it (``stimuli=``) and lists it in the
+error's ``parameters``; the CLI writes each as its option (``--stimuli``) before printing.
 """
+
+from collections.abc import Sequence
 
 
 class MagdashError(Exception):
-    """A problem with the user's input or environment, with a message that says what to fix."""
+    """A problem with the user's input or environment, with a message that says what to fix.
+
+    Args:
+        message: what went wrong and what to do; a parameter named in it is written ``name=``.
+        parameters: the parameters the message names as ``name=`` (the CLI writes them as options).
+    """
+
+    def __init__(self, message: str = "", *, parameters: Sequence[str] = ()):
+        super().__init__(message)
+        self.parameters = tuple(parameters)
 
 
 class StimulusError(MagdashError):

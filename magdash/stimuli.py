@@ -308,6 +308,20 @@ def paper_set_name(number_format: str = DEFAULT_NUMBER_FORMAT) -> str:
     return PAPER_SET_NAME if number_format == DEFAULT_NUMBER_FORMAT else f"{PAPER_SET_NAME}-{number_format}"
 
 
+def default_stimulus_set(available: Sequence[str]) -> str | None:
+    """The stimulus set an analysis uses when none is named, the one rule of every entry point
+    (the Python API, the CLI, the runs and the dashboard's first view): the paper's set in digits
+    ('paper', what ``extract`` stores by default) when it is among ``available``, else the only
+    set there is; None when there are several others (the caller asks for one) or none.
+
+    Args:
+        available: the complete stimulus sets to choose from (a model's, or those two models share).
+    """
+    if PAPER_SET_NAME in available:
+        return PAPER_SET_NAME
+    return available[0] if len(available) == 1 else None
+
+
 def is_paper_content(stimuli: StimulusSet) -> bool:
     """The paper's 26 magnitudes x 5 carriers, whatever the set is called."""
     return stimuli.content_hash == paper_stimuli().content_hash

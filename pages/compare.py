@@ -11,8 +11,9 @@ ctx = ui.require_data("a comparison")
 view = ctx.view
 st.title("Compare two models")
 st.caption(
-    "Base vs instruct, trained vs its random-weight control, two families: alpha of model A minus "
-    "model B per layer (models of different depth are aligned by gamma = l / L), with a bootstrap "
+    "Trained vs its random-weight control, two families, or a base model vs its instruct tune (no such pair is "
+    "built in: extract both from a local folder or your Hugging Face cache, or import their vectors; "
+    "docs/how-to/your-models.md): alpha of model A minus model B per layer (models of different depth are aligned by gamma = l / L), with a bootstrap "
     "CI that resamples magnitudes jointly. Over A's core layers the mean difference leads, with the interval "
     "and p of the stimulus bootstrap (carriers and magnitudes resampled once for every layer of both models); "
     "the paper's Wilcoxon signed-rank test pairs the core layers, which share their stimuli."
@@ -21,15 +22,15 @@ partners = [name for name in ctx.inventory.models_sharing(view.stimuli) if name 
 if not partners:
     st.info(ui.plain(
         f"{view.model} is the only model with the stimulus set {view.stimuli!r}. Extract a second "
-        "model on it, for example its @random control, to compare."
+        f"model on it, for example {ctx.inventory.second_model_example(view.model)}, to compare."
     ))
     st.page_link("pages/extract.py", label="Extract another model", icon=":material/download:")
     st.stop()
 
-st.markdown(f"Model A: **{ui.plain(view.model)}** (choose it in the sidebar)")
+st.markdown(f"Model A: **{ui.plain(ctx.inventory.model_label(view.model))}** (choose it in the sidebar)")
 other_key = ui.view_key("other", (view.model, view.other))
 st.selectbox("Model B", partners, index=partners.index(view.other), key=other_key,
-             on_change=ui.view_setter("other", other_key))
+             on_change=ui.view_setter("other", other_key), format_func=ctx.inventory.model_label)
 key = db.comparison_key(view, ctx.inventory)
 with st.spinner(ui.plain(f"Comparing {view.model} with {view.other} (first time only; cached in the store)…")):
     ui.comparison_for(key)

@@ -22,11 +22,9 @@ st.caption(
 )
 keys = db.phase_keys(view, ctx.inventory)
 if db.CONTROL_SERIES not in keys:
-    st.info(ui.plain(
-        f"No random-weight control of {view.model} is stored on {view.stimuli!r}: extract it "
-        "(Extract page, '@random control') to compare the curves with the architecture alone."
-    ))
-    st.page_link("pages/extract.py", label="Extract the control", icon=":material/download:")
+    st.info(ui.plain(ctx.inventory.control_note(view.model, view.stimuli, "to compare the curves with the architecture alone")))
+    if not db.is_control(ctx.inventory.record(view.model)):
+        st.page_link("pages/extract.py", label="Extract the control", icon=":material/download:")
 massive = st.radio("Adjusted view", ["drop", "standardise"], format_func=MASSIVE_LABELS.get, horizontal=True,
                    key="depth_massive", help=f"Massive dimension: mean |h_j| above {MASSIVE_RATIO:g}x the median over dimensions")
 adjusted_keys = db.adjusted_phase_keys(keys, massive)

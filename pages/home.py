@@ -3,7 +3,7 @@
 import streamlit as st
 
 from magdash import dashboard as db
-from magdash.dashboard.jobs import first_run_job, first_run_label, first_run_models
+from magdash.dashboard.jobs import first_run_job, first_run_label, first_run_models, is_first_run
 from magdash.errors import MagdashError
 from magdash.presentation import variability_figures as vf
 from magdash.sources.builtin import INSTALL_MODELS, is_installed
@@ -45,8 +45,8 @@ if not ctx.has_data or (started and unfinished):
             ui.show_error(error)
     st.caption("Or extract any model on the Extract page, or with the CLI: `python -m magdash extract --model minilm`.")
 
-if not ctx.has_data:
-    st.stop()
+if not ctx.has_data or (running and is_first_run(job)):
+    st.stop()  # the page is drawn again after each of the first run's steps (the sidebar's models), its results after it
 
 view = ctx.view
 st.subheader(ui.plain(f"Results: {view.model} on {view.stimuli}"))

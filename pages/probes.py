@@ -23,11 +23,9 @@ st.caption(
 )
 keys = dp.probe_keys(view, ctx.inventory)
 if db.CONTROL_SERIES not in keys:
-    st.info(ui.plain(
-        f"No random-weight control of {view.model} is stored on {view.stimuli!r}: extract it "
-        "(Extract page, '@random control') to see what the architecture alone decodes."
-    ))
-    st.page_link("pages/extract.py", label="Extract the control", icon=":material/download:")
+    st.info(ui.plain(ctx.inventory.control_note(view.model, view.stimuli, "to see what the architecture alone decodes")))
+    if not db.is_control(ctx.inventory.record(view.model)):
+        st.page_link("pages/extract.py", label="Extract the control", icon=":material/download:")
 with st.spinner(ui.plain(f"Probing every layer of {view.model} (first time only; cached in the store)…")):
     for key in keys.values():
         for line in ui.probe_for(key).warnings():

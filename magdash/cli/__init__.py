@@ -46,7 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except MagdashError as error:
-        print(f"magdash: error: {error}", file=sys.stderr)
+        from magdash.cli.common import command_line_message
+
+        print(f"magdash: error: {command_line_message(error)}", file=sys.stderr)
         return 2
     except MemoryError:
         print(

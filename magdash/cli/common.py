@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -32,6 +33,25 @@ class ProgressBar:
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
+
+
+def command_line_message(error: MagdashError) -> str:
+    """The error's message as the command line says it: each parameter it names as ``name=``
+    (:attr:`MagdashError.parameters`) written as its option, ``--name`` (a value after it follows
+    the option: ``stimuli='paper'`` becomes ``--stimuli paper``).
+
+    Args:
+        error: the library's error.
+    """
+    message = str(error)
+    for name in getattr(error, "parameters", ()):
+        flag = "--" + name.replace("_", "-")
+        message = re.sub(
+            rf"(?<![\w-]){re.escape(name)}=('[^']*'|\S*)",
+            lambda found, flag=flag: f"{flag} {found.group(1).strip(chr(39))}".rstrip(),
+            message,
+        )
+    return message
 
 
 def add_store_option(parser: argparse.ArgumentParser) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from magdash.errors import MagdashError
+from magdash.names import model_of_control
 from magdash.overflow import nonfinite_warning
 from magdash.sources.gguf import weights_note
 from magdash.store import ModelRecord, Store, nonfinite_counts_in
@@ -50,6 +51,48 @@ class StoreInventory:
     @property
     def is_empty(self) -> bool:
         return not self.records
+
+    def model_label(self, name: str) -> str:
+        """How every model picker shows a stored model: its name, and "(random-weight control)"
+        after a control's, the one home of a model's display name.
+
+        Args:
+            name: the model's name in the store.
+        """
+        record = self.records.get(name)
+        return f"{name} (random-weight control)" if record is not None and is_control(record) else name
+
+    def control_note(self, model: str, stimuli: str, purpose: str) -> str:
+        """What a page says when the view's model has no random-weight control beside it on
+        ``stimuli``: extract its control, or, when the model is a control itself (a control of a
+        control is no reference), choose its trained model.
+
+        Args:
+            model: the view's model.
+            stimuli: the view's stimulus set.
+            purpose: what the control would show, ending the sentence ("to compare the curves with
+                the architecture alone").
+        """
+        record = self.records.get(model)
+        if record is not None and is_control(record):
+            trained = model_of_control(model)
+            choice = (f"choose {trained} in the sidebar" if trained in self.records else
+                      f"extract and choose its trained model, {trained}")
+            return f"{model} is itself a random-weight control (the architecture alone): {choice} {purpose}."
+        return (f"No random-weight control of {model} is stored on {stimuli!r}: extract it (Extract page, "
+                f"'@random control') {purpose}.")
+
+    def second_model_example(self, model: str) -> str:
+        """A model to extract beside ``model`` for a comparison: its @random control, or, when it is a
+        control itself, its trained model (never a control of a control).
+
+        Args:
+            model: the view's model.
+        """
+        record = self.records.get(model)
+        if record is not None and is_control(record):
+            return f"its trained model, {model_of_control(model)}"
+        return "its @random control"
 
     @property
     def usable_models(self) -> list[str]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from magdash.errors import MagdashError
+from magdash.params import DEFAULT_DTYPE
 from magdash.sources.builtin import is_installed
 from magdash.stimuli import StimulusSet, paper_stimuli
 from magdash.store import Store
@@ -60,16 +61,35 @@ class JobSnapshot:
         return min(1.0, (self.step_index + within) / max(self.n_steps, 1))
 
     def progress_text(self) -> str:
-        """"Step 1/3 · extracting minilm: 40/130 · 3 s elapsed · about 7 s left"."""
+        """"Step 1/3 · extracting minilm: 40/130 · 3 s elapsed · about 7 s left in this step".
+
+        The estimate is the current step's (the rate of its reports); when it reaches 0 while
+        the work goes on (the last batch stored, its writes and the next step still to come), the
+        line says "finishing…", never "about 0 s left".
+        """
         parts = []
         if self.n_steps > 1:
             parts.append(f"step {min(self.step_index + 1, self.n_steps)}/{self.n_steps}")
         if self.step:
             parts.append(f"{self.step}: {self.done}/{self.total}" if self.total else self.step)
         parts.append(f"{format_seconds(self.elapsed_s)} elapsed")
-        if self.eta_s is not None and self.state == "running":
-            parts.append(f"about {format_seconds(self.eta_s)} left")
+        if self.state == "running":
+            more_steps = self.step_index + 1 < self.n_steps
+            if (self.total and self.done >= self.total) or (self.eta_s is not None and self.eta_s < 0.5):
+                parts.append("finishing this step…" if more_steps else "finishing…")
+            elif self.eta_s is not None:
+                parts.append(f"about {format_seconds(self.eta_s)} left" + (" in this step" if more_steps else ""))
         return " · ".join(parts)
+
+    def moved_on_from(self, earlier: JobSnapshot) -> bool:
+        """Whether a step finished since ``earlier`` (the job is at a later step, or ended): the
+        store holds what that step wrote (a model's complete extraction, say), so a page drawn
+        from ``earlier`` is drawn again and its sidebar shows it.
+
+        Args:
+            earlier: a snapshot of the same job, taken when the page was drawn.
+        """
+        return self.step_index > earlier.step_index or (self.finished and not earlier.finished)
 
 
 def format_seconds(seconds: float) -> str:
@@ -294,11 +314,11 @@ def extraction_job(store: Store, request: ExtractionRequest, *more: ExtractionRe
     def work(context: JobContext) -> tuple[Any, bool]:
         result = None
         for each in requests:
-            context.step(f"extracting {each.name or each.spec} on {each.stimuli.name}", len(each.stimuli.items))
+            progress = begin_extraction(context, each.spec, each.stimuli, each.dtype, each.name)
             result = extract(
                 each.spec, each.stimuli, store, name=each.name or None, dtype=each.dtype,
                 device=each.device, position=each.position, batch_size=each.batch_size,
-                progress=context.progress, should_stop=context.should_stop,
+                progress=progress, should_stop=context.should_stop,
             )
             if result.cancelled:
                 return result, True
@@ -307,6 +327,7 @@ def extraction_job(store: Store, request: ExtractionRequest, *more: ExtractionRe
     return Job(label or f"extract {request.name or request.spec}", work, n_steps=len(requests))
 
 
+FIRST_RUN = "first run"
 FIRST_RUN_PAIRS = (("minilm", "minilm@random"), ("smollm2", "smollm2@random"))
 """The first run's models with their controls: the built-in encoder and the built-in decoder."""
 
@@ -349,10 +370,8 @@ def run_first_protocol(store: Store, params: AnalysisParams, context: JobContext
     pairs = first_run_pairs()
     models = [name for pair in pairs for name in pair]
     for spec in models:
-        # extract() reports what is stored, then loads the model (seconds: torch, weights,
-        # tokenizer) before its first batch: the step says so instead of sitting at 0/130.
-        context.step(f"loading {spec}, then extracting", len(stimuli.items))
-        result = extract(spec, stimuli, store, progress=_extracting(context, spec), should_stop=context.should_stop)
+        progress = begin_extraction(context, spec, stimuli, DEFAULT_DTYPE)
+        result = extract(spec, stimuli, store, progress=progress, should_stop=context.should_stop)
         if result.cancelled:
             return False
     for spec in models:
@@ -366,15 +385,36 @@ def run_first_protocol(store: Store, params: AnalysisParams, context: JobContext
     return True
 
 
-def _extracting(context: JobContext, spec: str) -> Callable[[int, int], None]:
-    """extract()'s progress callback: the step reads "extracting" from the first batch on."""
+def begin_extraction(context: JobContext, spec: str, stimuli: StimulusSet, dtype: str,
+                     name: str | None = None) -> Callable[[int, int], None]:
+    """Begin an extraction's step and return extract()'s progress callback. extract() reports
+    what is stored, then loads the model before its first batch (seconds; tens of seconds when a
+    GGUF file is converted the first time): until that batch the step says what it is doing
+    ("converting smollm2's GGUF file to float32 (first time only), then extracting smollm2 on
+    paper"), instead of sitting at 0/130 without a word; from it on, "extracting smollm2 on paper".
+
+    Args:
+        context: the job's context.
+        spec: the model spec.
+        stimuli: the stimulus set extracted.
+        dtype: the dtype the model is loaded in (a GGUF conversion is per dtype).
+        name: the name the model is stored under, if not the spec.
+    """
+    from magdash.sources import loading_words, resolve_model
+
+    extracting = f"extracting {name or spec} on {stimuli.name}"
+    try:
+        loading = loading_words(resolve_model(spec), dtype)
+    except MagdashError:  # extract() says what is wrong with the spec
+        loading = f"loading {spec}"
+    context.step(f"{loading}, then {extracting}", len(stimuli.items))
     reports = 0
 
     def progress(done: int, total: int) -> None:
         nonlocal reports
         reports += 1
         if reports == 2:  # the first report is what was already stored, before the model loads
-            context.relabel(f"extracting {spec}")
+            context.relabel(extracting)
         context.progress(done, total)
 
     return progress
@@ -388,4 +428,13 @@ def first_run_job(store: Store, params: AnalysisParams) -> Job:
         finished = run_first_protocol(store, params, context)
         return (models if finished else None), not finished
 
-    return Job(f"first run: {first_run_label()}", work, n_steps=first_run_steps())
+    return Job(f"{FIRST_RUN}: {first_run_label()}", work, n_steps=first_run_steps())
+
+
+def is_first_run(snapshot: JobSnapshot) -> bool:
+    """Whether the job is :func:`first_run_job`'s (Home holds its results back until it ends).
+
+    Args:
+        snapshot: the job's snapshot.
+    """
+    return snapshot.label.startswith(f"{FIRST_RUN}:")

@@ -20,11 +20,11 @@ from magdash.errors import MagdashError
 from magdash.names import control_name
 from magdash.params import DEFAULT_N_BOOT, parse_band
 from magdash.phase.phase_params import PhaseParams
-from magdash.stimuli import PAPER_SET_NAME
+from magdash.stimuli import default_stimulus_set
 from magdash.store import ModelRecord, default_store_path
 from magdash.variability.analysis_params import AnalysisParams, default_core_layers
 from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH
-from magdash.variability.measures import BROWSABLE_MEASURES, PRIMARY_MEASURES
+from magdash.variability.measures import BROWSABLE_MEASURES, MIN_CARRIERS, PRIMARY_MEASURES
 
 MEASURE_CHOICES = BROWSABLE_MEASURES
 """Measures offered in the sidebar: the paper's three plus its two secondary ones."""
@@ -209,16 +209,40 @@ def reconcile_view(view: ViewState, inventory: StoreInventory) -> tuple[ViewStat
         other = control if control in partners else (partners[0] if partners else None)
     exclude = view.exclude
     carriers = inventory.carriers.get(stimuli, ())
-    if exclude and (max(exclude) >= len(carriers) or len(carriers) - len(exclude) < 2):
+    if exclude and (max(exclude) >= len(carriers) or len(carriers) - len(exclude) < MIN_CARRIERS):
         notes.append(f"carriers {', '.join(map(str, exclude))} cannot be left out of {stimuli!r} (carriers 0 to "
-                     f"{len(carriers) - 1}; V needs at least 2 of them); leaving none out")
+                     f"{len(carriers) - 1}; V needs at least {MIN_CARRIERS} of them); leaving none out")
         exclude = ()
     return dataclasses.replace(view, model=model, stimuli=stimuli, core=core, layer=layer, other=other,
                                exclude=exclude), notes
 
 
+def carriers_to_leave_out(n_carriers: int) -> bool:
+    """Whether a stimulus set of ``n_carriers`` has any carrier to spare: the sidebar offers to leave
+    carriers out only then (an analysis keeps :data:`~magdash.variability.measures.MIN_CARRIERS`)."""
+    return n_carriers > MIN_CARRIERS
+
+
+def exclude_refusal(n_carriers: int, exclude: Sequence[int]) -> str | None:
+    """Why leaving ``exclude`` out of a set of ``n_carriers`` carriers cannot be done (None: it can):
+    an analysis needs :data:`~magdash.variability.measures.MIN_CARRIERS` of them to remain.
+
+    Args:
+        n_carriers: the stimulus set's carriers.
+        exclude: the carriers chosen to be left out.
+    """
+    remaining = n_carriers - len(set(exclude))
+    if remaining >= MIN_CARRIERS:
+        return None
+    return (f"Leaving out {len(set(exclude))} of the {n_carriers} carriers would leave {remaining}: V is a spread "
+            f"across carrier sentences, so at least {MIN_CARRIERS} must remain (leave out at most "
+            f"{n_carriers - MIN_CARRIERS}). Nothing was left out.")
+
+
 def _preferred_set(sets: Sequence[str]) -> str:
-    return PAPER_SET_NAME if PAPER_SET_NAME in sets else sets[0]
+    """The set shown first: the library's default set (:func:`default_stimulus_set`), else, where
+    the model holds several others, the first (the sidebar offers the rest)."""
+    return default_stimulus_set(sets) or sets[0]
 
 
 def core_band(view: ViewState, record: ModelRecord) -> tuple[int, int]:

@@ -25,6 +25,7 @@ from magdash.errors import AnalysisError
 from magdash.params import ProgressCallback
 from magdash.runs import rows
 from magdash.runs.cache import CachedKind, keep, lookup, result_key
+from magdash.stimuli import PAPER_SET_NAME, default_stimulus_set
 from magdash.variability.analysis import ANALYSIS_VERSION, AnalysisResult, run_analysis
 from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.compare import ComparisonResult, compare_analyses, comparison_params
@@ -67,7 +68,8 @@ def analyze(
     Args:
         store: the :class:`~magdash.store.Store` holding the model's vectors.
         model: the model's name in the store.
-        stimuli: the stimulus set; None takes the model's only complete one (the store's rule).
+        stimuli: the stimulus set; None takes 'paper' when the model holds it, else its only complete set
+            (:func:`magdash.stimuli.default_stimulus_set`).
         params: every choice of the analysis (:class:`~magdash.variability.analysis.AnalysisParams`).
         use_cache: False recomputes and replaces the cached result.
         progress: called as ``progress(done_layers, total_layers)`` after each layer is measured
@@ -113,31 +115,33 @@ def analyze(
 
 
 def resolve_common_stimuli(store, model_a: str, model_b: str, stimuli: str | None) -> str:
-    """The stimulus set both models have completely: the one asked for, else the only shared one.
+    """The stimulus set both models have completely: the one asked for, else the rule of
+    :func:`magdash.stimuli.default_stimulus_set` over the sets they share ('paper' when both hold
+    it, else the only shared one), the rule :meth:`Store.resolve_stimuli` applies to one model.
 
     Args:
         store: the store holding both models.
         model_a: the first model's name.
         model_b: the second model's name.
-        stimuli: the stimulus set asked for, checked to be complete for both; None takes the only set both hold
-            completely.
+        stimuli: the stimulus set asked for, checked to be complete for both; None takes the default set.
     """
     if stimuli is not None:
         store.resolve_stimuli(model_a, stimuli)
         store.resolve_stimuli(model_b, stimuli)
         return stimuli
     shared = sorted(set(store.stimulus_sets_for(model_a)) & set(store.stimulus_sets_for(model_b)))
-    if len(shared) == 1:
-        return shared[0]
     if not shared:
         raise AnalysisError(
             f"models {model_a!r} and {model_b!r} share no complete stimulus set; extract the same "
             "stimuli for both"
         )
-    raise AnalysisError(
-        f"models {model_a!r} and {model_b!r} share several stimulus sets ({', '.join(shared)}); "
-        "choose one with --stimuli"
-    )
+    chosen = default_stimulus_set(shared)
+    if chosen is None:
+        raise AnalysisError(
+            f"models {model_a!r} and {model_b!r} share several stimulus sets ({', '.join(shared)}) and none is "
+            f"{PAPER_SET_NAME!r}; choose one with stimuli=", parameters=("stimuli",),
+        )
+    return chosen
 
 
 def compare(
@@ -164,7 +168,7 @@ def compare(
         store: the :class:`~magdash.store.Store` holding both models.
         model_a: the model whose alphas the differences start from (its core band is used).
         model_b: the model subtracted.
-        stimuli: the stimulus set both hold; None takes the only one they share.
+        stimuli: the stimulus set both hold; None takes 'paper' when both hold it, else the only one they share.
         params: the analysis parameters of both.
         use_cache: False recomputes the analyses and the comparison.
         progress: called as ``progress(done, total)`` after each measure's comparison (its joint

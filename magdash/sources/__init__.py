@@ -17,7 +17,7 @@ A new kind of source is one module declaring a :class:`SourceKind` and one entry
 """
 
 from magdash.sources.base import ModelSource, SourceKind, sequence_start_rule
-from magdash.sources.loading import LoadedModel, load_model, load_tokenizer, pick_device
+from magdash.sources.loading import LoadedModel, load_model, load_tokenizer, loading_words, pick_device
 from magdash.sources.resolve import (
     KINDS_BY_NAME,
     SOURCE_KINDS,
@@ -29,5 +29,6 @@ from magdash.sources.resolve import (
 
 __all__ = [
     "KINDS_BY_NAME", "SOURCE_KINDS", "LoadedModel", "ModelSource", "SourceKind", "load_model", "load_tokenizer",
+    "loading_words",
     "model_hint", "pick_device", "resolve_model", "sequence_start_rule", "spec_for_source", "spec_from_choice",
 ]

@@ -187,6 +187,17 @@ def find_converted(info: GGUFInfo, cache: Path, transformers_version: str) -> Pa
     return None
 
 
+def is_converted(info: GGUFInfo, dtype: str, cache: Path) -> bool:
+    """Whether :func:`converted_folder` has this file in ``dtype`` already (else loading it converts it first).
+
+    Args:
+        info: the GGUF file.
+        dtype: the dtype it would be loaded in.
+        cache: the model cache.
+    """
+    return (cache / converted_name(info, dtype, transformers_version()) / _COMPLETE).exists()
+
+
 def converted_folder(info: GGUFInfo, dtype: str, cache: Path) -> Path:
     """The model folder of ``info`` dequantized to ``dtype``, converting it on first use.
 

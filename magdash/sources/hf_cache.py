@@ -59,6 +59,6 @@ KIND = SourceKind(
     spec_from_source=lambda value: value,
     choices=cached_repo_ids,
     nothing_to_choose="Your Hugging Face cache holds no models. magdash never downloads: fetch one on a machine "
-                      "with internet (`huggingface-cli download ORG/NAME`), or give a local folder.",
+                      "with internet (`hf download ORG/NAME`, huggingface_hub's command line), or give a local folder.",
 )
-"""Models fetched with ``huggingface-cli download`` on a machine with internet."""
+"""Models fetched with ``hf download`` (huggingface_hub's command line) on a machine with internet."""

@@ -18,7 +18,7 @@ from magdash.errors import ModelLoadError
 from magdash.layers import layer_labels
 from magdash.params import DTYPES
 from magdash.sources.base import ModelSource, sequence_start_rule
-from magdash.sources.gguf import converted_folder, find_converted, model_cache_dir
+from magdash.sources.gguf import converted_folder, find_converted, is_converted, model_cache_dir
 from magdash.sources.resolve import resolve_model
 
 log = logging.getLogger(__name__)
@@ -93,6 +93,20 @@ def find_final_norm(model):
             if module is not None and hasattr(module, "register_forward_pre_hook"):
                 return module
     return None
+
+
+def loading_words(source: ModelSource, dtype: str) -> str:
+    """What loading ``source`` in ``dtype`` does before its first forward pass, for a progress
+    line: "converting <spec>'s GGUF file (first time only)" when its conversion is not cached yet
+    (tens of seconds), else "loading <spec>".
+
+    Args:
+        source: the resolved model.
+        dtype: the dtype it is loaded in.
+    """
+    if source.gguf is not None and not is_converted(source.gguf, dtype, source.model_cache or model_cache_dir()):
+        return f"converting {source.spec}'s GGUF file to {dtype} (first time only)"
+    return f"loading {source.spec}"
 
 
 def load_tokenizer(spec: str | ModelSource, *, trust_remote_code: bool = False):

@@ -31,7 +31,14 @@ import pyarrow as pa
 
 from magdash.errors import StoreError
 from magdash.norm_outliers import OUTLIER_NORM_FACTOR
-from magdash.stimuli import DEFAULT_NUMBER_FORMAT, StimulusSet, check_reserved_name, content_hash
+from magdash.stimuli import (
+    DEFAULT_NUMBER_FORMAT,
+    PAPER_SET_NAME,
+    StimulusSet,
+    check_reserved_name,
+    content_hash,
+    default_stimulus_set,
+)
 from magdash.store import activations, metrics, npz, parquet, shards, tokens
 from magdash.store.connection import StoreFile
 from magdash.store.records import LayerData, ModelRecord
@@ -275,11 +282,13 @@ class Store:
         return sorted(rows["set_name"])
 
     def resolve_stimuli(self, name: str, stimuli: str | None) -> str:
-        """The stimulus set to use: the one asked for, else the model's only complete set.
+        """The stimulus set to use: the one asked for, else the rule of
+        :func:`magdash.stimuli.default_stimulus_set` over the model's complete sets ('paper' when
+        held, else the only one).
 
         Args:
             name: the model's name in the store.
-            stimuli: the set asked for (checked to be complete), or None for the model's only complete set.
+            stimuli: the set asked for (checked to be complete), or None for the default set.
         """
         available = self.stimulus_sets_for(name)
         if stimuli is not None:
@@ -290,13 +299,15 @@ class Store:
                     "extract it first"
                 )
             return stimuli
-        if len(available) == 1:
-            return available[0]
         if not available:
             raise StoreError(f"model {name!r} has no complete stimulus set yet; run extract first")
-        raise StoreError(
-            f"model {name!r} has several stimulus sets ({', '.join(available)}); choose one with --stimuli"
-        )
+        chosen = default_stimulus_set(available)
+        if chosen is None:
+            raise StoreError(
+                f"model {name!r} has several stimulus sets ({', '.join(available)}) and none is "
+                f"{PAPER_SET_NAME!r}; choose one with stimuli=", parameters=("stimuli",),
+            )
+        return chosen
 
     # -- vectors -----------------------------------------------------------------------
 

@@ -82,7 +82,7 @@ from magdash.variability.hypotheses import (
     boundary_sensitivity,
     evaluate_hypotheses,
 )
-from magdash.variability.measures import MEASURES, OUTLIER_RULE_MEASURES, LayerVectors, measure_title
+from magdash.variability.measures import MEASURES, MIN_CARRIERS, OUTLIER_RULE_MEASURES, LayerVectors, measure_title
 from magdash.variability.stimulus_bootstrap import StimulusDraws, draw_stimuli, layer_resamples
 from magdash.variability.tokenization_fits import STRATA_COLUMNS, TOKENIZATION_COLUMNS, tokenization_frames
 
@@ -101,6 +101,18 @@ H4's Spearman and the Wilcoxon tests can reach their level with the layers they 
 out runs at the core layers only (``carrier_alphas`` is NaN elsewhere)."""
 
 FIT_COLUMNS = [f.name for f in dataclasses.fields(ScalingFit)]
+_FITS_STORED = ["measure", "layer", "label", "core", *FIT_COLUMNS]
+FITS_LEAD = ["measure", "layer", "alpha"]
+FITS_TAIL = ["ci_low", "ci_high"]
+"""``AnalysisResult.fits`` opens with :data:`FITS_LEAD` and closes with alpha's interval: pandas
+keeps a wide frame's first and last columns when it elides the middle ones with '...', so
+``print(result.fits)`` in an 80-column terminal shows alpha and its CI."""
+
+
+def _stored_order(fits: pd.DataFrame) -> list[str]:
+    """The fits' columns in the order the cache has always held them (the payload does not change with the display)."""
+    return [*(name for name in _FITS_STORED if name in fits.columns),
+            *(name for name in fits.columns if name not in _FITS_STORED)]
 TOKEN_COLUMNS = ["magnitude", "n_tokens", "kept_id", "kept_text", "n_chars", "n_digits", "uniform"]
 """Per magnitude, :class:`magdash.tokenization.MagnitudeTokens` (``AnalysisResult.tokens``)."""
 NOT_RECORDED = (
@@ -140,8 +152,8 @@ class AnalysisResult:
         core_layers: the core band the hypotheses are tested over.
         params: every choice of the analysis.
         values: measure -> V, (n_layers, n_magnitudes), plus ``on_axis``, ``off_axis`` and ``cv``.
-        fits: one row per (measure, layer): the scaling fit's alpha, CI, Theil-Sen slope, intercept, R², p, SE, points,
-            outliers, label and core.
+        fits: one row per (measure, layer): the scaling fit's alpha first (:data:`FITS_LEAD`), then the layer's
+            label, whether it is core, intercept, R², p, SE, Theil-Sen slope, points and outliers, and alpha's CI last.
         hypotheses: measure -> H1-H4 over the core layers.
         e3: measure -> E3, alpha refitted without the boundary magnitudes.
         e4: E4: on-axis against off-axis alpha.
@@ -199,6 +211,10 @@ class AnalysisResult:
     splits_digits: str = ""  # the model's tokenizer splits digits: "yes", "partly", "no", "" not recorded
     digit_splitting: str = ""  # how, in one line (magdash.tokenization.DigitSplitting.description)
     from_cache: bool = field(default=False, compare=False)
+
+    def __post_init__(self):  # the display's order (FITS_LEAD ... FITS_TAIL)
+        lead, tail = ([name for name in names if name in self.fits.columns] for names in (FITS_LEAD, FITS_TAIL))
+        self.fits = self.fits[[*lead, *(name for name in self.fits.columns if name not in lead + tail), *tail]]
 
     @property
     def n_layers(self) -> int:
@@ -503,7 +519,7 @@ class AnalysisResult:
             "core_layers": self.core_layers,
             "params": self.params,
             "values": self.values,
-            "fits": frame_to_plain(self.fits),
+            "fits": frame_to_plain(self.fits[_stored_order(self.fits)]),  # the cache's order, not the display's
             "hypotheses": self.hypotheses,
             "e3": self.e3,
             "e4": self.e4,
@@ -884,8 +900,8 @@ def _kept_carriers(n_carriers: int, excluded: Sequence[int]) -> list[int]:
     if outside:
         raise AnalysisError(f"--exclude-carrier {outside[0]}: the stimulus set has carriers 0 to {n_carriers - 1}")
     kept = [c for c in range(n_carriers) if c not in excluded]
-    if len(kept) < 2:
-        raise AnalysisError(f"leaving out carriers {list(excluded)} leaves {len(kept)}; V needs at least 2")
+    if len(kept) < MIN_CARRIERS:
+        raise AnalysisError(f"leaving out carriers {list(excluded)} leaves {len(kept)}; V needs at least {MIN_CARRIERS}")
     return kept
 
 

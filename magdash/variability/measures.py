@@ -57,11 +57,15 @@ import numpy as np
 
 from magdash.errors import AnalysisError
 
+MIN_CARRIERS = 2
+"""V is a spread across carrier sentences: an analysis needs at least two of them (so leaving
+carriers out must keep two)."""
+
 # Float64 elements per block of magnitudes (about 32 MB): bounds the temporary copies.
 _BLOCK_ELEMENTS = 4_000_000
 
 
-def _check_layer(x: np.ndarray, min_carriers: int = 2) -> np.ndarray:
+def _check_layer(x: np.ndarray, min_carriers: int = MIN_CARRIERS) -> np.ndarray:
     x = np.asarray(x)
     if x.ndim != 3:
         raise AnalysisError(
@@ -134,7 +138,7 @@ class LayerVectors:
     ``axis`` may pass a precomputed :func:`magnitude_axis`.
     """
 
-    def __init__(self, x: np.ndarray, *, axis: np.ndarray | None = None, min_carriers: int = 2):
+    def __init__(self, x: np.ndarray, *, axis: np.ndarray | None = None, min_carriers: int = MIN_CARRIERS):
         self.x = _check_layer(x, min_carriers)
         self.n_magnitudes, self.n_carriers, self.dim = self.x.shape
         self._given_axis = axis

@@ -49,7 +49,7 @@ import numpy as np
 from magdash.errors import AnalysisError
 from magdash.variability.analysis_params import OUTLIER_FACTOR
 from magdash.variability.fits import MIN_POINTS, index_counts, outlier_mask, percentile_interval, weighted_row_slopes
-from magdash.variability.measures import CarrierMoments, get_measure
+from magdash.variability.measures import MIN_CARRIERS, CarrierMoments, get_measure
 
 # Resamples per chunk are chosen so that a chunk's (resamples, magnitudes, carriers) arrays hold
 # about this many numbers (bounded memory for 1000 magnitudes x 20 carriers).
@@ -100,9 +100,9 @@ def draw_stimuli(n_magnitudes: int, n_carriers: int, n_boot: int, seed: int) -> 
     """
     if n_boot < 1:
         raise AnalysisError(f"the stimulus bootstrap needs at least one resample, got n_boot={n_boot}")
-    if n_magnitudes < 1 or n_carriers < 2:
-        raise AnalysisError(
-            f"the stimulus bootstrap needs magnitudes and at least 2 carriers, got {n_magnitudes} and {n_carriers}")
+    if n_magnitudes < 1 or n_carriers < MIN_CARRIERS:
+        raise AnalysisError(f"the stimulus bootstrap needs magnitudes and at least {MIN_CARRIERS} carriers, got "
+                            f"{n_magnitudes} and {n_carriers}")
     magnitudes = _counts(np.random.default_rng([seed, 0]), n_boot, n_magnitudes)
     carriers = _counts(np.random.default_rng([seed, 1]), n_boot, n_carriers)
     return StimulusDraws(carriers=carriers, magnitudes=magnitudes)

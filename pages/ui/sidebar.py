@@ -14,7 +14,7 @@ from magdash.dashboard import probes_page as dp
 from magdash.errors import MagdashError
 from magdash.presentation import export
 from magdash.variability.conventions import CONVENTION_NAMES
-from magdash.variability.measures import measure_title
+from magdash.variability.measures import MIN_CARRIERS, measure_title
 from pages.ui.caches import comparison_for, controls_for, design_for
 from pages.ui.session import (
     AppContext,
@@ -75,7 +75,7 @@ def sidebar(context: AppContext) -> None:
         model_key = view_key("model", view.model)
         st.selectbox(
             "Model", models, index=models.index(view.model), key=model_key, on_change=view_setter("model", model_key),
-            format_func=lambda name: f"{name} (random-weight control)" if db.is_control(inventory.records[name]) else name,
+            format_func=inventory.model_label,
         )
         sets = inventory.complete_sets[view.model]
         sets_key = view_key("stimuli", (view.model, view.stimuli))
@@ -111,18 +111,41 @@ def sidebar(context: AppContext) -> None:
                             key=boot_key, on_change=view_setter("n_boot", boot_key, int),
                             help="10,000 as in the paper; 0 skips the confidence intervals.")
             carriers = inventory.carriers.get(view.stimuli, ())
-            if len(carriers) > 2:  # V needs two carriers: with two, none can go
+            if db.carriers_to_leave_out(len(carriers)):
                 exclude_key = view_key("exclude", (view.stimuli, view.exclude))
+                # No max_selections: Streamlit's "Select all" would then quietly keep the first few;
+                # a choice leaving too few is refused in words instead (exclude_setter).
                 st.multiselect(
                     "Leave out carriers", list(range(len(carriers))), default=list(view.exclude), key=exclude_key,
-                    format_func=lambda c: f"{c}: {carriers[c]}", max_selections=len(carriers) - 2,
-                    on_change=view_setter("exclude", exclude_key, lambda chosen: tuple(sorted(chosen))),
+                    format_func=lambda c: f"{c}: {carriers[c]}", on_change=exclude_setter(exclude_key, len(carriers)),
                     help="Every analysis leaves these carrier sentences out (analyze --exclude-carrier): for a "
-                         "carrier the warnings say drives a result or holds vectors of outsized norm.",
+                         "carrier the warnings say drives a result or holds vectors of outsized norm. At most "
+                         f"{len(carriers) - MIN_CARRIERS} of these {len(carriers)}: V needs {MIN_CARRIERS}.",
                 )
+                if refusal := st.session_state.pop(EXCLUDE_REFUSAL, None):
+                    st.error(plain(refusal))
         report_button(context)
         for note in context.notes + st.session_state.pop("magdash_link_notes", []):
             st.warning(plain(note))
+
+
+EXCLUDE_REFUSAL = "magdash_exclude_refusal"
+
+
+def exclude_setter(widget_key: str, n_carriers: int):
+    """The "Leave out carriers" callback: the choice becomes the view's, unless it leaves fewer
+    carriers than an analysis needs; then the view keeps its choice, the widget is drawn afresh
+    from it, and the sidebar says why (:func:`magdash.dashboard.exclude_refusal`)."""
+    def callback() -> None:
+        chosen = tuple(sorted(st.session_state[widget_key]))
+        refusal = db.exclude_refusal(n_carriers, chosen)
+        if refusal is None:
+            view_setter("exclude", widget_key, lambda _: chosen)()
+            return
+        st.session_state[EXCLUDE_REFUSAL] = refusal
+        del st.session_state[widget_key]
+
+    return callback
 
 
 def report_button(context: AppContext) -> None:

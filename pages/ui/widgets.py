@@ -200,7 +200,8 @@ def start_job(key: str, job: Job) -> None:
 def job_panel(key: str) -> JobSnapshot | None:
     """Progress of the job running on ``key`` (a store path), redrawn every half second.
 
-    When the job ends, the whole page reruns once, so it shows the new data.
+    When a step of the job finishes, and when the job ends, the whole page reruns once, so it
+    (and its sidebar) shows the new data.
     """
     if message := st.session_state.pop("magdash_job_error", None):
         st.error(plain(message))
@@ -212,6 +213,10 @@ def job_panel(key: str) -> JobSnapshot | None:
     @st.fragment(run_every=0.5 if not snapshot.finished else None)
     def panel() -> None:
         current = job.snapshot()
+        if current.moved_on_from(snapshot) and not current.finished:
+            # A step finished (a model's extraction, say): the whole page is drawn again, so the
+            # sidebar's inventory (keyed by the store's stamp) shows what it stored.
+            st.rerun(scope="app")
         seen = st.session_state.setdefault(SEEN_JOBS_KEY, set())
         if current.finished:
             if id(job) not in seen:

@@ -27,7 +27,7 @@ from magdash.presentation import variability_figures as vf
 from magdash.runs.analysis_runs import analyze, compare
 from magdash.runs.frequency_runs import e5_from_analysis
 from magdash.sources.builtin import BUILTIN_MODELS
-from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES, StimulusSet
+from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES, StimulusSet, paper_stimuli
 from magdash.store import Store
 from magdash.variability.measures import PRIMARY_MEASURES
 from tests.support import ROOT
@@ -273,12 +273,16 @@ def test_a_job_reports_steps_progress_and_its_result():
     assert snapshot.fraction == 1.0
 
 
-def test_the_first_run_says_loading_until_the_first_batch_is_extracted():
+def test_an_extraction_says_loading_until_the_first_batch_is_extracted(monkeypatch):
+    import magdash.sources as sources
+
     steps = []
+    monkeypatch.setattr(sources, "loading_words",
+                        lambda source, dtype: f"converting {source.spec}'s GGUF file to {dtype} (first time only)")
 
     def work(context):
-        context.step("loading minilm, then extracting", 130)
-        progress = jobs._extracting(context, "minilm")
+        progress = jobs.begin_extraction(context, "minilm", paper_stimuli(), "float32")
+        steps.append(job.snapshot().step)
         progress(0, 130)  # what was already stored, reported before the model loads
         steps.append(job.snapshot().step)
         progress(32, 130)  # the first batch
@@ -287,14 +291,39 @@ def test_the_first_run_says_loading_until_the_first_batch_is_extracted():
 
     job = jobs.Job("demo", work)
     snapshot = _run(job)
-    assert steps == ["loading minilm, then extracting", "extracting minilm"]
+    loading = "converting minilm's GGUF file to float32 (first time only), then extracting minilm on paper"
+    assert steps == [loading, loading, "extracting minilm on paper"]
     assert (snapshot.step_index, snapshot.done) == (0, 32)  # one step, renamed
 
 
 def test_progress_text_counts_steps_items_and_time():
     snapshot = jobs.JobSnapshot("x", "running", "extracting minilm", 0, 3, 40, 130, 3.2, 7.4, "")
-    assert snapshot.progress_text() == "step 1/3 · extracting minilm: 40/130 · 3 s elapsed · about 7 s left"
+    assert snapshot.progress_text() == (
+        "step 1/3 · extracting minilm: 40/130 · 3 s elapsed · about 7 s left in this step")
     assert snapshot.fraction == pytest.approx((0 + 40 / 130) / 3)
+    alone = dataclasses.replace(snapshot, n_steps=1)
+    assert alone.progress_text().endswith("3 s elapsed · about 7 s left")
+
+
+@pytest.mark.parametrize(("step_index", "n_steps", "done", "eta", "says"), [
+    (0, 3, 130, 0.0, "finishing this step…"),  # the last batch stored, its writes and two steps to come
+    (2, 3, 130, 0.0, "finishing…"),
+    (0, 1, 120, 0.2, "finishing…"),  # an estimate under half a second is not "about 0 s left"
+    (0, 1, 130, None, "finishing…"),
+])
+def test_progress_text_never_claims_0_s_left_while_work_remains(step_index, n_steps, done, eta, says):
+    snapshot = jobs.JobSnapshot("x", "running", "extracting minilm", step_index, n_steps, done, 130, 9.0, eta, "")
+    text = snapshot.progress_text()
+    assert text.endswith(says) and "0 s left" not in text
+    assert "finishing" not in dataclasses.replace(snapshot, state="done").progress_text()
+
+
+def test_a_page_is_drawn_again_when_a_step_of_its_job_finishes():
+    first = jobs.JobSnapshot("x", "running", "extracting minilm", 0, 10, 40, 130, 3.0, 7.0, "")
+    assert not dataclasses.replace(first, done=90).moved_on_from(first)
+    assert dataclasses.replace(first, step_index=1, done=0).moved_on_from(first)  # minilm is stored
+    assert dataclasses.replace(first, state="done").moved_on_from(first)
+    assert jobs.is_first_run(jobs.first_run_job(None, None).snapshot()) and not jobs.is_first_run(first)
 
 
 @pytest.mark.parametrize(

@@ -290,3 +290,18 @@ def test_a_gguf_transformers_cannot_read_is_refused_with_a_message(smollm2_file,
     info = dataclasses.replace(gguf_info(smollm2_file), path=broken)
     with pytest.raises(ModelLoadError, match="transformers cannot read broken.gguf"):
         gguf._convert(info, "float32", tmp_path)
+
+
+def test_loading_words_say_a_conversion_is_coming_the_first_time_only(smollm2_file, tmp_path):
+    import magdash.sources.gguf as gguf
+    from magdash.sources import loading_words
+
+    source = resolve_model(str(smollm2_file), model_cache=tmp_path)
+    spec = source.spec
+    assert loading_words(source, "float32") == f"converting {spec}'s GGUF file to float32 (first time only)"
+    final = tmp_path / gguf.converted_name(source.gguf, "float32", transformers_version())
+    final.mkdir()
+    (final / "magdash-conversion.json").write_text("{}")
+    assert loading_words(source, "float32") == f"loading {spec}"
+    assert "converting" in loading_words(source, "bfloat16")  # a conversion is per dtype
+    assert loading_words(resolve_model("minilm"), "float32") == "loading minilm"

@@ -18,7 +18,7 @@ from magdash.sources import (
 )
 from magdash.sources.builtin import builtin_model_path
 from tests.sources.test_ollama import fake_ollama
-from tests.support import require_builtin
+from tests.support import ROOT, require_builtin
 
 
 def test_every_kind_declares_what_the_pages_and_the_help_show():
@@ -106,3 +106,16 @@ def test_a_name_too_long_for_the_file_system_is_no_model_not_a_crash(tmp_path, c
         resolve_model("x" * 5000)  # an OSError (name too long) before the registry
     assert main(["extract", "--model", "y" * 5000, "--store", str(tmp_path / "s.duckdb")]) == 2
     assert "no model 'yyy" in capsys.readouterr().err
+
+
+def test_the_hugging_face_hint_names_the_command_line_huggingface_hub_installs():
+    """huggingface_hub 1.0 replaced ``huggingface-cli`` by ``hf``: the hint names what is installed."""
+    from importlib.metadata import entry_points
+
+    from magdash.sources.hf_cache import KIND
+
+    scripts = {entry.name: entry.value for entry in entry_points(group="console_scripts")}
+    assert scripts.get("hf", "").startswith("huggingface_hub")
+    assert "`hf download ORG/NAME`" in KIND.nothing_to_choose
+    for path in [*(ROOT / "magdash").rglob("*.py"), *(ROOT / "docs").rglob("*.md"), ROOT / "README.md"]:
+        assert "huggingface-cli" not in path.read_text(encoding="utf-8"), path
