@@ -43,12 +43,14 @@ class Caveat:
         text: the sentence, without the model's name.
         measures: the measures it concerns (``eucl``, ``proj``, ...); empty: every measure.
         model: the model it concerns ("" when it is not one model's).
+        carrier: the carrier it blames (its index; None: none), which a reader can leave out.
     """
 
     severity: Severity
     text: str
     measures: tuple[str, ...] = ()
     model: str = ""
+    carrier: int | None = None
 
     def concerns(self, measure: str | None = None, models: Iterable[str] | None = None) -> bool:
         """Whether the caveat is about ``measure`` and one of ``models``.

@@ -24,7 +24,7 @@ records = [ctx.inventory.record(name) for name in models]
 results = ui.results_arg(keys)
 key = keys[view.model]
 # One panel: the caveats of every model shown about the selected measure, the most severe in view.
-ui.warnings_panel(ui.analysis_caveats(*keys.values()), view.measure, list(keys), hint=ui.LEAVE_OUT_HINT)
+ui.warnings_panel(ui.analysis_caveats(*keys.values()), view.measure, list(keys))
 
 ui.figure(vf.weber_figure, results, view.measure, db.depth_axis(records), name=f"weber-window-{view.measure}")
 

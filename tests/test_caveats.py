@@ -7,7 +7,7 @@ from magdash.caveats import Caveat, Severity, about, lines, ranked
 from magdash.dashboard.warnings_panel import panel
 
 NOTE_ALL = Caveat(Severity.NOTE, "a note of every measure", (), "a")
-CAUTION_EUCL = Caveat(Severity.CAUTION, "V_eucl leans on a carrier", ("eucl",), "a")
+CAUTION_EUCL = Caveat(Severity.CAUTION, "V_eucl leans on a carrier", ("eucl",), "a", carrier=3)
 SERIOUS_PROJ = Caveat(Severity.SERIOUS, "V_proj is a sink's", ("proj",), "b")
 CAUTION_B = Caveat(Severity.CAUTION, "b's layers 3-4 hold Inf/NaN", (), "b")
 NOTE_PROJ_EUCL = Caveat(Severity.NOTE, "V_eucl and V_proj differ", ("eucl", "proj"), "a")
@@ -41,3 +41,4 @@ def test_the_panel_shows_the_most_severe_and_folds_the_rest_with_a_count():
     notes_only = panel([NOTE_ALL], "residual")
     assert notes_only.shown == () and notes_only.fold_label == "1 note"  # a note is context: never in view
     assert not panel(ALL, "residual", ["c"]) and not panel([])
+    assert panel(ALL, "eucl").blames_a_carrier and not panel(ALL, "proj").blames_a_carrier  # carrier 3's is V_eucl's

@@ -37,6 +37,11 @@ class WarningsPanel:
         more = "more " if self.shown else ""
         return f"{count} {more}note{'' if count == 1 else 's'}"
 
+    @property
+    def blames_a_carrier(self) -> bool:
+        """Whether a caveat of the panel blames a carrier (one a reader can leave out)."""
+        return any(caveat.carrier is not None for caveat in (*self.shown, *self.folded))
+
     def __bool__(self) -> bool:
         return bool(self.shown or self.folded)
 

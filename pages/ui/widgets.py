@@ -115,12 +115,11 @@ def analysis_caveats(*keys: db.AnalysisKey) -> list[Caveat]:
 LEAVE_OUT_HINT = "To leave a carrier out of every analysis: the sidebar's Analysis settings, Leave out carriers."
 
 
-def warnings_panel(caveats: Iterable[Caveat], measure: str | None = None, models: Sequence[str] | None = None,
-                   hint: str | None = None) -> None:
+def warnings_panel(caveats: Iterable[Caveat], measure: str | None = None, models: Sequence[str] | None = None) -> None:
     """The page's one warnings panel, above its first chart: the caveats about ``measure`` and
     ``models`` (:func:`magdash.dashboard.warnings_panel.panel`), the most severe in view (serious: an
-    error box, caution: a warning box), the rest folded in one expander that counts them; ``hint``
-    below, as a caption, when there is anything to show."""
+    error box, caution: a warning box), the rest folded in one expander that counts them; where one
+    blames a carrier, how to leave it out."""
     found = warnings_panel_of(caveats, measure, models)
     if not found:
         return
@@ -132,8 +131,8 @@ def warnings_panel(caveats: Iterable[Caveat], measure: str | None = None, models
             for caveat in found.folded:
                 word = "" if caveat.severity <= Severity.NOTE else f"**{caveat.severity.name.lower()}**: "
                 st.markdown(f"- {word}{plain(caveat.line())}")
-    if hint:
-        st.caption(hint)
+    if found.blames_a_carrier:
+        st.caption(LEAVE_OUT_HINT)
 
 
 def store_to_write(ctx: AppContext, what: str, *, create: bool = False) -> Store:

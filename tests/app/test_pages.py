@@ -248,7 +248,7 @@ def test_the_weber_panel_shows_the_selected_measure_s_caveats_most_severe_first(
     selected, V_proj's is not shown anywhere, the caution stands in view and the note is folded."""
     planted = {
         "proj": Caveat(Severity.SERIOUS, "PLANTED-PROJ: a sink enters V_proj", ("proj",), "planted"),
-        "eucl": Caveat(Severity.CAUTION, "PLANTED-EUCL: V_eucl rests on carrier 1", ("eucl",), "planted"),
+        "eucl": Caveat(Severity.CAUTION, "PLANTED-EUCL: V_eucl rests on carrier 1", ("eucl",), "planted", 1),
         "all": Caveat(Severity.NOTE, "PLANTED-ALL: a note of every measure", (), "planted@random"),
     }
     monkeypatch.setattr(AnalysisResult, "caveats",
@@ -260,8 +260,10 @@ def test_the_weber_panel_shows_the_selected_measure_s_caveats_most_severe_first(
     assert not [e for e in at.main.error if "PLANTED" in shown(e)]
     [fold] = [e for e in at.main.expander if e.label == "1 more note"]
     assert "planted@random: PLANTED-ALL" in "\n".join(shown(m) for m in fold.markdown)
+    assert any("Leave out carriers" in shown(c) for c in at.main.caption)  # the caution blames carrier 1
     at = open_app(imported, monkeypatch, query={"measure": "proj", "boot": "100"}, page="pages/weber.py")
     assert [shown(e) for e in at.main.error if "PLANTED" in shown(e)] == ["planted: PLANTED-PROJ: a sink enters V_proj"]
     assert "PLANTED-EUCL" not in texts(at)  # V_eucl's caution is about a measure not shown
     [fold] = [e for e in at.main.expander if e.label == "1 more note"]
     assert "PLANTED-ALL" in "\n".join(shown(m) for m in fold.markdown)
+    assert not any("Leave out carriers" in shown(c) for c in at.main.caption)  # no caveat shown blames a carrier

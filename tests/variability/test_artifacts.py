@@ -132,6 +132,7 @@ def test_a_carrier_inside_the_uncertainty_is_not_a_warning_and_one_beyond_it_is(
     assert "carrier 4" in line and "by more than its CI half-width" in line and "and changes its sign" in line
     [caveat] = [c for c in loud.caveats() if "V_eucl: leaving out" in c.text]
     assert caveat.severity == Severity.CAUTION and caveat.measures == ("eucl",) and caveat.model == "planted"
+    assert caveat.carrier == 4
 
 
 def test_without_an_interval_the_carrier_check_is_a_note_not_a_verdict():
@@ -140,7 +141,8 @@ def test_without_an_interval_the_carrier_check_is_a_note_not_a_verdict():
     [note] = [c for c in result.caveats() if "not judged" in c.text]
     assert note.severity == Severity.NOTE and set(note.measures) == set(PARAMS.measures)
     # The sink is still the serious caveat, of every measure, first in the lines.
-    assert result.caveats()[0].severity == Severity.SERIOUS and result.caveats()[0].measures == ()
+    sink = result.caveats()[0]
+    assert (sink.severity, sink.measures, sink.carrier) == (Severity.SERIOUS, (), SINK_CARRIER)
     assert result.warnings()[0].startswith("planted: carrier 2")
 
 
