@@ -27,10 +27,9 @@ if db.CONTROL_SERIES not in keys:
     if not db.is_control(ctx.inventory.record(view.model)):
         st.page_link("pages/extract.py", label="Extract the control", icon=":material/download:")
 with st.spinner(ui.plain(f"Probing every layer of {view.model} (first time only; cached in the store)…")):
-    for key in keys.values():
-        for line in ui.probe_for(key).warnings():
-            st.warning(ui.plain(line), icon=":material/warning:")
+    caveats = [caveat for key in keys.values() for caveat in ui.probe_for(key).caveats()]
 results = ui.results_arg(keys)
+ui.warnings_panel(caveats)
 left, right = st.columns(2)
 target = left.radio("Read-out", list(dp.probe_params(view).targets), format_func=pf.TARGET_LABELS.get,
                     horizontal=True, key="probe_target",

@@ -16,7 +16,7 @@ st.caption(
     "(Weber's law), alpha = 0 constant noise; the paper finds alpha slightly below 0."
 )
 key = ui.analysed(ctx)
-ui.warn_artifacts(key)
+ui.warnings_panel(ui.analysis_caveats(key), view.measure, [view.model])
 
 layer = ui.layer_picker(ctx)
 carriers = st.toggle("Show the carriers' own distances", value=True, key="sc_carriers",

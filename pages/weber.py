@@ -23,7 +23,8 @@ with st.spinner(ui.plain(f"Analysing {len(keys)} model(s) on {view.stimuli} (fir
 records = [ctx.inventory.record(name) for name in models]
 results = ui.results_arg(keys)
 key = keys[view.model]
-ui.warn_artifacts(*keys.values())  # every model's verdict is in the table below
+# One panel: the caveats of every model shown about the selected measure, the most severe in view.
+ui.warnings_panel(ui.analysis_caveats(*keys.values()), view.measure, list(keys))
 
 ui.figure(vf.weber_figure, results, view.measure, db.depth_axis(records), name=f"weber-window-{view.measure}")
 
@@ -35,8 +36,6 @@ st.caption(ui.plain(
     "majority of the trained models; each @random control stands beside its model as a reference, not a vote."
 ))
 ui.table(vf.verdict_table, results, view.measure, name=f"verdicts-{view.measure}")
-for warning in ui.analysis_for(key).checks.warnings():  # the paper's consistency checks
-    st.warning(ui.plain(f"{view.model}: {warning}"))
 
 st.subheader(ui.plain(f"Coefficient of variation ({view.model})"))
 ui.figure(vf.cv_figure, key, name=f"cv-{view.model}")

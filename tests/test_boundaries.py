@@ -103,7 +103,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("magdash/errors.py", "magdash/jsonio.py", "magdash/params.py", "magdash/formatting.py",
               "magdash/layers.py", "magdash/names.py", "magdash/environment.py", "magdash/overflow.py",
               "magdash/norm_outliers.py", "magdash/output_files.py", "magdash/stimuli.py", "magdash/tokenization.py",
-              "magdash/significance.py")),
+              "magdash/significance.py", "magdash/caveats.py")),
     ("store", ("magdash/store/",)),
     ("statistics", ("magdash/variability/", "magdash/frequency/", "magdash/phase/", "magdash/controls/",
                     "magdash/probes/")),

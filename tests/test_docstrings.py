@@ -58,6 +58,9 @@ PUBLIC: dict[str, str | None] = {
     # the result types
     "magdash.variability.analysis.AnalysisResult": None,
     "magdash.variability.hypotheses.HypothesisResult": None,
+    "magdash.caveats.Caveat": None,
+    "magdash.caveats.Severity": None,
+    "magdash.variability.artifacts.CarrierInfluence": None,
     "magdash.variability.compare.ComparisonResult": None,
     "magdash.phase.diagnostics.PhaseResult": None,
     "magdash.controls.robustness.ControlsResult": None,

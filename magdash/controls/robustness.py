@@ -14,9 +14,9 @@ The controls (run over a store and cached by :func:`magdash.runs.controls_runs.r
 Each control gives a one-line :class:`Verdict` over the core band: ``problem`` True, False, or
 None when it could not be judged (e.g. no variant stored). The rules:
 
-- carriers: a problem when, without some carrier, the mean core alpha has the other sign than
-  with all of them or moves by more than the result's CI half-width (the analysis's own rule,
-  :func:`magdash.variability.artifacts.carrier_influence`); ICC: mean core ICC below 0.5 (poor agreement, Koo & Li 2016);
+- carriers: a problem when, without some carrier, the mean core alpha moves by more than the
+  result's CI half-width, a change of sign counting only then (the analysis's own rule,
+  :func:`magdash.variability.artifacts.carrier_influence`); not judged without CIs; ICC: mean core ICC below 0.5 (poor agreement, Koo & Li 2016);
 - permutation: a problem when the permutation p is above ``significance`` at a majority of the
   core layers (alpha cannot be told from shuffled magnitudes); not judged when ``n_perm``
   permutations cannot give a p below ``significance`` at all (19 or fewer at 0.05);
@@ -53,7 +53,7 @@ from magdash.overflow import count_nonfinite
 from magdash.params import ProgressCallback
 from magdash.significance import can_reach, unreachable_note
 from magdash.variability.analysis import AnalysisResult
-from magdash.variability.artifacts import MIN_LOO_CARRIERS, carrier_influence, leave_one_carrier_out
+from magdash.variability.artifacts import MIN_LOO_CARRIERS, leave_one_carrier_out
 from magdash.variability.compare import ComparisonResult
 from magdash.variability.html_summary import html_summary
 from magdash.variability.measures import OUTLIER_RULE_MEASURES, measure_title
@@ -315,20 +315,20 @@ class ControlsResult:
             verdicts.append(Verdict("carriers", measure, None,
                                     f"leave-one-carrier-out needs at least {MIN_LOO_CARRIERS} carriers"))
         else:
-            # The analysis's own rule (magdash.variability.artifacts): the sign changes, or the mean
-            # moves by more than the result's CI half-width.
-            half_width = self.analysis.core_half_width(measure)
-            drivers = [item for item in carrier_influence(full, half_width, list(loo["mean_core_alpha_without"]))
-                       if item.drives]
+            # The analysis's own rule (magdash.variability.artifacts): the mean core alpha without the
+            # carrier moves by more than the result's CI half-width; a change of sign counts only then.
+            influences = self.analysis.carrier_influence(measure, list(loo["mean_core_alpha_without"]))
+            drivers = [item for item in influences if item.drives]
             low, high = loo["mean_core_alpha_without"].min(), loo["mean_core_alpha_without"].max()
             span = f"mean core alpha {_fmt(full)} with all {len(loo)} carriers, {_fmt(low)} to {_fmt(high)} without one"
-            if not drivers:
-                verdicts.append(Verdict("carriers", measure, False, f"no single carrier drives the result: {span}"))
-            else:
-                which = ", ".join(
-                    f"{item.carrier} ({'the sign changes' if item.sign_differs else 'moves by more than the CI half-width ' + _fmt(half_width)})"
-                    for item in drivers)
+            if drivers:
+                which = ", ".join(f"{item.carrier} ({_fmt(item.mean_without)}: moves {item.how()})" for item in drivers)
                 verdicts.append(Verdict("carriers", measure, True, f"the result rests on carrier {which}: {span}"))
+            elif not any(item.judged for item in influences):
+                verdicts.append(Verdict("carriers", measure, None,
+                                        f"not judged without the core layers' CIs (n_boot = 0): {span}"))
+            else:
+                verdicts.append(Verdict("carriers", measure, False, f"no single carrier drives the result: {span}"))
         core_icc = self.tables.icc.loc[self.tables.icc["core"], "icc"].to_numpy(dtype=np.float64)
         if np.isfinite(core_icc).any():
             mean_icc = float(np.nanmean(core_icc))

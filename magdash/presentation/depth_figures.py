@@ -20,6 +20,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from magdash.caveats import Caveat, Severity
 from magdash.errors import AnalysisError
 from magdash.formatting import fixed, format_number, layer_span
 from magdash.phase.diagnostics import PhaseResult, Transition, depth_fraction, layer_frame
@@ -668,18 +669,22 @@ def spectrum_caveat(fit) -> str | None:
     return None
 
 
-def spectrum_caveats(results: Mapping[str, PhaseResult]) -> str | None:
-    """One sentence naming every layer without a usable Marchenko–Pastur fit (None if every fit is usable)."""
+def spectrum_caveats(results: Mapping[str, PhaseResult]) -> list[Caveat]:
+    """A caution naming every layer without a usable Marchenko–Pastur fit (none if every fit is usable).
+
+    Args:
+        results: series name -> depth diagnostics: the trained model first, then its ``@random`` control when there is
+            one.
+    """
     trained = _trained(results)
     layers = [item.layer for item in trained.layers if spectrum_caveat(item.spectrum)]
     if not layers:
-        return None
-    return (
+        return []
+    return [Caveat(Severity.CAUTION, (
         f"Marchenko–Pastur fit not usable at layer(s) {layer_span(layers)} of {trained.model}: the fit did not "
         "converge (no sigma², edge or spike count is reported) or called more than a quarter of the non-zero "
         "eigenvalues spikes (the threshold needs many more vectors than dimensions). Spike counts there are not "
-        "evidence of a 'solid' regime."
-    )
+        "evidence of a 'solid' regime."))]
 
 
 def rank_figure(results: Mapping[str, PhaseResult]) -> alt.LayerChart:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from magdash.caveats import Caveat, Severity, lines
 from magdash.errors import AnalysisError
 from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
 from magdash.overflow import nonfinite_warning
@@ -264,22 +265,29 @@ class ProbeResult:
         return (int(best.iloc[0]) if len(best) else None), sorted(int(layer) for layer in band)
 
     def warnings(self) -> list[str]:
-        """Layers left out for Inf/NaN vectors; layers whose probes chose the grid's smallest penalty."""
+        """Layers left out for Inf/NaN vectors; layers whose probes chose the grid's smallest penalty
+        (:meth:`caveats` as lines, most severe first)."""
+        return lines(self.caveats())
+
+    def caveats(self) -> list[Caveat]:
+        """What to know before reading the probes (:mod:`magdash.caveats`): layers left out for Inf/NaN
+        vectors (a caution), layers whose probes chose the grid's smallest ridge penalty (a note)."""
         name = self.model or "the model"
         total = self.magnitudes.size * self.n_carriers
-        lines = []
+        found = []
         warning = nonfinite_warning(name, self.nonfinite_layers, total)
         if warning:
-            lines.append(warning.replace("every fit and diagnostic", "every probe"))
+            text = warning.replace("every fit and diagnostic", "every probe").removeprefix(f"{name}: ")
+            found.append(Caveat(Severity.CAUTION, text, (), name))
         if not self.scores.empty:
             real = self.scores[self.scores["task"] == "real"]
             floor = real[real["alpha_at_floor"] > FLOOR_SHARE]
             if not floor.empty:
-                lines.append(
-                    f"{name}: the probes chose the grid's smallest ridge penalty ({self.params.alphas[0]:g}) in most "
+                found.append(Caveat(Severity.NOTE, (
+                    f"the probes chose the grid's smallest ridge penalty ({self.params.alphas[0]:g}) in most "
                     f"folds at layer(s) {ranges(floor['layer'].unique().tolist())}: they may want less "
-                    "regularisation than the grid offers; add smaller alphas")
-        return lines
+                    "regularisation than the grid offers; add smaller alphas"), (), name))
+        return found
 
     # -- output -------------------------------------------------------------------------
 

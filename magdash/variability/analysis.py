@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from magdash.caveats import Caveat, Severity, lines, ranked
 from magdash.errors import AnalysisError
 from magdash.formatting import format_number, layer_span
 from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
@@ -225,14 +226,18 @@ class AnalysisResult:
                 f"core_layers={self.core_layers}, measures={self.params.measures})")
 
     def warnings(self) -> list[str]:
-        """What the reader must know before trusting the numbers: flagged Inf/NaN layers, outlier
-        vectors, carriers that drive a measure's result, points the outlier rule dropped, and
-        the paper's consistency checks that tripped."""
+        """What the reader must know before trusting the numbers, most severe first, one line each
+        named by the model: :meth:`caveats` as lines."""
+        return lines(self.caveats())
+
+    def caveats(self) -> list[Caveat]:
+        """What the reader must know before trusting the numbers (:class:`magdash.caveats.Caveat`, with
+        the severities of :mod:`magdash.caveats`): flagged Inf/NaN layers, the artifact checks
+        (:meth:`artifact_caveats`) and the paper's consistency checks that tripped, in that order."""
         name = self.model or "the model"
         warning = nonfinite_warning(name, self.nonfinite_layers)
-        lines = [warning] if warning else []
-        lines += [f"{name}: {line}" for line in self.artifact_warnings()]
-        return lines + [f"{name}: {line}" for line in self.checks.warnings()]
+        found = [Caveat(Severity.CAUTION, warning.removeprefix(f"{name}: "), (), name)] if warning else []
+        return found + self.artifact_caveats() + self.checks.caveats(name)
 
     def carrier_label(self, carrier: int) -> str:
         """How the warnings name a carrier: its index and sentence.
@@ -244,34 +249,51 @@ class AnalysisResult:
         return f"carrier {carrier} ({sentence!r})"
 
     def artifact_warnings(self) -> list[str]:
-        """The artifact checks of :mod:`magdash.variability.artifacts`, one line each."""
-        lines = []
+        """The artifact checks of :mod:`magdash.variability.artifacts`, one line each, most severe first
+        (:meth:`artifact_caveats`' texts)."""
+        return [caveat.text for caveat in ranked(self.artifact_caveats())]
+
+    def artifact_caveats(self) -> list[Caveat]:
+        """The artifact checks of :mod:`magdash.variability.artifacts` as caveats of this model: outlier
+        vectors (serious, every measure), a carrier that drives a measure's result (caution), points the
+        outlier rule dropped (a note), and a note when leaving one carrier out could not be judged."""
+        name = self.model or "the model"
+        found = []
         by_carrier: dict[int, list[OutlierVector]] = {}
         for item in self.outlier_vectors:
             by_carrier.setdefault(item.carrier, []).append(item)
         for carrier, items in sorted(by_carrier.items()):
             ratio = max(item.norm_ratio for item in items)
-            lines.append(f"{self.carrier_label(carrier)}: " + outsized_warning(
+            found.append(Caveat(Severity.SERIOUS, f"{self.carrier_label(carrier)}: " + outsized_warning(
                 [i.magnitude for i in items], [i.layer for i in items], ratio,
-                f"--exclude-carrier {carrier} leaves that carrier out"))
+                f"--exclude-carrier {carrier} leaves that carrier out"), (), name, carrier))
+        unjudged = []
         for measure in self.params.measures:
-            for influence in self.carrier_influence(measure):
+            title = MEASURES[measure].title
+            influences = self.carrier_influence(measure)
+            if influences and not any(item.judged for item in influences):
+                unjudged.append(measure)
+            for influence in influences:
                 if not influence.drives:
                     continue
-                how = "changes the sign" if influence.sign_differs else (
-                    f"moves it by more than its CI half-width {influence.half_width:.3g}")
-                lines.append(
-                    f"{MEASURES[measure].title}: leaving out {self.carrier_label(influence.carrier)} moves the mean core "
-                    f"alpha from {influence.mean_all:.3g} to {influence.mean_without:.3g} ({how}): the result rests on "
-                    f"that carrier (--exclude-carrier {influence.carrier})")
+                found.append(Caveat(Severity.CAUTION, (
+                    f"{title}: leaving out {self.carrier_label(influence.carrier)} moves the mean core alpha from "
+                    f"{influence.mean_all:.3g} to {influence.mean_without:.3g} ({influence.how()}): the result rests on "
+                    f"that carrier (--exclude-carrier {influence.carrier})"), (measure,), name, influence.carrier))
             dropped = self.dropped_points(measure)
             if dropped:
                 magnitudes = sorted({m for ms in dropped.values() for m in ms})
-                lines.append(
-                    f"{MEASURES[measure].title}: the {self.params.outlier_factor:g}x-median outlier rule dropped "
+                found.append(Caveat(Severity.NOTE, (
+                    f"{title}: the {self.params.outlier_factor:g}x-median outlier rule dropped "
                     f"magnitude(s) {ranges(magnitudes)} at core layer(s) {ranges(dropped)} "
-                    f"(up to {max(len(ms) for ms in dropped.values())} of {self.magnitudes.size} points a layer)")
-        return lines
+                    f"(up to {max(len(ms) for ms in dropped.values())} of {self.magnitudes.size} points a layer)"),
+                    (measure,), name))
+        if unjudged:
+            found.append(Caveat(Severity.NOTE, (
+                f"{', '.join(MEASURES[m].title for m in unjudged)}: whether one carrier drives the result is not "
+                "judged without the core layers' CIs (n_boot = 0 or bootstrap_layers = 'none')"),
+                tuple(unjudged), name))
+        return found
 
     def dropped_points(self, measure: str) -> dict[int, list[int]]:
         """Core layer -> the magnitudes the outlier rule left out of ``measure``'s fit there.
@@ -303,21 +325,25 @@ class AnalysisResult:
         widths = ((rows["ci_high"] - rows["ci_low"]) / 2).to_numpy(dtype=np.float64)
         return float(np.nanmean(widths)) if np.isfinite(widths).any() else math.nan
 
-    def carrier_influence(self, measure: str) -> list[CarrierInfluence]:
-        """Leave-one-carrier-out over the core layers, with the rule of
-        :func:`magdash.variability.artifacts.carrier_influence`; empty below 3 carriers.
+    def carrier_influence(self, measure: str, means_without: Sequence[float] | None = None) -> list[CarrierInfluence]:
+        """Leave-one-carrier-out over the core layers, judged by the one rule of
+        :func:`magdash.variability.artifacts.carrier_influence` against :meth:`core_half_width`; empty below
+        3 carriers.
 
         Args:
             measure: a measure's name (``eucl``, ``residual``, ``proj``, ...:
                 :data:`magdash.variability.measures.MEASURES`).
+            means_without: the mean core alpha without each carrier, when computed elsewhere (the
+                controls); None: from ``carrier_alphas``.
         """
-        alphas = self.carrier_alphas.get(measure)
-        if alphas is None or alphas.size == 0:
-            return []
-        core = alphas[self.core_layers]
-        means = [float(np.nanmean(core[:, c])) if np.isfinite(core[:, c]).any() else math.nan
-                 for c in range(core.shape[1])]
-        return carrier_influence(self.hypotheses[measure].mean_alpha, self.core_half_width(measure), means)
+        if means_without is None:
+            alphas = self.carrier_alphas.get(measure)
+            if alphas is None or alphas.size == 0:
+                return []
+            core = alphas[self.core_layers]
+            means_without = [float(np.nanmean(core[:, c])) if np.isfinite(core[:, c]).any() else math.nan
+                             for c in range(core.shape[1])]
+        return carrier_influence(self.hypotheses[measure].mean_alpha, self.core_half_width(measure), means_without)
 
     def alphas(self, measure: str) -> np.ndarray:
         """OLS alpha per layer for ``measure`` (NaN where there is no fit).

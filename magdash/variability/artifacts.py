@@ -7,10 +7,19 @@ which the store also applies to the norms it records as vectors are written.
 
 **A carrier that drives the result.** Leave-one-carrier-out: for each carrier c the measures are
 recomputed on the other C - 1 carriers and alpha refitted with the measure's point rules (no
-bootstrap; needs C >= 3). Carrier c drives a measure's result when, over the core layers, the
-mean alpha without it has the other sign than the mean alpha with all carriers, or differs
-from it by more than the result's bootstrap half-width: the mean over the core layers of each
-layer's (ci_high - ci_low) / 2. Without CIs (``n_boot = 0``) only the sign counts.
+bootstrap; needs C >= 3). The one rule for when leaving a carrier out matters, against the
+estimate's own uncertainty: carrier c drives a measure's result when the mean core alpha without
+it differs from the mean core alpha with every carrier by more than the result's bootstrap
+half-width, the mean over the core layers of each layer's (ci_high - ci_low) / 2 (the
+uncertainty of alpha from the layer's own points). A change of sign counts only when it passes
+the same rule: 0.00137 -> -0.0000944 with a half-width of 0.01 is noise around 0, not a carrier's
+doing. Without CIs (``n_boot = 0``) the check is not judged (:attr:`CarrierInfluence.judged`),
+never decided by the sign alone.
+
+The yardstick is not the mean core alpha's stimulus-bootstrap interval: that bootstrap resamples
+the carriers, so its interval already holds the carrier's influence (a draw of C carriers lacks a
+given one with probability (1 - 1/C)^C, a third at C = 5), and a carrier that alone makes the
+result would stay inside it.
 """
 
 from __future__ import annotations
@@ -87,7 +96,17 @@ def leave_one_carrier_out(
 
 @dataclass(frozen=True)
 class CarrierInfluence:
-    """What leaving out one carrier does to a measure's mean core alpha."""
+    """What leaving out one carrier does to a measure's mean core alpha.
+
+    Attributes:
+        carrier: the carrier's index.
+        mean_without: the mean core alpha without it.
+        mean_all: the mean core alpha with every carrier.
+        half_width: the result's bootstrap half-width (NaN: no CIs, nothing is judged).
+        sign_differs: whether ``mean_without`` has the other sign than ``mean_all`` (a description:
+            it counts only with ``drives``).
+        drives: the rule of the module docstring: ``mean_without`` is more than ``half_width`` from ``mean_all``.
+    """
 
     carrier: int
     mean_without: float
@@ -96,13 +115,23 @@ class CarrierInfluence:
     sign_differs: bool
     drives: bool
 
+    @property
+    def judged(self) -> bool:
+        """Whether the rule could be applied: both means and the half-width are numbers."""
+        return all(math.isfinite(v) for v in (self.mean_without, self.mean_all, self.half_width))
+
+    def how(self) -> str:
+        """What leaving the carrier out does, in words (for a carrier that drives the result)."""
+        sign = ", and changes its sign" if self.sign_differs else ""
+        return f"by more than its CI half-width {self.half_width:.3g}{sign}"
+
 
 def carrier_influence(mean_all: float, half_width: float, means_without: Sequence[float]) -> list[CarrierInfluence]:
     """The rule of the module docstring, for every carrier.
 
     Args:
         mean_all: the mean core alpha with every carrier.
-        half_width: the result's bootstrap half-width (NaN: no CIs, only the sign counts).
+        half_width: the result's bootstrap half-width (NaN: no CIs, nothing is judged).
         means_without: the mean core alpha without each carrier, in carrier order.
     """
     rows = []
@@ -110,6 +139,5 @@ def carrier_influence(mean_all: float, half_width: float, means_without: Sequenc
         usable = math.isfinite(without) and math.isfinite(mean_all)
         sign_differs = bool(usable and np.sign(without) != np.sign(mean_all))
         moved = bool(usable and math.isfinite(half_width) and abs(without - mean_all) > half_width)
-        rows.append(CarrierInfluence(carrier, float(without), float(mean_all), float(half_width),
-                                     sign_differs, sign_differs or moved))
+        rows.append(CarrierInfluence(carrier, float(without), float(mean_all), float(half_width), sign_differs, moved))
     return rows

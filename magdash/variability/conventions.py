@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from magdash.caveats import Caveat, Severity
 from magdash.errors import AnalysisError
 
 MAGDASH = "magdash"
@@ -132,23 +133,30 @@ class ConsistencyChecks:
     raw_proj: float
 
     def warnings(self) -> list[str]:
-        lines = []
+        """The checks that tripped, one line each (:meth:`caveats`' texts)."""
+        return [caveat.text for caveat in self.caveats()]
+
+    def caveats(self, model: str = "") -> list[Caveat]:
+        """The checks that tripped, as caveats of ``model`` (:mod:`magdash.caveats`): OLS leaning on a few
+        magnitudes is a caution about V_eucl; the measures' differences are notes about the two measures.
+
+        Args:
+            model: the model the checks are of ("" when not named).
+        """
+        found = []
         if self.ols_theil_sen >= OLS_THEIL_SEN_LIMIT:
-            lines.append(
+            found.append(Caveat(Severity.CAUTION, (
                 f"V_eucl: mean |OLS - Theil-Sen| alpha is {self.ols_theil_sen:.3f} (>= {OLS_THEIL_SEN_LIMIT}): "
-                "the OLS exponents lean on a few magnitudes; read the Theil-Sen slopes too"
-            )
+                "the OLS exponents lean on a few magnitudes; read the Theil-Sen slopes too"), ("eucl",), model))
         if self.raw_residual >= RAW_RESIDUAL_LIMIT:
-            lines.append(
+            found.append(Caveat(Severity.NOTE, (
                 f"mean core alpha of V_eucl and V_residual differ by {self.raw_residual:.3f} "
-                f"(>= {RAW_RESIDUAL_LIMIT}): sentence identity shapes the raw exponent"
-            )
+                f"(>= {RAW_RESIDUAL_LIMIT}): sentence identity shapes the raw exponent"), ("eucl", "residual"), model))
         if self.raw_proj >= RAW_PROJ_LIMIT:
-            lines.append(
+            found.append(Caveat(Severity.NOTE, (
                 f"mean core alpha of V_eucl and V_proj differ by {self.raw_proj:.3f} "
-                f"(>= {RAW_PROJ_LIMIT}): variability on the magnitude axis scales unlike the whole"
-            )
-        return lines
+                f"(>= {RAW_PROJ_LIMIT}): variability on the magnitude axis scales unlike the whole"), ("eucl", "proj"), model))
+        return found
 
 
 def _mean_of_finite(values: Sequence[float]) -> float:

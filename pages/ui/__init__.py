@@ -44,6 +44,7 @@ from pages.ui.session import (
 from pages.ui.sidebar import setup
 from pages.ui.widgets import (
     analysed,
+    analysis_caveats,
     figure,
     job_panel,
     layer_picker,
@@ -56,12 +57,12 @@ from pages.ui.widgets import (
     start_job,
     store_to_write,
     table,
-    warn_artifacts,
+    warnings_panel,
 )
 
 __all__ = [
-    "AppContext", "analysed", "analysis_for", "build_navigation", "cached", "comparison_for", "compute", "context", "controls_for", "design_for", "end_run",
+    "AppContext", "analysed", "analysis_caveats", "analysis_for", "build_navigation", "cached", "comparison_for", "compute", "context", "controls_for", "design_for", "end_run",
     "figure", "frequency_source_for", "frequency_sources_for", "job_panel", "job_registry", "layer_for", "phase_for", "probe_for",
     "layer_picker", "login_gate", "nothing_to_show", "plain", "require_data", "require_store", "results_arg", "say", "setup", "show_error", "source_choices",
-    "start_job", "store_for", "store_to_write", "table", "tokenizer_for", "update_view", "view_key", "view_setter", "warn_artifacts",
+    "start_job", "store_for", "store_to_write", "table", "tokenizer_for", "update_view", "view_key", "view_setter", "warnings_panel",
 ]

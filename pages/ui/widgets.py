@@ -7,14 +7,16 @@ strings go into widgets, tables or Markdown escaped by :func:`plain`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from magdash import dashboard as db
+from magdash.caveats import Caveat, Severity
 from magdash.dashboard.jobs import Job, JobSnapshot, format_seconds
+from magdash.dashboard.warnings_panel import panel as warnings_panel_of
 from magdash.errors import MagdashError, NoStoreError, ReadOnlyStoreError
 from magdash.formatting import MISSING, P_FORMAT, column_label, is_p_column
 from magdash.presentation import export
@@ -105,16 +107,32 @@ def nothing_to_show(context: AppContext, what: str) -> None:
     right.page_link("pages/extract.py", label="Extract a model", icon=":material/download:")
 
 
-def warn_artifacts(*keys: db.AnalysisKey) -> None:
-    """The artifact warnings of each analysis (outlier vectors, a carrier that drives the result,
-    points the outlier rule dropped), where their numbers are shown."""
-    shown_any = False
-    for key in keys:
-        for line in analysis_for(key).artifact_warnings():
-            st.warning(plain(f"{key.model}: {line}"), icon=":material/warning:")
-            shown_any = True
-    if shown_any:
-        st.caption("To leave a carrier out of every analysis: the sidebar's Analysis settings, Leave out carriers.")
+def analysis_caveats(*keys: db.AnalysisKey) -> list[Caveat]:
+    """Every caveat of the analyses of ``keys`` (:meth:`magdash.variability.analysis.AnalysisResult.caveats`)."""
+    return [caveat for key in keys for caveat in analysis_for(key).caveats()]
+
+
+LEAVE_OUT_HINT = "To leave a carrier out of every analysis: the sidebar's Analysis settings, Leave out carriers."
+
+
+def warnings_panel(caveats: Iterable[Caveat], measure: str | None = None, models: Sequence[str] | None = None) -> None:
+    """The page's one warnings panel, above its first chart: the caveats about ``measure`` and
+    ``models`` (:func:`magdash.dashboard.warnings_panel.panel`), the most severe in view (serious: an
+    error box, caution: a warning box), the rest folded in one expander that counts them; where one
+    blames a carrier, how to leave it out."""
+    found = warnings_panel_of(caveats, measure, models)
+    if not found:
+        return
+    for caveat in found.shown:
+        box = st.error if caveat.severity >= Severity.SERIOUS else st.warning
+        box(plain(caveat.line()), icon=":material/warning:")
+    if found.folded:
+        with st.expander(found.fold_label):
+            for caveat in found.folded:
+                word = "" if caveat.severity <= Severity.NOTE else f"**{caveat.severity.name.lower()}**: "
+                st.markdown(f"- {word}{plain(caveat.line())}")
+    if found.blames_a_carrier:
+        st.caption(LEAVE_OUT_HINT)
 
 
 def store_to_write(ctx: AppContext, what: str, *, create: bool = False) -> Store:

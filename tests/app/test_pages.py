@@ -11,9 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from magdash.caveats import Caveat, Severity
 from magdash.dashboard.jobs import first_run_label
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.store import Store
+from magdash.variability.analysis import AnalysisResult
 from pages import ui
 from tests.support import (
     ROOT,
@@ -219,8 +221,8 @@ def test_scaling_and_weber_name_a_sink_carrier_and_the_sidebar_leaves_it_out(tmp
     Store(path).import_arrays("sinky", arrays, PAPER_MAGNITUDES, carriers=PAPER_CARRIERS, stimuli="paper")
     boot = {"boot": "100"}
 
-    def sink_warnings(at) -> list[str]:
-        return [shown(w) for w in at.main.warning if "norm over 10x" in shown(w)]
+    def sink_warnings(at) -> list[str]:  # a sink is serious: an error box, in view
+        return [shown(w) for w in at.main.error if "norm over 10x" in shown(w)]
 
     for page in ("pages/scaling.py", "pages/weber.py"):
         at = open_app(path, monkeypatch, query=boot, page=page)
@@ -238,3 +240,30 @@ def test_scaling_and_weber_name_a_sink_carrier_and_the_sidebar_leaves_it_out(tmp
     assert any("carriers 9 cannot be left out of 'paper'" in shown(w) for w in at.sidebar.warning)
     at.switch_page("pages/scaling.py").run()
     assert len(sink_warnings(at)) == 1 and "leave" not in at.query_params
+
+
+@pytest.mark.slow
+def test_the_weber_panel_shows_the_selected_measure_s_caveats_most_severe_first(imported, monkeypatch):
+    """Planted caveats: a serious one of V_proj, a caution of V_eucl, a note of every measure. With V_eucl
+    selected, V_proj's is not shown anywhere, the caution stands in view and the note is folded."""
+    planted = {
+        "proj": Caveat(Severity.SERIOUS, "PLANTED-PROJ: a sink enters V_proj", ("proj",), "planted"),
+        "eucl": Caveat(Severity.CAUTION, "PLANTED-EUCL: V_eucl rests on carrier 1", ("eucl",), "planted", 1),
+        "all": Caveat(Severity.NOTE, "PLANTED-ALL: a note of every measure", (), "planted@random"),
+    }
+    monkeypatch.setattr(AnalysisResult, "caveats",
+                        lambda self: [c for c in planted.values() if c.model == self.model])
+    at = open_app(imported, monkeypatch, query={"measure": "eucl", "boot": "100"}, page="pages/weber.py")
+    assert "PLANTED-PROJ" not in texts(at)
+    assert [shown(w) for w in at.main.warning if "PLANTED" in shown(w)] == [
+        "planted: PLANTED-EUCL: V_eucl rests on carrier 1"]
+    assert not [e for e in at.main.error if "PLANTED" in shown(e)]
+    [fold] = [e for e in at.main.expander if e.label == "1 more note"]
+    assert "planted@random: PLANTED-ALL" in "\n".join(shown(m) for m in fold.markdown)
+    assert any("Leave out carriers" in shown(c) for c in at.main.caption)  # the caution blames carrier 1
+    at = open_app(imported, monkeypatch, query={"measure": "proj", "boot": "100"}, page="pages/weber.py")
+    assert [shown(e) for e in at.main.error if "PLANTED" in shown(e)] == ["planted: PLANTED-PROJ: a sink enters V_proj"]
+    assert "PLANTED-EUCL" not in texts(at)  # V_eucl's caution is about a measure not shown
+    [fold] = [e for e in at.main.expander if e.label == "1 more note"]
+    assert "PLANTED-ALL" in "\n".join(shown(m) for m in fold.markdown)
+    assert not any("Leave out carriers" in shown(c) for c in at.main.caption)  # no caveat shown blames a carrier

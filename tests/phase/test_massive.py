@@ -105,7 +105,8 @@ def test_a_capped_marchenko_pastur_fit_reports_no_fit_no_count_no_edge_and_says_
     assert "sigma² =" not in spec and "bulk edge lambda+" not in spec and "spike(s) above" not in spec
     fitted = json.dumps(df.spectrum_figure({"trained": result}, 1).to_dict(), ensure_ascii=False)
     assert "sigma² = 0.2240" in fitted and "MP bulk edge lambda+" in fitted and "0 spike(s) above" in fitted
-    assert df.spectrum_caveats({"trained": result}).startswith("Marchenko–Pastur fit not usable at layer(s) 0 ")
+    [caveat] = df.spectrum_caveats({"trained": result})
+    assert caveat.text.startswith("Marchenko–Pastur fit not usable at layer(s) 0 ")
 
 
 def test_a_fit_calling_most_eigenvalues_spikes_is_not_drawn_as_a_bulk_with_spikes():

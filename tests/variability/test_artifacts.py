@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from magdash.caveats import Severity
 from magdash.errors import AnalysisError
 from magdash.norm_outliers import OUTLIER_NORM_FACTOR
 from magdash.params import ranges
@@ -90,10 +91,59 @@ def test_the_dropped_points_are_said_with_their_magnitudes():
 
 
 def test_the_carrier_rule_by_hand():
-    rows = carrier_influence(0.10, 0.05, [0.12, 0.20, -0.01, math.nan])
-    assert [(r.sign_differs, r.drives) for r in rows] == [(False, False), (False, True), (True, True), (False, False)]
+    """One rule: the mean without the carrier is more than the half-width from the full mean; a sign flip
+    counts only then."""
+    rows = carrier_influence(0.10, 0.05, [0.12, 0.20, -0.01, 0.0501, 0.04, math.nan])
+    assert [(r.sign_differs, r.drives) for r in rows] == [
+        (False, False), (False, True), (True, True), (False, False), (False, True), (False, False)]
+    assert rows[1].how() == "by more than its CI half-width 0.05"
+    assert rows[2].how() == "by more than its CI half-width 0.05, and changes its sign"
+    # The issue's case: 0.00137 -> -0.0000944 changes the sign by 0.00147, inside a half-width of 0.01: noise.
+    [noise] = carrier_influence(0.00137, 0.01, [-0.0000944])
+    assert noise.sign_differs and not noise.drives and noise.judged
+    [beyond] = carrier_influence(0.00137, 0.01, [-0.0150])  # the same flip, 0.0164 away: beyond it
+    assert beyond.sign_differs and beyond.drives
     no_ci = carrier_influence(0.10, math.nan, [0.5, -0.5])
-    assert [r.drives for r in no_ci] == [False, True]  # without CIs only the sign counts
+    assert [(r.drives, r.judged) for r in no_ci] == [(False, False), (False, False)]  # no CIs: never by the sign
+
+
+def test_a_carrier_inside_the_uncertainty_is_not_a_warning_and_one_beyond_it_is():
+    """Planted: V_eucl flat in n in every carrier (true alpha 0: the mean core alpha's sign is noise); then
+    carrier 4 alone spreads as n^1 at every layer, which the others do not."""
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(5, MAGNITUDES.size, len(PAPER_CARRIERS), 16))
+
+    def with_tilt(tilt: float) -> AnalysisResult:
+        layers = base.copy()
+        layers[:, :, 4] *= (MAGNITUDES ** tilt)[None, :, None]
+        return analyse(layers)
+
+    quiet = with_tilt(0.0)
+    influences = quiet.carrier_influence("eucl")
+    flips = [item for item in influences if item.sign_differs]
+    assert flips, "the planted noise around 0 changes the sign without some carrier"
+    assert all(abs(item.mean_without - item.mean_all) < item.half_width for item in flips)
+    assert not [i for i in influences if i.drives]  # the old rule (any sign change) flagged them
+    assert not [line for line in quiet.artifact_warnings() if "leaving out" in line]
+    loud = with_tilt(1.0)
+    assert [item.carrier for item in loud.carrier_influence("eucl") if item.drives] == [4]
+    [line] = [line for line in loud.artifact_warnings() if "V_eucl: leaving out" in line]
+    # Without carrier 4 the mean falls back to about 0, so its sign changes too: beyond the half-width, that counts.
+    assert "carrier 4" in line and "by more than its CI half-width" in line and "and changes its sign" in line
+    [caveat] = [c for c in loud.caveats() if "V_eucl: leaving out" in c.text]
+    assert caveat.severity == Severity.CAUTION and caveat.measures == ("eucl",) and caveat.model == "planted"
+    assert caveat.carrier == 4
+
+
+def test_without_an_interval_the_carrier_check_is_a_note_not_a_verdict():
+    result = analyse(planted(), AnalysisParams(n_boot=0))
+    assert not [i for m in PARAMS.measures for i in result.carrier_influence(m) if i.drives]
+    [note] = [c for c in result.caveats() if "not judged" in c.text]
+    assert note.severity == Severity.NOTE and set(note.measures) == set(PARAMS.measures)
+    # The sink is still the serious caveat, of every measure, first in the lines.
+    sink = result.caveats()[0]
+    assert (sink.severity, sink.measures, sink.carrier) == (Severity.SERIOUS, (), SINK_CARRIER)
+    assert result.warnings()[0].startswith("planted: carrier 2")
 
 
 def test_the_outlier_mask_and_ranges_by_hand():

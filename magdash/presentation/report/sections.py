@@ -330,8 +330,7 @@ def depth_section(depth: Mapping[str, PhaseResult], dropped: Mapping[str, PhaseR
     (named ``label``)."""
     name = next(iter(depth.values())).model
     notes = [df.phase_sentence(depth, dropped), df.massive_sentence(depth)]
-    if caveat := df.spectrum_caveats(depth):
-        notes.append(caveat)
+    notes += [caveat.line() for caveat in df.spectrum_caveats(depth)]
     return ReportSection(
         f"Depth diagnostics: {name}",
         text=notes,
