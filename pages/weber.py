@@ -25,7 +25,7 @@ results = ui.results_arg(keys)
 key = keys[view.model]
 ui.warn_artifacts(*keys.values())  # every model's verdict is in the table below
 
-ui.figure(vf.weber_figure, results, view.measure, db.depth_axis(records), name=f"weber-window-{view.measure}")
+ui.figure(vf.weber_figure, results, view.measure, db.depth_axis(records), ctx.inventory.registered, name=f"weber-window-{view.measure}")
 
 st.subheader("Hypotheses across models")
 st.caption(ui.plain(
