@@ -1280,10 +1280,18 @@ def noise_figure(result: AnalysisResult, measure: str) -> alt.LayerChart:
 
 
 def noise_table(result: AnalysisResult, measure: str) -> pd.DataFrame:
-    """AICc of the four noise models at every core layer of one measure."""
+    """AICc of the four noise models at every core layer of one measure.
+
+    What decides comes first (AICc, its difference to the best, the Akaike weight), the fitted
+    parameters after. Narrow enough for the page: the noise model's label holds its formula, the
+    core layers are blocks (their index says them), and every fit has the same number of points
+    (the magnitudes).
+    """
     frame = noise_frame(result)
     frame = frame[(frame["measure"] == measure) & frame["core"]]
-    return frame.drop(columns=["measure", "core", "model"]).reset_index(drop=True)
+    frame = frame.drop(columns=["measure", "core", "model", "label", "formula", "n_points"], errors="ignore")
+    leading = [c for c in ("layer", "model_label", "aicc", "delta_aicc", "weight") if c in frame]
+    return frame.loc[:, [*leading, *(c for c in frame.columns if c not in leading)]].reset_index(drop=True)
 
 
 def e3_figure(result: AnalysisResult) -> alt.LayerChart:

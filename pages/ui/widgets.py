@@ -88,10 +88,15 @@ def column_config(frame: pd.DataFrame) -> dict[str, Any]:
     for column in frame.columns:
         label = column_label(column)
         floats = pd.api.types.is_float_dtype(frame[column])
+        # A column sized from its first rows, all empty, cut the numbers below them ("-0.04"):
+        # a float column with gaps gets a width of its own.
+        width = {"width": "small"} if floats and frame[column].isna().any() else {}
         if is_p_column(column) and floats:
-            config[column] = st.column_config.NumberColumn(label, format=P_FORMAT)
+            config[column] = st.column_config.NumberColumn(label, format=P_FORMAT, **width)
         elif floats and needs_wide_format(frame[column]):
-            config[column] = st.column_config.NumberColumn(label, format=WIDE_FORMAT)
+            config[column] = st.column_config.NumberColumn(label, format=WIDE_FORMAT, **width)
+        elif width:
+            config[column] = st.column_config.NumberColumn(label, **width)
         elif label != column:
             config[column] = st.column_config.Column(label)
     return config

@@ -97,6 +97,8 @@ def test_the_post_norm_layer_is_named_on_a_depth_fraction_axis(result):  # noqa:
 
 def test_numbers_spanning_decades_are_formatted_to_fit_a_cell(result):  # noqa: F811
     table = vf.noise_table(result, "eucl")
+    assert list(table.columns[:5]) == ["layer", "model_label", "aicc", "delta_aicc", "weight"]  # what decides, first
+    assert not {"formula", "label", "n_points"} & set(table.columns)  # in the label, the index, the magnitudes
     table.loc[0, "weight"] = 1.234e-33  # what a far-behind noise model gets
     assert needs_wide_format(table["weight"]) and not needs_wide_format(table["delta_aicc"].clip(upper=1e3))
     assert max(len(WIDE_FORMAT % value) for value in table["weight"]) <= 10
