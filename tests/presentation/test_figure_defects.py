@@ -1,6 +1,7 @@
 """The figure defects of issue 39 (the pages as a researcher reads them), each on the spec or the
-rendered chart: the container's autosize, log scales without zero, the token colours against the fit
-line, legends not cut, stable model colours, the post-norm layer named, wide numbers formatted."""
+rendered chart: log scales without zero, the token colours against the fit line, legends not cut,
+stable model colours, the post-norm layer named, wide numbers formatted (the container's autosize
+is checked on the pages: tests/app/test_pages.py)."""
 
 from __future__ import annotations
 
@@ -103,7 +104,3 @@ def test_numbers_spanning_decades_are_formatted_to_fit_a_cell(result):  # noqa: 
     assert needs_wide_format(table["weight"]) and not needs_wide_format(table["delta_aicc"].clip(upper=1e3))
     assert max(len(WIDE_FORMAT % value) for value in table["weight"]) <= 10
     assert not needs_wide_format([np.nan, 0.0, 0.5])
-
-
-def test_charts_fill_the_column_with_the_plot_at_its_own_height():
-    assert style.CONTAINER_AUTOSIZE == {"type": "fit-x", "contains": "padding"}
