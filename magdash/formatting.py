@@ -124,6 +124,22 @@ P_FORMAT = "%.2e"
 """printf format of a p-value column in the app's tables: always scientific notation."""
 
 
+WIDE_FORMAT = "%.3g"
+"""printf format of a float column whose values span many decades (an Akaike weight of 1e-33 beside
+0.36): three significant digits, in scientific notation where needed, where a fixed format wrote
+"0.000000000..." and the cell cut it."""
+
+
+def needs_wide_format(values: Any) -> bool:
+    """Whether a column of floats holds a value a table's fixed format cannot show in a cell: a
+    nonzero value under 1e-4 or one of 1e7 or more in magnitude."""
+    import numpy as np  # formatting is imported where numpy is not yet
+
+    numbers = np.asarray(values, dtype=np.float64)
+    numbers = np.abs(numbers[np.isfinite(numbers) & (numbers != 0)])
+    return bool(numbers.size) and bool((numbers < 1e-4).any() or (numbers >= 1e7).any())
+
+
 def column_label(name: Any) -> str:
     """The header a reader sees for column ``name`` (underscores become spaces otherwise)."""
     text = str(name)

@@ -36,5 +36,5 @@ with st.spinner(ui.plain(f"Comparing {view.model} with {view.other} (first time 
     ui.comparison_for(key)
 ui.say(ui.compute(vf.comparison_sentence, key, view.measure))
 axis = db.depth_axis([ctx.inventory.record(view.model), ctx.inventory.record(view.other)])
-ui.figure(vf.compare_figure, key, view.measure, axis, name=f"compare-{view.model}-vs-{view.other}-{view.measure}")
+ui.figure(vf.compare_figure, key, view.measure, axis, ctx.inventory.registered, name=f"compare-{view.model}-vs-{view.other}-{view.measure}")
 ui.table(vf.comparison_table, key, view.measure, name=f"compare-{view.model}-vs-{view.other}-{view.measure}-table")

@@ -26,7 +26,7 @@ key = keys[view.model]
 # One panel: the caveats of every model shown about the selected measure, the most severe in view.
 ui.warnings_panel(ui.analysis_caveats(*keys.values()), view.measure, list(keys))
 
-ui.figure(vf.weber_figure, results, view.measure, db.depth_axis(records), name=f"weber-window-{view.measure}")
+ui.figure(vf.weber_figure, results, view.measure, db.depth_axis(records), ctx.inventory.registered, name=f"weber-window-{view.measure}")
 
 st.subheader("Hypotheses across models")
 st.caption(ui.plain(

@@ -140,8 +140,8 @@ def test_smollm2_end_to_end_with_its_random_control(smollm2, store):
     flagged = store.outlier_vectors("smollm2", stimuli.name)
     assert flagged[flagged["layer"] >= 1].empty, flagged
     table = db.inventory_table(db.read_inventory(store)).set_index("model")["weights"]
-    assert table["smollm2"] == "quantized (Q4_1 GGUF), dequantized to float32"
-    assert table["smollm2@random"] == ""  # random weights were never quantized
+    assert table["smollm2"] == "Q4_1 GGUF, dequantized"
+    assert table["smollm2@random"] == "random (control)"  # random weights were never quantized
     params = AnalysisParams(n_boot=200)
     analyses = {}
     for name in ("smollm2", "smollm2@random"):

@@ -15,7 +15,7 @@ import pandas as pd
 from magdash.errors import MagdashError
 from magdash.names import model_of_control
 from magdash.overflow import nonfinite_warning
-from magdash.sources.gguf import weights_note
+from magdash.sources.gguf import quantization
 from magdash.store import ModelRecord, Store, nonfinite_counts_in
 
 
@@ -33,6 +33,10 @@ def store_stamp(path: str | os.PathLike) -> tuple[int, int, int, int]:
         except OSError:
             stamp += [0, -1]
     return tuple(stamp)  # type: ignore[return-value]
+
+
+RANDOM_WEIGHTS = "random (control)"
+"""The weights of an ``@random`` control in the home page's table."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,15 @@ class StoreInventory:
         """Models with at least one completely extracted stimulus set (trained models first)."""
         names = [name for name, sets in self.complete_sets.items() if sets]
         return sorted(names, key=lambda n: (is_control(self.records[n]), n))
+
+    @property
+    def registered(self) -> tuple[str, ...]:
+        """Every stored model in the order it was stored: the charts give each model the
+        colour of its place here (``chart_style.model_colors``), which a model added later cannot shift."""
+        if "created_at" not in self.models or self.models.empty:
+            return tuple(self.records)
+        ordered = self.models.sort_values(["created_at", "name"], kind="stable")
+        return tuple(str(name) for name in ordered["name"])
 
     @property
     def incomplete(self) -> pd.DataFrame:
@@ -172,12 +185,19 @@ def is_control(record: ModelRecord) -> bool:
 
 
 def inventory_table(inventory: StoreInventory) -> pd.DataFrame:
-    """The home page's model table: one row per stored model with its sets and progress."""
+    """The home page's model table: one row per stored model with its sets and progress.
+
+    Narrow enough for the page's column at 1280 px: the weights say in a few words whether they
+    are trained, random (an ``@random`` control) or a dequantized GGUF (the dtype has its own
+    column), and the unfinished column is there only when an extraction is unfinished.
+    """
+    columns = ["model", "architecture", "blocks", "width", "dtype", "weights", "position", "complete sets"]
     if inventory.is_empty:
-        return pd.DataFrame(columns=["model", "architecture", "blocks", "width", "dtype", "weights", "position", "control", "complete sets", "unfinished"])
+        return pd.DataFrame(columns=[*columns, "unfinished"])
     rows = []
     for name, record in inventory.records.items():
         unfinished = inventory.incomplete[inventory.incomplete["name"] == name]
+        kind = quantization(record.fingerprint)
         rows.append(
             {
                 "model": name,
@@ -185,11 +205,11 @@ def inventory_table(inventory: StoreInventory) -> pd.DataFrame:
                 "blocks": record.n_blocks,
                 "width": record.hidden_size,
                 "dtype": record.dtype,
-                "weights": weights_note(record.fingerprint, record.dtype),
+                "weights": RANDOM_WEIGHTS if is_control(record) else f"{kind} GGUF, dequantized" if kind else "trained",
                 "position": record.position,
-                "control": "random weights" if is_control(record) else "",
                 "complete sets": ", ".join(inventory.complete_sets.get(name, [])),
                 "unfinished": ", ".join(f"{r.set_name} ({r.done}/{r.total})" for r in unfinished.itertuples()),
             }
         )
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    return table if table["unfinished"].astype(bool).any() else table.loc[:, columns]

@@ -16,9 +16,11 @@ statistic. Conventions shared by every chart:
 - Data are embedded inline (``{"values": records}``) so the specs export offline
   (:mod:`magdash.presentation.report`) and Altair's 5,000-row limit does not apply; the frame
   builders keep the row counts small (histograms are binned there).
-- Colours: one per measure (:data:`MEASURE_COLORS`, Okabe–Ito colour-blind safe), the
-  first and second compared models (:data:`MODEL_COLORS`), and the trained model versus its
-  random-weight control (:data:`SERIES_COLORS`). The core band is shaded light grey.
+- Colours: one per measure (:data:`MEASURE_COLORS`, Okabe–Ito colour-blind safe), one per model
+  of a store, kept as models are added (:func:`model_colors`), the trained model versus its
+  random-weight control (:data:`SERIES_COLORS`) and token counts (:data:`TOKEN_COLORS`, none of
+  them a line's). The core band is shaded light grey. Legend labels are never cut
+  (:data:`LEGEND_LABEL_LIMIT`).
 - No ``.configure_*`` calls: the returned charts can be layered or concatenated further.
   ``width`` accepts a number of pixels or ``"container"`` (Streamlit stretches charts to the
   column either way; the exporters replace "container" by a fixed width).
@@ -68,7 +70,32 @@ MEASURE_COLORS = {
 
 
 MODEL_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
-"""Models in the order given (model A, model B, ...)."""
+"""The palette of models (:func:`model_colors`) and of other unnamed series, in order."""
+
+
+TOKEN_COLORS = ("#332288", "#CC6677", "#44AA99", "#DDCC77", "#AA4499", "#88CCEE", "#882255", "#117733")
+"""Token counts 1, 2, 3, ... of the scaling scatter's points (Tol's muted palette): none is a
+measure's, a reference line's or :data:`FIT_COLOR`, so a fit line is never read as a token count."""
+
+
+FIT_COLOR = "#000000"
+"""The OLS fit line of a scatter whose points are coloured by something else (token count)."""
+
+
+LEGEND_LABEL_LIMIT = 0
+"""Longest legend label in pixels; 0 is no limit (Vega's default, 160 px, cut "massive
+dimensions dropped" to "massive dimensions dro...")."""
+
+
+CONTAINER_AUTOSIZE = {"type": "fit-x", "contains": "padding"}
+"""How a chart fills a page's column (``pages/ui``): the width fits the column, the height is the
+plot's own as in the PNG export. Fitting the height too (Streamlit's default, ``fit``) squeezed the plot
+into the chart's height and, on charts with a full-width band (the Weber window), drew the whole
+chart a few pixels left of its frame: the title lost its first letter and the y title half its width."""
+
+
+POST_NORM_NOTE = "gamma > 1: the final norm's output (post-norm), after the last block"
+"""Said under a depth-fraction chart holding a post-norm layer (gamma = (L + 1) / L)."""
 
 
 SERIES_COLORS = {"trained": "#0072B2", "random control": "#7F7F7F", "isotropic Gaussian": "#CC79A7"}
@@ -134,9 +161,8 @@ GAMMA_C_NOTE = "orange dashed: gamma_c"
 
 
 MAX_AXIS_TITLE = 28
-"""Longest axis title, in characters. Streamlit fits the whole chart (titles included) into
-its height, so a y title longer than the plot shrinks the plot to a strip and pushes the chart
-title out of the frame; units and explanations go to the subtitle or the tooltip instead."""
+"""Longest axis title, in characters: a y title longer than the plot is cut, and a short plot
+(a small export) is common; units and explanations go to the subtitle or the tooltip instead."""
 
 
 def inline_data(frame: pd.DataFrame, columns: Sequence[str] | None = None) -> dict[str, Any]:
@@ -192,6 +218,46 @@ def color_scale(domain: Sequence[str], colours: Mapping[str, str] | Sequence[str
     else:
         chosen = [colours[i % len(colours)] for i in range(len(domain))]
     return alt.Scale(domain=domain, range=chosen)
+
+
+def model_colors(names: Sequence[str], registered: Sequence[str] | None = None) -> alt.Scale:
+    """The colour scale of models: a model's colour is the palette's entry at its place in
+    ``registered`` (the store's models in registration order), so it stays the same whichever
+    other models a chart shows and as models are added. Without ``registered`` (or for a name not
+    in it) the models take the colours left, in the order given.
+
+    Args:
+        names: the models the chart shows, in legend order.
+        registered: every model of the store, in the order it was stored.
+    """
+    names = list(dict.fromkeys(names))
+    order = list(dict.fromkeys(registered or ()))
+    fixed = {name: MODEL_COLORS[order.index(name) % len(MODEL_COLORS)] for name in names if name in order}
+    spare = iter([c for c in MODEL_COLORS if c not in fixed.values()] + list(MODEL_COLORS))
+    return alt.Scale(domain=names, range=[fixed.get(name) or next(spare) for name in names])
+
+
+def beyond_depth(frame: pd.DataFrame, field: str = "gamma") -> list[alt.Chart]:
+    """A "post-norm" label over each depth fraction beyond 1 (a final norm's layer, l = L + 1);
+    nothing when there is none or the axis is not a depth fraction. Say :data:`POST_NORM_NOTE` too.
+
+    Args:
+        frame: the chart's rows.
+        field: the x field (``gamma``, ``gamma_a``, ...; other fields draw nothing).
+    """
+    if not field.startswith("gamma") or field not in frame:
+        return []
+    values = pd.to_numeric(frame[field], errors="coerce").to_numpy(dtype=np.float64)
+    beyond = np.unique(values[np.isfinite(values) & (values > 1.0 + 1e-9)])
+    if not beyond.size:
+        return []
+    labels = pd.DataFrame({field: beyond, "text": "post-norm", "reason": POST_NORM_NOTE})
+    return [
+        alt.Chart(inline_data(labels))
+        .mark_text(color=REFERENCE_COLOR, fontSize=10, baseline="top", align="right", dy=4)
+        .encode(x=alt.X(f"{field}:Q"), y=alt.value(0), text="text:N",
+                tooltip=[alt.Tooltip(f"{field}:Q", format=".3f"), alt.Tooltip("reason:N", title="")])
+    ]
 
 
 def subtitle_lines(subtitle: str | Sequence[str] | None) -> list[str]:
@@ -330,7 +396,7 @@ def solid_legend(channel: Any) -> Any:
     """
     if isinstance(channel, alt.Color):
         solid = channel.copy(deep=True)
-        solid.legend = alt.Legend(symbolType="circle", symbolOpacity=1.0)
+        solid.legend = alt.Legend(symbolType="circle", symbolOpacity=1.0, labelLimit=LEGEND_LABEL_LIMIT)
         return solid
     return channel
 

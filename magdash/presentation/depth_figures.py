@@ -275,7 +275,8 @@ def order_parameter_chart(
     data["curve"] = data["series"].astype(str) + " · " + data["view"].astype(str)
     views = list(dict.fromkeys(data["view"].astype(str)))
     dash = None if len(views) < 2 else alt.StrokeDash(
-        "view:N", title="vectors", scale=alt.Scale(domain=views, range=[[1, 0], [6, 3], [2, 2]][: len(views)])
+        "view:N", title="vectors", scale=alt.Scale(domain=views, range=[[1, 0], [6, 3], [2, 2]][: len(views)]),
+        legend=alt.Legend(labelLimit=style.LEGEND_LABEL_LIMIT),
     )
     series = list(dict.fromkeys(data["series"].astype(str)))
     color = alt.Color("series:N", scale=style.color_scale(series, style.SERIES_COLORS), title="model")

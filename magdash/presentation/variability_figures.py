@@ -553,11 +553,10 @@ def scaling_scatter(
     observed = np.concatenate(
         [drawable["V"].to_numpy(dtype=np.float64), shown["distance"].to_numpy(dtype=np.float64)]
     )
-    y_scale = alt.Scale(type="log", zero=False)
+    # No zero=: a log scale has no zero (Vega warns once per use that it drops it).
+    y_scale = alt.Scale(type="log")
     if observed.size:
-        y_scale = alt.Scale(
-            type="log", zero=False, domain=[float(observed.min()) / 1.5, float(observed.max()) * 1.5]
-        )
+        y_scale = alt.Scale(type="log", domain=[float(observed.min()) / 1.5, float(observed.max()) * 1.5])
     if measure in BROWSABLE_MEASURES:
         notes.insert(0, MEASURES[measure].explained)
     x = alt.X("magnitude:Q", scale=alt.Scale(type="log"), title="magnitude n (log scale)")
@@ -580,10 +579,13 @@ def scaling_scatter(
                 ],
             )
         )
+    counted = by_tokens and "n_tokens" in drawable and drawable["n_tokens"].notna().any()
     line_rows = style.finite_rows(lines, "magnitude", "V", positive=True)
     if len(line_rows):
         names = list(dict.fromkeys(line_rows["line"]))
-        colours = {name: colour if name.startswith("OLS") else style.REFERENCE_COLOR for name in names}
+        # Points coloured by token count: the fit line is black, a colour no token count has.
+        fit_colour = style.FIT_COLOR if counted else colour
+        colours = {name: fit_colour if name.startswith("OLS") else style.REFERENCE_COLOR for name in names}
         dashes = {
             name: [1, 0] if name.startswith("OLS") else [6, 4] if "alpha = 1" in name else [2, 3]
             for name in names
@@ -594,7 +596,10 @@ def scaling_scatter(
             .encode(
                 x=x,
                 y=y,
-                color=alt.Color("line:N", scale=style.color_scale(names, colours), title="line"),
+                # With the token counts' own colour legend, the lines' colours are said by the dash
+                # legend alone: an independent colour scale would repeat the "line" legend.
+                color=alt.Color("line:N", scale=style.color_scale(names, colours), title="line",
+                                **({"legend": None} if counted else {})),
                 strokeDash=alt.StrokeDash(
                     "line:N",
                     scale=alt.Scale(domain=names, range=[dashes[n] for n in names]),
@@ -612,12 +617,13 @@ def scaling_scatter(
     point_colour = alt.condition(
         alt.datum.status == POINT_STATUS[1], alt.value(style.OUTLIER_COLOR), alt.value(colour)
     )
-    counted = "n_tokens" in drawable and drawable["n_tokens"].notna().any()
-    if by_tokens and counted:
+    if counted:
         counts = sorted({int(count) for count in drawable["n_tokens"].dropna()})
         drawable = drawable.assign(tokens=[MISSING if pd.isna(c) else str(int(c)) for c in drawable["n_tokens"]])
-        point_colour = alt.Color("tokens:O", scale=style.color_scale([str(c) for c in counts], style.MODEL_COLORS),
-                                 sort=[str(c) for c in counts], title="tokens")
+        # One row of entries: stacked under the other legends, a column of them ran below the chart.
+        point_colour = alt.Color("tokens:O", scale=style.color_scale([str(c) for c in counts], style.TOKEN_COLORS),
+                                 sort=[str(c) for c in counts], title="tokens",
+                                 legend=alt.Legend(columns=len(counts), symbolType="circle"))
         tooltip += [alt.Tooltip("tokens:O", title="tokens"), alt.Tooltip("kept_text:N", title="kept token")]
         notes.append(f"colour: the number's token count ({', '.join(map(str, counts))})")
     elif by_tokens:
@@ -650,7 +656,7 @@ def scaling_scatter(
     layer_name = str(points["label"].iloc[0]) if "label" in points and len(points) else ""
     text = title or f"{label} vs magnitude at {layer_name} (log-log)"
     return style.finish(
-        alt.layer(*layers).resolve_scale(fill="independent", color="independent" if by_tokens and counted else "shared"),
+        alt.layer(*layers).resolve_scale(fill="independent", color="independent" if counted else "shared"),
         style.chart_title(text, notes or None),
         width,
         height,
@@ -718,8 +724,12 @@ def alpha_profile(
         band=("ci_low", "ci_high"),
         detail="measure_label",
     )
+    notes = style.subtitle_lines(subtitle)
+    if post_norm := style.beyond_depth(frame, x_field):
+        layers += post_norm
+        notes.append(style.POST_NORM_NOTE)
     text = title or "Scaling exponent alpha by layer (bands: bootstrap CI; grey: core layers)"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+    return style.finish(alt.layer(*layers), style.chart_title(text, notes or None), width, height)
 
 
 MASSIVE_VIEW_COLORS = {"raw": "#0072B2", "massive dimensions dropped": "#D55E00"}
@@ -774,8 +784,9 @@ def weber_window(
     *,
     measure: str = "eucl",
     x: str = "layer",
+    registered: Sequence[str] = (),
     title: str | None = None,
-    subtitle: str | None = None,
+    subtitle: str | Sequence[str] | None = None,
     width: style.Width = style.DEFAULT_WIDTH,
     height: int = style.DEFAULT_HEIGHT,
 ) -> alt.LayerChart:
@@ -784,7 +795,10 @@ def weber_window(
     ``fits`` (:func:`models_fits_frame`): model, measure, layer, alpha (label,
     gamma, core optional; without model, one series). Only ``measure`` is drawn. The y axis
     always includes the window and alpha = 1 (scalar variability), so the distance of the
-    measured alphas from Weber's law is visible even when they sit near 0.
+    measured alphas from Weber's law is visible even when they sit near 0. ``registered``: the
+    store's models in registration order, which fixes each model's colour
+    (:func:`~magdash.presentation.chart_style.model_colors`). On the depth-fraction axis a final
+    norm's layer (gamma > 1) is labelled "post-norm".
     """
     style.require_columns(fits, ["measure", "layer", "alpha"], "weber_window")
     x_field, x_title = style.depth_field(x)
@@ -794,7 +808,7 @@ def weber_window(
     if "label" not in frame:
         frame["label"] = frame["layer"].astype(str)
     models = list(dict.fromkeys(frame["model"].astype(str)))
-    color = alt.Color("model:N", scale=style.color_scale(models, style.MODEL_COLORS), title="model")
+    color = alt.Color("model:N", scale=style.model_colors(models, registered), title="model")
     tooltip = [
         alt.Tooltip("model:N"),
         alt.Tooltip("layer:Q"),
@@ -814,8 +828,12 @@ def weber_window(
         tooltip=tooltip,
         detail="model",
     )
+    notes = style.subtitle_lines(subtitle)
+    if post_norm := style.beyond_depth(frame, x_field):
+        layers += post_norm
+        notes.append(style.POST_NORM_NOTE)
     text = title or f"Alpha against the Weber window [{low:g}, {high:g}] (dotted: alpha = 1)"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+    return style.finish(alt.layer(*layers), style.chart_title(text, notes or None), width, height)
 
 
 def cv_chart(
@@ -1023,6 +1041,7 @@ def compare_profiles(
     comparison: pd.DataFrame,
     *,
     x: str = "layer",
+    registered: Sequence[str] = (),
     title: str | None = None,
     subtitle: str | Sequence[str] | None = None,
     width: style.Width = style.DEFAULT_WIDTH,
@@ -1037,7 +1056,8 @@ def compare_profiles(
     over which the mean difference is bootstrapped and the Wilcoxon test runs (put them in ``subtitle``:
     :func:`comparison_subtitle`). ``width="container"``
     falls back to :data:`style.DEFAULT_WIDTH`: stacked panels cannot share a container width (each
-    would take all of it and the axes would run off the page).
+    would take all of it and the axes would run off the page). ``registered``: the store's models in
+    registration order, which fixes each model's colour (:func:`~magdash.presentation.chart_style.model_colors`).
     """
 
     needed = ["model_a", "model_b", "layer_a", "layer_b", "core", "alpha_a", "alpha_b", "delta"]
@@ -1076,7 +1096,7 @@ def compare_profiles(
         ignore_index=True,
     )
     models = list(dict.fromkeys([model_a, model_b]))
-    color = alt.Color("model:N", scale=style.color_scale(models, style.MODEL_COLORS), title="model")
+    color = alt.Color("model:N", scale=style.model_colors(models, registered), title="model")
     top_layers = style.depth_backdrop(axis, long, "alpha")
     top_layers.append(style.zero_rule(0.0))
     top_layers += style.profile_layers(
@@ -1092,6 +1112,7 @@ def compare_profiles(
         ],
         detail="model",
     )
+    top_layers += style.beyond_depth(frame, x_field)
     delta_frame = frame.loc[
         :, list(dict.fromkeys([x_field, "layer_a", "layer_b", "delta", "ci_low", "ci_high"]))
     ]
@@ -1122,7 +1143,8 @@ def compare_profiles(
         title=style.chart_title(f"difference {model_a} minus {model_b} (band: joint bootstrap CI)"),
     )
     text = title or f"{model_a} vs {model_b}: {measure}"
-    return alt.vconcat(top, bottom).properties(title=style.chart_title(text, subtitle))
+    notes = style.subtitle_lines(subtitle) + ([style.POST_NORM_NOTE] if style.beyond_depth(frame, x_field) else [])
+    return alt.vconcat(top, bottom).properties(title=style.chart_title(text, notes or None))
 
 
 
@@ -1201,17 +1223,22 @@ def fit_summary(result: AnalysisResult, measure: str) -> str:
     )
 
 
-def weber_figure(results: Mapping[str, AnalysisResult], measure: str, x: str = "layer") -> alt.LayerChart:
+def weber_figure(
+    results: Mapping[str, AnalysisResult], measure: str, x: str = "layer", registered: Sequence[str] = ()
+) -> alt.LayerChart:
     """Alpha per layer of every model against the Weber window of the analysis.
 
     Args:
         results: model name -> its analysis.
         measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
         x: the horizontal axis: ``layer``, or ``gamma`` (depth fraction) for models of different depth.
+        registered: every model of the store in registration order, so that each model keeps its colour
+            whichever others are shown; empty: the models take the palette in the order of ``results``.
     """
     first = next(iter(results.values()))
     return weber_window(
-        models_fits_frame(results), first.params.window, measure=measure, x=x, width="container"
+        models_fits_frame(results), first.params.window, measure=measure, x=x, registered=registered,
+        width="container",
     )
 
 
@@ -1253,10 +1280,18 @@ def noise_figure(result: AnalysisResult, measure: str) -> alt.LayerChart:
 
 
 def noise_table(result: AnalysisResult, measure: str) -> pd.DataFrame:
-    """AICc of the four noise models at every core layer of one measure."""
+    """AICc of the four noise models at every core layer of one measure.
+
+    What decides comes first (AICc, its difference to the best, the Akaike weight), the fitted
+    parameters after. Narrow enough for the page: the noise model's label holds its formula, the
+    core layers are blocks (their index says them), and every fit has the same number of points
+    (the magnitudes).
+    """
     frame = noise_frame(result)
     frame = frame[(frame["measure"] == measure) & frame["core"]]
-    return frame.drop(columns=["measure", "core", "model"]).reset_index(drop=True)
+    frame = frame.drop(columns=["measure", "core", "model", "label", "formula", "n_points"], errors="ignore")
+    leading = [c for c in ("layer", "model_label", "aicc", "delta_aicc", "weight") if c in frame]
+    return frame.loc[:, [*leading, *(c for c in frame.columns if c not in leading)]].reset_index(drop=True)
 
 
 def e3_figure(result: AnalysisResult) -> alt.LayerChart:
@@ -1333,16 +1368,22 @@ def comparison_subtitle(item: ModelComparison) -> list[str]:
             f"per-layer Wilcoxon p = {format_p(item.wilcoxon_p)} ({item.n_pairs} pairs{reach})"]
 
 
-def compare_figure(comparison: ComparisonResult, measure: str, x: str = "layer") -> alt.VConcatChart:
+def compare_figure(
+    comparison: ComparisonResult, measure: str, x: str = "layer", registered: Sequence[str] = ()
+) -> alt.VConcatChart:
     """Two models' alphas by layer and their difference with its joint-bootstrap CI.
 
     Args:
         comparison: model A minus model B.
         measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
         x: the horizontal axis: ``layer``, or ``gamma`` (depth fraction).
+        registered: every model of the store in registration order, so that each model keeps its colour
+            (the one it has on the Weber page); empty: model A takes the first colour, B the second.
     """
     item = comparison.measures[measure]
-    return compare_profiles(comparison_frame(comparison, measure), x=x, subtitle=comparison_subtitle(item))
+    return compare_profiles(
+        comparison_frame(comparison, measure), x=x, registered=registered, subtitle=comparison_subtitle(item)
+    )
 
 
 def comparison_table(comparison: ComparisonResult, measure: str) -> pd.DataFrame:

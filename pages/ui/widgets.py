@@ -18,8 +18,9 @@ from magdash.caveats import Caveat, Severity
 from magdash.dashboard.jobs import Job, JobSnapshot, format_seconds
 from magdash.dashboard.warnings_panel import panel as warnings_panel_of
 from magdash.errors import MagdashError, NoStoreError, ReadOnlyStoreError
-from magdash.formatting import MISSING, P_FORMAT, column_label, is_p_column
+from magdash.formatting import MISSING, P_FORMAT, WIDE_FORMAT, column_label, is_p_column, needs_wide_format
 from magdash.presentation import export
+from magdash.presentation.chart_style import CONTAINER_AUTOSIZE
 from magdash.store import Store
 from pages.ui.caches import analysis_for, cached, figure_spec, job_registry, new_store
 from pages.ui.session import AppContext, context, view_key, view_setter
@@ -40,7 +41,9 @@ def figure(builder: Callable[..., Any], *args: Any, name: str, data: pd.DataFram
         show_error(error)
         return None
     compound = "vconcat" in spec or "hconcat" in spec
-    st.vega_lite_chart(spec, width="content" if compound else "stretch")
+    # The column's width, the plot's own height (as in the PNG): see CONTAINER_AUTOSIZE.
+    shown = spec if compound else {**spec, "autosize": CONTAINER_AUTOSIZE}
+    st.vega_lite_chart(shown, width="content" if compound else "stretch")
     slug = export.safe_filename(name)
     columns = st.columns([1, 1, 1, 5] if data is not None else [1, 1, 6])
     columns[0].download_button(
@@ -81,13 +84,21 @@ def table(frame_or_builder: pd.DataFrame | Callable[..., Any], *args: Any, name:
 
 
 def column_config(frame: pd.DataFrame) -> dict[str, Any]:
-    """Readable headers and p-values in scientific notation; the values (and the CSV) stay as
-    they are."""
+    """Readable headers, p-values in scientific notation and columns spanning many decades in
+    three significant digits; the values (and the CSV) stay as they are."""
     config: dict[str, Any] = {}
     for column in frame.columns:
         label = column_label(column)
-        if is_p_column(column) and pd.api.types.is_float_dtype(frame[column]):
-            config[column] = st.column_config.NumberColumn(label, format=P_FORMAT)
+        floats = pd.api.types.is_float_dtype(frame[column])
+        # A column sized from its first rows, all empty, cut the numbers below them ("-0.04"):
+        # a float column with gaps gets a width of its own.
+        width = {"width": "small"} if floats and frame[column].isna().any() else {}
+        if is_p_column(column) and floats:
+            config[column] = st.column_config.NumberColumn(label, format=P_FORMAT, **width)
+        elif floats and needs_wide_format(frame[column]):
+            config[column] = st.column_config.NumberColumn(label, format=WIDE_FORMAT, **width)
+        elif width:
+            config[column] = st.column_config.NumberColumn(label, **width)
         elif label != column:
             config[column] = st.column_config.Column(label)
     return config

@@ -13,6 +13,7 @@ import pytest
 
 from magdash.caveats import Caveat, Severity
 from magdash.dashboard.jobs import first_run_label
+from magdash.presentation.chart_style import CONTAINER_AUTOSIZE
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.store import Store
 from magdash.variability.analysis import AnalysisResult
@@ -21,6 +22,7 @@ from tests.support import (
     ROOT,
     app_pages,
     assert_page_draws_everything,
+    chart_specs,
     data_pages,
     labels,
     open_app,
@@ -267,3 +269,32 @@ def test_the_weber_panel_shows_the_selected_measure_s_caveats_most_severe_first(
     [fold] = [e for e in at.main.expander if e.label == "1 more note"]
     assert "PLANTED-ALL" in "\n".join(shown(m) for m in fold.markdown)
     assert not any("Leave out carriers" in shown(c) for c in at.main.caption)  # no caveat shown blames a carrier
+
+
+def _model_colours(node) -> dict[str, str]:
+    """Model name -> colour of every colour scale over model names in a spec."""
+    found: dict[str, str] = {}
+    if isinstance(node, dict):
+        scale = node.get("scale")
+        if node.get("field") == "model" and isinstance(scale, dict) and "range" in scale:
+            found.update(zip(scale["domain"], scale["range"], strict=True))
+        for value in node.values():
+            found.update(_model_colours(value))
+    elif isinstance(node, list):
+        for value in node:
+            found.update(_model_colours(value))
+    return found
+
+
+@pytest.mark.slow
+def test_a_model_has_one_colour_on_every_page_and_charts_fill_the_column(imported, monkeypatch):
+    """The control drawn as model A on Compare keeps the colour it has on Weber (its place in the store:
+    stored second), where the first model in a chart used to take the first colour; a single chart
+    fills the column at the plot's own height (fit-x), as in the PNG."""
+    weber = open_app(imported, monkeypatch, page="pages/weber.py")
+    compare = open_app(imported, monkeypatch, page="pages/compare.py", query={"model": "planted@random"})
+    on_weber = _model_colours(chart_specs(weber))
+    on_compare = _model_colours(chart_specs(compare))
+    assert set(on_compare) == set(on_weber) == {"planted", "planted@random"}
+    assert on_compare == on_weber and on_weber["planted"] != on_weber["planted@random"]
+    assert all(spec["autosize"] == CONTAINER_AUTOSIZE for spec in chart_specs(weber))
