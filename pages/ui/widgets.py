@@ -16,7 +16,7 @@ import streamlit as st
 from magdash import dashboard as db
 from magdash.dashboard.jobs import Job, JobSnapshot, format_seconds
 from magdash.errors import MagdashError, NoStoreError, ReadOnlyStoreError
-from magdash.formatting import MISSING, P_FORMAT, column_label, is_p_column
+from magdash.formatting import MISSING, P_FORMAT, column_label, is_p_column, is_share_column
 from magdash.presentation import export
 from magdash.store import Store
 from pages.ui.caches import analysis_for, cached, figure_spec, job_registry, new_store
@@ -79,13 +79,16 @@ def table(frame_or_builder: pd.DataFrame | Callable[..., Any], *args: Any, name:
 
 
 def column_config(frame: pd.DataFrame) -> dict[str, Any]:
-    """Readable headers and p-values in scientific notation; the values (and the CSV) stay as
-    they are."""
+    """Readable headers (the CSV's too), p-values in scientific notation, shares as percentages;
+    the values stay as they are."""
     config: dict[str, Any] = {}
     for column in frame.columns:
         label = column_label(column)
-        if is_p_column(column) and pd.api.types.is_float_dtype(frame[column]):
+        numeric = pd.api.types.is_float_dtype(frame[column])
+        if is_p_column(column) and numeric:
             config[column] = st.column_config.NumberColumn(label, format=P_FORMAT)
+        elif is_share_column(column) and numeric:
+            config[column] = st.column_config.NumberColumn(label, format="percent")
         elif label != column:
             config[column] = st.column_config.Column(label)
     return config
