@@ -57,12 +57,13 @@ TABLE_BUILDERS = {
 }
 
 
-def assert_labelled(frame: pd.DataFrame) -> None:
+def assert_labelled(frame: pd.DataFrame, where: str = "") -> None:
     columns = [str(column) for column in frame.columns]
-    assert columns, "a table without columns checks nothing"
-    assert not [c for c in columns if not is_labelled(c)], [c for c in columns if not is_labelled(c)]
+    assert columns, f"a table without columns checks nothing {where}"
+    unlabelled = [column for column in columns if not is_labelled(column)]
+    assert not unlabelled, f"columns without a label in formatting.COLUMNS: {unlabelled} {where}"
     headers = [column_label(column) for column in columns]
-    assert len(set(headers)) == len(headers), headers
+    assert len(set(headers)) == len(headers), f"two columns read alike: {headers} {where}"
 
 
 def shown_tables() -> set[str]:
@@ -188,3 +189,15 @@ def test_a_depth_table_built_from_a_result_downloads_with_labels(phase_result): 
     assert "resamples where this step is the largest (%)" in header and "p_largest" not in header
     assert_labelled(df.phase_table({"trained": phase_result}))
 
+
+
+def test_the_reports_tables_are_labelled(result, tokenized, phase_result):  # noqa: F811
+    from magdash.presentation.report import sections as rs
+
+    built = [*rs.analysis_sections({"m": result, "t": tokenized}), rs.tokenization_section({"t": tokenized}, "eucl"),
+             rs.massive_section(result, result, "eucl"),
+             rs.depth_section({"trained": phase_result}, {"trained": phase_result}, 1, "block 1")]
+    frames = {caption: frame for section in built for caption, frame in section.tables}
+    assert len(frames) >= 10 and any("largest steps" in caption for caption in frames)
+    for caption, frame in frames.items():
+        assert_labelled(frame, caption)
