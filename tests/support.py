@@ -218,6 +218,26 @@ def assert_page_draws_everything(at, page: str, *, token_facts: bool = False) ->
     assert buttons.count("CSV") >= EXPECTED_TABLES.get(name, 0) + tables
     assert "Report (HTML)" in labels(at.sidebar.get("download_button"))
     assert not at.error
+    assert_tables_are_labelled(at)
+
+
+def assert_tables_are_labelled(at) -> None:
+    """Every column of every table the run shows has its own entry in ``formatting.COLUMNS`` (no
+    raw name shown as it is), is shown under that header, and no two columns of a table read alike
+    (the CSV download writes the same headers)."""
+    import json
+
+    from magdash.formatting import column_label, is_labelled
+
+    for table in at.dataframe:
+        columns = [str(column) for column in table.value.columns]
+        unlabelled = [column for column in columns if not is_labelled(column)]
+        assert not unlabelled, f"columns without a label in formatting.COLUMNS: {unlabelled} (table {columns})"
+        headers = [column_label(column) for column in columns]
+        assert len(set(headers)) == len(headers), f"two columns read alike: {headers}"
+        config = json.loads(table.proto.columns or "{}")
+        shown_as = {column: config.get(column, {}).get("label", column) for column in columns}
+        assert shown_as == dict(zip(columns, headers, strict=True))
 
 
 def chart_specs(at) -> list[dict]:

@@ -77,7 +77,7 @@ def test_tables_show_readable_headers_and_p_values_in_scientific_notation():
     from magdash.presentation.report.html import table_html
 
     assert [column_label(c) for c in ("measure_label", "alpha_theil_sen", "ci_low", "r2", "n_points", "odd_name")] == [
-        "measure", "alpha (Theil–Sen)", "CI low", "R²", "points", "odd name"]
+        "measure", "alpha (Theil–Sen)", "CI low", "R²", "points fitted", "odd name"]
     assert [is_p_column(c) for c in ("p", "h1_p", "partial_p", "p_value", "rho", "alpha", "n_params")] == [
         True, True, True, True, False, False, False]
     assert P_FORMAT % 7e-11 == "7.00e-11"

@@ -15,7 +15,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from magdash.formatting import format_number
+from magdash.formatting import column_label, format_number
 from magdash.presentation import chart_style as style
 from magdash.presentation import variability_figures as vf
 from magdash.variability.measures import measure_title
@@ -412,17 +412,27 @@ def ci_width_figure(result: DesignResult) -> alt.LayerChart:
     return ci_width_chart(ci_width_frame(result), width="container")
 
 
+_DESIGN_NAMES = {"alpha": "true_alpha", "delta": "true_delta", "mean_alpha": "mean_fitted_alpha"}
+"""The design's curves and summary name the simulated truth ``alpha`` and ``delta``; its tables say
+``true_alpha`` and ``true_delta`` (``alpha`` and ``mean_alpha`` are a model's fitted ones elsewhere)."""
+
+
 def design_summary(result: DesignResult) -> pd.DataFrame:
-    return pd.DataFrame([{"quantity": key, "value": value} for key, value in result.summary().items()])
+    """The answers at the design's alpha and delta, one row each, the quantity in words."""
+    return pd.DataFrame([{"quantity": column_label(_DESIGN_NAMES.get(key, key)), "value": value}
+                         for key, value in result.summary().items()])
 
 
 def h1_table(result: DesignResult) -> pd.DataFrame:
-    return result.h1
+    """The H1 power curve over true alphas, with its Monte Carlo bands."""
+    return result.h1.rename(columns=_DESIGN_NAMES)
 
 
 def e6_table(result: DesignResult) -> pd.DataFrame:
-    return result.e6
+    """The E6 power curve over true deltas."""
+    return result.e6.rename(columns=_DESIGN_NAMES)
 
 
 def ci_width_table(result: DesignResult) -> pd.DataFrame:
+    """The CI half-width of one layer's alpha as carriers and magnitudes grow."""
     return result.ci_width

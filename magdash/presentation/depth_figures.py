@@ -605,9 +605,11 @@ def order_figure(results: Mapping[str, PhaseResult], adjusted: Mapping[str, Phas
 
 
 def jumps_table(results: Mapping[str, PhaseResult], adjusted: Mapping[str, PhaseResult] | None = None) -> pd.DataFrame:
-    """The three largest steps of m(gamma) of every series, raw and adjusted."""
+    """The three largest steps of m(gamma) of every series, raw and adjusted; the step's rank is
+    ``jump`` (1 = the largest), as in the store's ``phase_jumps``, not the covariance ``rank`` of
+    :func:`phase_table`."""
     frames = [jumps_frame(results)] + ([jumps_frame(adjusted)] if adjusted else [])
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat(frames, ignore_index=True).rename(columns={"rank": "jump"})
 
 
 def omega_figure(results: Mapping[str, PhaseResult]) -> alt.Chart:

@@ -279,8 +279,10 @@ def frequency_scatter_figure(frame: pd.DataFrame, table: pd.DataFrame, layer: in
 
 
 def frequency_fit_table(source: FrequencySource) -> pd.DataFrame:
-    """The count-distribution fits, named as in the figure's legend."""
-    return fit_distributions(source).assign(model=lambda t: t["model"].map(lambda m: FIT_LABELS.get(m, m)))
+    """The count-distribution fits, named as in the figure's legend (column ``distribution``: the
+    fitted law, not a language model)."""
+    table = fit_distributions(source).assign(model=lambda t: t["model"].map(lambda m: FIT_LABELS.get(m, m)))
+    return table.rename(columns={"model": "distribution"})
 
 
 def frequency_counts_figure(source: FrequencySource) -> alt.LayerChart:

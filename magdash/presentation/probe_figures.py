@@ -440,10 +440,13 @@ def layer_table(results: Mapping[str, ProbeResult], target: str = "log") -> pd.D
 
 
 def scores_table(results: Mapping[str, ProbeResult], target: str = "log") -> pd.DataFrame:
-    """Every held-out score of the trained model for ``target`` (both schemes, both tasks), as stored."""
+    """Every held-out score of the trained model for ``target`` (both schemes, both tasks), as stored
+    but for the ridge penalty, named ``ridge_alpha`` here (``alpha`` is the scaling exponent in every
+    other table)."""
     trained = _trained(results)
     _require_target(trained, target)
-    return trained.scores[trained.scores["target"] == target].reset_index(drop=True)
+    chosen = trained.scores[trained.scores["target"] == target].reset_index(drop=True)
+    return chosen.rename(columns={"alpha": "ridge_alpha"})
 
 
 def comparison_table(results: Mapping[str, ProbeResult], target: str = "log") -> pd.DataFrame:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from magdash.formatting import column_label, format_number, format_p, is_p_column
+from magdash.formatting import column_label, format_number, format_p, format_share, is_p_column, is_share_column
 
 MAX_ROWS = 12
 """A summary's table shows at most this many rows (the result holds them all)."""
@@ -27,6 +27,8 @@ def _cell(column: str, value: object) -> str:
     if isinstance(value, (int, np.integer)):
         return str(int(value))
     if isinstance(value, (float, np.floating)):
+        if is_share_column(column):
+            return format_share(value)
         return format_p(value) if is_p_column(column) or column.endswith(" p") else format_number(value)
     return "" if value is None else str(value)
 

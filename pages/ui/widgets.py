@@ -18,7 +18,15 @@ from magdash.caveats import Caveat, Severity
 from magdash.dashboard.jobs import Job, JobSnapshot, format_seconds
 from magdash.dashboard.warnings_panel import panel as warnings_panel_of
 from magdash.errors import MagdashError, NoStoreError, ReadOnlyStoreError
-from magdash.formatting import MISSING, P_FORMAT, WIDE_FORMAT, column_label, is_p_column, needs_wide_format
+from magdash.formatting import (
+    MISSING,
+    P_FORMAT,
+    WIDE_FORMAT,
+    column_label,
+    is_p_column,
+    is_share_column,
+    needs_wide_format,
+)
 from magdash.presentation import export
 from magdash.presentation.chart_style import CONTAINER_AUTOSIZE
 from magdash.store import Store
@@ -84,8 +92,8 @@ def table(frame_or_builder: pd.DataFrame | Callable[..., Any], *args: Any, name:
 
 
 def column_config(frame: pd.DataFrame) -> dict[str, Any]:
-    """Readable headers, p-values in scientific notation and columns spanning many decades in
-    three significant digits; the values (and the CSV) stay as they are."""
+    """Readable headers (the CSV's too), p-values in scientific notation, shares as percentages
+    and columns spanning many decades in three significant digits; the values stay as they are."""
     config: dict[str, Any] = {}
     for column in frame.columns:
         label = column_label(column)
@@ -95,6 +103,8 @@ def column_config(frame: pd.DataFrame) -> dict[str, Any]:
         width = {"width": "small"} if floats and frame[column].isna().any() else {}
         if is_p_column(column) and floats:
             config[column] = st.column_config.NumberColumn(label, format=P_FORMAT, **width)
+        elif is_share_column(column) and floats:
+            config[column] = st.column_config.NumberColumn(label, format="percent", **width)
         elif floats and needs_wide_format(frame[column]):
             config[column] = st.column_config.NumberColumn(label, format=WIDE_FORMAT, **width)
         elif width:

@@ -60,7 +60,8 @@ def test_an_analysis_summarises_what_a_reader_checks_first(results):
     shown = result._repr_html_()
     assert "Scalar variability of &lt;b&gt;model&lt;/b&gt;" in shown and "<b>model</b>" not in shown
     assert "core band: 2-3" in shown and "12 magnitudes (1..12) x 3 carriers" in shown
-    for column in ("H1", "H2", "H3", "H4", "mean alpha", "CI low", "R²"):
+    for column in ("H1: alpha > 0", "H2: alpha in the Weber window", "H3: alpha < 1", "H4: alpha changes with depth",
+                   "mean core alpha", "CI low", "R²"):
         assert f"<th>{html.escape(column)}</th>" in shown
     # The first measure's core fits, written as the CLI writes numbers.
     alpha = result.fit("eucl", 2).alpha

@@ -21,7 +21,9 @@ from pages import ui
 from tests.support import (
     ROOT,
     app_pages,
+    assert_clean,
     assert_page_draws_everything,
+    assert_tables_are_labelled,
     chart_specs,
     data_pages,
     labels,
@@ -154,6 +156,21 @@ def test_every_page_draws_its_figures_on_imported_vectors(page, imported, monkey
     assert_page_draws_everything(at, page)
     if Path(page).stem in ("scaling", "weber", "compare"):
         assert "planted" in " ".join(str(chart.proto.spec) for chart in at.get("vega_lite_chart"))
+
+
+@pytest.mark.slow
+def test_the_design_pages_tables_are_labelled_down_to_the_summarys_quantities(imported, monkeypatch):
+    at = open_app(imported, monkeypatch, page="pages/design.py")
+    widget(at.number_input, "Studies per point").set_value(20)
+    widget(at.number_input, "Joint-bootstrap resamples (E6)").set_value(5)
+    at.get("form_submit_button")[0].click().run()
+    assert_clean(at)
+    assert len(at.dataframe) == 4
+    assert_tables_are_labelled(at)
+    h1, e6 = at.dataframe[0].value, at.dataframe[1].value
+    assert "true_alpha" in h1.columns and "true_delta" in e6.columns  # the simulated truth, not a fitted alpha
+    quantities = at.dataframe[3].value["quantity"].tolist()
+    assert "H1 power at the design's alpha" in quantities and not any("_" in q for q in quantities)
 
 
 @pytest.mark.slow

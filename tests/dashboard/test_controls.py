@@ -164,7 +164,7 @@ def test_design_figures_tables_and_report(stored):
     assert set(cf.ci_width_frame(result)["factor"]) == {"carriers", "magnitudes"}
     assert "minimal detectable alpha" in cf.design_sentence(result)
     summary = cf.design_summary(result)
-    assert "h1_power" in set(summary["quantity"])
+    assert "H1 power at the design's alpha" in set(summary["quantity"])
     analysis = analyze(stored, "m", params=AnalysisParams(n_boot=0))
     document = reports.design_report(stored, result, "m", analysis)
     assert "Study design (simulated)" in document and document.count("<img") == 3

@@ -97,11 +97,11 @@ def test_conversion_never_fetches_external_data():
 def test_table_to_csv_round_trips_text_and_missing_values():
     frame = pd.DataFrame({"model": [HOSTILE, "alpha α, \"quoted\""], "alpha": [-0.05, np.nan], "n": [16, 0]})
     data = export.table_to_csv(frame)
-    assert data.decode("utf-8").splitlines()[0] == "model,alpha,n"
+    assert data.decode("utf-8").splitlines()[0] == "model,alpha,magnitudes correlated"  # the tables' headers
     back = pd.read_csv(StringIO(data.decode("utf-8")))
     assert back["model"].tolist() == frame["model"].tolist()
     assert back["alpha"].iloc[0] == -0.05 and np.isnan(back["alpha"].iloc[1])
-    assert back["n"].tolist() == [16, 0]
+    assert back["magnitudes correlated"].tolist() == [16, 0]
 
 
 def test_safe_filename():

@@ -24,7 +24,15 @@ import numpy as np
 import pandas as pd
 
 from magdash.errors import AnalysisError
-from magdash.formatting import MISSING, column_label, format_number, format_p, is_p_column
+from magdash.formatting import (
+    MISSING,
+    column_label,
+    format_number,
+    format_p,
+    format_share,
+    is_p_column,
+    is_share_column,
+)
 from magdash.jsonio import to_jsonable
 from magdash.output_files import REPORT_MARK
 from magdash.presentation.export import chart_to_png, chart_to_svg
@@ -92,7 +100,7 @@ def format_cell(value: Any) -> tuple[str, str]:
 def table_html(frame: pd.DataFrame, caption: str = "") -> str:
     """An HTML table with every header and cell escaped; readable headers
     (:func:`~magdash.formatting.column_label`), p-values in scientific notation
-    below 0.001."""
+    below 0.001, shares as percentages."""
     parts = ['<div class="table-wrap"><table>']
     if caption:
         parts.append(f"<caption>{html.escape(caption)}</caption>")
@@ -100,12 +108,13 @@ def table_html(frame: pd.DataFrame, caption: str = "") -> str:
     parts.extend(f"<th>{html.escape(column_label(column))}</th>" for column in frame.columns)
     parts.append("</tr></thead><tbody>")
     p_columns = [is_p_column(column) for column in frame.columns]
+    share_columns = [is_share_column(column) for column in frame.columns]
     for row in frame.itertuples(index=False):
         parts.append("<tr>")
-        for value, is_p in zip(row, p_columns, strict=True):
+        for value, is_p, is_share in zip(row, p_columns, share_columns, strict=True):
             text, css = format_cell(value)
-            if is_p and css == "" and isinstance(value, (float, np.floating)):
-                text = format_p(value)
+            if css == "" and isinstance(value, (float, np.floating)):
+                text = format_p(value) if is_p else format_share(value) if is_share else text
             attribute = f' class="{css}"' if css else ""
             parts.append(f"<td{attribute}>{html.escape(text)}</td>")
         parts.append("</tr>")

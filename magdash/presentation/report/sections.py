@@ -257,10 +257,10 @@ def design_section(result: Any) -> ReportSection:
             ("CI half-width of alpha", cf.ci_width_chart(cf.ci_width_frame(result))),
         ],
         tables=[
-            ("Summary at the design's alpha and delta", pd.DataFrame([summary])),
-            ("H1 power curve", result.h1),
-            ("E6 power curve", result.e6),
-            ("CI half-width", result.ci_width),
+            ("Summary at the design's alpha and delta", cf.design_summary(result)),
+            ("H1 power curve", cf.h1_table(result)),
+            ("E6 power curve", cf.e6_table(result)),
+            ("CI half-width", cf.ci_width_table(result)),
         ],
     )
 
