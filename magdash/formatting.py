@@ -459,6 +459,15 @@ def column_label(name: Any) -> str:
     return COLUMN_LABELS.get(text, text.replace("_", " "))
 
 
+def csv_column_label(name: Any) -> str:
+    """The header of column ``name`` in a CSV download: :func:`column_label`, but a share, which a
+    CSV keeps as its value between 0 and 1, is headed "(0 to 1)" rather than "(%)"."""
+    column = COLUMNS.get(str(name))
+    if column is not None and column.kind == SHARE:
+        return f"{column.label} (0 to 1)"
+    return column_label(name)
+
+
 def is_labelled(name: Any) -> bool:
     """Whether column ``name`` has its own entry in :data:`COLUMNS` (a shown column must)."""
     return str(name) in COLUMNS

@@ -17,7 +17,7 @@ import pandas as pd
 import vl_convert as vlc
 
 from magdash.errors import AnalysisError
-from magdash.formatting import column_label
+from magdash.formatting import csv_column_label
 
 EXPORT_WIDTH = 720
 """Pixel width given to charts whose width is "container" (a static image has no container)."""
@@ -75,10 +75,10 @@ def chart_to_png(chart: alt.TopLevelMixin | Mapping[str, Any], scale: float = 2.
 
 def table_to_csv(frame: pd.DataFrame) -> bytes:
     """UTF-8 CSV of a table as a reader downloads it: the headers the table shows (labels with
-    units, :func:`~magdash.formatting.column_label`), the values as they are (shares between 0
-    and 1, p-values unrounded), without the index; missing values are empty cells. The JSON and
-    the CLI's outputs keep the machine names."""
-    headers = [column_label(column) for column in frame.columns]
+    units, :func:`~magdash.formatting.csv_column_label`: a share's says it is between 0 and 1),
+    the values as they are (shares between 0 and 1, p-values unrounded), without the index;
+    missing values are empty cells. The JSON and the CLI's outputs keep the machine names."""
+    headers = [csv_column_label(column) for column in frame.columns]
     return frame.to_csv(index=False, header=headers, lineterminator="\n").encode("utf-8")
 
 

@@ -174,8 +174,9 @@ def test_the_csv_download_has_the_tables_headers_and_its_values_unrounded():
                           "p_largest": [0.734], "dip_p": [3.25e-7], "width": [576]})
     text = export.table_to_csv(frame).decode("utf-8")
     header = text.splitlines()[0].split(",")
-    assert header == [column_label(column) for column in frame.columns]
-    assert header[4] == "resamples where this step is the largest (%)" and header[6] == "width (dimensions)"
+    assert header[:4] + header[5:] == [column_label(column) for column in frame.drop(columns="p_largest").columns]
+    # The CSV keeps a share between 0 and 1, so its header must not say "%".
+    assert header[4] == "resamples where this step is the largest (0 to 1)" and header[6] == "width (dimensions)"
     back = pd.read_csv(io.StringIO(text))
     assert back.iloc[0].tolist() == ["trained", 1, 0.25, -0.125, 0.734, 3.25e-7, 576]
     assert list(frame.columns)[4] == "p_largest"  # the frame itself keeps its machine names
@@ -186,7 +187,7 @@ def test_a_depth_table_built_from_a_result_downloads_with_labels(phase_result): 
     assert "jump" in table.columns and "rank" not in table.columns  # not the covariance rank of phase_table
     assert_labelled(table)
     header = export.table_to_csv(table).decode("utf-8").splitlines()[0]
-    assert "resamples where this step is the largest (%)" in header and "p_largest" not in header
+    assert "resamples where this step is the largest (0 to 1)" in header and "p_largest" not in header
     assert_labelled(df.phase_table({"trained": phase_result}))
 
 
