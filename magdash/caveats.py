@@ -21,7 +21,7 @@ The severities, one rule for every producer:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -63,9 +63,28 @@ class Caveat:
             return False
         return models is None or not self.model or self.model in set(models)
 
-    def line(self) -> str:
-        """The caveat as one line, named by its model: ``"gemma: V_eucl: ..."``."""
-        return f"{self.model}: {self.text}" if self.model else self.text
+    def line(self, leave_out: Callable[[int], str] | None = None) -> str:
+        """The caveat as one line, named by its model: ``"gemma: V_eucl: ..."``, and for a caveat
+        that blames a carrier how to leave it out where it is read (``leave_out(carrier)``: the
+        Python parameter by default, :func:`python_leave_out`; the command line gives its option,
+        the dashboard its sidebar's words instead).
+
+        Args:
+            leave_out: how a carrier is left out where the line is read ("": said elsewhere);
+                None: the Python parameter.
+        """
+        text = f"{self.model}: {self.text}" if self.model else self.text
+        hint = "" if self.carrier is None else (leave_out or python_leave_out)(self.carrier)
+        return f"{text} ({hint})" if hint else text
+
+
+def python_leave_out(carrier: int) -> str:
+    """How the Python API leaves carrier ``carrier`` out of an analysis.
+
+    Args:
+        carrier: the carrier's index.
+    """
+    return f"exclude_carriers=({carrier},) leaves it out"
 
 
 def ranked(caveats: Iterable[Caveat]) -> list[Caveat]:
@@ -90,10 +109,11 @@ def about(caveats: Iterable[Caveat], measure: str | None = None,
     return ranked(dict.fromkeys(kept))
 
 
-def lines(caveats: Iterable[Caveat]) -> list[str]:
+def lines(caveats: Iterable[Caveat], leave_out: Callable[[int], str] | None = None) -> list[str]:
     """The caveats as lines (:meth:`Caveat.line`), most severe first.
 
     Args:
         caveats: the caveats.
+        leave_out: how a carrier is left out where the lines are read (:meth:`Caveat.line`).
     """
-    return [caveat.line() for caveat in ranked(caveats)]
+    return [caveat.line(leave_out) for caveat in ranked(caveats)]

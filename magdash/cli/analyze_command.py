@@ -9,7 +9,15 @@ from __future__ import annotations
 import argparse
 import math
 
-from magdash.cli.common import add_store_option, flagged_layer_warnings, open_store, print_json, warn
+from magdash.caveats import lines
+from magdash.cli.common import (
+    add_store_option,
+    command_line_leave_out,
+    flagged_layer_warnings,
+    open_store,
+    print_json,
+    warn,
+)
 from magdash.cli.options import add_params_options, params_from_args
 from magdash.errors import AnalysisError
 from magdash.formatting import MISSING, format_number
@@ -75,7 +83,7 @@ def run_analyze(args: argparse.Namespace) -> int:
     params = analysis_params(args)
     store = open_store(args)
     result = analyze(store, args.model, args.stimuli, params)
-    warn(result.warnings())
+    warn(lines(result.caveats(), command_line_leave_out))
     control = None
     if args.massive_control:
         from magdash.runs.analysis_runs import massive_control

@@ -107,6 +107,15 @@ def warn(lines: Iterable[str | None]) -> None:
             print(f"magdash: warning: {line}", file=sys.stderr)
 
 
+def command_line_leave_out(carrier: int) -> str:
+    """How the command line leaves carrier ``carrier`` out (:meth:`magdash.caveats.Caveat.line`).
+
+    Args:
+        carrier: the carrier's index.
+    """
+    return f"--exclude-carrier {carrier} leaves it out"
+
+
 def flagged_layer_warnings(store, models: Sequence[str], stimuli: str) -> list[str | None]:
     """The Inf/NaN warning of each stored model on ``stimuli`` (None where nothing is flagged)."""
     from magdash.overflow import nonfinite_warning

@@ -266,7 +266,7 @@ class AnalysisResult:
             ratio = max(item.norm_ratio for item in items)
             found.append(Caveat(Severity.SERIOUS, f"{self.carrier_label(carrier)}: " + outsized_warning(
                 [i.magnitude for i in items], [i.layer for i in items], ratio,
-                f"--exclude-carrier {carrier} leaves that carrier out"), (), name, carrier))
+                "the result is read with them unless that carrier is left out"), (), name, carrier))
         unjudged = []
         for measure in self.params.measures:
             title = MEASURES[measure].title
@@ -279,7 +279,7 @@ class AnalysisResult:
                 found.append(Caveat(Severity.CAUTION, (
                     f"{title}: leaving out {self.carrier_label(influence.carrier)} moves the mean core alpha from "
                     f"{influence.mean_all:.3g} to {influence.mean_without:.3g} ({influence.how()}): the result rests on "
-                    f"that carrier (--exclude-carrier {influence.carrier})"), (measure,), name, influence.carrier))
+                    "that carrier"), (measure,), name, influence.carrier))
             dropped = self.dropped_points(measure)
             if dropped:
                 magnitudes = sorted({m for ms in dropped.values() for m in ms})

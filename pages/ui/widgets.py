@@ -146,14 +146,19 @@ def warnings_panel(caveats: Iterable[Caveat], measure: str | None = None, models
         return
     for caveat in found.shown:
         box = st.error if caveat.severity >= Severity.SERIOUS else st.warning
-        box(plain(caveat.line()), icon=":material/warning:")
+        box(plain(caveat.line(_said_below)), icon=":material/warning:")
     if found.folded:
         with st.expander(found.fold_label):
             for caveat in found.folded:
                 word = "" if caveat.severity <= Severity.NOTE else f"**{caveat.severity.name.lower()}**: "
-                st.markdown(f"- {word}{plain(caveat.line())}")
+                st.markdown(f"- {word}{plain(caveat.line(_said_below))}")
     if found.blames_a_carrier:
         st.caption(LEAVE_OUT_HINT)
+
+
+def _said_below(_carrier: int) -> str:
+    """No hint in a caveat's line: the panel's caption says how the sidebar leaves a carrier out."""
+    return ""
 
 
 def store_to_write(ctx: AppContext, what: str, *, create: bool = False) -> Store:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from magdash.caveats import Severity
+from magdash.cli.common import command_line_leave_out
 from magdash.errors import AnalysisError
 from magdash.norm_outliers import OUTLIER_NORM_FACTOR
 from magdash.params import ranges
@@ -50,8 +51,14 @@ def test_outlier_vectors_are_flagged_exactly_and_named():
     lines = result.artifact_warnings()
     outlier_line = next(line for line in lines if "norm over" in line)
     assert "carrier 2 ('{n} was the value.')" in outlier_line
-    assert "magnitudes 1-9 at layers 1-3" in outlier_line and "--exclude-carrier 2" in outlier_line
-    assert any(line.startswith("planted: carrier 2") for line in result.warnings())
+    assert "magnitudes 1-9 at layers 1-3" in outlier_line and "--exclude-carrier" not in outlier_line
+    # Each surface says how to leave the carrier out in its own words: Python's parameter here,
+    # the command line's option (magdash.cli.common.command_line_leave_out), the sidebar's caption.
+    [python] = [line for line in result.warnings() if line.startswith("planted: carrier 2")]
+    assert python.endswith("(exclude_carriers=(2,) leaves it out)")
+    [caveat] = [c for c in result.caveats() if "norm over" in c.text]
+    assert caveat.line(command_line_leave_out).endswith("(--exclude-carrier 2 leaves it out)")
+    assert caveat.line(lambda _carrier: "") == f"planted: {caveat.text}"
     assert analyse(planted(sink=False)).outlier_vectors == []
 
 
