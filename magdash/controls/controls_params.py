@@ -112,7 +112,7 @@ class DesignParams:
         if self.n_points < 2 or self.n_studies < 10:
             raise AnalysisError("a design curve needs at least 2 points and 10 studies per point")
         if self.n_boot < 0:
-            raise AnalysisError(f"--n-boot must be 0 or more, got {self.n_boot}")
+            raise AnalysisError(f"n_boot={self.n_boot} must be 0 or more", parameters=("n_boot",))
         if not 0 < self.level < 1 or not 0 < self.power_target < 1:
             raise AnalysisError("the level and the power target must lie between 0 and 1")
         if problem := seed_problem(self.seed):

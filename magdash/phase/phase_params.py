@@ -50,7 +50,7 @@ class PhaseParams:
 
     def __post_init__(self) -> None:
         if isinstance(self.n_boot, bool) or not isinstance(self.n_boot, (int, np.integer)) or self.n_boot < 0:
-            raise AnalysisError(f"--n-boot must be 0 or more, got {self.n_boot!r}")
+            raise AnalysisError(f"n_boot={self.n_boot!r} must be 0 or more", parameters=("n_boot",))
         if problem := seed_problem(self.seed):
             raise AnalysisError(problem)
         if not 0 < self.confidence < 1:

@@ -120,7 +120,7 @@ class AnalysisParams:
                 f"got {self.bootstrap_layers!r}"
             )
         if self.n_boot < 0:
-            raise AnalysisError(f"--n-boot must be 0 or more, got {self.n_boot}")
+            raise AnalysisError(f"n_boot={self.n_boot} must be 0 or more", parameters=("n_boot",))
         if problem := seed_problem(self.seed):
             raise AnalysisError(problem)
         if rules.bootstrap_stream == "legacy" and self.seed >= LEGACY_SEED_LIMIT:

@@ -50,7 +50,7 @@ def test_bad_arrays_are_refused_with_what_to_fix(data, magnitudes, carriers, say
     (lambda s: md.analyze(s, "nothing"), "'nothing'"),
     (lambda s: md.analyze(s, "m", n_bootz=3), "unknown option(s) n_bootz"),
     (lambda s: md.analyze(s, "m", params=md.PhaseParams()), "params must be a AnalysisParams"),
-    (lambda s: md.analyze(s, "m", n_boot=-1), "n-boot must be 0 or more"),
+    (lambda s: md.analyze(s, "m", n_boot=-1), "n_boot=-1 must be 0 or more"),
     (lambda s: md.compare(s, "m"), "name both models"),
     (lambda s: md.compare(s, "m", "m"), "two different models"),
     (lambda s: md.robustness(s, "m", random=GOOD), "finds the @random control itself"),

@@ -148,7 +148,7 @@ STIMULI = '[[stimuli]]\nname = "paper"\n'
         (MODELS + "[[stimuli]]\nname = 'x'\nnumber_format = 'roman'\n",
          "stimuli 'x' number_format 'roman' is not one of digits, grouped, spaced, padded, words"),
         (MODELS + "[[stimuli]]\nname = 'paper'\nnumber_format = 'words'\n", "name its words form 'paper-words'"),
-        (MODELS + STIMULI + "[analyze]\nn_boot = -1\n", "[analyze]: --n-boot must be 0 or more"),
+        (MODELS + STIMULI + "[analyze]\nn_boot = -1\n", "[analyze]: n_boot=-1 must be 0 or more"),
         (MODELS + STIMULI + "[analyze]\nmeasures = ['volume']\n", "[analyze]: unknown measure(s) 'volume'"),
         (MODELS + STIMULI + "[analyze]\nboots = 3\n", "unknown key(s) boots in [analyze]"),
         (MODELS + STIMULI + "[phase]\nlevel = 0.5\n", "[phase]: the Tracy-Widom level must be one of"),
