@@ -108,7 +108,7 @@ COLUMNS: dict[str, Column] = {
     "target": Column("probe reads"),
     "task": Column("labels"),
     "magnitude": Column("magnitude n"),
-    "magnitudes": Column("magnitudes n"),
+    "magnitudes": Column("magnitude range"),
     "carrier": Column("carrier"),
     "sentence": Column("sentence"),
     "stratum": Column("token-count stratum"),

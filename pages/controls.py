@@ -92,7 +92,8 @@ with st.spinner(ui.plain(f"Running the controls of {view.model} (first time only
 st.session_state[dc.SESSION_KEYS[0]] = key  # the sidebar's report includes what was shown here
 ui.say(ui.compute(cf.controls_sentence, key, view.measure))
 slug = f"{view.model}-{view.measure}"
-ui.table(cf.controls_verdicts, key, view.measure, name=f"controls-verdicts-{slug}")
+ui.table(cf.controls_verdicts, key, view.measure, name=f"controls-verdicts-{slug}",
+         as_lines=("control", "status", "verdict"))
 st.subheader("Carriers")
 ui.figure(cf.loo_figure, key, view.measure, name=f"leave-one-carrier-out-{slug}")
 ui.table(cf.loo_table, key, view.measure, name=f"leave-one-carrier-out-{slug}-table")

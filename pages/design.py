@@ -43,7 +43,8 @@ if submitted:
         ui.show_error(error)
 params = st.session_state.get("magdash_design")
 if params is None:
-    st.info("Choose a design and press Simulate (about 10-20 s for 1,000 studies per point).")
+    st.info("Choose a design and press Simulate. The time grows with the studies per point and the "
+            "joint-bootstrap resamples, the slowest part (0 skips them); the result is cached in the store.")
     st.stop()
 key = dc.design_key(view, ctx.inventory, params)
 with st.spinner(ui.plain(f"Simulating {params.n_studies:,} studies per point (cached in the store)…")):

@@ -152,7 +152,8 @@ def loo_chart(
         .mark_point(size=45, opacity=0.85, invalid=style.POINT_INVALID)
         .encode(
             x=axis.encoding(), y=alt.Y("alpha_loo:Q", title=style.ALPHA_TITLE),
-            color=alt.Color("without:N", scale=style.color_scale(carriers, style.MODEL_COLORS), title="carrier left out"),
+            color=alt.Color("without:N", scale=style.color_scale(carriers, style.MODEL_COLORS), title="carrier left out",
+                            legend=alt.Legend(labelLimit=style.LEGEND_LABEL_LIMIT)),
             tooltip=[alt.Tooltip("layer:Q"), alt.Tooltip("without:N"),
                      alt.Tooltip("alpha_loo:Q", title="alpha without it", format=".4f"),
                      alt.Tooltip("alpha_full:Q", title="alpha, all carriers", format=".4f")],

@@ -7,6 +7,7 @@ strings go into widgets, tables or Markdown escaped by :func:`plain`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -28,7 +29,7 @@ from magdash.formatting import (
     needs_wide_format,
 )
 from magdash.presentation import export
-from magdash.presentation.chart_style import CONTAINER_AUTOSIZE
+from magdash.presentation.chart_style import CONTAINER_AUTOSIZE, LEGEND_LABEL_LIMIT
 from magdash.store import Store
 from pages.ui.caches import analysis_for, cached, figure_spec, job_registry, new_store
 from pages.ui.session import AppContext, context, view_key, view_setter
@@ -51,6 +52,9 @@ def figure(builder: Callable[..., Any], *args: Any, name: str, data: pd.DataFram
     compound = "vconcat" in spec or "hconcat" in spec
     # The column's width, the plot's own height (as in the PNG): see CONTAINER_AUTOSIZE.
     shown = spec if compound else {**spec, "autosize": CONTAINER_AUTOSIZE}
+    # Every legend's labels whole (Vega cuts them at 160 px: "without 0: The number {…").
+    config = shown.get("config", {})
+    shown = {**shown, "config": {**config, "legend": {"labelLimit": LEGEND_LABEL_LIMIT, **config.get("legend", {})}}}
     st.vega_lite_chart(shown, width="content" if compound else "stretch")
     slug = export.safe_filename(name)
     columns = st.columns([1, 1, 1, 5] if data is not None else [1, 1, 6])
@@ -71,8 +75,10 @@ def figure(builder: Callable[..., Any], *args: Any, name: str, data: pd.DataFram
 
 
 def table(frame_or_builder: pd.DataFrame | Callable[..., Any], *args: Any, name: str,
-          height: int | str = "auto") -> pd.DataFrame | None:
-    """A table with a CSV download button; a table function is called and cached like figures."""
+          height: int | str = "auto", as_lines: tuple[str, str, str] | None = None) -> pd.DataFrame | None:
+    """A table with a CSV download button; a table function is called and cached like figures.
+    ``as_lines`` (a row's name, status and sentence columns) shows each row as a line of text
+    instead, for rows whose sentences a table's cells would cut (a verdict and its numbers)."""
     if callable(frame_or_builder):
         try:
             frame = cached(frame_or_builder, *args)
@@ -81,8 +87,13 @@ def table(frame_or_builder: pd.DataFrame | Callable[..., Any], *args: Any, name:
             return None
     else:
         frame = frame_or_builder
-    st.dataframe(frame, hide_index=True, width="stretch", height=height, column_config=column_config(frame),
-                 placeholder=MISSING)
+    if as_lines is None:
+        st.dataframe(frame, hide_index=True, width="stretch", height=height, column_config=column_config(frame),
+                     placeholder=MISSING)
+    else:
+        head, status, sentence = as_lines
+        st.markdown("\n".join(f"- **{plain(row[head])}** ({plain(row[status])}): {plain(row[sentence])}"
+                               for row in frame.to_dict(orient="records")))
     slug = export.safe_filename(name)
     st.download_button(
         "CSV", data=lambda: export.table_to_csv(frame), file_name=f"{slug}.csv", mime="text/csv",
@@ -91,26 +102,50 @@ def table(frame_or_builder: pd.DataFrame | Callable[..., Any], *args: Any, name:
     return frame
 
 
+HEADER_PX_PER_CHARACTER = 7.5
+"""About the width of one character of a table's header in the app's font, for sizing columns."""
+HEADER_PADDING_PX = 28
+WIDEST_COLUMN_PX = 320
+
+
+def column_width(label: str, values: pd.Series) -> int | None:
+    """A column's width in px where its header is wider than its values (Streamlit sizes a column
+    to its cells, cutting a longer header: "mean core a"), or where a float column has gaps (a
+    column sized from its first rows, all empty, cut the numbers below them); None: Streamlit's own.
+
+    Args:
+        label: the header shown.
+        values: the column's values.
+    """
+    header_px = min(WIDEST_COLUMN_PX, math.ceil(len(label) * HEADER_PX_PER_CHARACTER) + HEADER_PADDING_PX)
+    shown = values.dropna()
+    widest = int(shown.astype(str).str.len().max()) if len(shown) else 0
+    values_px = int(min(widest, 10 if pd.api.types.is_float_dtype(values) else widest) * HEADER_PX_PER_CHARACTER)
+    values_px += HEADER_PADDING_PX
+    if header_px > values_px or (pd.api.types.is_float_dtype(values) and values.isna().any()):
+        return max(header_px, values_px)
+    return None
+
+
 def column_config(frame: pd.DataFrame) -> dict[str, Any]:
-    """Readable headers (the CSV's too), p-values in scientific notation, shares as percentages
-    and columns spanning many decades in three significant digits; the values stay as they are."""
+    """Readable headers (the CSV's too) that fit their columns, p-values in scientific notation,
+    shares as percentages and columns spanning many decades in three significant digits; the
+    values stay as they are."""
     config: dict[str, Any] = {}
     for column in frame.columns:
         label = column_label(column)
         floats = pd.api.types.is_float_dtype(frame[column])
-        # A column sized from its first rows, all empty, cut the numbers below them ("-0.04"):
-        # a float column with gaps gets a width of its own.
-        width = {"width": "small"} if floats and frame[column].isna().any() else {}
+        width = {"width": px} if (px := column_width(label, frame[column])) is not None else {}
         if is_p_column(column) and floats:
             config[column] = st.column_config.NumberColumn(label, format=P_FORMAT, **width)
         elif is_share_column(column) and floats:
             config[column] = st.column_config.NumberColumn(label, format="percent", **width)
         elif floats and needs_wide_format(frame[column]):
             config[column] = st.column_config.NumberColumn(label, format=WIDE_FORMAT, **width)
-        elif width:
+        elif floats and width:
             config[column] = st.column_config.NumberColumn(label, **width)
-        elif label != column:
-            config[column] = st.column_config.Column(label)
+        elif label != column or width:
+            config[column] = st.column_config.Column(label, **width)
     return config
 
 

@@ -138,7 +138,20 @@ def test_the_app_shows_shares_as_percentages_and_p_values_in_scientific_notation
     assert config["p_largest"]["label"] == "resamples where this step is the largest (%)"
     assert config["dip_p"]["type_config"]["format"] == P_FORMAT
     assert config["jump"]["label"] == "step (1 = largest)"
-    assert "layer" not in config  # its label is its name
+    assert config["layer"]["label"] == "layer"  # its label is its name, configured for its width
+
+
+def test_a_column_is_as_wide_as_its_header_where_its_values_are_narrower():
+    """Streamlit sizes a column to its cells, which cut a longer header ("mean core a"); a column
+    whose values are wider keeps Streamlit's own size, and a float column with gaps gets one."""
+    from pages.ui.widgets import HEADER_PADDING_PX, HEADER_PX_PER_CHARACTER, column_width
+
+    header = "mean core alpha, CI low"
+    wide_enough = len(header) * HEADER_PX_PER_CHARACTER + HEADER_PADDING_PX
+    assert column_width(header, pd.Series([-0.0372, 0.0009])) >= wide_enough
+    assert column_width("model", pd.Series(["programme (majority of 2 trained models)"])) is None
+    assert column_width("R²", pd.Series([0.1, None, 0.3])) is not None
+    assert column_width("R²", pd.Series([0.1, 0.3])) is None
 
 
 def test_every_column_named_like_a_p_value_was_audited():
