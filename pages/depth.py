@@ -29,22 +29,28 @@ massive = st.radio("Adjusted view", ["drop", "standardise"], format_func=MASSIVE
                    key="depth_massive", help=f"Massive dimension: mean |h_j| above {MASSIVE_RATIO:g}x the median over dimensions")
 adjusted_keys = db.adjusted_phase_keys(keys, massive)
 with st.spinner("Computing spectra and Omega per layer (first time only; cached in the store)…"):
-    for key in [*keys.values(), *adjusted_keys.values()]:
+    for key in keys.values():
         ui.phase_for(key)
-results = ui.results_arg(keys)
-adjusted = ui.results_arg(adjusted_keys)
+    results = ui.results_arg(keys)
+    # Without massive dimensions anywhere, dropping them leaves the raw vectors: drawn once, not twice.
+    adjusted = ui.results_arg(adjusted_keys) if ui.compute(df.adjusted_view_differs, results, massive) else None
+    for key in adjusted_keys.values() if adjusted is not None else ():
+        ui.phase_for(key)
 ui.say(ui.compute(df.phase_sentence, results, adjusted))
-ui.say(ui.compute(df.massive_sentence, results))
+ui.say(ui.compute(df.massive_sentence, results)
+       + ("" if adjusted is not None else " Dropping none leaves the raw vectors, so each curve is drawn once."))
 ui.warnings_panel(ui.compute(df.spectrum_caveats, results))
 ui.figure(df.order_figure, results, adjusted, name=f"order-parameter-{view.model}")
 ui.table(df.jumps_table, results, adjusted, name=f"gamma-c-jumps-{view.model}")
 ui.figure(df.rank_figure, results, name=f"effective-rank-{view.model}")
-ui.figure(df.rank_figure, adjusted, name=f"effective-rank-{view.model}-{massive}")
+if adjusted is not None:
+    ui.figure(df.rank_figure, adjusted, name=f"effective-rank-{view.model}-{massive}")
 ui.figure(df.omega_figure, results, name=f"omega-by-layer-{view.model}")
 st.subheader("Spectrum of one layer")
 layer = ui.layer_picker(ctx)
 ui.figure(df.spectrum_figure, results, layer, name=f"spectrum-{view.model}-layer{layer}")
-ui.figure(df.spectrum_figure, adjusted, layer, name=f"spectrum-{view.model}-layer{layer}-{massive}")
+if adjusted is not None:
+    ui.figure(df.spectrum_figure, adjusted, layer, name=f"spectrum-{view.model}-layer{layer}-{massive}")
 st.subheader("Per-layer diagnostics")
 st.caption("n_spikes, sigma2, mp_edge, tw_margin and largest_gap are empty where the Marchenko-Pastur fit did not "
            "converge (mp_converged false: it stopped at mp_cap, half the spectrum, ran out of iterations or had too "

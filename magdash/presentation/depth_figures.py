@@ -562,6 +562,18 @@ def phase_sentence(results: Mapping[str, PhaseResult], adjusted: Mapping[str, Ph
     return text + ". The paper reports gamma_c ≈ 0.42 for models of 1.5B-30B parameters and none for small ones."
 
 
+def adjusted_view_differs(results: Mapping[str, PhaseResult], massive: str) -> bool:
+    """Whether the adjusted view ``massive`` differs from the raw vectors: standardising always
+    changes them; dropping the massive dimensions only where a series has some at some layer (else
+    the page would draw every raw curve, table row and spectrum twice, the same).
+
+    Args:
+        results: series name -> depth diagnostics of the raw vectors.
+        massive: the adjusted view, ``drop`` or ``standardise``.
+    """
+    return massive != "drop" or any(item.massive for result in results.values() for item in result.layers)
+
+
 def massive_sentence(results: Mapping[str, PhaseResult]) -> str:
     """Where the trained model has massive-activation dimensions and how much of ||h||² they hold."""
     trained = _trained(results)

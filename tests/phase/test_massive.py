@@ -60,6 +60,18 @@ def test_raw_omega_is_far_from_the_gaussian_value_and_the_adjusted_views_are_not
         assert layer.spectrum.converged and layer.spectrum.n_spikes == 0
 
 
+def test_the_view_without_massive_dimensions_is_drawn_only_where_it_differs_from_the_raw_one():
+    """Depth draws the adjusted view beside the raw one; dropping massive dimensions where there
+    are none would draw every curve twice, the same (standardising always changes the vectors)."""
+    params = PhaseParams(n_boot=0)
+    planted = analyze_samples([view_sample(with_massive(400, 256, seed=4), 0, "keep", MASSIVE_RATIO)], 1, params)
+    noise = np.random.default_rng(5).standard_normal((400, 256)).astype(np.float32)
+    plain = analyze_samples([view_sample(noise, 0, "keep", MASSIVE_RATIO)], 1, params)
+    assert not df.adjusted_view_differs({"trained": plain}, "drop")
+    assert df.adjusted_view_differs({"trained": plain}, "standardise")
+    assert df.adjusted_view_differs({"trained": plain, "random control": planted}, "drop")  # any series
+
+
 def test_standardise_z_scores_and_drops_constant_dimensions():
     vectors = np.array([[1.0, 5.0, 2.0], [3.0, 5.0, 4.0], [5.0, 5.0, 9.0]], dtype=np.float32)
     adjustment = Adjustment.for_stats("standardise", DimensionStats.of(vectors))
