@@ -26,7 +26,7 @@ with left:
     name = st.selectbox("Frequency source", list(sources["name"]), key="fq_source")
     note = sources.loc[sources["name"] == name, "note"].iloc[0]
     if note:  # provenance notes quote the uploaded file's name and comments: user text
-        st.caption(ui.plain(note))
+        st.caption(ui.plain(f"{name}: {note.rstrip('.')}."))  # a note is a phrase about its source
     zero = st.toggle("Count numbers missing from the source as 0", key="fq_zero",
                      help="Otherwise magnitudes the source does not cover stop the analysis with a message")
 with right, st.expander("Add a source from a CSV (number,count)"):

@@ -168,6 +168,9 @@ def test_the_conventions_setting_lands_in_the_url_and_in_the_figures(populated, 
     bookmarked = open_app(populated, monkeypatch, query={"conv": "paper"}, page="pages/frequency.py")
     assert widget(bookmarked.sidebar.radio, "Conventions").value == "paper"
     assert "(rho > 0 and p < .05)" in texts(bookmarked)
+    # The source's note is a sentence about the source, not a fragment ("estimate, not a count: ...").
+    source = widget(bookmarked.selectbox, "Frequency source").value
+    assert any(shown(c).startswith(f"{source}: ") and shown(c).endswith(".") for c in bookmarked.caption)
 
 
 def test_a_bookmarked_view_opens_as_it_was_shared(populated, monkeypatch):
