@@ -48,7 +48,7 @@ PAGES = {  # url path: (navigation title, heading, charts drawn on the populated
     "compare": ("Compare", "Compare two models", 1),
     "geometry": ("Geometry", "Log-compressive geometry", 3),
     "probes": ("Probes", "Probes: is magnitude decodable?", 5),
-    "depth": ("Depth", "Depth: liquid or solid?", 6),
+    "depth": ("Depth", "Depth: liquid or solid?", 4),  # no massive dimensions: the raw view alone
     "controls": ("Controls", "Robustness controls", 4),
     "design": ("Design", "Study design", 0),
 }
