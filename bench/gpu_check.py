@@ -457,7 +457,7 @@ def extraction_timers() -> Iterator[TimeSpent]:
         ("norms and flags", shards, "vector_norms"),
         ("Parquet", shards.pq, "write_table"),
         ("fsync", shards.os, "fsync"),
-        ("registration", StoreClass, "_register_shard"),
+        ("registration", StoreClass, "_register_shards"),
     ]
     with contextlib.ExitStack() as patches:
         for label, owner, attribute in targets:

@@ -164,6 +164,64 @@ def test_a_failed_registration_deletes_its_shard(store, vectors, monkeypatch):
     assert store.missing_item_keys(RECORD.model_id, "tiny") == set(KEYS)
 
 
+def _writers_meeting_a_slow_catalog(store, vectors, monkeypatch, fail: bool = False):
+    """Four threads each write two items while the first registration holds the catalog; returns
+    each thread's outcome and the batches the catalog was handed."""
+    import threading
+
+    batches, first_started, release = [], threading.Event(), threading.Event()
+    original = Store._register_shards
+
+    def slow(self, waiting):
+        batches.append([shard.item_keys for _, shard in waiting])
+        if len(batches) == 1:
+            first_started.set()
+            release.wait(10)  # the others finish their shards and queue meanwhile
+        if fail and len(batches) > 1:
+            raise StoreError("the catalog refused the batch")
+        return original(self, waiting)
+
+    monkeypatch.setattr(Store, "_register_shards", slow)
+    outcomes = [None] * 4
+
+    def write(index):
+        try:
+            outcomes[index] = store.write_vectors(RECORD.model_id, KEYS[2 * index:2 * index + 2],
+                                                  vectors[2 * index:2 * index + 2])
+        except StoreError as error:
+            outcomes[index] = error
+
+    first = threading.Thread(target=write, args=(0,))
+    first.start()
+    assert first_started.wait(10)
+    others = [threading.Thread(target=write, args=(index,)) for index in (1, 2, 3)]
+    for thread in others:
+        thread.start()
+    deadline = time.monotonic() + 10
+    while len(store._registrations._waiting) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    release.set()
+    for thread in (first, *others):
+        thread.join(10)
+    return outcomes, batches
+
+
+def test_shards_finished_while_the_catalog_is_busy_are_registered_in_one_transaction(store, vectors, monkeypatch):
+    outcomes, batches = _writers_meeting_a_slow_catalog(store, vectors, monkeypatch)
+    assert outcomes == [2, 2, 2, 2]
+    assert len(batches) == 2 and len(batches[0]) == 1 and len(batches[1]) == 3  # 4 shards, 2 transactions
+    np.testing.assert_array_equal(stored(store), vectors)
+    assert len(registered(store)) == 4 and len(shards.shard_files(store.shards)) == 4
+
+
+def test_a_failed_group_registration_fails_each_of_its_writers_and_deletes_their_shards(store, vectors, monkeypatch):
+    outcomes, batches = _writers_meeting_a_slow_catalog(store, vectors, monkeypatch, fail=True)
+    assert outcomes[0] == 2 and all(isinstance(outcome, StoreError) for outcome in outcomes[1:])
+    assert len(batches) == 2 and len(batches[1]) == 3
+    assert len(registered(store)) == 1 and len(shards.shard_files(store.shards)) == 1  # the three are gone
+    assert store.missing_item_keys(RECORD.model_id, "tiny") == set(KEYS[2:])
+
+
 def test_a_set_read_before_it_was_complete_is_read_again_once_it_is(store, vectors):
     store.write_vectors(RECORD.model_id, KEYS[:5], vectors[:5])
     with pytest.raises(StoreError, match="5 of 8 vectors"):
