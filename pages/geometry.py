@@ -14,8 +14,10 @@ st.caption(
     "|a - b| when the code is log-compressive (Cacioli, arXiv 2603.20642)."
 )
 key = ui.analysed(ctx)
+control = db.control_analysis_key(view, ctx.inventory)
 metric = st.radio("Distance", ("euclidean", "cosine"), horizontal=True, key="geo_metric")
-ui.figure(gf.rsa_figure, key, metric, name=f"rsa-{view.model}-{metric}")
+ui.say(ui.compute(gf.rsa_sentence, key, metric, control))
+ui.figure(gf.rsa_figure, key, metric, control, name=f"rsa-{view.model}-{metric}")
 
 layer = ui.layer_picker(ctx)
 layer_arg = db.layer_key(view, ctx.inventory, layer)

@@ -126,6 +126,17 @@ TRAINED_SERIES = "trained"
 CONTROL_SERIES = "random control"
 
 
+def control_analysis_key(view: ViewState, inventory: StoreInventory) -> AnalysisKey | None:
+    """The analysis of the view's model's ``@random`` control where it is stored on the view's
+    stimuli (None where it is not, or the model is a control itself)."""
+    if view.model is None or view.stimuli is None:
+        return None
+    control = control_name(view.model)
+    if control == view.model or control not in inventory.models_sharing(view.stimuli):
+        return None
+    return analysis_key(view, inventory, control)
+
+
 def phase_keys(view: ViewState, inventory: StoreInventory) -> dict[str, PhaseKey]:
     """The view's model ("trained") and, when stored on the same stimuli, its @random control."""
     if view.model is None or view.stimuli is None:

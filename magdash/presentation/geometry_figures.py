@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from magdash.errors import AnalysisError
-from magdash.formatting import fixed
+from magdash.formatting import fixed, format_number
+from magdash.params import ranges
 from magdash.presentation import chart_style as style
 from magdash.variability.geometry import Pc1Coordinates, centroid_rdm, pc1_coordinates
 from magdash.variability.measures import centroids
@@ -26,6 +27,10 @@ from magdash.variability.measures import centroids
 if TYPE_CHECKING:
     from magdash.variability.analysis import AnalysisResult
 
+
+TRAINED_WEIGHTS = "trained"
+CONTROL_WEIGHTS = "@random control"
+"""How the RSA chart names the model's own weights and its random-weight control's."""
 
 RSA_COLUMNS = {
     ("log-ratio", "euclidean"): "rsa_log_euclidean",
@@ -159,24 +164,36 @@ def rsa_by_layer(
         frame = frame[frame["metric"] == metric]
     if "label" not in frame:
         frame["label"] = frame["layer"].astype(str)
+    if "weights" not in frame:
+        frame["weights"] = TRAINED_WEIGHTS
+    weights = list(dict.fromkeys(frame["weights"].astype(str)))
+    # The random-weight control dashed beside the trained model: a log-ratio line above the linear
+    # one that the control draws too is the architecture's or the tokenizer's, not learned.
+    dash = None if len(weights) < 2 else alt.StrokeDash(
+        "weights:N", title="weights", scale=alt.Scale(domain=weights, range=[[1, 0], [5, 3]][: len(weights)]),
+        legend=alt.Legend(labelLimit=style.LEGEND_LABEL_LIMIT),
+    )
     models = list(dict.fromkeys(frame["model_rdm"].astype(str)))
     color = alt.Color("model_rdm:N", scale=style.color_scale(models, RDM_MODEL_COLORS), title="model RDM")
     axis = style.DepthAxis.of(frame[x_field], x_field, x_title)
     layers = style.depth_backdrop(axis, frame, "rho")
     layers.append(style.zero_rule(0.0))
+    frame["curve"] = frame["model_rdm"].astype(str) + " · " + frame["weights"].astype(str)
     layers += style.profile_layers(
-        frame.loc[:, list(dict.fromkeys(["layer", "label", x_field, "model_rdm", "rho"]))],
+        frame.loc[:, list(dict.fromkeys(["layer", "label", x_field, "model_rdm", "weights", "curve", "rho"]))],
         x=axis.encoding(),
         y_field="rho",
         y_title="Spearman rho",
         color=color,
         tooltip=[
             alt.Tooltip("model_rdm:N", title="model RDM"),
+            alt.Tooltip("weights:N"),
             alt.Tooltip("layer:Q"),
             alt.Tooltip("label:N"),
             alt.Tooltip("rho:Q", title="Spearman rho (centroid RDM vs model RDM)", format=".3f"),
         ],
-        detail="model_rdm",
+        detail="curve",
+        stroke_dash=dash,
     )
     which = f" ({metric} RDM)" if metric else ""
     text = title or f"RSA by layer: log-ratio vs linear magnitude model{which}"
@@ -233,14 +250,56 @@ def rdm_figure(result: AnalysisResult, vectors: np.ndarray, layer: int, metric: 
     )
 
 
-def rsa_figure(result: AnalysisResult, metric: str) -> alt.LayerChart:
-    """RSA of the centroid RDMs against the log-ratio and linear models, by layer.
+def rsa_figure(result: AnalysisResult, metric: str, control: AnalysisResult | None = None) -> alt.LayerChart:
+    """RSA of the centroid RDMs against the log-ratio and linear models, by layer, with the
+    model's random-weight control dashed beside it where it is stored.
 
     Args:
         result: the model's analysis.
         metric: the RDMs' distance: ``euclidean`` or ``cosine``.
+        control: the analysis of its ``@random`` control, or None.
     """
-    return rsa_by_layer(rsa_frame(result), metric=metric, width="container")
+    return rsa_by_layer(rsa_with_control(result, control), metric=metric, width="container")
+
+
+def rsa_with_control(result: AnalysisResult, control: AnalysisResult | None) -> pd.DataFrame:
+    """:func:`rsa_frame` of the model (``weights`` "trained") and of its control (:data:`CONTROL_WEIGHTS`).
+
+    Args:
+        result: the model's analysis.
+        control: the analysis of its ``@random`` control, or None.
+    """
+    frames = [rsa_frame(result).assign(weights=TRAINED_WEIGHTS)]
+    if control is not None:
+        frames.append(rsa_frame(control).assign(weights=CONTROL_WEIGHTS))
+    return pd.concat(frames, ignore_index=True)
+
+
+def rsa_sentence(result: AnalysisResult, metric: str, control: AnalysisResult | None = None) -> str:
+    """How much better the log-ratio model RDM fits than the linear one over the core layers, for
+    the model and, beside it, its random-weight control (the same difference in the control is
+    not learned: digit tokens and the architecture can give it).
+
+    Args:
+        result: the model's analysis.
+        metric: the RDMs' distance: ``euclidean`` or ``cosine``.
+        control: the analysis of its ``@random`` control, or None.
+    """
+    def advantage(item: AnalysisResult) -> float:
+        frame = rsa_frame(item)
+        core = frame[frame["core"] & (frame["metric"] == metric)].pivot_table(
+            index="layer", columns="model_rdm", values="rho")
+        return float((core["log-ratio"] - core["linear"]).mean()) if len(core) else float("nan")
+
+    layers = f"core layers {ranges(result.core_layers)}"
+    text = (f"Over the {layers}, Spearman rho of the {metric} centroid RDM with the log-ratio model minus "
+            f"with the linear one: {format_number(advantage(result), '+.3f')} ({result.model})")
+    if control is None:
+        return (text + "; no @random control is stored on this stimulus set, so whether the architecture "
+                "alone gives this difference is not shown.")
+    return (text + f", {format_number(advantage(control), '+.3f')} ({control.model}). A difference the control "
+            "shares is the architecture's or the tokenizer's, not learned; only the part above it is the "
+            "trained model's.")
 
 
 def pc1_figure(result: AnalysisResult, vectors: np.ndarray, layer: int) -> alt.LayerChart:

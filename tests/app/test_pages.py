@@ -5,6 +5,7 @@ same pages on the real first run's store, and the widget changes, are in test_pa
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -301,6 +302,19 @@ def _model_colours(node) -> dict[str, str]:
         for value in node:
             found.update(_model_colours(value))
     return found
+
+
+@pytest.mark.slow
+def test_geometry_sets_the_model_beside_its_random_control(imported, monkeypatch):
+    """A log-ratio RSA the random-weight control draws too is not learned: the page says both."""
+    at = open_app(imported, monkeypatch, page="pages/geometry.py")
+    assert not at.exception
+    sentence = next(shown(m) for m in at.main.markdown if "with the log-ratio model minus" in shown(m))
+    assert "(planted)" in sentence and "(planted@random)" in sentence and "not learned" in sentence
+    [rsa] = [spec for spec in chart_specs(at) if "RSA by layer" in json.dumps(spec.get("title"))]
+    assert '"strokeDash"' in json.dumps(rsa) and "@random control" in json.dumps(rsa)
+    at = open_app(imported, monkeypatch, page="pages/geometry.py", query={"model": "planted@random"})
+    assert any("no @random control is stored" in shown(m) for m in at.main.markdown)  # a control has none
 
 
 @pytest.mark.slow

@@ -464,6 +464,29 @@ def test_rsa_by_layer_filters_the_metric(result):
     np.testing.assert_allclose([np.nan if r["rho"] is None else r["rho"] for r in log_rows], expected)
 
 
+def test_rsa_draws_the_random_control_dashed_and_says_what_it_shares(result):
+    """The control's lines are dashed beside the model's; the sentence gives the log-ratio advantage
+    over the core layers for both, computed here by hand from the geometry table."""
+    import dataclasses
+
+    control = dataclasses.replace(result, model="m@random")
+    control.geometry = result.geometry.assign(rsa_log_euclidean=result.geometry["rsa_linear_euclidean"])
+    spec = gf.rsa_figure(result, "euclidean", control).to_dict()
+    line = of_type(spec, "line")[0]
+    assert line["encoding"]["strokeDash"]["field"] == "weights"
+    assert line["encoding"]["strokeDash"]["scale"]["domain"] == [gf.TRAINED_WEIGHTS, gf.CONTROL_WEIGHTS]
+    assert line["encoding"]["detail"]["field"] == "curve"
+    assert len(rows(spec, of_type(spec, "point")[0])) == 2 * 2 * result.n_layers
+    core = result.geometry[result.geometry["layer"].isin(result.core_layers)]
+    advantage = (core["rsa_log_euclidean"] - core["rsa_linear_euclidean"]).mean()
+    sentence = gf.rsa_sentence(result, "euclidean", control)
+    assert f"{advantage:+.3f} (m)" in sentence and "+0.000 (m@random)" in sentence
+    assert "not learned" in sentence
+    alone = gf.rsa_sentence(result, "euclidean")
+    assert "no @random control is stored" in alone
+    assert "strokeDash" not in of_type(gf.rsa_figure(result, "euclidean").to_dict(), "line")[0]["encoding"]
+
+
 def test_pc1_vs_logn(rng):
     magnitudes = MAGNITUDES[:8]
     centroid_matrix = np.log(magnitudes)[:, None] * rng.normal(size=(1, 5)) + 0.01 * rng.normal(size=(8, 5))
