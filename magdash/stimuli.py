@@ -322,6 +322,18 @@ def default_stimulus_set(available: Sequence[str]) -> str | None:
     return available[0] if len(available) == 1 else None
 
 
+def several_sets_message(holder: str, available: Sequence[str]) -> str:
+    """Why no stimulus set was chosen for ``holder`` ("model 'm' has", "models 'a' and 'b' share")
+    among ``available`` (:func:`default_stimulus_set` returned None), naming the parameter to give.
+
+    Args:
+        holder: who holds the sets, with its verb.
+        available: the complete sets to choose from.
+    """
+    return (f"{holder} several stimulus sets ({', '.join(available)}) and none is {PAPER_SET_NAME!r}; "
+            "choose one with stimuli=")
+
+
 def is_paper_content(stimuli: StimulusSet) -> bool:
     """The paper's 26 magnitudes x 5 carriers, whatever the set is called."""
     return stimuli.content_hash == paper_stimuli().content_hash

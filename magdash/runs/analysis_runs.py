@@ -25,7 +25,7 @@ from magdash.errors import AnalysisError
 from magdash.params import ProgressCallback
 from magdash.runs import rows
 from magdash.runs.cache import CachedKind, keep, lookup, result_key
-from magdash.stimuli import PAPER_SET_NAME, default_stimulus_set
+from magdash.stimuli import default_stimulus_set, several_sets_message
 from magdash.variability.analysis import ANALYSIS_VERSION, AnalysisResult, run_analysis
 from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.compare import ComparisonResult, compare_analyses, comparison_params
@@ -137,10 +137,8 @@ def resolve_common_stimuli(store, model_a: str, model_b: str, stimuli: str | Non
         )
     chosen = default_stimulus_set(shared)
     if chosen is None:
-        raise AnalysisError(
-            f"models {model_a!r} and {model_b!r} share several stimulus sets ({', '.join(shared)}) and none is "
-            f"{PAPER_SET_NAME!r}; choose one with stimuli=", parameters=("stimuli",),
-        )
+        raise AnalysisError(several_sets_message(f"models {model_a!r} and {model_b!r} share", shared),
+                            parameters=("stimuli",))
     return chosen
 
 

@@ -33,11 +33,11 @@ from magdash.errors import StoreError
 from magdash.norm_outliers import OUTLIER_NORM_FACTOR
 from magdash.stimuli import (
     DEFAULT_NUMBER_FORMAT,
-    PAPER_SET_NAME,
     StimulusSet,
     check_reserved_name,
     content_hash,
     default_stimulus_set,
+    several_sets_message,
 )
 from magdash.store import activations, metrics, npz, parquet, shards, tokens
 from magdash.store.connection import StoreFile
@@ -352,10 +352,7 @@ class Store:
             raise StoreError(f"model {name!r} has no complete stimulus set yet; run extract first")
         chosen = default_stimulus_set(available)
         if chosen is None:
-            raise StoreError(
-                f"model {name!r} has several stimulus sets ({', '.join(available)}) and none is "
-                f"{PAPER_SET_NAME!r}; choose one with stimuli=", parameters=("stimuli",),
-            )
+            raise StoreError(several_sets_message(f"model {name!r} has", available), parameters=("stimuli",))
         return chosen
 
     # -- vectors -----------------------------------------------------------------------
