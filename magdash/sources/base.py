@@ -14,8 +14,12 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from magdash.errors import ModelLoadError
+
+if TYPE_CHECKING:
+    from magdash.sources.gguf import GGUFInfo
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +101,7 @@ class ModelSource:
     is_random: bool = False
     seed: int = 0
     uses_pickle: bool = False
-    gguf: object | None = None
+    gguf: GGUFInfo | None = None
     """The :class:`~magdash.sources.gguf.GGUFInfo` of the file the weights come from (converted on load), or None."""
     model_cache: Path | None = None
     """Where a GGUF model's conversion is kept (default: :func:`magdash.sources.gguf.model_cache_dir`)."""

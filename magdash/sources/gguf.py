@@ -131,7 +131,7 @@ def _read_value(data, position: int, value_type: int) -> tuple[object, int]:
     return count, position
 
 
-def quantization_name(file_type: object) -> str:
+def quantization_name(file_type: int | str | None) -> str:
     """llama.cpp's name of a ``general.file_type`` (3 -> Q4_1, 15 -> Q4_K_M)."""
     from gguf.constants import LlamaFileType
 
@@ -341,7 +341,7 @@ def _convert(info: GGUFInfo, dtype: str, target: Path) -> None:
     # The GGUF config names no architecture class; magdash reads causality from it.
     config.architectures = [type(model).__name__]
     if hasattr(config, "quantization_config"):
-        del config.quantization_config
+        delattr(config, "quantization_config")
     config.save_pretrained(target)
     tokenizer.save_pretrained(target)
     tensors = model.state_dict()

@@ -12,6 +12,7 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from magdash.environment import transformers_version
 from magdash.errors import ModelLoadError
@@ -20,6 +21,10 @@ from magdash.params import DTYPES
 from magdash.sources.base import ModelSource, sequence_start_rule
 from magdash.sources.gguf import converted_folder, find_converted, is_converted, model_cache_dir
 from magdash.sources.resolve import resolve_model
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +54,12 @@ class LoadedModel:
     """A model ready for extraction, with the blocks and final norm the hooks attach to."""
 
     source: ModelSource
-    model: object
-    tokenizer: object
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
     dtype: str
     device: str
-    blocks: list
-    final_norm: object | None
+    blocks: list[torch.nn.Module]
+    final_norm: torch.nn.Module | None
     n_blocks: int
     hidden_size: int
     max_length: int
@@ -64,6 +69,14 @@ class LoadedModel:
     def sequence_start(self) -> str:
         """How each sentence starts before its first word (:func:`sequence_start_rule`)."""
         return self.source.sequence_start
+
+    @property
+    def pad_id(self) -> int:
+        """The token id that pads a batch (the loader gives a tokenizer without one its EOS or UNK)."""
+        pad = self.tokenizer.pad_token_id
+        if not isinstance(pad, int):
+            raise ModelLoadError(f"the tokenizer of {self.source.spec!r} has no padding token (pad_token_id={pad!r})")
+        return pad
 
     @property
     def layer_labels(self) -> tuple[str, ...]:
@@ -163,7 +176,7 @@ def load_model(
     # The load report lists the unused LM head of causal checkpoints; it is expected here.
     hf_logging.set_verbosity_error()
     torch_dtype = getattr(torch, dtype)
-    common = {"local_files_only": True, "trust_remote_code": trust_remote_code}
+    common: dict[str, Any] = {"local_files_only": True, "trust_remote_code": trust_remote_code}
     path = source.path
     if source.gguf is not None:
         path = converted_folder(source.gguf, dtype, source.model_cache or model_cache_dir())

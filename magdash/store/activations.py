@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -165,7 +165,8 @@ class Activations:
 
     def stimulus_set(self) -> StimulusSet:
         """The magnitudes and carriers as a :class:`~magdash.stimuli.StimulusSet`."""
-        return StimulusSet(self.stimuli_name, self.carriers, self.magnitudes)
+        # __post_init__ has replaced the optional carriers with a tuple of templates.
+        return StimulusSet(self.stimuli_name, cast(tuple[str, ...], self.carriers), tuple(self.magnitudes))
 
     def layer(self, index: int) -> np.ndarray:
         """Layer ``index``'s vectors, (n_magnitudes, n_carriers, d), contiguous as a store hands them out.
@@ -184,7 +185,7 @@ class Activations:
             indices: the layers to give, in order.
         """
         for index in range(self.n_layers) if indices is None else indices:
-            yield index, self.layer_labels[index], self.layer(index)
+            yield index, cast(tuple[str, ...], self.layer_labels)[index], self.layer(index)
 
 
 def _checked_array(array: np.ndarray) -> np.ndarray:
@@ -285,10 +286,12 @@ def put_activations(
             raise AnalysisError(f"{', '.join(extra)} describe an array; Activations carry their own: leave them out")
         activations = data
     else:
-        activations = Activations(data, magnitudes, carriers=carriers, layer_labels=layer_labels, n_blocks=n_blocks,
+        # Activations refuses magnitudes=None with the message saying what to give.
+        activations = Activations(data, cast(Sequence[int], magnitudes), carriers=carriers, layer_labels=layer_labels, n_blocks=n_blocks,
                                   last_layer=last_layer, name=name, allow_nonfinite=allow_nonfinite)
     return import_arrays(
-        store, name, activations.per_carrier, list(activations.magnitudes), carriers=list(activations.carriers),
-        layer_labels=list(activations.layer_labels), stimuli=stimuli,
+        store, name, activations.per_carrier, list(activations.magnitudes),
+        carriers=list(cast(tuple[str, ...], activations.carriers)),
+        layer_labels=list(cast(tuple[str, ...], activations.layer_labels)), stimuli=stimuli,
         source=source or activations.source, n_blocks=activations.n_blocks,
     )

@@ -118,7 +118,7 @@ def disk_is_full(error: Exception) -> bool:
     return "no space left" in text or "file too large" in text or "disk quota" in text
 
 
-def disk_full_error(what: str, reason: str) -> StoreError:
+def disk_full_error(what: str, reason: str | None) -> StoreError:
     """The one message for a write that found the disk full: what could not be written, and that
     everything stored before it is kept (every write is one transaction or one renamed file)."""
     return StoreError(
@@ -399,7 +399,7 @@ class StoreFile:
             _engine().execute(f"DETACH DATABASE IF EXISTS {self._alias}")
         except duckdb.Error as error:
             still = _engine().execute(
-                "SELECT count(*) FROM duckdb_databases() WHERE database_name = ?", [self._alias]).fetchone()[0]
+                "SELECT count(*) FROM duckdb_databases() WHERE database_name = ?", [self._alias]).fetchall()[0][0]
             if still:
                 raise
             # Detached, but its checkpoint failed (a full disk): what was committed stays in the
@@ -426,7 +426,7 @@ class StoreFile:
         with self.connect() as connection:
             connection.execute("CHECKPOINT")
             before = self.path.stat().st_size
-            database = connection.execute("SELECT current_database()").fetchone()[0].replace('"', '""')
+            database = connection.execute("SELECT current_database()").fetchall()[0][0].replace('"', '""')
             target = f"{self._alias}_compact"
             try:
                 connection.execute(f"ATTACH {_quoted(str(copy))} AS {target} (TYPE DUCKDB)")

@@ -831,7 +831,7 @@ def _model_record(connection: duckdb.DuckDBPyConnection, name: str) -> ModelReco
 
 def _stimulus_set(connection: duckdb.DuckDBPyConnection, name: str) -> StimulusSet:
     carriers, magnitudes = _stimulus_grid(connection, name)
-    row = connection.execute("SELECT number_format FROM stimulus_sets WHERE name = ?", [name]).fetchone()
+    row = connection.execute("SELECT number_format FROM stimulus_sets WHERE name = ?", [name]).fetchall()[0]
     return StimulusSet(name, carriers, magnitudes, row[0] or DEFAULT_NUMBER_FORMAT)
 
 

@@ -198,7 +198,7 @@ def _stored_schema_version(store_file: StoreFile, connection: duckdb.DuckDBPyCon
 
 def schema_version(store_file: StoreFile) -> int:
     with store_file.connect() as connection:
-        row = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        row = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()[0]
     return int(row[0])
 
 
