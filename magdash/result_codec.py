@@ -48,8 +48,8 @@ class FieldCodec:
         decode: reads the plain data back, instead of its annotation's rule.
         missing: the value of a document without the key (a payload cached before the field existed), from
             that document; None: the field's default (a KeyError for a field without one).
-        inline: a dict field whose items are written into the document itself, beside the other fields;
-            its keys, to read them back.
+        inline: a field written into the document itself, beside the other fields (a dict, or a DataFrame
+            in the ``untyped`` form): its keys, to read it back.
         stored: False for a field the payload does not hold (whether a result came from the cache).
         read_back: a field that is not stored takes this value in a result read back.
     """
@@ -89,7 +89,7 @@ def stored_as(
         encode: writes the value as plain data.
         decode: reads the plain data back.
         missing: the value of a document without the key, from that document.
-        inline: the keys of a dict field written into the document itself.
+        inline: the keys of a field written into the document itself.
     """
     return {_METADATA: FieldCodec(key, frame, encode, decode, missing, inline)}
 
@@ -137,10 +137,11 @@ def to_document(value: Any) -> dict[str, Any]:
         if not codec.stored:
             continue
         found = getattr(value, item.name)
+        encoded = codec.encode(found) if codec.encode else _encoded(found, codec)
         if codec.inline:
-            document.update(found)
+            document.update(encoded)
         else:
-            document[codec.key or item.name] = codec.encode(found) if codec.encode else _encoded(found, codec)
+            document[codec.key or item.name] = encoded
     return document
 
 
@@ -176,17 +177,18 @@ def from_document(cls: type[_Result], document: Mapping[str, Any]) -> _Result:
             if codec.read_back is not _DEFAULT:
                 values[item.name] = codec.read_back
             continue
-        if codec.inline:
-            values[item.name] = {key: document[key] for key in codec.inline}
-            continue
         key = codec.key or item.name
-        if key not in document:
-            if codec.missing is not None:
-                values[item.name] = codec.missing(document)
-            elif item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
-                raise KeyError(key)
+        if codec.inline:
+            raw: Any = {name: document[name] for name in codec.inline}
+        elif key in document:
+            raw = document[key]
+        elif codec.missing is not None:
+            values[item.name] = codec.missing(document)
             continue
-        raw = document[key]
+        elif item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
+            raise KeyError(key)
+        else:
+            continue
         values[item.name] = codec.decode(raw) if codec.decode else _decoded(hints[item.name], raw, codec)
     return cls(**values)
 
