@@ -3,7 +3,7 @@ as plain data (:func:`to_document`, :meth:`PayloadCodec.to_payload`) and reads i
 (:func:`from_document`, :meth:`PayloadCodec.from_payload`), so a result type declares its fields and
 nothing else.
 
-A field is written under its name, in the dataclass's order (or the class's ``payload_order``, the
+A field is written under its name, in the dataclass's order (or the class's ``_payload_order``, the
 order stores already hold), by its value's kind: nested dataclasses field by field, DataFrames as
 :func:`magdash.jsonio.frame_to_plain` writes them, numpy arrays, tuples, dicts and numbers as
 :func:`magdash.jsonio.to_jsonable` does. It is read back by its annotation: ``np.ndarray`` as float64,
@@ -110,12 +110,12 @@ def _codec(item: dataclasses.Field) -> FieldCodec:
 
 @functools.cache
 def _layout(cls: type) -> tuple[tuple[dataclasses.Field, FieldCodec], ...]:
-    """The class's fields with their codecs, in the document's order (``payload_order`` first, when declared)."""
+    """The class's fields with their codecs, in the document's order (``_payload_order`` first, when declared)."""
     fields = {item.name: item for item in dataclasses.fields(cls)}
-    order = getattr(cls, "payload_order", ())
+    order = getattr(cls, "_payload_order", ())
     unknown = [name for name in order if name not in fields]
     if unknown:
-        raise TypeError(f"{cls.__name__}.payload_order names {unknown}, which are not its fields")
+        raise TypeError(f"{cls.__name__}._payload_order names {unknown}, which are not its fields")
     names = [*order, *(name for name in fields if name not in order)]
     return tuple((fields[name], _codec(fields[name])) for name in names)
 
@@ -227,10 +227,10 @@ def _decoded(kind: Any, raw: Any, codec: FieldCodec = _PLAIN) -> Any:
 
 class PayloadCodec:
     """A result dataclass's cache payload, derived from its fields (module docstring): mix it into the
-    dataclass, declare ``payload_order`` where stores hold the fields in another order, and the field
+    dataclass, declare ``_payload_order`` where stores hold the fields in another order, and the field
     metadata of :func:`stored_as` or :func:`not_stored` for the few special cases."""
 
-    payload_order: ClassVar[tuple[str, ...]] = ()
+    _payload_order: ClassVar[tuple[str, ...]] = ()
 
     def to_payload(self) -> bytes:
         """The result as plain compressed JSON for the store's cache (never pickle)."""

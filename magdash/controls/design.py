@@ -122,7 +122,7 @@ class DesignResult(PayloadCodec):
     from_cache: bool = field(default=False, metadata=not_stored(True))
 
     # The payload is the --json document, minimal alpha before the curves.
-    payload_order = ("params", "calibration", "n_layers", "n_magnitudes", "minimal_alpha")
+    _payload_order = ("params", "calibration", "n_layers", "n_magnitudes", "minimal_alpha")
 
     def to_json(self) -> dict[str, Any]:
         """The CLI's ``design --json`` shape, which the cache's payload holds too: params, calibration,

@@ -105,7 +105,7 @@ class CarrierTables(PayloadCodec):
     stimuli: str | None = None
     conventions: str | None = None
 
-    payload_order = ("carriers", "n_perm", "model", "stimuli", "conventions")
+    _payload_order = ("carriers", "n_perm", "model", "stimuli", "conventions")
 
 
 def carrier_tables(

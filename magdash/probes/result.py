@@ -197,7 +197,7 @@ class ProbeResult(PayloadCodec):
     nonfinite_layers: dict[int, int] = field(default_factory=dict)
     from_cache: bool = field(default=False, compare=False, metadata=not_stored(True))
 
-    payload_order = ("model", "stimuli", "magnitudes", "n_carriers", "layer_labels", "params", "strata", "strata_by")
+    _payload_order = ("model", "stimuli", "magnitudes", "n_carriers", "layer_labels", "params", "strata", "strata_by")
 
     @classmethod
     def from_layers(cls, probes: list[tuple[int, str, LayerProbe | None, int]], *, model: str, stimuli: str,

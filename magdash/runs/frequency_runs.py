@@ -112,7 +112,7 @@ class E5Table(PayloadCodec):
                                                    decode=lambda plain: _e5_frame(frame_from_plain(plain))))
     identity: dict = field(metadata=stored_as(inline=E5_IDENTITY))
 
-    payload_order = ("identity", "table")
+    _payload_order = ("identity", "table")
 
 
 def _e5_frame(table: pd.DataFrame) -> pd.DataFrame:

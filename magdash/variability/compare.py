@@ -167,7 +167,7 @@ class ModelComparison:
     ci: float = 0.95
 
     # The cache's order: the layers last.
-    payload_order = ("measure", "core_layers", "mean_alpha_a", "mean_alpha_b", "mean_delta", "mean_delta_ci",
+    _payload_order = ("measure", "core_layers", "mean_alpha_a", "mean_alpha_b", "mean_delta", "mean_delta_ci",
                      "mean_delta_p", "n_resamples", "wilcoxon_statistic", "wilcoxon_p", "n_pairs",
                      "wilcoxon_reachable", "ci", "layers")
 
@@ -316,7 +316,7 @@ class ComparisonResult(PayloadCodec):
     conventions: str = MAGDASH
     stimuli_b: str | None = None
 
-    payload_order = ("model_a", "model_b", "stimuli", "stimuli_b", "core_layers", "conventions", "measures")
+    _payload_order = ("model_a", "model_b", "stimuli", "stimuli_b", "core_layers", "conventions", "measures")
 
     @property
     def label_b(self) -> str:
