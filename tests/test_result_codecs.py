@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import math
 import sys
 import zlib
 from pathlib import Path
@@ -42,8 +43,9 @@ from magdash.runs.controls_runs import controls_key, run_controls
 from magdash.runs.design_runs import design_key, run_design
 from magdash.runs.frequency_runs import E5Table, e5_from_store
 from magdash.runs.probe_runs import probe, probe_key
+from magdash.significance import can_reach
 from magdash.stimuli import PAPER_MAGNITUDES
-from magdash.variability.analysis import AnalysisResult
+from magdash.variability.analysis import NOT_RECORDED, AnalysisResult
 from magdash.variability.compare import ComparisonResult
 from tests.test_cache_versions import MODELS, PAPER_PARAMS, PARAMS, differences, golden_store
 
@@ -186,6 +188,50 @@ def test_an_old_payload_reads_back_into_the_fresh_result(fixture, fresh, name):
     if kind == "analysis":
         assert old.from_cache and list(old.fits.columns) == list(new.fits.columns)
         assert old.params == new.params and old.e4.ratio_ci == new.e4.ratio_ci
+
+
+def _older(payload: bytes, strip) -> bytes:
+    """``payload`` as an older version cached it: its document without what ``strip`` removes."""
+    document = json.loads(zlib.decompress(payload))
+    strip(document)
+    return zlib.compress(json.dumps(document, allow_nan=True).encode())
+
+
+def test_an_analysis_cached_before_the_stimulus_bootstrap_and_the_token_facts_reads_back(fixture):
+    def strip(document):
+        for item in document["hypotheses"].values():
+            for name in ("mean_alpha_ci", "mean_alpha_p", "n_resamples", "h4_reachable"):
+                del item[name]
+        for name in ("ratio_ci", "difference_ci", "mean_difference", "difference_p", "n_resamples",
+                     "wilcoxon_reachable"):
+            del document["e4"][name]
+        for name in ("tokens", "tokenization", "token_strata", "tokenization_note", "carriers"):
+            del document[name]
+
+    current = AnalysisResult.from_payload(_decoded(fixture["analysis/golden"]["payload"]))
+    older = AnalysisResult.from_payload(_older(_decoded(fixture["analysis/golden"]["payload"]), strip))
+    hypothesis = older.hypotheses["eucl"]
+    assert all(math.isnan(value) for value in (*hypothesis.mean_alpha_ci, hypothesis.mean_alpha_p))
+    assert hypothesis.n_resamples == 0 and current.hypotheses["eucl"].n_resamples > 0
+    assert hypothesis.h4_reachable == current.hypotheses["eucl"].h4_reachable  # from its layers
+    assert older.e4.mean_difference == pytest.approx(older.e4.mean_alpha_on - older.e4.mean_alpha_off)
+    assert math.isnan(older.e4.ratio_ci[0]) and older.e4.n_resamples == 0
+    assert older.e4.wilcoxon_reachable == current.e4.wilcoxon_reachable
+    assert not older.has_tokenization and older.tokenization_note == NOT_RECORDED and older.carriers == []
+    assert older.tokens.empty and older.tokenization.empty and older.token_strata.empty
+
+
+def test_a_comparison_cached_before_the_stimulus_bootstrap_reads_back(fixture):
+    def strip(document):
+        for item in document["measures"].values():
+            for name in ("mean_delta_ci", "mean_delta_p", "n_resamples", "wilcoxon_reachable"):
+                del item[name]
+        del document["stimuli_b"]
+
+    older = ComparisonResult.from_payload(_older(_decoded(fixture["comparison"]["payload"]), strip))
+    eucl = older.measures["eucl"]
+    assert math.isnan(eucl.mean_delta_ci[1]) and math.isnan(eucl.mean_delta_p) and eucl.n_resamples == 0
+    assert eucl.wilcoxon_reachable is can_reach("wilcoxon", eucl.n_pairs) and older.stimuli_b is None
 
 
 def test_the_comparison_of_documents_sees_a_moved_key():

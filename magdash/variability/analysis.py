@@ -118,6 +118,7 @@ def _stored_fits(fits: pd.DataFrame) -> dict[str, Any]:
              *(name for name in fits.columns if name not in _FITS_STORED)]
     return frame_to_plain(fits[order])
 
+
 TOKEN_COLUMNS = ["magnitude", "n_tokens", "kept_id", "kept_text", "n_chars", "n_digits", "uniform"]
 """Per magnitude, :class:`magdash.tokenization.MagnitudeTokens` (``AnalysisResult.tokens``)."""
 NOT_RECORDED = (
