@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -27,8 +27,9 @@ from magdash.frequency.sources import (
     check_source_name,
     listing_row,
 )
-from magdash.jsonio import pack, unpack
+from magdash.jsonio import frame_from_plain
 from magdash.params import DEFAULT_N_BOOT
+from magdash.result_codec import PayloadCodec, stored_as
 from magdash.runs import rows
 from magdash.runs.analysis_runs import analysis_key
 from magdash.runs.cache import CachedKind, cached_result, result_key
@@ -96,7 +97,7 @@ def list_sources(store=None) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
-class E5Table:
+class E5Table(PayloadCodec):
     """A cached E5 table (``layer``, ``label`` and :data:`~magdash.frequency.e5.E5_COLUMNS`) with
     whose it is: model, stimuli, source, measure, n_boot, seed.
 
@@ -106,27 +107,20 @@ class E5Table:
         identity: model, stimuli, source, measure, n_boot and seed of the table.
     """
 
-    table: pd.DataFrame
-    identity: dict
+    # The payload holds the identity's items, then the table's columns and data, side by side.
+    table: pd.DataFrame = field(metadata=stored_as(frame="untyped", inline=("columns", "data"),
+                                                   decode=lambda plain: _e5_frame(frame_from_plain(plain))))
+    identity: dict = field(metadata=stored_as(inline=E5_IDENTITY))
 
-    def to_payload(self) -> bytes:
-        """The table as plain data for the store's cache (never pickle)."""
-        return pack({**self.identity, "columns": list(self.table.columns),
-                     "data": {c: self.table[c].tolist() for c in self.table.columns}})
+    _payload_order = ("identity", "table")
 
-    @classmethod
-    def from_payload(cls, payload: bytes) -> E5Table:
-        """The table a payload of :meth:`to_payload` holds (a KeyError for a payload of an
-        earlier :data:`~magdash.frequency.e5.E5_VERSION`, whose columns differ).
 
-        Args:
-            payload: bytes written by :meth:`to_payload`.
-        """
-        document = unpack(payload)
-        table = pd.DataFrame({c: document["data"][c] for c in document["columns"]})
-        for column in _FLOAT_COLUMNS:
-            table[column] = table[column].astype(np.float64)
-        return cls(table, {name: document[name] for name in E5_IDENTITY})
+def _e5_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """An E5 table read back, its float columns float64 as computed (a KeyError for a payload of an earlier
+    :data:`~magdash.frequency.e5.E5_VERSION`, whose columns differ)."""
+    for column in _FLOAT_COLUMNS:
+        table[column] = table[column].astype(np.float64)
+    return table
 
 
 E5 = CachedKind("e5", E5Table.to_payload, E5Table.from_payload, lambda cached: rows.e5_rows(cached.table, cached.identity))

@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,8 +39,8 @@ import pandas as pd
 
 from magdash.errors import AnalysisError
 from magdash.formatting import layer_span
-from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
 from magdash.params import DEFAULT_N_BOOT, ProgressCallback
+from magdash.result_codec import PayloadCodec, stored_as
 from magdash.significance import can_reach, unreachable_note
 from magdash.variability.analysis import AnalysisResult, core_resamples, resamples_wanted, stimulus_resamples
 from magdash.variability.analysis_params import (
@@ -52,7 +52,7 @@ from magdash.variability.analysis_params import (
 from magdash.variability.conventions import MAGDASH
 from magdash.variability.fits import fit_scaling, percentile_interval, resample_counts, scaling_mask, weighted_slopes
 from magdash.variability.html_summary import html_summary
-from magdash.variability.hypotheses import paired_wilcoxon
+from magdash.variability.hypotheses import NO_INTERVAL, NO_P, NO_RESAMPLES, paired_wilcoxon
 from magdash.variability.measures import OUTLIER_RULE_MEASURES, measure_title
 from magdash.variability.stimulus_bootstrap import mean_over_layers, summarise
 
@@ -156,14 +156,20 @@ class ModelComparison:
     mean_alpha_a: float
     mean_alpha_b: float
     mean_delta: float
-    mean_delta_ci: tuple[float, float]
-    mean_delta_p: float
-    n_resamples: int
+    mean_delta_ci: tuple[float, float] = field(metadata=NO_INTERVAL)
+    mean_delta_p: float = field(metadata=NO_P)
+    n_resamples: int = field(metadata=NO_RESAMPLES)
     wilcoxon_statistic: float
     wilcoxon_p: float
     n_pairs: int
-    wilcoxon_reachable: bool
+    wilcoxon_reachable: bool = field(metadata=stored_as(
+        missing=lambda document: can_reach("wilcoxon", document["n_pairs"])))
     ci: float = 0.95
+
+    # The cache's order: the layers last.
+    _payload_order = ("measure", "core_layers", "mean_alpha_a", "mean_alpha_b", "mean_delta", "mean_delta_ci",
+                     "mean_delta_p", "n_resamples", "wilcoxon_statistic", "wilcoxon_p", "n_pairs",
+                     "wilcoxon_reachable", "ci", "layers")
 
     def summary(self) -> dict[str, Any]:
         """The core-layer summary: mean alphas, the mean delta with its stimulus-bootstrap interval
@@ -288,7 +294,7 @@ def _nanmean(values: pd.Series) -> float:
 
 
 @dataclass
-class ComparisonResult:
+class ComparisonResult(PayloadCodec):
     """Model A minus model B on the same stimuli, one :class:`ModelComparison` per measure.
 
     Attributes:
@@ -309,6 +315,8 @@ class ComparisonResult:
     measures: dict[str, ModelComparison]
     conventions: str = MAGDASH
     stimuli_b: str | None = None
+
+    _payload_order = ("model_a", "model_b", "stimuli", "stimuli_b", "core_layers", "conventions", "measures")
 
     @property
     def label_b(self) -> str:
@@ -357,57 +365,6 @@ class ComparisonResult:
                 for name, item in self.measures.items()
             },
         }
-
-    def to_payload(self) -> bytes:
-        """The result as plain compressed JSON for the store's cache (never pickle)."""
-        return pack(
-            {
-                "model_a": self.model_a,
-                "model_b": self.model_b,
-                "stimuli": self.stimuli,
-                "stimuli_b": self.stimuli_b,
-                "core_layers": self.core_layers,
-                "conventions": self.conventions,
-                "measures": {
-                    name: {
-                        **{
-                            f.name: getattr(item, f.name)
-                            for f in dataclasses.fields(item)
-                            if f.name != "layers"
-                        },
-                        "layers": frame_to_plain(item.layers),
-                    }
-                    for name, item in self.measures.items()
-                },
-            }
-        )
-
-    @classmethod
-    def from_payload(cls, payload: bytes) -> ComparisonResult:
-        """The result a payload of :meth:`to_payload` holds.
-
-        Args:
-            payload: bytes written by :meth:`to_payload`.
-        """
-        document = unpack(payload)
-        measures = {}
-        for name, item in document["measures"].items():
-            item["layers"] = frame_from_plain(item["layers"])
-            # A payload cached before analysis version 10 (decoded for its metric rows) has no stimulus bootstrap.
-            item["mean_delta_ci"] = tuple(item.get("mean_delta_ci", (math.nan, math.nan)))
-            item.setdefault("mean_delta_p", math.nan)
-            item.setdefault("n_resamples", 0)
-            item.setdefault("wilcoxon_reachable", can_reach("wilcoxon", item["n_pairs"]))
-            measures[name] = ModelComparison(**item)
-        return cls(
-            model_a=document["model_a"],
-            model_b=document["model_b"],
-            stimuli=document["stimuli"],
-            core_layers=list(document["core_layers"]),
-            measures=measures,
-            conventions=document["conventions"],
-            stimuli_b=document.get("stimuli_b"),
-        )
 
 
 def comparison_params(params: AnalysisParams, n_blocks_a: int, n_blocks_b: int) -> AnalysisParams:

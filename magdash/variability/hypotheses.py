@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from magdash.errors import AnalysisError
 from magdash.names import is_control_name
+from magdash.result_codec import stored_as
 from magdash.significance import SIGNIFICANCE_LEVEL, can_reach, smallest_p
 from magdash.variability.analysis_params import DEFAULT_BOUNDARY, DEFAULT_WINDOW
 from magdash.variability.fits import fit_scaling, percentile_interval
@@ -60,6 +61,13 @@ def _check_core(core_layers: Sequence[int], n_layers: int) -> list[int]:
             f"core layers {outside} do not exist; this model has layers 0..{n_layers - 1}"
         )
     return core
+
+
+# Payloads cached before analysis version 10 (decoded for their metric rows) hold no stimulus bootstrap:
+# they read back without an interval, a p or resamples, and their reachability follows from their layers.
+NO_INTERVAL = stored_as(missing=lambda document: (math.nan, math.nan))
+NO_P = stored_as(missing=lambda document: math.nan)
+NO_RESAMPLES = stored_as(missing=lambda document: 0)
 
 
 @dataclass(frozen=True)
@@ -96,9 +104,9 @@ class HypothesisResult:
     core_layers: list[int]
     n_valid: int
     mean_alpha: float
-    mean_alpha_ci: tuple[float, float]
-    mean_alpha_p: float
-    n_resamples: int
+    mean_alpha_ci: tuple[float, float] = field(metadata=NO_INTERVAL)
+    mean_alpha_p: float = field(metadata=NO_P)
+    n_resamples: int = field(metadata=NO_RESAMPLES)
     median_alpha: float
     positive_layers: int
     h1: bool
@@ -115,7 +123,8 @@ class HypothesisResult:
     h4_rho: float
     h4_p: float
     h4_layers: list[int]
-    h4_reachable: bool
+    h4_reachable: bool = field(metadata=stored_as(
+        missing=lambda document: can_reach("spearman", len(document["h4_layers"]))))
 
     def verdicts(self) -> dict[str, bool]:
         """H1-H4 -> supported or not."""
@@ -388,15 +397,17 @@ class AxisSpecificity:
     mean_alpha_on: float
     mean_alpha_off: float
     ratio: float
-    ratio_ci: tuple[float, float]
-    mean_difference: float
-    difference_ci: tuple[float, float]
-    difference_p: float
-    n_resamples: int
+    ratio_ci: tuple[float, float] = field(metadata=NO_INTERVAL)
+    mean_difference: float = field(metadata=stored_as(
+        missing=lambda document: document["mean_alpha_on"] - document["mean_alpha_off"]))
+    difference_ci: tuple[float, float] = field(metadata=NO_INTERVAL)
+    difference_p: float = field(metadata=NO_P)
+    n_resamples: int = field(metadata=NO_RESAMPLES)
     wilcoxon_statistic: float
     wilcoxon_p: float
     n_pairs: int
-    wilcoxon_reachable: bool
+    wilcoxon_reachable: bool = field(metadata=stored_as(
+        missing=lambda document: can_reach("wilcoxon", document["n_pairs"])))
 
 
 def axis_specificity(
