@@ -13,6 +13,7 @@ import streamlit as st
 from streamlit.errors import StreamlitSecretNotFoundError
 
 from magdash import dashboard as db
+from magdash.dashboard.jobs import new_owner
 from magdash.errors import MagdashError, NoStoreError
 from magdash.store import ModelRecord, Store
 from pages.ui.caches import inventory_for, store_for
@@ -68,6 +69,17 @@ def login_gate() -> None:
     st.info("This dashboard is for logged-in users.")
     st.button("Log in", on_click=st.login, type="primary", key="login")
     st.stop()
+
+
+OWNER_KEY = "magdash_job_owner"
+
+
+def session_owner() -> str:
+    """This session's owner token (:func:`magdash.dashboard.jobs.new_owner`), kept in its session
+    state: the jobs it starts are its own to cancel, and it is told how they end."""
+    if OWNER_KEY not in st.session_state:
+        st.session_state[OWNER_KEY] = new_owner()
+    return st.session_state[OWNER_KEY]
 
 
 def set_view(view: db.ViewState) -> None:

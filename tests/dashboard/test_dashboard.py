@@ -371,15 +371,75 @@ def test_registry_allows_one_running_job_per_store():
         release.wait(300)
         return None, False
 
-    first = registry.start("store", jobs.Job("first", work))
+    first = registry.start("store", jobs.Job("first", work), owner="a")
     with pytest.raises(MagdashError, match="still running"):
-        registry.start("store", jobs.Job("second", work))
+        registry.start("store", jobs.Job("second", work), owner="a")
     registry.forget("store")
     assert registry.get("store") is first  # a running job is never forgotten
     release.set()
     first.wait(300)
     registry.forget("store")
     assert registry.get("store") is None
+
+
+def _waiting_job(registry: jobs.JobRegistry, owner: str, key: str = "store") -> jobs.Job:
+    """A job on ``key`` started by ``owner`` that runs until cancelled."""
+    started = threading.Event()
+
+    def work(context):
+        started.set()
+        while not context.should_stop():
+            time.sleep(0.01)
+        return None, True
+
+    job = registry.start(key, jobs.Job("extract m", work), owner=owner)
+    assert started.wait(300)
+    return job
+
+
+def test_only_the_session_that_started_a_job_may_cancel_it():
+    registry, alice, bob = jobs.JobRegistry(), jobs.new_owner(), jobs.new_owner()
+    assert alice != bob and len(alice) >= 20  # unguessable tokens, one per session
+    job = _waiting_job(registry, alice)
+    assert registry.is_owner("store", alice) and not registry.is_owner("store", bob)
+    with pytest.raises(MagdashError, match="started in another session: only that session can cancel it"):
+        registry.cancel("store", bob)
+    with pytest.raises(MagdashError, match="another session, which alone can cancel it"):
+        registry.start("store", jobs.Job("bob's", lambda context: (None, False)), owner=bob)
+    time.sleep(0.05)
+    assert job.snapshot().state == "running" and not job.snapshot().cancelling  # bob changed nothing
+    registry.cancel("store", alice)
+    assert job.wait(300).state == "cancelled"
+    with pytest.raises(MagdashError, match="no job runs"):
+        registry.cancel("elsewhere", alice)
+
+
+@pytest.mark.parametrize("ending", ["done", "failed", "cancelled"])
+def test_the_owner_is_told_how_a_job_ended_whoever_saw_it_end_first(ending):
+    """Another session that sees the job end cannot forget it: the finished job stays until
+    the session that started it has been told (acknowledge), for every way a job ends."""
+    registry, alice, bob = jobs.JobRegistry(), jobs.new_owner(), jobs.new_owner()
+
+    def work(context):
+        if ending == "failed":
+            raise MagdashError("the model folder has no config.json")
+        return None, ending == "cancelled"
+
+    job = registry.start("store", jobs.Job("extract m", work), owner=alice)
+    assert job.wait(300).state == ending
+    assert not registry.acknowledge("store", bob)  # bob's page saw it end: nothing forgotten
+    assert registry.get("store") is job and registry.is_owner("store", alice)
+    assert registry.acknowledge("store", alice)
+    assert registry.get("store") is None
+
+
+def test_a_running_job_is_never_acknowledged_away():
+    registry, alice = jobs.JobRegistry(), jobs.new_owner()
+    job = _waiting_job(registry, alice)
+    assert not registry.acknowledge("store", alice)
+    assert registry.get("store") is job
+    registry.cancel("store", alice)
+    job.wait(300)
 
 
 def test_first_run_pairs_each_model_with_its_control():
