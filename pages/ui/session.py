@@ -49,6 +49,24 @@ class AppContext:
         return self.inventory is not None and bool(self.inventory.usable_models)
 
 
+def serve_settings() -> None:
+    """Streamlit's settings for the way the dashboard is served (app.py calls it first): in
+    read-only mode, a lab's, no traceback reaches the browser (``client.showErrorDetails``;
+    :data:`magdash.dashboard.access.SERVED_ERROR_DETAILS`)."""
+    global _ERROR_DETAILS_BEFORE
+    if db.store_access().read_only:
+        if _ERROR_DETAILS_BEFORE is None:
+            _ERROR_DETAILS_BEFORE = st.get_option("client.showErrorDetails")
+        st.set_option("client.showErrorDetails", db.SERVED_ERROR_DETAILS)
+    elif _ERROR_DETAILS_BEFORE is not None:  # the mode changed within a process (tests): as configured again
+        st.set_option("client.showErrorDetails", _ERROR_DETAILS_BEFORE)
+        _ERROR_DETAILS_BEFORE = None
+
+
+_ERROR_DETAILS_BEFORE: str | None = None
+"""``client.showErrorDetails`` as configured, while :func:`serve_settings` has replaced it."""
+
+
 def login_configured() -> bool:
     """Whether ``.streamlit/secrets.toml`` configures Streamlit's login (an ``[auth]`` section
     for an OpenID Connect provider): then only logged-in users see the dashboard."""
@@ -135,7 +153,7 @@ def open_context(view: db.ViewState) -> AppContext:
     except NoStoreError:
         store, inventory = None, db.empty_inventory(view.store)
     except MagdashError as error:
-        return AppContext(view=view, error=str(error), read_only=read_only)
+        return AppContext(view=view, error=db.served_text(str(error), db.store_access()), read_only=read_only)
     view, notes = db.reconcile_view(view, inventory)
     return AppContext(view=view, store=store, inventory=inventory, notes=notes, read_only=read_only)
 

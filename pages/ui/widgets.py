@@ -157,7 +157,7 @@ def nothing_to_show(context: AppContext, what: str) -> None:
         return
     where = (f"the store at {context.view.store} holds none completely" if context.store is not None
              else f"there is no store at {context.view.store} yet")
-    st.info(plain(f"Nothing to show yet: {what} needs a model extracted on a stimulus set, and {where}."))
+    st.info(plain(served(f"Nothing to show yet: {what} needs a model extracted on a stimulus set, and {where}.")))
     left, right = st.columns(2)
     left.page_link("pages/home.py", label="Home: run the paper's protocol in one click", icon=":material/home:")
     right.page_link("pages/extract.py", label="Extract a model", icon=":material/download:")
@@ -246,8 +246,14 @@ def say(text: str) -> None:
     st.markdown(plain(text))
 
 
+def served(text: Any) -> str:
+    """A message as this dashboard may show it: in read-only mode without the server's paths or
+    process ids (:func:`magdash.dashboard.served_text`)."""
+    return db.served_text(str(text), db.store_access())
+
+
 def show_error(error: BaseException) -> None:
-    st.error(plain(str(error)))
+    st.error(plain(served(error)))
 
 
 # -- layer choice ------------------------------------------------------------------------

@@ -99,6 +99,34 @@ def test_defaults_stay_out_of_the_query_string():
     assert db.view_to_query(db.ViewState(store="/default.duckdb"), store="/default.duckdb") == {}
 
 
+@pytest.mark.parametrize(("boot", "n_boot", "said"), [
+    ("100001", 100_000, "'100001' in the link is above what the sidebar allows (0 to 100,000); using 100,000"),
+    ("-1", 0, "'-1' in the link is below what the sidebar allows (0 to 100,000); using 0"),
+    ("9" * 5000, 10_000, "is not a whole number; using 10,000"),  # past Python's 4,300-digit guard
+    ("1e5", 10_000, "'1e5' in the link is not a whole number; using 10,000"),
+    ("100000", 100_000, None),
+    ("0", 0, None),
+])
+def test_a_links_bootstrap_size_is_clamped_to_the_sidebars_bounds_with_a_note(boot, n_boot, said):
+    """/scaling?boot=100001 once reached the widget and showed StreamlitValueAboveMaxError."""
+    assert (db.N_BOOT_RANGE.low, db.N_BOOT_RANGE.high) == (0, 100_000)
+    view, notes = db.view_from_query({"boot": boot}, store="/s.duckdb")
+    assert view.n_boot == n_boot
+    assert db.N_BOOT_RANGE.low <= view.n_boot <= db.N_BOOT_RANGE.high
+    if said is None:
+        assert notes == []
+    else:
+        assert len(notes) == 1 and said in notes[0] and notes[0].startswith("bootstrap size")
+        assert len(notes[0]) < 250  # a 5,000-digit value is not repeated whole
+
+
+def test_a_note_repeats_at_most_the_start_of_a_long_link_value():
+    long = "x" * 100_000
+    _, notes = db.view_from_query(dict.fromkeys(("measure", "core", "layer", "boot", "conv", "leave"), long), store="/s")
+    assert len(notes) == 6
+    assert all(len(note) < 300 and "xxx..." in note for note in notes), [len(note) for note in notes]
+
+
 def test_bad_link_values_fall_back_to_defaults_with_a_message():
     view, notes = db.view_from_query(
         {"measure": "bogus", "core": "5-2", "layer": "-1", "boot": "many", "conv": "nature"}, store="/s.duckdb"
