@@ -280,6 +280,9 @@ class JobRegistry:
 
     def __init__(self) -> None:
         self._jobs: dict[str, tuple[Job, str]] = {}
+        self._untold: dict[str, dict[str, Job]] = {}
+        """owner -> key -> the job that owner started there and has not been told the end of (it
+        outlives its place in ``_jobs`` when another session starts a job on the same store)."""
         self._lock = threading.Lock()
 
     def get(self, key: str) -> Job | None:
@@ -316,6 +319,7 @@ class JobRegistry:
                         else "it was started in another session, which alone can cancel it")
                 raise MagdashError(f"{current[0].label!r} is still running on this store: wait for it or {what}")
             self._jobs[key] = (job, owner)
+            self._untold.setdefault(owner, {})[key] = job
         return job.start()
 
     def cancel(self, key: str, owner: str) -> None:
@@ -336,19 +340,35 @@ class JobRegistry:
             raise MagdashError(f"{entry[0].label!r} was started in another session: only that session can cancel it")
         entry[0].cancel()
 
-    def acknowledge(self, key: str, owner: str) -> bool:
-        """Forget the finished job on ``key`` once ``owner``, who started it, has been told how it
-        ended; another session's acknowledgement changes nothing. Returns whether it was forgotten.
+    def ending(self, key: str, owner: str) -> Job | None:
+        """The finished job ``owner`` started on ``key`` and has not been told the end of (None:
+        none), even where another session has started a job there since.
 
         Args:
             key: the store path.
             owner: the session's owner token.
         """
         with self._lock:
-            entry = self._jobs.get(key)
-            if entry is None or not secrets.compare_digest(entry[1], owner) or not entry[0].snapshot().finished:
+            job = self._untold.get(owner, {}).get(key)
+        return job if job is not None and job.snapshot().finished else None
+
+    def acknowledge(self, key: str, owner: str) -> bool:
+        """``owner`` has been told how its job on ``key`` ended: forgotten (and the store's entry
+        with it, unless another session's job has replaced it). Another session's acknowledgement,
+        or one of a running job, changes nothing. Returns whether a job was forgotten.
+
+        Args:
+            key: the store path.
+            owner: the session's owner token.
+        """
+        with self._lock:
+            job = self._untold.get(owner, {}).get(key)
+            if job is None or not job.snapshot().finished:
                 return False
-            del self._jobs[key]
+            del self._untold[owner][key]
+            entry = self._jobs.get(key)
+            if entry is not None and entry[0] is job:
+                del self._jobs[key]
             return True
 
     def forget(self, key: str) -> None:
@@ -357,6 +377,7 @@ class JobRegistry:
             entry = self._jobs.get(key)
             if entry is not None and entry[0].snapshot().finished:
                 del self._jobs[key]
+                self._untold.get(entry[1], {}).pop(key, None)
 
 
 # -- extraction and the first-run protocol -----------------------------------------------

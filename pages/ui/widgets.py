@@ -294,6 +294,9 @@ def job_panel(key: str) -> JobSnapshot | None:
         st.error(plain(message))
     registry, owner = job_registry(), session_owner()
     job = registry.get(key)
+    earlier = registry.ending(key, owner)
+    if earlier is not None and earlier is not job:  # this session's job ended; another session's runs since
+        _finished(key, earlier.snapshot())
     if job is None:
         return None
     mine = registry.is_owner(key, owner)

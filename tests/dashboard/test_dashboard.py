@@ -461,6 +461,19 @@ def test_the_owner_is_told_how_a_job_ended_whoever_saw_it_end_first(ending):
     assert registry.get("store") is None
 
 
+def test_the_owner_is_told_even_after_another_session_started_a_job_on_the_same_store():
+    registry, alice, bob = jobs.JobRegistry(), jobs.new_owner(), jobs.new_owner()
+    first = registry.start("store", jobs.Job("alice's", lambda context: (None, False)), owner=alice)
+    first.wait(300)
+    second = _waiting_job(registry, bob)  # allowed: alice's job has finished
+    assert registry.ending("store", alice) is first and registry.ending("store", bob) is None
+    assert registry.acknowledge("store", alice)
+    assert registry.ending("store", alice) is None
+    assert registry.get("store") is second  # bob's running job stays
+    registry.cancel("store", bob)
+    second.wait(300)
+
+
 def test_a_running_job_is_never_acknowledged_away():
     registry, alice = jobs.JobRegistry(), jobs.new_owner()
     job = _waiting_job(registry, alice)
