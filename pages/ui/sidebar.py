@@ -27,7 +27,7 @@ from pages.ui.session import (
     view_key,
     view_setter,
 )
-from pages.ui.widgets import plain
+from pages.ui.widgets import plain, served
 
 
 def setup() -> AppContext:
@@ -37,7 +37,7 @@ def setup() -> AppContext:
     try:
         sidebar(context)
     except MagdashError as error:
-        st.sidebar.error(plain(str(error)))
+        st.sidebar.error(plain(served(error)))
     context = open_context(current_view())
     set_view(context.view)
     sync_query(context.view)
@@ -66,7 +66,7 @@ def sidebar(context: AppContext) -> None:
             return
         inventory = context.inventory
         if context.store is None:
-            st.info(plain(f"No store at {view.store} yet: the first run (Home) or Extract creates it."))
+            st.info(plain(served(f"No store at {view.store} yet: the first run (Home) or Extract creates it.")))
             return
         if not inventory.usable_models:
             st.info("This store holds no complete extraction yet: see Home or Extract.")
@@ -107,7 +107,8 @@ def sidebar(context: AppContext) -> None:
         )
         with st.expander("Analysis settings"):
             boot_key = view_key("n_boot", view.n_boot)
-            st.number_input("Bootstrap resamples", min_value=0, max_value=100_000, value=view.n_boot, step=1000,
+            st.number_input("Bootstrap resamples", min_value=db.N_BOOT_RANGE.low, max_value=db.N_BOOT_RANGE.high,
+                            value=view.n_boot, step=1000,
                             key=boot_key, on_change=view_setter("n_boot", boot_key, int),
                             help="10,000 as in the paper; 0 skips the confidence intervals.")
             carriers = inventory.carriers.get(view.stimuli, ())
