@@ -163,6 +163,19 @@ class Activations:
         derived = f"{self.name}-stimuli"
         return derived if len(derived) <= MAX_SET_NAME_CHARS else "activations-stimuli"
 
+    @property
+    def store(self) -> None:
+        """No store: results of arrays are not cached (:class:`~magdash.store.vectors.VectorSource`)."""
+        return None
+
+    def number_tokens(self) -> None:
+        """Arrays carry no tokenizer, so no token facts: the analyses leave the tokenization fits out."""
+        return None
+
+    def digit_splitting(self) -> None:
+        """Arrays carry no tokenizer: whether it splits digits is not known."""
+        return None
+
     def stimulus_set(self) -> StimulusSet:
         """The magnitudes and carriers as a :class:`~magdash.stimuli.StimulusSet`."""
         return StimulusSet(self.stimuli_name, self.carriers, self.magnitudes)
