@@ -15,7 +15,7 @@ import pytest
 
 import magdash
 from magdash.runs.backfill import RESULT_KINDS
-from magdash.runs.kinds import ANALYSIS_KINDS, AnalysisKind, AnalysisKinds, SweepTask
+from magdash.runs.kinds import ANALYSIS_KINDS, AnalysisKinds, SweepTask
 from magdash.store import Activations, Store, VectorSource
 from magdash.sweep.tasks import TASK_KINDS
 
@@ -55,7 +55,7 @@ def test_a_kind_caches_its_results_under_its_own_name():
 
 
 def test_the_backfill_writes_the_rows_of_every_kind_whose_payload_names_them():
-    assert RESULT_KINDS == {name: kind.cached for name, kind in ANALYSIS_KINDS.items() if kind.backfill}
+    assert {name: kind.cached for name, kind in ANALYSIS_KINDS.items() if kind.backfill} == RESULT_KINDS
     assert set(RESULT_KINDS) == {"analysis", "compare", "controls", "e5", "probe"}
     for kind in ANALYSIS_KINDS.values():
         assert (kind.cached.rows is not None) >= kind.backfill
