@@ -5,10 +5,9 @@ An analysis reads the items' token facts from the store (:meth:`magdash.store.St
 recorded by the extraction) and the model's digit splitting, for the tokenization fits; vectors
 stored without them are analysed without those fits, and the result says why.
 
-:func:`analyze_vectors` reads a model's vectors (stored, or arrays: :mod:`magdash.store.vectors`) one layer
-at a time into
-:func:`magdash.variability.analysis.run_analysis` (memory stays bounded by a single layer) and
-keeps the :class:`~magdash.variability.analysis.AnalysisResult` under a key hashing the data
+:func:`analyze_vectors` reads a model's vectors (stored, or arrays: :mod:`magdash.store.vectors`)
+one layer at a time into :func:`magdash.variability.analysis.run_analysis` (memory stays bounded
+by a single layer) and, for stored vectors, keeps the :class:`~magdash.variability.analysis.AnalysisResult` under a key hashing the data
 fingerprint of (model, stimuli), every parameter and
 :data:`~magdash.variability.analysis.ANALYSIS_VERSION`. :func:`compare` analyses two models on the
 same stimuli and compares their alphas layer by layer

@@ -6,14 +6,16 @@ function over a :class:`~magdash.store.vectors.VectorSource` (a stored model or 
 its run over a store by model name, its result type, how its results are cached with their metric
 rows (:class:`~magdash.runs.cache.CachedKind`, the result type's payload codec and
 :mod:`magdash.runs.rows`), whether a backfill can write those rows from the payload alone, its
-sweep task, its public function, its dashboard key and its report section.
+sweep task, its public function, its command line, its dashboard key and its report section.
 
 The cache's backfill (:mod:`magdash.runs.backfill`) and the sweep's task kinds
 (:mod:`magdash.sweep.tasks`) iterate :data:`ANALYSIS_KINDS`; the public API
-(``magdash._PUBLIC``, kept import-light), the dashboard's keys and resolvers
+(``magdash._PUBLIC``, kept import-light), the command line (one module per command, whose options
+differ), the dashboard's keys and resolvers
 (:mod:`magdash.dashboard`, ``pages/ui/caches.py``) and the report's section builders
 (:mod:`magdash.presentation.report.sections`) sit above this layer or must not import it, so a
 kind names them, and ``tests/runs/test_kinds.py`` checks that every kind is reachable in each.
+The metric tables (:mod:`magdash.store.metrics`, the store's layer) name the kind they belong to.
 A new analysis is one module in :mod:`magdash.runs` and one :func:`register_analysis_kind` call here.
 """
 
@@ -73,11 +75,15 @@ class AnalysisKind:
             (a comparison takes two models).
         cached: how its results are kept in the store: payload codec and metric rows.
         api: the name of its public function in :mod:`magdash`.
+        command: its command line, ``magdash <command>`` (:mod:`magdash.cli`; a command's options differ from
+            kind to kind, so each has its own module).
         backfill: the cached payload holds everything its metric rows need, so a backfill writes them.
         task: how it runs in a sweep; None: no sweep task.
         dashboard_key: ``module:qualname`` of the dashboard's key of its cached results (:mod:`magdash.dashboard`);
             None: the app does not show it.
         report_section: the name of its section builder in :mod:`magdash.presentation.report.sections`.
+        metric_kind: the kind its metric rows are stored under (:mod:`magdash.store.metrics`) when it is not
+            ``name``: the depth diagnostics are recomputed from the cached samples, so their rows are keyed apart.
     """
 
     name: str
@@ -88,16 +94,23 @@ class AnalysisKind:
     run: Callable[..., Any]
     cached: CachedKind
     api: str
+    command: str
     backfill: bool = False
     task: SweepTask | None = None
     dashboard_key: str | None = None
     report_section: str | None = None
+    metric_kind: str | None = None
 
     def __post_init__(self) -> None:
         if self.cached.name != self.name:
             raise ValueError(f"analysis kind {self.name!r} caches its results as {self.cached.name!r}: one name for both")
         if self.backfill and self.cached.rows is None:
             raise ValueError(f"analysis kind {self.name!r} is backfilled but its cached kind has no metric rows")
+
+    @property
+    def rows_kind(self) -> str:
+        """The kind its metric rows are stored under: ``metric_kind``, else ``name``."""
+        return self.metric_kind or self.name
 
 
 class AnalysisKinds(Mapping[str, AnalysisKind]):
@@ -187,40 +200,40 @@ def _controls_keys(store, model: str, stimuli: str, params: ControlsParams) -> l
 
 register_analysis_kind(AnalysisKind(
     "analysis", AnalysisParams, ANALYSIS_VERSION, AnalysisResult, analysis_runs.analyze_vectors,
-    analysis_runs.analyze, analysis_runs.ANALYSIS, "analyze", backfill=True,
+    analysis_runs.analyze, analysis_runs.ANALYSIS, "analyze", "analyze", backfill=True,
     task=SweepTask("analyze", lambda *cell: [analysis_runs.analysis_key(*cell)], _describe_analysis),
     dashboard_key="magdash.dashboard.keys:AnalysisKey", report_section="analysis_sections",
 ))
 register_analysis_kind(AnalysisKind(
     "compare", AnalysisParams, ANALYSIS_VERSION, ComparisonResult, analysis_runs.compare_vectors,
-    analysis_runs.compare, analysis_runs.COMPARISON, "compare", backfill=True,
+    analysis_runs.compare, analysis_runs.COMPARISON, "compare", "compare", backfill=True,
     dashboard_key="magdash.dashboard.keys:ComparisonKey", report_section="analysis_sections",
 ))
 register_analysis_kind(AnalysisKind(
     "phase", PhaseParams, PHASE_VERSION, PhaseResult, depth_runs.depth_vectors, depth_runs.phase_from_store,
-    depth_runs.SAMPLES, "depth",
+    depth_runs.SAMPLES, "depth", "phase",
     task=SweepTask("phase", lambda *cell: [depth_runs.number_token_key(*cell)], _describe_phase),
-    dashboard_key="magdash.dashboard.keys:PhaseKey", report_section="depth_section",
+    dashboard_key="magdash.dashboard.keys:PhaseKey", report_section="depth_section", metric_kind="phase-diagnostics",
 ))
 register_analysis_kind(AnalysisKind(
     "controls", ControlsParams, CONTROLS_VERSION, ControlsResult, controls_runs.controls_vectors,
-    controls_runs.run_controls, controls_runs.CONTROLS, "robustness", backfill=True,
+    controls_runs.run_controls, controls_runs.CONTROLS, "robustness", "controls", backfill=True,
     task=SweepTask("controls", _controls_keys, _describe_controls),
     dashboard_key="magdash.dashboard.controls_page:ControlsKey", report_section="controls_section",
 ))
 register_analysis_kind(AnalysisKind(
     "probe", ProbeParams, PROBE_VERSION, ProbeResult, probe_runs.probe_vectors, probe_runs.probe,
-    probe_runs.PROBE, "probe", backfill=True,
+    probe_runs.PROBE, "probe", "probe", backfill=True,
     task=SweepTask("probe", lambda *cell: [probe_runs.probe_key(*cell)], _describe_probe),
     dashboard_key="magdash.dashboard.probes_page:ProbeKey", report_section="probe_section",
 ))
 register_analysis_kind(AnalysisKind(
     "design", DesignParams, DESIGN_VERSION, DesignResult, design_runs.design_vectors, design_runs.run_design,
-    design_runs.DESIGN, "design",
+    design_runs.DESIGN, "design", "design",
     dashboard_key="magdash.dashboard.controls_page:DesignKey", report_section="design_section",
 ))
 register_analysis_kind(AnalysisKind(
     "e5", None, E5_VERSION, pd.DataFrame, frequency_runs.e5_vectors, frequency_runs.e5_from_store,
-    frequency_runs.E5, "e5", backfill=True,
+    frequency_runs.E5, "e5", "freq corr", backfill=True,
     dashboard_key="magdash.dashboard.keys:E5Key", report_section="e5_section",
 ))

@@ -56,8 +56,9 @@ def as_array(data: Any, what: str) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Activations:
-    """Number-token hidden states of one model, in memory: the analyses take them as they take a
-    stored model (:mod:`magdash.api`), and :meth:`magdash.store.Store.put` stores them.
+    """Number-token hidden states of one model, in memory: a :class:`~magdash.store.vectors.VectorSource`,
+    so the analyses take them as they take a stored model, through the same run (:mod:`magdash.runs`),
+    and :meth:`magdash.store.Store.put` stores them.
 
     Made from the arrays, checked and normalised: ``per_carrier`` becomes float32 with its rows
     in ascending magnitude, ``magnitudes`` a tuple of ints, ``carriers`` templates with ``{n}``

@@ -5,6 +5,7 @@ file of cached numbers."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import importlib
 import json
@@ -61,6 +62,15 @@ def test_the_backfill_writes_the_rows_of_every_kind_whose_payload_names_them():
         assert (kind.cached.rows is not None) >= kind.backfill
 
 
+def test_every_kind_has_metric_tables_and_every_table_a_kind():
+    from magdash.store import metrics
+
+    table_kinds = {table.kind for table in metrics.METRIC_TABLES}
+    assert table_kinds == {kind.rows_kind for kind in ANALYSIS_KINDS.values()}
+    for kind in ANALYSIS_KINDS.values():
+        assert metrics.tables_of(kind.rows_kind), kind.name
+
+
 def test_every_kind_with_a_sweep_task_is_a_task_kind_of_the_sweep():
     tasks = [kind.task.name for kind in ANALYSIS_KINDS.values() if kind.task is not None]
     assert tasks == ["analyze", "phase", "controls", "probe"]
@@ -74,6 +84,20 @@ def test_every_kind_is_public_with_its_params_and_result_types():
         for declared in (kind.params, kind.result_type):
             if declared is not None and declared.__module__.startswith("magdash"):
                 assert getattr(magdash, declared.__name__) is declared, (kind.name, declared)
+
+
+def test_every_kind_has_its_command():
+    from magdash.cli import build_parser
+
+    def subcommands(parser) -> dict:
+        return next((action.choices for action in parser._actions if isinstance(action, argparse._SubParsersAction)),
+                    {})
+
+    for kind in ANALYSIS_KINDS.values():
+        parser = build_parser()
+        for word in kind.command.split():
+            parser = subcommands(parser)[word]
+        assert parser.prog == f"magdash {kind.command}"
 
 
 def test_every_kind_shown_in_the_app_has_a_key_and_a_cached_resolver():
