@@ -55,10 +55,18 @@ class VectorSource(Protocol):
     def store(self) -> Store | None: ...
 
     def layer(self, index: int) -> np.ndarray:
-        """Layer ``index``'s vectors, (n_magnitudes, n_carriers, d) float32."""
+        """Layer ``index``'s vectors, (n_magnitudes, n_carriers, d) float32.
+
+        Args:
+            index: the layer, 0 (embeddings) .. n_layers - 1.
+        """
 
     def layers(self, indices: Sequence[int] | None = None) -> Iterator[tuple[int, str, np.ndarray]]:
-        """(layer, label, vectors) for ``indices`` (default every layer), one layer at a time."""
+        """(layer, label, vectors) for ``indices`` (default every layer), one layer at a time.
+
+        Args:
+            indices: the layers to give, in order.
+        """
 
     def number_tokens(self) -> list[NumberTokens] | None:
         """How the model's tokenizer cut each item's number; None where not recorded."""
@@ -77,6 +85,9 @@ class StoredVectors:
         stimuli_name: the stimulus set, complete for the model.
         magnitudes: the set's magnitudes, ascending as the vectors' rows.
         carriers: the set's carrier templates, as the vectors' columns.
+        name: the model's name in the store (the record's).
+        n_blocks: the model's transformer blocks (the record's).
+        n_layers: the model's layers, embeddings included (the record's).
     """
 
     store: Store
