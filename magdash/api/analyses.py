@@ -13,8 +13,9 @@ Arrays and a store take one path: either becomes a vector source (:meth:`Store.v
 <magdash.store.Store.vectors>`, or an :class:`~magdash.store.Activations`, which holds what a store
 would hold, in the same order: :mod:`magdash.store.vectors`) and the analysis kind's one function
 over it runs (:mod:`magdash.runs.kinds`), so an array and the same array put into a store
-(:meth:`~magdash.store.Store.put`) give the same numbers; arrays are not cached. Parameters come as the analysis's params dataclass, and any of its fields can be given
-as a keyword (``md.analyze(store, "minilm", n_boot=1000)``). A mistake raises a
+(:meth:`~magdash.store.Store.put`) give the same numbers; arrays are not cached. Parameters come
+as the analysis's params dataclass, and any of its fields can be given as a keyword
+(``md.analyze(store, "minilm", n_boot=1000)``). A mistake raises a
 :class:`~magdash.errors.MagdashError` saying what to fix.
 """
 
