@@ -77,6 +77,15 @@ def test_every_kind_with_a_sweep_task_is_a_task_kind_of_the_sweep():
     assert list(TASK_KINDS) == ["extract", *tasks]
 
 
+def test_the_sweep_refuses_a_task_kind_registered_twice():
+    from magdash.sweep.tasks import register_task_kind
+
+    before = dict(TASK_KINDS)
+    with pytest.raises(ValueError, match="'analyze' is registered already"):
+        register_task_kind(TASK_KINDS["analyze"])
+    assert TASK_KINDS == before
+
+
 def test_every_kind_is_public_with_its_params_and_result_types():
     for kind in ANALYSIS_KINDS.values():
         assert kind.api in magdash.__all__, kind.name
