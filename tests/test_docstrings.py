@@ -28,6 +28,7 @@ PUBLIC: dict[str, str | None] = {
     "magdash.api.adapters": None,
     "magdash.api.charts": None,
     # the run layer
+    "magdash.runs.kinds": None,
     "magdash.runs.analysis_runs": None,
     "magdash.runs.controls_runs": None,
     "magdash.runs.design_runs": None,
@@ -50,6 +51,7 @@ PUBLIC: dict[str, str | None] = {
     # the store, extraction, the model sources
     "magdash.store.database.Store": None,
     "magdash.store.records": None,
+    "magdash.store.vectors": None,
     "magdash.store.database.nonfinite_counts_in": None,
     "magdash.extraction": None,
     "magdash.sources.resolve": None,

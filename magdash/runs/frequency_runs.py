@@ -28,11 +28,13 @@ from magdash.frequency.sources import (
     listing_row,
 )
 from magdash.jsonio import frame_from_plain
+from magdash.overflow import count_nonfinite
 from magdash.params import DEFAULT_N_BOOT
 from magdash.result_codec import PayloadCodec, stored_as
 from magdash.runs import rows
 from magdash.runs.analysis_runs import analysis_key
 from magdash.runs.cache import CachedKind, cached_result, result_key
+from magdash.store.vectors import VectorSource
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.analysis_params import default_core_layers
 from magdash.variability.measures import compute_measure
@@ -151,8 +153,8 @@ def e5_from_store(
     missing: str = "error",
     use_cache: bool = True,
 ) -> pd.DataFrame:
-    """E5 for a stored model: V (default V_eucl, :mod:`magdash.variability.measures`) per layer
-    against a source's counts, cached and written to the store's ``e5`` table.
+    """E5 for a stored model (:func:`e5_vectors` of :meth:`Store.vectors <magdash.store.Store.vectors>`),
+    cached and written to the store's ``e5`` table.
 
     Args:
         store: the :class:`~magdash.store.Store` holding the model.
@@ -170,35 +172,67 @@ def e5_from_store(
         :func:`~magdash.frequency.e5.e5_correlation`'s table with a ``label`` column (the
         layer's name) after ``layer``.
     """
-    record = store.model_record(model)
-    stimuli = store.resolve_stimuli(model, stimuli)
-    layers = list(layers) if layers is not None else default_core_layers(record.n_blocks)
+    return e5_vectors(store.vectors(model, stimuli), source, layers=layers, measure=measure, n_boot=n_boot, seed=seed,
+                      missing=missing, use_cache=use_cache)
+
+
+def e5_vectors(
+    vectors: VectorSource,
+    source: str | FrequencySource,
+    *,
+    layers: Sequence[int] | None = None,
+    measure: str = "eucl",
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    missing: str = "error",
+    use_cache: bool = True,
+) -> pd.DataFrame:
+    """E5 of a model's vectors: V (default V_eucl, :mod:`magdash.variability.measures`) per layer against a
+    source's counts; for a stored source cached and written to its store's ``e5`` table.
+
+    Args:
+        vectors: the model's vectors (:class:`~magdash.store.vectors.VectorSource`).
+        source: a frequency source, or its name (built-in, or stored in the vectors' store).
+        layers: the layers to correlate; default the core band floor(L/2) .. L-1.
+        measure: the variability measure correlated with log(count + 1).
+        n_boot: bootstrap resamples of the two correlations' intervals.
+        seed: the bootstrap's seed.
+        missing: what a magnitude without a count is: ``error`` or ``zero``.
+        use_cache: a stored source only: False recomputes and replaces the cached table.
+
+    Returns:
+        :func:`~magdash.frequency.e5.e5_correlation`'s table with a ``label`` column (the
+        layer's name) after ``layer``.
+    """
+    store, model, stimuli = vectors.store, vectors.name, vectors.stimuli_name
+    layers = list(layers) if layers is not None else default_core_layers(vectors.n_blocks)
     if not layers:
         raise FrequencyError("choose at least one layer")
-    outside = [layer for layer in layers if not 0 <= layer < record.n_layers]
+    outside = [layer for layer in layers if not 0 <= layer < vectors.n_layers]
     if outside:
-        raise FrequencyError(f"layers {outside} do not exist; {model!r} has layers 0..{record.n_layers - 1}")
+        raise FrequencyError(f"layers {outside} do not exist; {model!r} has layers 0..{vectors.n_layers - 1}")
     frequency = load_source(source, store) if isinstance(source, str) else source
+
+    def compute() -> E5Table:
+        values, labels = {}, {}
+        for layer, label, data in vectors.layers(layers):
+            # A layer holding Inf/NaN vectors (magdash.overflow) gets no correlation: NaN V.
+            values[layer] = np.full(data.shape[0], np.nan) if count_nonfinite(data) else compute_measure(measure, data)
+            labels[layer] = label
+            del data
+        table = e5_correlation(np.asarray(vectors.magnitudes, dtype=np.float64), values, frequency, n_boot=n_boot,
+                               seed=seed, missing=missing)
+        table.insert(1, "label", [labels[layer] for layer in table["layer"]])
+        return E5Table(table, dict(model=model, stimuli=stimuli, source=frequency.name, measure=measure,
+                                   n_boot=n_boot, seed=seed))
+
+    if store is None:
+        return compute().table
     key = result_key(
         "e5", E5_VERSION, model=model, stimuli=stimuli, data=store.data_fingerprint(model, stimuli),
         source=frequency.name, counts=counts_hash(frequency), layers=layers, measure=measure, n_boot=n_boot,
         seed=seed, missing=missing,
     )
-
-    def compute() -> E5Table:
-        values, labels, magnitudes = {}, {}, None
-        for data in store.read_layers(model, stimuli, layers):
-            # A layer holding Inf/NaN vectors (magdash.overflow) gets no correlation: NaN V.
-            values[data.layer] = (
-                np.full(len(data.magnitudes), np.nan) if data.n_nonfinite else compute_measure(measure, data.vectors)
-            )
-            labels[data.layer] = data.label
-            magnitudes = data.magnitudes
-        table = e5_correlation(magnitudes, values, frequency, n_boot=n_boot, seed=seed, missing=missing)
-        table.insert(1, "label", [labels[layer] for layer in table["layer"]])
-        return E5Table(table, dict(model=model, stimuli=stimuli, source=frequency.name, measure=measure,
-                                   n_boot=n_boot, seed=seed))
-
     return cached_result(store, E5, key, compute, use_cache=use_cache).table
 
 

@@ -56,8 +56,9 @@ def as_array(data: Any, what: str) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Activations:
-    """Number-token hidden states of one model, in memory: the analyses take them as they take a
-    stored model (:mod:`magdash.api`), and :meth:`magdash.store.Store.put` stores them.
+    """Number-token hidden states of one model, in memory: a :class:`~magdash.store.vectors.VectorSource`,
+    so the analyses take them as they take a stored model, through the same run (:mod:`magdash.runs`),
+    and :meth:`magdash.store.Store.put` stores them.
 
     Made from the arrays, checked and normalised: ``per_carrier`` becomes float32 with its rows
     in ascending magnitude, ``magnitudes`` a tuple of ints, ``carriers`` templates with ``{n}``
@@ -162,6 +163,19 @@ class Activations:
             return PAPER_SET_NAME
         derived = f"{self.name}-stimuli"
         return derived if len(derived) <= MAX_SET_NAME_CHARS else "activations-stimuli"
+
+    @property
+    def store(self) -> None:
+        """No store: results of arrays are not cached (:class:`~magdash.store.vectors.VectorSource`)."""
+        return None
+
+    def number_tokens(self) -> None:
+        """Arrays carry no tokenizer, so no token facts: the analyses leave the tokenization fits out."""
+        return None
+
+    def digit_splitting(self) -> None:
+        """Arrays carry no tokenizer: whether it splits digits is not known."""
+        return None
 
     def stimulus_set(self) -> StimulusSet:
         """The magnitudes and carriers as a :class:`~magdash.stimuli.StimulusSet`."""

@@ -49,6 +49,7 @@ from magdash.store.schema import (
     insert_vector_norms,
     schema_version,
 )
+from magdash.store.vectors import StoredVectors
 from magdash.tokenization import DigitSplitting, NumberTokens
 
 log = logging.getLogger(__name__)
@@ -354,6 +355,20 @@ class Store:
         if chosen is None:
             raise StoreError(several_sets_message(f"model {name!r} has", available), parameters=("stimuli",))
         return chosen
+
+    def vectors(self, name: str, stimuli: str | None = None) -> StoredVectors:
+        """Model ``name``'s vectors on ``stimuli`` as the analyses read them (a
+        :class:`~magdash.store.vectors.VectorSource` whose results this store caches).
+
+        Args:
+            name: the model's name in the store.
+            stimuli: a stimulus set complete for the model; None takes the default one (:meth:`resolve_stimuli`).
+        """
+        with self.session():
+            record = self.model_record(name)
+            stimuli = self.resolve_stimuli(name, stimuli)
+            stimulus_set = self.stimulus_set(stimuli)
+        return StoredVectors(self, record, stimuli, tuple(stimulus_set.magnitudes), tuple(stimulus_set.carriers))
 
     # -- vectors -----------------------------------------------------------------------
 

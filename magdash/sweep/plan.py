@@ -190,6 +190,18 @@ class SweepPlan:
         """The controls' params; their analysis is always the plan's."""
         return self.controls or ControlsParams(analysis=self.analysis)
 
+    def params_for(self, task: str) -> AnalysisParams | PhaseParams | ControlsParams | ProbeParams:
+        """The parameters of an analysis task: the plan's table of that name (``[analyze]``, ``[phase]``,
+        ``[controls]``, ``[probe]``).
+
+        Args:
+            task: the task's name in ``tasks``.
+        """
+        tables = {"analyze": self.analysis, "phase": self.phase, "controls": self.controls_params, "probe": self.probe}
+        if task not in tables:
+            raise PlanError(f"task {task!r} has no table of parameters; the tables are {', '.join(tables)}")
+        return tables[task]
+
     def cells(self) -> list[Cell]:
         """Every cell, model by model, in the plan's order."""
         return [
