@@ -415,7 +415,7 @@ def e5(
         model: the model's name in the store.
         stimuli: the store's stimulus set; default the model's only complete one.
         source: a frequency source (:func:`frequency_source`) or its name: ``wordfreq``,
-            ``openwebtext``, or one stored in the store.
+            ``openwebtext-500k``, or one stored in the store.
         layers: the layers to correlate; default the core band floor(L/2) .. L-1.
         measure: the variability measure correlated.
         n_boot: bootstrap resamples of the magnitudes for both correlations' intervals.
@@ -480,7 +480,7 @@ def frequency_source(name: str, store: Store | None = None) -> FrequencySource:
     """A frequency source for :func:`e5` and the frequency charts: built in, or stored.
 
     Args:
-        name: ``wordfreq``, ``openwebtext``, or the name of a source kept in ``store``.
+        name: ``wordfreq``, ``openwebtext-500k``, or the name of a source kept in ``store``.
         store: the store holding users' sources (``magdash freq``).
     """
     from magdash.runs.frequency_runs import load_source
