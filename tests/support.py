@@ -880,3 +880,21 @@ def tree_state(*roots: Path) -> dict[str, tuple]:
     for root in roots:
         visit(Path(root))
     return state
+
+
+def write_tiny_gguf(path: Path) -> Path:
+    """A small valid GGUF file (llama metadata, a three-token vocabulary, an f32 and an f16 tensor),
+    written with the ``gguf`` package: what the GGUF header tests and fuzzers start from."""
+    import gguf
+
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_uint32("llama.block_count", 2)
+    writer.add_string("general.name", "tiny")
+    writer.add_token_list(["a", "b", "c"])
+    writer.add_tensor("t", np.zeros((4, 8), np.float32))
+    writer.add_tensor("u", np.ones(32, np.float16))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
