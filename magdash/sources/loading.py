@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,8 +129,10 @@ def load_tokenizer(spec: str | ModelSource, *, trust_remote_code: bool = False):
         tokenizer = AutoTokenizer.from_pretrained(
             **where, use_fast=True, local_files_only=True, trust_remote_code=trust_remote_code
         )
-    except (OSError, ValueError) as error:
-        raise ModelLoadError(f"cannot load the tokenizer of {source.spec!r}: {str(error).splitlines()[0]}") from None
+    except (OSError, ValueError, KeyError, IndexError, TypeError, OverflowError, RecursionError, struct.error) as error:
+        # a GGUF file's tokenizer is read by the gguf package, which meets a damaged file with any of these
+        first_line = (str(error).splitlines() or [type(error).__name__])[0]
+        raise ModelLoadError(f"cannot load the tokenizer of {source.spec!r}: {first_line}") from None
     if not getattr(tokenizer, "is_fast", False):
         raise ModelLoadError(
             f"the tokenizer of {source.spec!r} has no offset mapping (not a 'fast' tokenizer); "
