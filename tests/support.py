@@ -531,10 +531,10 @@ CARRIER_FILE_BYTES = st.one_of(
 def expected_carriers(text: str) -> list[str] | None:
     """The carriers a text stands for, by the documented rules; None when it must be refused.
 
-    One sentence per line (LF or CRLF; carriage returns ending a line are dropped), trailing blank lines ignored; each line non-blank with
+    One sentence per line (LF, CRLF or a lone CR ends one), trailing blank lines ignored; each line non-blank with
     exactly one {n}, at most MAX_CARRIER_CHARS characters, no repeats, at most MAX_CARRIERS lines.
     """
-    lines = [line.rstrip("\r") for line in text.split("\n")]
+    lines = re.split(r"\r\n|\r|\n", text)
     while lines and not lines[-1].strip():
         lines.pop()
     if not lines or len(lines) > MAX_CARRIERS or len(set(lines)) != len(lines):
