@@ -312,13 +312,10 @@ def _checked_header(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, 
         raise StoreError(f"{shown}: {name} declares {info.file_size:,} bytes, more than its {info.compress_size:,} "
                          "stored bytes can hold; the file is damaged")
     with archive.open(info) as stream:
-        version = np.lib.format.read_magic(stream)
-        if version == (1, 0):
-            shape, _fortran_order, dtype = np.lib.format.read_array_header_1_0(stream)
-        elif version == (2, 0):
-            shape, _fortran_order, dtype = np.lib.format.read_array_header_2_0(stream)
-        else:
-            raise StoreError(f"{shown}: {name} is in .npy format {version}; save it with numpy.savez")
+        header = _npy_header(stream)
+        if header is None:
+            raise StoreError(f"{shown}: {name} is not in .npy format 1.0 or 2.0; save it with numpy.savez")
+        shape, _fortran_order, dtype = header
         header_bytes = stream.tell()
     if dtype.hasobject:
         raise StoreError(f"cannot read {shown} without pickle ({name} holds Python objects); save plain arrays")
@@ -327,6 +324,17 @@ def _checked_header(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, 
         raise StoreError(f"{shown}: {name} declares {info.file_size:,} bytes but its shape {shape} of {dtype} "
                          f"needs {needed:,}; the file is damaged or not numpy's")
     return shape, dtype
+
+
+def _npy_header(stream) -> tuple | None:
+    """(shape, fortran_order, dtype) from the ``.npy`` header at the stream's position (format 1.0
+    or 2.0, as numpy.savez writes them); None for another format."""
+    version = np.lib.format.read_magic(stream)
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(stream)
+    if version == (2, 0):
+        return np.lib.format.read_array_header_2_0(stream)
+    return None
 
 
 def _check_against_per_carrier(headers: dict[str, tuple], shown: str) -> None:
@@ -373,13 +381,10 @@ def _mapped_npz_member(path: str | os.PathLike, info: zipfile.ZipInfo) -> np.mem
         if left or checksum != info.CRC:
             raise zipfile.BadZipFile(f"{info.filename} fails its CRC check")
         handle.seek(start)
-        version = np.lib.format.read_magic(handle)
-        if version == (1, 0):
-            shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(handle)
-        elif version == (2, 0):
-            shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(handle)
-        else:
+        header = _npy_header(handle)
+        if header is None:
             return None
+        shape, fortran_order, dtype = header
         offset = handle.tell()
     if dtype.hasobject or 0 in shape:
         return None
