@@ -94,9 +94,9 @@ MAX_TENSOR_DIMS = 4
 """ggml's ``GGML_MAX_DIMS``: a tensor has at most four dimensions."""
 _READ_VERSIONS = (2, 3)
 _DEFAULT_ALIGNMENT = 32
-# The fewest bytes one header entry takes: a key (length, one byte, value type, a one-byte value),
+# The fewest bytes one header entry takes: a key (name length, value type, a one-byte value),
 # a tensor's description (name length, dimension count, type, offset), an array or a string in an array.
-_SMALLEST_KEY, _SMALLEST_TENSOR, _SMALLEST = 8 + 1 + 4 + 1, 8 + 4 + 4 + 8, {_STRING: 8, _ARRAY: 12}
+_SMALLEST_KEY, _SMALLEST_TENSOR, _SMALLEST = 8 + 4 + 1, 8 + 4 + 4 + 8, {_STRING: 8, _ARRAY: 12}
 
 
 class _HeaderError(ValueError):
@@ -150,14 +150,15 @@ class _Header:
     def unpack(self, fmt: str, what: str) -> tuple:
         return struct.unpack_from(fmt, self.data, self.take(struct.calcsize(fmt), what))
 
-    def string(self, what: str) -> bytes:
+    def string(self, what: str) -> tuple[int, int]:
+        """Step over a string; where its bytes begin and how many they are."""
         (length,) = self.unpack("<Q", f"the length of {what}")
-        start = self.take(length, what)
-        return bytes(self.data[start:start + length])
+        return self.take(length, what), length
 
     def text(self, what: str) -> str:
+        start, length = self.string(what)
         try:
-            return self.string(what).decode("utf-8")
+            return bytes(self.data[start:start + length]).decode("utf-8")
         except UnicodeDecodeError:
             raise _HeaderError(f"{what} is not UTF-8 text") from None
 
