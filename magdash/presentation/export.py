@@ -98,12 +98,12 @@ def spreadsheet_safe(value: Any) -> Any:
 def spreadsheet_safe_table(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with every text cell made :func:`spreadsheet_safe` (numeric columns untouched):
     what every CSV magdash writes goes through."""
-    text_columns = [column for column in frame.columns if not pd.api.types.is_numeric_dtype(frame[column])]
+    text_columns = [i for i in range(frame.shape[1]) if not pd.api.types.is_numeric_dtype(frame.iloc[:, i])]
     if not text_columns:
         return frame
     safe = frame.copy()
-    for column in text_columns:
-        safe[column] = frame[column].map(spreadsheet_safe, na_action="ignore")
+    for position in text_columns:  # by position: two columns may share a name
+        safe.isetitem(position, frame.iloc[:, position].map(spreadsheet_safe, na_action="ignore"))
     return safe
 
 
