@@ -8,6 +8,7 @@ never a traceback.
 from __future__ import annotations
 
 import argparse
+import codecs
 import importlib
 import logging
 import os
@@ -36,7 +37,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def degrade_unencodable_output() -> None:
+    """Let what a terminal cannot encode come out as backslash escapes (``\\u2014`` for "—")
+    instead of crashing the command, once its work is done, on a terminal that is not UTF-8
+    (``PYTHONIOENCODING=ascii``, a latin-1 locale). A UTF-8 stream is left as it is."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        encoding = getattr(stream, "encoding", None)
+        if reconfigure is None or not isinstance(encoding, str) or getattr(stream, "errors", "strict") != "strict":
+            continue
+        try:
+            is_utf = codecs.lookup(encoding).name.startswith("utf")
+        except LookupError:
+            is_utf = False
+        if not is_utf:
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    degrade_unencodable_output()
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(

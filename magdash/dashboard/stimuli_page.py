@@ -25,6 +25,7 @@ from magdash.stimuli import (
     PLACEHOLDER,
     POSITIONS,
     StimulusSet,
+    carrier_lines,
     carrier_problems,
     check_reserved_name,
     parse_magnitudes,
@@ -74,10 +75,12 @@ def problems_to_show(problems: Sequence[str], limit: int = MAX_PROBLEMS_SHOWN) -
 
 
 def carriers_from_text(text: str) -> CarrierInput:
-    """One carrier per line; trailing blank lines are ignored, everything else is checked."""
-    lines = [line.rstrip("\r") for line in text.split("\n")]
-    while lines and not lines[-1].strip():
-        lines.pop()
+    """One carrier per line (CR, LF or CRLF ends one); trailing blank lines are ignored, everything
+    else is checked; text holding a NUL character is refused, as an upload holding one is."""
+    lines = carrier_lines(text)
+    if "\0" in text:
+        first = next(number for number, line in enumerate(lines, start=1) if "\0" in line)
+        return CarrierInput([], [f"line {first} holds a NUL character: type or paste plain text"])
     return CarrierInput(lines, carrier_problems(lines))
 
 
@@ -88,7 +91,7 @@ def carriers_from_csv(text: str) -> CarrierInput:
     the CSV's own row numbers (the header is row 1).
     """
     try:
-        rows = list(csv.reader(io.StringIO(text)))
+        rows = list(csv.reader(io.StringIO(text, newline="")))  # rows end in CR, LF or CRLF
     except csv.Error as error:
         return CarrierInput([], [f"cannot read the CSV ({error}): give one carrier per row"])
     while rows and not any(cell.strip() for cell in rows[-1]):

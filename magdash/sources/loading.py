@@ -9,7 +9,11 @@ transformers are imported only inside the functions that need them.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import math
+import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -138,8 +142,10 @@ def load_tokenizer(spec: str | ModelSource, *, trust_remote_code: bool = False):
         tokenizer = AutoTokenizer.from_pretrained(
             **where, use_fast=True, local_files_only=True, trust_remote_code=trust_remote_code
         )
-    except (OSError, ValueError) as error:
-        raise ModelLoadError(f"cannot load the tokenizer of {source.spec!r}: {str(error).splitlines()[0]}") from None
+    except (OSError, ValueError, KeyError, IndexError, TypeError, OverflowError, RecursionError, struct.error) as error:
+        # a GGUF file's tokenizer is read by the gguf package, which meets a damaged file with any of these
+        first_line = (str(error).splitlines() or [type(error).__name__])[0]
+        raise ModelLoadError(f"cannot load the tokenizer of {source.spec!r}: {first_line}") from None
     if not getattr(tokenizer, "is_fast", False):
         raise ModelLoadError(
             f"the tokenizer of {source.spec!r} has no offset mapping (not a 'fast' tokenizer); "
@@ -180,6 +186,11 @@ def load_model(
     path = source.path
     if source.gguf is not None:
         path = converted_folder(source.gguf, dtype, source.model_cache or model_cache_dir())
+    if not source.is_random and not source.uses_pickle:
+        for file in sorted(Path(path).glob("*.safetensors")):
+            check_safetensors(file)
+    from safetensors import SafetensorError
+
     try:
         config = AutoConfig.from_pretrained(path, **common)
         tokenizer = AutoTokenizer.from_pretrained(path, use_fast=True, **common)
@@ -199,8 +210,8 @@ def load_model(
                 f"{source.spec!r} needs code shipped with the model; pass --trust-remote-code only if you trust it"
             ) from None
         raise ModelLoadError(f"cannot load {source.spec!r}: {message}") from None
-    except (OSError, KeyError, RuntimeError) as error:
-        raise ModelLoadError(f"cannot load {source.spec!r}: {str(error).splitlines()[0]}") from None
+    except (OSError, KeyError, RuntimeError, SafetensorError) as error:
+        raise ModelLoadError(f"cannot load {source.spec!r}: {(str(error).splitlines() or [type(error).__name__])[0]}") from None
     finally:
         hf_logging.set_verbosity(previous_verbosity)
     if not getattr(tokenizer, "is_fast", False):
@@ -248,6 +259,68 @@ def load_model(
         max_length=max_length,
         is_causal=is_causal_lm(config),
     )
+
+
+SAFETENSORS_MAX_HEADER_BYTES = 100_000_000
+"""The largest safetensors header read (the safetensors library's own limit)."""
+_SAFETENSORS_DTYPE_BYTES = {
+    "BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+    "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8, "C64": 8,
+}
+
+
+def check_safetensors(file: Path) -> None:
+    """Refuse a ``.safetensors`` file whose header cannot describe its bytes, before transformers
+    opens it (where the safetensors library's error would escape as a traceback): a header
+    length past the file's end (or over :data:`SAFETENSORS_MAX_HEADER_BYTES`), a header that is
+    not a JSON object of tensors, a tensor whose data offsets run past the end of the file or
+    whose bytes do not hold its shape. A :class:`ModelLoadError` names the file (and, for a
+    link, what it points to).
+
+    Args:
+        file: the weights file (a link is followed).
+    """
+    shown = repr(str(file))
+    if file.is_symlink():
+        shown += f" (a link to {str(file.resolve())!r})"
+
+    def refuse(reason: str) -> ModelLoadError:
+        return ModelLoadError(f"{shown} is not a usable safetensors file: {reason}; give the model's own weights")
+
+    try:
+        with open(file, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            prefix = handle.read(8)
+            if len(prefix) < 8:
+                raise refuse(f"it holds {size} bytes, fewer than a header needs")
+            length = int.from_bytes(prefix, "little")
+            if length > size - 8 or length > SAFETENSORS_MAX_HEADER_BYTES:
+                raise refuse(f"its header says it is {length:,} bytes long, in a file of {size:,}")
+            raw = handle.read(length)
+    except OSError as error:
+        raise ModelLoadError(f"cannot read the weights file {shown}: {error.strerror or error}") from None
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise refuse("its header is not JSON") from None
+    if not isinstance(header, dict):
+        raise refuse("its header is not a JSON object of tensors")
+    data_bytes = size - 8 - length
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        described = isinstance(entry, dict) and isinstance(entry.get("dtype"), str)
+        shape, offsets = (entry.get("shape"), entry.get("data_offsets")) if described else (None, None)
+        if not (isinstance(shape, list) and all(type(n) is int and n >= 0 for n in shape)
+                and isinstance(offsets, list) and len(offsets) == 2 and all(type(n) is int for n in offsets)):
+            raise refuse(f"tensor {name[:80]!r} has no dtype, shape and data offsets")
+        begin, end = offsets
+        if not 0 <= begin <= end <= data_bytes:
+            raise refuse(f"tensor {name[:80]!r} lies at bytes {begin:,} to {end:,}, past the {data_bytes:,} it holds")
+        itemsize = _SAFETENSORS_DTYPE_BYTES.get(entry["dtype"])
+        if itemsize is not None and end - begin != math.prod(shape) * itemsize:
+            raise refuse(f"tensor {name[:80]!r} of shape {shape} takes {end - begin:,} bytes, not "
+                         f"{math.prod(shape) * itemsize:,}")
 
 
 def refuse_missing_weights(spec: str, missing: set[str] | list[str]) -> None:
