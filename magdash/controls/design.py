@@ -447,7 +447,7 @@ def calibrate(result, layers: Iterable[tuple[int, np.ndarray]], n_carriers: int)
     for layer, x in layers:
         v = result.values["eucl"][layer]
         fit = result.fit("eucl", layer)
-        keep, _ = scaling_mask(result.magnitudes, v, drop_outliers=True, outlier_factor=result.params.outlier_factor)
+        keep, _ = scaling_mask(result.magnitudes, v, rules=result.params.fit_rules(drop_outliers=True))
         if not fit.has_fit or not np.isfinite(x).all():
             continue
         # float32: a 1000 x 20 x 4096 layer needs no float64 copy for a ratio

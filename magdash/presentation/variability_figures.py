@@ -50,7 +50,6 @@ from magdash.variability.measures import (
     BROWSABLE_MEASURES,
     CARRIER_MEASURES,
     MEASURES,
-    OUTLIER_RULE_MEASURES,
     PRIMARY_MEASURES,
     measure_title,
 )
@@ -87,13 +86,9 @@ def scaling_points(result: AnalysisResult, measure: str, layer: int) -> pd.DataF
         raise AnalysisError(f"layer {layer} does not exist: this model has 0..{result.n_layers - 1}")
     values = np.asarray(result.values[measure][layer], dtype=np.float64)
     magnitudes = np.asarray(result.magnitudes, dtype=np.float64)
-    drop = measure in OUTLIER_RULE_MEASURES
-    usable, _ = scaling_mask(
-        magnitudes, values, drop_outliers=False, outlier_factor=result.params.outlier_factor
-    )
-    kept, _ = scaling_mask(
-        magnitudes, values, drop_outliers=drop, outlier_factor=result.params.outlier_factor
-    )
+    rules = result.params.fit_rules().for_measure(measure)
+    usable, _ = scaling_mask(magnitudes, values, rules=rules.with_outlier_rule(False))
+    kept, _ = scaling_mask(magnitudes, values, rules=rules)
     status = np.where(
         ~np.isfinite(values),
         POINT_STATUS[3],
