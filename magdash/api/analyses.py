@@ -43,6 +43,7 @@ from magdash.store import Activations, Store
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.compare import ComparisonResult
+from magdash.variability.measures import DEFAULT_MEASURE
 
 ArrayLike = Any
 """A NumPy array or a torch tensor of shape (n_magnitudes, n_carriers, n_layers, d)."""
@@ -297,7 +298,7 @@ def design(
     Returns:
         The :class:`~magdash.controls.design.DesignResult` (``.h1``, ``.e6``, ``.ci_width``, ``.summary()``).
     """
-    from magdash.controls.controls_params import require_raw_vectors
+    from magdash.controls.controls_params import calibration_params, require_raw_vectors
     from magdash.controls.design import calibrate, simulate_design
 
     params = _params(DesignParams, params, options)
@@ -310,8 +311,7 @@ def design(
     activations = _activations(data, model, stimuli, magnitudes, carriers, "design")
     require_raw_vectors(analysis_params)
     # As magdash.runs.design_runs.calibrate_on reads a stored model: V_eucl without bootstrap.
-    calibration_params = dataclasses.replace(analysis_params, measures=("eucl",), n_boot=0)
-    result = _analyze_activations(activations, calibration_params)
+    result = _analyze_activations(activations, calibration_params(analysis_params))
     core = ((layer, vectors) for layer, _, vectors in activations.layers(list(result.core_layers)))
     return simulate_design(calibrate(result, core, len(activations.carriers)), params, progress)
 
@@ -412,7 +412,7 @@ def e5(
     *,
     source: str | FrequencySource,
     layers: Sequence[int] | None = None,
-    measure: str = "eucl",
+    measure: str = DEFAULT_MEASURE,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
     missing: str = "error",

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-
-from magdash.controls.controls_params import DesignParams, require_raw_vectors
+from magdash.controls.controls_params import DesignParams, calibration_params, require_raw_vectors
 from magdash.controls.design import DESIGN_VERSION, DesignResult, calibrate, simulate_design
 from magdash.controls.simulate import Calibration
 from magdash.params import ProgressCallback
@@ -30,8 +28,7 @@ def calibrate_on(store, model: str, stimuli: str | None = None,
         analysis_params: the analysis whose core band and conventions are used (its measures and bootstrap are set to
             V_eucl without bootstrap).
     """
-    params = dataclasses.replace(analysis_params or AnalysisParams(), measures=("eucl",), n_boot=0)
-    result = analyze(store, model, stimuli, params)
+    result = analyze(store, model, stimuli, calibration_params(analysis_params))
     n_carriers = len(store.stimulus_set(result.stimuli).carriers)
 
     def layers():

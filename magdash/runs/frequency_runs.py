@@ -34,7 +34,7 @@ from magdash.runs.analysis_runs import analysis_key
 from magdash.runs.cache import CachedKind, cached_result, result_key
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.analysis_params import default_core_layers
-from magdash.variability.measures import compute_measure
+from magdash.variability.measures import DEFAULT_MEASURE, compute_measure
 
 E5_IDENTITY = ("model", "stimuli", "source", "measure", "n_boot", "seed")
 _FLOAT_COLUMNS = tuple(column for column in E5_COLUMNS if column not in ("layer", "n"))
@@ -151,7 +151,7 @@ def e5_from_store(
     *,
     stimuli: str | None = None,
     layers: Sequence[int] | None = None,
-    measure: str = "eucl",
+    measure: str = DEFAULT_MEASURE,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
     missing: str = "error",
