@@ -31,9 +31,9 @@ from magdash.controls.controls_params import ControlsParams, DesignParams
 from magdash.controls.design import DesignResult
 from magdash.controls.robustness import ControlsResult
 from magdash.errors import AnalysisError
-from magdash.extract_params import ExtractParams
+from magdash.extract_params import TEXT_BATCH_SIZE, ExtractParams
 from magdash.frequency.sources import FrequencySource
-from magdash.params import DEFAULT_N_BOOT, ProgressCallback
+from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, DEFAULT_N_BOOT, ProgressCallback
 from magdash.phase.diagnostics import PhaseResult
 from magdash.phase.phase_params import PhaseParams
 from magdash.probes.probe_params import ProbeParams
@@ -371,9 +371,9 @@ def depth_of_texts(
     *,
     store: Store | None = None,
     params: PhaseParams | None = None,
-    dtype: str = "float32",
-    device: str = "auto",
-    batch_size: int = 16,
+    dtype: str = DEFAULT_DTYPE,
+    device: str = DEFAULT_DEVICE,
+    batch_size: int = TEXT_BATCH_SIZE,
     max_length: int | None = None,
     keep_first_position: bool = False,
     use_cache: bool = True,
