@@ -32,8 +32,9 @@ from magdash.controls.design import DesignResult
 from magdash.controls.robustness import ControlsResult
 from magdash.errors import AnalysisError
 from magdash.extract_params import TEXT_BATCH_SIZE, ExtractParams
+from magdash.frequency.e5_params import E5Params
 from magdash.frequency.sources import FrequencySource
-from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, DEFAULT_N_BOOT, ProgressCallback
+from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, ProgressCallback
 from magdash.phase.diagnostics import PhaseResult
 from magdash.phase.phase_params import PhaseParams
 from magdash.probes.probe_params import ProbeParams
@@ -43,7 +44,6 @@ from magdash.store import Activations, Store
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.compare import ComparisonResult
-from magdash.variability.measures import DEFAULT_MEASURE
 
 ArrayLike = Any
 """A NumPy array or a torch tensor of shape (n_magnitudes, n_carriers, n_layers, d)."""
@@ -409,16 +409,13 @@ def e5(
     data: Store | Activations | ArrayLike,
     model: str | None = None,
     stimuli: str | None = None,
+    params: E5Params | None = None,
     *,
     source: str | FrequencySource,
-    layers: Sequence[int] | None = None,
-    measure: str = DEFAULT_MEASURE,
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    missing: str = "error",
     magnitudes: Sequence[int] | None = None,
     carriers: Sequence[str] | None = None,
     use_cache: bool = True,
+    **options: Any,
 ) -> pd.DataFrame:
     """E5 per layer: the partial Spearman rho of V(n) with log(count(n) + 1) in a corpus given log n, which
     tests the frequency account, and the raw rho, the paper's E5 (Cacioli, arXiv 2604.04469).
@@ -430,14 +427,13 @@ def e5(
         stimuli: the store's stimulus set; default the model's only complete one.
         source: a frequency source (:func:`frequency_source`) or its name: ``wordfreq``,
             ``openwebtext``, or one stored in the store.
-        layers: the layers to correlate; default the core band floor(L/2) .. L-1.
-        measure: the variability measure correlated.
-        n_boot: bootstrap resamples of the magnitudes for both correlations' intervals.
-        seed: the bootstrap's seed.
-        missing: what a magnitude without a count is: ``error`` or ``zero``.
+        params: E5's parameters (:class:`~magdash.frequency.e5_params.E5Params`: the layers, default the
+            core band floor(L/2) .. L-1; the measure; the bootstrap; what a magnitude without a count is).
         magnitudes: plain arrays' magnitudes.
         carriers: plain arrays' carriers.
         use_cache: a store only: False recomputes and replaces the cached table.
+        options: fields of :class:`~magdash.frequency.e5_params.E5Params` replacing those of ``params``
+            (``n_boot=200``, ``layers=[16, 20]``, ``measure="residual"``).
 
     Returns:
         One row per layer: layer, label, the partial rho with its p and interval (``partial_*``), the raw
@@ -449,11 +445,13 @@ def e5(
     from magdash.variability.analysis_params import default_core_layers
     from magdash.variability.measures import compute_measure
 
+    params = _params(E5Params, params, options)
     if isinstance(data, Store):
         from magdash.runs.frequency_runs import e5_from_store
 
-        return e5_from_store(data, _require_store(data, "e5", model), source, stimuli=stimuli, layers=layers,
-                             measure=measure, n_boot=n_boot, seed=seed, missing=missing, use_cache=use_cache)
+        return e5_from_store(data, _require_store(data, "e5", model), source, params, stimuli=stimuli,
+                             use_cache=use_cache)
+    layers, measure, n_boot, seed, missing = params.layers, params.measure, params.n_boot, params.seed, params.missing
     activations = _activations(data, model, stimuli, magnitudes, carriers, "e5")
     frequency = frequency_source(source) if isinstance(source, str) else source
     chosen = list(layers) if layers is not None else default_core_layers(activations.n_blocks)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,6 +20,7 @@ import pandas as pd
 from magdash.errors import StoreError
 from magdash.frequency.corpus import FrequencyError
 from magdash.frequency.e5 import E5_COLUMNS, E5_VERSION, e5_correlation
+from magdash.frequency.e5_params import DEFAULT_MISSING, E5Params, e5_params
 from magdash.frequency.sources import (
     BUILTIN_SOURCES,
     FrequencySource,
@@ -28,13 +29,12 @@ from magdash.frequency.sources import (
     listing_row,
 )
 from magdash.jsonio import pack, unpack
-from magdash.params import DEFAULT_N_BOOT
 from magdash.runs import rows
 from magdash.runs.analysis_runs import analysis_key
 from magdash.runs.cache import CachedKind, cached_result, result_key
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.analysis_params import default_core_layers
-from magdash.variability.measures import DEFAULT_MEASURE, compute_measure
+from magdash.variability.measures import compute_measure
 
 E5_IDENTITY = ("model", "stimuli", "source", "measure", "n_boot", "seed")
 _FLOAT_COLUMNS = tuple(column for column in E5_COLUMNS if column not in ("layer", "n"))
@@ -148,14 +148,11 @@ def e5_from_store(
     store,
     model: str,
     source: str | FrequencySource,
+    params: E5Params | None = None,
     *,
     stimuli: str | None = None,
-    layers: Sequence[int] | None = None,
-    measure: str = DEFAULT_MEASURE,
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    missing: str = "error",
     use_cache: bool = True,
+    **options: Any,
 ) -> pd.DataFrame:
     """E5 for a stored model: V (default V_eucl, :mod:`magdash.variability.measures`) per layer
     against a source's counts, cached and written to the store's ``e5`` table.
@@ -164,21 +161,22 @@ def e5_from_store(
         store: the :class:`~magdash.store.Store` holding the model.
         model: the model's name in the store.
         source: a frequency source, or its name (built-in or stored).
+        params: E5's parameters (layers, default the core band floor(L/2) .. L-1; measure;
+            bootstrap; what a magnitude without a count is); None: the defaults.
         stimuli: the stimulus set; None takes the model's only complete one.
-        layers: the layers to correlate; default the core band floor(L/2) .. L-1.
-        measure: the variability measure correlated with log(count + 1).
-        n_boot: bootstrap resamples of the two correlations' intervals.
-        seed: the bootstrap's seed.
-        missing: what a magnitude without a count is: ``error`` or ``zero``.
         use_cache: False recomputes and replaces the cached table.
+        options: fields of :class:`~magdash.frequency.e5_params.E5Params` replacing those of ``params``
+            (``n_boot=200``, ``layers=[9]``).
 
     Returns:
         :func:`~magdash.frequency.e5.e5_correlation`'s table with a ``label`` column (the
         layer's name) after ``layer``.
     """
+    params = e5_params(params, options)
+    measure, n_boot, seed, missing = params.measure, params.n_boot, params.seed, params.missing
     record = store.model_record(model)
     stimuli = store.resolve_stimuli(model, stimuli)
-    layers = list(layers) if layers is not None else default_core_layers(record.n_blocks)
+    layers = list(params.layers) if params.layers is not None else default_core_layers(record.n_blocks)
     if not layers:
         raise FrequencyError("choose at least one layer")
     outside = [layer for layer in layers if not 0 <= layer < record.n_layers]
@@ -209,7 +207,7 @@ def e5_from_store(
 
 
 def e5_from_analysis(
-    store, result: AnalysisResult, source: FrequencySource, measure: str, missing: str = "error", *,
+    store, result: AnalysisResult, source: FrequencySource, measure: str, missing: str = DEFAULT_MISSING, *,
     use_cache: bool = True,
 ) -> pd.DataFrame:
     """E5 at every layer from a cached analysis's V (the dashboard's E5), cached and written to the
