@@ -22,6 +22,9 @@ DEFAULT_N_BOOT = 10_000
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` while an extraction or analysis runs."""
 
+DEFAULT_CI = 0.95
+"""The confidence level of every interval unless a user asks for another."""
+
 DTYPES = ("float32", "float16", "bfloat16")
 """The dtypes a model is loaded in for an extraction."""
 DEFAULT_DTYPE = DTYPES[0]

@@ -22,9 +22,9 @@ from magdash.variability.measures import DEFAULT_MEASURE, MEASURES, PRIMARY_MEAS
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Parameters whose default is an extraction's (ExtractParams) or the default measure: a literal default
-# anywhere but their home restates the fact.
-EXTRACTION_DEFAULTS = {"dtype", "device", "position", "padding_side", "batch_size"}
+# Parameters whose default is an extraction's (ExtractParams), the confidence level (params.DEFAULT_CI) or the
+# default measure: a literal default anywhere but their home restates the fact.
+EXTRACTION_DEFAULTS = {"dtype", "device", "position", "padding_side", "batch_size", "ci", "confidence"}
 HOMES = {"magdash/extract_params.py", "magdash/params.py", "magdash/stimuli.py"}
 
 
@@ -43,9 +43,13 @@ def _literal_defaults(path: Path):
                     yield node.name, arg.arg, default.value
         elif isinstance(node, ast.ClassDef):
             for statement in node.body:
-                if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
-                        and isinstance(statement.value, ast.Constant)):
-                    yield node.name, statement.target.id, statement.value.value
+                if not (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)):
+                    continue
+                value = statement.value
+                if isinstance(value, ast.Call):  # field(default=..., metadata=...)
+                    value = next((k.value for k in value.keywords if k.arg == "default"), None)
+                if isinstance(value, ast.Constant):
+                    yield node.name, statement.target.id, value.value
 
 
 def _sources():
@@ -54,14 +58,14 @@ def _sources():
             yield path.relative_to(ROOT).as_posix(), path
 
 
-def test_no_module_restates_an_extraction_default_or_the_default_measure():
+def test_no_module_restates_an_extraction_default_the_confidence_level_or_the_default_measure():
     restated = []
     for name, path in _sources():
         for owner, parameter, value in _literal_defaults(path):
             restates = parameter == "measure" or (parameter in EXTRACTION_DEFAULTS and name not in HOMES)
             if restates and value is not None:
                 restated.append(f"{name}: {owner}({parameter}={value!r})")
-    assert not restated, "read these from ExtractParams' constants or DEFAULT_MEASURE:\n" + "\n".join(restated)
+    assert not restated, "read these from ExtractParams' constants, DEFAULT_CI or DEFAULT_MEASURE:\n" + "\n".join(restated)
 
 
 def test_the_jobs_the_sweep_plans_and_the_depth_command_take_extract_params_defaults():

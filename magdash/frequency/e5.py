@@ -22,7 +22,7 @@ from scipy import stats
 from magdash.frequency.corpus import FrequencyError
 from magdash.frequency.e5_params import DEFAULT_MISSING, MISSING_POLICIES
 from magdash.frequency.sources import FrequencySource, as_count_series
-from magdash.params import DEFAULT_N_BOOT, seed_problem
+from magdash.params import DEFAULT_CI, DEFAULT_N_BOOT, seed_problem
 from magdash.significance import SIGNIFICANCE_LEVEL, unreachable_note
 from magdash.variability.fits import percentile_interval
 
@@ -153,7 +153,7 @@ def e5_correlation(
     counts: FrequencySource | pd.DataFrame | pd.Series | dict,
     *,
     n_boot: int = DEFAULT_N_BOOT,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CI,
     seed: int = 0,
     missing: str = DEFAULT_MISSING,
 ) -> pd.DataFrame:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from magdash.errors import AnalysisError
-from magdash.params import DEFAULT_N_BOOT, comma_separated, layer_tuple, option, parse_pair, seed_problem
+from magdash.params import DEFAULT_CI, DEFAULT_N_BOOT, comma_separated, layer_tuple, option, parse_pair, seed_problem
 from magdash.phase.massive_dims import MASSIVE_DEFAULT, MASSIVE_RATIO, check_massive
 from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH, Conventions, get_conventions
 from magdash.variability.measures import MEASURES, OUTLIER_RULE_MEASURES, PRIMARY_MEASURES
@@ -66,7 +66,7 @@ class FitRules:
     outlier_factor: float = OUTLIER_FACTOR
     n_boot: int = DEFAULT_N_BOOT
     seed: int = 0
-    ci: float = 0.95
+    ci: float = DEFAULT_CI
     stream: str = "generator"
     ci_method: str = "percentile"
 
@@ -132,7 +132,7 @@ class AnalysisParams:
         metavar="N"))
     seed: int | None = field(default=None, metadata=option(
         "bootstrap seed", metavar="S", default_text="the conventions' seed: 0, or 42 with --conventions paper"))
-    ci: float = field(default=0.95, metadata=option("confidence level of every interval", metavar="LEVEL"))
+    ci: float = field(default=DEFAULT_CI, metadata=option("confidence level of every interval", metavar="LEVEL"))
     window: tuple[float, float] = field(default=DEFAULT_WINDOW, metadata=option(
         "Weber window of alpha for H2", metavar="LO,HI", parse=parse_pair("--window", "0.8,1.2")))
     boundary: tuple[float, ...] = field(default=DEFAULT_BOUNDARY, metadata=option(

@@ -40,7 +40,7 @@ import pandas as pd
 from magdash.errors import AnalysisError
 from magdash.formatting import layer_span
 from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
-from magdash.params import ProgressCallback
+from magdash.params import DEFAULT_CI, ProgressCallback
 from magdash.significance import can_reach, unreachable_note
 from magdash.variability.analysis import AnalysisResult, core_resamples, resamples_wanted, stimulus_resamples
 from magdash.variability.analysis_params import (
@@ -164,7 +164,7 @@ class ModelComparison:
     wilcoxon_p: float
     n_pairs: int
     wilcoxon_reachable: bool
-    ci: float = 0.95
+    ci: float = DEFAULT_CI
 
     def summary(self) -> dict[str, Any]:
         """The core-layer summary: mean alphas, the mean delta with its stimulus-bootstrap interval

@@ -42,6 +42,7 @@ import pandas as pd
 
 from magdash.errors import AnalysisError
 from magdash.names import is_control_name
+from magdash.params import DEFAULT_CI
 from magdash.significance import SIGNIFICANCE_LEVEL, can_reach, smallest_p
 from magdash.variability.analysis_params import DEFAULT_BOUNDARY, DEFAULT_WINDOW, FitRules
 from magdash.variability.fits import fit_scaling, percentile_interval
@@ -193,7 +194,7 @@ def evaluate_hypotheses(
     h4_all_layers: bool = False,
     h4_exact_p: bool = True,
     resampled: np.ndarray | None = None,
-    ci: float = 0.95,
+    ci: float = DEFAULT_CI,
 ) -> HypothesisResult:
     """H1–H4 from ``alphas`` indexed by layer (NaN = no fit) over ``core_layers``.
 
@@ -401,7 +402,7 @@ def axis_specificity(
     *,
     resampled_on: np.ndarray | None = None,
     resampled_off: np.ndarray | None = None,
-    ci: float = 0.95,
+    ci: float = DEFAULT_CI,
 ) -> AxisSpecificity:
     """E4: alpha of on-axis and off-axis variance per core layer, their ratio and a Wilcoxon test.
 
