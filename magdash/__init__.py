@@ -69,6 +69,7 @@ _PUBLIC: dict[str, tuple[str, str | None]] = {
     "PhaseParams": ("magdash.phase.phase_params", "PhaseParams"),
     "PhaseResult": ("magdash.phase.diagnostics", "PhaseResult"),
     "FrequencySource": ("magdash.frequency.sources", "FrequencySource"),
+    "E5Params": ("magdash.frequency.e5_params", "E5Params"),
     "ProbeParams": ("magdash.probes.probe_params", "ProbeParams"),
     "ProbeResult": ("magdash.probes.result", "ProbeResult"),
     # figures

@@ -27,7 +27,7 @@ import numpy as np
 
 from magdash.environment import transformers_version
 from magdash.errors import MagdashError, ModelLoadError, StimulusError
-from magdash.extract_params import DEFAULT_BATCH_SIZE, DEFAULT_PADDING_SIDE, ExtractParams
+from magdash.extract_params import DEFAULT_BATCH_SIZE, DEFAULT_PADDING_SIDE, TEXT_BATCH_SIZE, ExtractParams
 from magdash.names import default_name
 from magdash.params import ProgressCallback
 from magdash.sources import LoadedModel, load_model, load_tokenizer, pick_device, resolve_model
@@ -867,7 +867,7 @@ def capture_all_tokens(
     texts: Sequence[str],
     on_batch: Callable[[int, np.ndarray], None],
     *,
-    batch_size: int = 16,
+    batch_size: int = TEXT_BATCH_SIZE,
     max_length: int | None = None,
     progress: ProgressCallback | None = None,
     keep_first_position: bool = False,

@@ -22,9 +22,16 @@ DEFAULT_N_BOOT = 10_000
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` while an extraction or analysis runs."""
 
+DEFAULT_CI = 0.95
+"""The confidence level of every interval unless a user asks for another."""
+
 DTYPES = ("float32", "float16", "bfloat16")
 """The dtypes a model is loaded in for an extraction."""
 DEFAULT_DTYPE = DTYPES[0]
+DEVICES = ("auto", "cpu", "cuda", "mps")
+"""The devices a model runs on, by name (a CUDA device by index, ``cuda:1``, is typed); ``auto``
+takes CUDA, then MPS, then the CPU."""
+DEFAULT_DEVICE = DEVICES[0]
 
 SEED_LIMIT = 2**63
 """Seeds are whole numbers in [0, SEED_LIMIT): numpy's generators take any seed >= 0, and the

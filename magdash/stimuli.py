@@ -548,7 +548,7 @@ def parse_magnitudes(spec: str) -> list[int]:
 
 
 def token_indices_for_span(
-    offsets: Sequence[tuple[int, int]], start: int, end: int, position: str = "last"
+    offsets: Sequence[tuple[int, int]], start: int, end: int, position: str = DEFAULT_POSITION
 ) -> list[int]:
     """Indices of the tokens that stand for the number occupying characters ``[start, end)``.
 

@@ -47,6 +47,7 @@ PUBLIC: dict[str, str | None] = {
     "magdash.controls.controls_params.DesignParams": None,
     "magdash.sweep.sweep_params.SweepParams": None,
     "magdash.probes.probe_params.ProbeParams": None,
+    "magdash.frequency.e5_params.E5Params": None,
     "magdash.params": None,
     # the store, extraction, the model sources
     "magdash.store.database.Store": None,

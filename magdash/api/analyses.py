@@ -33,9 +33,10 @@ from magdash.controls.controls_params import ControlsParams, DesignParams
 from magdash.controls.design import DesignResult
 from magdash.controls.robustness import ControlsResult
 from magdash.errors import AnalysisError
-from magdash.extract_params import ExtractParams
+from magdash.extract_params import TEXT_BATCH_SIZE, ExtractParams
+from magdash.frequency.e5_params import E5Params
 from magdash.frequency.sources import FrequencySource
-from magdash.params import DEFAULT_N_BOOT, ProgressCallback
+from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, ProgressCallback
 from magdash.phase.diagnostics import PhaseResult
 from magdash.phase.phase_params import PhaseParams
 from magdash.probes.probe_params import ProbeParams
@@ -357,9 +358,9 @@ def depth_of_texts(
     *,
     store: Store | None = None,
     params: PhaseParams | None = None,
-    dtype: str = "float32",
-    device: str = "auto",
-    batch_size: int = 16,
+    dtype: str = DEFAULT_DTYPE,
+    device: str = DEFAULT_DEVICE,
+    batch_size: int = TEXT_BATCH_SIZE,
     max_length: int | None = None,
     keep_first_position: bool = False,
     use_cache: bool = True,
@@ -395,16 +396,13 @@ def e5(
     data: Store | Activations | ArrayLike,
     model: str | None = None,
     stimuli: str | None = None,
+    params: E5Params | None = None,
     *,
     source: str | FrequencySource,
-    layers: Sequence[int] | None = None,
-    measure: str = "eucl",
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    missing: str = "error",
     magnitudes: Sequence[int] | None = None,
     carriers: Sequence[str] | None = None,
     use_cache: bool = True,
+    **options: Any,
 ) -> pd.DataFrame:
     """E5 per layer: the partial Spearman rho of V(n) with log(count(n) + 1) in a corpus given log n, which
     tests the frequency account, and the raw rho, the paper's E5 (Cacioli, arXiv 2604.04469).
@@ -416,14 +414,13 @@ def e5(
         stimuli: the store's stimulus set; default the model's only complete one.
         source: a frequency source (:func:`frequency_source`) or its name: ``wordfreq``,
             ``openwebtext-500k``, or one stored in the store.
-        layers: the layers to correlate; default the core band floor(L/2) .. L-1.
-        measure: the variability measure correlated.
-        n_boot: bootstrap resamples of the magnitudes for both correlations' intervals.
-        seed: the bootstrap's seed.
-        missing: what a magnitude without a count is: ``error`` or ``zero``.
+        params: E5's parameters (:class:`~magdash.frequency.e5_params.E5Params`: the layers, default the
+            core band floor(L/2) .. L-1; the measure; the bootstrap; what a magnitude without a count is).
         magnitudes: plain arrays' magnitudes.
         carriers: plain arrays' carriers.
         use_cache: a store only: False recomputes and replaces the cached table.
+        options: fields of :class:`~magdash.frequency.e5_params.E5Params` replacing those of ``params``
+            (``n_boot=200``, ``layers=[16, 20]``, ``measure="residual"``).
 
     Returns:
         One row per layer: layer, label, the partial rho with its p and interval (``partial_*``), the raw
@@ -431,9 +428,9 @@ def e5(
     """
     from magdash.runs.frequency_runs import e5_vectors
 
+    params = _params(E5Params, params, options)
     vectors = _source(data, model, stimuli, magnitudes, carriers, "e5")
-    return e5_vectors(vectors, source, layers=layers, measure=measure, n_boot=n_boot, seed=seed, missing=missing,
-                      use_cache=use_cache)
+    return e5_vectors(vectors, source, params, use_cache=use_cache)
 
 
 def probe(

@@ -73,13 +73,6 @@ def check_name(name: str | None, option: str, example: str) -> str | None:
     return name
 
 
-def check_seed(seed: int) -> int:
-    """A bootstrap seed from the command line: NumPy's generators take only seeds >= 0."""
-    if seed < 0:
-        raise MagdashError(f"--seed must be 0 or more, got {seed}")
-    return seed
-
-
 def open_store(args: argparse.Namespace, *, create: bool = False):
     """The ``--store`` of a command. Only the commands that store what the user gives them
     (extract, import, sweep, phase --prompts, freq count and freq import) pass ``create``;

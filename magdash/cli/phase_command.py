@@ -14,8 +14,9 @@ from pathlib import Path
 from magdash.cli.common import add_store_option, open_store, print_json, warn
 from magdash.cli.options import add_params_options, params_from_args
 from magdash.errors import AnalysisError
+from magdash.extract_params import TEXT_BATCH_SIZE
 from magdash.formatting import format_number
-from magdash.params import DEFAULT_DTYPE, DTYPES
+from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, DEVICES, DTYPES
 from magdash.phase.phase_params import PhaseParams
 
 
@@ -45,13 +46,13 @@ def register(subparsers) -> None:
     parser.add_argument("--no-cache", action="store_true", help="recompute even if cached")
     parser.add_argument("--max-length", type=int, default=None, metavar="T",
                         help="with --prompts: tokens per chunk (default: the model's context)")
-    parser.add_argument("--batch-size", type=int, default=16, metavar="B",
+    parser.add_argument("--batch-size", type=int, default=TEXT_BATCH_SIZE, metavar="B",
                         help="with --prompts: chunks per forward pass")
     parser.add_argument("--dtype", choices=DTYPES, default=DEFAULT_DTYPE, help="with --prompts: the model's dtype")
     parser.add_argument("--keep-first-position", action="store_true",
                         help="with --prompts: keep a word at each chunk's first position (an attention "
                              "sink, left out by default; a BOS there is never kept)")
-    parser.add_argument("--device", default="auto", help="with --prompts: auto, cpu, cuda, mps")
+    parser.add_argument("--device", default=DEFAULT_DEVICE, help=f"with --prompts: {', '.join(DEVICES)}")
     parser.set_defaults(func=run)
 
 

@@ -3,7 +3,7 @@ without the statistics (the CLI builds its options from them before anything hea
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -14,6 +14,19 @@ from magdash.variability.analysis_params import AnalysisParams
 
 DEFAULT_N_PERM = 10_000
 """Permutations of the magnitude labels in the permutation null of alpha."""
+CALIBRATION_MEASURE = "eucl"
+"""The measure whose noise the design simulator takes from a model (V_eucl: the simulator draws V
+from its exact law given the carriers, docs/science.md)."""
+
+
+def calibration_params(analysis: AnalysisParams | None = None) -> AnalysisParams:
+    """The analysis a design is calibrated on: ``analysis``' core band and conventions (the
+    defaults when None), :data:`CALIBRATION_MEASURE` alone, without bootstrap.
+
+    Args:
+        analysis: the analysis whose core band and conventions the calibration keeps.
+    """
+    return replace(analysis or AnalysisParams(), measures=(CALIBRATION_MEASURE,), n_boot=0)
 
 
 @dataclass(frozen=True)

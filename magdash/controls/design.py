@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from magdash.controls.controls_params import DesignParams
+from magdash.controls.controls_params import CALIBRATION_MEASURE, DesignParams
 from magdash.controls.simulate import MAX_DIMENSION, Calibration, CarrierScatter, draw_log_v, fit_alphas
 from magdash.errors import AnalysisError
 from magdash.formatting import format_number
@@ -409,9 +409,9 @@ def calibrate(result, layers: Iterable[tuple[int, np.ndarray]], n_carriers: int)
     scatter = CarrierScatter()
     dims, taus, intercepts, residuals = [], [], [], []
     for layer, x in layers:
-        v = result.values["eucl"][layer]
-        fit = result.fit("eucl", layer)
-        keep, _ = scaling_mask(result.magnitudes, v, drop_outliers=True, outlier_factor=result.params.outlier_factor)
+        v = result.values[CALIBRATION_MEASURE][layer]
+        fit = result.fit(CALIBRATION_MEASURE, layer)
+        keep, _ = scaling_mask(result.magnitudes, v, rules=result.params.fit_rules(drop_outliers=True))
         if not fit.has_fit or not np.isfinite(x).all():
             continue
         # float32: a 1000 x 20 x 4096 layer needs no float64 copy for a ratio

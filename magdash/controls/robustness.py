@@ -56,7 +56,7 @@ from magdash.variability.analysis import AnalysisResult
 from magdash.variability.artifacts import MIN_LOO_CARRIERS, leave_one_carrier_out
 from magdash.variability.compare import ComparisonResult
 from magdash.variability.html_summary import html_summary
-from magdash.variability.measures import OUTLIER_RULE_MEASURES, measure_title
+from magdash.variability.measures import measure_title
 
 VERDICT_WORDS = {True: "problem", False: "ok", None: "not judged"}
 """How a verdict's ``problem`` is written for a reader."""
@@ -135,7 +135,7 @@ def carrier_tables(
         icc_rows.append({"layer": layer, "label": label, "core": layer in core, "icc": icc})
         if with_loo:
             alphas = (
-                leave_one_carrier_out(vectors, magnitudes, measures, outlier_factor=params.outlier_factor)
+                leave_one_carrier_out(vectors, magnitudes, measures, rules=params.fit_rules())
                 if usable
                 else np.full((len(measures), len(carriers)), math.nan)
             )
@@ -159,10 +159,7 @@ def carrier_tables(
         for layer, label in enumerate(analysis.layer_labels):
             fit = analysis.fit(measure, layer)
             p_perm = (
-                null.p_value(
-                    magnitudes, analysis.values[measure][layer],
-                    drop_outliers=measure in OUTLIER_RULE_MEASURES, outlier_factor=params.outlier_factor,
-                )
+                null.p_value(magnitudes, analysis.values[measure][layer], rules=params.fit_rules().for_measure(measure))
                 if fit.has_fit
                 else math.nan
             )

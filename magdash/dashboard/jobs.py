@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from magdash.errors import MagdashError
-from magdash.params import DEFAULT_DTYPE
+from magdash.extract_params import DEFAULT_BATCH_SIZE
+from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE
 from magdash.sources.builtin import is_installed
-from magdash.stimuli import StimulusSet, paper_stimuli
+from magdash.stimuli import DEFAULT_POSITION, StimulusSet, paper_stimuli
 from magdash.store import Store
 from magdash.variability.analysis_params import AnalysisParams
 
@@ -390,10 +391,10 @@ class ExtractionRequest:
     spec: str
     stimuli: StimulusSet
     name: str | None = None
-    dtype: str = "float32"
-    device: str = "auto"
-    position: str = "last"
-    batch_size: int = 32
+    dtype: str = DEFAULT_DTYPE
+    device: str = DEFAULT_DEVICE
+    position: str = DEFAULT_POSITION
+    batch_size: int = DEFAULT_BATCH_SIZE
 
 
 def extraction_job(store: Store, request: ExtractionRequest, *more: ExtractionRequest, label: str | None = None) -> Job:

@@ -21,6 +21,7 @@ import pandas as pd
 from magdash.errors import StimulusError
 from magdash.stimuli import (
     DEFAULT_NUMBER_FORMAT,
+    DEFAULT_POSITION,
     PAPER_SET_NAME,
     PLACEHOLDER,
     POSITIONS,
@@ -200,7 +201,7 @@ def what_to_fix(carriers_ok: bool, magnitudes_ok: bool) -> str | None:
     return f"Fix the {' and '.join(broken)} above to preview their tokens." if broken else None
 
 
-def tokenization_preview(tokenizer, items, position: str = "last", sequence_start: str = "tokenizer") -> pd.DataFrame:
+def tokenization_preview(tokenizer, items, position: str = DEFAULT_POSITION, sequence_start: str = "tokenizer") -> pd.DataFrame:
     """Which tokens each number maps to for a model's fast tokenizer (or a loaded model).
 
     Columns: magnitude, carrier, sentence, number_tokens (every token overlapping the number,

@@ -24,7 +24,7 @@ from magdash.stimuli import default_stimulus_set
 from magdash.store import ModelRecord, default_store_path
 from magdash.variability.analysis_params import AnalysisParams, default_core_layers
 from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH
-from magdash.variability.measures import BROWSABLE_MEASURES, MIN_CARRIERS, PRIMARY_MEASURES
+from magdash.variability.measures import BROWSABLE_MEASURES, DEFAULT_MEASURE, MIN_CARRIERS, PRIMARY_MEASURES
 
 MEASURE_CHOICES = BROWSABLE_MEASURES
 """Measures offered in the sidebar: the paper's three plus its two secondary ones."""
@@ -80,7 +80,7 @@ class ViewState:
     store: str
     model: str | None = None
     stimuli: str | None = None
-    measure: str = "eucl"
+    measure: str = DEFAULT_MEASURE
     core: tuple[int, int] | None = None
     layer: int | None = None
     other: str | None = None
@@ -199,7 +199,7 @@ def view_to_query(view: ViewState, store: str | None = None) -> dict[str, str]:
         query["model"] = view.model
     if view.stimuli:
         query["stimuli"] = view.stimuli
-    if view.measure != "eucl":
+    if view.measure != DEFAULT_MEASURE:
         query["measure"] = view.measure
     if view.core is not None:
         query["core"] = f"{view.core[0]}-{view.core[1]}"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from magdash.errors import AnalysisError
-from magdash.params import DEFAULT_N_BOOT, comma_separated, option, seed_problem
+from magdash.params import DEFAULT_CI, DEFAULT_N_BOOT, comma_separated, option, seed_problem
 
 TARGETS = ("log", "linear")
 """What a probe reads out: ``log`` n or ``linear`` n."""
@@ -63,7 +63,7 @@ class ProbeParams:
     carrier_folds: int = field(default=0, metadata=option(
         "0 leaves one carrier out at a time; a number >= 2 deals the carriers into that many folds "
         "(fewer fits for designs with many carriers)", metavar="K"))
-    ci: float = field(default=0.95, metadata=option("confidence level of every interval", flag="--probe-ci",
+    ci: float = field(default=DEFAULT_CI, metadata=option("confidence level of every interval", flag="--probe-ci",
                                                      metavar="LEVEL"))
     n_boot: int = field(default=DEFAULT_N_BOOT, metadata=option(
         "bootstrap resamples of the magnitudes (each with all its carriers) behind every interval; 0 gives none",

@@ -33,9 +33,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from magdash.errors import AnalysisError, StoreError
+from magdash.extract_params import TEXT_BATCH_SIZE
 from magdash.names import control_name
 from magdash.overflow import nonfinite_rows
-from magdash.params import ProgressCallback
+from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, ProgressCallback
 from magdash.phase.accumulate import (
     PHASE_VERSION,
     LayerAccumulator,
@@ -182,7 +183,7 @@ def all_token_samples(
     loaded,
     texts: Sequence[str],
     *,
-    batch_size: int = 16,
+    batch_size: int = TEXT_BATCH_SIZE,
     max_length: int | None = None,
     progress: ProgressCallback | None = None,
     adjustments: dict[int, Adjustment] | None = None,
@@ -264,9 +265,9 @@ def phase_from_texts(
     texts: Sequence[str] | str,
     *,
     store=None,
-    dtype: str = "float32",
-    device: str = "auto",
-    batch_size: int = 16,
+    dtype: str = DEFAULT_DTYPE,
+    device: str = DEFAULT_DEVICE,
+    batch_size: int = TEXT_BATCH_SIZE,
     max_length: int | None = None,
     params: PhaseParams | None = None,
     use_cache: bool = True,

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-
-from magdash.controls.controls_params import DesignParams, require_raw_vectors
+from magdash.controls.controls_params import DesignParams, calibration_params, require_raw_vectors
 from magdash.controls.design import DESIGN_VERSION, DesignResult, calibrate, simulate_design
 from magdash.controls.simulate import Calibration
 from magdash.params import ProgressCallback
@@ -36,15 +34,15 @@ def calibrate_on(store, model: str, stimuli: str | None = None,
 
 def calibration(source: VectorSource, analysis_params: AnalysisParams | None = None) -> Calibration:
     """The noise of the core layers of a model's vectors, from the vectors and their analysis (cached
-    for a stored source) of V_eucl without bootstrap (:func:`magdash.controls.design.calibrate`).
+    for a stored source) of the calibration measure without bootstrap
+    (:func:`~magdash.controls.controls_params.calibration_params`, :func:`magdash.controls.design.calibrate`).
 
     Args:
         source: the model's vectors.
         analysis_params: the analysis whose core band and conventions are used (its measures and bootstrap are set to
             V_eucl without bootstrap).
     """
-    params = dataclasses.replace(analysis_params or AnalysisParams(), measures=("eucl",), n_boot=0)
-    result = analyze_vectors(source, params)
+    result = analyze_vectors(source, calibration_params(analysis_params))
     return calibrate(result, numbered_layers(source, list(result.core_layers)), len(source.carriers))
 
 

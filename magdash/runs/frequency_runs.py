@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,6 +20,7 @@ import pandas as pd
 from magdash.errors import StoreError
 from magdash.frequency.corpus import FrequencyError
 from magdash.frequency.e5 import E5_COLUMNS, E5_VERSION, e5_correlation
+from magdash.frequency.e5_params import DEFAULT_MISSING, E5Params, e5_params
 from magdash.frequency.sources import (
     BUILTIN_SOURCES,
     FrequencySource,
@@ -29,7 +30,6 @@ from magdash.frequency.sources import (
 )
 from magdash.jsonio import frame_from_plain
 from magdash.overflow import count_nonfinite
-from magdash.params import DEFAULT_N_BOOT
 from magdash.result_codec import PayloadCodec, stored_as
 from magdash.runs import rows
 from magdash.runs.analysis_runs import analysis_key
@@ -144,14 +144,11 @@ def e5_from_store(
     store,
     model: str,
     source: str | FrequencySource,
+    params: E5Params | None = None,
     *,
     stimuli: str | None = None,
-    layers: Sequence[int] | None = None,
-    measure: str = "eucl",
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    missing: str = "error",
     use_cache: bool = True,
+    **options: Any,
 ) -> pd.DataFrame:
     """E5 for a stored model (:func:`e5_vectors` of :meth:`Store.vectors <magdash.store.Store.vectors>`),
     cached and written to the store's ``e5`` table.
@@ -160,31 +157,25 @@ def e5_from_store(
         store: the :class:`~magdash.store.Store` holding the model.
         model: the model's name in the store.
         source: a frequency source, or its name (built-in or stored).
+        params: E5's parameters (layers, default the core band floor(L/2) .. L-1; measure;
+            bootstrap; what a magnitude without a count is); None: the defaults.
         stimuli: the stimulus set; None takes the model's only complete one.
-        layers: the layers to correlate; default the core band floor(L/2) .. L-1.
-        measure: the variability measure correlated with log(count + 1).
-        n_boot: bootstrap resamples of the two correlations' intervals.
-        seed: the bootstrap's seed.
-        missing: what a magnitude without a count is: ``error`` or ``zero``.
         use_cache: False recomputes and replaces the cached table.
+        options: fields of :class:`~magdash.frequency.e5_params.E5Params` replacing those of ``params``
+            (``n_boot=200``, ``layers=[9]``).
 
     Returns:
         :func:`~magdash.frequency.e5.e5_correlation`'s table with a ``label`` column (the
         layer's name) after ``layer``.
     """
-    return e5_vectors(store.vectors(model, stimuli), source, layers=layers, measure=measure, n_boot=n_boot, seed=seed,
-                      missing=missing, use_cache=use_cache)
+    return e5_vectors(store.vectors(model, stimuli), source, e5_params(params, options), use_cache=use_cache)
 
 
 def e5_vectors(
     vectors: VectorSource,
     source: str | FrequencySource,
+    params: E5Params | None = None,
     *,
-    layers: Sequence[int] | None = None,
-    measure: str = "eucl",
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    missing: str = "error",
     use_cache: bool = True,
 ) -> pd.DataFrame:
     """E5 of a model's vectors: V (default V_eucl, :mod:`magdash.variability.measures`) per layer against a
@@ -193,19 +184,18 @@ def e5_vectors(
     Args:
         vectors: the model's vectors (:class:`~magdash.store.vectors.VectorSource`).
         source: a frequency source, or its name (built-in, or stored in the vectors' store).
-        layers: the layers to correlate; default the core band floor(L/2) .. L-1.
-        measure: the variability measure correlated with log(count + 1).
-        n_boot: bootstrap resamples of the two correlations' intervals.
-        seed: the bootstrap's seed.
-        missing: what a magnitude without a count is: ``error`` or ``zero``.
+        params: E5's parameters (layers, default the core band floor(L/2) .. L-1; measure;
+            bootstrap; what a magnitude without a count is); None: the defaults.
         use_cache: a stored source only: False recomputes and replaces the cached table.
 
     Returns:
         :func:`~magdash.frequency.e5.e5_correlation`'s table with a ``label`` column (the
         layer's name) after ``layer``.
     """
+    params = params or E5Params()
+    measure, n_boot, seed, missing = params.measure, params.n_boot, params.seed, params.missing
     store, model, stimuli = vectors.store, vectors.name, vectors.stimuli_name
-    layers = list(layers) if layers is not None else default_core_layers(vectors.n_blocks)
+    layers = list(params.layers) if params.layers is not None else default_core_layers(vectors.n_blocks)
     if not layers:
         raise FrequencyError("choose at least one layer")
     outside = [layer for layer in layers if not 0 <= layer < vectors.n_layers]
@@ -237,7 +227,7 @@ def e5_vectors(
 
 
 def e5_from_analysis(
-    store, result: AnalysisResult, source: FrequencySource, measure: str, missing: str = "error", *,
+    store, result: AnalysisResult, source: FrequencySource, measure: str, missing: str = DEFAULT_MISSING, *,
     use_cache: bool = True,
 ) -> pd.DataFrame:
     """E5 at every layer from a cached analysis's V (the dashboard's E5), cached and written to the

@@ -32,6 +32,7 @@ from magdash.controls.design import DESIGN_VERSION, DesignResult
 from magdash.controls.robustness import CONTROLS_VERSION, ControlsResult
 from magdash.formatting import format_number
 from magdash.frequency.e5 import E5_VERSION
+from magdash.frequency.e5_params import E5Params
 from magdash.phase.accumulate import PHASE_VERSION
 from magdash.phase.diagnostics import PhaseResult
 from magdash.phase.phase_params import PhaseParams
@@ -66,7 +67,7 @@ class AnalysisKind:
 
     Attributes:
         name: the store's ``results.kind`` of its cached results and its cache keys' prefix.
-        params: its params dataclass (None: keyword options, as E5's).
+        params: its params dataclass.
         version: the version of the code computing it (its ``*_VERSION`` constant, beside that code).
         result_type: what its run returns.
         compute: the analysis of a :class:`~magdash.store.vectors.VectorSource` (stored: cached in its store;
@@ -87,7 +88,7 @@ class AnalysisKind:
     """
 
     name: str
-    params: type | None
+    params: type
     version: str | int
     result_type: type
     compute: Callable[..., Any]
@@ -233,7 +234,7 @@ register_analysis_kind(AnalysisKind(
     dashboard_key="magdash.dashboard.controls_page:DesignKey", report_section="design_section",
 ))
 register_analysis_kind(AnalysisKind(
-    "e5", None, E5_VERSION, pd.DataFrame, frequency_runs.e5_vectors, frequency_runs.e5_from_store,
+    "e5", E5Params, E5_VERSION, pd.DataFrame, frequency_runs.e5_vectors, frequency_runs.e5_from_store,
     frequency_runs.E5, "e5", "freq corr", backfill=True,
     dashboard_key="magdash.dashboard.keys:E5Key", report_section="e5_section",
 ))

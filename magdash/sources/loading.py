@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from magdash.environment import transformers_version
 from magdash.errors import ModelLoadError
 from magdash.layers import layer_labels
-from magdash.params import DTYPES
+from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, DTYPES
 from magdash.sources.base import ModelSource, sequence_start_rule
 from magdash.sources.gguf import converted_folder, find_converted, is_converted, model_cache_dir
 from magdash.sources.resolve import resolve_model
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def pick_device(device: str = "auto") -> str:
+def pick_device(device: str = DEFAULT_DEVICE) -> str:
     import torch
 
     if device != "auto":
@@ -157,8 +157,8 @@ def load_tokenizer(spec: str | ModelSource, *, trust_remote_code: bool = False):
 def load_model(
     spec: str | ModelSource,
     *,
-    dtype: str = "float32",
-    device: str = "auto",
+    dtype: str = DEFAULT_DTYPE,
+    device: str = DEFAULT_DEVICE,
     device_map: str | None = None,
     trust_remote_code: bool = False,
     allow_pickle: bool = False,

@@ -60,13 +60,14 @@ from typing import Any
 
 from magdash.controls.controls_params import ControlsParams
 from magdash.errors import MagdashError, PlanError
-from magdash.extraction import DEFAULT_BATCH_SIZE
+from magdash.extract_params import DEFAULT_BATCH_SIZE, DEFAULT_PADDING_SIDE, PADDING_SIDES
 from magdash.names import default_name
-from magdash.params import DTYPES
+from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, DTYPES
 from magdash.phase.phase_params import PhaseParams
 from magdash.probes.probe_params import ProbeParams
 from magdash.stimuli import (
     DEFAULT_NUMBER_FORMAT,
+    DEFAULT_POSITION,
     NUMBER_FORMAT_NAMES,
     PAPER_CARRIERS,
     PAPER_SET_NAME,
@@ -79,7 +80,6 @@ from magdash.stimuli import (
 from magdash.variability.analysis_params import AnalysisParams
 
 DEFAULT_TASKS = ("extract", "analyze")
-PADDING_SIDES = ("right", "left")
 
 
 @dataclass(frozen=True)
@@ -174,11 +174,11 @@ class SweepPlan:
     models: tuple[ModelEntry, ...]
     stimuli: tuple[StimuliEntry, ...]
     tasks: tuple[str, ...] = DEFAULT_TASKS
-    dtypes: tuple[str, ...] = ("float32",)
-    positions: tuple[str, ...] = ("last",)
+    dtypes: tuple[str, ...] = (DEFAULT_DTYPE,)
+    positions: tuple[str, ...] = (DEFAULT_POSITION,)
     batch_size: int = DEFAULT_BATCH_SIZE
-    padding_side: str = "right"
-    device: str = "auto"
+    padding_side: str = DEFAULT_PADDING_SIDE
+    device: str = DEFAULT_DEVICE
     model_cache: str | None = None  # None: magdash.sources.gguf.model_cache_dir's default
     analysis: AnalysisParams = field(default_factory=AnalysisParams)
     phase: PhaseParams = field(default_factory=PhaseParams)
@@ -263,11 +263,11 @@ def parse_plan(document: Mapping[str, Any], folder: Path, task_kinds: Mapping[st
         models=models,
         stimuli=stimuli,
         tasks=tasks,
-        dtypes=_strings(document.get("dtypes", ["float32"]), "dtypes", DTYPES),
-        positions=_strings(document.get("positions", ["last"]), "positions", POSITIONS),
+        dtypes=_strings(document.get("dtypes", [DEFAULT_DTYPE]), "dtypes", DTYPES),
+        positions=_strings(document.get("positions", [DEFAULT_POSITION]), "positions", POSITIONS),
         batch_size=_positive_int(document.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size"),
-        padding_side=_choice(document.get("padding_side", "right"), "padding_side", PADDING_SIDES),
-        device=_text(document.get("device", "auto"), "device"),
+        padding_side=_choice(document.get("padding_side", DEFAULT_PADDING_SIDE), "padding_side", PADDING_SIDES),
+        device=_text(document.get("device", DEFAULT_DEVICE), "device"),
         model_cache=str(folder / _text(document["model_cache"], "model_cache")) if "model_cache" in document else None,
         analysis=analysis,
         phase=_params(PhaseParams, document.get("phase", {}), "phase"),

@@ -626,7 +626,7 @@ def stimulus_resamples(
         vectors, _ = _without_massive(vectors, params)
         draws = draws or draw_stimuli(magnitudes.size, len(kept), params.n_boot, params.seed)
         alphas = layer_resamples(magnitudes, LayerVectors(vectors).moments(), list(found), draws,
-                                 outlier_rule=outlier_rule, outlier_factor=params.outlier_factor)
+                                 outlier_rule=outlier_rule, rules=params.fit_rules())
         for measure, values in alphas.items():
             found[measure][int(index)] = values
     return found
@@ -722,8 +722,7 @@ def run_analysis(
         else:
             flagged += outlier_vectors(index, vectors, magnitudes)
             if index in loo_band:
-                alphas = leave_one_carrier_out(vectors, magnitudes, params.measures,
-                                               outlier_factor=params.outlier_factor) \
+                alphas = leave_one_carrier_out(vectors, magnitudes, params.measures, rules=params.fit_rules()) \
                     if with_loo else np.zeros((len(params.measures), 0))
                 for row, measure in enumerate(params.measures):
                     loo[measure].append(alphas[row])
@@ -734,7 +733,7 @@ def run_analysis(
             if index in core_band:
                 draws = draws or draw_stimuli(magnitudes.size, vectors.shape[1], params.n_boot, params.seed)
                 alphas = layer_resamples(magnitudes, layer.moments(), resampled_measures, draws,
-                                         outlier_rule=OUTLIER_RULE_MEASURES, outlier_factor=params.outlier_factor)
+                                         outlier_rule=OUTLIER_RULE_MEASURES, rules=params.fit_rules())
                 for measure, values in alphas.items():
                     resampled[measure][index] = values
             del layer
@@ -818,8 +817,7 @@ def _fit_tokenization(
         [row.n_tokens for row in tokens], [row.kept_id for row in tokens],
         drop_outliers={measure: measure in OUTLIER_RULE_MEASURES for measure in params.measures},
         bootstrap_layers=_bootstrap_layers(params, core_layers, len(labels)),
-        n_boot=params.n_boot, seed=params.seed, ci=params.ci, outlier_factor=params.outlier_factor,
-        stream=params.rules.bootstrap_stream, ci_method=params.ci_method,
+        rules=params.fit_rules(),
     )
     core = set(core_layers)
     for frame in (layers, strata):
@@ -886,19 +884,10 @@ def _fit_everything(
     e3 = {}
     for measure in params.measures:
         drop = measure in OUTLIER_RULE_MEASURES
+        fit_rules = params.fit_rules(drop_outliers=drop)
         for layer in range(n_layers):
             v = values[measure][layer]
-            fit = fit_scaling(
-                magnitudes,
-                v,
-                drop_outliers=drop,
-                n_boot=params.n_boot if layer in with_ci else 0,
-                seed=params.seed,
-                ci=params.ci,
-                outlier_factor=params.outlier_factor,
-                stream=rules.bootstrap_stream,
-                ci_method=params.ci_method,
-            )
+            fit = fit_scaling(magnitudes, v, rules=fit_rules if layer in with_ci else fit_rules.without_interval())
             fit_rows.append(
                 {
                     "measure": measure,
@@ -908,12 +897,7 @@ def _fit_everything(
                     **dataclasses.asdict(fit),
                 }
             )
-            mask, _ = scaling_mask(
-                magnitudes,
-                v,
-                drop_outliers=drop and rules.noise_outlier_rule,
-                outlier_factor=params.outlier_factor,
-            )
+            mask, _ = scaling_mask(magnitudes, v, rules=fit_rules.with_outlier_rule(drop and rules.noise_outlier_rule))
             for row in noise_model_rows(magnitudes, v, mask=mask, scoring=rules.noise_scoring):
                 noise_rows.append({"measure": measure, "layer": layer, **row})
         alphas = np.array([row["alpha"] for row in fit_rows if row["measure"] == measure])

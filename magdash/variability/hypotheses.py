@@ -42,9 +42,10 @@ import pandas as pd
 
 from magdash.errors import AnalysisError
 from magdash.names import is_control_name
+from magdash.params import DEFAULT_CI
 from magdash.result_codec import stored_as
 from magdash.significance import SIGNIFICANCE_LEVEL, can_reach, smallest_p
-from magdash.variability.analysis_params import DEFAULT_BOUNDARY, DEFAULT_WINDOW
+from magdash.variability.analysis_params import DEFAULT_BOUNDARY, DEFAULT_WINDOW, FitRules
 from magdash.variability.fits import fit_scaling, percentile_interval
 from magdash.variability.stimulus_bootstrap import mean_over_layers, summarise
 
@@ -202,7 +203,7 @@ def evaluate_hypotheses(
     h4_all_layers: bool = False,
     h4_exact_p: bool = True,
     resampled: np.ndarray | None = None,
-    ci: float = 0.95,
+    ci: float = DEFAULT_CI,
 ) -> HypothesisResult:
     """H1–H4 from ``alphas`` indexed by layer (NaN = no fit) over ``core_layers``.
 
@@ -337,17 +338,11 @@ def boundary_sensitivity(
     boundary_values = [float(b) for b in boundary]
     is_boundary = np.isin(magnitudes, boundary_values)
     keep = ~is_boundary
-    with_fit = [
-        fit_scaling(magnitudes, values[layer], drop_outliers=drop_outliers, n_boot=0).alpha
-        for layer in core
-    ]
-    refit_rule = drop_outliers if refit_drop_outliers is None else refit_drop_outliers
-    without_fit = [
-        fit_scaling(
-            magnitudes[keep], values[layer][keep], drop_outliers=refit_rule, n_boot=0
-        ).alpha
-        for layer in core
-    ]
+    # The default outlier factor, whatever the analysis's: E3 has always refitted with the paper's 3.
+    with_rules = FitRules(drop_outliers=drop_outliers, n_boot=0)
+    with_fit = [fit_scaling(magnitudes, values[layer], rules=with_rules).alpha for layer in core]
+    refit_rules = with_rules.with_outlier_rule(drop_outliers if refit_drop_outliers is None else refit_drop_outliers)
+    without_fit = [fit_scaling(magnitudes[keep], values[layer][keep], rules=refit_rules).alpha for layer in core]
     mean_with = _nanmean(with_fit)
     mean_without = _nanmean(without_fit)
     return BoundarySensitivity(
@@ -418,7 +413,7 @@ def axis_specificity(
     *,
     resampled_on: np.ndarray | None = None,
     resampled_off: np.ndarray | None = None,
-    ci: float = 0.95,
+    ci: float = DEFAULT_CI,
 ) -> AxisSpecificity:
     """E4: alpha of on-axis and off-axis variance per core layer, their ratio and a Wilcoxon test.
 
@@ -435,14 +430,9 @@ def axis_specificity(
     on_axis = np.asarray(on_axis, dtype=np.float64)
     off_axis = np.asarray(off_axis, dtype=np.float64)
     core = _check_core(core_layers, on_axis.shape[0])
-    alpha_on = [
-        fit_scaling(magnitudes, on_axis[layer], drop_outliers=False, n_boot=0).alpha
-        for layer in core
-    ]
-    alpha_off = [
-        fit_scaling(magnitudes, off_axis[layer], drop_outliers=False, n_boot=0).alpha
-        for layer in core
-    ]
+    estimate = FitRules(n_boot=0)
+    alpha_on = [fit_scaling(magnitudes, on_axis[layer], rules=estimate).alpha for layer in core]
+    alpha_off = [fit_scaling(magnitudes, off_axis[layer], rules=estimate).alpha for layer in core]
     mean_on = _nanmean(alpha_on)
     mean_off = _nanmean(alpha_off)
     ratio = mean_on / mean_off if math.isfinite(mean_off) and mean_off != 0 else math.nan

@@ -14,6 +14,7 @@ import pytest
 
 from magdash.caveats import Caveat, Severity
 from magdash.dashboard.jobs import first_run_label
+from magdash.extract_params import ExtractParams
 from magdash.presentation.chart_style import CONTAINER_AUTOSIZE
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.store import Store
@@ -161,6 +162,15 @@ def test_another_session_sees_a_jobs_progress_but_no_cancel_button(tmp_path, mon
         release.set()
         job.wait(60)
         ui.job_registry().forget(path)
+
+
+def test_the_extract_page_offers_extract_params_defaults(tmp_path, monkeypatch):
+    at = open_app(str(tmp_path / "s.duckdb"), monkeypatch, page="pages/extract.py")
+    defaults = ExtractParams()
+    assert widget(at.selectbox, "dtype").value == defaults.dtype
+    assert widget(at.selectbox, "Device").value == defaults.device
+    assert widget(at.selectbox, "Token position").value == defaults.position
+    assert widget(at.number_input, "Batch size").value == defaults.batch_size
 
 
 def test_a_failing_extraction_shows_a_message_not_a_traceback(tmp_path, monkeypatch):

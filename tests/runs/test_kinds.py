@@ -83,7 +83,7 @@ def test_the_sweep_refuses_a_task_kind_registered_twice():
     before = dict(TASK_KINDS)
     with pytest.raises(ValueError, match="'analyze' is registered already"):
         register_task_kind(TASK_KINDS["analyze"])
-    assert TASK_KINDS == before
+    assert before == TASK_KINDS
 
 
 def test_every_kind_is_public_with_its_params_and_result_types():
@@ -91,7 +91,7 @@ def test_every_kind_is_public_with_its_params_and_result_types():
         assert kind.api in magdash.__all__, kind.name
         assert callable(getattr(magdash, kind.api))
         for declared in (kind.params, kind.result_type):
-            if declared is not None and declared.__module__.startswith("magdash"):
+            if declared.__module__.startswith("magdash"):
                 assert getattr(magdash, declared.__name__) is declared, (kind.name, declared)
 
 
