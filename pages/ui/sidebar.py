@@ -118,7 +118,7 @@ def sidebar(context: AppContext) -> None:
                 st.multiselect(
                     "Leave out carriers", list(range(len(carriers))), default=list(view.exclude), key=exclude_key,
                     format_func=lambda c: f"{c}: {carriers[c]}", on_change=exclude_setter(exclude_key, len(carriers)),
-                    help="Every analysis leaves these carrier sentences out (analyze --exclude-carrier): for a "
+                    help="Every analysis leaves these carrier sentences out: for a "
                          "carrier the warnings say drives a result or holds vectors of outsized norm. At most "
                          f"{len(carriers) - MIN_CARRIERS} of these {len(carriers)}: V needs {MIN_CARRIERS}.",
                 )

@@ -154,7 +154,7 @@ STIMULI = '[[stimuli]]\nname = "paper"\n'
         (MODELS + STIMULI + "[phase]\nlevel = 0.5\n", "[phase]: the Tracy-Widom level must be one of"),
         ("phase = 3\n" + MODELS + STIMULI, "[phase] must be a table"),
         (MODELS + STIMULI + "[controls]\nn_perm = 5\n", '[controls] is given but tasks do not include "controls"'),
-        ('tasks = ["controls"]\n' + MODELS + STIMULI + "[controls]\nn_perm = 0\n", "[controls]: --n-perm must be 1"),
+        ('tasks = ["controls"]\n' + MODELS + STIMULI + "[controls]\nn_perm = 0\n", "[controls]: n_perm=0 must be 1"),
         ('tasks = ["controls"]\n' + MODELS + STIMULI + "[controls]\nvariants = ['x']\n",
          "unknown key(s) variants in [controls]"),
         ('tasks = ["controls"]\n' + MODELS + STIMULI + "[analyze]\nmassive = 'drop'\n",
@@ -162,7 +162,7 @@ STIMULI = '[[stimuli]]\nname = "paper"\n'
         (MODELS + STIMULI + "[probe]\nn_boot = 5\n", '[probe] is given but tasks do not include "probe"'),
         ('tasks = ["probe"]\n' + MODELS + STIMULI + "[probe]\ntargets = ['cube']\n",
          "[probe]: unknown probe target(s) cube"),
-        ('tasks = ["probe"]\n' + MODELS + STIMULI + "[probe]\ncarrier_folds = 1\n", "[probe]: carrier_folds must be 0"),
+        ('tasks = ["probe"]\n' + MODELS + STIMULI + "[probe]\ncarrier_folds = 1\n", "[probe]: carrier_folds=1: give 0"),
         ('tasks = ["probe"]\n' + MODELS + STIMULI + "[probe]\nfolds = 3\n", "unknown key(s) folds in [probe]"),
     ],
 )
