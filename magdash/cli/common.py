@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from magdash.errors import MagdashError
+from magdash.errors import MagdashError, rewrite_parameters
 from magdash.jsonio import to_jsonable
 
 
@@ -61,12 +60,8 @@ def command_line_text(text: str, parser: argparse.ArgumentParser | None = None,
     from magdash.cli.options import parameter_actions
 
     actions = parameter_actions(parser)
-    names = sorted(set(actions) | set(parameters), key=len, reverse=True)
-    if not names:
-        return text
-    pattern = (rf"(?<![\w.:-])({'|'.join(map(re.escape, names))})="
-               r"(\([^)]*\)|'[^']*'|\"[^\"]*\"|(?:[^\s,;)]*[^\s,;).:])?)")
-    return re.sub(pattern, lambda found: _as_option(actions.get(found.group(1)), found.group(1), found.group(2)), text)
+    return rewrite_parameters(text, set(actions) | set(parameters),
+                              lambda name, value: _as_option(actions.get(name), name, value))
 
 
 def _as_option(action: argparse.Action | None, name: str, value: str) -> str:

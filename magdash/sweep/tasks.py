@@ -148,24 +148,24 @@ def _analyze_run(context: TaskContext) -> str:
 register_task_kind(TaskKind("analyze", _analyze_done, _analyze_run))
 
 
-# -- phase ----------------------------------------------------------------------------------
+# -- depth ----------------------------------------------------------------------------------
 
 
-def _phase_done(context: TaskContext) -> bool:
+def _depth_done(context: TaskContext) -> bool:
     from magdash.runs.depth_runs import number_token_key
 
-    return _results_cached(context, lambda *cell: [number_token_key(*cell, context.plan.phase)])
+    return _results_cached(context, lambda *cell: [number_token_key(*cell, context.plan.depth)])
 
 
-def _phase_run(context: TaskContext) -> str:
+def _depth_run(context: TaskContext) -> str:
     from magdash.formatting import format_number
     from magdash.runs.depth_runs import phase_from_store
 
-    result = phase_from_store(context.store, context.cell.store_name, context.stimuli.name, context.plan.phase)
+    result = phase_from_store(context.store, context.cell.store_name, context.stimuli.name, context.plan.depth)
     return f"gamma_c {format_number(result.gamma_c, '.3f')}"
 
 
-register_task_kind(TaskKind("phase", _phase_done, _phase_run))
+register_task_kind(TaskKind("depth", _depth_done, _depth_run))
 
 
 # -- controls -------------------------------------------------------------------------------
