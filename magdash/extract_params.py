@@ -46,7 +46,8 @@ class ExtractParams:
 
     def __post_init__(self) -> None:
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise MagdashError(f"batch size must be a whole number of at least 1, got {self.batch_size!r}")
+            raise MagdashError(f"batch_size={self.batch_size!r} must be a whole number of at least 1",
+                               parameters=("batch_size",))
         if self.padding_side not in PADDING_SIDES:
             raise MagdashError("padding side must be 'left' or 'right'")
         if self.position not in POSITIONS:

@@ -391,7 +391,7 @@ def out_of_memory_message(batch_size: int, dtype: str) -> str:
         batch_size: sentences in the pass that failed.
         dtype: the dtype the model was loaded in.
     """
-    remedy = "lower --batch-size" + (" or use --dtype bfloat16" if dtype == "float32" else "")
+    remedy = "lower batch_size=" + (" or use dtype='bfloat16'" if dtype == "float32" else "")
     return (f"out of memory in the forward pass of a batch of {batch_size} sentences ({dtype}): {remedy}; "
             "everything stored so far is kept and the next run carries on from there")
 
@@ -495,7 +495,8 @@ def check_number_positions(loaded: LoadedModel, items: Sequence[StimulusItem], p
         raise StimulusError(
             f"{loaded.source.spec!r} has no BOS token, so these carriers put the number at the sequence's "
             f"first position, where decoders build an attention-sink vector rather than the number's: {listed}. "
-            "Put a word before {n}, or pass --allow-number-first (allow_number_first=True) to measure them anyway"
+            "Put a word before {n}, or pass allow_number_first=True to measure them anyway",
+            parameters=("allow_number_first",),
         )
 
 

@@ -34,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module_name in SUBCOMMAND_MODULES:
         importlib.import_module(f"magdash.cli.{module_name}_command").register(subparsers)
+    for command in subparsers.choices.values():
+        # a failing command's message names its own options (:func:`~magdash.cli.common.command_line_message`)
+        command.set_defaults(command_parser=command)
     return parser
 
 
@@ -67,7 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MagdashError as error:
         from magdash.cli.common import command_line_message
 
-        print(f"magdash: error: {command_line_message(error)}", file=sys.stderr)
+        print(f"magdash: error: {command_line_message(error, getattr(args, 'command_parser', None))}",
+              file=sys.stderr)
         return 2
     except MemoryError:
         print(

@@ -1,4 +1,6 @@
-"""``magdash phase``: depth-wise Omega and covariance-spectrum diagnostics, and gamma_c.
+"""``magdash depth``: depth-wise Omega and covariance-spectrum diagnostics, and gamma_c.
+
+``magdash phase``, its old name, still runs it and warns on stderr (:data:`DEPRECATED_NAME`).
 
 Number-token mode (default, ``--stimuli``) reads a stored model's vectors; all-token mode
 (``--prompts FILE``) loads the model and runs every token of the file, cut to the model's
@@ -19,10 +21,14 @@ from magdash.formatting import format_number
 from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, DEVICES, DTYPES
 from magdash.phase.phase_params import PhaseParams
 
+DEPRECATED_NAME = "phase"
+"""The subcommand's old name: still accepted, with a warning to use ``depth`` (the CHANGELOG says since when)."""
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "phase",
+        "depth",
+        aliases=[DEPRECATED_NAME],
         help="Omega, Marchenko-Pastur spikes, effective rank and gamma_c per layer",
         description=(
             "Per layer: mean object integrity Omega and its dip test, the covariance spectrum of "
@@ -60,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
     from magdash.overflow import nonfinite_warning
     from magdash.phase.diagnostics import phase_summary
 
+    if args.command == DEPRECATED_NAME:
+        warn([f"`magdash {DEPRECATED_NAME}` is deprecated and will be removed; use `magdash depth` (same options)"])
     options = {"params": params_from_args(PhaseParams, args), "use_cache": not args.no_cache}
     # With --prompts the model runs over the user's text, like an extraction: its cached samples
     # go into the store, created where --store asks.

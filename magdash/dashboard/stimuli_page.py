@@ -246,7 +246,7 @@ def sequence_start_note(sequence_start: str, tokenizer=None) -> str:
         return (f"The tokenizer adds no BOS token: magdash puts the model's BOS{shown} (id {token_id}) before every "
                 "sentence, so no number is at position 0 (the attention sink); it is part of the model's identity.")
     return ("The model has no BOS token: a number at the start of a sentence would be at position 0, the "
-            "attention sink. Extraction refuses such carriers unless --allow-number-first is given.")
+            "attention sink. Extraction refuses such carriers unless allowed (allow_number_first=True).")
 
 
 def split_summary(preview: pd.DataFrame) -> str:

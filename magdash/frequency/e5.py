@@ -63,7 +63,8 @@ def counts_for_magnitudes(
         shown = ", ".join(absent[:10]) + (" ..." if len(absent) > 10 else "")
         raise FrequencyError(
             f"the frequency source has no count for magnitude(s) {shown}; choose a source that covers "
-            "them, or treat them as count 0 (missing='zero', --missing zero)"
+            "them, or treat them as count 0 (missing='zero')",
+            parameters=("missing",),
         )
     values = np.zeros(magnitudes.size)
     values[found] = series.reindex(keys[found]).to_numpy(dtype=np.float64)

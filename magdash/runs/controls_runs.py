@@ -81,8 +81,9 @@ def format_variant_set(store, model: str, stimuli: str, number_format: str) -> s
     if other is None or other not in store.stimulus_sets_for(model):
         raise AnalysisError(
             f"{model!r} is not stored on the carriers and magnitudes of {stimuli!r} written in {number_format}: extract "
-            f"them first (magdash extract --model <its spec> --number-format {number_format}, with the --carriers and "
-            f"--magnitudes of {stimuli!r} unless it is the paper's set; the Controls page extracts it in one click)"
+            f"them first (an extraction with model=<its spec> and number_format='{number_format}', with the carriers= "
+            f"and magnitudes= of {stimuli!r} unless it is the paper's set; the Controls page extracts it in one click)",
+            parameters=("model", "number_format", "carriers", "magnitudes"),
         )
     return other
 

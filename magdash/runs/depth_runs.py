@@ -174,7 +174,8 @@ def stored_control(store, name: str, stimuli: str | None = None, params: PhasePa
     if control not in store.model_names():
         raise StoreError(
             f"no stored control {control!r} for {name!r}: extract it first, e.g. "
-            f"`python -m magdash extract --model {control}` with the same stimuli"
+            f"an extraction with model='{control}' on the same stimuli",
+            parameters=("model",),
         )
     return phase_from_store(store, control, stimuli, params, **options)
 

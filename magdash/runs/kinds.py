@@ -212,8 +212,8 @@ register_analysis_kind(AnalysisKind(
 ))
 register_analysis_kind(AnalysisKind(
     "phase", PhaseParams, PHASE_VERSION, PhaseResult, depth_runs.depth_vectors, depth_runs.phase_from_store,
-    depth_runs.SAMPLES, "depth", "phase",
-    task=SweepTask("phase", lambda *cell: [depth_runs.number_token_key(*cell)], _describe_phase),
+    depth_runs.SAMPLES, "depth", "depth",
+    task=SweepTask("depth", lambda *cell: [depth_runs.number_token_key(*cell)], _describe_phase),
     dashboard_key="magdash.dashboard.keys:PhaseKey", report_section="depth_section", metric_kind="phase-diagnostics",
 ))
 register_analysis_kind(AnalysisKind(

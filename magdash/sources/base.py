@@ -197,7 +197,8 @@ def weight_files(path: Path, allow_pickle: bool) -> tuple[list[Path], bool]:
     if pickles:
         raise ModelLoadError(
             f"{str(path)!r} holds only pickle weights ({pickles[0].name}), which can run code when "
-            "loaded; convert them to safetensors, or pass --allow-pickle if you trust the files"
+            "loaded; convert them to safetensors, or pass allow_pickle=True if you trust the files",
+            parameters=("allow_pickle",),
         )
     raise ModelLoadError(f"{str(path)!r} holds no *.safetensors weights")
 

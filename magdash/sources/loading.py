@@ -42,9 +42,11 @@ def pick_device(device: str = DEFAULT_DEVICE) -> str:
         except (RuntimeError, TypeError):
             raise ModelLoadError(f"unknown device {device!r}: use auto, cpu, cuda, cuda:N or mps") from None
         if device.startswith("cuda") and not torch.cuda.is_available():
-            raise ModelLoadError(f"device {device!r} asked for but CUDA is not available: use --device cpu")
+            raise ModelLoadError(f"device {device!r} asked for but CUDA is not available: use device='cpu'",
+                                 parameters=("device",))
         if device == "mps" and not torch.backends.mps.is_available():
-            raise ModelLoadError("device 'mps' asked for but MPS is not available: use --device cpu")
+            raise ModelLoadError("device 'mps' asked for but MPS is not available: use device='cpu'",
+                                 parameters=("device",))
         return device
     if torch.cuda.is_available():
         return "cuda"
@@ -207,7 +209,8 @@ def load_model(
         message = str(error).splitlines()[0]
         if "trust_remote_code" in str(error) or "contains custom code" in str(error):
             raise ModelLoadError(
-                f"{source.spec!r} needs code shipped with the model; pass --trust-remote-code only if you trust it"
+                f"{source.spec!r} needs code shipped with the model; pass trust_remote_code=True only if you trust it",
+                parameters=("trust_remote_code",),
             ) from None
         raise ModelLoadError(f"cannot load {source.spec!r}: {message}") from None
     except (OSError, KeyError, RuntimeError, SafetensorError) as error:

@@ -123,7 +123,7 @@ def disk_full_error(what: str, reason: str | None) -> StoreError:
     everything stored before it is kept (every write is one transaction or one renamed file)."""
     return StoreError(
         f"the disk is full: could not write {what} ({reason}). Everything stored before this write "
-        "is kept; free some space (or move the store with --store) and run again to carry on where it stopped"
+        "is kept; free some space (or move the store: store=) and run again to carry on where it stopped"
     )
 
 
@@ -189,7 +189,7 @@ class StoreFile:
         except FileNotFoundError:
             if os.path.lexists(self.path):
                 raise StoreError(f"store path {where} is a symbolic link to nothing; magdash has not "
-                                 "followed it: point --store at a file") from None
+                                 "followed it: point store= at a file", parameters=("store",)) from None
             status = None
         except NotADirectoryError:
             raise StoreError(f"cannot use {where} as a store: a folder on its path is a file") from None
@@ -216,7 +216,7 @@ class StoreFile:
         if head[_DUCKDB_MAGIC_AT] != _DUCKDB_MAGIC:
             what = "an empty file" if not head else "not a DuckDB file"
             raise StoreError(f"{where} is {what}, not a magdash store; magdash has not changed it: point "
-                             "--store at a store, or at a new file name to create one")
+                             "store= at a store, or at a new file name to create one", parameters=("store",))
         if os.path.lexists(shards) and not shards.is_dir():
             raise StoreError(f"{_shown(shards)}, where the store keeps its vectors, is not a folder; "
                              "magdash has not changed it: move it away")
@@ -259,7 +259,7 @@ class StoreFile:
                         raise disk_full_error(f"a new store at {_shown(self.path)}", str(error).splitlines()[0]) from None
                     if "permission denied" in str(error).lower():
                         raise StoreError(f"cannot create store {_shown(self.path)}: permission denied; point "
-                                         "--store at a folder you can write") from None
+                                         "store= at a folder you can write", parameters=("store",)) from None
                     raise StoreError(f"cannot create store {_shown(self.path)} ({str(error).splitlines()[0]})") from None
                 if Path(f"{staging}.wal").exists():  # DETACH checkpoints: a log left means the file is not whole
                     raise disk_full_error(f"a new store at {_shown(self.path)}", "its checkpoint did not complete")
@@ -322,13 +322,15 @@ class StoreFile:
         if isinstance(error, duckdb.OutOfMemoryException):
             return StoreError(
                 f"DuckDB ran out of memory working on store {where} ({first_line}). Everything stored "
-                "before is kept; free memory or lower --batch-size and run again"
+                "before is kept; free memory or lower batch_size= and run again",
+                parameters=("batch_size",),
             )
         if "permission denied" in text or isinstance(error, duckdb.PermissionException):
-            return StoreError(f"cannot write store {where}: permission denied; point --store at a file you can write")
+            return StoreError(f"cannot write store {where}: permission denied; point store= at a file you can write",
+                              parameters=("store",))
         return StoreError(
             f"store {where} is damaged or unreadable ({first_line}); the operation was rolled back. "
-            "Restore the store from a copy, or point --store at another file"
+            "Restore the store from a copy, or point store= at another file"
         )
 
     def _open_with_retry(self) -> duckdb.DuckDBPyConnection:
@@ -351,7 +353,7 @@ class StoreFile:
                 if not _is_lock_conflict(error):
                     raise StoreError(
                         f"cannot open store {str(self.path)!r}: it is not a readable DuckDB file "
-                        f"({str(error).splitlines()[0]}); point --store at another file"
+                        f"({str(error).splitlines()[0]}); point store= at another file"
                     ) from None
                 if time.monotonic() > deadline:
                     raise StoreError(
@@ -365,7 +367,7 @@ class StoreFile:
             except duckdb.Error as error:
                 raise StoreError(
                     f"cannot open store {str(self.path)!r}: {str(error).splitlines()[0]}; "
-                    "point --store at another file"
+                    "point store= at another file"
                 ) from None
 
     @property

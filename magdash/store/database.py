@@ -927,7 +927,8 @@ def _register_model(connection: duckdb.DuckDBPyConnection, record: ModelRecord) 
             return
         raise StoreError(
             f"the store already holds a different model named {record.name!r} "
-            f"(fingerprint {row[1][:12]}, {row[2]}); pass --name to store this one under another name"
+            f"(fingerprint {row[1][:12]}, {row[2]}); pass name= to store this one under another name",
+            parameters=("name",),
         )
     values = asdict(record)
     values["layer_labels"] = json.dumps(list(record.layer_labels))
@@ -945,7 +946,8 @@ def _register_stimulus_set(connection: duckdb.DuckDBPyConnection, stimuli: Stimu
         if row[0] == stimuli.content_hash:
             return
         raise StoreError(
-            f"a different stimulus set named {stimuli.name!r} is already stored; choose another name with --stimuli"
+            f"a different stimulus set named {stimuli.name!r} is already stored; choose another name with stimuli=",
+            parameters=("stimuli",),
         )
     stored = _stored_name_for_content(connection, stimuli.content_hash)
     if stored is not None:

@@ -190,7 +190,8 @@ def validate_import_arrays(
     if magnitudes is None:
         raise StoreError(
             "the file has no 'magnitudes' array: say which magnitude each row of per_carrier is "
-            "(e.g. --magnitudes paper for the paper's files)"
+            "(e.g. magnitudes='paper' for the paper's files)",
+            parameters=("magnitudes",),
         )
     magnitude_array = np.asarray(magnitudes).ravel()
     if magnitude_array.dtype.kind not in "fiu":
@@ -405,14 +406,16 @@ def import_inputs(
         and stored_magnitudes is not None
         and np.asarray(stored_magnitudes).ravel().tolist() != list(magnitudes)
     ):
-        raise StoreError("the file's magnitudes differ from those given: leave out --magnitudes or fix the file")
+        raise StoreError("the file's magnitudes differ from those given: leave out magnitudes= or fix the file",
+                         parameters=("magnitudes",))
     stored_carriers = arrays.get("carriers")
     if (
         carriers is not None
         and stored_carriers is not None
         and [str(c) for c in np.asarray(stored_carriers).ravel()] != list(carriers)
     ):
-        raise StoreError("the file's carriers differ from those given: leave out --carriers or fix the file")
+        raise StoreError("the file's carriers differ from those given: leave out carriers= or fix the file",
+                         parameters=("carriers",))
     n_blocks = arrays.get("n_blocks")
     if n_blocks is not None:
         n_blocks_array = np.asarray(n_blocks)

@@ -838,7 +838,8 @@ def _alphas(fits: pd.DataFrame, measure: str) -> np.ndarray:
 def _kept_carriers(n_carriers: int, excluded: Sequence[int]) -> list[int]:
     outside = [c for c in excluded if c >= n_carriers]
     if outside:
-        raise AnalysisError(f"--exclude-carrier {outside[0]}: the stimulus set has carriers 0 to {n_carriers - 1}")
+        raise AnalysisError(f"exclude_carriers=({outside[0]},): the stimulus set has carriers 0 to {n_carriers - 1}",
+                            parameters=("exclude_carriers",))
     kept = [c for c in range(n_carriers) if c not in excluded]
     if len(kept) < MIN_CARRIERS:
         raise AnalysisError(f"leaving out carriers {list(excluded)} leaves {len(kept)}; V needs at least {MIN_CARRIERS}")

@@ -123,7 +123,7 @@ class AnalysisParams:
     the cache key); shared by the CLI (its options are these fields), the Python API and the app."""
 
     measures: tuple[str, ...] = field(default=PRIMARY_MEASURES, metadata=option(
-        f"comma-separated measures: {', '.join(MEASURES)}", metavar="LIST", parse=comma_separated(str, "--measures")))
+        f"comma-separated measures: {', '.join(MEASURES)}", metavar="LIST", parse=comma_separated(str)))
     core_layers: tuple[int, ...] | None = field(default=None, metadata=option(
         "core layers, the band the hypotheses are tested over", flag="--core", metavar="START-END",
         parse=layer_tuple, default_text="floor(L/2) to L-1"))
@@ -131,12 +131,12 @@ class AnalysisParams:
         "bootstrap resamples, of each layer's fit and of the stimuli behind the mean over the core layers (0: no CI)",
         metavar="N"))
     seed: int | None = field(default=None, metadata=option(
-        "bootstrap seed", metavar="S", default_text="the conventions' seed: 0, or 42 with --conventions paper"))
+        "bootstrap seed", metavar="S", default_text="the conventions' seed: 0, or 42 with conventions='paper'"))
     ci: float = field(default=DEFAULT_CI, metadata=option("confidence level of every interval", metavar="LEVEL"))
     window: tuple[float, float] = field(default=DEFAULT_WINDOW, metadata=option(
-        "Weber window of alpha for H2", metavar="LO,HI", parse=parse_pair("--window", "0.8,1.2")))
+        "Weber window of alpha for H2", metavar="LO,HI", parse=parse_pair("0.8,1.2")))
     boundary: tuple[float, ...] = field(default=DEFAULT_BOUNDARY, metadata=option(
-        "magnitudes dropped in the E3 sensitivity refit", metavar="LIST", parse=comma_separated(float, "--boundary")))
+        "magnitudes dropped in the E3 sensitivity refit", metavar="LIST", parse=comma_separated(float)))
     bootstrap_layers: str = field(default="core", metadata=option(
         "where to compute each layer's bootstrap CI; none also turns off the stimulus bootstrap of the mean over "
         "the core layers", choices=BOOTSTRAP_LAYER_CHOICES))
@@ -148,7 +148,7 @@ class AnalysisParams:
     ci_method: str | None = field(default=None, metadata=option(
         "alpha's confidence interval: studentized bootstrap, percentile (the paper's), bca, or t (no "
         "resampling); docs/science.md gives their coverage", choices=CI_METHODS,
-        default_text="the conventions': studentized, or percentile with --conventions paper"))
+        default_text="the conventions': studentized, or percentile with conventions='paper'"))
     # "drop": every layer's massive-activation dimensions (magdash.phase.massive_dims: mean |h_j|
     # above massive_ratio x the median over j) are removed before any measure is computed.
     massive: str = field(default=MASSIVE_DEFAULT, metadata=option(
@@ -170,7 +170,8 @@ class AnalysisParams:
         object.__setattr__(self, "exclude_carriers", excluded)
         check_massive(self.massive, self.massive_ratio)
         if self.massive == "standardise":
-            raise AnalysisError("the noise analysis keeps or drops the massive dimensions (--massive keep|drop)")
+            raise AnalysisError("the noise analysis keeps or drops the massive dimensions (massive='keep' or 'drop')",
+                                parameters=("massive",))
         object.__setattr__(self, "massive_ratio", float(self.massive_ratio))
         if self.seed is None:
             object.__setattr__(self, "seed", rules.default_seed)

@@ -18,7 +18,7 @@ from magdash import dashboard as db
 from magdash.caveats import Caveat, Severity
 from magdash.dashboard.jobs import Job, JobSnapshot, format_seconds
 from magdash.dashboard.warnings_panel import panel as warnings_panel_of
-from magdash.errors import MagdashError, NoStoreError, ReadOnlyStoreError
+from magdash.errors import MagdashError, NoStoreError, ReadOnlyStoreError, rewrite_parameters
 from magdash.formatting import (
     MISSING,
     P_FORMAT,
@@ -35,6 +35,18 @@ from pages.ui.caches import analysis_for, cached, figure_spec, job_registry, new
 from pages.ui.session import AppContext, context, session_owner, view_key, view_setter
 
 SEEN_JOBS_KEY = "magdash_seen_jobs"
+
+PARAMETER_WORDS = {
+    "store": "the sidebar's store path",
+    "name": "“Store as”",
+    "stimuli": "“Stimulus set”",
+    "dtype": "“dtype”",
+    "device": "“Device”",
+    "batch_size": "“Batch size”",
+    "exclude_carriers": "“Leave out carriers”",
+    "n_boot": "“Bootstrap resamples”",
+}
+"""How the pages name a parameter a library message names (``store=``): the widget that sets it."""
 
 
 def figure(builder: Callable[..., Any], *args: Any, name: str, data: pd.DataFrame | None = None) -> dict | None:
@@ -152,7 +164,7 @@ def column_config(frame: pd.DataFrame) -> dict[str, Any]:
 def nothing_to_show(context: AppContext, what: str) -> None:
     """Say why a page is empty and where to go, with links (no dead ends)."""
     if context.error:
-        st.error(plain(f"The store cannot be opened: {context.error}"))
+        st.error(page_message(f"The store cannot be opened: {context.error}"))
         st.info("Fix the store path in the sidebar.")
         return
     where = (f"the store at {context.view.store} holds none completely" if context.store is not None
@@ -252,8 +264,19 @@ def served(text: Any) -> str:
     return db.served_text(str(text), db.store_access())
 
 
+def page_message(text: Any) -> str:
+    """A library message in the pages' words, escaped for Markdown (:func:`plain`): each parameter
+    it names that a widget sets (:data:`PARAMETER_WORDS`) by that widget's label.
+
+    Args:
+        text: the message (an error, or its text).
+    """
+    return plain(rewrite_parameters(str(text), PARAMETER_WORDS, lambda name, value: " ".join(
+        part for part in (PARAMETER_WORDS[name], value.strip("'\"")) if part)))
+
+
 def show_error(error: BaseException) -> None:
-    st.error(plain(served(error)))
+    st.error(page_message(served(error)))
 
 
 # -- layer choice ------------------------------------------------------------------------
@@ -351,7 +374,7 @@ def _finished(key: str, snapshot: JobSnapshot) -> None:
     after every reload); a failure stays until dismissed."""
     registry, owner = job_registry(), session_owner()
     if snapshot.state == "failed":
-        st.error(plain(f"{snapshot.label} failed: {snapshot.message}"))
+        st.error(page_message(f"{snapshot.label} failed: {snapshot.message}"))
         st.button("Dismiss", key=f"dismiss-{key}", on_click=registry.acknowledge, args=(key, owner))
         return
     if snapshot.state == "done":

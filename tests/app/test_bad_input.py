@@ -173,6 +173,10 @@ def test_store_path_that_is_not_a_store_is_refused_and_nothing_is_touched(kind, 
     errors = messages(at.sidebar.error)
     assert errors, f"{kind}: no error in the sidebar"
     assert str(bad) in errors[0], errors[0]
+    # the library's "point store= at ..." in the page's words: the widget, not the parameter or the option
+    assert "store=" not in errors[0] and "--store" not in errors[0], errors[0]
+    if kind == "text file":
+        assert "point the sidebar's store path at a store" in errors[0], errors[0]
     assert not at.sidebar.selectbox, "a store that cannot be opened offers no model"
     assert _file_state(bad) == before, f"{kind}: the app changed the file it refused"
     # The user fixes the path: the store is back, unchanged.

@@ -206,7 +206,7 @@ def test_controls_without_variants_or_control_say_so(store, rng):
         run_controls(store, "alone", params=ControlsParams(analysis=FAST, variants=("ghost",)))
     with pytest.raises(AnalysisError, match="the model itself"):
         run_controls(store, "alone", params=ControlsParams(analysis=FAST, variants=("alone",)))
-    with pytest.raises(AnalysisError, match="--n-perm"):
+    with pytest.raises(AnalysisError, match="n_perm="):
         ControlsParams(n_perm=0)
 
 

@@ -282,7 +282,7 @@ def test_jsonl_rows_are_documents(tmp_path):
     gz = tmp_path / "corpus.jsonl.gz"
     gz.write_bytes(gzip.compress(path.read_bytes()))
     assert _nonzero(count_corpus(gz, CountOptions(text_field="body"))) == {12: 2, 7: 1, 1: 1}
-    with pytest.raises(FrequencyError, match="no field 'text'.*body, id.*--text-field"):
+    with pytest.raises(FrequencyError, match="no field 'text'.*body, id.*text_field="):
         count_corpus(path)
 
 
