@@ -249,12 +249,12 @@ def main() -> int:
         folder = Path(name)
         store = args.store
         if store is None:
-            from magdash import dashboard as db
+            from magdash import dashboard
             from magdash.dashboard.jobs import run_first_protocol
             from magdash.store import Store
 
             store = folder / "bench.duckdb"
-            run_first_protocol(Store(store), db.analysis_params(db.ViewState(store=str(store))))
+            run_first_protocol(Store(store), dashboard.analysis_params(dashboard.ViewState(store=str(store))))
         env = {**os.environ, "MAGDASH_STORE": str(store), "HF_HUB_OFFLINE": "1"}
         with streamlit_server(env, folder / "server.log") as server:
             timings = measure(server, args.passes, args.screenshots)

@@ -3,8 +3,7 @@ token position, the number's written form and the random-weight control?"""
 
 import streamlit as st
 
-from magdash import dashboard as db
-from magdash import reports
+from magdash import dashboard, reports
 from magdash.dashboard import controls_page as dc
 from magdash.dashboard.jobs import extraction_job
 from magdash.errors import MagdashError
@@ -43,7 +42,7 @@ with st.expander("Extract variants now (when the weights are at hand)"):
     running = job is not None and not job.finished
     blocked = running or ctx.read_only
     if ctx.read_only:
-        st.info(db.read_only_reason("extract variants"))
+        st.info(dashboard.read_only_reason("extract variants"))
     try:
         missing_positions = dc.position_requests(ctx.store, ctx.record, view.stimuli, ctx.inventory)
     except MagdashError as error:

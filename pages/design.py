@@ -2,8 +2,7 @@
 
 import streamlit as st
 
-from magdash import dashboard as db
-from magdash import reports
+from magdash import dashboard, reports
 from magdash.controls.controls_params import DesignParams
 from magdash.dashboard import controls_page as dc
 from magdash.errors import MagdashError
@@ -61,7 +60,7 @@ ui.table(cf.ci_width_table, key, name=f"design-ci-half-width-{slug}-table")
 ui.table(cf.design_summary, key, name=f"design-summary-{slug}")
 st.download_button(
     "Design report (HTML)",
-    data=lambda: reports.design_report(ctx.store, result, view.model, ui.analysis_for(db.analysis_key(view, ctx.inventory))),
+    data=lambda: reports.design_report(ctx.store, result, view.model, ui.analysis_for(dashboard.analysis_key(view, ctx.inventory))),
     file_name=f"magdash-design-{safe_filename(slug)}.html", mime="text/html", on_click="ignore",
     key="design-report", icon=":material/description:",
 )

@@ -2,8 +2,7 @@
 
 import streamlit as st
 
-from magdash import dashboard as db
-from magdash import reports
+from magdash import dashboard, reports
 from magdash.dashboard import probes_page as dp
 from magdash.presentation import probe_figures as pf
 from magdash.presentation.export import safe_filename
@@ -22,9 +21,9 @@ st.caption(
     "design (about 1 for any log read-out, whatever the model), not against 1. docs/science.md, 'Probes'."
 )
 keys = dp.probe_keys(view, ctx.inventory)
-if db.CONTROL_SERIES not in keys:
+if dashboard.CONTROL_SERIES not in keys:
     st.info(ui.plain(ctx.inventory.control_note(view.model, view.stimuli, "to see what the architecture alone decodes")))
-    if not db.is_control(ctx.inventory.record(view.model)):
+    if not dashboard.is_control(ctx.inventory.record(view.model)):
         st.page_link("pages/extract.py", label="Extract the control", icon=":material/download:")
 with st.spinner(ui.plain(f"Probing every layer of {view.model} (first time only; cached in the store)…")):
     caveats = [caveat for key in keys.values() for caveat in ui.probe_for(key).caveats()]
@@ -43,7 +42,7 @@ ui.say(ui.compute(pf.probe_sentence, results, target))
 ui.figure(pf.r2_figure, results, scheme, target, name=f"probe-r2-{slug}-{scheme}")
 ui.figure(pf.selectivity_figure, results, target, name=f"probe-selectivity-{slug}")
 ui.table(pf.layer_table, results, target, name=f"probes-per-layer-{slug}")
-if db.CONTROL_SERIES in keys:
+if dashboard.CONTROL_SERIES in keys:
     ui.table(pf.comparison_table, results, target, name=f"probes-vs-random-{slug}")
 
 st.subheader("The decoded magnitude at one layer")

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from magdash import dashboard as db
+from magdash import dashboard
 from magdash.dashboard import stimuli_page as ds
 from magdash.errors import MagdashError
 from magdash.stimuli import DEFAULT_NUMBER_FORMAT, NUMBER_FORMAT_NAMES, NUMBER_FORMATS, PAPER_CARRIERS, POSITIONS
@@ -76,7 +76,7 @@ if ready:
     st.caption(f"{len(carriers.carriers)} carriers x {len(magnitudes)} magnitudes = "
                f"{len(carriers.carriers) * len(magnitudes)} sentences")
 if ctx.read_only:
-    st.info(db.read_only_reason("save stimulus sets"))
+    st.info(dashboard.read_only_reason("save stimulus sets"))
 if st.button("Save stimulus set", disabled=not ready or ctx.read_only, key="st_save", icon=":material/save:"):
     try:
         store = ui.store_to_write(ctx, "saving a stimulus set")

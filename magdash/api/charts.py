@@ -22,11 +22,10 @@ from magdash.controls.robustness import ControlsResult
 from magdash.errors import AnalysisError
 from magdash.frequency.sources import FrequencySource
 from magdash.phase.diagnostics import PhaseResult
+from magdash.presentation import compare_figures, depth_figures, scaling_figures, weber_figures
 from magdash.presentation import controls_figures as cf
-from magdash.presentation import depth_figures as df
 from magdash.presentation import frequency_figures as ff
 from magdash.presentation import geometry_figures as gf
-from magdash.presentation import variability_figures as vf
 from magdash.store import Activations, Store
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.compare import ComparisonResult
@@ -49,7 +48,7 @@ def scaling(result: AnalysisResult, measure: str = "eucl", layer: int | None = N
     _check_measure(result, measure)
     layer = result.core_layers[len(result.core_layers) // 2] if layer is None else _check_layer(result, layer)
     vectors = _vectors(result, layer, data) if data is not None and measure in CARRIER_MEASURES else None
-    return vf.scaling_figure(result, measure, layer, vectors)
+    return scaling_figures.scaling_figure(result, measure, layer, vectors)
 
 
 def profile(result: AnalysisResult, measure: str = "eucl"):
@@ -60,7 +59,7 @@ def profile(result: AnalysisResult, measure: str = "eucl"):
         measure: a measure to draw beside the three primary ones.
     """
     _check_measure(result, measure)
-    return vf.profile_figure(result, measure)
+    return scaling_figures.profile_figure(result, measure)
 
 
 def weber(*results: AnalysisResult | Mapping[str, AnalysisResult], measure: str = "eucl", x: str = "layer"):
@@ -71,7 +70,7 @@ def weber(*results: AnalysisResult | Mapping[str, AnalysisResult], measure: str 
         measure: the measure.
         x: ``layer`` or ``gamma`` (depth l / L, for models of different depths).
     """
-    return vf.weber_figure(_named(results), measure, x)
+    return weber_figures.weber_figure(_named(results), measure, x)
 
 
 def cv(result: AnalysisResult):
@@ -80,7 +79,7 @@ def cv(result: AnalysisResult):
     Args:
         result: the analysis.
     """
-    return vf.cv_figure(result)
+    return weber_figures.cv_figure(result)
 
 
 def noise(result: AnalysisResult, measure: str = "eucl"):
@@ -91,7 +90,7 @@ def noise(result: AnalysisResult, measure: str = "eucl"):
         measure: the measure.
     """
     _check_measure(result, measure)
-    return vf.noise_figure(result, measure)
+    return weber_figures.noise_figure(result, measure)
 
 
 def e3(result: AnalysisResult):
@@ -100,7 +99,7 @@ def e3(result: AnalysisResult):
     Args:
         result: the analysis.
     """
-    return vf.e3_figure(result)
+    return weber_figures.e3_figure(result)
 
 
 def e4(result: AnalysisResult):
@@ -109,7 +108,7 @@ def e4(result: AnalysisResult):
     Args:
         result: the analysis.
     """
-    return vf.e4_figure(result)
+    return weber_figures.e4_figure(result)
 
 
 def comparison(result: ComparisonResult, measure: str = "eucl", x: str = "layer"):
@@ -122,7 +121,7 @@ def comparison(result: ComparisonResult, measure: str = "eucl", x: str = "layer"
     """
     if measure not in result.measures:
         raise AnalysisError(f"measure {measure!r} was not compared; the comparison has {', '.join(result.measures)}")
-    return vf.compare_figure(result, measure, x)
+    return compare_figures.compare_figure(result, measure, x)
 
 
 def massive_control(raw: AnalysisResult, dropped: AnalysisResult, measure: str = "eucl"):
@@ -134,7 +133,7 @@ def massive_control(raw: AnalysisResult, dropped: AnalysisResult, measure: str =
         dropped: the analysis without the massive dimensions.
         measure: the measure.
     """
-    return vf.massive_control_figure(raw, dropped, measure)
+    return scaling_figures.massive_control_figure(raw, dropped, measure)
 
 
 # -- geometry ------------------------------------------------------------------------------------
@@ -263,7 +262,7 @@ def order(result: PhaseResult, control: PhaseResult | None = None, adjusted: Pha
         adjusted: the same diagnostics without the massive dimensions
             (``magdash.depth(..., massive="drop")``), drawn dashed.
     """
-    return df.order_figure(_series(result, control), None if adjusted is None else _series(adjusted))
+    return depth_figures.order_figure(_series(result, control), None if adjusted is None else _series(adjusted))
 
 
 def omega(result: PhaseResult, control: PhaseResult | None = None):
@@ -273,7 +272,7 @@ def omega(result: PhaseResult, control: PhaseResult | None = None):
         result: the trained model's diagnostics.
         control: its ``@random`` control's.
     """
-    return df.omega_figure(_series(result, control))
+    return depth_figures.omega_figure(_series(result, control))
 
 
 def spectrum(result: PhaseResult, layer: int, control: PhaseResult | None = None):
@@ -284,7 +283,7 @@ def spectrum(result: PhaseResult, layer: int, control: PhaseResult | None = None
         layer: the layer.
         control: its ``@random`` control's.
     """
-    return df.spectrum_figure(_series(result, control), layer)
+    return depth_figures.spectrum_figure(_series(result, control), layer)
 
 
 def rank(result: PhaseResult, control: PhaseResult | None = None):
@@ -294,7 +293,7 @@ def rank(result: PhaseResult, control: PhaseResult | None = None):
         result: the trained model's diagnostics.
         control: its ``@random`` control's.
     """
-    return df.rank_figure(_series(result, control))
+    return depth_figures.rank_figure(_series(result, control))
 
 
 # -- frequency -----------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import pandas as pd
 
 from magdash.formatting import column_label, format_number
 from magdash.presentation import chart_style as style
-from magdash.presentation import variability_figures as vf
+from magdash.presentation import compare_figures
 from magdash.variability.measures import measure_title
 
 if TYPE_CHECKING:
@@ -359,8 +359,8 @@ def variant_figure(result: ControlsResult, name: str, measure: str) -> alt.VConc
         measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
     """
     comparison = result.random if name == result.random_name else result.variants[name]
-    return vf.compare_profiles(vf.comparison_frame(comparison, measure),
-                               subtitle=vf.comparison_subtitle(comparison.measures[measure]))
+    return compare_figures.compare_profiles(compare_figures.comparison_frame(comparison, measure),
+                               subtitle=compare_figures.comparison_subtitle(comparison.measures[measure]))
 
 
 def variant_table(result: ControlsResult, measure: str) -> pd.DataFrame:

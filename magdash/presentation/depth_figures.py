@@ -397,7 +397,7 @@ def spectrum_chart(
     bar_columns = [c for c in ("low", "high", "count", "density") if c in bars]
     layers: list[alt.Chart] = [
         alt.Chart(style.inline_data(bars.loc[:, bar_columns]))
-        .mark_rect(color="#9ecae1", stroke="#6baed6", strokeWidth=0.3)
+        .mark_rect(color=style.HISTOGRAM_FILL, stroke=style.HISTOGRAM_STROKE, strokeWidth=0.3)
         .encode(
             x=alt.X("low:Q", scale=scale, title=x_title),
             x2="high:Q",
@@ -415,7 +415,7 @@ def spectrum_chart(
     if len(curve):
         layers.append(
             alt.Chart(style.inline_data(curve.loc[:, ["eigenvalue", "density"]]))
-            .mark_line(color="#000000", strokeWidth=1.5, invalid=style.PATH_INVALID)
+            .mark_line(color=style.FIT_COLOR, strokeWidth=1.5, invalid=style.PATH_INVALID)
             .encode(
                 x=alt.X("eigenvalue:Q", scale=scale, title=x_title),
                 y=alt.Y("density:Q", title=y_title),

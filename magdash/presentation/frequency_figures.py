@@ -60,7 +60,7 @@ def frequency_loglog(
     y_axis = alt.Axis(format="~s")
     layers = [
         alt.Chart(style.inline_data(shown))
-        .mark_circle(size=12, opacity=0.6, color="#555555", invalid=style.POINT_INVALID)
+        .mark_circle(size=12, opacity=0.6, color=style.POINT_GREY, invalid=style.POINT_INVALID)
         .encode(
             x=x,
             y=alt.Y("count:Q", scale=y_scale, axis=y_axis, title=y_title),
@@ -119,7 +119,7 @@ def variability_vs_frequency(
     )
     layers = [points]
     if len(shown) <= style.MAX_TEXT_LABELS:  # more labels would only overlap
-        layers.append(alt.Chart(data).mark_text(dx=6, dy=-6, fontSize=9, color="#555555").encode(
+        layers.append(alt.Chart(data).mark_text(dx=6, dy=-6, fontSize=9, color=style.POINT_GREY).encode(
             x=x, y=y, text=alt.Text("magnitude:Q", format="d")
         ))
     text = title or "Variability against corpus frequency (E5)"

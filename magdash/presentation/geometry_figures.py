@@ -97,7 +97,7 @@ def pc1_frame(coordinates: Pc1Coordinates, magnitudes: Sequence[float]) -> pd.Da
 
 
 
-RDM_MODEL_COLORS = {"log-ratio": "#0072B2", "linear": "#D55E00"}
+RDM_MODEL_COLORS = style.palette(("log-ratio", "linear"))
 
 
 def rdm_heatmap(
@@ -218,7 +218,7 @@ def pc1_vs_logn(
     data = style.inline_data(frame)
     x = alt.X("magnitude:Q", scale=alt.Scale(type="log"), title="magnitude n (log scale)")
     y = alt.Y("pc1:Q", title="PC1 coordinate")
-    line = alt.Chart(data).mark_line(color="#999999", invalid=style.PATH_INVALID).encode(
+    line = alt.Chart(data).mark_line(color=style.CONNECTOR_COLOR, invalid=style.PATH_INVALID).encode(
         x=x, y=y, order="magnitude:Q"
     )
     points = (

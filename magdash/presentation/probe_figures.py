@@ -228,7 +228,7 @@ def beta_chart(
     axis = style.DepthAxis.of(data["layer"], "layer", style.LAYER_TITLE)
     series = list(dict.fromkeys(data["series"]))
     probes = iter([style.MODEL_COLORS[0], style.SERIES_COLORS["random control"]])
-    nulls = iter([style.MODEL_COLORS[5], "#B0B0B0"])
+    nulls = iter([style.MODEL_COLORS[5], style.NULL_CONTROL_COLOR])
     colours = [next(nulls, style.REFERENCE_COLOR) if name.endswith(NULL_SUFFIX) else next(probes, style.REFERENCE_COLOR)
                for name in series]
     layers: list = [style.zero_rule(0.0)]

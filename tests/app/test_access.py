@@ -186,7 +186,7 @@ def test_without_login_configured_the_dashboard_is_open_and_has_no_login_button(
 
 
 def test_a_page_that_writes_says_why_it_cannot(tmp_path, monkeypatch):
-    from magdash import dashboard as db
+    from magdash import dashboard
     from magdash.errors import NoStoreError, ReadOnlyStoreError
     from pages.ui.caches import new_store
     from pages.ui.session import AppContext
@@ -195,9 +195,9 @@ def test_a_page_that_writes_says_why_it_cannot(tmp_path, monkeypatch):
     missing = str(tmp_path / "new.duckdb")
     monkeypatch.setenv("MAGDASH_STORE", missing)
     with pytest.raises(NoStoreError, match="nowhere to go: extract a model first"):
-        store_to_write(AppContext(view=db.ViewState(store=missing)), "saving a stimulus set")
+        store_to_write(AppContext(view=dashboard.ViewState(store=missing)), "saving a stimulus set")
     with pytest.raises(ReadOnlyStoreError, match="Saving a stimulus set is not possible. This dashboard is read-only"):
-        store_to_write(AppContext(view=db.ViewState(store=missing), read_only=True), "saving a stimulus set")
+        store_to_write(AppContext(view=dashboard.ViewState(store=missing), read_only=True), "saving a stimulus set")
     monkeypatch.setenv("MAGDASH_READ_ONLY", "1")
     with pytest.raises(ReadOnlyStoreError, match="does not extract models or create stores"):
         new_store(missing)

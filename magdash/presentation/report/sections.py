@@ -16,12 +16,11 @@ from magdash.errors import AnalysisError
 from magdash.formatting import format_number, layer_span
 from magdash.frequency.sources import FrequencySource
 from magdash.phase.diagnostics import PhaseResult
+from magdash.presentation import compare_figures, depth_figures, scaling_figures, tokenization_figures, weber_figures
 from magdash.presentation import controls_figures as cf
-from magdash.presentation import depth_figures as df
 from magdash.presentation import frequency_figures as ff
 from magdash.presentation import geometry_figures as gf
 from magdash.presentation import probe_figures as pf
-from magdash.presentation import variability_figures as vf
 from magdash.presentation.report.html import ReportSection
 from magdash.probes.result import ProbeResult
 from magdash.variability.analysis import AnalysisResult
@@ -50,7 +49,7 @@ def analysis_sections(
         # Before any figure: what the tool found that may make a number an artifact.
         sections.insert(0, ReportSection("Warnings: read these before the numbers", text=warnings))
     for name, result in results.items():
-        fits = vf.fits_frame(result, model=name)
+        fits = scaling_figures.fits_frame(result, model=name)
         sections.append(
             ReportSection(
                 f"Scaling: {name}",
@@ -60,21 +59,21 @@ def analysis_sections(
                     f"intervals ({result.params.n_boot} resamples, {result.params.bootstrap_layers} "
                     "layers). Layers without a fit are marked, never drawn as numbers."
                 ],
-                figures=[(f"Alpha by layer, {name}", vf.alpha_profile(fits))],
+                figures=[(f"Alpha by layer, {name}", scaling_figures.alpha_profile(fits))],
                 tables=[(f"Per-layer fits, {name}", fits.loc[:, _FIT_TABLE_COLUMNS])],
             )
         )
     sections.append(tokenization_section(results, primary))
-    all_fits = vf.models_fits_frame(results)
-    weber_figures = [
+    all_fits = scaling_figures.models_fits_frame(results)
+    window_figures = [
         (
             f"Alpha of {measure_title(primary)} against the Weber window",
-            vf.weber_window(all_fits, window, measure=primary),
+            weber_figures.weber_window(all_fits, window, measure=primary),
         )
     ]
     weber_tables = []
     for name, result in results.items():
-        weber_figures.append((f"CV against n, {name}", vf.cv_chart(vf.cv_frame(result))))
+        window_figures.append((f"CV against n, {name}", weber_figures.cv_chart(weber_figures.cv_frame(result))))
         trend = result.cv_trend.assign(label=[result.layer_labels[i] for i in result.cv_trend["layer"]])
         weber_tables.append((f"Spearman correlation of CV(n) with n per layer, {name}", trend))
     sections.append(
@@ -84,7 +83,7 @@ def analysis_sections(
                 f"Scalar variability (Weber's law) predicts alpha in [{window[0]:g}, {window[1]:g}] "
                 "and a flat CV(n)."
             ],
-            figures=weber_figures,
+            figures=window_figures,
             tables=weber_tables,
         )
     )
@@ -93,13 +92,13 @@ def analysis_sections(
             "Noise models (AICc)",
             text=["Descriptive comparison of constant, scalar, log-scalar and power-law noise by AICc."],
             figures=[
-                (f"Akaike weights by layer, {name}", vf.noise_model_chart(vf.noise_frame(r), measure=primary))
+                (f"Akaike weights by layer, {name}", weber_figures.noise_model_chart(weber_figures.noise_frame(r), measure=primary))
                 for name, r in results.items()
             ],
             tables=[
                 (
                     f"Core layers won by each noise model ({measure_title(primary)})",
-                    vf.noise_summary(results, primary),
+                    weber_figures.noise_summary(results, primary),
                 )
             ],
         )
@@ -108,8 +107,8 @@ def analysis_sections(
         ReportSection(
             "E3 boundary sensitivity",
             text=[f"Core-layer alphas refitted without the boundary magnitudes {_numbers(first.params.boundary)}."],
-            figures=[(f"E3, {name}", vf.e3_chart(vf.e3_frame(r))) for name, r in results.items()],
-            tables=[("E3 summary", vf.e3_summary(results))],
+            figures=[(f"E3, {name}", weber_figures.e3_chart(weber_figures.e3_frame(r))) for name, r in results.items()],
+            tables=[("E3 summary", weber_figures.e3_summary(results))],
         )
     )
     sections.append(
@@ -122,11 +121,11 @@ def analysis_sections(
             figures=[
                 (
                     f"E4, {name}",
-                    vf.e4_chart(vf.e4_frame(r), subtitle=vf.e4_subtitle(r)),
+                    weber_figures.e4_chart(weber_figures.e4_frame(r), subtitle=weber_figures.e4_subtitle(r)),
                 )
                 for name, r in results.items()
             ],
-            tables=[("E4 summary", vf.e4_summary(results))],
+            tables=[("E4 summary", weber_figures.e4_summary(results))],
         )
     )
     sections.append(
@@ -150,12 +149,12 @@ def tokenization_section(results: Mapping[str, AnalysisResult], measure: str) ->
             "number's written form\")."]
     figures, tables = [], []
     for name, result in results.items():
-        text.append(f"{name}: {vf.tokenization_sentence(result, measure)}")
+        text.append(f"{name}: {tokenization_figures.tokenization_sentence(result, measure)}")
         if not result.has_tokenization:
             continue
-        figures.append((f"Alpha raw and adjusted for tokenization, {name}", vf.tokenization_figure(result, measure)))
-        tables.append((f"Mean core alpha within token-count strata, {name}", vf.strata_table(result, measure)))
-        tables.append((f"Alpha adjusted for tokenization per layer, {name}", vf.tokenization_table(result, measure)))
+        figures.append((f"Alpha raw and adjusted for tokenization, {name}", tokenization_figures.tokenization_figure(result, measure)))
+        tables.append((f"Mean core alpha within token-count strata, {name}", tokenization_figures.strata_table(result, measure)))
+        tables.append((f"Alpha adjusted for tokenization per layer, {name}", tokenization_figures.tokenization_table(result, measure)))
     return ReportSection(f"Tokenization ({measure_title(measure)})", text=text, figures=figures, tables=tables)
 
 
@@ -177,30 +176,30 @@ def _verdict_section(results: Mapping[str, Any], measures: Sequence[str]) -> Rep
             "(the note column says so; docs/science.md, \"The unit of replication\").",
         ],
         tables=[
-            (f"H1-H4 for {measure_title(measure)}", vf.verdict_frame(results, measure))
+            (f"H1-H4 for {measure_title(measure)}", weber_figures.verdict_frame(results, measure))
             for measure in measures
         ],
     )
 
 
 def _comparison_section(comparison: Any, measure: str) -> ReportSection:
-    frame = vf.comparison_frame(comparison, measure)
-    subtitle = vf.comparison_subtitle(comparison.measures[measure])
+    frame = compare_figures.comparison_frame(comparison, measure)
+    subtitle = compare_figures.comparison_subtitle(comparison.measures[measure])
     depth = "gamma" if not frame["layer_a"].equals(frame["layer_b"]) else "layer"
     return ReportSection(
         f"Comparison: {comparison.model_a} vs {comparison.model_b}",
         text=[
             "Layerwise alpha differences (model A minus model B) with joint-bootstrap CIs; "
             "layers paired by depth fraction when the depths differ.",
-            vf.comparison_sentence(comparison, measure),
+            compare_figures.comparison_sentence(comparison, measure),
         ],
         figures=[
             (
                 f"{comparison.model_a} vs {comparison.model_b}",
-                vf.compare_profiles(frame, x=depth, subtitle=subtitle),
+                compare_figures.compare_profiles(frame, x=depth, subtitle=subtitle),
             )
         ],
-        tables=[("Comparison summary", vf.comparison_summary(comparison))],
+        tables=[("Comparison summary", compare_figures.comparison_summary(comparison))],
     )
 
 
@@ -215,9 +214,9 @@ def controls_section(result: Any, measure: str) -> ReportSection:
     ]
     comparisons = [*result.variants.values(), *([result.random] if result.random is not None else [])]
     for comparison in comparisons:
-        frame = vf.comparison_frame(comparison, measure)
+        frame = compare_figures.comparison_frame(comparison, measure)
         figures.append((f"{comparison.model_a} vs {comparison.model_b}",
-                        vf.compare_profiles(frame, subtitle=vf.comparison_subtitle(comparison.measures[measure]))))
+                        compare_figures.compare_profiles(frame, subtitle=compare_figures.comparison_subtitle(comparison.measures[measure]))))
     return ReportSection(
         f"Robustness controls: {result.model}, {label}",
         text=[
@@ -273,9 +272,9 @@ def massive_section(raw: AnalysisResult, dropped: AnalysisResult, measure: str) 
     """Alpha without the massive-activation dimensions beside the raw alpha (the Scaling page's control)."""
     return ReportSection(
         f"Control: alpha without the massive dimensions ({raw.model})",
-        text=[vf.massive_control_sentence(raw, dropped, measure)],
-        figures=[("Alpha by layer, raw and dropped", vf.massive_control_figure(raw, dropped, measure))],
-        tables=[("Mean core alpha, raw and dropped", vf.massive_control_table(raw, dropped))],
+        text=[scaling_figures.massive_control_sentence(raw, dropped, measure)],
+        figures=[("Alpha by layer, raw and dropped", scaling_figures.massive_control_figure(raw, dropped, measure))],
+        tables=[("Mean core alpha, raw and dropped", scaling_figures.massive_control_table(raw, dropped))],
     )
 
 
@@ -290,8 +289,8 @@ def layer_sections(result: AnalysisResult, vectors: np.ndarray, layer: int, meas
             text=["Log-log V(n) per measure with the OLS fit and the alpha = 1 and alpha = 0 references; "
                   "faint points: each carrier's distance to the centroid."],
             figures=[(f"{measure_title(m)} against n, {where}",
-                      vf.scaling_figure(result, m, layer, vectors if m in CARRIER_MEASURES else None))
-                     for m in vf.profile_measures(measure)],
+                      scaling_figures.scaling_figure(result, m, layer, vectors if m in CARRIER_MEASURES else None))
+                     for m in scaling_figures.profile_measures(measure)],
         ),
         ReportSection(
             f"Centroid geometry at {where}",
@@ -329,18 +328,18 @@ def depth_section(depth: Mapping[str, PhaseResult], dropped: Mapping[str, PhaseR
     result), raw and without the massive dimensions (``dropped``), the spectrum at ``layer``
     (named ``label``)."""
     name = next(iter(depth.values())).model
-    notes = [df.phase_sentence(depth, dropped), df.massive_sentence(depth)]
-    notes += [caveat.line() for caveat in df.spectrum_caveats(depth)]
+    notes = [depth_figures.phase_sentence(depth, dropped), depth_figures.massive_sentence(depth)]
+    notes += [caveat.line() for caveat in depth_figures.spectrum_caveats(depth)]
     return ReportSection(
         f"Depth diagnostics: {name}",
         text=notes,
-        figures=[(f"Order parameter, raw and without the massive dimensions, {name}", df.order_figure(depth, dropped)),
-                 (f"Effective rank and participation ratio, {name}", df.rank_figure(depth)),
-                 (f"Omega by layer, {name}", df.omega_figure(depth)),
-                 (f"Covariance spectrum, layer {layer} ({label}) of {name}", df.spectrum_figure(depth, layer))],
-        tables=[(f"The three largest steps of m(gamma), {name}", df.jumps_table(depth, dropped)),
+        figures=[(f"Order parameter, raw and without the massive dimensions, {name}", depth_figures.order_figure(depth, dropped)),
+                 (f"Effective rank and participation ratio, {name}", depth_figures.rank_figure(depth)),
+                 (f"Omega by layer, {name}", depth_figures.omega_figure(depth)),
+                 (f"Covariance spectrum, layer {layer} ({label}) of {name}", depth_figures.spectrum_figure(depth, layer))],
+        tables=[(f"The three largest steps of m(gamma), {name}", depth_figures.jumps_table(depth, dropped)),
                 (f"Per-layer diagnostics, {name} (n_spikes empty: the Marchenko-Pastur fit did not converge)",
-                 df.phase_table(depth, dropped))],
+                 depth_figures.phase_table(depth, dropped))],
     )
 
 
