@@ -59,21 +59,20 @@ def analysis_sections(
                     f"intervals ({result.params.n_boot} resamples, {result.params.bootstrap_layers} "
                     "layers). Layers without a fit are marked, never drawn as numbers."
                 ],
-                figures=[(f"Alpha by layer, {name}", scaling_figures.alpha_profile(fits))],
+                figures=[(f"Alpha by layer, {name}", scaling_figures.profile_figure(result, primary))],
                 tables=[(f"Per-layer fits, {name}", fits.loc[:, _FIT_TABLE_COLUMNS])],
             )
         )
     sections.append(tokenization_section(results, primary))
-    all_fits = scaling_figures.models_fits_frame(results)
     window_figures = [
         (
             f"Alpha of {measure_title(primary)} against the Weber window",
-            weber_figures.weber_window(all_fits, window, measure=primary),
+            weber_figures.weber_figure(results, primary),
         )
     ]
     weber_tables = []
     for name, result in results.items():
-        window_figures.append((f"CV against n, {name}", weber_figures.cv_chart(weber_figures.cv_frame(result))))
+        window_figures.append((f"CV against n, {name}", weber_figures.cv_figure(result)))
         trend = result.cv_trend.assign(label=[result.layer_labels[i] for i in result.cv_trend["layer"]])
         weber_tables.append((f"Spearman correlation of CV(n) with n per layer, {name}", trend))
     sections.append(
@@ -92,7 +91,7 @@ def analysis_sections(
             "Noise models (AICc)",
             text=["Descriptive comparison of constant, scalar, log-scalar and power-law noise by AICc."],
             figures=[
-                (f"Akaike weights by layer, {name}", weber_figures.noise_model_chart(weber_figures.noise_frame(r), measure=primary))
+                (f"Akaike weights by layer, {name}", weber_figures.noise_figure(r, primary))
                 for name, r in results.items()
             ],
             tables=[
@@ -107,7 +106,7 @@ def analysis_sections(
         ReportSection(
             "E3 boundary sensitivity",
             text=[f"Core-layer alphas refitted without the boundary magnitudes {_numbers(first.params.boundary)}."],
-            figures=[(f"E3, {name}", weber_figures.e3_chart(weber_figures.e3_frame(r))) for name, r in results.items()],
+            figures=[(f"E3, {name}", weber_figures.e3_figure(r)) for name, r in results.items()],
             tables=[("E3 summary", weber_figures.e3_summary(results))],
         )
     )
@@ -121,7 +120,7 @@ def analysis_sections(
             figures=[
                 (
                     f"E4, {name}",
-                    weber_figures.e4_chart(weber_figures.e4_frame(r), subtitle=weber_figures.e4_subtitle(r)),
+                    weber_figures.e4_figure(r),
                 )
                 for name, r in results.items()
             ],
@@ -132,7 +131,7 @@ def analysis_sections(
         ReportSection(
             "Geometry (RSA and PC1)",
             text=["Spearman correlation of the centroid RDM with the log-ratio and linear magnitude models."],
-            figures=[(f"RSA by layer, {name}", gf.rsa_by_layer(gf.rsa_frame(r))) for name, r in results.items()],
+            figures=[(f"RSA by layer, {name}", gf.rsa_figure(r, "euclidean")) for name, r in results.items()],
             tables=[(f"Geometry per layer, {name}", r.geometry) for name, r in results.items()],
         )
     )
@@ -184,7 +183,6 @@ def _verdict_section(results: Mapping[str, Any], measures: Sequence[str]) -> Rep
 
 def _comparison_section(comparison: Any, measure: str) -> ReportSection:
     frame = compare_figures.comparison_frame(comparison, measure)
-    subtitle = compare_figures.comparison_subtitle(comparison.measures[measure])
     depth = "gamma" if not frame["layer_a"].equals(frame["layer_b"]) else "layer"
     return ReportSection(
         f"Comparison: {comparison.model_a} vs {comparison.model_b}",
@@ -196,7 +194,7 @@ def _comparison_section(comparison: Any, measure: str) -> ReportSection:
         figures=[
             (
                 f"{comparison.model_a} vs {comparison.model_b}",
-                compare_figures.compare_profiles(frame, x=depth, subtitle=subtitle),
+                compare_figures.compare_figure(comparison, measure, x=depth),
             )
         ],
         tables=[("Comparison summary", compare_figures.comparison_summary(comparison))],
@@ -207,16 +205,11 @@ def controls_section(result: Any, measure: str) -> ReportSection:
     """The robustness controls of one model (:class:`magdash.controls.ControlsResult`) for ``measure``."""
     label = measure_title(measure)
     figures = [
-        (f"Leave one carrier out, {label}", cf.loo_chart(cf.loo_frame(result, measure))),
-        ("ICC(3,k) of the carriers' RDMs", cf.icc_chart(result.tables.icc)),
-        (f"Parametric and permutation p, {label}",
-         cf.permutation_chart(cf.permutation_frame(result, measure), level=result.params.significance)),
+        (f"Leave one carrier out, {label}", cf.loo_figure(result, measure)),
+        ("ICC(3,k) of the carriers' RDMs", cf.icc_figure(result)),
+        (f"Parametric and permutation p, {label}", cf.permutation_figure(result, measure)),
     ]
-    comparisons = [*result.variants.values(), *([result.random] if result.random is not None else [])]
-    for comparison in comparisons:
-        frame = compare_figures.comparison_frame(comparison, measure)
-        figures.append((f"{comparison.model_a} vs {comparison.model_b}",
-                        compare_figures.compare_profiles(frame, subtitle=compare_figures.comparison_subtitle(comparison.measures[measure]))))
+    figures += [(f"{result.model} vs {name}", cf.variant_figure(result, name, measure)) for name in cf.compared(result)]
     return ReportSection(
         f"Robustness controls: {result.model}, {label}",
         text=[
@@ -250,10 +243,9 @@ def design_section(result: Any) -> ReportSection:
             f"{format_number(summary['h1_size'])} (nominal {params.level / 2:g}).",
         ],
         figures=[
-            ("H1 power", cf.power_curve(cf.h1_power_frame(result), target=params.power_target)),
-            ("E6 power", cf.power_curve(cf.e6_power_frame(result), x="delta",
-                                            x_title="true delta alpha", target=params.power_target)),
-            ("CI half-width of alpha", cf.ci_width_chart(cf.ci_width_frame(result))),
+            ("H1 power", cf.h1_figure(result)),
+            ("E6 power", cf.e6_figure(result)),
+            ("CI half-width of alpha", cf.ci_width_figure(result)),
         ],
         tables=[
             ("Summary at the design's alpha and delta", cf.design_summary(result)),
