@@ -1,9 +1,9 @@
 """The Altair vocabulary every chart of magdash shares: the depth axis, the core and no-fit bands,
 reference lines, colours, titles, inline data and thinning.
 
-A chart function (in the figure module of its science: :mod:`~magdash.presentation.variability_figures`,
-:mod:`~magdash.presentation.geometry_figures`, :mod:`~magdash.presentation.frequency_figures`,
-:mod:`~magdash.presentation.depth_figures`, :mod:`~magdash.presentation.controls_figures`) takes
+A chart function (in the figure module of its science: :mod:`~magdash.presentation.scaling_figures`,
+:mod:`~magdash.presentation.weber_figures`, :mod:`~magdash.presentation.geometry_figures`,
+:mod:`~magdash.presentation.depth_figures`, ...) takes
 DataFrames (one row per mark) and returns an Altair chart; it reads no store and computes no
 statistic. Conventions shared by every chart:
 

@@ -2,8 +2,8 @@
 distribution with its fits, V against a number's corpus count, the partial Spearman rho given log n
 and the raw rho by layer.
 
-Charts (:mod:`magdash.presentation.chart_style`), then figures, as in
-:mod:`magdash.presentation.variability_figures`.
+Each figure's frame, chart (:mod:`magdash.presentation.chart_style`) and figure function sit
+together, as in :mod:`magdash.presentation.scaling_figures`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,205 @@ from magdash.presentation import chart_style as style
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.conventions import MAGDASH
 from magdash.variability.measures import MEASURES
+
+# -- E5 by layer --------------------------------------------------------------------------
+
+
+E5_LINES = {E5_STATISTICS["partial"]: style.MODEL_COLORS[0], E5_STATISTICS["raw"]: style.REFERENCE_COLOR}
+"""The colours of E5's two correlations: the decisive partial one in the first model colour, the raw one grey."""
+
+
+def e5_rho_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """An E5 table (:func:`e5_table`) long, one row per (statistic, layer), the partial correlation
+    first: statistic, layer, label, core, rho, ci_low, ci_high (the frame of :func:`frequency_rho_by_layer`)."""
+    frames = []
+    for prefix, name in E5_STATISTICS.items():
+        frame = table.loc[:, [c for c in ("layer", "label", "core") if c in table]].copy()
+        frame.insert(0, "statistic", name)
+        frame["rho"] = table[f"{prefix}_rho"]
+        frame["ci_low"], frame["ci_high"] = table[f"{prefix}_ci_low"], table[f"{prefix}_ci_high"]
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def frequency_rho_by_layer(
+    frame: pd.DataFrame,
+    *,
+    x: str = "layer",
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: style.Width = style.DEFAULT_WIDTH,
+    height: int = style.DEFAULT_HEIGHT,
+) -> alt.LayerChart:
+    """E5's correlations of V(n) with log(count(n) + 1) per layer, core band shaded.
+
+    ``frame``: layer, rho; ``statistic`` (one line each: :data:`E5_LINES`' partial solid, raw
+    dashed, each with its band; default one line "rho"), ``ci_low``/``ci_high`` (a band), ``core``,
+    ``label``, ``gamma`` optional (:func:`e5_rho_frame` builds it from an E5 table).
+    """
+    style.require_columns(frame, ["layer", "rho"], "frequency_rho_by_layer")
+    x_field, x_title = style.depth_field(x)
+    data = frame.copy()
+    if "statistic" not in data:
+        data["statistic"] = "rho"
+    if "label" not in data:
+        data["label"] = data["layer"].astype(str)
+    band = ("ci_low", "ci_high") if {"ci_low", "ci_high"} <= set(data) else None
+    statistics = list(dict.fromkeys(data["statistic"].astype(str)))
+    axis = style.DepthAxis.of(data[x_field], x_field, x_title)
+    layers = style.depth_backdrop(axis, data[data["statistic"] == statistics[0]], "rho")
+    layers.append(style.zero_rule(0.0))
+    columns = ["statistic", "layer", "label", x_field, "rho", *(band or ())]
+    layers += style.profile_layers(
+        data.loc[:, list(dict.fromkeys(columns))],
+        x=axis.encoding(),
+        y_field="rho",
+        y_title="Spearman rho",
+        color=alt.Color("statistic:N", scale=style.color_scale(statistics, E5_LINES), title="statistic"),
+        stroke_dash=alt.StrokeDash("statistic:N", scale=alt.Scale(
+            domain=statistics, range=[[1, 0], [5, 3]][: len(statistics)]), legend=None),
+        tooltip=[
+            alt.Tooltip("statistic:N"),
+            alt.Tooltip("layer:Q"),
+            alt.Tooltip("label:N"),
+            alt.Tooltip("rho:Q", title="Spearman rho (V vs log(count + 1))", format=".3f"),
+            *([alt.Tooltip("ci_low:Q", title="CI low", format=".3f"),
+               alt.Tooltip("ci_high:Q", title="CI high", format=".3f")] if band else []),
+        ],
+        band=band,
+        detail="statistic",
+    )
+    text = title or "Variability vs corpus frequency by layer (E5)"
+    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+
+
+def e5_table(result: AnalysisResult, e5: pd.DataFrame) -> pd.DataFrame:
+    """The E5 of every layer (:func:`magdash.runs.frequency_runs.e5_from_analysis`: the partial rho of V(n)
+    with log(count(n) + 1) given log n, then the raw rho, each with its p and CI) with the model and the core band."""
+    table = e5.copy()
+    table.insert(0, "model", result.model)
+    table.insert(3, "core", table["layer"].isin(result.core_layers))
+    return table
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def e5_sentence(table: pd.DataFrame, source: FrequencySource, conventions: str = MAGDASH) -> str:
+    """The E5 summary over the core layers, the partial correlation first, significance counted by ``conventions``."""
+    summary = e5_summary(table[table["core"]].reset_index(drop=True), conventions=conventions)
+    partial, raw = summary["partial"], summary["raw"]
+    rule = summary["significance"]
+    if partial["best_layer"] is None:
+        sentence = (f"No core layer has a {E5_STATISTICS['partial']}: V or the count orders the magnitudes as n "
+                    "does, so nothing is left to correlate once log n is controlled.")
+    else:
+        sentence = (
+            f"{_capitalised(E5_STATISTICS['partial'])}, the test of the frequency account, over the core layers: "
+            f"mean {fixed(partial['mean_rho'])}, median {fixed(partial['median_rho'])}; "
+            f"{partial['significant_layers']} of {partial['layers_with_rho']} layers significant ({rule}), "
+            f"largest |rho| at layer {partial['best_layer']} ({fixed(partial['best_rho'])}, p = {format_p(partial['best_p'])})."
+        )
+    if raw["best_layer"] is not None:
+        sentence += (
+            f" {_capitalised(E5_STATISTICS['raw'])} (the paper's E5, confounded with magnitude: counts fall with n): "
+            f"mean {fixed(raw['mean_rho'])}, {raw['significant_layers']} of {raw['layers_with_rho']} layers "
+            f"significant ({rule})."
+        )
+    if summary["unreachable"]:
+        sentence += f" Note: {summary['unreachable']}."
+    return sentence + f" Source {source.name}: {len(source.counts):,} numbers, {source.total:,} occurrences."
+
+
+def frequency_rho_figure(table: pd.DataFrame) -> alt.LayerChart:
+    """E5 by layer: the partial Spearman rho of V(n) with log(count + 1) given log n (solid) and the raw rho
+    (dashed), each with its bootstrap CI.
+
+    Args:
+        table: the E5 table (one row per layer).
+    """
+    return frequency_rho_by_layer(
+        e5_rho_frame(table), subtitle="the partial rho tests the frequency account; the raw rho is confounded with n",
+        width="container",
+    )
+
+
+# -- V against the corpus count -----------------------------------------------------------
+
+
+def frequency_scatter_frame(result: AnalysisResult, source: FrequencySource, measure: str, layer: int, missing: str = "error") -> pd.DataFrame:
+    """magnitude, count, V at one layer (the points of the E5 scatter)."""
+    counts = counts_for_magnitudes(result.magnitudes, source, missing)
+    return pd.DataFrame(
+        {"magnitude": result.magnitudes, "count": np.asarray(counts, dtype=np.float64), "V": result.values[measure][layer]}
+    )
+
+
+def variability_vs_frequency(
+    frame: pd.DataFrame,
+    *,
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: style.Width = style.DEFAULT_WIDTH,
+    height: int = style.DEFAULT_HEIGHT,
+) -> alt.LayerChart:
+    """V_eucl(n) at one layer against the corpus count of n, on a log(count + 1) axis (E5).
+
+    ``frame``: magnitude, count, V. Points are labelled with their magnitude; put the
+    Spearman rho in ``subtitle``.
+    """
+    style.require_columns(frame, ["magnitude", "count", "V"], "variability_vs_frequency")
+    shown = style.finite_rows(frame, "count", "V").loc[:, ["magnitude", "count", "V"]]
+    shown = shown.assign(count_plus_one=shown["count"].astype(float) + 1.0)
+    data = style.inline_data(shown)
+    x = alt.X("count_plus_one:Q", scale=alt.Scale(type="log"), title="corpus count + 1 (log)")
+    y = alt.Y("V:Q", title="V_eucl", scale=alt.Scale(zero=False))  # V varies little: from 0 it is a flat line
+    points = alt.Chart(data).mark_point(
+        filled=True, size=50, color=style.MEASURE_COLORS["V_eucl"], invalid=style.POINT_INVALID
+    ).encode(
+        x=x,
+        y=y,
+        tooltip=[
+            alt.Tooltip("magnitude:Q", title="n"),
+            alt.Tooltip("count:Q", format=",d"),
+            alt.Tooltip("V:Q", title=MEASURES["eucl"].explained, format=".4g"),
+        ],
+    )
+    layers = [points]
+    if len(shown) <= style.MAX_TEXT_LABELS:  # more labels would only overlap
+        layers.append(alt.Chart(data).mark_text(dx=6, dy=-6, fontSize=9, color=style.POINT_GREY).encode(
+            x=x, y=y, text=alt.Text("magnitude:Q", format="d")
+        ))
+    text = title or "Variability against corpus frequency (E5)"
+    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+
+
+def frequency_scatter_figure(frame: pd.DataFrame, table: pd.DataFrame, layer: int, label: str) -> alt.LayerChart:
+    """E5 at one layer: V against each magnitude's corpus count.
+
+    Args:
+        frame: magnitude, count and V at the layer (``frequency_scatter_frame``).
+        table: the E5 table, for the layer's partial and raw rho and their p.
+        layer: the layer shown.
+        label: the layer's label.
+    """
+    row = table[table["layer"] == layer]
+
+    def statistic(prefix: str) -> str:
+        rho = float(row[f"{prefix}_rho"].iloc[0]) if len(row) else math.nan
+        p = float(row[f"{prefix}_p"].iloc[0]) if len(row) else math.nan
+        return f"{E5_STATISTICS[prefix]} = {fixed(rho)}, p = {format_p(p)}"
+
+    subtitle = f"layer {layer} ({label}): {statistic('partial')}; {statistic('raw')}"
+    return variability_vs_frequency(frame, subtitle=subtitle, width="container")
+
+
+# -- the counts' distribution -------------------------------------------------------------
+
+
+FIT_LABELS = {"power_law": "power law", "exponential": "exponential", "loglog_ols": "log-log OLS"}
+"""Legend names of the count-distribution fits of :func:`magdash.frequency.fit_distributions`."""
 
 
 def frequency_loglog(
@@ -87,204 +286,6 @@ def frequency_loglog(
     return style.finish(alt.layer(*layers), style.chart_title(text, notes or None), width, height)
 
 
-def variability_vs_frequency(
-    frame: pd.DataFrame,
-    *,
-    title: str | None = None,
-    subtitle: str | None = None,
-    width: style.Width = style.DEFAULT_WIDTH,
-    height: int = style.DEFAULT_HEIGHT,
-) -> alt.LayerChart:
-    """V_eucl(n) at one layer against the corpus count of n, on a log(count + 1) axis (E5).
-
-    ``frame``: magnitude, count, V. Points are labelled with their magnitude; put the
-    Spearman rho in ``subtitle``.
-    """
-    style.require_columns(frame, ["magnitude", "count", "V"], "variability_vs_frequency")
-    shown = style.finite_rows(frame, "count", "V").loc[:, ["magnitude", "count", "V"]]
-    shown = shown.assign(count_plus_one=shown["count"].astype(float) + 1.0)
-    data = style.inline_data(shown)
-    x = alt.X("count_plus_one:Q", scale=alt.Scale(type="log"), title="corpus count + 1 (log)")
-    y = alt.Y("V:Q", title="V_eucl", scale=alt.Scale(zero=False))  # V varies little: from 0 it is a flat line
-    points = alt.Chart(data).mark_point(
-        filled=True, size=50, color=style.MEASURE_COLORS["V_eucl"], invalid=style.POINT_INVALID
-    ).encode(
-        x=x,
-        y=y,
-        tooltip=[
-            alt.Tooltip("magnitude:Q", title="n"),
-            alt.Tooltip("count:Q", format=",d"),
-            alt.Tooltip("V:Q", title=MEASURES["eucl"].explained, format=".4g"),
-        ],
-    )
-    layers = [points]
-    if len(shown) <= style.MAX_TEXT_LABELS:  # more labels would only overlap
-        layers.append(alt.Chart(data).mark_text(dx=6, dy=-6, fontSize=9, color=style.POINT_GREY).encode(
-            x=x, y=y, text=alt.Text("magnitude:Q", format="d")
-        ))
-    text = title or "Variability against corpus frequency (E5)"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
-
-
-def frequency_rho_by_layer(
-    frame: pd.DataFrame,
-    *,
-    x: str = "layer",
-    title: str | None = None,
-    subtitle: str | None = None,
-    width: style.Width = style.DEFAULT_WIDTH,
-    height: int = style.DEFAULT_HEIGHT,
-) -> alt.LayerChart:
-    """E5's correlations of V(n) with log(count(n) + 1) per layer, core band shaded.
-
-    ``frame``: layer, rho; ``statistic`` (one line each: :data:`E5_LINES`' partial solid, raw
-    dashed, each with its band; default one line "rho"), ``ci_low``/``ci_high`` (a band), ``core``,
-    ``label``, ``gamma`` optional (:func:`e5_rho_frame` builds it from an E5 table).
-    """
-    style.require_columns(frame, ["layer", "rho"], "frequency_rho_by_layer")
-    x_field, x_title = style.depth_field(x)
-    data = frame.copy()
-    if "statistic" not in data:
-        data["statistic"] = "rho"
-    if "label" not in data:
-        data["label"] = data["layer"].astype(str)
-    band = ("ci_low", "ci_high") if {"ci_low", "ci_high"} <= set(data) else None
-    statistics = list(dict.fromkeys(data["statistic"].astype(str)))
-    axis = style.DepthAxis.of(data[x_field], x_field, x_title)
-    layers = style.depth_backdrop(axis, data[data["statistic"] == statistics[0]], "rho")
-    layers.append(style.zero_rule(0.0))
-    columns = ["statistic", "layer", "label", x_field, "rho", *(band or ())]
-    layers += style.profile_layers(
-        data.loc[:, list(dict.fromkeys(columns))],
-        x=axis.encoding(),
-        y_field="rho",
-        y_title="Spearman rho",
-        color=alt.Color("statistic:N", scale=style.color_scale(statistics, E5_LINES), title="statistic"),
-        stroke_dash=alt.StrokeDash("statistic:N", scale=alt.Scale(
-            domain=statistics, range=[[1, 0], [5, 3]][: len(statistics)]), legend=None),
-        tooltip=[
-            alt.Tooltip("statistic:N"),
-            alt.Tooltip("layer:Q"),
-            alt.Tooltip("label:N"),
-            alt.Tooltip("rho:Q", title="Spearman rho (V vs log(count + 1))", format=".3f"),
-            *([alt.Tooltip("ci_low:Q", title="CI low", format=".3f"),
-               alt.Tooltip("ci_high:Q", title="CI high", format=".3f")] if band else []),
-        ],
-        band=band,
-        detail="statistic",
-    )
-    text = title or "Variability vs corpus frequency by layer (E5)"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
-
-
-E5_LINES = {E5_STATISTICS["partial"]: style.MODEL_COLORS[0], E5_STATISTICS["raw"]: style.REFERENCE_COLOR}
-"""The colours of E5's two correlations: the decisive partial one in the first model colour, the raw one grey."""
-
-
-def e5_rho_frame(table: pd.DataFrame) -> pd.DataFrame:
-    """An E5 table (:func:`e5_table`) long, one row per (statistic, layer), the partial correlation
-    first: statistic, layer, label, core, rho, ci_low, ci_high (the frame of :func:`frequency_rho_by_layer`)."""
-    frames = []
-    for prefix, name in E5_STATISTICS.items():
-        frame = table.loc[:, [c for c in ("layer", "label", "core") if c in table]].copy()
-        frame.insert(0, "statistic", name)
-        frame["rho"] = table[f"{prefix}_rho"]
-        frame["ci_low"], frame["ci_high"] = table[f"{prefix}_ci_low"], table[f"{prefix}_ci_high"]
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
-
-
-FIT_LABELS = {"power_law": "power law", "exponential": "exponential", "loglog_ols": "log-log OLS"}
-"""Legend names of the count-distribution fits of :func:`magdash.frequency.fit_distributions`."""
-
-
-def e5_table(result: AnalysisResult, e5: pd.DataFrame) -> pd.DataFrame:
-    """The E5 of every layer (:func:`magdash.runs.frequency_runs.e5_from_analysis`: the partial rho of V(n)
-    with log(count(n) + 1) given log n, then the raw rho, each with its p and CI) with the model and the core band."""
-    table = e5.copy()
-    table.insert(0, "model", result.model)
-    table.insert(3, "core", table["layer"].isin(result.core_layers))
-    return table
-
-
-def e5_sentence(table: pd.DataFrame, source: FrequencySource, conventions: str = MAGDASH) -> str:
-    """The E5 summary over the core layers, the partial correlation first, significance counted by ``conventions``."""
-    summary = e5_summary(table[table["core"]].reset_index(drop=True), conventions=conventions)
-    partial, raw = summary["partial"], summary["raw"]
-    rule = summary["significance"]
-    if partial["best_layer"] is None:
-        sentence = (f"No core layer has a {E5_STATISTICS['partial']}: V or the count orders the magnitudes as n "
-                    "does, so nothing is left to correlate once log n is controlled.")
-    else:
-        sentence = (
-            f"{_capitalised(E5_STATISTICS['partial'])}, the test of the frequency account, over the core layers: "
-            f"mean {fixed(partial['mean_rho'])}, median {fixed(partial['median_rho'])}; "
-            f"{partial['significant_layers']} of {partial['layers_with_rho']} layers significant ({rule}), "
-            f"largest |rho| at layer {partial['best_layer']} ({fixed(partial['best_rho'])}, p = {format_p(partial['best_p'])})."
-        )
-    if raw["best_layer"] is not None:
-        sentence += (
-            f" {_capitalised(E5_STATISTICS['raw'])} (the paper's E5, confounded with magnitude: counts fall with n): "
-            f"mean {fixed(raw['mean_rho'])}, {raw['significant_layers']} of {raw['layers_with_rho']} layers "
-            f"significant ({rule})."
-        )
-    if summary["unreachable"]:
-        sentence += f" Note: {summary['unreachable']}."
-    return sentence + f" Source {source.name}: {len(source.counts):,} numbers, {source.total:,} occurrences."
-
-
-def _capitalised(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
-def frequency_rho_figure(table: pd.DataFrame) -> alt.LayerChart:
-    """E5 by layer: the partial Spearman rho of V(n) with log(count + 1) given log n (solid) and the raw rho
-    (dashed), each with its bootstrap CI.
-
-    Args:
-        table: the E5 table (one row per layer).
-    """
-    return frequency_rho_by_layer(
-        e5_rho_frame(table), subtitle="the partial rho tests the frequency account; the raw rho is confounded with n",
-        width="container",
-    )
-
-
-def frequency_scatter_frame(result: AnalysisResult, source: FrequencySource, measure: str, layer: int, missing: str = "error") -> pd.DataFrame:
-    """magnitude, count, V at one layer (the points of the E5 scatter)."""
-    counts = counts_for_magnitudes(result.magnitudes, source, missing)
-    return pd.DataFrame(
-        {"magnitude": result.magnitudes, "count": np.asarray(counts, dtype=np.float64), "V": result.values[measure][layer]}
-    )
-
-
-def frequency_scatter_figure(frame: pd.DataFrame, table: pd.DataFrame, layer: int, label: str) -> alt.LayerChart:
-    """E5 at one layer: V against each magnitude's corpus count.
-
-    Args:
-        frame: magnitude, count and V at the layer (``frequency_scatter_frame``).
-        table: the E5 table, for the layer's partial and raw rho and their p.
-        layer: the layer shown.
-        label: the layer's label.
-    """
-    row = table[table["layer"] == layer]
-
-    def statistic(prefix: str) -> str:
-        rho = float(row[f"{prefix}_rho"].iloc[0]) if len(row) else math.nan
-        p = float(row[f"{prefix}_p"].iloc[0]) if len(row) else math.nan
-        return f"{E5_STATISTICS[prefix]} = {fixed(rho)}, p = {format_p(p)}"
-
-    subtitle = f"layer {layer} ({label}): {statistic('partial')}; {statistic('raw')}"
-    return variability_vs_frequency(frame, subtitle=subtitle, width="container")
-
-
-def frequency_fit_table(source: FrequencySource) -> pd.DataFrame:
-    """The count-distribution fits, named as in the figure's legend (column ``distribution``: the
-    fitted law, not a language model)."""
-    table = fit_distributions(source).assign(model=lambda t: t["model"].map(lambda m: FIT_LABELS.get(m, m)))
-    return table.rename(columns={"model": "distribution"})
-
-
 def frequency_counts_figure(source: FrequencySource) -> alt.LayerChart:
     """Counts of 1..N on log-log axes with the power-law, exponential and log-log OLS fits.
 
@@ -299,3 +300,10 @@ def frequency_counts_figure(source: FrequencySource) -> alt.LayerChart:
     # The fits are on the proportion scale; multiply back to counts to share the axis.
     curves["predicted"] = curves["predicted"] * total
     return frequency_loglog(plot[["number", "count"]], curves, subtitle=f"source {source.name}", width="container")
+
+
+def frequency_fit_table(source: FrequencySource) -> pd.DataFrame:
+    """The count-distribution fits, named as in the figure's legend (column ``distribution``: the
+    fitted law, not a language model)."""
+    table = fit_distributions(source).assign(model=lambda t: t["model"].map(lambda m: FIT_LABELS.get(m, m)))
+    return table.rename(columns={"model": "distribution"})
