@@ -6,7 +6,7 @@ import streamlit as st
 from magdash import dashboard
 from magdash.errors import MagdashError
 from magdash.frequency.sources import read_counts_csv
-from magdash.presentation import frequency_figures as ff
+from magdash.presentation import frequency_figures
 from magdash.runs.frequency_runs import save_source
 from pages import ui
 
@@ -51,19 +51,19 @@ missing = "zero" if zero else "error"
 try:
     with st.spinner(ui.plain(f"Analysing {view.model} (first time only)…")):
         ui.analysis_for(key)
-    table = ui.cached(ff.e5_table, key, dashboard.E5Key(key, source, view.measure, missing))
+    table = ui.cached(frequency_figures.e5_table, key, dashboard.E5Key(key, source, view.measure, missing))
 except MagdashError as error:
     ui.show_error(error)
     st.stop()
-ui.say(ui.compute(ff.e5_sentence, table, source, view.conventions))
-ui.figure(ff.frequency_rho_figure, table, name=f"e5-rho-{view.model}-{name}")  # its CSV: the table below
+ui.say(ui.compute(frequency_figures.e5_sentence, table, source, view.conventions))
+ui.figure(frequency_figures.frequency_rho_figure, table, name=f"e5-rho-{view.model}-{name}")  # its CSV: the table below
 
 layer = ui.layer_picker(ctx)
-frame = ui.cached(ff.frequency_scatter_frame, key, source, view.measure, layer, missing)
-ui.figure(ff.frequency_scatter_figure, frame, table, layer, ctx.record.layer_labels[layer],
+frame = ui.cached(frequency_figures.frequency_scatter_frame, key, source, view.measure, layer, missing)
+ui.figure(frequency_figures.frequency_scatter_figure, frame, table, layer, ctx.record.layer_labels[layer],
           name=f"e5-scatter-{view.model}-{name}-layer{layer}", data=frame)
 ui.table(table, name=f"e5-{view.model}-{name}")
 
 st.subheader(ui.plain(f"Distribution of the counts ({name})"))
-ui.figure(ff.frequency_counts_figure, source, name=f"counts-{name}")
-ui.table(ff.frequency_fit_table, source, name=f"count-fits-{name}")
+ui.figure(frequency_figures.frequency_counts_figure, source, name=f"counts-{name}")
+ui.table(frequency_figures.frequency_fit_table, source, name=f"count-fits-{name}")

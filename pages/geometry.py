@@ -3,7 +3,7 @@
 import streamlit as st
 
 from magdash import dashboard
-from magdash.presentation import geometry_figures as gf
+from magdash.presentation import geometry_figures
 from pages import ui
 
 ctx = ui.require_data("the geometry analysis")
@@ -16,13 +16,13 @@ st.caption(
 key = ui.analysed(ctx)
 control = dashboard.control_analysis_key(view, ctx.inventory)
 metric = st.radio("Distance", ("euclidean", "cosine"), horizontal=True, key="geo_metric")
-ui.say(ui.compute(gf.rsa_sentence, key, metric, control))
-ui.figure(gf.rsa_figure, key, metric, control, name=f"rsa-{view.model}-{metric}")
+ui.say(ui.compute(geometry_figures.rsa_sentence, key, metric, control))
+ui.figure(geometry_figures.rsa_figure, key, metric, control, name=f"rsa-{view.model}-{metric}")
 
 layer = ui.layer_picker(ctx)
 layer_arg = dashboard.layer_key(view, ctx.inventory, layer)
 # One above the other: side by side, half a page cuts the titles and the buttons' labels.
-ui.figure(gf.rdm_figure, key, layer_arg, layer, metric, name=f"rdm-{view.model}-layer{layer}-{metric}")
-ui.figure(gf.pc1_figure, key, layer_arg, layer, name=f"pc1-{view.model}-layer{layer}")
+ui.figure(geometry_figures.rdm_figure, key, layer_arg, layer, metric, name=f"rdm-{view.model}-layer{layer}-{metric}")
+ui.figure(geometry_figures.pc1_figure, key, layer_arg, layer, name=f"pc1-{view.model}-layer{layer}")
 st.subheader("Geometry by layer")
-ui.table(gf.geometry_table, key, name=f"geometry-{view.model}")
+ui.table(geometry_figures.geometry_table, key, name=f"geometry-{view.model}")

@@ -22,10 +22,15 @@ from magdash.controls.robustness import ControlsResult
 from magdash.errors import AnalysisError
 from magdash.frequency.sources import FrequencySource
 from magdash.phase.diagnostics import PhaseResult
-from magdash.presentation import compare_figures, depth_figures, scaling_figures, weber_figures
-from magdash.presentation import controls_figures as cf
-from magdash.presentation import frequency_figures as ff
-from magdash.presentation import geometry_figures as gf
+from magdash.presentation import (
+    compare_figures,
+    controls_figures,
+    depth_figures,
+    frequency_figures,
+    geometry_figures,
+    scaling_figures,
+    weber_figures,
+)
 from magdash.store import Activations, Store
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.compare import ComparisonResult
@@ -146,7 +151,7 @@ def rsa(result: AnalysisResult, metric: str = "euclidean"):
         result: the analysis.
         metric: the RDM's distance, ``euclidean`` or ``cosine``.
     """
-    return gf.rsa_figure(result, metric)
+    return geometry_figures.rsa_figure(result, metric)
 
 
 def rdm(result: AnalysisResult, layer: int, data: Any, metric: str = "euclidean"):
@@ -159,7 +164,7 @@ def rdm(result: AnalysisResult, layer: int, data: Any, metric: str = "euclidean"
         metric: ``euclidean`` or ``cosine``.
     """
     layer = _check_layer(result, layer)
-    return gf.rdm_figure(result, _vectors(result, layer, data), layer, metric)
+    return geometry_figures.rdm_figure(result, _vectors(result, layer, data), layer, metric)
 
 
 def pc1(result: AnalysisResult, layer: int, data: Any):
@@ -171,7 +176,7 @@ def pc1(result: AnalysisResult, layer: int, data: Any):
         data: the store, activations or layer array the result came from.
     """
     layer = _check_layer(result, layer)
-    return gf.pc1_figure(result, _vectors(result, layer, data), layer)
+    return geometry_figures.pc1_figure(result, _vectors(result, layer, data), layer)
 
 
 # -- controls and design -------------------------------------------------------------------------
@@ -184,7 +189,7 @@ def loo(result: ControlsResult, measure: str = "eucl"):
         result: the controls.
         measure: the measure.
     """
-    return cf.loo_figure(result, measure)
+    return controls_figures.loo_figure(result, measure)
 
 
 def icc(result: ControlsResult):
@@ -193,7 +198,7 @@ def icc(result: ControlsResult):
     Args:
         result: the controls.
     """
-    return cf.icc_figure(result)
+    return controls_figures.icc_figure(result)
 
 
 def permutation(result: ControlsResult, measure: str = "eucl"):
@@ -203,7 +208,7 @@ def permutation(result: ControlsResult, measure: str = "eucl"):
         result: the controls.
         measure: the measure.
     """
-    return cf.permutation_figure(result, measure)
+    return controls_figures.permutation_figure(result, measure)
 
 
 def variant(result: ControlsResult, name: str | None = None, measure: str = "eucl"):
@@ -214,13 +219,13 @@ def variant(result: ControlsResult, name: str | None = None, measure: str = "euc
         name: a variant's name, or the control's; default the first compared.
         measure: the measure.
     """
-    compared = cf.compared(result)
+    compared = controls_figures.compared(result)
     if not compared:
         raise AnalysisError("no variant or @random control was compared: store or pass one")
     name = compared[0] if name is None else name
     if name not in compared:
         raise AnalysisError(f"{name!r} was not compared; these were: {', '.join(compared)}")
-    return cf.variant_figure(result, name, measure)
+    return controls_figures.variant_figure(result, name, measure)
 
 
 def h1_power(result: DesignResult):
@@ -229,7 +234,7 @@ def h1_power(result: DesignResult):
     Args:
         result: the design.
     """
-    return cf.h1_figure(result)
+    return controls_figures.h1_figure(result)
 
 
 def e6_power(result: DesignResult):
@@ -238,7 +243,7 @@ def e6_power(result: DesignResult):
     Args:
         result: the design.
     """
-    return cf.e6_figure(result)
+    return controls_figures.e6_figure(result)
 
 
 def ci_width(result: DesignResult):
@@ -247,7 +252,7 @@ def ci_width(result: DesignResult):
     Args:
         result: the design.
     """
-    return cf.ci_width_figure(result)
+    return controls_figures.ci_width_figure(result)
 
 
 # -- depth ---------------------------------------------------------------------------------------
@@ -305,7 +310,7 @@ def e5(table: pd.DataFrame):
     Args:
         table: :func:`magdash.e5`'s table.
     """
-    return ff.frequency_rho_figure(table)
+    return frequency_figures.frequency_rho_figure(table)
 
 
 def frequency(result: AnalysisResult, source: FrequencySource, table: pd.DataFrame, layer: int | None = None,
@@ -322,8 +327,8 @@ def frequency(result: AnalysisResult, source: FrequencySource, table: pd.DataFra
     """
     _check_measure(result, measure)
     layer = result.core_layers[len(result.core_layers) // 2] if layer is None else _check_layer(result, layer)
-    frame = ff.frequency_scatter_frame(result, source, measure, layer, missing)
-    return ff.frequency_scatter_figure(frame, table, layer, result.layer_labels[layer])
+    frame = frequency_figures.frequency_scatter_frame(result, source, measure, layer, missing)
+    return frequency_figures.frequency_scatter_figure(frame, table, layer, result.layer_labels[layer])
 
 
 def frequency_counts(source: FrequencySource):
@@ -332,7 +337,7 @@ def frequency_counts(source: FrequencySource):
     Args:
         source: the frequency source.
     """
-    return ff.frequency_counts_figure(source)
+    return frequency_figures.frequency_counts_figure(source)
 
 
 # -- arguments -----------------------------------------------------------------------------------

@@ -17,8 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from magdash import dashboard
-from magdash.dashboard import controls_page as dc
-from magdash.dashboard import probes_page as dp
+from magdash.dashboard import controls_page, probes_page
 from magdash.dashboard.jobs import JobRegistry
 from magdash.errors import ReadOnlyStoreError
 from magdash.store import Store
@@ -131,21 +130,21 @@ def phase_for(key: dashboard.PhaseKey):
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def controls_for(key: dc.ControlsKey):
+def controls_for(key: controls_page.ControlsKey):
     from magdash.runs.controls_runs import run_controls
 
     return run_controls(store_for(key.store), key.model, key.stimuli, key.params)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def design_for(key: dc.DesignKey):
+def design_for(key: controls_page.DesignKey):
     from magdash.runs.design_runs import run_design
 
     return run_design(store_for(key.store), key.model, key.stimuli, key.params, key.analysis)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def probe_for(key: dp.ProbeKey):
+def probe_for(key: probes_page.ProbeKey):
     """The probes of one model, from the store's cache or computed once (and written to its probe tables)."""
     from magdash.runs.probe_runs import probe
 
@@ -153,9 +152,9 @@ def probe_for(key: dp.ProbeKey):
 
 
 _RESOLVERS: dict[type, Callable[[Any], Any]] = {
-    dc.ControlsKey: controls_for,
-    dp.ProbeKey: probe_for,
-    dc.DesignKey: design_for,
+    controls_page.ControlsKey: controls_for,
+    probes_page.ProbeKey: probe_for,
+    controls_page.DesignKey: design_for,
     dashboard.PhaseKey: phase_for,
     dashboard.AnalysisKey: analysis_for,
     dashboard.ComparisonKey: comparison_for,

@@ -9,8 +9,7 @@ import html
 import streamlit as st
 
 from magdash import dashboard
-from magdash.dashboard import controls_page as dc
-from magdash.dashboard import probes_page as dp
+from magdash.dashboard import controls_page, probes_page
 from magdash.errors import MagdashError
 from magdash.presentation import export
 from magdash.variability.conventions import CONVENTION_NAMES
@@ -154,14 +153,14 @@ def report_button(context: AppContext) -> None:
     keys = {name: dashboard.analysis_key(view, inventory, name) for name in inventory.models_sharing(view.stimuli)}
     comparison = dashboard.comparison_key(view, inventory) if view.other else None
     query = dashboard.view_to_query(view)
-    controls_key, design_key = (dc.session_key(view, st.session_state.get(name)) for name in dc.SESSION_KEYS)
+    controls_key, design_key = (controls_page.session_key(view, st.session_state.get(name)) for name in controls_page.SESSION_KEYS)
     layer = dashboard.default_layer(view, context.record)
 
     def build() -> str:
         from magdash import reports
 
         try:
-            extra = dc.session_sections(
+            extra = controls_page.session_sections(
                 view,
                 controls_for(controls_key) if controls_key is not None else None,
                 design_for(design_key) if design_key is not None else None,
@@ -171,7 +170,7 @@ def report_button(context: AppContext) -> None:
                 store, list(keys), view.stimuli, {name: key.params for name, key in keys.items()},
                 comparisons=[comparison_for(comparison)] if comparison is not None else [], focus=view.model,
                 measure=view.measure, layer=layer, depth=dashboard.phase_params(view), source=reports.REPORT_SOURCE,
-                probes=dp.probe_params(view), extra_sections=extra, view=query,
+                probes=probes_page.probe_params(view), extra_sections=extra, view=query,
             )
         except MagdashError as error:  # a download cannot show st.error: say it in the file
             return f"<!DOCTYPE html><meta charset=utf-8><p>No report: {html.escape(str(error))}</p>"

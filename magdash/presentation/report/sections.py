@@ -16,11 +16,17 @@ from magdash.errors import AnalysisError
 from magdash.formatting import format_number, layer_span
 from magdash.frequency.sources import FrequencySource
 from magdash.phase.diagnostics import PhaseResult
-from magdash.presentation import compare_figures, depth_figures, scaling_figures, tokenization_figures, weber_figures
-from magdash.presentation import controls_figures as cf
-from magdash.presentation import frequency_figures as ff
-from magdash.presentation import geometry_figures as gf
-from magdash.presentation import probe_figures as pf
+from magdash.presentation import (
+    compare_figures,
+    controls_figures,
+    depth_figures,
+    frequency_figures,
+    geometry_figures,
+    probe_figures,
+    scaling_figures,
+    tokenization_figures,
+    weber_figures,
+)
 from magdash.presentation.report.html import ReportSection
 from magdash.probes.result import ProbeResult
 from magdash.variability.analysis import AnalysisResult
@@ -131,7 +137,7 @@ def analysis_sections(
         ReportSection(
             "Geometry (RSA and PC1)",
             text=["Spearman correlation of the centroid RDM with the log-ratio and linear magnitude models."],
-            figures=[(f"RSA by layer, {name}", gf.rsa_figure(r, "euclidean")) for name, r in results.items()],
+            figures=[(f"RSA by layer, {name}", geometry_figures.rsa_figure(r, "euclidean")) for name, r in results.items()],
             tables=[(f"Geometry per layer, {name}", r.geometry) for name, r in results.items()],
         )
     )
@@ -205,11 +211,11 @@ def controls_section(result: Any, measure: str) -> ReportSection:
     """The robustness controls of one model (:class:`magdash.controls.ControlsResult`) for ``measure``."""
     label = measure_title(measure)
     figures = [
-        (f"Leave one carrier out, {label}", cf.loo_figure(result, measure)),
-        ("ICC(3,k) of the carriers' RDMs", cf.icc_figure(result)),
-        (f"Parametric and permutation p, {label}", cf.permutation_figure(result, measure)),
+        (f"Leave one carrier out, {label}", controls_figures.loo_figure(result, measure)),
+        ("ICC(3,k) of the carriers' RDMs", controls_figures.icc_figure(result)),
+        (f"Parametric and permutation p, {label}", controls_figures.permutation_figure(result, measure)),
     ]
-    figures += [(f"{result.model} vs {name}", cf.variant_figure(result, name, measure)) for name in cf.compared(result)]
+    figures += [(f"{result.model} vs {name}", controls_figures.variant_figure(result, name, measure)) for name in controls_figures.compared(result)]
     return ReportSection(
         f"Robustness controls: {result.model}, {label}",
         text=[
@@ -219,9 +225,9 @@ def controls_section(result: Any, measure: str) -> ReportSection:
         ],
         figures=figures,
         tables=[
-            (f"Verdicts over the core band, {label}", cf.verdicts_frame(result, measure)),
+            (f"Verdicts over the core band, {label}", controls_figures.verdicts_frame(result, measure)),
             (f"Leave one carrier out, {label}", result.loo_summary(measure)),
-            ("Variants and the @random control", cf.variant_frame(result, measure)),
+            ("Variants and the @random control", controls_figures.variant_frame(result, measure)),
             (f"Permutation and parametric p per layer, {label}",
              result.tables.permutation[result.tables.permutation["measure"] == measure]),
             ("ICC(3,k) per layer", result.tables.icc),
@@ -243,15 +249,15 @@ def design_section(result: Any) -> ReportSection:
             f"{format_number(summary['h1_size'])} (nominal {params.level / 2:g}).",
         ],
         figures=[
-            ("H1 power", cf.h1_figure(result)),
-            ("E6 power", cf.e6_figure(result)),
-            ("CI half-width of alpha", cf.ci_width_figure(result)),
+            ("H1 power", controls_figures.h1_figure(result)),
+            ("E6 power", controls_figures.e6_figure(result)),
+            ("CI half-width of alpha", controls_figures.ci_width_figure(result)),
         ],
         tables=[
-            ("Summary at the design's alpha and delta", cf.design_summary(result)),
-            ("H1 power curve", cf.h1_table(result)),
-            ("E6 power curve", cf.e6_table(result)),
-            ("CI half-width", cf.ci_width_table(result)),
+            ("Summary at the design's alpha and delta", controls_figures.design_summary(result)),
+            ("H1 power curve", controls_figures.h1_table(result)),
+            ("E6 power curve", controls_figures.e6_table(result)),
+            ("CI half-width", controls_figures.ci_width_table(result)),
         ],
     )
 
@@ -288,8 +294,8 @@ def layer_sections(result: AnalysisResult, vectors: np.ndarray, layer: int, meas
             f"Centroid geometry at {where}",
             text=["The centroid RDM (Euclidean) and the centroids' PC1 coordinate against log n "
                   "(Cacioli, arXiv 2603.20642)."],
-            figures=[(f"Centroid RDM, {where}", gf.rdm_figure(result, vectors, layer, "euclidean")),
-                     (f"PC1 against log n, {where}", gf.pc1_figure(result, vectors, layer))],
+            figures=[(f"Centroid RDM, {where}", geometry_figures.rdm_figure(result, vectors, layer, "euclidean")),
+                     (f"PC1 against log n, {where}", geometry_figures.pc1_figure(result, vectors, layer))],
         ),
     ]
 
@@ -300,17 +306,17 @@ def e5_section(result: AnalysisResult, e5: pd.DataFrame, source: FrequencySource
     :func:`magdash.runs.frequency_runs.e5_from_analysis`), V against the count at ``layer``, the
     counts' distribution and its fits."""
     name, where = result.model, f"layer {layer} ({result.layer_labels[layer]}) of {result.model}"
-    table = ff.e5_table(result, e5)
-    frame = ff.frequency_scatter_frame(result, source, measure, layer)
+    table = frequency_figures.e5_table(result, e5)
+    frame = frequency_figures.frequency_scatter_frame(result, source, measure, layer)
     return ReportSection(
         f"Corpus frequency (E5), source {source.name}: {name}",
-        text=[ff.e5_sentence(table, source, result.params.conventions)],
-        figures=[(f"Partial and raw Spearman rho by layer, {name}", ff.frequency_rho_figure(table)),
+        text=[frequency_figures.e5_sentence(table, source, result.params.conventions)],
+        figures=[(f"Partial and raw Spearman rho by layer, {name}", frequency_figures.frequency_rho_figure(table)),
                  (f"V against corpus count, {where}",
-                  ff.frequency_scatter_figure(frame, table, layer, result.layer_labels[layer])),
-                 (f"Distribution of the counts ({source.name})", ff.frequency_counts_figure(source))],
+                  frequency_figures.frequency_scatter_figure(frame, table, layer, result.layer_labels[layer])),
+                 (f"Distribution of the counts ({source.name})", frequency_figures.frequency_counts_figure(source))],
         tables=[(f"E5 per layer, {name}", table),
-                (f"Fits of the count distribution ({source.name})", ff.frequency_fit_table(source))],
+                (f"Fits of the count distribution ({source.name})", frequency_figures.frequency_fit_table(source))],
     )
 
 
@@ -342,28 +348,28 @@ def probe_section(results: Mapping[str, ProbeResult], layer: int | None = None, 
     held-out-magnitude R²) the decoded n-hat against n and SD(n-hat)/n (``results``: series ->
     :class:`~magdash.probes.result.ProbeResult`, the trained model first)."""
     trained = next(iter(results.values()))
-    layer = pf.best_layer(trained, target) if layer is None else layer
+    layer = probe_figures.best_layer(trained, target) if layer is None else layer
     name, params = trained.model, trained.params
     where = f"layer {layer} of {name}"
     notes = [line for result in results.values() for line in result.warnings()]
     notes += [
-        pf.probe_sentence(results, target),
-        f"Ridge probes of {pf.TARGET_LABELS[target]} on {trained.magnitudes.size} magnitudes x {trained.n_carriers} "
+        probe_figures.probe_sentence(results, target),
+        f"Ridge probes of {probe_figures.TARGET_LABELS[target]} on {trained.magnitudes.size} magnitudes x {trained.n_carriers} "
         f"carriers, scored on held-out carriers (a new context) and on held-out magnitudes (interpolation, "
         f"{params.magnitude_folds} folds); the control task permutes the labels across magnitudes; the baseline "
         f"predicts from each number's {trained.strata_by} alone on the same folds; intervals: "
         f"{params.ci:.0%} bootstrap over magnitudes ({params.n_boot} resamples). docs/science.md, 'Probes'.",
     ]
-    figures = [(f"Held-out R² by layer, {pf.SCHEME_LABELS[scheme]}, {name}", pf.r2_figure(results, scheme, target))
-               for scheme in pf.SCHEME_LABELS]
+    figures = [(f"Held-out R² by layer, {probe_figures.SCHEME_LABELS[scheme]}, {name}", probe_figures.r2_figure(results, scheme, target))
+               for scheme in probe_figures.SCHEME_LABELS]
     figures += [
-        (f"Selectivity by layer, {name}", pf.selectivity_figure(results, target)),
-        (f"Decoded noise scaling by layer, {name}", pf.beta_figure(results, target)),
-        (f"Decoded magnitude against n, {where}", pf.decoded_figure(results, layer, target)),
-        (f"Decoded spread SD(n-hat)/n by magnitude, {where}", pf.weber_figure(results, layer, target)),
+        (f"Selectivity by layer, {name}", probe_figures.selectivity_figure(results, target)),
+        (f"Decoded noise scaling by layer, {name}", probe_figures.beta_figure(results, target)),
+        (f"Decoded magnitude against n, {where}", probe_figures.decoded_figure(results, layer, target)),
+        (f"Decoded spread SD(n-hat)/n by magnitude, {where}", probe_figures.weber_figure(results, layer, target)),
     ]
-    tables = [(f"Probes per layer, {name}", pf.layer_table(results, target))]
+    tables = [(f"Probes per layer, {name}", probe_figures.layer_table(results, target))]
     if len(results) > 1:
-        tables.append((f"Held-out scores beside the @random control, {name}", pf.comparison_table(results, target)))
-    tables.append((f"Decoded magnitude per n, {where}", pf.decoded_table(results, layer, target)))
+        tables.append((f"Held-out scores beside the @random control, {name}", probe_figures.comparison_table(results, target)))
+    tables.append((f"Decoded magnitude per n, {where}", probe_figures.decoded_table(results, layer, target)))
     return ReportSection(f"Probes: is magnitude decodable? ({name})", text=notes, figures=figures, tables=tables)
