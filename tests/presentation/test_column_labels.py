@@ -47,13 +47,13 @@ TABLE_BUILDERS = {
     "compare_figures.comparison_table": "pages", "scaling_figures.fit_table": "pages", "weber_figures.verdict_table": "pages",
     "weber_figures.noise_table": "pages", "tokenization_figures.strata_table": "here", "tokenization_figures.tokenization_table": "here",
     "tokenization_figures.token_facts_table": "here", "scaling_figures.massive_control_table": "here",
-    "cf.controls_verdicts": "pages", "cf.loo_table": "pages", "cf.icc_table": "pages",
-    "cf.permutation_table": "pages", "cf.variant_table": "pages",
-    "cf.h1_table": "pages", "cf.e6_table": "pages", "cf.ci_width_table": "pages", "cf.design_summary": "pages",
+    "controls_figures.controls_verdicts": "pages", "controls_figures.loo_table": "pages", "controls_figures.icc_table": "pages",
+    "controls_figures.permutation_table": "pages", "controls_figures.variant_table": "pages",
+    "controls_figures.h1_table": "pages", "controls_figures.e6_table": "pages", "controls_figures.ci_width_table": "pages", "controls_figures.design_summary": "pages",
     "depth_figures.jumps_table": "pages", "depth_figures.phase_table": "pages",
-    "ff.frequency_fit_table": "pages", "gf.geometry_table": "pages",
-    "pf.layer_table": "pages", "pf.comparison_table": "pages", "pf.decoded_table": "pages",
-    "pf.scores_table": "pages",
+    "frequency_figures.frequency_fit_table": "pages", "geometry_figures.geometry_table": "pages",
+    "probe_figures.layer_table": "pages", "probe_figures.comparison_table": "pages", "probe_figures.decoded_table": "pages",
+    "probe_figures.scores_table": "pages",
     # frames a page builds before passing them
     "dashboard.inventory_table": "pages", "table": "pages", "pd.DataFrame": "pages",
     "ctx.inventory.incomplete": "here", "preview": "here",
@@ -82,7 +82,7 @@ def shown_tables() -> set[str]:
 
 def test_every_table_a_page_shows_is_checked_somewhere():
     found = shown_tables()
-    assert "pf.scores_table" in found and "depth_figures.jumps_table" in found  # the scan reads the pages
+    assert "probe_figures.scores_table" in found and "depth_figures.jumps_table" in found  # the scan reads the pages
     assert found == set(TABLE_BUILDERS), "a page shows a table this module does not know: label its columns"
 
 

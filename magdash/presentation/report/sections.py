@@ -1,7 +1,8 @@
 """The report's sections, one builder per page, from results a caller already holds: the CLI's
 and the app's reports are made of the same sections (:mod:`magdash.reports` gathers the
-results from a store). Every figure is a figure function of the page's science module, so a
-report shows what the page shows.
+results from a store). Every figure is a page's figure function, one the page marks for the report
+in :data:`magdash.presentation.page_figures.PAGE_FIGURES` (``tests/presentation/test_page_figures.py``
+holds the two together), so a report shows what the page shows.
 """
 
 from __future__ import annotations
