@@ -264,7 +264,7 @@ def variant_figure(result: ControlsResult, name: str, measure: str) -> alt.VConc
     """
     comparison = result.random if name == result.random_name else result.variants[name]
     return compare_figures.compare_profiles(compare_figures.comparison_frame(comparison, measure),
-                               subtitle=compare_figures.comparison_subtitle(comparison.measures[measure]))
+                                            subtitle=compare_figures.comparison_subtitle(comparison.measures[measure]))
 
 
 def variant_table(result: ControlsResult, measure: str) -> pd.DataFrame:
