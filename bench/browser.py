@@ -36,22 +36,27 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from magdash.dashboard.jobs import first_run_label  # noqa: E402
+from magdash.presentation.page_figures import When, page_figures  # noqa: E402
 from tests.support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
 
-PAGES = {  # url path: (navigation title, heading, charts drawn on the populated store)
-    "home": ("Home", "Results: minilm on paper", 1),
-    "extract": ("Extract", "Extract hidden states", 0),
-    "stimuli": ("Stimuli", "Stimuli", 0),
-    "scaling": ("Scaling", "Scaling of variability with magnitude", 2),
-    "weber": ("Weber", "Weber's law and scalar variability", 5),
-    "frequency": ("Frequency", "Variability and corpus frequency (E5)", 3),
-    "compare": ("Compare", "Compare two models", 1),
-    "geometry": ("Geometry", "Log-compressive geometry", 3),
-    "probes": ("Probes", "Probes: is magnitude decodable?", 5),
-    "depth": ("Depth", "Depth: liquid or solid?", 4),  # no massive dimensions: the raw view alone
-    "controls": ("Controls", "Robustness controls", 4),
-    "design": ("Design", "Study design", 0),
+HEADINGS = {  # url path: (navigation title, heading)
+    "home": ("Home", "Results: minilm on paper"),
+    "extract": ("Extract", "Extract hidden states"),
+    "stimuli": ("Stimuli", "Stimuli"),
+    "scaling": ("Scaling", "Scaling of variability with magnitude"),
+    "weber": ("Weber", "Weber's law and scalar variability"),
+    "frequency": ("Frequency", "Variability and corpus frequency (E5)"),
+    "compare": ("Compare", "Compare two models"),
+    "geometry": ("Geometry", "Log-compressive geometry"),
+    "probes": ("Probes", "Probes: is magnitude decodable?"),
+    "depth": ("Depth", "Depth: liquid or solid?"),
+    "controls": ("Controls", "Robustness controls"),
+    "design": ("Design", "Study design"),
 }
+# The charts each page draws on the populated store, from its declared figures: every model has its @random
+# control (compared once on the Controls page); at least those drawn whatever else holds (no massive dimensions:
+# the Depth page's raw view alone).
+PAGES = {path: (title, heading, len(page_figures(path, When.EACH_COMPARED))) for path, (title, heading) in HEADINGS.items()}
 TIMEOUT_MS = 300_000
 VIEWPORT = {"width": 1400, "height": 1000}
 
@@ -249,12 +254,12 @@ def main() -> int:
         folder = Path(name)
         store = args.store
         if store is None:
-            from magdash import dashboard as db
+            from magdash import dashboard
             from magdash.dashboard.jobs import run_first_protocol
             from magdash.store import Store
 
             store = folder / "bench.duckdb"
-            run_first_protocol(Store(store), db.analysis_params(db.ViewState(store=str(store))))
+            run_first_protocol(Store(store), dashboard.analysis_params(dashboard.ViewState(store=str(store))))
         env = {**os.environ, "MAGDASH_STORE": str(store), "HF_HUB_OFFLINE": "1"}
         with streamlit_server(env, folder / "server.log") as server:
             timings = measure(server, args.passes, args.screenshots)

@@ -38,12 +38,12 @@ def timed_process(args: list[str], env: dict[str, str]) -> float:
 
 
 def first_run(store: Path) -> float:
-    from magdash import dashboard as db
+    from magdash import dashboard
     from magdash.dashboard.jobs import run_first_protocol
     from magdash.store import Store
 
     started = time.perf_counter()
-    assert run_first_protocol(Store(store), db.analysis_params(db.ViewState(store=str(store))))
+    assert run_first_protocol(Store(store), dashboard.analysis_params(dashboard.ViewState(store=str(store))))
     return time.perf_counter() - started
 
 

@@ -45,12 +45,12 @@ def steady_apptest():
 
 
 def populated_store(path: Path) -> None:
-    from magdash import dashboard as db
+    from magdash import dashboard
     from magdash.dashboard.jobs import run_first_protocol
     from magdash.store import Store
 
     started = time.perf_counter()
-    run_first_protocol(Store(path), db.analysis_params(db.ViewState(store=str(path))))
+    run_first_protocol(Store(path), dashboard.analysis_params(dashboard.ViewState(store=str(path))))
     print(f"built the store (first-run protocol) in {time.perf_counter() - started:.1f} s")
 
 

@@ -3,8 +3,8 @@ layerwise alpha deltas with CIs, the paper's Wilcoxon over the core layers."""
 
 import streamlit as st
 
-from magdash import dashboard as db
-from magdash.presentation import variability_figures as vf
+from magdash import dashboard
+from magdash.presentation import compare_figures
 from pages import ui
 
 ctx = ui.require_data("a comparison")
@@ -31,10 +31,10 @@ st.markdown(f"Model A: **{ui.plain(ctx.inventory.model_label(view.model))}** (ch
 other_key = ui.view_key("other", (view.model, view.other))
 st.selectbox("Model B", partners, index=partners.index(view.other), key=other_key,
              on_change=ui.view_setter("other", other_key), format_func=ctx.inventory.model_label)
-key = db.comparison_key(view, ctx.inventory)
+key = dashboard.comparison_key(view, ctx.inventory)
 with st.spinner(ui.plain(f"Comparing {view.model} with {view.other} (first time only; cached in the store)…")):
     ui.comparison_for(key)
-ui.say(ui.compute(vf.comparison_sentence, key, view.measure))
-axis = db.depth_axis([ctx.inventory.record(view.model), ctx.inventory.record(view.other)])
-ui.figure(vf.compare_figure, key, view.measure, axis, ctx.inventory.registered, name=f"compare-{view.model}-vs-{view.other}-{view.measure}")
-ui.table(vf.comparison_table, key, view.measure, name=f"compare-{view.model}-vs-{view.other}-{view.measure}-table")
+ui.say(ui.compute(compare_figures.comparison_sentence, key, view.measure))
+axis = dashboard.depth_axis([ctx.inventory.record(view.model), ctx.inventory.record(view.other)])
+ui.figure(compare_figures.compare_figure, key, view.measure, axis, ctx.inventory.registered, name=f"compare-{view.model}-vs-{view.other}-{view.measure}")
+ui.table(compare_figures.comparison_table, key, view.measure, name=f"compare-{view.model}-vs-{view.other}-{view.measure}-table")

@@ -3,13 +3,12 @@ token position, the number's written form and the random-weight control?"""
 
 import streamlit as st
 
-from magdash import dashboard as db
-from magdash import reports
-from magdash.dashboard import controls_page as dc
+from magdash import dashboard, reports
+from magdash.dashboard import controls_page
 from magdash.dashboard.jobs import extraction_job
 from magdash.errors import MagdashError
 from magdash.params import DTYPES
-from magdash.presentation import controls_figures as cf
+from magdash.presentation import controls_figures
 from magdash.presentation.export import safe_filename
 from magdash.stimuli import NUMBER_FORMAT_NAMES, POSITIONS
 from pages import ui
@@ -23,7 +22,7 @@ st.caption(
     "(permutation null), does it survive another dtype, weights file, token position or number format, and is it "
     "more than the architecture gives (@random)? Each control says what counts as a problem."
 )
-candidates = dc.variant_choices(view, ctx.inventory)
+candidates = controls_page.variant_choices(view, ctx.inventory)
 # Keyed on the candidates: a variant extracted since (one click below) is selected with the others.
 chosen = st.multiselect(
     "Variants to compare", candidates, default=candidates,
@@ -31,7 +30,7 @@ chosen = st.multiselect(
     help="Other extractions of the same architecture on these stimuli: another dtype, weights file (e.g. a "
          "GGUF quantization) or token position.",
 )
-format_sets = dc.format_variant_sets(ctx.store, view, ctx.inventory)
+format_sets = controls_page.format_variant_sets(ctx.store, view, ctx.inventory)
 chosen_formats = st.multiselect(
     "Number formats to compare", list(format_sets), default=list(format_sets),
     key=f"ctl_formats_{view.model}_{view.stimuli}_{'|'.join(format_sets)}",
@@ -43,9 +42,9 @@ with st.expander("Extract variants now (when the weights are at hand)"):
     running = job is not None and not job.finished
     blocked = running or ctx.read_only
     if ctx.read_only:
-        st.info(db.read_only_reason("extract variants"))
+        st.info(dashboard.read_only_reason("extract variants"))
     try:
-        missing_positions = dc.position_requests(ctx.store, ctx.record, view.stimuli, ctx.inventory)
+        missing_positions = controls_page.position_requests(ctx.store, ctx.record, view.stimuli, ctx.inventory)
     except MagdashError as error:
         missing_positions = []
         st.caption(ui.plain(str(error)))
@@ -57,7 +56,7 @@ with st.expander("Extract variants now (when the weights are at hand)"):
                  if missing_positions else "Every position is stored: they are compared below"):
         try:
             store = ui.store_to_write(ctx, "extracting the token positions")
-            ui.start_job(view.store, dc.extractions_job(store, missing_positions, f"token positions of {view.model}"))
+            ui.start_job(view.store, controls_page.extractions_job(store, missing_positions, f"token positions of {view.model}"))
             st.rerun()
         except MagdashError as error:
             ui.show_error(error)
@@ -68,8 +67,8 @@ with st.expander("Extract variants now (when the weights are at hand)"):
                  disabled=blocked or not to_extract):
         try:
             store = ui.store_to_write(ctx, "extracting other number formats")
-            requests = dc.format_requests(store, ctx.record, view.stimuli, to_extract)
-            ui.start_job(view.store, dc.extractions_job(store, requests, f"number formats of {view.model}"))
+            requests = controls_page.format_requests(store, ctx.record, view.stimuli, to_extract)
+            ui.start_job(view.store, controls_page.extractions_job(store, requests, f"number formats of {view.model}"))
             st.rerun()
         except MagdashError as error:
             ui.show_error(error)
@@ -80,32 +79,32 @@ with st.expander("Extract variants now (when the weights are at hand)"):
     if st.button("Extract variant", disabled=blocked, icon=":material/play_arrow:", key="ctl_extract"):
         try:
             store = ui.store_to_write(ctx, "extracting a variant")
-            request = dc.variant_request(store, ctx.record, view.stimuli, dtype=dtype, position=position)
+            request = controls_page.variant_request(store, ctx.record, view.stimuli, dtype=dtype, position=position)
             ui.start_job(view.store, extraction_job(store, request))
             st.rerun()
         except MagdashError as error:
             ui.show_error(error)
 
-key = dc.controls_key(view, ctx.inventory, tuple(chosen), {name: format_sets[name] for name in chosen_formats})
+key = controls_page.controls_key(view, ctx.inventory, tuple(chosen), {name: format_sets[name] for name in chosen_formats})
 with st.spinner(ui.plain(f"Running the controls of {view.model} (first time only; cached in the store)…")):
     result = ui.controls_for(key)
-st.session_state[dc.SESSION_KEYS[0]] = key  # the sidebar's report includes what was shown here
-ui.say(ui.compute(cf.controls_sentence, key, view.measure))
+st.session_state[controls_page.SESSION_KEYS[0]] = key  # the sidebar's report includes what was shown here
+ui.say(ui.compute(controls_figures.controls_sentence, key, view.measure))
 slug = f"{view.model}-{view.measure}"
-ui.table(cf.controls_verdicts, key, view.measure, name=f"controls-verdicts-{slug}",
+ui.table(controls_figures.controls_verdicts, key, view.measure, name=f"controls-verdicts-{slug}",
          as_lines=("control", "status", "verdict"))
 st.subheader("Carriers")
-ui.figure(cf.loo_figure, key, view.measure, name=f"leave-one-carrier-out-{slug}")
-ui.table(cf.loo_table, key, view.measure, name=f"leave-one-carrier-out-{slug}-table")
-ui.figure(cf.icc_figure, key, name=f"carrier-icc-{view.model}")
-ui.table(cf.icc_table, key, name=f"carrier-icc-{view.model}-table")
+ui.figure(controls_figures.loo_figure, key, view.measure, name=f"leave-one-carrier-out-{slug}")
+ui.table(controls_figures.loo_table, key, view.measure, name=f"leave-one-carrier-out-{slug}-table")
+ui.figure(controls_figures.icc_figure, key, name=f"carrier-icc-{view.model}")
+ui.table(controls_figures.icc_table, key, name=f"carrier-icc-{view.model}-table")
 st.subheader("Magnitude labels")
-ui.figure(cf.permutation_figure, key, view.measure, name=f"permutation-{slug}")
-ui.table(cf.permutation_table, key, view.measure, name=f"permutation-{slug}-table")
+ui.figure(controls_figures.permutation_figure, key, view.measure, name=f"permutation-{slug}")
+ui.table(controls_figures.permutation_table, key, view.measure, name=f"permutation-{slug}-table")
 st.subheader("Precision, quantization, token position, number format and @random")
-for name in cf.compared(result):
-    ui.figure(cf.variant_figure, key, name, view.measure, name=f"variant-{slug}-vs-{name}")
-ui.table(cf.variant_table, key, view.measure, name=f"variants-{slug}")
+for name in controls_figures.compared(result):
+    ui.figure(controls_figures.variant_figure, key, name, view.measure, name=f"variant-{slug}-vs-{name}")
+ui.table(controls_figures.variant_table, key, view.measure, name=f"variants-{slug}")
 st.download_button(
     "Controls report (HTML)", data=lambda: reports.controls_report(ctx.store, result, [view.measure]),
     file_name=f"magdash-controls-{safe_filename(slug)}.html", mime="text/html", on_click="ignore",

@@ -2,12 +2,11 @@
 
 import streamlit as st
 
-from magdash import dashboard as db
-from magdash import reports
+from magdash import dashboard, reports
 from magdash.controls.controls_params import DesignParams
-from magdash.dashboard import controls_page as dc
+from magdash.dashboard import controls_page
 from magdash.errors import MagdashError
-from magdash.presentation import controls_figures as cf
+from magdash.presentation import controls_figures
 from magdash.presentation.export import safe_filename
 from pages import ui
 
@@ -20,7 +19,7 @@ st.caption(
     "H1 and for a difference between two models (E6), the CI half-width of alpha as carriers and "
     "magnitudes grow, and the minimal detectable alpha. Seeded: the same design gives the same curves."
 )
-start = dc.default_design(ctx.record, view)
+start = controls_page.default_design(ctx.record, view)
 with st.form("design"):
     left, middle, right = st.columns(3)
     magnitudes = left.text_input("Magnitudes", value=start.magnitudes, help="any spec: paper, 1-100, 1,2,5,10")
@@ -46,22 +45,22 @@ if params is None:
     st.info("Choose a design and press Simulate. The time grows with the studies per point and the "
             "joint-bootstrap resamples, the slowest part (0 skips them); the result is cached in the store.")
     st.stop()
-key = dc.design_key(view, ctx.inventory, params)
+key = controls_page.design_key(view, ctx.inventory, params)
 with st.spinner(ui.plain(f"Simulating {params.n_studies:,} studies per point (cached in the store)…")):
     result = ui.design_for(key)
-st.session_state[dc.SESSION_KEYS[1]] = key  # the sidebar's report includes what was shown here
-ui.say(ui.compute(cf.design_sentence, key))
+st.session_state[controls_page.SESSION_KEYS[1]] = key  # the sidebar's report includes what was shown here
+ui.say(ui.compute(controls_figures.design_sentence, key))
 slug = f"{view.model}-{params.n_carriers}c-{params.n_studies}s"
-ui.figure(cf.h1_figure, key, name=f"design-h1-power-{slug}")
-ui.table(cf.h1_table, key, name=f"design-h1-power-{slug}-table")
-ui.figure(cf.e6_figure, key, name=f"design-e6-power-{slug}")
-ui.table(cf.e6_table, key, name=f"design-e6-power-{slug}-table")
-ui.figure(cf.ci_width_figure, key, name=f"design-ci-half-width-{slug}")
-ui.table(cf.ci_width_table, key, name=f"design-ci-half-width-{slug}-table")
-ui.table(cf.design_summary, key, name=f"design-summary-{slug}")
+ui.figure(controls_figures.h1_figure, key, name=f"design-h1-power-{slug}")
+ui.table(controls_figures.h1_table, key, name=f"design-h1-power-{slug}-table")
+ui.figure(controls_figures.e6_figure, key, name=f"design-e6-power-{slug}")
+ui.table(controls_figures.e6_table, key, name=f"design-e6-power-{slug}-table")
+ui.figure(controls_figures.ci_width_figure, key, name=f"design-ci-half-width-{slug}")
+ui.table(controls_figures.ci_width_table, key, name=f"design-ci-half-width-{slug}-table")
+ui.table(controls_figures.design_summary, key, name=f"design-summary-{slug}")
 st.download_button(
     "Design report (HTML)",
-    data=lambda: reports.design_report(ctx.store, result, view.model, ui.analysis_for(db.analysis_key(view, ctx.inventory))),
+    data=lambda: reports.design_report(ctx.store, result, view.model, ui.analysis_for(dashboard.analysis_key(view, ctx.inventory))),
     file_name=f"magdash-design-{safe_filename(slug)}.html", mime="text/html", on_click="ignore",
     key="design-report", icon=":material/description:",
 )

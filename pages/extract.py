@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from magdash import dashboard as db
+from magdash import dashboard
 from magdash.dashboard.jobs import ExtractionRequest, extraction_job
 from magdash.errors import MagdashError
 from magdash.extract_params import ExtractParams
@@ -21,7 +21,7 @@ st.caption(
 )
 ctx = ui.require_store("extraction")
 if ctx.read_only:
-    st.info(db.read_only_reason("extract models"))
+    st.info(dashboard.read_only_reason("extract models"))
     st.stop()
 
 job = ui.job_panel(ctx.view.store)

@@ -3,10 +3,10 @@ given log n, the raw rho beside it."""
 
 import streamlit as st
 
-from magdash import dashboard as db
+from magdash import dashboard
 from magdash.errors import MagdashError
 from magdash.frequency.sources import read_counts_csv
-from magdash.presentation import frequency_figures as ff
+from magdash.presentation import frequency_figures
 from magdash.runs.frequency_runs import save_source
 from pages import ui
 
@@ -19,7 +19,7 @@ st.caption(
     "the count: the test of the frequency account is the partial Spearman rho of V(n) with "
     "log(count(n) + 1) given log n, shown first; the raw rho (the paper's E5) is beside it."
 )
-stamp = db.store_stamp(view.store)
+stamp = dashboard.store_stamp(view.store)
 sources = ui.frequency_sources_for(view.store, stamp)
 left, right = st.columns([2, 1])
 with left:
@@ -35,7 +35,7 @@ with right, st.expander("Add a source from a CSV (number,count)"):
     upload = st.file_uploader("Counts CSV", type=["csv"], key="fq_upload")
     new_name = st.text_input("Source name", key="fq_name")
     if ctx.read_only:
-        st.info(db.read_only_reason("save uploaded sources"))
+        st.info(dashboard.read_only_reason("save uploaded sources"))
     if st.button("Save source", disabled=upload is None or not new_name or ctx.read_only, key="fq_save"):
         try:
             new_source = read_counts_csv(upload.getvalue(), name=new_name, origin=upload.name)
@@ -45,25 +45,25 @@ with right, st.expander("Add a source from a CSV (number,count)"):
         except MagdashError as error:
             ui.show_error(error)
 
-key = db.analysis_key(view, ctx.inventory)
-source = db.SourceKey(view.store, name, stamp)
+key = dashboard.analysis_key(view, ctx.inventory)
+source = dashboard.SourceKey(view.store, name, stamp)
 missing = "zero" if zero else "error"
 try:
     with st.spinner(ui.plain(f"Analysing {view.model} (first time only)…")):
         ui.analysis_for(key)
-    table = ui.cached(ff.e5_table, key, db.E5Key(key, source, view.measure, missing))
+    table = ui.cached(frequency_figures.e5_table, key, dashboard.E5Key(key, source, view.measure, missing))
 except MagdashError as error:
     ui.show_error(error)
     st.stop()
-ui.say(ui.compute(ff.e5_sentence, table, source, view.conventions))
-ui.figure(ff.frequency_rho_figure, table, name=f"e5-rho-{view.model}-{name}")  # its CSV: the table below
+ui.say(ui.compute(frequency_figures.e5_sentence, table, source, view.conventions))
+ui.figure(frequency_figures.frequency_rho_figure, table, name=f"e5-rho-{view.model}-{name}")  # its CSV: the table below
 
 layer = ui.layer_picker(ctx)
-frame = ui.cached(ff.frequency_scatter_frame, key, source, view.measure, layer, missing)
-ui.figure(ff.frequency_scatter_figure, frame, table, layer, ctx.record.layer_labels[layer],
+frame = ui.cached(frequency_figures.frequency_scatter_frame, key, source, view.measure, layer, missing)
+ui.figure(frequency_figures.frequency_scatter_figure, frame, table, layer, ctx.record.layer_labels[layer],
           name=f"e5-scatter-{view.model}-{name}-layer{layer}", data=frame)
 ui.table(table, name=f"e5-{view.model}-{name}")
 
 st.subheader(ui.plain(f"Distribution of the counts ({name})"))
-ui.figure(ff.frequency_counts_figure, source, name=f"counts-{name}")
-ui.table(ff.frequency_fit_table, source, name=f"count-fits-{name}")
+ui.figure(frequency_figures.frequency_counts_figure, source, name=f"counts-{name}")
+ui.table(frequency_figures.frequency_fit_table, source, name=f"count-fits-{name}")

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from magdash import dashboard as db
-from magdash.presentation import geometry_figures as gf
+from magdash import dashboard
+from magdash.presentation import geometry_figures
 from pages import ui
 
 ctx = ui.require_data("the geometry analysis")
@@ -14,15 +14,15 @@ st.caption(
     "|a - b| when the code is log-compressive (Cacioli, arXiv 2603.20642)."
 )
 key = ui.analysed(ctx)
-control = db.control_analysis_key(view, ctx.inventory)
+control = dashboard.control_analysis_key(view, ctx.inventory)
 metric = st.radio("Distance", ("euclidean", "cosine"), horizontal=True, key="geo_metric")
-ui.say(ui.compute(gf.rsa_sentence, key, metric, control))
-ui.figure(gf.rsa_figure, key, metric, control, name=f"rsa-{view.model}-{metric}")
+ui.say(ui.compute(geometry_figures.rsa_sentence, key, metric, control))
+ui.figure(geometry_figures.rsa_figure, key, metric, control, name=f"rsa-{view.model}-{metric}")
 
 layer = ui.layer_picker(ctx)
-layer_arg = db.layer_key(view, ctx.inventory, layer)
+layer_arg = dashboard.layer_key(view, ctx.inventory, layer)
 # One above the other: side by side, half a page cuts the titles and the buttons' labels.
-ui.figure(gf.rdm_figure, key, layer_arg, layer, metric, name=f"rdm-{view.model}-layer{layer}-{metric}")
-ui.figure(gf.pc1_figure, key, layer_arg, layer, name=f"pc1-{view.model}-layer{layer}")
+ui.figure(geometry_figures.rdm_figure, key, layer_arg, layer, metric, name=f"rdm-{view.model}-layer{layer}-{metric}")
+ui.figure(geometry_figures.pc1_figure, key, layer_arg, layer, name=f"pc1-{view.model}-layer{layer}")
 st.subheader("Geometry by layer")
-ui.table(gf.geometry_table, key, name=f"geometry-{view.model}")
+ui.table(geometry_figures.geometry_table, key, name=f"geometry-{view.model}")

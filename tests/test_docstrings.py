@@ -75,7 +75,10 @@ PUBLIC: dict[str, str | None] = {
     "magdash.stimuli.StimulusSet": None,
     "magdash.frequency.sources.FrequencySource": None,
     # the figure functions (a result in, a captioned chart out)
-    "magdash.presentation.variability_figures": FIGURES,
+    "magdash.presentation.scaling_figures": FIGURES,
+    "magdash.presentation.tokenization_figures": FIGURES,
+    "magdash.presentation.weber_figures": FIGURES,
+    "magdash.presentation.compare_figures": FIGURES,
     "magdash.presentation.geometry_figures": FIGURES,
     "magdash.presentation.frequency_figures": FIGURES,
     "magdash.presentation.depth_figures": FIGURES,

@@ -12,7 +12,7 @@ import pytest
 from magdash.cli import main
 from magdash.formatting import MISSING, fixed, format_number, format_p
 from magdash.frequency import read_counts_csv
-from magdash.presentation import variability_figures as vf
+from magdash.presentation import scaling_figures
 from magdash.presentation.report.html import format_cell
 from magdash.runs.analysis_runs import analyze
 from magdash.runs.frequency_runs import save_source
@@ -64,7 +64,7 @@ def test_every_surface_writes_missing_numbers_the_same_way(no_fit_store, capsys)
         assert main([*command, *where]) == 0
         outputs[command[0]] = capsys.readouterr().out
     result = analyze(no_fit_store, "m", params=AnalysisParams(n_boot=0))
-    outputs["app"] = vf.fit_summary(result, "eucl") + vf.scaling_figure(result, "eucl", 0).to_json()
+    outputs["app"] = scaling_figures.fit_summary(result, "eucl") + scaling_figures.scaling_figure(result, "eucl", 0).to_json()
     for surface, text in outputs.items():
         assert not OTHER_SPELLINGS.search(text), (surface, OTHER_SPELLINGS.search(text).group(0))
     embeddings = next(line for line in outputs["analyze"].splitlines() if line.lstrip().startswith("0 "))

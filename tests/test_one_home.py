@@ -84,12 +84,12 @@ def test_the_jobs_the_sweep_plans_and_the_depth_command_take_extract_params_defa
 
 def test_the_default_measure_is_a_primary_measure_and_every_default_reads_it():
     import magdash.api.charts as charts
-    import magdash.presentation.variability_figures as vf
+    from magdash.presentation import scaling_figures, tokenization_figures, weber_figures
 
     assert DEFAULT_MEASURE in PRIMARY_MEASURES
     assert ViewState(store="s.duckdb").measure == DEFAULT_MEASURE
     assert E5Params().measure == DEFAULT_MEASURE
-    measured = [function for module in (charts, vf) for _, function in inspect.getmembers(module, inspect.isfunction)
+    measured = [function for module in (charts, scaling_figures, tokenization_figures, weber_figures) for _, function in inspect.getmembers(module, inspect.isfunction)
                 if function.__module__ == module.__name__ and "measure" in inspect.signature(function).parameters]
     defaults = {inspect.signature(f).parameters["measure"].default for f in measured} - {inspect.Parameter.empty, None}
     assert len(measured) > 10 and defaults == {DEFAULT_MEASURE}  # None: every measure

@@ -22,11 +22,15 @@ from magdash.controls.robustness import ControlsResult
 from magdash.errors import AnalysisError
 from magdash.frequency.sources import FrequencySource
 from magdash.phase.diagnostics import PhaseResult
-from magdash.presentation import controls_figures as cf
-from magdash.presentation import depth_figures as df
-from magdash.presentation import frequency_figures as ff
-from magdash.presentation import geometry_figures as gf
-from magdash.presentation import variability_figures as vf
+from magdash.presentation import (
+    compare_figures,
+    controls_figures,
+    depth_figures,
+    frequency_figures,
+    geometry_figures,
+    scaling_figures,
+    weber_figures,
+)
 from magdash.store import Activations, Store
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.compare import ComparisonResult
@@ -49,7 +53,7 @@ def scaling(result: AnalysisResult, measure: str = DEFAULT_MEASURE, layer: int |
     _check_measure(result, measure)
     layer = result.core_layers[len(result.core_layers) // 2] if layer is None else _check_layer(result, layer)
     vectors = _vectors(result, layer, data) if data is not None and measure in CARRIER_MEASURES else None
-    return vf.scaling_figure(result, measure, layer, vectors)
+    return scaling_figures.scaling_figure(result, measure, layer, vectors)
 
 
 def profile(result: AnalysisResult, measure: str = DEFAULT_MEASURE):
@@ -60,7 +64,7 @@ def profile(result: AnalysisResult, measure: str = DEFAULT_MEASURE):
         measure: a measure to draw beside the three primary ones.
     """
     _check_measure(result, measure)
-    return vf.profile_figure(result, measure)
+    return scaling_figures.profile_figure(result, measure)
 
 
 def weber(*results: AnalysisResult | Mapping[str, AnalysisResult], measure: str = DEFAULT_MEASURE, x: str = "layer"):
@@ -71,7 +75,7 @@ def weber(*results: AnalysisResult | Mapping[str, AnalysisResult], measure: str 
         measure: the measure.
         x: ``layer`` or ``gamma`` (depth l / L, for models of different depths).
     """
-    return vf.weber_figure(_named(results), measure, x)
+    return weber_figures.weber_figure(_named(results), measure, x)
 
 
 def cv(result: AnalysisResult):
@@ -80,7 +84,7 @@ def cv(result: AnalysisResult):
     Args:
         result: the analysis.
     """
-    return vf.cv_figure(result)
+    return weber_figures.cv_figure(result)
 
 
 def noise(result: AnalysisResult, measure: str = DEFAULT_MEASURE):
@@ -91,7 +95,7 @@ def noise(result: AnalysisResult, measure: str = DEFAULT_MEASURE):
         measure: the measure.
     """
     _check_measure(result, measure)
-    return vf.noise_figure(result, measure)
+    return weber_figures.noise_figure(result, measure)
 
 
 def e3(result: AnalysisResult):
@@ -100,7 +104,7 @@ def e3(result: AnalysisResult):
     Args:
         result: the analysis.
     """
-    return vf.e3_figure(result)
+    return weber_figures.e3_figure(result)
 
 
 def e4(result: AnalysisResult):
@@ -109,7 +113,7 @@ def e4(result: AnalysisResult):
     Args:
         result: the analysis.
     """
-    return vf.e4_figure(result)
+    return weber_figures.e4_figure(result)
 
 
 def comparison(result: ComparisonResult, measure: str = DEFAULT_MEASURE, x: str = "layer"):
@@ -122,7 +126,7 @@ def comparison(result: ComparisonResult, measure: str = DEFAULT_MEASURE, x: str 
     """
     if measure not in result.measures:
         raise AnalysisError(f"measure {measure!r} was not compared; the comparison has {', '.join(result.measures)}")
-    return vf.compare_figure(result, measure, x)
+    return compare_figures.compare_figure(result, measure, x)
 
 
 def massive_control(raw: AnalysisResult, dropped: AnalysisResult, measure: str = DEFAULT_MEASURE):
@@ -134,7 +138,7 @@ def massive_control(raw: AnalysisResult, dropped: AnalysisResult, measure: str =
         dropped: the analysis without the massive dimensions.
         measure: the measure.
     """
-    return vf.massive_control_figure(raw, dropped, measure)
+    return scaling_figures.massive_control_figure(raw, dropped, measure)
 
 
 # -- geometry ------------------------------------------------------------------------------------
@@ -147,7 +151,7 @@ def rsa(result: AnalysisResult, metric: str = "euclidean"):
         result: the analysis.
         metric: the RDM's distance, ``euclidean`` or ``cosine``.
     """
-    return gf.rsa_figure(result, metric)
+    return geometry_figures.rsa_figure(result, metric)
 
 
 def rdm(result: AnalysisResult, layer: int, data: Any, metric: str = "euclidean"):
@@ -160,7 +164,7 @@ def rdm(result: AnalysisResult, layer: int, data: Any, metric: str = "euclidean"
         metric: ``euclidean`` or ``cosine``.
     """
     layer = _check_layer(result, layer)
-    return gf.rdm_figure(result, _vectors(result, layer, data), layer, metric)
+    return geometry_figures.rdm_figure(result, _vectors(result, layer, data), layer, metric)
 
 
 def pc1(result: AnalysisResult, layer: int, data: Any):
@@ -172,7 +176,7 @@ def pc1(result: AnalysisResult, layer: int, data: Any):
         data: the store, activations or layer array the result came from.
     """
     layer = _check_layer(result, layer)
-    return gf.pc1_figure(result, _vectors(result, layer, data), layer)
+    return geometry_figures.pc1_figure(result, _vectors(result, layer, data), layer)
 
 
 # -- controls and design -------------------------------------------------------------------------
@@ -185,7 +189,7 @@ def loo(result: ControlsResult, measure: str = DEFAULT_MEASURE):
         result: the controls.
         measure: the measure.
     """
-    return cf.loo_figure(result, measure)
+    return controls_figures.loo_figure(result, measure)
 
 
 def icc(result: ControlsResult):
@@ -194,7 +198,7 @@ def icc(result: ControlsResult):
     Args:
         result: the controls.
     """
-    return cf.icc_figure(result)
+    return controls_figures.icc_figure(result)
 
 
 def permutation(result: ControlsResult, measure: str = DEFAULT_MEASURE):
@@ -204,7 +208,7 @@ def permutation(result: ControlsResult, measure: str = DEFAULT_MEASURE):
         result: the controls.
         measure: the measure.
     """
-    return cf.permutation_figure(result, measure)
+    return controls_figures.permutation_figure(result, measure)
 
 
 def variant(result: ControlsResult, name: str | None = None, measure: str = DEFAULT_MEASURE):
@@ -215,13 +219,13 @@ def variant(result: ControlsResult, name: str | None = None, measure: str = DEFA
         name: a variant's name, or the control's; default the first compared.
         measure: the measure.
     """
-    compared = cf.compared(result)
+    compared = controls_figures.compared(result)
     if not compared:
         raise AnalysisError("no variant or @random control was compared: store or pass one")
     name = compared[0] if name is None else name
     if name not in compared:
         raise AnalysisError(f"{name!r} was not compared; these were: {', '.join(compared)}")
-    return cf.variant_figure(result, name, measure)
+    return controls_figures.variant_figure(result, name, measure)
 
 
 def h1_power(result: DesignResult):
@@ -230,7 +234,7 @@ def h1_power(result: DesignResult):
     Args:
         result: the design.
     """
-    return cf.h1_figure(result)
+    return controls_figures.h1_figure(result)
 
 
 def e6_power(result: DesignResult):
@@ -239,7 +243,7 @@ def e6_power(result: DesignResult):
     Args:
         result: the design.
     """
-    return cf.e6_figure(result)
+    return controls_figures.e6_figure(result)
 
 
 def ci_width(result: DesignResult):
@@ -248,7 +252,7 @@ def ci_width(result: DesignResult):
     Args:
         result: the design.
     """
-    return cf.ci_width_figure(result)
+    return controls_figures.ci_width_figure(result)
 
 
 # -- depth ---------------------------------------------------------------------------------------
@@ -263,7 +267,7 @@ def order(result: PhaseResult, control: PhaseResult | None = None, adjusted: Pha
         adjusted: the same diagnostics without the massive dimensions
             (``magdash.depth(..., massive="drop")``), drawn dashed.
     """
-    return df.order_figure(_series(result, control), None if adjusted is None else _series(adjusted))
+    return depth_figures.order_figure(_series(result, control), None if adjusted is None else _series(adjusted))
 
 
 def omega(result: PhaseResult, control: PhaseResult | None = None):
@@ -273,7 +277,7 @@ def omega(result: PhaseResult, control: PhaseResult | None = None):
         result: the trained model's diagnostics.
         control: its ``@random`` control's.
     """
-    return df.omega_figure(_series(result, control))
+    return depth_figures.omega_figure(_series(result, control))
 
 
 def spectrum(result: PhaseResult, layer: int, control: PhaseResult | None = None):
@@ -284,7 +288,7 @@ def spectrum(result: PhaseResult, layer: int, control: PhaseResult | None = None
         layer: the layer.
         control: its ``@random`` control's.
     """
-    return df.spectrum_figure(_series(result, control), layer)
+    return depth_figures.spectrum_figure(_series(result, control), layer)
 
 
 def rank(result: PhaseResult, control: PhaseResult | None = None):
@@ -294,7 +298,7 @@ def rank(result: PhaseResult, control: PhaseResult | None = None):
         result: the trained model's diagnostics.
         control: its ``@random`` control's.
     """
-    return df.rank_figure(_series(result, control))
+    return depth_figures.rank_figure(_series(result, control))
 
 
 # -- frequency -----------------------------------------------------------------------------------
@@ -306,7 +310,7 @@ def e5(table: pd.DataFrame):
     Args:
         table: :func:`magdash.e5`'s table.
     """
-    return ff.frequency_rho_figure(table)
+    return frequency_figures.frequency_rho_figure(table)
 
 
 def frequency(result: AnalysisResult, source: FrequencySource, table: pd.DataFrame, layer: int | None = None,
@@ -323,8 +327,8 @@ def frequency(result: AnalysisResult, source: FrequencySource, table: pd.DataFra
     """
     _check_measure(result, measure)
     layer = result.core_layers[len(result.core_layers) // 2] if layer is None else _check_layer(result, layer)
-    frame = ff.frequency_scatter_frame(result, source, measure, layer, missing)
-    return ff.frequency_scatter_figure(frame, table, layer, result.layer_labels[layer])
+    frame = frequency_figures.frequency_scatter_frame(result, source, measure, layer, missing)
+    return frequency_figures.frequency_scatter_figure(frame, table, layer, result.layer_labels[layer])
 
 
 def frequency_counts(source: FrequencySource):
@@ -333,7 +337,7 @@ def frequency_counts(source: FrequencySource):
     Args:
         source: the frequency source.
     """
-    return ff.frequency_counts_figure(source)
+    return frequency_figures.frequency_counts_figure(source)
 
 
 # -- arguments -----------------------------------------------------------------------------------

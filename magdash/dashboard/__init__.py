@@ -10,7 +10,7 @@
 - :mod:`~magdash.dashboard.controls_page`: the Controls and Design pages' keys, variants and report sections;
 - :mod:`~magdash.dashboard.probes_page`: the Probes page's parameters and keys.
 
-The access rules and the first four are gathered here (``from magdash import dashboard as db``).
+The access rules and the first four are gathered here (``from magdash import dashboard``).
 """
 
 from magdash.dashboard.access import (

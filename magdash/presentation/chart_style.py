@@ -1,9 +1,9 @@
 """The Altair vocabulary every chart of magdash shares: the depth axis, the core and no-fit bands,
 reference lines, colours, titles, inline data and thinning.
 
-A chart function (in the figure module of its science: :mod:`~magdash.presentation.variability_figures`,
-:mod:`~magdash.presentation.geometry_figures`, :mod:`~magdash.presentation.frequency_figures`,
-:mod:`~magdash.presentation.depth_figures`, :mod:`~magdash.presentation.controls_figures`) takes
+A chart function (in the figure module of its science: :mod:`~magdash.presentation.scaling_figures`,
+:mod:`~magdash.presentation.weber_figures`, :mod:`~magdash.presentation.geometry_figures`,
+:mod:`~magdash.presentation.depth_figures`, ...) takes
 DataFrames (one row per mark) and returns an Altair chart; it reads no store and computes no
 statistic. Conventions shared by every chart:
 
@@ -93,10 +93,33 @@ POST_NORM_NOTE = "gamma > 1: the final norm's output (post-norm), after the last
 
 SERIES_COLORS = {"trained": "#0072B2", "random control": "#7F7F7F", "isotropic Gaussian": "#CC79A7"}
 """The depth diagnostics' trained model, its ``@random`` architecture-only control and the
-isotropic-Gaussian null (:data:`magdash.presentation.df.ISOTROPIC_SERIES`); other names get palette colours."""
+isotropic-Gaussian null (:data:`magdash.presentation.depth_figures.ISOTROPIC_SERIES`); other names get palette colours."""
 
 
 REFERENCE_COLOR = "#555555"
+
+
+BEST_COLOR = "#000000"
+"""The mark on the best of several candidates (the noise model with the lowest AICc at a layer)."""
+
+
+HISTOGRAM_FILL = "#9ecae1"
+
+
+HISTOGRAM_STROKE = "#6baed6"
+"""A histogram's bars (a layer's covariance spectrum)."""
+
+
+POINT_GREY = "#555555"
+"""Points and labels that are data but no series of their own (a source's counts of 1..N)."""
+
+
+CONNECTOR_COLOR = "#999999"
+"""A line that only joins a series' points in order (the centroids' PC1 against log n)."""
+
+
+NULL_CONTROL_COLOR = "#B0B0B0"
+"""A null read-out beside the ``@random`` control (the probes' constant-error read-out)."""
 
 
 CORE_FILL = "#BBBBBB"
@@ -211,6 +234,14 @@ def color_scale(domain: Sequence[str], colours: Mapping[str, str] | Sequence[str
     else:
         chosen = [colours[i % len(colours)] for i in range(len(domain))]
     return alt.Scale(domain=domain, range=chosen)
+
+
+def palette(names: Sequence[str]) -> dict[str, str]:
+    """The palette's colours (:data:`MODEL_COLORS`) in order, one per name: the views of one
+    series (raw and adjusted), the model RDMs, ...; at most as many names as the palette has colours."""
+    if len(names) > len(MODEL_COLORS):
+        raise AnalysisError(f"{len(names)} names for a palette of {len(MODEL_COLORS)} colours")
+    return dict(zip(names, MODEL_COLORS, strict=False))
 
 
 def model_colors(names: Sequence[str], registered: Sequence[str] | None = None) -> alt.Scale:

@@ -2,8 +2,8 @@
 carrier out, the carriers' ICC, the permutation null, the variants and ``@random``, power curves
 and CI half-widths (:mod:`magdash.controls`).
 
-Frames, then charts (:mod:`magdash.presentation.chart_style`), then figures, as in
-:mod:`magdash.presentation.variability_figures`.
+Each figure's frame, chart (:mod:`magdash.presentation.chart_style`) and figure function sit
+together, as in :mod:`magdash.presentation.scaling_figures`.
 """
 
 from __future__ import annotations
@@ -17,12 +17,15 @@ import pandas as pd
 
 from magdash.formatting import column_label, format_number
 from magdash.presentation import chart_style as style
-from magdash.presentation import variability_figures as vf
+from magdash.presentation import compare_figures
 from magdash.variability.measures import measure_title
 
 if TYPE_CHECKING:
     from magdash.controls.design import DesignResult
     from magdash.controls.robustness import ControlsResult
+
+
+# -- the verdicts -------------------------------------------------------------------------
 
 
 VERDICT_STATUS = {True: "problem", False: "ok", None: "not judged"}
@@ -36,6 +39,23 @@ def verdicts_frame(result: ControlsResult, measure: str) -> pd.DataFrame:
     )
 
 
+def controls_sentence(result: ControlsResult, measure: str) -> str:
+    verdicts = result.verdicts(measure)
+    problems = [v.control for v in verdicts if v.problem]
+    judged = [v for v in verdicts if v.problem is not None]
+    if not problems:
+        return (f"{result.model}: no control of {measure_title(measure)} flags a problem "
+                f"({len(judged)} of {len(verdicts)} judged).")
+    return f"{result.model}: {len(problems)} control(s) of {measure_title(measure)} flag a problem: {', '.join(problems)}."
+
+
+def controls_verdicts(result: ControlsResult, measure: str) -> pd.DataFrame:
+    return verdicts_frame(result, measure)
+
+
+# -- leave one carrier out ----------------------------------------------------------------
+
+
 def loo_frame(result: ControlsResult, measure: str) -> pd.DataFrame:
     """Leave-one-carrier-out alphas of one measure, long: layer, label, core, carrier (index),
     without (the dropped carrier, e.g. "without 0: There are {n} items."), alpha_loo, alpha_full."""
@@ -43,83 +63,6 @@ def loo_frame(result: ControlsResult, measure: str) -> pd.DataFrame:
     sentences = result.tables.carriers
     frame["without"] = [f"without {int(c)}: {sentences[int(c)]}" for c in frame["carrier"]]
     return frame.drop(columns=["measure"]).reset_index(drop=True)
-
-
-def permutation_frame(result: ControlsResult, measure: str) -> pd.DataFrame:
-    """The parametric and the permutation p of alpha per layer, long: layer, label, core, alpha,
-    test ("parametric (t)" or "permutation"), p."""
-    table = result.tables.permutation
-    table = table[table["measure"] == measure]
-    parts = []
-    for test, column in (("parametric (t)", "p_parametric"), ("permutation", "p_permutation")):
-        part = table.loc[:, ["layer", "label", "core", "alpha"]].copy()
-        part["test"] = test
-        part["p"] = table[column].to_numpy(dtype=np.float64)
-        parts.append(part)
-    return pd.concat(parts, ignore_index=True)
-
-
-def variant_frame(result: ControlsResult, measure: str) -> pd.DataFrame:
-    """One row per compared variant (and the @random control) with its core-band summary: the mean delta
-    with its stimulus-bootstrap interval first, then the layerwise numbers and the Wilcoxon test."""
-    import dataclasses
-
-    summaries = list(result.variant_summaries(measure))
-    if (random := result.random_summary(measure)) is not None:
-        summaries.append(random)
-    columns = [
-        "variant", "kind", "measure", "mean_alpha_model", "mean_alpha_variant", "mean_delta", "mean_delta_ci_low",
-        "mean_delta_ci_high", "mean_delta_p", "max_abs_delta", "layer_of_max", "ci_low_at_max", "ci_high_at_max",
-        "layers_ci_excludes_zero", "layers_with_ci", "n_core", "wilcoxon_p", "wilcoxon_reachable",
-    ]
-    return pd.DataFrame([dataclasses.asdict(s) for s in summaries], columns=columns)
-
-
-H1_SERIES = {"power": "t-test", "power_size_adjusted": "t-test, size-adjusted", "majority": "majority of layers > 0"}
-
-
-E6_SERIES = {
-    "wilcoxon": "Wilcoxon", "wilcoxon_size_adjusted": "Wilcoxon, size-adjusted",
-    "bootstrap_layers": "joint bootstrap: share of layers", "bootstrap_majority": "joint bootstrap: majority of layers",
-}
-
-
-_BANDS = {
-    "power": ("power_low", "power_high"), "power_size_adjusted": ("size_adjusted_low", "size_adjusted_high"),
-    "wilcoxon": ("wilcoxon_low", "wilcoxon_high"),
-    "bootstrap_layers": ("bootstrap_layers_low", "bootstrap_layers_high"),
-    "bootstrap_majority": ("bootstrap_majority_low", "bootstrap_majority_high"),
-}
-
-
-def _power_long(frame: pd.DataFrame, x: str, series: Mapping[str, str]) -> pd.DataFrame:
-    parts = []
-    for column, name in series.items():
-        if column not in frame or not frame[column].notna().any():
-            continue
-        low, high = _BANDS.get(column, (None, None))
-        parts.append(pd.DataFrame({
-            x: frame[x], "series": name, "rate": frame[column],
-            "low": frame[low] if low else np.nan, "high": frame[high] if high else np.nan,
-        }))
-    return pd.concat(parts, ignore_index=True)
-
-
-def h1_power_frame(result: DesignResult) -> pd.DataFrame:
-    """The H1 power curves, long: alpha, series, rate, low, high (Monte Carlo 95% band)."""
-    return _power_long(result.h1, "alpha", H1_SERIES)
-
-
-def e6_power_frame(result: DesignResult) -> pd.DataFrame:
-    """The E6 power curves, long: delta, series, rate, low, high."""
-    return _power_long(result.e6, "delta", E6_SERIES)
-
-
-def ci_width_frame(result: DesignResult) -> pd.DataFrame:
-    """CI half-width of alpha as carriers or magnitudes grow: factor, value, half_width, low, high."""
-    frame = result.ci_width[result.ci_width["factor"] != "design"]
-    return frame.rename(columns={"half_width_low": "low", "half_width_high": "high"}).reset_index(drop=True)
-
 
 
 def loo_chart(
@@ -163,6 +106,23 @@ def loo_chart(
     return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
 
 
+def loo_figure(result: ControlsResult, measure: str) -> alt.LayerChart:
+    """Alpha by layer without each carrier, beside the full alpha.
+
+    Args:
+        result: the model's robustness controls.
+        measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
+    """
+    return loo_chart(loo_frame(result, measure), subtitle=measure_title(measure), width="container")
+
+
+def loo_table(result: ControlsResult, measure: str) -> pd.DataFrame:
+    return result.loo_summary(measure)
+
+
+# -- the carriers' ICC --------------------------------------------------------------------
+
+
 def icc_chart(
     frame: pd.DataFrame,
     *,
@@ -190,6 +150,36 @@ def icc_chart(
     )
     text = title or f"Agreement of the carriers' RDMs by layer (ICC(3,k); dashed: {poor:g}, poor below)"
     return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+
+
+def icc_figure(result: ControlsResult) -> alt.LayerChart:
+    """ICC(3,k) of the carriers' RDMs by layer, with the 0.5 line.
+
+    Args:
+        result: the model's robustness controls.
+    """
+    return icc_chart(result.tables.icc, width="container")
+
+
+def icc_table(result: ControlsResult) -> pd.DataFrame:
+    return result.tables.icc
+
+
+# -- the permutation null -----------------------------------------------------------------
+
+
+def permutation_frame(result: ControlsResult, measure: str) -> pd.DataFrame:
+    """The parametric and the permutation p of alpha per layer, long: layer, label, core, alpha,
+    test ("parametric (t)" or "permutation"), p."""
+    table = result.tables.permutation
+    table = table[table["measure"] == measure]
+    parts = []
+    for test, column in (("parametric (t)", "p_parametric"), ("permutation", "p_permutation")):
+        part = table.loc[:, ["layer", "label", "core", "alpha"]].copy()
+        part["test"] = test
+        part["p"] = table[column].to_numpy(dtype=np.float64)
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)
 
 
 def permutation_chart(
@@ -220,6 +210,124 @@ def permutation_chart(
     )
     text = title or f"Is alpha more than shuffled magnitudes give? p by layer (dashed: {level:g})"
     return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+
+
+def permutation_figure(result: ControlsResult, measure: str) -> alt.LayerChart:
+    """Permutation against parametric p of alpha by layer, with the significance level.
+
+    Args:
+        result: the model's robustness controls.
+        measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
+    """
+    subtitle = f"{measure_title(measure)}; {result.tables.n_perm:,} permutations of the magnitude labels"
+    return permutation_chart(permutation_frame(result, measure), level=result.params.significance,
+                                    subtitle=subtitle, width="container")
+
+
+def permutation_table(result: ControlsResult, measure: str) -> pd.DataFrame:
+    table = result.tables.permutation
+    return table[table["measure"] == measure].drop(columns=["measure"]).reset_index(drop=True)
+
+
+# -- variants and the @random control -----------------------------------------------------
+
+
+def variant_frame(result: ControlsResult, measure: str) -> pd.DataFrame:
+    """One row per compared variant (and the @random control) with its core-band summary: the mean delta
+    with its stimulus-bootstrap interval first, then the layerwise numbers and the Wilcoxon test."""
+    import dataclasses
+
+    summaries = list(result.variant_summaries(measure))
+    if (random := result.random_summary(measure)) is not None:
+        summaries.append(random)
+    columns = [
+        "variant", "kind", "measure", "mean_alpha_model", "mean_alpha_variant", "mean_delta", "mean_delta_ci_low",
+        "mean_delta_ci_high", "mean_delta_p", "max_abs_delta", "layer_of_max", "ci_low_at_max", "ci_high_at_max",
+        "layers_ci_excludes_zero", "layers_with_ci", "n_core", "wilcoxon_p", "wilcoxon_reachable",
+    ]
+    return pd.DataFrame([dataclasses.asdict(s) for s in summaries], columns=columns)
+
+
+def compared(result: ControlsResult) -> list[str]:
+    """The variants and, when stored, the @random control, in the order the page shows them."""
+    return [*result.variants, *([result.random_name] if result.random is not None else [])]
+
+
+def variant_figure(result: ControlsResult, name: str, measure: str) -> alt.VConcatChart:
+    """The model against one variant or its ``@random`` control: alphas by layer and delta with its joint-bootstrap
+    CI.
+
+    Args:
+        result: the model's robustness controls.
+        name: the variant's name, or the control's.
+        measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
+    """
+    comparison = result.random if name == result.random_name else result.variants[name]
+    return compare_figures.compare_profiles(compare_figures.comparison_frame(comparison, measure),
+                                            subtitle=compare_figures.comparison_subtitle(comparison.measures[measure]))
+
+
+def variant_table(result: ControlsResult, measure: str) -> pd.DataFrame:
+    return variant_frame(result, measure)
+
+
+# -- study design: the summary ------------------------------------------------------------
+
+
+def design_sentence(result: DesignResult) -> str:
+    summary, params = result.summary(), result.params
+    return (
+        f"With {result.n_magnitudes} magnitudes x {params.n_carriers} carriers x {result.n_layers} core layers and "
+        f"noise like {result.calibration.source}: H1 power {format_number(summary['h1_power'], '.2f')} at alpha = "
+        f"{params.alpha:g} (test size {format_number(summary['h1_size'], '.3f')}, nominal {params.level / 2:g}); "
+        f"minimal detectable alpha at {params.power_target:.0%} power "
+        f"{format_number(summary['minimal_alpha_nominal'], '.4f')} (size-adjusted "
+        f"{format_number(summary['minimal_alpha_size_adjusted'], '.4f')}); 95% CI half-width of a layer's alpha "
+        f"{format_number(summary['ci_half_width'], '.4f')}."
+    )
+
+
+_DESIGN_NAMES = {"alpha": "true_alpha", "delta": "true_delta", "mean_alpha": "mean_fitted_alpha"}
+"""The design's curves and summary name the simulated truth ``alpha`` and ``delta``; its tables say
+``true_alpha`` and ``true_delta`` (``alpha`` and ``mean_alpha`` are a model's fitted ones elsewhere)."""
+
+
+def design_summary(result: DesignResult) -> pd.DataFrame:
+    """The answers at the design's alpha and delta, one row each, the quantity in words."""
+    return pd.DataFrame([{"quantity": column_label(_DESIGN_NAMES.get(key, key)), "value": value}
+                         for key, value in result.summary().items()])
+
+
+# -- study design: H1 power ---------------------------------------------------------------
+
+
+H1_SERIES = {"power": "t-test", "power_size_adjusted": "t-test, size-adjusted", "majority": "majority of layers > 0"}
+
+
+_BANDS = {
+    "power": ("power_low", "power_high"), "power_size_adjusted": ("size_adjusted_low", "size_adjusted_high"),
+    "wilcoxon": ("wilcoxon_low", "wilcoxon_high"),
+    "bootstrap_layers": ("bootstrap_layers_low", "bootstrap_layers_high"),
+    "bootstrap_majority": ("bootstrap_majority_low", "bootstrap_majority_high"),
+}
+
+
+def _power_long(frame: pd.DataFrame, x: str, series: Mapping[str, str]) -> pd.DataFrame:
+    parts = []
+    for column, name in series.items():
+        if column not in frame or not frame[column].notna().any():
+            continue
+        low, high = _BANDS.get(column, (None, None))
+        parts.append(pd.DataFrame({
+            x: frame[x], "series": name, "rate": frame[column],
+            "low": frame[low] if low else np.nan, "high": frame[high] if high else np.nan,
+        }))
+    return pd.concat(parts, ignore_index=True)
+
+
+def h1_power_frame(result: DesignResult) -> pd.DataFrame:
+    """The H1 power curves, long: alpha, series, rate, low, high (Monte Carlo 95% band)."""
+    return _power_long(result.h1, "alpha", H1_SERIES)
 
 
 def power_curve(
@@ -256,6 +364,63 @@ def power_curve(
     return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
 
 
+def h1_figure(result: DesignResult) -> alt.LayerChart:
+    """H1 power against the true alpha, with its Monte Carlo band and the target power.
+
+    Args:
+        result: the design simulation.
+    """
+    return power_curve(h1_power_frame(result), target=result.params.power_target,
+                              title="H1: power to detect alpha > 0 (t-test over the core layers)",
+                              subtitle=f"{result.params.n_studies:,} simulated studies per point", width="container")
+
+
+def h1_table(result: DesignResult) -> pd.DataFrame:
+    """The H1 power curve over true alphas, with its Monte Carlo bands."""
+    return result.h1.rename(columns=_DESIGN_NAMES)
+
+
+# -- study design: E6 power ---------------------------------------------------------------
+
+
+E6_SERIES = {
+    "wilcoxon": "Wilcoxon", "wilcoxon_size_adjusted": "Wilcoxon, size-adjusted",
+    "bootstrap_layers": "joint bootstrap: share of layers", "bootstrap_majority": "joint bootstrap: majority of layers",
+}
+
+
+def e6_power_frame(result: DesignResult) -> pd.DataFrame:
+    """The E6 power curves, long: delta, series, rate, low, high."""
+    return _power_long(result.e6, "delta", E6_SERIES)
+
+
+def e6_figure(result: DesignResult) -> alt.LayerChart:
+    """E6 power against the true delta alpha between two models.
+
+    Args:
+        result: the design simulation.
+    """
+    return power_curve(e6_power_frame(result), x="delta", x_title="true delta alpha",
+                              target=result.params.power_target,
+                              title="E6: power to detect a difference between two models",
+                              subtitle=f"joint bootstrap with {result.params.n_boot} resamples per study",
+                              width="container")
+
+
+def e6_table(result: DesignResult) -> pd.DataFrame:
+    """The E6 power curve over true deltas."""
+    return result.e6.rename(columns=_DESIGN_NAMES)
+
+
+# -- study design: CI half-width ----------------------------------------------------------
+
+
+def ci_width_frame(result: DesignResult) -> pd.DataFrame:
+    """CI half-width of alpha as carriers or magnitudes grow: factor, value, half_width, low, high."""
+    frame = result.ci_width[result.ci_width["factor"] != "design"]
+    return frame.rename(columns={"half_width_low": "low", "half_width_high": "high"}).reset_index(drop=True)
+
+
 def ci_width_chart(
     frame: pd.DataFrame,
     *,
@@ -285,125 +450,6 @@ def ci_width_chart(
     return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
 
 
-
-def controls_sentence(result: ControlsResult, measure: str) -> str:
-    verdicts = result.verdicts(measure)
-    problems = [v.control for v in verdicts if v.problem]
-    judged = [v for v in verdicts if v.problem is not None]
-    if not problems:
-        return (f"{result.model}: no control of {measure_title(measure)} flags a problem "
-                f"({len(judged)} of {len(verdicts)} judged).")
-    return f"{result.model}: {len(problems)} control(s) of {measure_title(measure)} flag a problem: {', '.join(problems)}."
-
-
-def controls_verdicts(result: ControlsResult, measure: str) -> pd.DataFrame:
-    return verdicts_frame(result, measure)
-
-
-def loo_figure(result: ControlsResult, measure: str) -> alt.LayerChart:
-    """Alpha by layer without each carrier, beside the full alpha.
-
-    Args:
-        result: the model's robustness controls.
-        measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
-    """
-    return loo_chart(loo_frame(result, measure), subtitle=measure_title(measure), width="container")
-
-
-def loo_table(result: ControlsResult, measure: str) -> pd.DataFrame:
-    return result.loo_summary(measure)
-
-
-def icc_figure(result: ControlsResult) -> alt.LayerChart:
-    """ICC(3,k) of the carriers' RDMs by layer, with the 0.5 line.
-
-    Args:
-        result: the model's robustness controls.
-    """
-    return icc_chart(result.tables.icc, width="container")
-
-
-def icc_table(result: ControlsResult) -> pd.DataFrame:
-    return result.tables.icc
-
-
-def permutation_figure(result: ControlsResult, measure: str) -> alt.LayerChart:
-    """Permutation against parametric p of alpha by layer, with the significance level.
-
-    Args:
-        result: the model's robustness controls.
-        measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
-    """
-    subtitle = f"{measure_title(measure)}; {result.tables.n_perm:,} permutations of the magnitude labels"
-    return permutation_chart(permutation_frame(result, measure), level=result.params.significance,
-                                    subtitle=subtitle, width="container")
-
-
-def permutation_table(result: ControlsResult, measure: str) -> pd.DataFrame:
-    table = result.tables.permutation
-    return table[table["measure"] == measure].drop(columns=["measure"]).reset_index(drop=True)
-
-
-def compared(result: ControlsResult) -> list[str]:
-    """The variants and, when stored, the @random control, in the order the page shows them."""
-    return [*result.variants, *([result.random_name] if result.random is not None else [])]
-
-
-def variant_figure(result: ControlsResult, name: str, measure: str) -> alt.VConcatChart:
-    """The model against one variant or its ``@random`` control: alphas by layer and delta with its joint-bootstrap
-    CI.
-
-    Args:
-        result: the model's robustness controls.
-        name: the variant's name, or the control's.
-        measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
-    """
-    comparison = result.random if name == result.random_name else result.variants[name]
-    return vf.compare_profiles(vf.comparison_frame(comparison, measure),
-                               subtitle=vf.comparison_subtitle(comparison.measures[measure]))
-
-
-def variant_table(result: ControlsResult, measure: str) -> pd.DataFrame:
-    return variant_frame(result, measure)
-
-
-def design_sentence(result: DesignResult) -> str:
-    summary, params = result.summary(), result.params
-    return (
-        f"With {result.n_magnitudes} magnitudes x {params.n_carriers} carriers x {result.n_layers} core layers and "
-        f"noise like {result.calibration.source}: H1 power {format_number(summary['h1_power'], '.2f')} at alpha = "
-        f"{params.alpha:g} (test size {format_number(summary['h1_size'], '.3f')}, nominal {params.level / 2:g}); "
-        f"minimal detectable alpha at {params.power_target:.0%} power "
-        f"{format_number(summary['minimal_alpha_nominal'], '.4f')} (size-adjusted "
-        f"{format_number(summary['minimal_alpha_size_adjusted'], '.4f')}); 95% CI half-width of a layer's alpha "
-        f"{format_number(summary['ci_half_width'], '.4f')}."
-    )
-
-
-def h1_figure(result: DesignResult) -> alt.LayerChart:
-    """H1 power against the true alpha, with its Monte Carlo band and the target power.
-
-    Args:
-        result: the design simulation.
-    """
-    return power_curve(h1_power_frame(result), target=result.params.power_target,
-                              title="H1: power to detect alpha > 0 (t-test over the core layers)",
-                              subtitle=f"{result.params.n_studies:,} simulated studies per point", width="container")
-
-
-def e6_figure(result: DesignResult) -> alt.LayerChart:
-    """E6 power against the true delta alpha between two models.
-
-    Args:
-        result: the design simulation.
-    """
-    return power_curve(e6_power_frame(result), x="delta", x_title="true delta alpha",
-                              target=result.params.power_target,
-                              title="E6: power to detect a difference between two models",
-                              subtitle=f"joint bootstrap with {result.params.n_boot} resamples per study",
-                              width="container")
-
-
 def ci_width_figure(result: DesignResult) -> alt.LayerChart:
     """The CI half-width of one layer's alpha as carriers and magnitudes grow.
 
@@ -411,27 +457,6 @@ def ci_width_figure(result: DesignResult) -> alt.LayerChart:
         result: the design simulation.
     """
     return ci_width_chart(ci_width_frame(result), width="container")
-
-
-_DESIGN_NAMES = {"alpha": "true_alpha", "delta": "true_delta", "mean_alpha": "mean_fitted_alpha"}
-"""The design's curves and summary name the simulated truth ``alpha`` and ``delta``; its tables say
-``true_alpha`` and ``true_delta`` (``alpha`` and ``mean_alpha`` are a model's fitted ones elsewhere)."""
-
-
-def design_summary(result: DesignResult) -> pd.DataFrame:
-    """The answers at the design's alpha and delta, one row each, the quantity in words."""
-    return pd.DataFrame([{"quantity": column_label(_DESIGN_NAMES.get(key, key)), "value": value}
-                         for key, value in result.summary().items()])
-
-
-def h1_table(result: DesignResult) -> pd.DataFrame:
-    """The H1 power curve over true alphas, with its Monte Carlo bands."""
-    return result.h1.rename(columns=_DESIGN_NAMES)
-
-
-def e6_table(result: DesignResult) -> pd.DataFrame:
-    """The E6 power curve over true deltas."""
-    return result.e6.rename(columns=_DESIGN_NAMES)
 
 
 def ci_width_table(result: DesignResult) -> pd.DataFrame:

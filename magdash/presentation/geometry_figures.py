@@ -1,8 +1,8 @@
 """The log-compressive geometry as figures and tables (Cacioli, arXiv 2603.20642): the centroid
 RDM, RSA with the log-ratio and linear models by layer, the centroids' PC1 against log n.
 
-Frames, then charts (:mod:`magdash.presentation.chart_style`), then figures, as in
-:mod:`magdash.presentation.variability_figures`. Computed here because only a figure needs them:
+Each figure's frame, chart (:mod:`magdash.presentation.chart_style`) and figure function sit
+together, as in :mod:`magdash.presentation.scaling_figures`. Computed here because only a figure needs them:
 the centroid RDM and PC1 coordinates of one layer, and :func:`rdm_blocks`, the block means of an
 RDM too large to draw cell by cell.
 """
@@ -28,9 +28,15 @@ if TYPE_CHECKING:
     from magdash.variability.analysis import AnalysisResult
 
 
+# -- RSA by layer -------------------------------------------------------------------------
+
+
 TRAINED_WEIGHTS = "trained"
+
+
 CONTROL_WEIGHTS = "@random control"
 """How the RSA chart names the model's own weights and its random-weight control's."""
+
 
 RSA_COLUMNS = {
     ("log-ratio", "euclidean"): "rsa_log_euclidean",
@@ -60,85 +66,20 @@ def rsa_frame(result: AnalysisResult) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def rdm_frame(rdm: np.ndarray, magnitudes: Sequence[float]) -> pd.DataFrame:
-    """A square RDM as long rows. Columns: a, b (magnitudes), dissimilarity."""
-    rdm = np.asarray(rdm, dtype=np.float64)
-    magnitudes = np.asarray(magnitudes, dtype=np.float64)
-    if rdm.shape != (magnitudes.size, magnitudes.size):
-        raise AnalysisError(f"RDM of shape {rdm.shape} does not match {magnitudes.size} magnitudes")
-    a, b = np.meshgrid(magnitudes, magnitudes, indexing="ij")
-    return pd.DataFrame({"a": a.ravel(), "b": b.ravel(), "dissimilarity": rdm.ravel()})
+def rsa_with_control(result: AnalysisResult, control: AnalysisResult | None) -> pd.DataFrame:
+    """:func:`rsa_frame` of the model (``weights`` "trained") and of its control (:data:`CONTROL_WEIGHTS`).
 
-
-def rdm_blocks(frame: pd.DataFrame, max_side: int) -> tuple[pd.DataFrame, int]:
-    """A long RDM (a, b, dissimilarity) averaged over blocks of consecutive magnitudes, at most
-    ``max_side`` blocks a side; a and b become each block's first magnitude. Returns the
-    frame and the block length."""
-    magnitudes = np.unique(frame["a"].to_numpy(dtype=np.float64))
-    block = int(math.ceil(magnitudes.size / max_side))
-    starts = magnitudes[::block]
-    index = np.searchsorted(magnitudes, frame["a"].to_numpy(dtype=np.float64)) // block
-    other = np.searchsorted(magnitudes, frame["b"].to_numpy(dtype=np.float64)) // block
-    binned = (
-        pd.DataFrame({"a": starts[index], "b": starts[other], "dissimilarity": frame["dissimilarity"].to_numpy()})
-        .groupby(["a", "b"], as_index=False)["dissimilarity"].mean()
-    )
-    return binned, block
-
-
-def pc1_frame(coordinates: Pc1Coordinates, magnitudes: Sequence[float]) -> pd.DataFrame:
-    """Centroid PC1 coordinate per magnitude. Columns: magnitude, pc1."""
-    return pd.DataFrame(
-        {
-            "magnitude": np.asarray(magnitudes, dtype=np.float64),
-            "pc1": np.asarray(coordinates.coordinates, dtype=np.float64),
-        }
-    )
-
-
-
-RDM_MODEL_COLORS = {"log-ratio": "#0072B2", "linear": "#D55E00"}
-
-
-def rdm_heatmap(
-    rdm: pd.DataFrame,
-    *,
-    metric: str = "euclidean",
-    title: str | None = None,
-    subtitle: str | None = None,
-    size: int = 360,
-) -> alt.Chart:
-    """Centroid RDM as a heatmap over magnitude pairs (Cacioli, arXiv 2603.20642).
-
-    ``rdm`` (:func:`rdm_frame`): a, b (magnitudes), dissimilarity. Cells
-    without a value are left blank. An RDM of more than :data:`style.MAX_RDM_SIDE` magnitudes is drawn
-    in blocks of consecutive magnitudes (:func:`rdm_blocks`, labelled
-    by each block's first magnitude), as a million cells would freeze the browser.
+    Args:
+        result: the model's analysis.
+        control: the analysis of its ``@random`` control, or None.
     """
-    style.require_columns(rdm, ["a", "b", "dissimilarity"], "rdm_heatmap")
-    frame = style.finite_rows(rdm, "dissimilarity").loc[:, ["a", "b", "dissimilarity"]]
-    side = int(frame["a"].nunique())
-    notes = style.subtitle_lines(subtitle)
-    if side > style.MAX_RDM_SIDE:
-        frame, block = rdm_blocks(frame, style.MAX_RDM_SIDE)
-        notes.append(f"{side:,} magnitudes in blocks of {block} (mean per block; labels: first magnitude)")
-    unit = "Euclidean distance" if metric == "euclidean" else f"{metric} distance"
-    chart = (
-        alt.Chart(style.inline_data(frame))
-        .mark_rect()
-        .encode(
-            x=alt.X("a:O", title="magnitude a", sort="ascending", axis=alt.Axis(labelOverlap=True)),
-            y=alt.Y("b:O", title="magnitude b", sort="descending", axis=alt.Axis(labelOverlap=True)),
-            color=alt.Color("dissimilarity:Q", scale=alt.Scale(scheme="viridis"), title=unit),
-            tooltip=[
-                alt.Tooltip("a:Q"),
-                alt.Tooltip("b:Q"),
-                alt.Tooltip("dissimilarity:Q", title=unit, format=".4g"),
-            ],
-        )
-    )
-    text = title or f"Centroid dissimilarity ({unit})"
-    return chart.properties(title=style.chart_title(text, notes or None), width=size, height=size)
+    frames = [rsa_frame(result).assign(weights=TRAINED_WEIGHTS)]
+    if control is not None:
+        frames.append(rsa_frame(control).assign(weights=CONTROL_WEIGHTS))
+    return pd.concat(frames, ignore_index=True)
+
+
+RDM_MODEL_COLORS = style.palette(("log-ratio", "linear"))
 
 
 def rsa_by_layer(
@@ -200,56 +141,6 @@ def rsa_by_layer(
     return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
 
 
-def pc1_vs_logn(
-    pc1: pd.DataFrame,
-    *,
-    title: str | None = None,
-    subtitle: str | None = None,
-    width: style.Width = style.DEFAULT_WIDTH,
-    height: int = style.DEFAULT_HEIGHT,
-) -> alt.LayerChart:
-    """Centroid PC1 coordinate against n on a log axis (straight = log-compressive).
-
-    ``pc1`` (:func:`pc1_frame`): magnitude, pc1. Put the correlations in
-    ``subtitle``.
-    """
-    style.require_columns(pc1, ["magnitude", "pc1"], "pc1_vs_logn")
-    frame = style.finite_rows(pc1, "magnitude", positive=True).loc[:, ["magnitude", "pc1"]]
-    data = style.inline_data(frame)
-    x = alt.X("magnitude:Q", scale=alt.Scale(type="log"), title="magnitude n (log scale)")
-    y = alt.Y("pc1:Q", title="PC1 coordinate")
-    line = alt.Chart(data).mark_line(color="#999999", invalid=style.PATH_INVALID).encode(
-        x=x, y=y, order="magnitude:Q"
-    )
-    points = (
-        alt.Chart(data)
-        .mark_point(filled=True, size=50, color=style.MEASURE_COLORS["V_eucl"], invalid=style.POINT_INVALID)
-        .encode(
-            x=x,
-            y=y,
-            tooltip=[alt.Tooltip("magnitude:Q", title="n"), alt.Tooltip("pc1:Q", title="PC1 coordinate (activation units)", format=".4g")],
-        )
-    )
-    text = title or "Centroid PC1 coordinate against log n"
-    return style.finish(alt.layer(line, points), style.chart_title(text, subtitle), width, height)
-
-
-
-def rdm_figure(result: AnalysisResult, vectors: np.ndarray, layer: int, metric: str) -> alt.Chart:
-    """The centroid RDM of ``layer`` (its ``vectors``, shape (n_magnitudes, n_carriers, d)).
-
-    Args:
-        result: the model's analysis.
-        vectors: the layer's (n_magnitudes, n_carriers, d) vectors.
-        layer: the layer shown.
-        metric: the RDM's distance: ``euclidean`` or ``cosine``.
-    """
-    rdm = centroid_rdm(centroids(vectors), metric)
-    return rdm_heatmap(
-        rdm_frame(rdm, result.magnitudes), metric=metric, subtitle=f"layer {layer} ({result.layer_labels[layer]})"
-    )
-
-
 def rsa_figure(result: AnalysisResult, metric: str, control: AnalysisResult | None = None) -> alt.LayerChart:
     """RSA of the centroid RDMs against the log-ratio and linear models, by layer, with the
     model's random-weight control dashed beside it where it is stored.
@@ -260,19 +151,6 @@ def rsa_figure(result: AnalysisResult, metric: str, control: AnalysisResult | No
         control: the analysis of its ``@random`` control, or None.
     """
     return rsa_by_layer(rsa_with_control(result, control), metric=metric, width="container")
-
-
-def rsa_with_control(result: AnalysisResult, control: AnalysisResult | None) -> pd.DataFrame:
-    """:func:`rsa_frame` of the model (``weights`` "trained") and of its control (:data:`CONTROL_WEIGHTS`).
-
-    Args:
-        result: the model's analysis.
-        control: the analysis of its ``@random`` control, or None.
-    """
-    frames = [rsa_frame(result).assign(weights=TRAINED_WEIGHTS)]
-    if control is not None:
-        frames.append(rsa_frame(control).assign(weights=CONTROL_WEIGHTS))
-    return pd.concat(frames, ignore_index=True)
 
 
 def rsa_sentence(result: AnalysisResult, metric: str, control: AnalysisResult | None = None) -> str:
@@ -302,6 +180,144 @@ def rsa_sentence(result: AnalysisResult, metric: str, control: AnalysisResult | 
             "trained model's.")
 
 
+def geometry_table(result: AnalysisResult) -> pd.DataFrame:
+    table = result.geometry.copy()
+    table.insert(2, "core", table["layer"].isin(result.core_layers))
+    return table
+
+
+# -- the centroid RDM ---------------------------------------------------------------------
+
+
+def rdm_frame(rdm: np.ndarray, magnitudes: Sequence[float]) -> pd.DataFrame:
+    """A square RDM as long rows. Columns: a, b (magnitudes), dissimilarity."""
+    rdm = np.asarray(rdm, dtype=np.float64)
+    magnitudes = np.asarray(magnitudes, dtype=np.float64)
+    if rdm.shape != (magnitudes.size, magnitudes.size):
+        raise AnalysisError(f"RDM of shape {rdm.shape} does not match {magnitudes.size} magnitudes")
+    a, b = np.meshgrid(magnitudes, magnitudes, indexing="ij")
+    return pd.DataFrame({"a": a.ravel(), "b": b.ravel(), "dissimilarity": rdm.ravel()})
+
+
+def rdm_blocks(frame: pd.DataFrame, max_side: int) -> tuple[pd.DataFrame, int]:
+    """A long RDM (a, b, dissimilarity) averaged over blocks of consecutive magnitudes, at most
+    ``max_side`` blocks a side; a and b become each block's first magnitude. Returns the
+    frame and the block length."""
+    magnitudes = np.unique(frame["a"].to_numpy(dtype=np.float64))
+    block = int(math.ceil(magnitudes.size / max_side))
+    starts = magnitudes[::block]
+    index = np.searchsorted(magnitudes, frame["a"].to_numpy(dtype=np.float64)) // block
+    other = np.searchsorted(magnitudes, frame["b"].to_numpy(dtype=np.float64)) // block
+    binned = (
+        pd.DataFrame({"a": starts[index], "b": starts[other], "dissimilarity": frame["dissimilarity"].to_numpy()})
+        .groupby(["a", "b"], as_index=False)["dissimilarity"].mean()
+    )
+    return binned, block
+
+
+def rdm_heatmap(
+    rdm: pd.DataFrame,
+    *,
+    metric: str = "euclidean",
+    title: str | None = None,
+    subtitle: str | None = None,
+    size: int = 360,
+) -> alt.Chart:
+    """Centroid RDM as a heatmap over magnitude pairs (Cacioli, arXiv 2603.20642).
+
+    ``rdm`` (:func:`rdm_frame`): a, b (magnitudes), dissimilarity. Cells
+    without a value are left blank. An RDM of more than :data:`style.MAX_RDM_SIDE` magnitudes is drawn
+    in blocks of consecutive magnitudes (:func:`rdm_blocks`, labelled
+    by each block's first magnitude), as a million cells would freeze the browser.
+    """
+    style.require_columns(rdm, ["a", "b", "dissimilarity"], "rdm_heatmap")
+    frame = style.finite_rows(rdm, "dissimilarity").loc[:, ["a", "b", "dissimilarity"]]
+    side = int(frame["a"].nunique())
+    notes = style.subtitle_lines(subtitle)
+    if side > style.MAX_RDM_SIDE:
+        frame, block = rdm_blocks(frame, style.MAX_RDM_SIDE)
+        notes.append(f"{side:,} magnitudes in blocks of {block} (mean per block; labels: first magnitude)")
+    unit = "Euclidean distance" if metric == "euclidean" else f"{metric} distance"
+    chart = (
+        alt.Chart(style.inline_data(frame))
+        .mark_rect()
+        .encode(
+            x=alt.X("a:O", title="magnitude a", sort="ascending", axis=alt.Axis(labelOverlap=True)),
+            y=alt.Y("b:O", title="magnitude b", sort="descending", axis=alt.Axis(labelOverlap=True)),
+            color=alt.Color("dissimilarity:Q", scale=alt.Scale(scheme="viridis"), title=unit),
+            tooltip=[
+                alt.Tooltip("a:Q"),
+                alt.Tooltip("b:Q"),
+                alt.Tooltip("dissimilarity:Q", title=unit, format=".4g"),
+            ],
+        )
+    )
+    text = title or f"Centroid dissimilarity ({unit})"
+    return chart.properties(title=style.chart_title(text, notes or None), width=size, height=size)
+
+
+def rdm_figure(result: AnalysisResult, vectors: np.ndarray, layer: int, metric: str) -> alt.Chart:
+    """The centroid RDM of ``layer`` (its ``vectors``, shape (n_magnitudes, n_carriers, d)).
+
+    Args:
+        result: the model's analysis.
+        vectors: the layer's (n_magnitudes, n_carriers, d) vectors.
+        layer: the layer shown.
+        metric: the RDM's distance: ``euclidean`` or ``cosine``.
+    """
+    rdm = centroid_rdm(centroids(vectors), metric)
+    return rdm_heatmap(
+        rdm_frame(rdm, result.magnitudes), metric=metric, subtitle=f"layer {layer} ({result.layer_labels[layer]})"
+    )
+
+
+# -- PC1 against log n --------------------------------------------------------------------
+
+
+def pc1_frame(coordinates: Pc1Coordinates, magnitudes: Sequence[float]) -> pd.DataFrame:
+    """Centroid PC1 coordinate per magnitude. Columns: magnitude, pc1."""
+    return pd.DataFrame(
+        {
+            "magnitude": np.asarray(magnitudes, dtype=np.float64),
+            "pc1": np.asarray(coordinates.coordinates, dtype=np.float64),
+        }
+    )
+
+
+def pc1_vs_logn(
+    pc1: pd.DataFrame,
+    *,
+    title: str | None = None,
+    subtitle: str | None = None,
+    width: style.Width = style.DEFAULT_WIDTH,
+    height: int = style.DEFAULT_HEIGHT,
+) -> alt.LayerChart:
+    """Centroid PC1 coordinate against n on a log axis (straight = log-compressive).
+
+    ``pc1`` (:func:`pc1_frame`): magnitude, pc1. Put the correlations in
+    ``subtitle``.
+    """
+    style.require_columns(pc1, ["magnitude", "pc1"], "pc1_vs_logn")
+    frame = style.finite_rows(pc1, "magnitude", positive=True).loc[:, ["magnitude", "pc1"]]
+    data = style.inline_data(frame)
+    x = alt.X("magnitude:Q", scale=alt.Scale(type="log"), title="magnitude n (log scale)")
+    y = alt.Y("pc1:Q", title="PC1 coordinate")
+    line = alt.Chart(data).mark_line(color=style.CONNECTOR_COLOR, invalid=style.PATH_INVALID).encode(
+        x=x, y=y, order="magnitude:Q"
+    )
+    points = (
+        alt.Chart(data)
+        .mark_point(filled=True, size=50, color=style.MEASURE_COLORS["V_eucl"], invalid=style.POINT_INVALID)
+        .encode(
+            x=x,
+            y=y,
+            tooltip=[alt.Tooltip("magnitude:Q", title="n"), alt.Tooltip("pc1:Q", title="PC1 coordinate (activation units)", format=".4g")],
+        )
+    )
+    text = title or "Centroid PC1 coordinate against log n"
+    return style.finish(alt.layer(line, points), style.chart_title(text, subtitle), width, height)
+
+
 def pc1_figure(result: AnalysisResult, vectors: np.ndarray, layer: int) -> alt.LayerChart:
     """The centroids' PC1 coordinate against log n at ``layer`` (its ``vectors``).
 
@@ -317,9 +333,3 @@ def pc1_figure(result: AnalysisResult, vectors: np.ndarray, layer: int) -> alt.L
         f"PC1 explains {fixed(100 * pc1.explained, 1)}% of the centroid variance",
     ]
     return pc1_vs_logn(pc1_frame(pc1, result.magnitudes), subtitle=subtitle, width="container")
-
-
-def geometry_table(result: AnalysisResult) -> pd.DataFrame:
-    table = result.geometry.copy()
-    table.insert(2, "core", table["layer"].isin(result.core_layers))
-    return table

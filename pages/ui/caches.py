@@ -16,9 +16,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from magdash import dashboard as db
-from magdash.dashboard import controls_page as dc
-from magdash.dashboard import probes_page as dp
+from magdash import dashboard
+from magdash.dashboard import controls_page, probes_page
 from magdash.dashboard.jobs import JobRegistry
 from magdash.errors import ReadOnlyStoreError
 from magdash.store import Store
@@ -27,8 +26,8 @@ from magdash.store import Store
 def store_for(path: str) -> Store:
     """The store at ``path``, if the dashboard may open it (:mod:`magdash.dashboard.access`):
     never created here, read-only in read-only mode. Raises NoStoreError where none is yet."""
-    access = db.store_access()
-    db.check_store_path(path, access)
+    access = dashboard.store_access()
+    dashboard.check_store_path(path, access)
     return _open_store(path, access.read_only)
 
 
@@ -41,10 +40,10 @@ def _open_store(path: str, read_only: bool) -> Store:
 def new_store(path: str) -> Store:
     """The store at ``path``, created if nothing is there: for the first run and an extraction
     the user asked for, inside the allowed folders, never in read-only mode."""
-    access = db.store_access()
+    access = dashboard.store_access()
     if access.read_only:
-        raise ReadOnlyStoreError(db.read_only_reason("extract models or create stores"))
-    db.check_store_path(path, access)
+        raise ReadOnlyStoreError(dashboard.read_only_reason("extract models or create stores"))
+    dashboard.check_store_path(path, access)
     Store(path, create=True)
     return _open_store(path, False)
 
@@ -65,9 +64,9 @@ def tokenizer_for(spec: str):
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def inventory_for(path: str, stamp: tuple) -> db.StoreInventory:
+def inventory_for(path: str, stamp: tuple) -> dashboard.StoreInventory:
     """The store's inventory; ``stamp`` (file mtime and size) makes a write invalidate it."""
-    return db.read_inventory(store_for(path))
+    return dashboard.read_inventory(store_for(path))
 
 
 @st.cache_data(show_spinner=False, ttl=60)
@@ -79,27 +78,27 @@ def source_choices(kind: str) -> list[str]:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def analysis_for(key: db.AnalysisKey):
+def analysis_for(key: dashboard.AnalysisKey):
     from magdash.runs.analysis_runs import analyze
 
     return analyze(store_for(key.store), key.model, key.stimuli, key.params)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def comparison_for(key: db.ComparisonKey):
+def comparison_for(key: dashboard.ComparisonKey):
     from magdash.runs.analysis_runs import compare
 
     return compare(store_for(key.store), key.model_a, key.model_b, key.stimuli, key.params)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def layer_for(key: db.LayerKey):
+def layer_for(key: dashboard.LayerKey):
     """One layer's stored vectors, shape (n_magnitudes, n_carriers, d)."""
     return store_for(key.store).read_layer(key.model, key.stimuli, key.layer).vectors
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def frequency_source_for(key: db.SourceKey):
+def frequency_source_for(key: dashboard.SourceKey):
     from magdash.runs.frequency_runs import load_source
 
     return load_source(key.name, store_for(key.store))
@@ -113,7 +112,7 @@ def frequency_sources_for(path: str, stamp: tuple) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def e5_for(key: db.E5Key) -> pd.DataFrame:
+def e5_for(key: dashboard.E5Key) -> pd.DataFrame:
     """The E5 of an analysis, from the store's cache or computed once and written to its e5 table."""
     from magdash.runs.frequency_runs import e5_from_analysis
 
@@ -124,28 +123,28 @@ def e5_for(key: db.E5Key) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def phase_for(key: db.PhaseKey):
+def phase_for(key: dashboard.PhaseKey):
     from magdash.runs.depth_runs import phase_from_store
 
     return phase_from_store(store_for(key.store), key.model, key.stimuli, key.params)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def controls_for(key: dc.ControlsKey):
+def controls_for(key: controls_page.ControlsKey):
     from magdash.runs.controls_runs import run_controls
 
     return run_controls(store_for(key.store), key.model, key.stimuli, key.params)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def design_for(key: dc.DesignKey):
+def design_for(key: controls_page.DesignKey):
     from magdash.runs.design_runs import run_design
 
     return run_design(store_for(key.store), key.model, key.stimuli, key.params, key.analysis)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def probe_for(key: dp.ProbeKey):
+def probe_for(key: probes_page.ProbeKey):
     """The probes of one model, from the store's cache or computed once (and written to its probe tables)."""
     from magdash.runs.probe_runs import probe
 
@@ -153,15 +152,15 @@ def probe_for(key: dp.ProbeKey):
 
 
 _RESOLVERS: dict[type, Callable[[Any], Any]] = {
-    dc.ControlsKey: controls_for,
-    dp.ProbeKey: probe_for,
-    dc.DesignKey: design_for,
-    db.PhaseKey: phase_for,
-    db.AnalysisKey: analysis_for,
-    db.ComparisonKey: comparison_for,
-    db.LayerKey: layer_for,
-    db.SourceKey: frequency_source_for,
-    db.E5Key: e5_for,
+    controls_page.ControlsKey: controls_for,
+    probes_page.ProbeKey: probe_for,
+    controls_page.DesignKey: design_for,
+    dashboard.PhaseKey: phase_for,
+    dashboard.AnalysisKey: analysis_for,
+    dashboard.ComparisonKey: comparison_for,
+    dashboard.LayerKey: layer_for,
+    dashboard.SourceKey: frequency_source_for,
+    dashboard.E5Key: e5_for,
 }
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import streamlit as st
 from streamlit.errors import StreamlitSecretNotFoundError
 
-from magdash import dashboard as db
+from magdash import dashboard
 from magdash.dashboard.jobs import new_owner
 from magdash.errors import MagdashError, NoStoreError
 from magdash.store import ModelRecord, Store
@@ -30,9 +30,9 @@ _RUN = threading.local()
 class AppContext:
     """What every page needs: the view, the open store and what it holds."""
 
-    view: db.ViewState
+    view: dashboard.ViewState
     store: Store | None = None
-    inventory: db.StoreInventory | None = None
+    inventory: dashboard.StoreInventory | None = None
     error: str | None = None
     notes: list[str] = field(default_factory=list)
     read_only: bool = False
@@ -54,10 +54,10 @@ def serve_settings() -> None:
     read-only mode, a lab's, no traceback reaches the browser (``client.showErrorDetails``;
     :data:`magdash.dashboard.access.SERVED_ERROR_DETAILS`)."""
     global _ERROR_DETAILS_BEFORE
-    if db.store_access().read_only:
+    if dashboard.store_access().read_only:
         if _ERROR_DETAILS_BEFORE is None:
             _ERROR_DETAILS_BEFORE = st.get_option("client.showErrorDetails")
-        st.set_option("client.showErrorDetails", db.SERVED_ERROR_DETAILS)
+        st.set_option("client.showErrorDetails", dashboard.SERVED_ERROR_DETAILS)
     elif _ERROR_DETAILS_BEFORE is not None:  # the mode changed within a process (tests): as configured again
         st.set_option("client.showErrorDetails", _ERROR_DETAILS_BEFORE)
         _ERROR_DETAILS_BEFORE = None
@@ -100,14 +100,14 @@ def session_owner() -> str:
     return st.session_state[OWNER_KEY]
 
 
-def set_view(view: db.ViewState) -> None:
+def set_view(view: dashboard.ViewState) -> None:
     st.session_state[VIEW_KEY] = view
 
 
-def current_view() -> db.ViewState:
+def current_view() -> dashboard.ViewState:
     """The session's view; on a session's first run it comes from the URL."""
     if VIEW_KEY not in st.session_state:
-        view, notes = db.view_from_query(st.query_params.to_dict())
+        view, notes = dashboard.view_from_query(st.query_params.to_dict())
         st.session_state[VIEW_KEY] = view
         st.session_state["magdash_link_notes"] = notes
     return st.session_state[VIEW_KEY]
@@ -141,20 +141,20 @@ def view_key(field_name: str, value: Any) -> str:
     return f"view-{field_name}-{value!r}"
 
 
-def open_context(view: db.ViewState) -> AppContext:
+def open_context(view: dashboard.ViewState) -> AppContext:
     """Open the view's store and read its inventory (cached until the store file changes).
 
     A path with no store yet gives an empty inventory and no store: reading never creates one
     (the first run and the Extract page do, through :func:`pages.ui.caches.new_store`)."""
-    read_only = db.store_access().read_only
+    read_only = dashboard.store_access().read_only
     try:
         store = store_for(view.store)
-        inventory = inventory_for(view.store, db.store_stamp(view.store))
+        inventory = inventory_for(view.store, dashboard.store_stamp(view.store))
     except NoStoreError:
-        store, inventory = None, db.empty_inventory(view.store)
+        store, inventory = None, dashboard.empty_inventory(view.store)
     except MagdashError as error:
-        return AppContext(view=view, error=db.served_text(str(error), db.store_access()), read_only=read_only)
-    view, notes = db.reconcile_view(view, inventory)
+        return AppContext(view=view, error=dashboard.served_text(str(error), dashboard.store_access()), read_only=read_only)
+    view, notes = dashboard.reconcile_view(view, inventory)
     return AppContext(view=view, store=store, inventory=inventory, notes=notes, read_only=read_only)
 
 
@@ -199,7 +199,7 @@ def build_navigation():
                     default=page.url_path == "home")
             for page in group_pages
         ]
-        for group, group_pages in db.page_groups(root=ROOT).items()
+        for group, group_pages in dashboard.page_groups(root=ROOT).items()
     }
     navigation = st.navigation(pages, position="hidden")
     with st.sidebar.container(key="magdash_navigation"):
@@ -211,7 +211,7 @@ def build_navigation():
     return navigation
 
 
-def sync_query(view: db.ViewState) -> None:
-    target = db.view_to_query(view)
+def sync_query(view: dashboard.ViewState) -> None:
+    target = dashboard.view_to_query(view)
     if st.query_params.to_dict() != target:
         st.query_params.from_dict(target)

@@ -8,9 +8,8 @@ import html
 
 import streamlit as st
 
-from magdash import dashboard as db
-from magdash.dashboard import controls_page as dc
-from magdash.dashboard import probes_page as dp
+from magdash import dashboard
+from magdash.dashboard import controls_page, probes_page
 from magdash.errors import MagdashError
 from magdash.presentation import export
 from magdash.variability.conventions import CONVENTION_NAMES
@@ -54,7 +53,7 @@ def sidebar(context: AppContext) -> None:
         store_key = view_key("store", view.store)
         st.text_input(
             "Store", value=view.store, key=store_key,
-            on_change=view_setter("store", store_key, lambda v: v.strip() or db.default_store()),
+            on_change=view_setter("store", store_key, lambda v: v.strip() or dashboard.default_store()),
             help="DuckDB store file; the CLI's --store or $MAGDASH_STORE. Only stores inside the dashboard's "
                  "allowed folders open (its store's folder and $MAGDASH_STORE_FOLDERS); a new one is created only by "
                  "the first run or an extraction.",
@@ -85,34 +84,34 @@ def sidebar(context: AppContext) -> None:
         if overflow:
             st.warning(page_message(overflow), icon=":material/warning:")
         measure_key = view_key("measure", view.measure)
-        st.selectbox("Measure", db.MEASURE_CHOICES, index=db.MEASURE_CHOICES.index(view.measure), key=measure_key,
+        st.selectbox("Measure", dashboard.MEASURE_CHOICES, index=dashboard.MEASURE_CHOICES.index(view.measure), key=measure_key,
                      format_func=measure_title, on_change=view_setter("measure", measure_key),
                      help="V_eucl, V_residual and V_proj are the paper's measures; the other two are secondary.")
         record = inventory.record(view.model)
-        band = db.core_band(view, record)
+        band = dashboard.core_band(view, record)
         core_key = view_key("core", (view.model, band))
         st.select_slider(
             "Core layers", options=list(range(record.n_layers)), value=band, key=core_key,
             on_change=view_setter("core", core_key, tuple),
             help=f"Hypotheses and means use these layers. Default for {record.n_blocks} blocks: "
-                 f"{db.core_band(dataclasses.replace(view, core=None), record)}.",
+                 f"{dashboard.core_band(dataclasses.replace(view, core=None), record)}.",
         )
         conventions_key = view_key("conventions", view.conventions)
         st.radio(
             "Conventions", CONVENTION_NAMES, index=CONVENTION_NAMES.index(view.conventions),
-            key=conventions_key, horizontal=True, format_func=db.CONVENTION_LABELS.get,
+            key=conventions_key, horizontal=True, format_func=dashboard.CONVENTION_LABELS.get,
             on_change=view_setter("conventions", conventions_key),
             help="magdash's statistics, or the conventions of the paper's script (its bootstrap draws, H4 over all "
                  "layers, its AICc, no outlier rule in E3/E6), which reproduce its numbers exactly. See docs/science.md.",
         )
         with st.expander("Analysis settings"):
             boot_key = view_key("n_boot", view.n_boot)
-            st.number_input("Bootstrap resamples", min_value=db.N_BOOT_RANGE.low, max_value=db.N_BOOT_RANGE.high,
+            st.number_input("Bootstrap resamples", min_value=dashboard.N_BOOT_RANGE.low, max_value=dashboard.N_BOOT_RANGE.high,
                             value=view.n_boot, step=1000,
                             key=boot_key, on_change=view_setter("n_boot", boot_key, int),
                             help="10,000 as in the paper; 0 skips the confidence intervals.")
             carriers = inventory.carriers.get(view.stimuli, ())
-            if db.carriers_to_leave_out(len(carriers)):
+            if dashboard.carriers_to_leave_out(len(carriers)):
                 exclude_key = view_key("exclude", (view.stimuli, view.exclude))
                 # No max_selections: Streamlit's "Select all" would then quietly keep the first few;
                 # a choice leaving too few is refused in words instead (exclude_setter).
@@ -139,7 +138,7 @@ def exclude_setter(widget_key: str, n_carriers: int):
     from it, and the sidebar says why (:func:`magdash.dashboard.exclude_refusal`)."""
     def callback() -> None:
         chosen = tuple(sorted(st.session_state[widget_key]))
-        refusal = db.exclude_refusal(n_carriers, chosen)
+        refusal = dashboard.exclude_refusal(n_carriers, chosen)
         if refusal is None:
             view_setter("exclude", widget_key, lambda _: chosen)()
             return
@@ -152,17 +151,17 @@ def exclude_setter(widget_key: str, n_carriers: int):
 def report_button(context: AppContext) -> None:
     """One click: the HTML report of every model on the view's stimulus set (built on click)."""
     view, inventory, store = context.view, context.inventory, context.store
-    keys = {name: db.analysis_key(view, inventory, name) for name in inventory.models_sharing(view.stimuli)}
-    comparison = db.comparison_key(view, inventory) if view.other else None
-    query = db.view_to_query(view)
-    controls_key, design_key = (dc.session_key(view, st.session_state.get(name)) for name in dc.SESSION_KEYS)
-    layer = db.default_layer(view, context.record)
+    keys = {name: dashboard.analysis_key(view, inventory, name) for name in inventory.models_sharing(view.stimuli)}
+    comparison = dashboard.comparison_key(view, inventory) if view.other else None
+    query = dashboard.view_to_query(view)
+    controls_key, design_key = (controls_page.session_key(view, st.session_state.get(name)) for name in controls_page.SESSION_KEYS)
+    layer = dashboard.default_layer(view, context.record)
 
     def build() -> str:
         from magdash import reports
 
         try:
-            extra = dc.session_sections(
+            extra = controls_page.session_sections(
                 view,
                 controls_for(controls_key) if controls_key is not None else None,
                 design_for(design_key) if design_key is not None else None,
@@ -171,8 +170,8 @@ def report_button(context: AppContext) -> None:
             return reports.analysis_report(
                 store, list(keys), view.stimuli, {name: key.params for name, key in keys.items()},
                 comparisons=[comparison_for(comparison)] if comparison is not None else [], focus=view.model,
-                measure=view.measure, layer=layer, depth=db.phase_params(view), source=reports.REPORT_SOURCE,
-                probes=dp.probe_params(view), extra_sections=extra, view=query,
+                measure=view.measure, layer=layer, depth=dashboard.phase_params(view), source=reports.REPORT_SOURCE,
+                probes=probes_page.probe_params(view), extra_sections=extra, view=query,
             )
         except MagdashError as error:  # a download cannot show st.error: say it in the file
             return f"<!DOCTYPE html><meta charset=utf-8><p>No report: {html.escape(str(error))}</p>"

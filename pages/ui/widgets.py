@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from magdash import dashboard as db
+from magdash import dashboard
 from magdash.caveats import Caveat, Severity
 from magdash.dashboard.jobs import Job, JobSnapshot, format_seconds
 from magdash.dashboard.warnings_panel import panel as warnings_panel_of
@@ -52,7 +52,7 @@ PARAMETER_WORDS = {
 def figure(builder: Callable[..., Any], *args: Any, name: str, data: pd.DataFrame | None = None) -> dict | None:
     """Draw a figure with PNG/SVG (and CSV of ``data``) download buttons.
 
-    ``builder`` is a figure function of :mod:`magdash.presentation` (``vf.scaling_figure``); keys
+    ``builder`` is a figure function of :mod:`magdash.presentation` (``scaling_figures.scaling_figure``); keys
     among ``args`` are resolved to cached results. The finished Vega-Lite spec is cached, so a
     rerun with the same inputs costs no chart building. Errors of the user's making show as a message.
     """
@@ -175,7 +175,7 @@ def nothing_to_show(context: AppContext, what: str) -> None:
     right.page_link("pages/extract.py", label="Extract a model", icon=":material/download:")
 
 
-def analysis_caveats(*keys: db.AnalysisKey) -> list[Caveat]:
+def analysis_caveats(*keys: dashboard.AnalysisKey) -> list[Caveat]:
     """Every caveat of the analyses of ``keys`` (:meth:`magdash.variability.analysis.AnalysisResult.caveats`)."""
     return [caveat for key in keys for caveat in analysis_for(key).caveats()]
 
@@ -213,7 +213,7 @@ def store_to_write(ctx: AppContext, what: str, *, create: bool = False) -> Store
     ``create`` (the first run, an extraction). Raises MagdashError saying why not: read-only
     mode, or no store yet."""
     if ctx.read_only:
-        raise ReadOnlyStoreError(f"{what[:1].upper()}{what[1:]} is not possible. " + db.read_only_reason("store anything"))
+        raise ReadOnlyStoreError(f"{what[:1].upper()}{what[1:]} is not possible. " + dashboard.read_only_reason("store anything"))
     if create:
         return new_store(ctx.view.store)
     if ctx.store is None:
@@ -240,9 +240,9 @@ def _required(what: str, ready: Callable[[AppContext], bool]) -> AppContext:
     return ctx
 
 
-def analysed(ctx: AppContext) -> db.AnalysisKey:
+def analysed(ctx: AppContext) -> dashboard.AnalysisKey:
     """The key of the view's analysis, run now (with a spinner) unless it is cached."""
-    key = db.analysis_key(ctx.view, ctx.inventory)
+    key = dashboard.analysis_key(ctx.view, ctx.inventory)
     with st.spinner(plain(f"Analysing {ctx.view.model} (first time only; the result is cached in the store)…")):
         analysis_for(key)
     return key
@@ -250,7 +250,7 @@ def analysed(ctx: AppContext) -> db.AnalysisKey:
 
 def plain(text: Any) -> str:
     """User-derived text (names, paths, messages) for a Markdown element, shown literally."""
-    return db.escape_markdown(str(text))
+    return dashboard.escape_markdown(str(text))
 
 
 def say(text: str) -> None:
@@ -261,7 +261,7 @@ def say(text: str) -> None:
 def served(text: Any) -> str:
     """A message as this dashboard may show it: in read-only mode without the server's paths or
     process ids (:func:`magdash.dashboard.served_text`)."""
-    return db.served_text(str(text), db.store_access())
+    return dashboard.served_text(str(text), dashboard.store_access())
 
 
 def page_message(text: Any) -> str:
@@ -285,14 +285,14 @@ def show_error(error: BaseException) -> None:
 def layer_picker(ctx: AppContext, label: str = "Layer") -> int:
     """A layer slider shared by the pages (the choice is kept in the view and the URL)."""
     record = ctx.record
-    options = db.layer_options(record)
-    layer = db.default_layer(ctx.view, record)
+    options = dashboard.layer_options(record)
+    layer = dashboard.default_layer(ctx.view, record)
     key = view_key("layer", (ctx.view.model, layer))
     choice = st.select_slider(
         label, options=options, value=options[layer], key=key,
-        on_change=view_setter("layer", key, db.layer_from_option),
+        on_change=view_setter("layer", key, dashboard.layer_from_option),
     )
-    return db.layer_from_option(choice)
+    return dashboard.layer_from_option(choice)
 
 
 # -- jobs --------------------------------------------------------------------------------

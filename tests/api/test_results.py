@@ -12,11 +12,10 @@ import pandas as pd
 import pytest
 
 import magdash as md
+from magdash.presentation import compare_figures, depth_figures, scaling_figures, weber_figures
 from magdash.presentation import controls_figures as cf
-from magdash.presentation import depth_figures as df
 from magdash.presentation import frequency_figures as ff
 from magdash.presentation import geometry_figures as gf
-from magdash.presentation import variability_figures as vf
 from magdash.variability.html_summary import MAX_ROWS, html_table
 
 MAGNITUDES = tuple(range(1, 13))
@@ -109,17 +108,17 @@ def test_the_charts_are_the_pages_own_figures(results):
     layer = analysis.core_layers[-1]
     vectors = results["model"].layer(layer)
     same_chart(md.charts.scaling(analysis, layer=layer, data=results["model"]),
-               vf.scaling_figure(analysis, "eucl", layer, vectors))
-    same_chart(md.charts.scaling(stored, layer=layer, data=store), vf.scaling_figure(stored, "eucl", layer, vectors))
+               scaling_figures.scaling_figure(analysis, "eucl", layer, vectors))
+    same_chart(md.charts.scaling(stored, layer=layer, data=store), scaling_figures.scaling_figure(stored, "eucl", layer, vectors))
     same_chart(md.charts.scaling(analysis, "proj", layer, data=results["model"]),
-               vf.scaling_figure(analysis, "proj", layer))
-    same_chart(md.charts.profile(analysis), vf.profile_figure(analysis, "eucl"))
-    same_chart(md.charts.weber(analysis, stored), vf.weber_figure({"<b>model</b>": analysis, "m": stored}, "eucl"))
-    same_chart(md.charts.cv(analysis), vf.cv_figure(analysis))
-    same_chart(md.charts.noise(analysis, "residual"), vf.noise_figure(analysis, "residual"))
-    same_chart(md.charts.e3(analysis), vf.e3_figure(analysis))
-    same_chart(md.charts.e4(analysis), vf.e4_figure(analysis))
-    same_chart(md.charts.comparison(results["comparison"]), vf.compare_figure(results["comparison"], "eucl"))
+               scaling_figures.scaling_figure(analysis, "proj", layer))
+    same_chart(md.charts.profile(analysis), scaling_figures.profile_figure(analysis, "eucl"))
+    same_chart(md.charts.weber(analysis, stored), weber_figures.weber_figure({"<b>model</b>": analysis, "m": stored}, "eucl"))
+    same_chart(md.charts.cv(analysis), weber_figures.cv_figure(analysis))
+    same_chart(md.charts.noise(analysis, "residual"), weber_figures.noise_figure(analysis, "residual"))
+    same_chart(md.charts.e3(analysis), weber_figures.e3_figure(analysis))
+    same_chart(md.charts.e4(analysis), weber_figures.e4_figure(analysis))
+    same_chart(md.charts.comparison(results["comparison"]), compare_figures.compare_figure(results["comparison"], "eucl"))
     same_chart(md.charts.rsa(analysis), gf.rsa_figure(analysis, "euclidean"))
     same_chart(md.charts.rdm(stored, layer, store, "cosine"), gf.rdm_figure(stored, vectors, layer, "cosine"))
     same_chart(md.charts.pc1(analysis, layer, vectors), gf.pc1_figure(analysis, vectors, layer))
@@ -133,10 +132,10 @@ def test_the_charts_are_the_pages_own_figures(results):
     same_chart(md.charts.e6_power(design), cf.e6_figure(design))
     same_chart(md.charts.ci_width(design), cf.ci_width_figure(design))
     series = {"trained": results["depth"], "random control": results["control_depth"]}
-    same_chart(md.charts.order(results["depth"], results["control_depth"]), df.order_figure(series))
-    same_chart(md.charts.omega(results["depth"], results["control_depth"]), df.omega_figure(series))
-    same_chart(md.charts.spectrum(results["depth"], 2, results["control_depth"]), df.spectrum_figure(series, 2))
-    same_chart(md.charts.rank(results["depth"], results["control_depth"]), df.rank_figure(series))
+    same_chart(md.charts.order(results["depth"], results["control_depth"]), depth_figures.order_figure(series))
+    same_chart(md.charts.omega(results["depth"], results["control_depth"]), depth_figures.omega_figure(series))
+    same_chart(md.charts.spectrum(results["depth"], 2, results["control_depth"]), depth_figures.spectrum_figure(series, 2))
+    same_chart(md.charts.rank(results["depth"], results["control_depth"]), depth_figures.rank_figure(series))
     same_chart(md.charts.e5(results["e5"]), ff.frequency_rho_figure(results["e5"]))
     same_chart(md.charts.frequency_counts(results["source"]), ff.frequency_counts_figure(results["source"]))
     frame = ff.frequency_scatter_frame(analysis, results["source"], "eucl", 3)

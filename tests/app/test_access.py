@@ -186,7 +186,7 @@ def test_without_login_configured_the_dashboard_is_open_and_has_no_login_button(
 
 
 def test_a_page_that_writes_says_why_it_cannot(tmp_path, monkeypatch):
-    from magdash import dashboard as db
+    from magdash import dashboard
     from magdash.errors import NoStoreError, ReadOnlyStoreError
     from pages.ui.caches import new_store
     from pages.ui.session import AppContext
@@ -195,9 +195,9 @@ def test_a_page_that_writes_says_why_it_cannot(tmp_path, monkeypatch):
     missing = str(tmp_path / "new.duckdb")
     monkeypatch.setenv("MAGDASH_STORE", missing)
     with pytest.raises(NoStoreError, match="nowhere to go: extract a model first"):
-        store_to_write(AppContext(view=db.ViewState(store=missing)), "saving a stimulus set")
+        store_to_write(AppContext(view=dashboard.ViewState(store=missing)), "saving a stimulus set")
     with pytest.raises(ReadOnlyStoreError, match="Saving a stimulus set is not possible. This dashboard is read-only"):
-        store_to_write(AppContext(view=db.ViewState(store=missing), read_only=True), "saving a stimulus set")
+        store_to_write(AppContext(view=dashboard.ViewState(store=missing), read_only=True), "saving a stimulus set")
     monkeypatch.setenv("MAGDASH_READ_ONLY", "1")
     with pytest.raises(ReadOnlyStoreError, match="does not extract models or create stores"):
         new_store(missing)
@@ -226,7 +226,7 @@ def served(monkeypatch):
 def test_a_links_bootstrap_size_above_the_sidebars_is_clamped_with_a_note(areas, served, monkeypatch):
     """``/scaling?boot=100001`` showed StreamlitValueAboveMaxError with its traceback and the
     server's paths; the link's value is now clamped to the widget's own bounds, with a note."""
-    from magdash import dashboard as db
+    from magdash import dashboard
 
     _, _, store = areas
     at = open_app(store, monkeypatch, query={"boot": "100001"})
@@ -234,15 +234,15 @@ def test_a_links_bootstrap_size_above_the_sidebars_is_clamped_with_a_note(areas,
     at.switch_page("pages/scaling.py").run()
     assert_clean(at)
     boot = widget(at.sidebar.number_input, "Bootstrap resamples")
-    assert (boot.min, boot.max) == (db.N_BOOT_RANGE.low, db.N_BOOT_RANGE.high)  # one declaration for both
-    assert boot.value == db.N_BOOT_RANGE.high
+    assert (boot.min, boot.max) == (dashboard.N_BOOT_RANGE.low, dashboard.N_BOOT_RANGE.high)  # one declaration for both
+    assert boot.value == dashboard.N_BOOT_RANGE.high
 
 
 def test_a_served_dashboard_shows_no_traceback_and_no_server_paths(areas, served, monkeypatch):
     """An unexpected error reaches a viewer as Streamlit's generic message: no type, text or
     traceback (``client.showErrorDetails``); a refused store names its path relative to the
     allowed folder, and never where a link leads."""
-    from magdash import dashboard as db
+    from magdash import dashboard
 
     folder, outside, store = areas
     (folder / "link.duckdb").symlink_to(outside / "store.duckdb")
@@ -256,7 +256,7 @@ def test_a_served_dashboard_shows_no_traceback_and_no_server_paths(areas, served
     def broken(*args, **kwargs):
         raise RuntimeError(f"internal failure at {folder} in process {os.getpid()}")
 
-    monkeypatch.setattr(db, "reconcile_view", broken)
+    monkeypatch.setattr(dashboard, "reconcile_view", broken)
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=300).run()

@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from magdash import dashboard as db
+from magdash import dashboard
 from magdash.dashboard import stimuli_page as ds
 from magdash.errors import MagdashError, StimulusError
 from magdash.frequency.corpus import FrequencyError
@@ -85,7 +85,7 @@ def seeded(tmp_path_factory) -> Path:
     vectors = np.random.default_rng(11).normal(size=(len(PAPER_MAGNITUDES), len(PAPER_CARRIERS), 4, 8))
     store.import_arrays(SEED_MODEL, vectors.astype(np.float32), PAPER_MAGNITUDES, carriers=PAPER_CARRIERS)
     save_source(store, read_counts_csv(b"number,count\n1,100\n2,50\n", name=SEED_SOURCE))
-    analyze(store, SEED_MODEL, PAPER_SET_NAME, db.analysis_params(db.ViewState(store=str(path), n_boot=0)))
+    analyze(store, SEED_MODEL, PAPER_SET_NAME, dashboard.analysis_params(dashboard.ViewState(store=str(path), n_boot=0)))
     return path
 
 
@@ -111,7 +111,7 @@ def said(at: AppTest) -> str:
 
 def literal_in(text: str, elements) -> bool:
     """``text`` appears in one of the Markdown elements escaped, i.e. shown literally."""
-    escaped = db.escape_markdown(text)
+    escaped = dashboard.escape_markdown(text)
     return any(escaped in str(element.value) for element in elements)
 
 
@@ -815,15 +815,15 @@ def test_source_names(name):
 
 
 @PARSER_CASES
-@given(st.dictionaries(st.sampled_from([*db.QUERY_KEYS, "other", ""]),
+@given(st.dictionaries(st.sampled_from([*dashboard.QUERY_KEYS, "other", ""]),
                        st.one_of(st.text(max_size=30), st.lists(st.text(max_size=10), max_size=3)), max_size=8))
 def test_query_string_parser(query):
     record("app URL query (parser)")
-    view, notes = db.view_from_query(query, store="default.duckdb")
-    assert view.measure in db.MEASURE_CHOICES
+    view, notes = dashboard.view_from_query(query, store="default.duckdb")
+    assert view.measure in dashboard.MEASURE_CHOICES
     assert view.n_boot >= 0 and (view.layer is None or view.layer >= 0)
     assert all(isinstance(note, str) for note in notes)
-    assert db.view_from_query(db.view_to_query(view, store="default.duckdb"), store="default.duckdb")[0] == view
+    assert dashboard.view_from_query(dashboard.view_to_query(view, store="default.duckdb"), store="default.duckdb")[0] == view
 
 
 def test_hostile_query_string_in_the_app(store_path, monkeypatch):

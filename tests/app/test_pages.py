@@ -28,6 +28,7 @@ from tests.support import (
     assert_tables_are_labelled,
     chart_specs,
     data_pages,
+    expected_charts,
     labels,
     open_app,
     shown,
@@ -201,7 +202,7 @@ def test_extract_page_runs_a_model_and_the_pages_show_it(tiny_llama, tmp_path, m
     assert any("finished" in shown(success) for success in at.success)
     at.switch_page("pages/scaling.py").run()
     assert not at.exception
-    assert len(at.get("vega_lite_chart")) == 3  # extracted here, its token facts are recorded
+    assert len(at.get("vega_lite_chart")) == expected_charts("scaling", token_facts=True)  # extracted: token facts
     assert "tokenization" in " ".join(str(chart.proto.spec) for chart in at.get("vega_lite_chart"))
     # The tiny Llama has a final norm: its post-norm layer is offered as a layer too.
     assert widget(at.select_slider, "Layer").options[-1] == "4 · final norm (post-norm)"

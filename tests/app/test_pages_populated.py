@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from magdash import dashboard as db
+from magdash import dashboard
 from magdash.dashboard.jobs import run_first_protocol
 from magdash.formatting import MISSING
 from magdash.store import Store
@@ -36,7 +36,7 @@ def populated(tmp_path_factory) -> str:
     """The first-run protocol (minilm, smollm2 and their controls), exactly what the Home button runs."""
     path = tmp_path_factory.mktemp("populated") / "store.duckdb"
     store = Store(path)
-    assert run_first_protocol(store, db.analysis_params(db.ViewState(store=str(path))))
+    assert run_first_protocol(store, dashboard.analysis_params(dashboard.ViewState(store=str(path))))
     return str(path)
 
 

@@ -8,8 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from magdash import dashboard as db
-from magdash import reports
+from magdash import dashboard, reports
 from magdash.controls.controls_params import ControlsParams, DesignParams
 from magdash.dashboard import controls_page as dc
 from magdash.errors import MagdashError
@@ -42,8 +41,8 @@ def stored(tmp_path_factory):
 
 
 def _view(store, **changes):
-    inventory = db.read_inventory(store)
-    view, _ = db.reconcile_view(db.ViewState(store=str(store.path), model="m", n_boot=200), inventory)
+    inventory = dashboard.read_inventory(store)
+    view, _ = dashboard.reconcile_view(dashboard.ViewState(store=str(store.path), model="m", n_boot=200), inventory)
     return dataclasses.replace(view, **changes), inventory
 
 
@@ -57,7 +56,7 @@ def test_variant_choices_and_keys(stored):
     design = dc.design_key(view, inventory, dc.default_design(inventory.record("m"), view))
     assert design.params.n_layers == 2  # the default band of a 4-block model: layers 2..3
     with pytest.raises(MagdashError, match="no model is selected"):
-        dc.controls_key(db.ViewState(store=str(stored.path)), inventory)
+        dc.controls_key(dashboard.ViewState(store=str(stored.path)), inventory)
 
 
 def _record(source, **changes):
@@ -148,7 +147,7 @@ def test_controls_figures_tables_and_report(stored):
     shown = dc.session_sections(view, result, None)
     assert [s.title for s in shown] == ["Robustness controls: m, V_eucl"]
     assert dc.session_sections(dataclasses.replace(view, model="m:first"), result, None) == []
-    key = db.analysis_key(view, inventory)
+    key = dashboard.analysis_key(view, inventory)
     full = reports.analysis_report(stored, ["m"], key.stimuli, key.params, comparisons=[], extra_sections=shown)
     assert "Robustness controls: m, V_eucl" in full and "Verdicts (H1-H4)" in full
 

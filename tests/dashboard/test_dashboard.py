@@ -12,18 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from magdash import dashboard as db
-from magdash import reports
+from magdash import dashboard, reports
 from magdash.dashboard import jobs as jobs
 from magdash.dashboard import stimuli_page as ds
 from magdash.errors import MagdashError, StimulusError
 from magdash.formatting import MISSING
 from magdash.frequency.sources import builtin_source
 from magdash.params import parse_band
-from magdash.presentation import export, report
+from magdash.presentation import compare_figures, export, report, scaling_figures, weber_figures
 from magdash.presentation import frequency_figures as ff
 from magdash.presentation import geometry_figures as gf
-from magdash.presentation import variability_figures as vf
 from magdash.runs.analysis_runs import analyze, compare
 from magdash.runs.frequency_runs import e5_from_analysis
 from magdash.sources.builtin import BUILTIN_MODELS
@@ -68,8 +66,8 @@ def planted(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def planted_view(planted):
-    inventory = db.read_inventory(planted)
-    view, _ = db.reconcile_view(db.ViewState(store=str(planted.path), n_boot=200), inventory)
+    inventory = dashboard.read_inventory(planted)
+    view, _ = dashboard.reconcile_view(dashboard.ViewState(store=str(planted.path), n_boot=200), inventory)
     return view, inventory
 
 
@@ -77,26 +75,26 @@ def planted_view(planted):
 
 
 def test_every_page_file_exists_and_groups_follow_the_navigation_order():
-    groups = db.page_groups(root=ROOT)
+    groups = dashboard.page_groups(root=ROOT)
     assert list(groups) == [g for g in ("Data", "Noise", "Geometry", "Depth", "Robustness") if g in groups]
     assert [p.title for p in groups["Data"]] == ["Home", "Extract", "Stimuli"]
-    assert {p.url_path for p in db.PAGES} == {Path(p.file).stem for p in db.PAGES}
+    assert {p.url_path for p in dashboard.PAGES} == {Path(p.file).stem for p in dashboard.PAGES}
     shown = {p.file for pages in groups.values() for p in pages}
-    assert shown == {p.file for p in db.PAGES if (ROOT / p.file).is_file()}
+    assert shown == {p.file for p in dashboard.PAGES if (ROOT / p.file).is_file()}
 
 
 def test_view_round_trips_through_the_query_string():
-    view = db.ViewState(store="/data/s.duckdb", model="llama", stimuli="paper", measure="proj",
+    view = dashboard.ViewState(store="/data/s.duckdb", model="llama", stimuli="paper", measure="proj",
                         core=(2, 5), layer=4, other="llama@random", n_boot=500, conventions="paper")
-    query = db.view_to_query(view, store="/default.duckdb")
+    query = dashboard.view_to_query(view, store="/default.duckdb")
     assert query == {"store": "/data/s.duckdb", "model": "llama", "stimuli": "paper", "measure": "proj",
                      "core": "2-5", "layer": "4", "vs": "llama@random", "boot": "500", "conv": "paper"}
-    back, notes = db.view_from_query(query, store="/default.duckdb")
+    back, notes = dashboard.view_from_query(query, store="/default.duckdb")
     assert back == view and notes == []
 
 
 def test_defaults_stay_out_of_the_query_string():
-    assert db.view_to_query(db.ViewState(store="/default.duckdb"), store="/default.duckdb") == {}
+    assert dashboard.view_to_query(dashboard.ViewState(store="/default.duckdb"), store="/default.duckdb") == {}
 
 
 @pytest.mark.parametrize(("boot", "n_boot", "said"), [
@@ -109,10 +107,10 @@ def test_defaults_stay_out_of_the_query_string():
 ])
 def test_a_links_bootstrap_size_is_clamped_to_the_sidebars_bounds_with_a_note(boot, n_boot, said):
     """/scaling?boot=100001 once reached the widget and showed StreamlitValueAboveMaxError."""
-    assert (db.N_BOOT_RANGE.low, db.N_BOOT_RANGE.high) == (0, 100_000)
-    view, notes = db.view_from_query({"boot": boot}, store="/s.duckdb")
+    assert (dashboard.N_BOOT_RANGE.low, dashboard.N_BOOT_RANGE.high) == (0, 100_000)
+    view, notes = dashboard.view_from_query({"boot": boot}, store="/s.duckdb")
     assert view.n_boot == n_boot
-    assert db.N_BOOT_RANGE.low <= view.n_boot <= db.N_BOOT_RANGE.high
+    assert dashboard.N_BOOT_RANGE.low <= view.n_boot <= dashboard.N_BOOT_RANGE.high
     if said is None:
         assert notes == []
     else:
@@ -122,13 +120,13 @@ def test_a_links_bootstrap_size_is_clamped_to_the_sidebars_bounds_with_a_note(bo
 
 def test_a_note_repeats_at_most_the_start_of_a_long_link_value():
     long = "x" * 100_000
-    _, notes = db.view_from_query(dict.fromkeys(("measure", "core", "layer", "boot", "conv", "leave"), long), store="/s")
+    _, notes = dashboard.view_from_query(dict.fromkeys(("measure", "core", "layer", "boot", "conv", "leave"), long), store="/s")
     assert len(notes) == 6
     assert all(len(note) < 300 and "xxx..." in note for note in notes), [len(note) for note in notes]
 
 
 def test_bad_link_values_fall_back_to_defaults_with_a_message():
-    view, notes = db.view_from_query(
+    view, notes = dashboard.view_from_query(
         {"measure": "bogus", "core": "5-2", "layer": "-1", "boot": "many", "conv": "nature"}, store="/s.duckdb"
     )
     assert (view.measure, view.core, view.layer, view.n_boot, view.conventions) == ("eucl", None, None, 10_000, "magdash")
@@ -136,12 +134,12 @@ def test_bad_link_values_fall_back_to_defaults_with_a_message():
     assert any("'nature'" in note and "magdash, paper" in note for note in notes)
     assert any("bogus" in note and "eucl" in note for note in notes)
     assert "core band '5-2' in the link runs backwards (write 2-5); using the default band" in notes
-    _, notes = db.view_from_query({"core": "a-b"}, store="/s.duckdb")
+    _, notes = dashboard.view_from_query({"core": "a-b"}, store="/s.duckdb")
     assert notes == ["core band 'a-b' in the link is not FIRST-LAST; using the default band"]
 
 
 def test_query_lists_take_the_last_value():
-    view, _ = db.view_from_query({"model": ["a", "b"], "layer": ["1", "3"]}, store="/s")
+    view, _ = dashboard.view_from_query({"model": ["a", "b"], "layer": ["1", "3"]}, store="/s")
     assert (view.model, view.layer) == ("b", 3)
 
 
@@ -158,9 +156,9 @@ def test_parse_band_refuses(text):
 
 def test_layer_options_parse_back():
     record = _record_like(n_blocks=3)
-    options = db.layer_options(record)
+    options = dashboard.layer_options(record)
     assert options[0] == "0 · embeddings"
-    assert [db.layer_from_option(o) for o in options] == list(range(len(options)))
+    assert [dashboard.layer_from_option(o) for o in options] == list(range(len(options)))
 
 
 def _record_like(n_blocks):
@@ -172,20 +170,20 @@ def _record_like(n_blocks):
 
 def test_default_layer_is_the_middle_of_the_core_band():
     record = _record_like(n_blocks=32)
-    view = db.ViewState(store="s")
-    assert db.core_band(view, record) == (16, 31)
-    assert db.default_layer(view, record) == 23
-    assert db.default_layer(dataclasses.replace(view, layer=5), record) == 5
-    assert db.default_layer(dataclasses.replace(view, core=(2, 4)), record) == 3
+    view = dashboard.ViewState(store="s")
+    assert dashboard.core_band(view, record) == (16, 31)
+    assert dashboard.default_layer(view, record) == 23
+    assert dashboard.default_layer(dataclasses.replace(view, layer=5), record) == 5
+    assert dashboard.default_layer(dataclasses.replace(view, core=(2, 4)), record) == 3
 
 
 def test_analysis_params_follow_the_view():
-    view = db.ViewState(store="s", measure="trace", core=(1, 2), n_boot=123)
-    params = db.analysis_params(view)
+    view = dashboard.ViewState(store="s", measure="trace", core=(1, 2), n_boot=123)
+    params = dashboard.analysis_params(view)
     assert params.measures == (*PRIMARY_MEASURES, "trace")
     assert params.core_layers == (1, 2)
     assert params.n_boot == 123 and params.bootstrap_layers == "core"  # one default: the CLI's
-    assert db.analysis_params(db.ViewState(store="s")).measures == PRIMARY_MEASURES
+    assert dashboard.analysis_params(dashboard.ViewState(store="s")).measures == PRIMARY_MEASURES
 
 
 # -- inventory and reconciliation ------------------------------------------------------------
@@ -195,7 +193,7 @@ def test_inventory_lists_models_sets_and_controls(planted_view):
     view, inventory = planted_view
     assert inventory.usable_models == ["planted", "flat@random"]  # trained models first
     assert inventory.complete_sets["planted"] == ["paper"]
-    table = db.inventory_table(inventory)
+    table = dashboard.inventory_table(inventory)
     assert set(table["model"]) == {"planted", "flat@random"}
     assert table.set_index("model")["weights"].to_dict() == {"planted": "trained", "flat@random": "random (control)"}
     assert "unfinished" not in table  # only when an extraction is unfinished: the table fits the page
@@ -206,15 +204,15 @@ def test_data_token_survives_cache_writes_but_not_new_vectors(tmp_path):
     store = Store(tmp_path / "s.duckdb")
     arrays, magnitudes = planted_arrays()
     store.import_arrays("m", arrays, magnitudes, carriers=PAPER_CARRIERS)
-    before, stamp = db.read_inventory(store).data_token("m", "paper"), db.store_stamp(store.path)
+    before, stamp = dashboard.read_inventory(store).data_token("m", "paper"), dashboard.store_stamp(store.path)
     store.put_result("anything", "test", b"payload")
-    assert db.store_stamp(store.path) != stamp  # the inventory is re-read ...
-    assert db.read_inventory(store).data_token("m", "paper") == before  # ... analyses stay cached
+    assert dashboard.store_stamp(store.path) != stamp  # the inventory is re-read ...
+    assert dashboard.read_inventory(store).data_token("m", "paper") == before  # ... analyses stay cached
     other = StimulusSet("more", PAPER_CARRIERS, (11, 12, 13))  # sentences not stored yet
     store.register_stimulus_set(other)
     model_id = store.model_record("m").model_id
     store.write_vectors(model_id, [other.items[0].key], arrays[:1, 0])
-    inventory = db.read_inventory(store)
+    inventory = dashboard.read_inventory(store)
     assert inventory.data_token("m", "more") != inventory.data_token("m", "paper")
     assert inventory.incomplete[["name", "set_name", "done", "total"]].values.tolist() == [["m", "more", 1, 15]]
     assert inventory.complete_sets["m"] == ["paper"]
@@ -222,8 +220,8 @@ def test_data_token_survives_cache_writes_but_not_new_vectors(tmp_path):
 
 def test_reconcile_repairs_a_stale_view(planted_view):
     _, inventory = planted_view
-    stale = db.ViewState(store="s", model="gone", stimuli="nope", core=(1, 9), layer=12, other="gone too")
-    view, notes = db.reconcile_view(stale, inventory)
+    stale = dashboard.ViewState(store="s", model="gone", stimuli="nope", core=(1, 9), layer=12, other="gone too")
+    view, notes = dashboard.reconcile_view(stale, inventory)
     assert (view.model, view.stimuli, view.core, view.layer) == ("planted", "paper", None, None)
     assert view.other == "flat@random"
     assert len(notes) == 5 and any("'gone'" in n for n in notes)
@@ -231,9 +229,9 @@ def test_reconcile_repairs_a_stale_view(planted_view):
 
 def test_reconcile_drops_a_core_band_equal_to_the_default(planted_view):
     _, inventory = planted_view
-    view, notes = db.reconcile_view(db.ViewState(store="s", core=(1, 2)), inventory)
+    view, notes = dashboard.reconcile_view(dashboard.ViewState(store="s", core=(1, 2)), inventory)
     assert view.core is None and notes == []
-    view, _ = db.reconcile_view(db.ViewState(store="s", core=(2, 3)), inventory)
+    view, _ = dashboard.reconcile_view(dashboard.ViewState(store="s", core=(2, 3)), inventory)
     assert view.core == (2, 3)
 
 
@@ -244,17 +242,17 @@ def test_suffixed_models_default_to_their_own_control(tmp_path):
     arrays, magnitudes = planted_arrays()
     for name in ("aaa", "minilm:float16:first", "minilm@random:float16:first", "minilm@random"):
         store.import_arrays(name, arrays, magnitudes, carriers=PAPER_CARRIERS)
-    inventory = db.read_inventory(store)
-    view, _ = db.reconcile_view(db.ViewState(store=str(store.path), model="minilm:float16:first"), inventory)
+    inventory = dashboard.read_inventory(store)
+    view, _ = dashboard.reconcile_view(dashboard.ViewState(store=str(store.path), model="minilm:float16:first"), inventory)
     assert view.other == "minilm@random:float16:first"
-    keys = db.phase_keys(view, inventory)
-    assert keys[db.CONTROL_SERIES].model == "minilm@random:float16:first"
+    keys = dashboard.phase_keys(view, inventory)
+    assert keys[dashboard.CONTROL_SERIES].model == "minilm@random:float16:first"
 
 
 def test_reconcile_on_an_empty_store(tmp_path):
-    inventory = db.read_inventory(Store(tmp_path / "empty.duckdb"))
+    inventory = dashboard.read_inventory(Store(tmp_path / "empty.duckdb"))
     assert inventory.is_empty and inventory.usable_models == []
-    view, notes = db.reconcile_view(db.ViewState(store="s", model="x", layer=3), inventory)
+    view, notes = dashboard.reconcile_view(dashboard.ViewState(store="s", model="x", layer=3), inventory)
     assert view.model is None and view.layer is None and notes == []
 
 
@@ -500,11 +498,11 @@ def test_extraction_job_runs_cancels_and_resumes(tiny_llama, tmp_path):
     job.cancel()  # before the first batch: nothing extracted, a resumable model registered
     cancelled = _run(job)
     assert cancelled.state == "cancelled"
-    assert "small" not in db.read_inventory(store).complete_sets.get("tiny", [])
+    assert "small" not in dashboard.read_inventory(store).complete_sets.get("tiny", [])
     done = _run(jobs.extraction_job(store, request))
     assert done.state == "done" and done.result.extracted == 10
     assert (done.done, done.total) == (10, 10)
-    assert db.read_inventory(store).complete_sets["tiny"] == ["small"]
+    assert dashboard.read_inventory(store).complete_sets["tiny"] == ["small"]
 
 
 def test_extraction_job_reports_a_missing_model(tmp_path):
@@ -653,24 +651,24 @@ def test_tokenizer_specs_list_builtins_stored_sources_and_the_cache(planted_view
 
 
 def _results(store, view, inventory):
-    keys = {name: db.analysis_key(view, inventory, name) for name in inventory.usable_models}
+    keys = {name: dashboard.analysis_key(view, inventory, name) for name in inventory.usable_models}
     return {name: analyze(store, key.model, key.stimuli, key.params) for name, key in keys.items()}
 
 
 def test_planted_alpha_reaches_the_scaling_figure(planted, planted_view):
     view, inventory = planted_view
-    key = db.analysis_key(view, inventory)
+    key = dashboard.analysis_key(view, inventory)
     result = analyze(planted, key.model, key.stimuli, key.params)
     for layer, alpha in enumerate(PLANTED_ALPHA, start=1):
         assert result.fit("eucl", layer).alpha == pytest.approx(alpha, abs=1e-6)
-    spec = vf.scaling_figure(result, "eucl", 1).to_dict()
+    spec = scaling_figures.scaling_figure(result, "eucl", 1).to_dict()
     assert "alpha = 0.500" in json.dumps(spec)
-    empty = json.dumps(vf.scaling_figure(result, "eucl", 0).to_dict(), ensure_ascii=False)
+    empty = json.dumps(scaling_figures.scaling_figure(result, "eucl", 0).to_dict(), ensure_ascii=False)
     assert f"alpha = {MISSING}" in empty  # V = 0 at the embeddings: never shown as a number
-    summary = vf.fit_summary(result, "eucl")  # the stimulus bootstrap's interval leads
+    summary = scaling_figures.fit_summary(result, "eucl")  # the stimulus bootstrap's interval leads
     assert summary.startswith("Mean alpha of V_eucl over the 2 core layers: 0.5000, 95% CI [0.4")
     assert "(stimulus bootstrap," in summary and summary.endswith("(2/2 layers with alpha > 0).")
-    table = vf.fit_table(result, "eucl")
+    table = scaling_figures.fit_table(result, "eucl")
     assert np.isnan(table.loc[table["layer"] == 0, "alpha"].item())
 
 
@@ -680,16 +678,16 @@ def test_every_figure_builds_and_one_exports(planted, planted_view):
     results = _results(planted, view, inventory)
     result = results["planted"]
     layer = planted.read_layer("planted", "paper", 2).vectors
-    key = db.comparison_key(view, inventory)
+    key = dashboard.comparison_key(view, inventory)
     from magdash.runs.analysis_runs import compare
 
     comparison = compare(planted, key.model_a, key.model_b, key.stimuli, key.params)
     source = builtin_source("openwebtext-500k")
     e5 = ff.e5_table(result, e5_from_analysis(planted, result, source, "eucl"))
     built = [
-        vf.scaling_figure(result, "residual", 2, layer), vf.profile_figure(result, "trace"),
-        vf.weber_figure(results, "eucl"), vf.cv_figure(result), vf.noise_figure(result, "eucl"),
-        vf.e3_figure(result), vf.e4_figure(result), vf.compare_figure(comparison, "eucl"),
+        scaling_figures.scaling_figure(result, "residual", 2, layer), scaling_figures.profile_figure(result, "trace"),
+        weber_figures.weber_figure(results, "eucl"), weber_figures.cv_figure(result), weber_figures.noise_figure(result, "eucl"),
+        weber_figures.e3_figure(result), weber_figures.e4_figure(result), compare_figures.compare_figure(comparison, "eucl"),
         gf.rdm_figure(result, layer, 2, "cosine"), gf.rsa_figure(result, "euclidean"), gf.pc1_figure(result, layer, 2),
         ff.frequency_rho_figure(e5), ff.frequency_counts_figure(source),
         ff.frequency_scatter_figure(ff.frequency_scatter_frame(result, source, "eucl", 2), e5, 2, "block 2"),
@@ -705,18 +703,18 @@ def test_comparison_against_a_flat_control(planted, planted_view):
     view, inventory = planted_view
     from magdash.runs.analysis_runs import compare
 
-    key = db.comparison_key(view, inventory)
+    key = dashboard.comparison_key(view, inventory)
     assert (key.model_a, key.model_b) == ("planted", "flat@random")
     comparison = compare(planted, key.model_a, key.model_b, key.stimuli, key.params)
-    table = vf.comparison_table(comparison, "eucl")
+    table = compare_figures.comparison_table(comparison, "eucl")
     core = table[table["core"]]
     assert core["delta"].to_numpy() == pytest.approx([0.5, 0.5], abs=1e-6)
-    assert "mean difference 0.5000" in vf.comparison_sentence(comparison, "eucl")
+    assert "mean difference 0.5000" in compare_figures.comparison_sentence(comparison, "eucl")
 
 
 def test_verdict_table_reads_as_words(planted, planted_view):
     view, inventory = planted_view
-    table = vf.verdict_table(_results(planted, view, inventory), "eucl")
+    table = weber_figures.verdict_table(_results(planted, view, inventory), "eucl")
     assert table.loc[table["model"] == "planted", "H1"].item() == "supported"  # alpha = 0.5 > 0
     assert table.loc[table["model"] == "planted", "H2"].item() == "not supported"
     assert table["model"].iloc[-1].startswith("programme")
@@ -727,7 +725,7 @@ def test_verdict_table_reads_as_words(planted, planted_view):
 
 def test_e5_covers_every_layer_and_missing_counts_are_explained(planted, planted_view):
     view, inventory = planted_view
-    key = db.analysis_key(view, inventory)
+    key = dashboard.analysis_key(view, inventory)
     result = analyze(planted, key.model, key.stimuli, key.params)
     source = builtin_source("openwebtext-500k")
     table = ff.e5_table(result, e5_from_analysis(planted, result, source, "eucl"))
@@ -753,12 +751,12 @@ def test_e5_covers_every_layer_and_missing_counts_are_explained(planted, planted
 @pytest.mark.slow  # renders every figure to an image; the fast loop draws the same figures through the pages
 def test_the_report_holds_figures_verdicts_and_the_manifest(planted, planted_view):
     view, inventory = planted_view
-    keys = {n: db.analysis_key(view, inventory, n) for n in inventory.usable_models}
-    comparison = db.comparison_key(view, inventory)
+    keys = {n: dashboard.analysis_key(view, inventory, n) for n in inventory.usable_models}
+    comparison = dashboard.comparison_key(view, inventory)
     document = reports.analysis_report(
         planted, list(keys), view.stimuli, {n: key.params for n, key in keys.items()},
         comparisons=[compare(planted, comparison.model_a, comparison.model_b, comparison.stimuli, comparison.params)],
-        view={"model": "planted"}, focus="planted", layer=2, depth=db.phase_params(view),
+        view={"model": "planted"}, focus="planted", layer=2, depth=dashboard.phase_params(view),
         source=reports.REPORT_SOURCE)
     manifest = report.extract_manifest(document)
     assert [m["name"] for m in manifest["models"]] == ["planted", "flat@random"]
@@ -791,22 +789,22 @@ def test_the_report_holds_figures_verdicts_and_the_manifest(planted, planted_vie
 
 def test_layer_and_analysis_keys_are_hashable_and_change_with_the_data(planted_view):
     view, inventory = planted_view
-    a = db.analysis_key(view, inventory)
-    assert hash(a) == hash(db.analysis_key(view, inventory))
-    assert db.layer_key(view, inventory, 2) != db.layer_key(view, inventory, 3)
-    other = db.analysis_key(view, inventory, "flat@random")
+    a = dashboard.analysis_key(view, inventory)
+    assert hash(a) == hash(dashboard.analysis_key(view, inventory))
+    assert dashboard.layer_key(view, inventory, 2) != dashboard.layer_key(view, inventory, 3)
+    other = dashboard.analysis_key(view, inventory, "flat@random")
     assert other.model == "flat@random" and other.token != a.token
 
 
 def test_depth_axis():
-    assert db.depth_axis([_record_like(3), _record_like(3)]) == "layer"
-    assert db.depth_axis([_record_like(3), _record_like(6)]) == "gamma"
+    assert dashboard.depth_axis([_record_like(3), _record_like(3)]) == "layer"
+    assert dashboard.depth_axis([_record_like(3), _record_like(6)]) == "gamma"
 
 
 
 def test_user_text_is_shown_literally_in_markdown():
     text = "[see](http://example.org) ![x](u) **bold** a_b -0.5 C:\\dir"
-    escaped = db.escape_markdown(text)
+    escaped = dashboard.escape_markdown(text)
     assert "](" not in escaped and "**" not in escaped and "![" not in escaped
     # Removing the escapes gives the text back: nothing is lost, only neutralised.
     assert re.sub(r"\\(.)", r"\1", escaped) == text

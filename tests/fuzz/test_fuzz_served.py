@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from magdash import dashboard as db
+from magdash import dashboard
 from magdash.dashboard import stimuli_page as ds
 from magdash.errors import MagdashError, StoreError
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
@@ -47,8 +47,8 @@ def served_store(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def inventory(served_store) -> db.StoreInventory:
-    return db.read_inventory(Store(served_store))
+def inventory(served_store) -> dashboard.StoreInventory:
+    return dashboard.read_inventory(Store(served_store))
 
 
 # -- URL query parameters ------------------------------------------------------------------------
@@ -65,7 +65,7 @@ _VALUES = st.one_of(_NUMBERS, _HOSTILE_TEXT, st.text(max_size=40),
                     st.tuples(_NUMBERS, _NUMBERS).map("-".join),
                     st.lists(_NUMBERS, max_size=8).map(",".join))
 _QUERIES = st.dictionaries(
-    st.sampled_from([key for key in db.QUERY_KEYS if key != "store"] + ["other", "", "BOOT"]),
+    st.sampled_from([key for key in dashboard.QUERY_KEYS if key != "store"] + ["other", "", "BOOT"]),
     st.one_of(_VALUES, st.lists(_VALUES, max_size=3)),
     max_size=9,
 )
@@ -89,13 +89,13 @@ def _as_int(text: str | None) -> int | None:
 @given(query=_QUERIES)
 def test_url_parameters_fit_their_widgets_or_are_noted(query, inventory):
     record("dashboard URL query (fuzz)")
-    view, notes = db.view_from_query(query, store="lab/store.duckdb")
-    view, repairs = db.reconcile_view(view, inventory)
+    view, notes = dashboard.view_from_query(query, store="lab/store.duckdb")
+    view, repairs = dashboard.reconcile_view(view, inventory)
     notes += repairs
     assert all(isinstance(note, str) and len(note) < NOTE_LIMIT for note in notes), [len(n) for n in notes]
     # Every widget can take the view's value (the sidebar's and the pages', same bounds).
-    assert view.measure in db.MEASURE_CHOICES and view.conventions in CONVENTION_NAMES
-    assert db.N_BOOT_RANGE.low <= view.n_boot <= db.N_BOOT_RANGE.high
+    assert view.measure in dashboard.MEASURE_CHOICES and view.conventions in CONVENTION_NAMES
+    assert dashboard.N_BOOT_RANGE.low <= view.n_boot <= dashboard.N_BOOT_RANGE.high
     assert view.model in inventory.usable_models and view.stimuli in inventory.complete_sets[view.model]
     n_layers = inventory.record(view.model).n_layers
     assert view.core is None or 0 <= view.core[0] <= view.core[1] < n_layers
@@ -116,7 +116,7 @@ def test_url_parameters_fit_their_widgets_or_are_noted(query, inventory):
     if _last(query.get("layer")) and view.layer != layer:
         assert any("layer" in note for note in notes), (query, notes)
     # The view's own link gives the same view, with nothing to say.
-    again, said = db.view_from_query(db.view_to_query(view, store="lab/store.duckdb"), store="lab/store.duckdb")
+    again, said = dashboard.view_from_query(dashboard.view_to_query(view, store="lab/store.duckdb"), store="lab/store.duckdb")
     assert again == view and said == []
 
 
@@ -134,13 +134,13 @@ def test_a_store_path_from_a_link_is_opened_inside_the_folder_or_refused_without
     folder = served_store.parent
     if not (folder / "link.duckdb").is_symlink():
         (folder / "link.duckdb").symlink_to(folder.parent / "elsewhere.duckdb")
-    access = db.store_access({"MAGDASH_STORE": str(served_store), "MAGDASH_READ_ONLY": "1"})
+    access = dashboard.store_access({"MAGDASH_STORE": str(served_store), "MAGDASH_READ_ONLY": "1"})
     path = "/".join(segments)
     path = f"{folder}/{path}" if inside else (f"/{path}" if absolute else path)
     try:
-        resolved = db.check_store_path(path, access)
+        resolved = dashboard.check_store_path(path, access)
     except StoreError as error:
-        message = db.served_text(str(error), access)
+        message = dashboard.served_text(str(error), access)
         assert str(folder.parent) not in message and os.getcwd() not in message.replace(path, ""), message
         assert "elsewhere.duckdb" not in message  # where a link leads is not told
         return

@@ -18,7 +18,7 @@ from magdash.phase.massive_dims import MASSIVE_RATIO, Adjustment, DimensionStats
 from magdash.phase.omega import isotropic_omega_mean
 from magdash.phase.phase_params import PhaseParams
 from magdash.phase.spectrum import fit_spectrum
-from magdash.presentation import depth_figures as df
+from magdash.presentation import depth_figures
 from magdash.runs.depth_runs import phase_from_store, phase_from_texts
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 
@@ -67,9 +67,9 @@ def test_the_view_without_massive_dimensions_is_drawn_only_where_it_differs_from
     planted = analyze_samples([view_sample(with_massive(400, 256, seed=4), 0, "keep", MASSIVE_RATIO)], 1, params)
     noise = np.random.default_rng(5).standard_normal((400, 256)).astype(np.float32)
     plain = analyze_samples([view_sample(noise, 0, "keep", MASSIVE_RATIO)], 1, params)
-    assert not df.adjusted_view_differs({"trained": plain}, "drop")
-    assert df.adjusted_view_differs({"trained": plain}, "standardise")
-    assert df.adjusted_view_differs({"trained": plain, "random control": planted}, "drop")  # any series
+    assert not depth_figures.adjusted_view_differs({"trained": plain}, "drop")
+    assert depth_figures.adjusted_view_differs({"trained": plain}, "standardise")
+    assert depth_figures.adjusted_view_differs({"trained": plain, "random control": planted}, "drop")  # any series
 
 
 def test_standardise_z_scores_and_drops_constant_dimensions():
@@ -112,12 +112,12 @@ def test_a_capped_marchenko_pastur_fit_reports_no_fit_no_count_no_edge_and_says_
     assert layers[1]["sigma2"] == pytest.approx(129 / 576) and layers[1]["mp_edge"] > 1.0  # mean / E_MP = 1 / q
     assert math.isnan(result.spikes.gamma_c)  # a missing count takes no part in a transition
     # The chart: no fitted density, edge, threshold or spike count, and the reason in the subtitle.
-    spec = json.dumps(df.spectrum_figure({"trained": result}, 0).to_dict(), ensure_ascii=False)
+    spec = json.dumps(depth_figures.spectrum_figure({"trained": result}, 0).to_dict(), ensure_ascii=False)
     assert "no Marchenko-Pastur fit" in spec and fit.unfitted_reason in spec
     assert "sigma² =" not in spec and "bulk edge lambda+" not in spec and "spike(s) above" not in spec
-    fitted = json.dumps(df.spectrum_figure({"trained": result}, 1).to_dict(), ensure_ascii=False)
+    fitted = json.dumps(depth_figures.spectrum_figure({"trained": result}, 1).to_dict(), ensure_ascii=False)
     assert "sigma² = 0.2240" in fitted and "MP bulk edge lambda+" in fitted and "0 spike(s) above" in fitted
-    [caveat] = df.spectrum_caveats({"trained": result})
+    [caveat] = depth_figures.spectrum_caveats({"trained": result})
     assert caveat.text.startswith("Marchenko–Pastur fit not usable at layer(s) 0 ")
 
 
@@ -126,10 +126,10 @@ def test_a_fit_calling_most_eigenvalues_spikes_is_not_drawn_as_a_bulk_with_spike
     bulk = rng.uniform(0.8, 1.2, 79)
     eigenvalues = np.sort(np.concatenate([bulk, np.geomspace(50, 500, 50)]))[::-1]
     fit = fit_spectrum(eigenvalues, 576, 130)
-    assert fit.converged and fit.n_spikes == 50 > df.SPIKE_SHARE * fit.rank
+    assert fit.converged and fit.n_spikes == 50 > depth_figures.SPIKE_SHARE * fit.rank
     result = analyze_samples([LayerSample(0, 576, 130, eigenvalues, np.full(130, 0.3, dtype=np.float32))], 1,
                              PhaseParams(n_boot=0))
-    spec = json.dumps(df.spectrum_figure({"trained": result}, 0).to_dict(), ensure_ascii=False)
+    spec = json.dumps(depth_figures.spectrum_figure({"trained": result}, 0).to_dict(), ensure_ascii=False)
     assert "does not describe it" in spec and "50 of 129 non-zero eigenvalues above the threshold" in spec
     assert "sigma² =" not in spec and "bulk edge lambda+" not in spec and "spike(s) above" not in spec
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from magdash import dashboard as db
+from magdash import dashboard
 from magdash.cli import build_parser, main
 from magdash.cli.options import params_from_args
 from magdash.names import control_name
@@ -99,9 +99,9 @@ def test_missing_control_and_text_output(store, capsys):
 def test_the_cli_and_the_app_give_gamma_c_the_same_interval(phase_store, capsys):
     # Both take their phase parameters from PhaseParams: the same resamples, so the same interval.
     cli = params_from_args(PhaseParams, build_parser().parse_args(["depth", "--model", "planted"]))
-    inventory = db.read_inventory(phase_store)
-    view, _ = db.reconcile_view(db.ViewState(store=str(phase_store.path), model="planted"), inventory)
-    app = db.phase_keys(view, inventory)[db.TRAINED_SERIES].params
+    inventory = dashboard.read_inventory(phase_store)
+    view, _ = dashboard.reconcile_view(dashboard.ViewState(store=str(phase_store.path), model="planted"), inventory)
+    app = dashboard.phase_keys(view, inventory)[dashboard.TRAINED_SERIES].params
     assert cli == app == PhaseParams() and cli.n_boot == DEFAULT_N_BOOT
     assert main(["depth", "--model", "planted", "--store", str(phase_store.path)]) == 0
     order = phase_from_store(phase_store, "planted", params=app).order

@@ -21,10 +21,9 @@ from magdash.formatting import layer_span
 from magdash.phase.omega import OMEGA_HISTOGRAM_EDGES, summarize_omega
 from magdash.phase.spectrum import fit_spectrum, gram_eigenvalues
 from magdash.presentation import chart_style as style
-from magdash.presentation import depth_figures as df
+from magdash.presentation import compare_figures, depth_figures, scaling_figures, tokenization_figures, weber_figures
 from magdash.presentation import frequency_figures as ff
 from magdash.presentation import geometry_figures as gf
-from magdash.presentation import variability_figures as vf
 from magdash.tokenization import NumberTokens
 from magdash.variability.analysis import run_analysis
 from magdash.variability.analysis_params import AnalysisParams
@@ -133,13 +132,13 @@ def test_inline_data_writes_missing_and_infinite_numbers_as_null():
 
 def test_missing_columns_are_a_readable_error():
     with pytest.raises(AnalysisError, match="alpha_profile needs columns .*ci_low"):
-        vf.alpha_profile(pd.DataFrame({"measure": ["eucl"], "layer": [1], "alpha": [0.1]}))
+        scaling_figures.alpha_profile(pd.DataFrame({"measure": ["eucl"], "layer": [1], "alpha": [0.1]}))
 
 
 def test_inline_data_is_not_limited_to_5000_rows():
     frame = pd.DataFrame({"layer": np.repeat(np.arange(60), 100), "magnitude": np.tile(np.arange(1, 101), 60)})
     frame["cv"] = 0.5
-    spec = vf.cv_chart(frame).to_dict()  # Altair's default transformer would refuse this
+    spec = weber_figures.cv_chart(frame).to_dict()  # Altair's default transformer would refuse this
     assert len(rows(spec, of_type(spec, "line")[0])) == 6000
 
 
@@ -147,13 +146,13 @@ def test_inline_data_is_not_limited_to_5000_rows():
 
 
 def test_scaling_scatter_layers_encodings_and_hidden_points(result):
-    points = vf.scaling_points(result, "eucl", 3)
+    points = scaling_figures.scaling_points(result, "eucl", 3)
     points.loc[0, "V"] = 0.0  # cannot sit on a log axis
-    points.loc[0, "status"] = vf.POINT_STATUS[2]
-    lines = vf.scaling_lines(points, result.fit("eucl", 3))
-    carriers = vf.carrier_distances(np.ones((26, 5, 2)), MAGNITUDES, [f"carrier <{i}>" for i in range(5)])
+    points.loc[0, "status"] = scaling_figures.POINT_STATUS[2]
+    lines = scaling_figures.scaling_lines(points, result.fit("eucl", 3))
+    carriers = scaling_figures.carrier_distances(np.ones((26, 5, 2)), MAGNITUDES, [f"carrier <{i}>" for i in range(5)])
     carriers["distance"] = np.arange(len(carriers), dtype=float) + 1.0
-    spec = vf.scaling_scatter(points, lines, carriers=carriers).to_dict()
+    spec = scaling_figures.scaling_scatter(points, lines, carriers=carriers).to_dict()
     assert [mark_type(u) for u in units(spec)] == ["circle", "line", "point"]
     circle, line, point = units(spec)
     for unit in units(spec):
@@ -170,7 +169,7 @@ def test_scaling_scatter_layers_encodings_and_hidden_points(result):
     assert line["mark"]["clip"] is True
     drawn = rows(spec, point)
     assert len(drawn) == 25 and all(r["V"] > 0 for r in drawn)
-    assert point["encoding"]["shape"]["scale"]["domain"] == list(vf.POINT_STATUS[:2])
+    assert point["encoding"]["shape"]["scale"]["domain"] == list(scaling_figures.POINT_STATUS[:2])
     text, subtitle = title_text(spec)
     assert "L3" in text and "V_eucl" in text
     assert subtitle == [
@@ -194,8 +193,8 @@ def test_scaling_scatter_marks_outliers_and_renders_one_symbol_per_point():
             "label": "block 2",
         }
     )
-    lines = vf.scaling_lines(points, {"alpha": 0.0, "intercept": 0.0})
-    chart = vf.scaling_scatter(points, lines)
+    lines = scaling_figures.scaling_lines(points, {"alpha": 0.0, "intercept": 0.0})
+    chart = scaling_figures.scaling_scatter(points, lines)
     spec = chart.to_dict()
     point = of_type(spec, "point")[0]
     colour = point["encoding"]["color"]
@@ -210,7 +209,7 @@ def test_scaling_lines_pass_through_the_geometric_centre_with_their_slopes():
     values = 2.0 * magnitudes**-0.1
     points = pd.DataFrame({"magnitude": magnitudes, "V": values, "status": "fitted"})
     fit = ScalingFit(-0.1, math.log(2.0), 1.0, 0.0, 0.0, -0.1, math.nan, math.nan, 6)
-    lines = vf.scaling_lines(points, fit)
+    lines = scaling_figures.scaling_lines(points, fit)
     centre_n = np.exp(np.log(magnitudes).mean())
     centre_v = np.exp(np.log(values).mean())
     assert len(lines) == 6
@@ -222,7 +221,7 @@ def test_scaling_lines_pass_through_the_geometric_centre_with_their_slopes():
         assert np.interp(np.log(centre_n), log_n, log_v) == pytest.approx(np.log(centre_v))
         assert group["magnitude"].min() == 1.0 and group["magnitude"].max() == 1000.0
     assert set(lines["alpha"]) == {-0.1, 1.0, 0.0}
-    assert vf.scaling_lines(points, ScalingFit.missing(3)).empty
+    assert scaling_figures.scaling_lines(points, ScalingFit.missing(3)).empty
 
 
 def test_scaling_points_status_follows_the_fit_rules(result):
@@ -232,38 +231,38 @@ def test_scaling_points_status_follows_the_fit_rules(result):
         planted[[1, 2]] = [0.0, np.nan]
         planted[5] = 10.0  # > 3 x median
         result.values["eucl"][2] = planted
-        points = vf.scaling_points(result, "eucl", 2)
+        points = scaling_figures.scaling_points(result, "eucl", 2)
         status = points["status"].tolist()
         assert status[1] == "V <= 0" and status[2] == "no value"
         assert status[5] == "outlier (> 3x median)"
         assert status.count("fitted") == MAGNITUDES.size - 3
         result.values["proj"][2] = planted  # proj is fitted without the outlier rule
-        assert vf.scaling_points(result, "proj", 2)["status"][5] == "fitted"
+        assert scaling_figures.scaling_points(result, "proj", 2)["status"][5] == "fitted"
     finally:
         result.values["eucl"][:] = result_values
     with pytest.raises(AnalysisError, match="layer 99"):
-        vf.scaling_points(result, "eucl", 99)
+        scaling_figures.scaling_points(result, "eucl", 99)
 
 
 def test_carrier_distances_average_to_v_eucl_and_v_residual(rng):
     vectors = rng.normal(size=(7, 4, 9)).astype(np.float32) + rng.normal(size=(1, 4, 9)).astype(np.float32) * 5
     magnitudes, carriers = np.arange(1.0, 8.0), ["a", "b", "c", "d"]
     for measure, reference in (("eucl", v_eucl), ("residual", v_residual)):
-        frame = vf.carrier_distances(vectors, magnitudes, carriers, measure)
+        frame = scaling_figures.carrier_distances(vectors, magnitudes, carriers, measure)
         assert len(frame) == 28 and frame["carrier"].tolist()[:4] == ["a", "b", "c", "d"]
         means = frame.groupby("magnitude")["distance"].mean().to_numpy()
         np.testing.assert_allclose(means, reference(vectors), rtol=1e-10)
     identical = np.repeat(vectors[:, :1], 4, axis=1)
-    assert (vf.carrier_distances(identical, magnitudes, carriers)["distance"] == 0).all()
+    assert (scaling_figures.carrier_distances(identical, magnitudes, carriers)["distance"] == 0).all()
     with pytest.raises(AnalysisError, match="eucl, residual, not 'proj'"):
-        vf.carrier_distances(vectors, magnitudes, carriers, "proj")
+        scaling_figures.carrier_distances(vectors, magnitudes, carriers, "proj")
 
 
 # -- profiles ------------------------------------------------------------------------------
 
 
 def test_alpha_profile_structure_and_colours(result):
-    spec = vf.alpha_profile(result.fits, window=(0.8, 1.2)).to_dict()
+    spec = scaling_figures.alpha_profile(result.fits, window=(0.8, 1.2)).to_dict()
     kinds = [mark_type(u) for u in units(spec)]
     assert kinds == ["rect", "rect", "text", "rect", "rule", "area", "line", "point"]
     core_rect = units(spec)[0]
@@ -290,7 +289,7 @@ def test_alpha_profile_structure_and_colours(result):
 def test_alpha_profile_never_draws_a_missing_alpha(result):
     fits = result.fits[result.fits["measure"] == "eucl"].copy()
     fits.loc[fits["layer"] == 3, ["alpha", "ci_low", "ci_high"]] = np.nan  # a gap mid-profile
-    chart = vf.alpha_profile(fits, measures=["eucl"])
+    chart = scaling_figures.alpha_profile(fits, measures=["eucl"])
     spec = chart.to_dict()
     line = of_type(spec, "line")[0]
     by_layer = {r["layer"]: r for r in rows(spec, line)}
@@ -307,7 +306,7 @@ def test_alpha_profile_never_draws_a_missing_alpha(result):
 
 
 def test_alpha_profile_by_gamma_uses_depth_fractions(result):
-    spec = vf.alpha_profile(vf.fits_frame(result), x="gamma", measures=["proj", "eucl"]).to_dict()
+    spec = scaling_figures.alpha_profile(scaling_figures.fits_frame(result), x="gamma", measures=["proj", "eucl"]).to_dict()
     point = of_type(spec, "point")[0]
     assert point["encoding"]["x"]["field"] == "gamma"
     assert point["encoding"]["x"]["title"] == style.GAMMA_TITLE
@@ -316,12 +315,12 @@ def test_alpha_profile_by_gamma_uses_depth_fractions(result):
     widths = [r["gamma_high"] - r["gamma_low"] for r in rows(spec, core_rect)]
     assert widths == pytest.approx([1 / N_BLOCKS] * len(result.core_layers))
     with pytest.raises(AnalysisError, match="x must be"):
-        vf.alpha_profile(result.fits, x="depth")
+        scaling_figures.alpha_profile(result.fits, x="depth")
 
 
 def test_weber_window_shows_the_window_and_both_references(result):
-    fits = vf.models_fits_frame({"model A": result, "model <B>": result})
-    spec = vf.weber_window(fits, (0.7, 1.3), measure="residual").to_dict()
+    fits = scaling_figures.models_fits_frame({"model A": result, "model <B>": result})
+    spec = weber_figures.weber_window(fits, (0.7, 1.3), measure="residual").to_dict()
     rect = of_type(spec, "rect")[0]
     assert (rect["encoding"]["y"]["datum"], rect["encoding"]["y2"]["datum"]) == (0.7, 1.3)
     assert sorted(r["encoding"]["y"]["datum"] for r in of_type(spec, "rule")) == [0.0, 1.0]
@@ -333,10 +332,10 @@ def test_weber_window_shows_the_window_and_both_references(result):
 
 
 def test_cv_chart_by_layer_on_a_log_axis(result):
-    cv = vf.cv_frame(result, layers=[1, 2])
+    cv = weber_figures.cv_frame(result, layers=[1, 2])
     assert set(cv.columns) >= {"layer", "label", "gamma", "core", "magnitude", "cv"}
     cv.loc[3, "cv"] = np.nan
-    chart = vf.cv_chart(cv)
+    chart = weber_figures.cv_chart(cv)
     spec = chart.to_dict()
     line, point = units(spec)
     assert line["encoding"]["x"]["scale"]["type"] == "log"
@@ -348,32 +347,32 @@ def test_cv_chart_by_layer_on_a_log_axis(result):
 
 
 def test_e4_and_e3_charts(result):
-    e4 = vf.e4_frame(result)
+    e4 = weber_figures.e4_frame(result)
     assert len(e4) == 2 * len(result.core_layers)
-    spec = vf.e4_chart(e4, subtitle="ratio 4.35").to_dict()
+    spec = weber_figures.e4_chart(e4, subtitle="ratio 4.35").to_dict()
     point = of_type(spec, "point")[0]
     assert point["encoding"]["color"]["scale"]["domain"] == ["on-axis", "off-axis"]
-    assert point["encoding"]["color"]["scale"]["range"] == [vf.AXIS_COLORS["on-axis"], vf.AXIS_COLORS["off-axis"]]
+    assert point["encoding"]["color"]["scale"]["range"] == [weber_figures.AXIS_COLORS["on-axis"], weber_figures.AXIS_COLORS["off-axis"]]
     assert title_text(spec)[1] == ["ratio 4.35"]
-    e3 = vf.e3_frame(result)
-    assert set(e3["fit"]) == set(vf.E3_FITS)
-    spec = vf.e3_chart(e3).to_dict()
+    e3 = weber_figures.e3_frame(result)
+    assert set(e3["fit"]) == set(weber_figures.E3_FITS)
+    spec = weber_figures.e3_chart(e3).to_dict()
     line = of_type(spec, "line")[0]
-    assert line["encoding"]["strokeDash"]["scale"]["domain"] == list(vf.E3_FITS)
+    assert line["encoding"]["strokeDash"]["scale"]["domain"] == list(weber_figures.E3_FITS)
     assert line["encoding"]["detail"]["field"] == "series"
     assert line["encoding"]["color"]["scale"]["domain"] == ["V_eucl", "V_residual", "V_proj"]
 
 
 def test_noise_model_chart_heatmap_winner_and_unscored_layers(result):
-    noise = vf.noise_frame(result)
-    chart = vf.noise_model_chart(noise, measure="eucl")
+    noise = weber_figures.noise_frame(result)
+    chart = weber_figures.noise_model_chart(noise, measure="eucl")
     spec = chart.to_dict()
     unscored, heat = of_type(spec, "rect")
     assert {r["layer"] for r in rows(spec, unscored)} == {0}  # the embedding layer has no score
     assert rows(spec, unscored)[0]["reason"] == style.NO_FIT_TEXT
     assert heat["encoding"]["color"]["field"] == "weight"
     assert heat["encoding"]["color"]["scale"]["domain"] == [0, 1]
-    assert heat["encoding"]["y"]["sort"] == list(vf.NOISE_MODEL_LABELS.values())
+    assert heat["encoding"]["y"]["sort"] == list(weber_figures.NOISE_MODEL_LABELS.values())
     winners = rows(spec, of_type(spec, "point")[0])
     assert len(winners) == result.n_layers - 1  # one winner per scored layer
     assert all(r["delta_aicc"] == 0 for r in winners)
@@ -408,7 +407,7 @@ def _comparison_frame(n_layers: int = 5) -> pd.DataFrame:
 
 @pytest.mark.slow
 def test_compare_profiles_two_panels_with_delta_band():
-    chart = vf.compare_profiles(_comparison_frame(), subtitle="Wilcoxon p = 0.03")
+    chart = compare_figures.compare_profiles(_comparison_frame(), subtitle="Wilcoxon p = 0.03")
     spec = chart.to_dict()
     assert len(spec["vconcat"]) == 2
     top, bottom = spec["vconcat"]
@@ -424,12 +423,12 @@ def test_compare_profiles_two_panels_with_delta_band():
     assert [r["layer_a"] for r in rows(spec, of_type(bottom, "rect")[0])] == [2, 3, 4]  # core band
     assert [r["layer_a"] for r in rows(spec, of_type(bottom, "rect")[1])] == [0]  # no fit
     assert title_text(spec) == ("instruct vs base: V_eucl", ["Wilcoxon p = 0.03"])
-    gamma = vf.compare_profiles(_comparison_frame(), x="gamma").to_dict()
+    gamma = compare_figures.compare_profiles(_comparison_frame(), x="gamma").to_dict()
     assert of_type(gamma["vconcat"][1], "line")[0]["encoding"]["x"]["field"] == "gamma_a"
     with pytest.raises(AnalysisError, match="x must be"):
-        vf.compare_profiles(_comparison_frame(), x="depth")
+        compare_figures.compare_profiles(_comparison_frame(), x="depth")
     # stacked panels cannot share a container width: each gets the fixed default instead
-    stacked = vf.compare_profiles(_comparison_frame(), width="container").to_dict()
+    stacked = compare_figures.compare_profiles(_comparison_frame(), width="container").to_dict()
     assert [panel["width"] for panel in stacked["vconcat"]] == [style.DEFAULT_WIDTH] * 2
 
 
@@ -531,7 +530,7 @@ def test_order_parameter_chart_baseline_gamma_c_and_control():
             pd.DataFrame({"gamma": gamma, "m": 0.2, "ci_low": 0.19, "ci_high": 0.21, "series": "random control"}),
         ]
     )
-    spec = df.order_parameter_chart(frame, gamma_c=0.4, gamma_c_interval=(0.3, 0.5)).to_dict()
+    spec = depth_figures.order_parameter_chart(frame, gamma_c=0.4, gamma_c_interval=(0.3, 0.5)).to_dict()
     rect, gamma_rule, baseline = units(spec)[:3]
     assert (rect["encoding"]["x"]["datum"], rect["encoding"]["x2"]["datum"]) == (0.3, 0.5)
     assert gamma_rule["encoding"]["x"]["datum"] == 0.4
@@ -539,22 +538,22 @@ def test_order_parameter_chart_baseline_gamma_c_and_control():
     point = of_type(spec, "point")[0]
     assert point["encoding"]["color"]["scale"]["domain"] == ["trained", "random control"]
     assert point["encoding"]["color"]["scale"]["range"] == [style.SERIES_COLORS["trained"], style.SERIES_COLORS["random control"]]
-    plain = df.order_parameter_chart(frame, baseline=None, gamma_c=float("nan")).to_dict()
+    plain = depth_figures.order_parameter_chart(frame, baseline=None, gamma_c=float("nan")).to_dict()
     assert of_type(plain, "rule") == []
 
 
 def test_omega_histogram_frame_and_heatmap(rng):
     summaries = [summarize_omega(rng.uniform(0.1, 0.3, size=500)), summarize_omega(rng.uniform(0.5, 0.6, size=200))]
-    frame = df.omega_histogram_frame(summaries, [0, 8], [0.0, 1.0])
+    frame = depth_figures.omega_histogram_frame(summaries, [0, 8], [0.0, 1.0])
     assert (frame["count"] > 0).all()
     assert frame.groupby("layer")["fraction"].sum().to_numpy() == pytest.approx([1.0, 1.0])
     assert frame.groupby("layer")["count"].sum().tolist() == [500, 200]
     assert set(frame["gamma"]) == {0.0, 1.0}
-    merged = df.omega_histogram_frame(summaries, [0, 8], [0.0, 1.0], merge=5)
+    merged = depth_figures.omega_histogram_frame(summaries, [0, 8], [0.0, 1.0], merge=5)
     assert merged.groupby("layer")["count"].sum().tolist() == [500, 200]
     assert (merged["omega_high"] - merged["omega_low"]).to_numpy() == pytest.approx(0.05)
     assert len(merged) < len(frame)
-    spec = df.omega_heatmap(frame).to_dict()
+    spec = depth_figures.omega_heatmap(frame).to_dict()
     rect = of_type(spec, "rect")[0]
     assert rect["encoding"]["x"]["field"] == "omega_low" and rect["encoding"]["x2"]["field"] == "omega_high"
     assert rect["encoding"]["y"]["sort"] == "descending"
@@ -568,13 +567,13 @@ def test_spectrum_frames_and_chart_mark_spikes(rng):
     vectors[:, :2] *= 10.0  # two planted spikes
     eigenvalues = gram_eigenvalues(vectors)
     fit = fit_spectrum(eigenvalues, dim=60, count=400)
-    histogram, mp, spikes = df.spectrum_frames(eigenvalues, fit, bins=30)
+    histogram, mp, spikes = depth_figures.spectrum_frames(eigenvalues, fit, bins=30)
     widths = histogram["high"] - histogram["low"]
     assert (histogram["density"] * widths).sum() == pytest.approx(1.0)
     assert histogram["count"].sum() == eigenvalues.size
     assert fit.n_spikes == 2 and spikes["eigenvalue"].tolist() == sorted(eigenvalues)[::-1][:2]
     assert mp["eigenvalue"].max() <= fit.mp_edge
-    chart = df.spectrum_chart(histogram, mp, spikes, edge=fit.mp_edge, threshold=fit.spike_threshold)
+    chart = depth_figures.spectrum_chart(histogram, mp, spikes, edge=fit.mp_edge, threshold=fit.spike_threshold)
     spec = chart.to_dict()
     assert [mark_type(u) for u in units(spec)] == ["rect", "line", "rule", "rule", "rule"]
     spike_rule, edge_rule, threshold_rule = of_type(spec, "rule")
@@ -596,7 +595,7 @@ def test_rank_chart_lines_per_series_and_quantity():
             "series": ["trained"] * 3 + ["random control"] * 3,
         }
     )
-    chart = df.rank_chart(frame, gamma_c=0.5)
+    chart = depth_figures.rank_chart(frame, gamma_c=0.5)
     spec = chart.to_dict()
     line = of_type(spec, "line")[0]
     assert line["encoding"]["y"]["scale"]["type"] == "log"
@@ -625,7 +624,7 @@ def phase_result():
 
 
 def test_phase_result_adapters_feed_the_depth_charts(phase_result):
-    order = df.order_parameter_frame({"trained": phase_result, "random control": phase_result})
+    order = depth_figures.order_parameter_frame({"trained": phase_result, "random control": phase_result})
     assert len(order) == 6 and set(order["layer"]) == {0, 1, 2}  # post-norm layer left out
     first = phase_result.layers[0]
     row = order.iloc[0]
@@ -633,26 +632,26 @@ def test_phase_result_adapters_feed_the_depth_charts(phase_result):
     # The band is the layer's bootstrap interval over the units (here each vector its own), not m +- z SD/sqrt(N).
     assert (row["ci_low"], row["ci_high"]) == (first.omega_mean_low, first.omega_mean_high)
     assert row["ci_low"] < row["m"] < row["ci_high"]
-    ranks = df.rank_frame({"trained": phase_result})
-    assert set(ranks["series"]) == {"trained", df.ISOTROPIC_SERIES}
-    iso = ranks[ranks["series"] == df.ISOTROPIC_SERIES]
+    ranks = depth_figures.rank_frame({"trained": phase_result})
+    assert set(ranks["series"]) == {"trained", depth_figures.ISOTROPIC_SERIES}
+    iso = ranks[ranks["series"] == depth_figures.ISOTROPIC_SERIES]
     assert iso["participation_ratio"].to_numpy() == pytest.approx(16 / (1 + 16 / 299))
-    histogram = df.phase_omega_histogram(phase_result, merge=2)
+    histogram = depth_figures.phase_omega_histogram(phase_result, merge=2)
     assert set(histogram["layer"]) == {0, 1, 2, 3}
     assert histogram.loc[histogram["layer"] == 3, "gamma"].isna().all()
-    bars, mp, spikes = df.phase_spectrum_frames(phase_result, 2)
+    bars, mp, spikes = depth_figures.phase_spectrum_frames(phase_result, 2)
     assert len(spikes) == phase_result.diagnostics(2).spectrum.n_spikes
-    order_spec = df.order_parameter_chart(
+    order_spec = depth_figures.order_parameter_chart(
         order, gamma_c=phase_result.gamma_c, gamma_c_interval=(phase_result.order.low, phase_result.order.high)
     ).to_dict()
     assert of_type(order_spec, "rule")[0]["encoding"]["x"]["datum"] == phase_result.gamma_c
-    rank_spec = df.rank_chart(ranks).to_dict()
+    rank_spec = depth_figures.rank_chart(ranks).to_dict()
     colour = of_type(rank_spec, "point")[0]["encoding"]["color"]["scale"]
-    assert colour["domain"] == ["trained", df.ISOTROPIC_SERIES]
-    assert colour["range"] == [style.SERIES_COLORS["trained"], style.SERIES_COLORS[df.ISOTROPIC_SERIES]]
-    heat = df.omega_heatmap(histogram).to_dict()
+    assert colour["domain"] == ["trained", depth_figures.ISOTROPIC_SERIES]
+    assert colour["range"] == [style.SERIES_COLORS["trained"], style.SERIES_COLORS[depth_figures.ISOTROPIC_SERIES]]
+    heat = depth_figures.omega_heatmap(histogram).to_dict()
     assert len(rows(heat, of_type(heat, "rect")[0])) == len(histogram)
-    spectrum = df.spectrum_chart(bars, mp, spikes).to_dict()
+    spectrum = depth_figures.spectrum_chart(bars, mp, spikes).to_dict()
     assert len(rows(spectrum, of_type(spectrum, "rule")[0])) == len(spikes)
 
 
@@ -660,21 +659,21 @@ def test_raw_and_adjusted_curves_jumps_and_capped_spikes(phase_result):
     import dataclasses
 
     adjusted = dataclasses.replace(phase_result, params=dataclasses.replace(phase_result.params, massive="drop"))
-    order = pd.concat([df.order_parameter_frame({"trained": phase_result}),
-                       df.order_parameter_frame({"trained": adjusted})], ignore_index=True)
+    order = pd.concat([depth_figures.order_parameter_frame({"trained": phase_result}),
+                       depth_figures.order_parameter_frame({"trained": adjusted})], ignore_index=True)
     assert list(dict.fromkeys(order["view"])) == ["raw", "massive dimensions dropped"]
-    spec = df.order_parameter_chart(order).to_dict()
+    spec = depth_figures.order_parameter_chart(order).to_dict()
     dash = of_type(spec, "line")[0]["encoding"]["strokeDash"]
     assert dash["field"] == "view" and dash["scale"]["domain"] == ["raw", "massive dimensions dropped"]
-    assert "strokeDash" not in of_type(df.order_parameter_chart(order[order["view"] == "raw"]).to_dict(),
+    assert "strokeDash" not in of_type(depth_figures.order_parameter_chart(order[order["view"] == "raw"]).to_dict(),
                                        "line")[0]["encoding"]
-    jumps = df.jumps_frame({"trained": phase_result})
+    jumps = depth_figures.jumps_frame({"trained": phase_result})
     assert list(jumps["rank"]) == [1, 2] and jumps["gamma"].iloc[0] == phase_result.gamma_c
     assert (jumps["ci_low"] <= jumps["change"]).all() and (jumps["change"] <= jumps["ci_high"]).all()
     # A capped fit marks no spikes on its spectrum.
     capped = fit_spectrum(0.8 ** np.arange(129), 576, 130)
     assert not capped.converged and capped.n_spikes == capped.cap
-    assert df.spectrum_frames(0.8 ** np.arange(129), capped)[2].empty
+    assert depth_figures.spectrum_frames(0.8 ** np.arange(129), capped)[2].empty
 
 
 def test_massive_alpha_frame_and_chart():
@@ -684,14 +683,14 @@ def test_massive_alpha_frame_and_chart():
         "ci_high_raw": [0.2, -0.1, 0.4], "alpha_dropped": [0.0, -0.5, 0.1], "ci_low_dropped": [-0.1, -0.6, 0.0],
         "ci_high_dropped": [0.1, -0.4, 0.2], "n_massive": [0, 2, 0],
     })
-    frame = vf.massive_alpha_frame(layers, "eucl")
+    frame = scaling_figures.massive_alpha_frame(layers, "eucl")
     assert len(frame) == 4 and list(frame["alpha"]) == [0.1, -0.2, 0.0, -0.5]
     assert list(frame["view"]) == ["raw", "raw", "massive dimensions dropped", "massive dimensions dropped"]
     with pytest.raises(AnalysisError, match="not analysed"):
-        vf.massive_alpha_frame(layers, "pairwise")
-    spec = vf.massive_alpha_chart(frame).to_dict()
+        scaling_figures.massive_alpha_frame(layers, "pairwise")
+    spec = scaling_figures.massive_alpha_chart(frame).to_dict()
     colour = of_type(spec, "line")[0]["encoding"]["color"]["scale"]
-    assert colour["range"] == [vf.MASSIVE_VIEW_COLORS["raw"], vf.MASSIVE_VIEW_COLORS["massive dimensions dropped"]]
+    assert colour["range"] == [scaling_figures.MASSIVE_VIEW_COLORS["raw"], scaling_figures.MASSIVE_VIEW_COLORS["massive dimensions dropped"]]
 
 
 # -- tokenization ----------------------------------------------------------------------------
@@ -715,58 +714,58 @@ def tokenized():
 
 
 def test_the_scaling_points_can_be_coloured_by_token_count(tokenized, result):
-    points = vf.scaling_points(tokenized, "eucl", 2)
+    points = scaling_figures.scaling_points(tokenized, "eucl", 2)
     assert points["n_tokens"].tolist() == [len(str(int(m))) for m in MAGNITUDES]
     assert points.loc[points["magnitude"] == 1000, "kept_text"].item() == "0"
-    spec = vf.scaling_figure(tokenized, "eucl", 2, by_tokens=True).to_dict()
+    spec = scaling_figures.scaling_figure(tokenized, "eucl", 2, by_tokens=True).to_dict()
     point = of_type(spec, "point")[0]
     assert point["encoding"]["color"]["field"] == "tokens"
     assert point["encoding"]["color"]["scale"]["domain"] == ["1", "2", "3", "4"]
     assert {row["tokens"] for row in rows(spec, point)} == {"1", "2", "3", "4"}
     assert any("token count (1, 2, 3, 4)" in line for line in title_text(spec)[1])
-    plain = vf.scaling_figure(tokenized, "eucl", 2).to_dict()
+    plain = scaling_figures.scaling_figure(tokenized, "eucl", 2).to_dict()
     assert "field" not in of_type(plain, "point")[0]["encoding"]["color"]  # the measure's colour
     # without token facts the toggle colours nothing and says why
-    untouched = vf.scaling_figure(result, "eucl", 2, by_tokens=True).to_dict()
+    untouched = scaling_figures.scaling_figure(result, "eucl", 2, by_tokens=True).to_dict()
     assert "field" not in of_type(untouched, "point")[0]["encoding"]["color"]
     assert any("no token counts recorded" in line for line in title_text(untouched)[1])
     assert vlc.vegalite_to_svg(spec, allowed_base_urls=[]).startswith("<svg")
 
 
 def test_raw_and_adjusted_alpha_by_layer_and_the_strata_table(tokenized, result):
-    frame = vf.tokenization_alpha_frame(tokenized, "eucl")
-    assert list(dict.fromkeys(frame["view"])) == list(vf.TOKEN_VIEWS)
+    frame = tokenization_figures.tokenization_alpha_frame(tokenized, "eucl")
+    assert list(dict.fromkeys(frame["view"])) == list(tokenization_figures.TOKEN_VIEWS)
     raw = frame[frame["view"] == "raw"]
     np.testing.assert_allclose(raw["alpha"], tokenized.alphas("eucl"), equal_nan=True)
-    adjusted = frame[frame["view"] == vf.TOKEN_VIEWS[1]]["alpha"].to_numpy()
+    adjusted = frame[frame["view"] == tokenization_figures.TOKEN_VIEWS[1]]["alpha"].to_numpy()
     assert np.nanmax(np.abs(adjusted - raw["alpha"].to_numpy())) > 0.05  # the steps moved the raw alpha
-    spec = vf.tokenization_figure(tokenized, "eucl").to_dict()
+    spec = tokenization_figures.tokenization_figure(tokenized, "eucl").to_dict()
     colour = of_type(spec, "line")[0]["encoding"]["color"]["scale"]
-    assert colour["domain"] == list(vf.TOKEN_VIEWS) and colour["range"] == list(vf.TOKEN_VIEW_COLORS.values())
+    assert colour["domain"] == list(tokenization_figures.TOKEN_VIEWS) and colour["range"] == list(tokenization_figures.TOKEN_VIEW_COLORS.values())
     assert vlc.vegalite_to_svg(spec, allowed_base_urls=[]).startswith("<svg")
-    strata = vf.strata_table(tokenized, "eucl")
+    strata = tokenization_figures.strata_table(tokenized, "eucl")
     assert strata["stratum"].tolist() == ["1 token", "2 tokens", "3 tokens", "4 tokens", "all (raw alpha)",
                                           "all (adjusted for the token count)"]
     assert strata["magnitudes"].tolist()[:4] == ["1-9", "10-90", "100-700", "1000"]
     assert "a fit needs 5" in strata["reason"].iloc[3]
-    table = vf.tokenization_table(tokenized, "eucl")
+    table = tokenization_figures.tokenization_table(tokenized, "eucl")
     assert len(table) == tokenized.n_layers
     # the steps read as text, one per token count beyond the reference, from the fit's own gamma_k
     first = tokenized.tokenization.query("measure == 'eucl'").iloc[0]
     expected = "; ".join(f"{k} tokens {v:+.3f}" for k, v in sorted(json.loads(first["steps"]).items()))
     assert table["steps"].iloc[0] == expected and expected.startswith("2 tokens ")
-    assert "adjusted for the token count (strata of 1, 2, 3, 4 tokens)" in vf.tokenization_sentence(tokenized, "eucl")
+    assert "adjusted for the token count (strata of 1, 2, 3, 4 tokens)" in tokenization_figures.tokenization_sentence(tokenized, "eucl")
     # without token facts: an empty frame and chart, and the sentence says why
-    assert vf.tokenization_alpha_frame(result, "eucl").empty and vf.strata_table(result, "eucl").empty
-    assert "not recorded" in vf.tokenization_sentence(result, "eucl")
-    assert vf.tokenization_figure(result, "eucl").to_dict()["title"]["subtitle"][1].startswith("no adjusted alpha")
+    assert tokenization_figures.tokenization_alpha_frame(result, "eucl").empty and tokenization_figures.strata_table(result, "eucl").empty
+    assert "not recorded" in tokenization_figures.tokenization_sentence(result, "eucl")
+    assert tokenization_figures.tokenization_figure(result, "eucl").to_dict()["title"]["subtitle"][1].startswith("no adjusted alpha")
 
 
 # -- tables behind the Weber page ------------------------------------------------------------
 
 
 def test_verdict_table_has_a_programme_row(result):
-    table = vf.verdict_frame({"a": result, "b": result, "c": result}, "eucl")
+    table = weber_figures.verdict_frame({"a": result, "b": result, "c": result}, "eucl")
     assert table["model"].tolist() == ["a", "b", "c", "programme (majority of 3 trained models)"]
     h3 = result.hypotheses["eucl"].h3
     expected = ("supported (3/3)" if h3 else "not supported (0/3)")
@@ -776,7 +775,7 @@ def test_verdict_table_has_a_programme_row(result):
     assert table.loc[0, "h4_layers"] == f"{core[0]}-{core[-1]}"  # names the layers H4 ran over, as --core-layers does
     assert layer_span([3, 5, 6]) == "3, 5-6" and layer_span([]) == "none"
     with pytest.raises(AnalysisError, match="pairwise"):
-        vf.verdict_frame({"a": result}, "pairwise")
+        weber_figures.verdict_frame({"a": result}, "pairwise")
     # the stimulus bootstrap's interval leads; with 2 core layers H4's Spearman cannot reach .05, and says so
     h = result.hypotheses["eucl"]
     assert table.loc[0, "mean_alpha_ci_low"] == h.mean_alpha_ci[0] < h.mean_alpha < h.mean_alpha_ci[1]
@@ -784,18 +783,18 @@ def test_verdict_table_has_a_programme_row(result):
 
 
 def test_controls_stand_beside_their_model_and_do_not_vote(result):
-    table = vf.verdict_frame({"b@random": result, "a": result, "b": result, "a@random:7": result}, "eucl")
+    table = weber_figures.verdict_frame({"b@random": result, "a": result, "b": result, "a@random:7": result}, "eucl")
     assert table["model"].tolist()[:4] == ["a", "a@random:7", "b", "b@random"]
     assert table["role"].tolist()[:4] == ["model", "control of a", "model", "control of b"]
     assert table["model"].iloc[-1] == "programme (majority of 2 trained models)"
     h3 = result.hypotheses["eucl"].h3
     assert table["H3"].iloc[-1] == ("supported (2/2)" if h3 else "not supported (0/2)")
-    alone = vf.verdict_frame({"a@random": result}, "eucl")  # only a reference: no programme row
+    alone = weber_figures.verdict_frame({"a@random": result}, "eucl")  # only a reference: no programme row
     assert alone["model"].tolist() == ["a@random"]
 
 
 def test_noise_summary_counts_core_winners(result):
-    summary = vf.noise_summary({"m": result}, "eucl")
+    summary = weber_figures.noise_summary({"m": result}, "eucl")
     assert len(summary) == 4
     assert summary["best_in_core_layers"].sum() == len(result.core_layers)
 
@@ -806,10 +805,10 @@ def test_noise_summary_counts_core_winners(result):
 @pytest.mark.slow
 def test_every_chart_renders_to_svg_offline(result):
     built = [
-        vf.alpha_profile(result.fits),
-        vf.weber_window(vf.models_fits_frame({"a": result})),
-        vf.noise_model_chart(result.noise_models),
-        vf.compare_profiles(_comparison_frame()),
+        scaling_figures.alpha_profile(result.fits),
+        weber_figures.weber_window(scaling_figures.models_fits_frame({"a": result})),
+        weber_figures.noise_model_chart(result.noise_models),
+        compare_figures.compare_profiles(_comparison_frame()),
         gf.rsa_by_layer(gf.rsa_frame(result)),
     ]
     for chart in built:
@@ -819,7 +818,7 @@ def test_every_chart_renders_to_svg_offline(result):
 
 
 def test_container_width_is_accepted(result):
-    spec = vf.alpha_profile(result.fits, width="container").to_dict()
+    spec = scaling_figures.alpha_profile(result.fits, width="container").to_dict()
     assert spec["width"] == "container"
 
 
@@ -843,22 +842,22 @@ def axis_titles(node) -> list[str]:
 @pytest.mark.slow
 def test_axis_titles_are_short_enough_for_streamlit(result):
     """Streamlit fits a chart, titles included, into its height: a long y title squashes the plot."""
-    points = vf.scaling_points(result, "eucl", 3)
+    points = scaling_figures.scaling_points(result, "eucl", 3)
     gamma = np.linspace(0, 1, 5)
     order = pd.DataFrame({"gamma": gamma, "m": 0.2 + 0.1 * gamma, "ci_low": 0.19, "ci_high": 0.31, "series": "trained"})
     rho = pd.DataFrame({"layer": [0, 1, 2], "rho": [0.1, 0.8, 0.85]})
     frequency = pd.DataFrame({"magnitude": [1.0, 2.0], "count": [9, 99], "V": [1.0, 3.0]})
     built = [
-        vf.scaling_scatter(points, vf.scaling_lines(points, result.fit("eucl", 3))),
-        vf.alpha_profile(result.fits),
-        vf.weber_window(vf.models_fits_frame({"a": result})),
-        vf.cv_chart(vf.cv_frame(result, layers=[1, 2])),
-        vf.e4_chart(vf.e4_frame(result)),
-        vf.compare_profiles(_comparison_frame()),
+        scaling_figures.scaling_scatter(points, scaling_figures.scaling_lines(points, result.fit("eucl", 3))),
+        scaling_figures.alpha_profile(result.fits),
+        weber_figures.weber_window(scaling_figures.models_fits_frame({"a": result})),
+        weber_figures.cv_chart(weber_figures.cv_frame(result, layers=[1, 2])),
+        weber_figures.e4_chart(weber_figures.e4_frame(result)),
+        compare_figures.compare_profiles(_comparison_frame()),
         gf.rsa_by_layer(gf.rsa_frame(result)),
         ff.frequency_rho_by_layer(rho),
         ff.variability_vs_frequency(frequency),
-        df.order_parameter_chart(order),
+        depth_figures.order_parameter_chart(order),
     ]
     titles = [title for chart in built for title in axis_titles(chart.to_dict())]
     assert "V_eucl (log scale)" in titles and style.ALPHA_TITLE in titles
@@ -890,17 +889,17 @@ def test_count_fits_are_clipped_to_the_range_of_the_counts_with_one_tick_format(
 
 
 def test_noise_model_heatmap_gives_each_row_its_height_and_its_whole_label(result):
-    spec = vf.noise_model_chart(vf.noise_frame(result), measure="eucl").to_dict()
-    n_models = len(vf.NOISE_MODEL_LABELS)
-    assert spec["height"] == vf.NOISE_ROW_HEIGHT * n_models + vf.NOISE_CHROME_HEIGHT
+    spec = weber_figures.noise_model_chart(weber_figures.noise_frame(result), measure="eucl").to_dict()
+    n_models = len(weber_figures.NOISE_MODEL_LABELS)
+    assert spec["height"] == weber_figures.NOISE_ROW_HEIGHT * n_models + weber_figures.NOISE_CHROME_HEIGHT
     heat = of_type(spec, "rect")[-1]
-    longest = max(len(label) for label in vf.NOISE_MODEL_LABELS.values())
+    longest = max(len(label) for label in weber_figures.NOISE_MODEL_LABELS.values())
     assert heat["encoding"]["y"]["axis"]["labelLimit"] >= 7 * longest  # about 7 px a character
 
 
 def test_a_depth_fraction_axis_has_a_tick_every_tenth():
     frame = pd.DataFrame({"gamma": np.arange(13) / 12, "m": 0.2, "ci_low": 0.19, "ci_high": 0.21, "series": "trained"})
-    spec = df.order_parameter_chart(frame, gamma_c=0.5).to_dict()
+    spec = depth_figures.order_parameter_chart(frame, gamma_c=0.5).to_dict()
     axis = of_type(spec, "point")[0]["encoding"]["x"]["axis"]
     assert axis["values"] == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
     assert axis["format"] == ".1f"
@@ -908,8 +907,8 @@ def test_a_depth_fraction_axis_has_a_tick_every_tenth():
 
 def test_depth_titles_name_the_colour_gamma_c_is_drawn_in():
     frame = pd.DataFrame({"gamma": [0.0, 0.5, 1.0], "m": 0.2, "ci_low": 0.19, "ci_high": 0.21, "series": "trained"})
-    order = df.order_parameter_chart(frame, gamma_c=0.5).to_dict()
-    ranks = df.rank_chart(frame.assign(effective_rank=5.0, participation_ratio=3.0), gamma_c=0.5).to_dict()
+    order = depth_figures.order_parameter_chart(frame, gamma_c=0.5).to_dict()
+    ranks = depth_figures.rank_chart(frame.assign(effective_rank=5.0, participation_ratio=3.0), gamma_c=0.5).to_dict()
     for spec in (order, ranks):
         text = title_text(spec)[0]
         assert "orange dashed: gamma_c" in text and "red" not in text
@@ -919,16 +918,16 @@ def test_depth_titles_name_the_colour_gamma_c_is_drawn_in():
 
 
 def test_per_carrier_points_have_a_legend_entry(result):
-    points = vf.scaling_points(result, "eucl", 3)
-    carriers = vf.carrier_distances(np.ones((26, 5, 2)), MAGNITUDES, [f"c{i}" for i in range(5)]).assign(distance=1.0)
-    spec = vf.scaling_scatter(points, vf.scaling_lines(points, result.fit("eucl", 3)), carriers=carriers).to_dict()
+    points = scaling_figures.scaling_points(result, "eucl", 3)
+    carriers = scaling_figures.carrier_distances(np.ones((26, 5, 2)), MAGNITUDES, [f"c{i}" for i in range(5)]).assign(distance=1.0)
+    spec = scaling_figures.scaling_scatter(points, scaling_figures.scaling_lines(points, result.fit("eucl", 3)), carriers=carriers).to_dict()
     circle = of_type(spec, "circle")[0]
     fill = circle["encoding"]["fill"]
-    assert fill["scale"] == {"domain": [vf.CARRIER_POINTS], "range": [style.CARRIER_COLOR]}
+    assert fill["scale"] == {"domain": [scaling_figures.CARRIER_POINTS], "range": [style.CARRIER_COLOR]}
     assert "legend" not in fill or fill["legend"] is not None  # shown, not suppressed
     assert spec["resolve"]["scale"]["fill"] == "independent"
     svg = vlc.vegalite_to_svg(spec)
-    assert vf.CARRIER_POINTS in svg  # drawn in the rendered legend
+    assert scaling_figures.CARRIER_POINTS in svg  # drawn in the rendered legend
 
 
 def test_a_thousand_magnitude_rdm_is_drawn_in_blocks_with_a_note(rng):
@@ -950,8 +949,8 @@ def test_dense_scatters_are_thinned_with_a_note(result):
     carriers = pd.DataFrame({
         "magnitude": np.repeat(magnitudes, 20), "carrier": np.tile([f"c{i}" for i in range(20)], 1000), "distance": 1.0,
     })
-    points = vf.scaling_points(result, "eucl", 3)
-    spec = vf.scaling_scatter(points, vf.scaling_lines(points, result.fit("eucl", 3)), carriers=carriers).to_dict()
+    points = scaling_figures.scaling_points(result, "eucl", 3)
+    spec = scaling_figures.scaling_scatter(points, scaling_figures.scaling_lines(points, result.fit("eucl", 3)), carriers=carriers).to_dict()
     drawn = rows(spec, of_type(spec, "circle")[0])
     assert len(drawn) <= style.MAX_POINTS
     assert len({r["magnitude"] for r in drawn}) == 250 and len(drawn) == 20 * 250

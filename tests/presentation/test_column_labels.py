@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from magdash import dashboard as db
+from magdash import dashboard
 from magdash.dashboard import stimuli_page as ds
 from magdash.formatting import (
     COLUMNS,
@@ -29,9 +29,12 @@ from magdash.formatting import (
     is_p_column,
     is_share_column,
 )
-from magdash.presentation import depth_figures as df
-from magdash.presentation import export
-from magdash.presentation import variability_figures as vf
+from magdash.presentation import (
+    depth_figures,
+    export,
+    scaling_figures,
+    tokenization_figures,
+)
 from magdash.presentation.report.html import table_html
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.store import Store
@@ -41,18 +44,18 @@ from tests.support import ROOT
 # The table builders the pages pass to ui.table, and where each is checked: "pages" = under
 # AppTest on the imported store (tests/app/test_pages.py), "here" = by a test of this module.
 TABLE_BUILDERS = {
-    "vf.comparison_table": "pages", "vf.fit_table": "pages", "vf.verdict_table": "pages",
-    "vf.noise_table": "pages", "vf.strata_table": "here", "vf.tokenization_table": "here",
-    "vf.token_facts_table": "here", "vf.massive_control_table": "here",
-    "cf.controls_verdicts": "pages", "cf.loo_table": "pages", "cf.icc_table": "pages",
-    "cf.permutation_table": "pages", "cf.variant_table": "pages",
-    "cf.h1_table": "pages", "cf.e6_table": "pages", "cf.ci_width_table": "pages", "cf.design_summary": "pages",
-    "df.jumps_table": "pages", "df.phase_table": "pages",
-    "ff.frequency_fit_table": "pages", "gf.geometry_table": "pages",
-    "pf.layer_table": "pages", "pf.comparison_table": "pages", "pf.decoded_table": "pages",
-    "pf.scores_table": "pages",
+    "compare_figures.comparison_table": "pages", "scaling_figures.fit_table": "pages", "weber_figures.verdict_table": "pages",
+    "weber_figures.noise_table": "pages", "tokenization_figures.strata_table": "here", "tokenization_figures.tokenization_table": "here",
+    "tokenization_figures.token_facts_table": "here", "scaling_figures.massive_control_table": "here",
+    "controls_figures.controls_verdicts": "pages", "controls_figures.loo_table": "pages", "controls_figures.icc_table": "pages",
+    "controls_figures.permutation_table": "pages", "controls_figures.variant_table": "pages",
+    "controls_figures.h1_table": "pages", "controls_figures.e6_table": "pages", "controls_figures.ci_width_table": "pages", "controls_figures.design_summary": "pages",
+    "depth_figures.jumps_table": "pages", "depth_figures.phase_table": "pages",
+    "frequency_figures.frequency_fit_table": "pages", "geometry_figures.geometry_table": "pages",
+    "probe_figures.layer_table": "pages", "probe_figures.comparison_table": "pages", "probe_figures.decoded_table": "pages",
+    "probe_figures.scores_table": "pages",
     # frames a page builds before passing them
-    "db.inventory_table": "pages", "table": "pages", "pd.DataFrame": "pages",
+    "dashboard.inventory_table": "pages", "table": "pages", "pd.DataFrame": "pages",
     "ctx.inventory.incomplete": "here", "preview": "here",
 }
 
@@ -79,13 +82,13 @@ def shown_tables() -> set[str]:
 
 def test_every_table_a_page_shows_is_checked_somewhere():
     found = shown_tables()
-    assert "pf.scores_table" in found and "df.jumps_table" in found  # the scan reads the pages
+    assert "probe_figures.scores_table" in found and "depth_figures.jumps_table" in found  # the scan reads the pages
     assert found == set(TABLE_BUILDERS), "a page shows a table this module does not know: label its columns"
 
 
 def test_the_tokenization_and_massive_dimension_tables_are_labelled(tokenized, result):  # noqa: F811
-    for frame in (vf.strata_table(tokenized, "eucl"), vf.tokenization_table(tokenized, "eucl"),
-                  vf.token_facts_table(tokenized), vf.massive_control_table(result, result)):
+    for frame in (tokenization_figures.strata_table(tokenized, "eucl"), tokenization_figures.tokenization_table(tokenized, "eucl"),
+                  tokenization_figures.token_facts_table(tokenized), scaling_figures.massive_control_table(result, result)):
         assert len(frame)
         assert_labelled(frame)
 
@@ -94,7 +97,7 @@ def test_the_extract_pages_progress_and_the_e5_scatters_csv_are_labelled(tmp_pat
     store = Store(tmp_path / "store.duckdb")
     shape = (len(PAPER_MAGNITUDES), len(PAPER_CARRIERS), 3, 4)
     store.import_arrays("m", np.random.default_rng(0).normal(size=shape), PAPER_MAGNITUDES, carriers=PAPER_CARRIERS)
-    progress = db.read_inventory(store).progress
+    progress = dashboard.read_inventory(store).progress
     assert len(progress) == 1
     assert_labelled(progress)
     assert column_label("set_name") == "stimulus set"
@@ -196,12 +199,12 @@ def test_the_csv_download_has_the_tables_headers_and_its_values_unrounded():
 
 
 def test_a_depth_table_built_from_a_result_downloads_with_labels(phase_result):  # noqa: F811
-    table = df.jumps_table({"trained": phase_result})
+    table = depth_figures.jumps_table({"trained": phase_result})
     assert "jump" in table.columns and "rank" not in table.columns  # not the covariance rank of phase_table
     assert_labelled(table)
     header = export.table_to_csv(table).decode("utf-8").splitlines()[0]
     assert "resamples where this step is the largest (0 to 1)" in header and "p_largest" not in header
-    assert_labelled(df.phase_table({"trained": phase_result}))
+    assert_labelled(depth_figures.phase_table({"trained": phase_result}))
 
 
 

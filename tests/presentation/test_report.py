@@ -18,8 +18,7 @@ from magdash import reports
 from magdash.errors import AnalysisError
 from magdash.formatting import MISSING
 from magdash.jsonio import to_jsonable
-from magdash.presentation import export, report
-from magdash.presentation import variability_figures as vf
+from magdash.presentation import export, report, scaling_figures
 from magdash.variability.analysis_params import AnalysisParams
 
 HOSTILE = "<script>alert(1)</script>"
@@ -40,7 +39,7 @@ def small_chart(title: str = "a chart", width: int | str = 300) -> alt.LayerChar
             "ci_high": [np.nan, np.nan, -0.02, -0.01],
         }
     )
-    return vf.alpha_profile(fits, title=title, width=width, height=200)
+    return scaling_figures.alpha_profile(fits, title=title, width=width, height=200)
 
 
 def png_size(data: bytes) -> tuple[int, int]:

@@ -115,7 +115,7 @@ def test_compare_models_e6(rng):
 
 
 def test_the_comparison_sentence_names_the_level_its_intervals_were_made_at(rng):
-    from magdash.presentation.variability_figures import comparison_sentence
+    from magdash.presentation.compare_figures import comparison_sentence
     from magdash.variability.compare import ComparisonResult
 
     values = _layers(rng, 9, -0.05)

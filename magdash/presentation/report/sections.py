@@ -1,7 +1,8 @@
 """The report's sections, one builder per page, from results a caller already holds: the CLI's
 and the app's reports are made of the same sections (:mod:`magdash.reports` gathers the
-results from a store). Every figure is a figure function of the page's science module, so a
-report shows what the page shows.
+results from a store). Every figure is a page's figure function, one the page marks for the report
+in :data:`magdash.presentation.page_figures.PAGE_FIGURES` (``tests/presentation/test_page_figures.py``
+holds the two together), so a report shows what the page shows.
 """
 
 from __future__ import annotations
@@ -16,12 +17,17 @@ from magdash.errors import AnalysisError
 from magdash.formatting import format_number, layer_span
 from magdash.frequency.sources import FrequencySource
 from magdash.phase.diagnostics import PhaseResult
-from magdash.presentation import controls_figures as cf
-from magdash.presentation import depth_figures as df
-from magdash.presentation import frequency_figures as ff
-from magdash.presentation import geometry_figures as gf
-from magdash.presentation import probe_figures as pf
-from magdash.presentation import variability_figures as vf
+from magdash.presentation import (
+    compare_figures,
+    controls_figures,
+    depth_figures,
+    frequency_figures,
+    geometry_figures,
+    probe_figures,
+    scaling_figures,
+    tokenization_figures,
+    weber_figures,
+)
 from magdash.presentation.report.html import ReportSection
 from magdash.probes.result import ProbeResult
 from magdash.variability.analysis import AnalysisResult
@@ -50,7 +56,7 @@ def analysis_sections(
         # Before any figure: what the tool found that may make a number an artifact.
         sections.insert(0, ReportSection("Warnings: read these before the numbers", text=warnings))
     for name, result in results.items():
-        fits = vf.fits_frame(result, model=name)
+        fits = scaling_figures.fits_frame(result, model=name)
         sections.append(
             ReportSection(
                 f"Scaling: {name}",
@@ -60,21 +66,20 @@ def analysis_sections(
                     f"intervals ({result.params.n_boot} resamples, {result.params.bootstrap_layers} "
                     "layers). Layers without a fit are marked, never drawn as numbers."
                 ],
-                figures=[(f"Alpha by layer, {name}", vf.alpha_profile(fits))],
+                figures=[(f"Alpha by layer, {name}", scaling_figures.profile_figure(result, primary))],
                 tables=[(f"Per-layer fits, {name}", fits.loc[:, _FIT_TABLE_COLUMNS])],
             )
         )
     sections.append(tokenization_section(results, primary))
-    all_fits = vf.models_fits_frame(results)
-    weber_figures = [
+    window_figures = [
         (
             f"Alpha of {measure_title(primary)} against the Weber window",
-            vf.weber_window(all_fits, window, measure=primary),
+            weber_figures.weber_figure(results, primary),
         )
     ]
     weber_tables = []
     for name, result in results.items():
-        weber_figures.append((f"CV against n, {name}", vf.cv_chart(vf.cv_frame(result))))
+        window_figures.append((f"CV against n, {name}", weber_figures.cv_figure(result)))
         trend = result.cv_trend.assign(label=[result.layer_labels[i] for i in result.cv_trend["layer"]])
         weber_tables.append((f"Spearman correlation of CV(n) with n per layer, {name}", trend))
     sections.append(
@@ -84,7 +89,7 @@ def analysis_sections(
                 f"Scalar variability (Weber's law) predicts alpha in [{window[0]:g}, {window[1]:g}] "
                 "and a flat CV(n)."
             ],
-            figures=weber_figures,
+            figures=window_figures,
             tables=weber_tables,
         )
     )
@@ -93,13 +98,13 @@ def analysis_sections(
             "Noise models (AICc)",
             text=["Descriptive comparison of constant, scalar, log-scalar and power-law noise by AICc."],
             figures=[
-                (f"Akaike weights by layer, {name}", vf.noise_model_chart(vf.noise_frame(r), measure=primary))
+                (f"Akaike weights by layer, {name}", weber_figures.noise_figure(r, primary))
                 for name, r in results.items()
             ],
             tables=[
                 (
                     f"Core layers won by each noise model ({measure_title(primary)})",
-                    vf.noise_summary(results, primary),
+                    weber_figures.noise_summary(results, primary),
                 )
             ],
         )
@@ -108,8 +113,8 @@ def analysis_sections(
         ReportSection(
             "E3 boundary sensitivity",
             text=[f"Core-layer alphas refitted without the boundary magnitudes {_numbers(first.params.boundary)}."],
-            figures=[(f"E3, {name}", vf.e3_chart(vf.e3_frame(r))) for name, r in results.items()],
-            tables=[("E3 summary", vf.e3_summary(results))],
+            figures=[(f"E3, {name}", weber_figures.e3_figure(r)) for name, r in results.items()],
+            tables=[("E3 summary", weber_figures.e3_summary(results))],
         )
     )
     sections.append(
@@ -122,18 +127,18 @@ def analysis_sections(
             figures=[
                 (
                     f"E4, {name}",
-                    vf.e4_chart(vf.e4_frame(r), subtitle=vf.e4_subtitle(r)),
+                    weber_figures.e4_figure(r),
                 )
                 for name, r in results.items()
             ],
-            tables=[("E4 summary", vf.e4_summary(results))],
+            tables=[("E4 summary", weber_figures.e4_summary(results))],
         )
     )
     sections.append(
         ReportSection(
             "Geometry (RSA and PC1)",
             text=["Spearman correlation of the centroid RDM with the log-ratio and linear magnitude models."],
-            figures=[(f"RSA by layer, {name}", gf.rsa_by_layer(gf.rsa_frame(r))) for name, r in results.items()],
+            figures=[(f"RSA by layer, {name}", geometry_figures.rsa_figure(r, "euclidean")) for name, r in results.items()],
             tables=[(f"Geometry per layer, {name}", r.geometry) for name, r in results.items()],
         )
     )
@@ -150,12 +155,12 @@ def tokenization_section(results: Mapping[str, AnalysisResult], measure: str) ->
             "number's written form\")."]
     figures, tables = [], []
     for name, result in results.items():
-        text.append(f"{name}: {vf.tokenization_sentence(result, measure)}")
+        text.append(f"{name}: {tokenization_figures.tokenization_sentence(result, measure)}")
         if not result.has_tokenization:
             continue
-        figures.append((f"Alpha raw and adjusted for tokenization, {name}", vf.tokenization_figure(result, measure)))
-        tables.append((f"Mean core alpha within token-count strata, {name}", vf.strata_table(result, measure)))
-        tables.append((f"Alpha adjusted for tokenization per layer, {name}", vf.tokenization_table(result, measure)))
+        figures.append((f"Alpha raw and adjusted for tokenization, {name}", tokenization_figures.tokenization_figure(result, measure)))
+        tables.append((f"Mean core alpha within token-count strata, {name}", tokenization_figures.strata_table(result, measure)))
+        tables.append((f"Alpha adjusted for tokenization per layer, {name}", tokenization_figures.tokenization_table(result, measure)))
     return ReportSection(f"Tokenization ({measure_title(measure)})", text=text, figures=figures, tables=tables)
 
 
@@ -177,30 +182,29 @@ def _verdict_section(results: Mapping[str, Any], measures: Sequence[str]) -> Rep
             "(the note column says so; docs/science.md, \"The unit of replication\").",
         ],
         tables=[
-            (f"H1-H4 for {measure_title(measure)}", vf.verdict_frame(results, measure))
+            (f"H1-H4 for {measure_title(measure)}", weber_figures.verdict_frame(results, measure))
             for measure in measures
         ],
     )
 
 
 def _comparison_section(comparison: Any, measure: str) -> ReportSection:
-    frame = vf.comparison_frame(comparison, measure)
-    subtitle = vf.comparison_subtitle(comparison.measures[measure])
+    frame = compare_figures.comparison_frame(comparison, measure)
     depth = "gamma" if not frame["layer_a"].equals(frame["layer_b"]) else "layer"
     return ReportSection(
         f"Comparison: {comparison.model_a} vs {comparison.model_b}",
         text=[
             "Layerwise alpha differences (model A minus model B) with joint-bootstrap CIs; "
             "layers paired by depth fraction when the depths differ.",
-            vf.comparison_sentence(comparison, measure),
+            compare_figures.comparison_sentence(comparison, measure),
         ],
         figures=[
             (
                 f"{comparison.model_a} vs {comparison.model_b}",
-                vf.compare_profiles(frame, x=depth, subtitle=subtitle),
+                compare_figures.compare_figure(comparison, measure, x=depth),
             )
         ],
-        tables=[("Comparison summary", vf.comparison_summary(comparison))],
+        tables=[("Comparison summary", compare_figures.comparison_summary(comparison))],
     )
 
 
@@ -208,16 +212,11 @@ def controls_section(result: Any, measure: str) -> ReportSection:
     """The robustness controls of one model (:class:`magdash.controls.ControlsResult`) for ``measure``."""
     label = measure_title(measure)
     figures = [
-        (f"Leave one carrier out, {label}", cf.loo_chart(cf.loo_frame(result, measure))),
-        ("ICC(3,k) of the carriers' RDMs", cf.icc_chart(result.tables.icc)),
-        (f"Parametric and permutation p, {label}",
-         cf.permutation_chart(cf.permutation_frame(result, measure), level=result.params.significance)),
+        (f"Leave one carrier out, {label}", controls_figures.loo_figure(result, measure)),
+        ("ICC(3,k) of the carriers' RDMs", controls_figures.icc_figure(result)),
+        (f"Parametric and permutation p, {label}", controls_figures.permutation_figure(result, measure)),
     ]
-    comparisons = [*result.variants.values(), *([result.random] if result.random is not None else [])]
-    for comparison in comparisons:
-        frame = vf.comparison_frame(comparison, measure)
-        figures.append((f"{comparison.model_a} vs {comparison.model_b}",
-                        vf.compare_profiles(frame, subtitle=vf.comparison_subtitle(comparison.measures[measure]))))
+    figures += [(f"{result.model} vs {name}", controls_figures.variant_figure(result, name, measure)) for name in controls_figures.compared(result)]
     return ReportSection(
         f"Robustness controls: {result.model}, {label}",
         text=[
@@ -227,9 +226,9 @@ def controls_section(result: Any, measure: str) -> ReportSection:
         ],
         figures=figures,
         tables=[
-            (f"Verdicts over the core band, {label}", cf.verdicts_frame(result, measure)),
+            (f"Verdicts over the core band, {label}", controls_figures.verdicts_frame(result, measure)),
             (f"Leave one carrier out, {label}", result.loo_summary(measure)),
-            ("Variants and the @random control", cf.variant_frame(result, measure)),
+            ("Variants and the @random control", controls_figures.variant_frame(result, measure)),
             (f"Permutation and parametric p per layer, {label}",
              result.tables.permutation[result.tables.permutation["measure"] == measure]),
             ("ICC(3,k) per layer", result.tables.icc),
@@ -251,16 +250,15 @@ def design_section(result: Any) -> ReportSection:
             f"{format_number(summary['h1_size'])} (nominal {params.level / 2:g}).",
         ],
         figures=[
-            ("H1 power", cf.power_curve(cf.h1_power_frame(result), target=params.power_target)),
-            ("E6 power", cf.power_curve(cf.e6_power_frame(result), x="delta",
-                                            x_title="true delta alpha", target=params.power_target)),
-            ("CI half-width of alpha", cf.ci_width_chart(cf.ci_width_frame(result))),
+            ("H1 power", controls_figures.h1_figure(result)),
+            ("E6 power", controls_figures.e6_figure(result)),
+            ("CI half-width of alpha", controls_figures.ci_width_figure(result)),
         ],
         tables=[
-            ("Summary at the design's alpha and delta", cf.design_summary(result)),
-            ("H1 power curve", cf.h1_table(result)),
-            ("E6 power curve", cf.e6_table(result)),
-            ("CI half-width", cf.ci_width_table(result)),
+            ("Summary at the design's alpha and delta", controls_figures.design_summary(result)),
+            ("H1 power curve", controls_figures.h1_table(result)),
+            ("E6 power curve", controls_figures.e6_table(result)),
+            ("CI half-width", controls_figures.ci_width_table(result)),
         ],
     )
 
@@ -273,9 +271,9 @@ def massive_section(raw: AnalysisResult, dropped: AnalysisResult, measure: str) 
     """Alpha without the massive-activation dimensions beside the raw alpha (the Scaling page's control)."""
     return ReportSection(
         f"Control: alpha without the massive dimensions ({raw.model})",
-        text=[vf.massive_control_sentence(raw, dropped, measure)],
-        figures=[("Alpha by layer, raw and dropped", vf.massive_control_figure(raw, dropped, measure))],
-        tables=[("Mean core alpha, raw and dropped", vf.massive_control_table(raw, dropped))],
+        text=[scaling_figures.massive_control_sentence(raw, dropped, measure)],
+        figures=[("Alpha by layer, raw and dropped", scaling_figures.massive_control_figure(raw, dropped, measure))],
+        tables=[("Mean core alpha, raw and dropped", scaling_figures.massive_control_table(raw, dropped))],
     )
 
 
@@ -290,15 +288,15 @@ def layer_sections(result: AnalysisResult, vectors: np.ndarray, layer: int, meas
             text=["Log-log V(n) per measure with the OLS fit and the alpha = 1 and alpha = 0 references; "
                   "faint points: each carrier's distance to the centroid."],
             figures=[(f"{measure_title(m)} against n, {where}",
-                      vf.scaling_figure(result, m, layer, vectors if m in CARRIER_MEASURES else None))
-                     for m in vf.profile_measures(measure)],
+                      scaling_figures.scaling_figure(result, m, layer, vectors if m in CARRIER_MEASURES else None))
+                     for m in scaling_figures.profile_measures(measure)],
         ),
         ReportSection(
             f"Centroid geometry at {where}",
             text=["The centroid RDM (Euclidean) and the centroids' PC1 coordinate against log n "
                   "(Cacioli, arXiv 2603.20642)."],
-            figures=[(f"Centroid RDM, {where}", gf.rdm_figure(result, vectors, layer, "euclidean")),
-                     (f"PC1 against log n, {where}", gf.pc1_figure(result, vectors, layer))],
+            figures=[(f"Centroid RDM, {where}", geometry_figures.rdm_figure(result, vectors, layer, "euclidean")),
+                     (f"PC1 against log n, {where}", geometry_figures.pc1_figure(result, vectors, layer))],
         ),
     ]
 
@@ -309,17 +307,17 @@ def e5_section(result: AnalysisResult, e5: pd.DataFrame, source: FrequencySource
     :func:`magdash.runs.frequency_runs.e5_from_analysis`), V against the count at ``layer``, the
     counts' distribution and its fits."""
     name, where = result.model, f"layer {layer} ({result.layer_labels[layer]}) of {result.model}"
-    table = ff.e5_table(result, e5)
-    frame = ff.frequency_scatter_frame(result, source, measure, layer)
+    table = frequency_figures.e5_table(result, e5)
+    frame = frequency_figures.frequency_scatter_frame(result, source, measure, layer)
     return ReportSection(
         f"Corpus frequency (E5), source {source.name}: {name}",
-        text=[ff.e5_sentence(table, source, result.params.conventions)],
-        figures=[(f"Partial and raw Spearman rho by layer, {name}", ff.frequency_rho_figure(table)),
+        text=[frequency_figures.e5_sentence(table, source, result.params.conventions)],
+        figures=[(f"Partial and raw Spearman rho by layer, {name}", frequency_figures.frequency_rho_figure(table)),
                  (f"V against corpus count, {where}",
-                  ff.frequency_scatter_figure(frame, table, layer, result.layer_labels[layer])),
-                 (f"Distribution of the counts ({source.name})", ff.frequency_counts_figure(source))],
+                  frequency_figures.frequency_scatter_figure(frame, table, layer, result.layer_labels[layer])),
+                 (f"Distribution of the counts ({source.name})", frequency_figures.frequency_counts_figure(source))],
         tables=[(f"E5 per layer, {name}", table),
-                (f"Fits of the count distribution ({source.name})", ff.frequency_fit_table(source))],
+                (f"Fits of the count distribution ({source.name})", frequency_figures.frequency_fit_table(source))],
     )
 
 
@@ -329,18 +327,18 @@ def depth_section(depth: Mapping[str, PhaseResult], dropped: Mapping[str, PhaseR
     result), raw and without the massive dimensions (``dropped``), the spectrum at ``layer``
     (named ``label``)."""
     name = next(iter(depth.values())).model
-    notes = [df.phase_sentence(depth, dropped), df.massive_sentence(depth)]
-    notes += [caveat.line() for caveat in df.spectrum_caveats(depth)]
+    notes = [depth_figures.phase_sentence(depth, dropped), depth_figures.massive_sentence(depth)]
+    notes += [caveat.line() for caveat in depth_figures.spectrum_caveats(depth)]
     return ReportSection(
         f"Depth diagnostics: {name}",
         text=notes,
-        figures=[(f"Order parameter, raw and without the massive dimensions, {name}", df.order_figure(depth, dropped)),
-                 (f"Effective rank and participation ratio, {name}", df.rank_figure(depth)),
-                 (f"Omega by layer, {name}", df.omega_figure(depth)),
-                 (f"Covariance spectrum, layer {layer} ({label}) of {name}", df.spectrum_figure(depth, layer))],
-        tables=[(f"The three largest steps of m(gamma), {name}", df.jumps_table(depth, dropped)),
+        figures=[(f"Order parameter, raw and without the massive dimensions, {name}", depth_figures.order_figure(depth, dropped)),
+                 (f"Effective rank and participation ratio, {name}", depth_figures.rank_figure(depth)),
+                 (f"Omega by layer, {name}", depth_figures.omega_figure(depth)),
+                 (f"Covariance spectrum, layer {layer} ({label}) of {name}", depth_figures.spectrum_figure(depth, layer))],
+        tables=[(f"The three largest steps of m(gamma), {name}", depth_figures.jumps_table(depth, dropped)),
                 (f"Per-layer diagnostics, {name} (n_spikes empty: the Marchenko-Pastur fit did not converge)",
-                 df.phase_table(depth, dropped))],
+                 depth_figures.phase_table(depth, dropped))],
     )
 
 
@@ -351,28 +349,28 @@ def probe_section(results: Mapping[str, ProbeResult], layer: int | None = None, 
     held-out-magnitude R²) the decoded n-hat against n and SD(n-hat)/n (``results``: series ->
     :class:`~magdash.probes.result.ProbeResult`, the trained model first)."""
     trained = next(iter(results.values()))
-    layer = pf.best_layer(trained, target) if layer is None else layer
+    layer = probe_figures.best_layer(trained, target) if layer is None else layer
     name, params = trained.model, trained.params
     where = f"layer {layer} of {name}"
     notes = [line for result in results.values() for line in result.warnings()]
     notes += [
-        pf.probe_sentence(results, target),
-        f"Ridge probes of {pf.TARGET_LABELS[target]} on {trained.magnitudes.size} magnitudes x {trained.n_carriers} "
+        probe_figures.probe_sentence(results, target),
+        f"Ridge probes of {probe_figures.TARGET_LABELS[target]} on {trained.magnitudes.size} magnitudes x {trained.n_carriers} "
         f"carriers, scored on held-out carriers (a new context) and on held-out magnitudes (interpolation, "
         f"{params.magnitude_folds} folds); the control task permutes the labels across magnitudes; the baseline "
         f"predicts from each number's {trained.strata_by} alone on the same folds; intervals: "
         f"{params.ci:.0%} bootstrap over magnitudes ({params.n_boot} resamples). docs/science.md, 'Probes'.",
     ]
-    figures = [(f"Held-out R² by layer, {pf.SCHEME_LABELS[scheme]}, {name}", pf.r2_figure(results, scheme, target))
-               for scheme in pf.SCHEME_LABELS]
+    figures = [(f"Held-out R² by layer, {probe_figures.SCHEME_LABELS[scheme]}, {name}", probe_figures.r2_figure(results, scheme, target))
+               for scheme in probe_figures.SCHEME_LABELS]
     figures += [
-        (f"Selectivity by layer, {name}", pf.selectivity_figure(results, target)),
-        (f"Decoded noise scaling by layer, {name}", pf.beta_figure(results, target)),
-        (f"Decoded magnitude against n, {where}", pf.decoded_figure(results, layer, target)),
-        (f"Decoded spread SD(n-hat)/n by magnitude, {where}", pf.weber_figure(results, layer, target)),
+        (f"Selectivity by layer, {name}", probe_figures.selectivity_figure(results, target)),
+        (f"Decoded noise scaling by layer, {name}", probe_figures.beta_figure(results, target)),
+        (f"Decoded magnitude against n, {where}", probe_figures.decoded_figure(results, layer, target)),
+        (f"Decoded spread SD(n-hat)/n by magnitude, {where}", probe_figures.weber_figure(results, layer, target)),
     ]
-    tables = [(f"Probes per layer, {name}", pf.layer_table(results, target))]
+    tables = [(f"Probes per layer, {name}", probe_figures.layer_table(results, target))]
     if len(results) > 1:
-        tables.append((f"Held-out scores beside the @random control, {name}", pf.comparison_table(results, target)))
-    tables.append((f"Decoded magnitude per n, {where}", pf.decoded_table(results, layer, target)))
+        tables.append((f"Held-out scores beside the @random control, {name}", probe_figures.comparison_table(results, target)))
+    tables.append((f"Decoded magnitude per n, {where}", probe_figures.decoded_table(results, layer, target)))
     return ReportSection(f"Probes: is magnitude decodable? ({name})", text=notes, figures=figures, tables=tables)
