@@ -82,7 +82,7 @@ _PUBLIC: dict[str, tuple[str, str | None]] = {
 }
 """Each public name: the module that defines it, and its name there (None: the module itself)."""
 
-__all__ = ["__version__", *_PUBLIC]
+__all__ = ["__version__", *_PUBLIC]  # pyright: ignore[reportUnsupportedDunderAll] - the names __getattr__ imports on first use
 
 
 def __getattr__(name: str):

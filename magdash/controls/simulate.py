@@ -148,7 +148,7 @@ def _structural(rng: np.random.Generator, tau: np.ndarray, rho: float, shape: tu
 
 def draw_log_v(
     calibration: Calibration,
-    magnitudes: Sequence[float],
+    magnitudes: Sequence[float] | np.ndarray,
     *,
     alpha: float | np.ndarray,
     n_carriers: int,
@@ -174,7 +174,7 @@ def draw_log_v(
 
 def draw_vectors(
     calibration: Calibration,
-    magnitudes: Sequence[float],
+    magnitudes: Sequence[float] | np.ndarray,
     *,
     alpha: float,
     n_carriers: int,
@@ -205,7 +205,7 @@ class AlphaFits:
     n_points: np.ndarray
 
 
-def fit_alphas(magnitudes: Sequence[float], log_v: np.ndarray, *, drop_outliers: bool = True,
+def fit_alphas(magnitudes: Sequence[float] | np.ndarray, log_v: np.ndarray, *, drop_outliers: bool = True,
                outlier_factor: float = OUTLIER_FACTOR) -> AlphaFits:
     """The analysis's scaling fit over the last axis of ``log_v`` (any leading shape).
 

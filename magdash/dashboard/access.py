@@ -16,6 +16,7 @@ pages that would write say why.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +39,7 @@ class StoreAccess:
         return ", ".join(str(folder) for folder in self.folders)
 
 
-def store_access(environ: dict[str, str] | None = None) -> StoreAccess:
+def store_access(environ: Mapping[str, str] | None = None) -> StoreAccess:
     """The access the environment grants (read when the app runs, so a restart applies a change).
 
     Args:

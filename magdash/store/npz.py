@@ -43,10 +43,10 @@ def import_arrays(
     store: Store,
     name: str,
     per_carrier: np.ndarray,
-    magnitudes: Sequence[float] | None,
+    magnitudes: Sequence[float] | np.ndarray | None,
     *,
-    carriers: Sequence[str] | None = None,
-    layer_labels: Sequence[str] | None = None,
+    carriers: Sequence[str] | np.ndarray | None = None,
+    layer_labels: Sequence[str] | np.ndarray | None = None,
     stimuli: str | None = None,
     source: str = "import",
     n_blocks: int | None = None,
@@ -72,7 +72,7 @@ def import_arrays(
     dim = per_carrier.shape[3]
     layer_labels, n_blocks = imported_layers(layer_labels, n_blocks, last_layer)
     digest = hashlib.sha256()
-    digest.update(memoryview(np.ascontiguousarray(per_carrier)).cast("B"))  # hashed in place, not copied
+    digest.update(np.ascontiguousarray(per_carrier).data.cast("B"))  # hashed in place, not copied
     digest.update(json.dumps([magnitudes, carriers, layer_labels, n_blocks]).encode())
     fingerprint = f"sha256:{digest.hexdigest()[:32]}"
     model_id = hashlib.sha1(f"{fingerprint}|import".encode()).hexdigest()[:20]
@@ -165,9 +165,9 @@ def _has_finite(array: np.ndarray) -> bool:
 
 def validate_import_arrays(
     per_carrier: np.ndarray,
-    magnitudes: Sequence[float] | None,
-    carriers: Sequence[str] | None,
-    layer_labels: Sequence[str] | None,
+    magnitudes: Sequence[float] | np.ndarray | None,
+    carriers: Sequence[str] | np.ndarray | None,
+    layer_labels: Sequence[str] | np.ndarray | None,
 ) -> tuple[np.ndarray, list[int], list[str], list[str]]:
     """Check an imported array set and fill in optional labels; raise StoreError saying what to fix."""
     array = np.asarray(per_carrier)
@@ -237,7 +237,7 @@ def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as data:
             mapped = _mapped_npz_member(path, "per_carrier")
-            arrays = {key: mapped if key == "per_carrier" and mapped is not None else data[key] for key in data.files}
+            arrays: dict[str, np.ndarray] = {key: mapped if key == "per_carrier" and mapped is not None else data[key] for key in data.files}
     except FileNotFoundError:
         raise StoreError(f"no file {str(path)!r}") from None
     except ValueError as error:

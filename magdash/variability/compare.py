@@ -246,8 +246,8 @@ def compare_models(
         results.append(
             slope_difference(
                 magnitudes,
-                values_a[row.layer_a],
-                values_b[row.layer_b],
+                values_a[row.layer_a],  # pyright: ignore[reportArgumentType, reportCallIssue] - pandas-stubs: itertuples fields are Scalar
+                values_b[row.layer_b],  # pyright: ignore[reportArgumentType, reportCallIssue] - as above
                 drop_outliers=drop_outliers,
                 n_boot=n_boot if with_ci else 0,
                 seed=seed,
@@ -393,7 +393,7 @@ def paired_layers(result_a: AnalysisResult, result_b: AnalysisResult) -> tuple[l
     """
     table = align_by_depth(result_a.n_blocks, result_b.n_blocks).set_index("layer_a")
     core = list(result_a.core_layers)
-    return core, [int(table.loc[layer, "layer_b"]) for layer in core]
+    return core, [int(table.loc[layer, "layer_b"]) for layer in core]  # pyright: ignore[reportArgumentType] - pandas-stubs: one cell of .loc is Scalar
 
 
 def compare_analyses(
@@ -449,7 +449,7 @@ def compare_analyses(
             drop_outliers=measure in OUTLIER_RULE_MEASURES and params.rules.e6_outlier_rule,
             core_layers=result_a.core_layers,
             n_boot=params.n_boot,
-            seed=params.seed,
+            seed=params.seed,  # pyright: ignore[reportArgumentType] - AnalysisParams.__post_init__ sets it
             ci=params.ci,
             bootstrap_layers=params.bootstrap_layers,
             outlier_factor=params.outlier_factor,

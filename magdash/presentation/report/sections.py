@@ -207,7 +207,7 @@ def _comparison_section(comparison: Any, measure: str) -> ReportSection:
 def controls_section(result: Any, measure: str) -> ReportSection:
     """The robustness controls of one model (:class:`magdash.controls.ControlsResult`) for ``measure``."""
     label = measure_title(measure)
-    figures = [
+    figures: list[tuple[str, Any]] = [
         (f"Leave one carrier out, {label}", cf.loo_chart(cf.loo_frame(result, measure))),
         ("ICC(3,k) of the carriers' RDMs", cf.icc_chart(result.tables.icc)),
         (f"Parametric and permutation p, {label}",
