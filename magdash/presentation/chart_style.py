@@ -298,7 +298,7 @@ class DepthAxis:
     high: float
 
     @classmethod
-    def of(cls, values: Sequence[float], field: str, title: str) -> DepthAxis:
+    def of(cls, values: Sequence[float] | np.ndarray | pd.Series, field: str, title: str) -> DepthAxis:
         positions = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
         positions = np.unique(positions[np.isfinite(positions)])
         half = 0.5 * float(np.min(np.diff(positions))) if positions.size > 1 else 0.5
