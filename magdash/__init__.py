@@ -90,7 +90,7 @@ _DEPRECATED: dict[str, str] = {
     "PhaseResult": "DepthResult",  # deprecated name
 }
 
-__all__ = ["__version__", *_PUBLIC]
+__all__ = ["__version__", *_PUBLIC]  # pyright: ignore[reportUnsupportedDunderAll] - the names __getattr__ imports on first use
 
 
 def __getattr__(name: str):

@@ -301,7 +301,7 @@ def build_batch(
     return TokenizedBatch(input_ids.to(device), attention.to(device), positions.to(device), weights.to(device))
 
 
-def _weighted_reducer(weights) -> Callable[[object], object]:
+def _weighted_reducer(weights) -> Callable[[torch.Tensor], torch.Tensor]:
     """The weighted sum over tokens of a (batch, tokens, d) hidden state, in float32 on its device;
     ``weights`` is moved to another device only where ``device_map`` put a block there."""
     import torch
@@ -846,7 +846,7 @@ def _write_batches(store: Store, model_id: str, batches: Sequence[NumberVectors]
     return store.write_vectors(model_id, keys, vectors, norms)
 
 
-def _token_selector(rows, columns) -> Callable[[object], object]:
+def _token_selector(rows: torch.Tensor, columns: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
     """The hidden states at (``rows``, ``columns``) of a (batch, tokens, d) hidden state, in float32
     on its device. Indices rather than a boolean mask: a mask's result has a data-dependent size,
     and finding it waits for the device at every layer."""

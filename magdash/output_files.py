@@ -60,7 +60,7 @@ def check_output_path(path: str | os.PathLike, *, what: str, ours: Callable[[Pat
     return target
 
 
-def write_output(path: str | os.PathLike, write: Callable[[Path], None], *, what: str,
+def write_output(path: str | os.PathLike, write: Callable[[Path], object], *, what: str,
                  ours: Callable[[Path], bool]) -> Path:
     """Write an output through ``write(temporary_path)``, then rename it into place.
 

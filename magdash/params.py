@@ -9,7 +9,7 @@ command-line option is (the CLI's options are generated from the fields: :mod:`m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from numbers import Integral
 from typing import Any
@@ -45,7 +45,7 @@ def seed_problem(seed: object, name: str = "seed") -> str | None:
         seed: the value given.
         name: the parameter's name, for the message.
     """
-    if isinstance(seed, bool) or not isinstance(seed, Integral) or not 0 <= seed < SEED_LIMIT:
+    if isinstance(seed, bool) or not isinstance(seed, Integral) or not 0 <= int(seed) < SEED_LIMIT:
         return f"{name}={seed!r} must be a whole number from 0 to 2**63 - 1"
     return None
 
@@ -92,7 +92,7 @@ def parse_band(text: str) -> tuple[int, int]:
     return layers[0], layers[-1]
 
 
-def ranges(values: Sequence[int]) -> str:
+def ranges(values: Iterable[int]) -> str:
     """1, 2, 3, 5, 7, 8 -> "1-3, 5, 7-8": how the warnings name magnitudes and layers
     (the inverse of :func:`parse_layers`'s list form).
 

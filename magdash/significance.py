@@ -20,6 +20,7 @@ cannot reach the level, so that "not significant" is read as "could not have bee
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from magdash.formatting import fixed, format_p
 from magdash.params import DEFAULT_CI
@@ -39,6 +40,12 @@ _UNITS = {"wilcoxon": "pairs", "spearman": "points", "permutation": "resamples",
           "bootstrap": "resamples"}
 
 TESTS = tuple(_SMALLEST_P)
+
+
+def statistic_and_p(result: Any) -> tuple[float, float]:
+    """A scipy test result's statistic and p-value, as floats (scipy's annotations hide the fields
+    of the result classes of its decorated tests from a type checker)."""
+    return float(result.statistic), float(result.pvalue)
 
 
 def smallest_p(test: str, n: int) -> float:

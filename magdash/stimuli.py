@@ -86,7 +86,7 @@ def _write_spaced(magnitude: int, largest: int | None) -> str:
 
 
 def _write_padded(magnitude: int, largest: int | None) -> str:
-    if largest < magnitude:
+    if largest is None or largest < magnitude:
         raise StimulusError(f"cannot pad {magnitude} to the width of {largest}: largest must be the set's largest")
     return str(magnitude).zfill(len(str(largest)))
 

@@ -23,8 +23,9 @@ transformers.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from magdash.errors import StimulusError
 from magdash.stimuli import DEFAULT_POSITION, POSITIONS, StimulusItem, make_item, token_indices_for_span
@@ -138,13 +139,13 @@ def tokenize_numbers(
     facts: list[NumberTokens] = []
     for first in range(0, len(items), _TOKENIZE_BATCH):
         batch = items[first:first + _TOKENIZE_BATCH]
-        encoded = _encode(tokenizer, [item.sentence for item in batch])
-        for item, ids, offsets in zip(batch, encoded["input_ids"], encoded["offset_mapping"], strict=True):
+        batch_encoding = _encode(tokenizer, [item.sentence for item in batch])
+        for item, ids, offsets in zip(batch, batch_encoding["input_ids"], batch_encoding["offset_mapping"], strict=True):
             facts.append(number_tokens(item, ids, [tuple(span) for span in offsets], position))
     return facts
 
 
-def _encode(tokenizer, texts: list[str]):
+def _encode(tokenizer, texts: list[str]) -> Mapping[str, Any]:
     try:
         return tokenizer(texts, return_offsets_mapping=True, add_special_tokens=True)
     except NotImplementedError:  # a slow (Python) tokenizer has no offsets

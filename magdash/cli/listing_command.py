@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {row.name:30s} {row.architecture:24s} {row.n_blocks:3d} blocks  d={row.hidden_size:<5d} "
                   f"{row.dtype:9s} sets: {row.stimulus_sets or '-'}")
             splits = {"yes": "splits every digit", "partly": "splits some digits", "no": "keeps numbers whole",
-                      "": "digit splitting not recorded (extract again to record it)"}[row.splits_digits]
+                      "": "digit splitting not recorded (extract again to record it)"}[str(row.splits_digits)]
             print(f"  {'':30s} tokenizer: {splits}")
             if row.nonfinite_layers:
                 print(f"  {'':30s} Inf/NaN vectors at layers {row.nonfinite_layers}: left out of every fit")

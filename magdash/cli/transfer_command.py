@@ -80,7 +80,7 @@ def run_export(args: argparse.Namespace) -> int:
 
     def save(path):
         with open(path, "wb") as handle:  # a file object: savez would add .npz to a temporary name
-            np.savez(handle, **arrays)
+            np.savez(handle, **arrays)  # pyright: ignore[reportArgumentType] - numpy's stub types **kwds like allow_pickle
 
     write_output(target, save, what="the export", ours=is_npz_export)
     shape = "x".join(map(str, arrays["per_carrier"].shape))

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from magdash.controls.controls_params import CALIBRATION_MEASURE, DesignParams
@@ -57,7 +58,7 @@ log = logging.getLogger(__name__)
 DESIGN_VERSION = "4"
 """Bump whenever a change to the simulator can change a cached design result."""
 
-def wilson(successes: np.ndarray | float, n: int, z: float = 1.96) -> tuple[np.ndarray, np.ndarray]:
+def wilson(successes: ArrayLike, n: int, z: float = 1.96) -> tuple[np.ndarray, np.ndarray]:
     """The Wilson score interval of a binomial rate (Wilson 1927)."""
     rate = np.asarray(successes, dtype=np.float64) / n
     centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
@@ -273,7 +274,7 @@ class Simulator:
             alphas_a = fit_alphas(self.magnitudes, log_a).alpha
             alphas_b = fit_alphas(self.magnitudes, log_b).alpha
             differences = alphas_a - alphas_b
-            p = stats.wilcoxon(differences, axis=1, nan_policy="omit").pvalue
+            p = stats.wilcoxon(differences, axis=1, nan_policy="omit").pvalue  # pyright: ignore[reportCallIssue] - scipy's decorator adds nan_policy
             reject = np.count_nonzero(p < self.params.level)
             w = np.abs(signed_rank(differences))
             if null_w is None:
@@ -336,7 +337,7 @@ def _grid(end: float, n_points: int, chosen: float) -> np.ndarray:
     return np.unique(np.append(np.linspace(0.0, end, n_points), abs(chosen)))
 
 
-def crossing(x: np.ndarray, y: np.ndarray, target: float) -> float:
+def crossing(x: ArrayLike, y: ArrayLike, target: float) -> float:
     """The first x where y reaches ``target`` (linear interpolation); NaN if it never does."""
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)

@@ -234,8 +234,8 @@ class ControlsResult:
             mean = float(np.nanmean(values)) if np.isfinite(values).any() else math.nan
             out.append(
                 {
-                    "carrier": int(carrier),
-                    "sentence": self.tables.carriers[int(carrier)],
+                    "carrier": int(carrier),  # pyright: ignore[reportArgumentType] - pandas-stubs: a groupby key is Scalar
+                    "sentence": self.tables.carriers[int(carrier)],  # pyright: ignore[reportArgumentType] - as above
                     "mean_core_alpha_without": mean,
                     "mean_core_alpha_all": full,
                     "core_layers_sign_differs": int(group["sign_differs"].sum()),

@@ -148,7 +148,7 @@ def _structural(rng: np.random.Generator, tau: np.ndarray, rho: float, shape: tu
 
 def draw_log_v(
     calibration: Calibration,
-    magnitudes: Sequence[float],
+    magnitudes: Sequence[float] | np.ndarray,
     *,
     alpha: float | np.ndarray,
     n_carriers: int,
@@ -174,7 +174,7 @@ def draw_log_v(
 
 def draw_vectors(
     calibration: Calibration,
-    magnitudes: Sequence[float],
+    magnitudes: Sequence[float] | np.ndarray,
     *,
     alpha: float,
     n_carriers: int,
@@ -209,7 +209,7 @@ _EUCL_RULES = FitRules(drop_outliers=True, n_boot=0)
 """The engine's fit of V_eucl without an interval: the outlier rule at its default factor."""
 
 
-def fit_alphas(magnitudes: Sequence[float], log_v: np.ndarray, *, rules: FitRules = _EUCL_RULES) -> AlphaFits:
+def fit_alphas(magnitudes: Sequence[float] | np.ndarray, log_v: np.ndarray, *, rules: FitRules = _EUCL_RULES) -> AlphaFits:
     """The analysis's scaling fit over the last axis of ``log_v`` (any leading shape).
 
     Points: with ``rules.drop_outliers``, V above ``rules.outlier_factor`` x the median V of its row

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,7 +53,7 @@ class StoreAccess:
         return ", ".join(str(folder) for folder in self.folders)
 
 
-def store_access(environ: dict[str, str] | None = None) -> StoreAccess:
+def store_access(environ: Mapping[str, str] | None = None) -> StoreAccess:
     """The access the environment grants (read when the app runs, so a restart applies a change).
 
     Args:

@@ -52,17 +52,19 @@ class DesignKey:
     token: str
 
 
-def _require_model(view: ViewState) -> None:
+def _require_model(view: ViewState) -> tuple[str, str]:
+    """The view's (model, stimuli), which the controls need."""
     if view.model is None or view.stimuli is None:
         raise MagdashError("no model is selected: extract one on the Extract page first")
+    return view.model, view.stimuli
 
 
 def variant_choices(view: ViewState, inventory: StoreInventory) -> list[str]:
     """Stored models on the view's stimuli that could be the view model extracted another way."""
-    _require_model(view)
-    record = inventory.record(view.model)
+    model, stimuli = _require_model(view)
+    record = inventory.record(model)
     return [
-        name for name in inventory.models_sharing(view.stimuli)
+        name for name in inventory.models_sharing(stimuli)
         if is_variant(record, inventory.record(name))
     ]
 
@@ -70,14 +72,14 @@ def variant_choices(view: ViewState, inventory: StoreInventory) -> list[str]:
 def format_variant_sets(store: Store, view: ViewState, inventory: StoreInventory) -> dict[str, str]:
     """Number format -> the stored set holding the view's carriers and magnitudes in that format,
     for every other format the view model is completely stored on."""
-    _require_model(view)
-    own = store.number_formats().get(view.stimuli)
+    model, stimuli = _require_model(view)
+    own = store.number_formats().get(stimuli)
     found = {}
     for number_format in NUMBER_FORMAT_NAMES:
         if number_format == own:
             continue
-        other = store.in_number_format(view.stimuli, number_format)
-        if other is not None and other in inventory.complete_sets.get(view.model, []):
+        other = store.in_number_format(stimuli, number_format)
+        if other is not None and other in inventory.complete_sets.get(model, []):
             found[number_format] = other
     return found
 
@@ -86,22 +88,22 @@ def controls_key(view: ViewState, inventory: StoreInventory, variants: tuple[str
                  format_sets: Mapping[str, str] | None = None) -> ControlsKey:
     """The view model's controls against ``variants`` and, for each format of ``format_sets``
     (:func:`format_variant_sets`), the view model on that set, with the view's analysis parameters."""
-    _require_model(view)
+    model, stimuli = _require_model(view)
     format_sets = dict(format_sets or {})
     params = ControlsParams(analysis=analysis_params(view), variants=tuple(variants), formats=tuple(format_sets))
-    names = [view.model, *params.variants, control_name(view.model)]
+    names = [model, *params.variants, control_name(model)]
     tokens = tuple(
-        inventory.data_token(name, view.stimuli) if name in inventory.models_sharing(view.stimuli) else ""
+        inventory.data_token(name, stimuli) if name in inventory.models_sharing(stimuli) else ""
         for name in names
-    ) + tuple(inventory.data_token(view.model, other) for other in format_sets.values())
-    return ControlsKey(view.store, view.model, view.stimuli, params, tokens)
+    ) + tuple(inventory.data_token(model, other) for other in format_sets.values())
+    return ControlsKey(view.store, model, stimuli, params, tokens)
 
 
 def design_key(view: ViewState, inventory: StoreInventory, params: DesignParams) -> DesignKey:
     """A design simulated with noise calibrated on the view model (its core band and conventions)."""
-    _require_model(view)
-    return DesignKey(view.store, view.model, view.stimuli, analysis_params(view), params,
-                     inventory.data_token(view.model, view.stimuli))
+    model, stimuli = _require_model(view)
+    return DesignKey(view.store, model, stimuli, analysis_params(view), params,
+                     inventory.data_token(model, stimuli))
 
 
 def default_design(record: ModelRecord, view: ViewState) -> DesignParams:

@@ -40,9 +40,10 @@ def probe_keys(view: ViewState, inventory: StoreInventory) -> dict[str, ProbeKey
     if view.model is None or view.stimuli is None:
         raise MagdashError("no model is selected: extract one on the Extract page first")
     params = probe_params(view)
+    stimuli = view.stimuli
 
     def key(name: str) -> ProbeKey:
-        return ProbeKey(view.store, name, view.stimuli, inventory.data_token(name, view.stimuli), params)
+        return ProbeKey(view.store, name, stimuli, inventory.data_token(name, stimuli), params)
 
     keys = {TRAINED_SERIES: key(view.model)}
     control = control_name(view.model)

@@ -156,7 +156,7 @@ def build_stimulus_set(name: str, carriers: Sequence[str], magnitudes: Sequence[
     stimuli = StimulusSet(name.strip(), tuple(carriers), tuple(magnitudes), number_format)
     check_reserved_name(stimuli)
     taken = store is not None and stimuli.name in store.stimulus_set_names()
-    if taken and store.stimulus_set(stimuli.name).content_hash != stimuli.content_hash:
+    if store is not None and taken and store.stimulus_set(stimuli.name).content_hash != stimuli.content_hash:
         raise StimulusError(f"a different stimulus set named {stimuli.name!r} is already stored: choose another name")
     if store is not None and not taken and (stored := store.known_as(stimuli).name) != stimuli.name:
         raise StimulusError(f"these sentences are already stored as the set {stored!r}: choose that set instead")
@@ -257,16 +257,18 @@ def split_summary(preview: pd.DataFrame) -> str:
     several = per_number[per_number["n_number_tokens"] > 1]
     if several.empty:
         return f"every one of the {len(per_number)} numbers shown is a single token"
-    examples = ", ".join(f"{int(r.magnitude)} → {r.number_tokens}" for r in several.head(3).itertuples())
+    examples = ", ".join(f"{int(r.magnitude)} → {r.number_tokens}"  # pyright: ignore[reportArgumentType] - pandas-stubs: itertuples fields are Scalar
+                         for r in several.head(3).itertuples())
     return f"{len(several)} of {len(per_number)} numbers shown span several tokens (e.g. {examples})"
 
 
 def tokenizer_specs(records: Iterable[ModelRecord], cached: Sequence[str]) -> list[str]:
     """Model specs whose tokenizer can be previewed: built-ins, the stored models whose files are
     at hand (:func:`magdash.sources.spec_for_source`), the Hugging Face cache's models."""
-    from magdash.sources import KINDS_BY_NAME, spec_for_source
+    from magdash.sources import spec_for_source
+    from magdash.sources.builtin import BUILTIN_MODELS
 
-    specs = list(KINDS_BY_NAME["builtin"].choices())
+    specs = list(BUILTIN_MODELS)
     for record in records:
         spec = spec_for_source(record.source)
         if spec is not None and spec not in specs:

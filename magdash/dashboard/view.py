@@ -163,7 +163,7 @@ def view_from_query(query: Mapping[str, str | Sequence[str]], store: str | None 
             notes.append(f"carriers to leave out {echo(values['leave'])} in the link are not carrier numbers "
                          "(0, 1, ... separated by commas); leaving none out")
         else:
-            changes["exclude"] = tuple(sorted(set(parts)))
+            changes["exclude"] = tuple(sorted({part for part in parts if part is not None}))
     return dataclasses.replace(view, **changes), notes
 
 

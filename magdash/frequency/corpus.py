@@ -162,7 +162,7 @@ class CorpusCounts:
 
 
 
-def expand_inputs(patterns: Sequence[str | os.PathLike]) -> list[Path]:
+def expand_inputs(patterns: Sequence[str | os.PathLike] | str | os.PathLike) -> list[Path]:
     """Files named by paths or glob patterns (``**`` recurses), in order, without duplicates."""
     if isinstance(patterns, (str, os.PathLike)):
         patterns = [patterns]

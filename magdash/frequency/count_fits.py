@@ -133,10 +133,8 @@ def distribution_plot_data(
     frame = pd.DataFrame({"number": numbers, "count": series.to_numpy(), "proportion": values / fitted_total})
     n = numbers.astype(np.float64)
     with np.errstate(divide="ignore", over="ignore"):
-        for row in fits.itertuples():
-            if row.model == "exponential":
-                curve = row.amplitude * np.exp(-row.parameter * n)
-            else:
-                curve = row.amplitude * n ** (-row.parameter)
-            frame[row.model] = np.where(n >= 1, curve, np.nan)
+        for model, amplitude, parameter in zip(fits["model"].astype(str), fits["amplitude"].to_numpy(np.float64),
+                                               fits["parameter"].to_numpy(np.float64), strict=True):
+            curve = amplitude * np.exp(-parameter * n) if model == "exponential" else amplitude * n ** (-parameter)
+            frame[model] = np.where(n >= 1, curve, np.nan)
     return frame

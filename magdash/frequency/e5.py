@@ -23,7 +23,7 @@ from magdash.frequency.corpus import FrequencyError
 from magdash.frequency.e5_params import DEFAULT_MISSING, MISSING_POLICIES
 from magdash.frequency.sources import FrequencySource, as_count_series
 from magdash.params import DEFAULT_CI, DEFAULT_N_BOOT, seed_problem
-from magdash.significance import SIGNIFICANCE_LEVEL, unreachable_note
+from magdash.significance import SIGNIFICANCE_LEVEL, statistic_and_p, unreachable_note
 from magdash.variability.fits import percentile_interval
 
 E5_COLUMNS = [
@@ -220,7 +220,7 @@ def e5_correlation(
                 raw_ci = percentile_interval(raw_boot, confidence)
                 if math.isfinite(partial_rho):
                     partial_ci = percentile_interval(partial_boot, confidence)
-            raw = (float(result.statistic), float(result.pvalue), *raw_ci)
+            raw = (*statistic_and_p(result), *raw_ci)
             partial = (partial_rho, _partial_p(partial_rho, n), *partial_ci)
         rows.append([layer, *partial, *raw, n])
     return pd.DataFrame(rows, columns=E5_COLUMNS)
@@ -272,7 +272,7 @@ def _statistic_summary(table: pd.DataFrame, prefix: str, level: float, positive_
         "mean_rho": float(rho[finite].mean()) if finite.any() else math.nan,
         "median_rho": float(rho[finite].median()) if finite.any() else math.nan,
         "significant_layers": int(significant.sum()),
-        "best_layer": int(table.loc[best, "layer"]) if best is not None else None,
+        "best_layer": int(table.loc[best, "layer"]) if best is not None else None,  # pyright: ignore[reportArgumentType] - pandas-stubs: one cell of .loc is Scalar
         "best_rho": float(rho[best]) if best is not None else math.nan,
         "best_p": float(p[best]) if best is not None else math.nan,
     }

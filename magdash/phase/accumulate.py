@@ -250,7 +250,7 @@ def samples_to_bytes(samples: Sequence[LayerSample], n_blocks: int) -> bytes:
             arrays[f"raw_{index}"] = np.stack([stats.mean, stats.abs_mean, stats.square_mean])
             arrays[f"raw_count_{index}"] = np.array(stats.count, dtype=np.int64)
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
+    np.savez_compressed(buffer, **arrays)  # pyright: ignore[reportArgumentType] - numpy's stub types **kwds like allow_pickle
     return buffer.getvalue()
 
 

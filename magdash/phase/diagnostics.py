@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from magdash.errors import AnalysisError
 from magdash.formatting import format_number
@@ -221,7 +222,7 @@ def depth_fraction(layer: int, n_blocks: int) -> float:
     return layer / n_blocks if 0 <= layer <= n_blocks else math.nan
 
 
-def largest_change(gammas: Sequence[float], values: Sequence[float]) -> tuple[float, float]:
+def largest_change(gammas: ArrayLike, values: ArrayLike) -> tuple[float, float]:
     """(gamma_c, signed change) of the largest |change| between consecutive depths.
 
     Layers with a NaN depth or value are left out; ties go to the shallowest. NaN when fewer
@@ -452,7 +453,7 @@ def phase_summary(result: PhaseResult) -> dict:
     table = layer_frame(result)
     layers = []
     for row, item in zip(table.itertuples(index=False), result.layers, strict=True):
-        entry = {"layer": int(row.layer), "gamma": float(row.gamma), "dim": int(row.dim)}
+        entry = {"layer": int(row.layer), "gamma": float(row.gamma), "dim": int(row.dim)}  # pyright: ignore[reportArgumentType] - pandas-stubs: itertuples fields are Scalar
         entry |= {name: float(getattr(row, name)) for name in SUMMARY_FIELDS}
         entry["n_spikes"] = int(item.spectrum.n_spikes) if item.spectrum.converged else None
         entry |= {"mp_converged": bool(item.spectrum.converged), "mp_cap": int(item.spectrum.cap),

@@ -119,5 +119,6 @@ def dip_test(values: np.ndarray) -> tuple[float, float]:
         return math.nan, math.nan
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        dip, p_value = diptest.diptest(sample)
+        result: tuple[float, float] = diptest.diptest(sample)  # pyright: ignore[reportAssignmentType] - diptest is unannotated; without full_output it returns (dip, p)
+    dip, p_value = result
     return float(dip), float(p_value)

@@ -31,11 +31,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import altair as alt
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from magdash.errors import AnalysisError
 from magdash.jsonio import to_jsonable
@@ -321,7 +322,7 @@ class DepthAxis:
     high: float
 
     @classmethod
-    def of(cls, values: Sequence[float], field: str, title: str) -> DepthAxis:
+    def of(cls, values: Sequence[float] | np.ndarray | pd.Series, field: str, title: str) -> DepthAxis:
         positions = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
         positions = np.unique(positions[np.isfinite(positions)])
         half = 0.5 * float(np.min(np.diff(positions))) if positions.size > 1 else 0.5
@@ -345,7 +346,7 @@ class DepthAxis:
             axis=axis,
         )
 
-    def bands(self, positions: Sequence[float], **extra: Any) -> pd.DataFrame:
+    def bands(self, positions: ArrayLike, **extra: Any) -> pd.DataFrame:
         positions = np.asarray(positions, dtype=np.float64)
         return pd.DataFrame(
             {
@@ -363,7 +364,7 @@ class DepthAxis:
         }
 
 
-def core_band(axis: DepthAxis, core_positions: Sequence[float]) -> alt.Chart:
+def core_band(axis: DepthAxis, core_positions: ArrayLike) -> alt.Chart:
     """Grey shading over the core layers (one rect per layer; neighbours touch)."""
     frame = axis.bands(core_positions, band="core layer")
     return (
@@ -373,7 +374,7 @@ def core_band(axis: DepthAxis, core_positions: Sequence[float]) -> alt.Chart:
     )
 
 
-def no_fit_band(axis: DepthAxis, positions: Sequence[float]) -> alt.LayerChart:
+def no_fit_band(axis: DepthAxis, positions: ArrayLike) -> alt.LayerChart:
     """Pink shading and a "no fit" label over layers where no shown series has a value."""
     frame = axis.bands(positions, reason=NO_FIT_TEXT, text="no fit")
     data = inline_data(frame)
@@ -388,7 +389,13 @@ def no_fit_band(axis: DepthAxis, positions: Sequence[float]) -> alt.LayerChart:
         .mark_text(color=NO_FIT_TEXT_COLOR, fontSize=10, baseline="top", dy=4)
         .encode(x=axis.encoding(), y=alt.value(0), text="text:N", tooltip=tooltip)
     )
-    return alt.layer(rect, label)
+    return layered(rect, label)
+
+
+def layered(*charts: alt.Chart | alt.LayerChart) -> alt.LayerChart:
+    """``charts`` drawn over one another: the spec of ``alt.layer(*charts)``, typed as the layer
+    chart it is (``alt.layer`` also hoists facet encodings into a facet chart; no chart here has any)."""
+    return alt.LayerChart(layer=list(charts))
 
 
 def zero_rule(value: float = 0.0, *, dash: Sequence[int] = (4, 4)) -> alt.Chart:
@@ -420,7 +427,7 @@ def solid_legend(channel: Any) -> Any:
     """
     if isinstance(channel, alt.Color):
         solid = channel.copy(deep=True)
-        solid.legend = alt.Legend(symbolType="circle", symbolOpacity=1.0, labelLimit=LEGEND_LABEL_LIMIT)
+        solid["legend"] = alt.Legend(symbolType="circle", symbolOpacity=1.0, labelLimit=LEGEND_LABEL_LIMIT)
         return solid
     return channel
 
@@ -440,10 +447,10 @@ def profile_layers(
 ) -> list[alt.Chart]:
     """CI band, line and points of a per-layer series: the line breaks at missing values."""
     data = inline_data(frame)
-    scale = {"scale": y_scale} if y_scale is not None else {}
-    y = alt.Y(f"{y_field}:Q", title=y_title, **scale)
+    scale = y_scale if y_scale is not None else alt.Undefined  # Undefined: no scale in the spec
+    y = alt.Y(f"{y_field}:Q", title=y_title, scale=scale)
     color = solid_legend(color)
-    extra = {"detail": f"{detail}:N"} if detail else {}
+    extra: dict[str, Any] = {"detail": f"{detail}:N"} if detail else {}
     layers = []
     if band is not None:
         layers.append(
@@ -451,7 +458,7 @@ def profile_layers(
             .mark_area(opacity=0.2, invalid=PATH_INVALID)
             .encode(
                 x=x,
-                y=alt.Y(f"{band[0]}:Q", title=y_title, **scale),
+                y=alt.Y(f"{band[0]}:Q", title=y_title, scale=scale),
                 y2=alt.Y2(f"{band[1]}:Q"),
                 color=color,
                 **extra,
@@ -488,7 +495,10 @@ def depth_backdrop(
     return layers
 
 
-def finish(chart: alt.LayerChart | alt.Chart, title: alt.TitleParams, width: Width, height: int):
+ChartT = TypeVar("ChartT", bound=alt.TopLevelMixin)
+
+
+def finish(chart: ChartT, title: alt.TitleParams, width: Width, height: int) -> ChartT:
     return chart.properties(title=title, width=width, height=height)
 
 

@@ -35,7 +35,7 @@ def chart_spec(chart: alt.TopLevelMixin | Mapping[str, Any]) -> dict[str, Any]:
     Altair's schema validation is skipped (it costs about as much as the rendering itself);
     an invalid spec still fails, in vl-convert, as an :class:`AnalysisError`.
     """
-    if hasattr(chart, "to_dict"):
+    if isinstance(chart, alt.TopLevelMixin):
         return _fix_container_width(chart.to_dict(validate=False))
     return _fix_container_width(json.loads(json.dumps(chart)))
 

@@ -132,7 +132,7 @@ def fit_ridge(features: np.ndarray, labels: np.ndarray, groups: np.ndarray, alph
     search = RidgeCV(alphas=alphas, alpha_per_target=True, store_cv_results=True).fit(features[rows], labels[rows])
     errors = np.asarray(search.cv_results_).reshape(-1, labels.shape[1], alphas.size)
     chosen = one_standard_error_alphas(errors, groups[rows], alphas)
-    model = Ridge(alpha=chosen).fit(features, labels)
+    model = Ridge(alpha=chosen).fit(features, labels)  # pyright: ignore[reportArgumentType] - sklearn takes one alpha per target as an array
     coef = np.asarray(model.coef_, dtype=np.float64).reshape(labels.shape[1], -1)
     return FoldFit(coef, np.asarray(model.intercept_, dtype=np.float64).reshape(-1), chosen)
 

@@ -230,7 +230,7 @@ class ProbeResult(PayloadCodec):
         return cls(
             model=model, stimuli=stimuli, magnitudes=np.asarray(magnitudes, dtype=np.float64), n_carriers=n_carriers,
             layer_labels=[label for _, label, _, _ in probes], params=params,
-            **{name: _stack(frames, columns[name]) for name, frames in tables.items()},
+            **{name: _stack(frames, columns[name]) for name, frames in tables.items()},  # pyright: ignore[reportArgumentType] - the DataFrame fields, by name
             best_layers=_best_layer_table([(layer, label, probe) for layer, label, probe, _ in probes
                                           if probe is not None], params.targets, params.ci),
             layers=pd.DataFrame(layer_rows, columns=LAYER_COLUMNS),

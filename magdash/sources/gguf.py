@@ -248,12 +248,12 @@ class _Header:
         return metadata
 
 
-def quantization_name(file_type: int | str | None) -> str:
+def quantization_name(file_type: object) -> str:
     """llama.cpp's name of a ``general.file_type`` (3 -> Q4_1, 15 -> Q4_K_M)."""
     from gguf.constants import LlamaFileType
 
     try:
-        return LlamaFileType(int(file_type)).name.removeprefix("MOSTLY_")
+        return LlamaFileType(int(file_type)).name.removeprefix("MOSTLY_")  # pyright: ignore[reportArgumentType] - any metadata value: what int() refuses is "unknown"
     except (TypeError, ValueError):
         return "unknown"
 

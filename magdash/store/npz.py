@@ -48,10 +48,10 @@ def import_arrays(
     store: Store,
     name: str,
     per_carrier: np.ndarray,
-    magnitudes: Sequence[float] | None,
+    magnitudes: Sequence[float] | np.ndarray | None,
     *,
-    carriers: Sequence[str] | None = None,
-    layer_labels: Sequence[str] | None = None,
+    carriers: Sequence[str] | np.ndarray | None = None,
+    layer_labels: Sequence[str] | np.ndarray | None = None,
     stimuli: str | None = None,
     source: str = "import",
     n_blocks: int | None = None,
@@ -77,7 +77,7 @@ def import_arrays(
     dim = per_carrier.shape[3]
     layer_labels, n_blocks = imported_layers(layer_labels, n_blocks, last_layer)
     digest = hashlib.sha256()
-    digest.update(memoryview(np.ascontiguousarray(per_carrier)).cast("B"))  # hashed in place, not copied
+    digest.update(np.ascontiguousarray(per_carrier).data.cast("B"))  # hashed in place, not copied
     digest.update(json.dumps([magnitudes, carriers, layer_labels, n_blocks]).encode())
     fingerprint = f"sha256:{digest.hexdigest()[:32]}"
     model_id = hashlib.sha1(f"{fingerprint}|import".encode()).hexdigest()[:20]
@@ -170,9 +170,9 @@ def _has_finite(array: np.ndarray) -> bool:
 
 def validate_import_arrays(
     per_carrier: np.ndarray,
-    magnitudes: Sequence[float] | None,
-    carriers: Sequence[str] | None,
-    layer_labels: Sequence[str] | None,
+    magnitudes: Sequence[float] | np.ndarray | None,
+    carriers: Sequence[str] | np.ndarray | None,
+    layer_labels: Sequence[str] | np.ndarray | None,
 ) -> tuple[np.ndarray, list[int], list[str], list[str]]:
     """Check an imported array set and fill in optional labels; raise StoreError saying what to fix."""
     array = np.asarray(per_carrier)
@@ -270,7 +270,7 @@ def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
             if others:
                 log.info("%s: not reading %d member(s) outside the npz layout (%s)", shown, len(others),
                          ", ".join(others[:5]))
-            arrays = {}
+            arrays: dict[str, np.ndarray] = {}
             for name, info in members.items():
                 mapped = _mapped_npz_member(path, info) if name == "per_carrier" else None
                 if mapped is None:

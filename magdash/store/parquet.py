@@ -271,6 +271,8 @@ def import_parquet_folder(
         raise StoreError(f"the folder's {MANIFEST} names its carriers: leave out carriers=", parameters=("carriers",))
     if last_layer != "block":
         raise StoreError(f"the folder's {MANIFEST} gives its layers: leave out last_layer=", parameters=("last_layer",))
+    if data.stimuli is None or data.carriers is None:
+        raise StoreError(f"the folder's {MANIFEST} lacks its stimulus set or carriers: it is damaged")
     per_carrier, _, _, _ = validate_import_arrays(data.per_carrier, data.magnitudes, data.carriers,
                                                   data.record.layer_labels)
     record = ModelRecord(**{**asdict(data.record), "name": name, "layer_labels": tuple(data.record.layer_labels)})

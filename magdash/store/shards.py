@@ -286,7 +286,7 @@ def read_layer_into(
     in_order = len(rows) == len(column) and np.array_equal(rows, np.arange(len(rows)))
     # Every row in order into one block of the grid (an import's or a batch's shard): plain copies.
     block = in_order and len(rows) and np.array_equal(targets, np.arange(targets[0], targets[0] + len(rows)))
-    order = None if in_order else np.argsort(rows, kind="stable")
+    order = np.arange(len(rows)) if in_order else np.argsort(rows, kind="stable")  # in order: the identity
     sorted_rows = rows if in_order else rows[order]
     for chunk in column.chunks:
         stop = start + len(chunk)

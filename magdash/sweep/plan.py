@@ -406,7 +406,7 @@ def _params(kind: type, table: Any, section: str, **fixed: Any):
     if not isinstance(table, dict):
         raise PlanError(f"[{section}] must be a table of {kind.__name__} fields")
     _check_keys(table, {f.name for f in dataclasses.fields(kind)} - set(fixed), f"[{section}]")
-    values = {key: tuple(value) if isinstance(value, list) else value for key, value in table.items()}
+    values: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value for key, value in table.items()}
     if isinstance(values.get("core_layers"), str):
         from magdash.params import parse_layers
 

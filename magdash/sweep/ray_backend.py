@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from magdash.errors import MagdashError
 from magdash.sweep.plan import Cell
@@ -36,6 +37,7 @@ class RayBackend:
     def __init__(self, address: str, retries: int, worker_progress: Callable[[str, int, int], None] | None = None):
         try:
             import ray
+            import ray.exceptions  # what wait() catches
         except ImportError:
             raise MagdashError("ray= needs Ray: pip install 'magdash[ray]' (or pip install ray)", parameters=("ray",)) from None
         self._ray = ray
@@ -43,7 +45,7 @@ class RayBackend:
         self._worker_progress = worker_progress
         self._owns_session = not ray.is_initialized()
         if self._owns_session:
-            options = {"include_dashboard": False} if address == LOCAL else {"address": address}
+            options: dict[str, Any] = {"include_dashboard": False} if address == LOCAL else {"address": address}
             try:
                 ray.init(logging_level=logging.WARNING, log_to_driver=False, **options)
             except (ConnectionError, RuntimeError, ValueError) as error:

@@ -190,7 +190,7 @@ def run_sweep(
         pending: dict[object, _CellRun] = {}
         for run in runs:
             _advance(run, backend, pending, tick)
-        while pending:
+        while pending and backend is not None:  # only a backend's jobs are pending
             handle, output, error = backend.wait(list(pending))
             run = pending.pop(handle)
             kind = run.todo.pop(0)
@@ -198,7 +198,7 @@ def run_sweep(
                 run.record(kind, "failed", error)
             else:
                 try:
-                    run.record(kind, "done", kind.register(run.context, output))
+                    run.record(kind, "done", kind.register(run.context, output))  # pyright: ignore[reportOptionalCall] - kinds sent to a worker have register
                 except Exception as failure:  # noqa: BLE001 - one task's failure must not stop the sweep
                     run.record(kind, "failed", failure_message(failure))
             tick()
@@ -221,8 +221,7 @@ def _advance(run: _CellRun, backend, pending: dict, tick: Callable[[], None]) ->
                 run.record(kind, "skipped", "already in the store")
                 tick()
                 continue
-            job = kind.make_job(run.context) if backend is not None and kind.in_worker else None
-            if job is not None:
+            if backend is not None and kind.make_job is not None and (job := kind.make_job(run.context)) is not None:
                 pending[backend.submit(kind, job, run.context.cell)] = run
                 return
             detail = kind.run(run.context)

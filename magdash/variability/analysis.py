@@ -50,7 +50,7 @@ from magdash.overflow import count_nonfinite, nonfinite_warning
 from magdash.params import ProgressCallback, ranges
 from magdash.phase.massive_dims import DimensionStats, find_massive
 from magdash.result_codec import PayloadCodec, not_stored, stored_as
-from magdash.significance import unreachable_note
+from magdash.significance import statistic_and_p, unreachable_note
 from magdash.tokenization import DigitSplitting, NumberTokens, per_magnitude
 from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.artifacts import (
@@ -394,7 +394,7 @@ class AnalysisResult(PayloadCodec):
             fitted = np.isfinite(alphas)
             reasons = [reason for reason in group["reason"] if reason]
             levels.append({
-                "n_tokens": int(count), "n_magnitudes": int(group["n_magnitudes"].iloc[0]),
+                "n_tokens": int(count), "n_magnitudes": int(group["n_magnitudes"].iloc[0]),  # pyright: ignore[reportArgumentType] - pandas-stubs: a groupby key is Scalar
                 "smallest": float(group["smallest"].iloc[0]), "largest": float(group["largest"].iloc[0]),
                 "mean_alpha": float(alphas[fitted].mean()) if fitted.any() else math.nan,
                 "n_fitted": int(fitted.sum()), "reason": reasons[0] if reasons and not fitted.any() else "",
@@ -423,7 +423,7 @@ class AnalysisResult(PayloadCodec):
             raise AnalysisError(f"no fit for measure {measure!r} at layer {layer}")
         row = rows.iloc[0]
         return ScalingFit(
-            **{
+            **{  # pyright: ignore[reportArgumentType] - n_points and n_outliers are the ints
                 name: (int(row[name]) if name in ("n_points", "n_outliers") else float(row[name]))
                 for name in FIT_COLUMNS
             }
@@ -624,7 +624,7 @@ def stimulus_resamples(
         if count_nonfinite(vectors):
             continue
         vectors, _ = _without_massive(vectors, params)
-        draws = draws or draw_stimuli(magnitudes.size, len(kept), params.n_boot, params.seed)
+        draws = draws or draw_stimuli(magnitudes.size, len(kept), params.n_boot, params.seed)  # pyright: ignore[reportArgumentType] - AnalysisParams.__post_init__ sets it
         alphas = layer_resamples(magnitudes, LayerVectors(vectors).moments(), list(found), draws,
                                  outlier_rule=outlier_rule, rules=params.fit_rules())
         for measure, values in alphas.items():
@@ -731,7 +731,7 @@ def run_analysis(
             layer = LayerVectors(vectors)
             measured.append(measure_layer(layer, magnitudes, params.measures, models))
             if index in core_band:
-                draws = draws or draw_stimuli(magnitudes.size, vectors.shape[1], params.n_boot, params.seed)
+                draws = draws or draw_stimuli(magnitudes.size, vectors.shape[1], params.n_boot, params.seed)  # pyright: ignore[reportArgumentType] - AnalysisParams.__post_init__ sets it
                 alphas = layer_resamples(magnitudes, layer.moments(), resampled_measures, draws,
                                          outlier_rule=OUTLIER_RULE_MEASURES, rules=params.fit_rules())
                 for measure, values in alphas.items():
@@ -741,7 +741,7 @@ def run_analysis(
         del vectors
         if progress is not None:
             progress(index + 1, n_layers or 0)
-    if not measured:
+    if not measured or kept_carriers is None:  # kept_carriers is set with the first layer
         raise AnalysisError("there are no layers to analyse")
     core = params.core_for(n_blocks, len(labels))
     values = {
@@ -788,8 +788,8 @@ def run_analysis(
         carrier_alphas={measure: _in_set_order(np.stack(rows), kept_carriers, len(names))
                         for measure, rows in loo.items()},
         **tokenization,
-        **({"splits_digits": digit_splitting.splits_digits, "digit_splitting": digit_splitting.description}
-           if digit_splitting is not None else {}),
+        splits_digits=digit_splitting.splits_digits if digit_splitting is not None else "",
+        digit_splitting=digit_splitting.description if digit_splitting is not None else "",
     )
 
 
@@ -949,7 +949,6 @@ def _cv_trend(magnitudes: np.ndarray, cv_values: np.ndarray) -> pd.DataFrame:
         finite = np.isfinite(cv_layer)
         rho = p_value = math.nan
         if np.count_nonzero(finite) >= 3 and np.ptp(cv_layer[finite]) > 0:
-            result = stats.spearmanr(magnitudes[finite], cv_layer[finite])
-            rho, p_value = float(result.statistic), float(result.pvalue)
+            rho, p_value = statistic_and_p(stats.spearmanr(magnitudes[finite], cv_layer[finite]))
         rows.append({"layer": layer, "spearman": rho, "p": p_value})
     return pd.DataFrame(rows)

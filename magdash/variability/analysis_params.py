@@ -173,8 +173,7 @@ class AnalysisParams:
             raise AnalysisError("the noise analysis keeps or drops the massive dimensions (massive='keep' or 'drop')",
                                 parameters=("massive",))
         object.__setattr__(self, "massive_ratio", float(self.massive_ratio))
-        if self.seed is None:
-            object.__setattr__(self, "seed", rules.default_seed)
+        seed = rules.default_seed if self.seed is None else self.seed
         if self.ci_method is None:
             object.__setattr__(self, "ci_method", rules.ci_method)
         if self.ci_method not in CI_METHODS:
@@ -193,10 +192,10 @@ class AnalysisParams:
             )
         if self.n_boot < 0:
             raise AnalysisError(f"n_boot={self.n_boot} must be 0 or more", parameters=("n_boot",))
-        if problem := seed_problem(self.seed):
+        if problem := seed_problem(seed):
             raise AnalysisError(problem)
-        if rules.bootstrap_stream == "legacy" and self.seed >= LEGACY_SEED_LIMIT:
-            raise AnalysisError(f"the paper's conventions take seeds below 2**32, got {self.seed}")
+        if rules.bootstrap_stream == "legacy" and seed >= LEGACY_SEED_LIMIT:
+            raise AnalysisError(f"the paper's conventions take seeds below 2**32, got {seed}")
         if self.core_layers is not None and not all(
             isinstance(layer, (int, np.integer)) for layer in self.core_layers
         ):
@@ -212,7 +211,7 @@ class AnalysisParams:
         object.__setattr__(self, "window", (low, high))
         object.__setattr__(self, "boundary", tuple(float(b) for b in self.boundary))
         object.__setattr__(self, "n_boot", int(self.n_boot))
-        object.__setattr__(self, "seed", int(self.seed))
+        object.__setattr__(self, "seed", int(seed))
         if self.core_layers is not None:
             core = tuple(sorted({int(layer) for layer in self.core_layers}))
             if not core:

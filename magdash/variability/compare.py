@@ -242,8 +242,8 @@ def compare_models(
         results.append(
             slope_difference(
                 magnitudes,
-                values_a[row.layer_a],
-                values_b[row.layer_b],
+                values_a[row.layer_a],  # pyright: ignore[reportArgumentType, reportCallIssue] - pandas-stubs: itertuples fields are Scalar
+                values_b[row.layer_b],  # pyright: ignore[reportArgumentType, reportCallIssue] - as above
                 rules=rules if with_ci else rules.without_interval(),
             )
         )
@@ -384,7 +384,7 @@ def paired_layers(result_a: AnalysisResult, result_b: AnalysisResult) -> tuple[l
     """
     table = align_by_depth(result_a.n_blocks, result_b.n_blocks).set_index("layer_a")
     core = list(result_a.core_layers)
-    return core, [int(table.loc[layer, "layer_b"]) for layer in core]
+    return core, [int(table.loc[layer, "layer_b"]) for layer in core]  # pyright: ignore[reportArgumentType] - pandas-stubs: one cell of .loc is Scalar
 
 
 def compare_analyses(

@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from magdash.caveats import Caveat, Severity
 from magdash.errors import AnalysisError
@@ -159,7 +160,7 @@ class ConsistencyChecks:
         return found
 
 
-def _mean_of_finite(values: Sequence[float]) -> float:
+def _mean_of_finite(values: ArrayLike) -> float:
     array = np.asarray(values, dtype=np.float64)
     finite = array[np.isfinite(array)]
     return float(finite.mean()) if finite.size else math.nan

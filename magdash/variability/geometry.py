@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from magdash.errors import AnalysisError
+from magdash.significance import statistic_and_p
 from magdash.variability.measures import magnitude_axis
 
 RDM_METRICS = ("euclidean", "cosine")
@@ -173,12 +174,12 @@ def pc1_coordinates(
     on_axis = coordinates[positive]
     if log_n.size < 3 or np.ptp(on_axis) == 0 or np.ptp(log_n) == 0:
         return Pc1Coordinates(coordinates, math.nan, math.nan, explained)
-    pearson = float(stats.pearsonr(on_axis, log_n).statistic)
+    pearson, _ = statistic_and_p(stats.pearsonr(on_axis, log_n))
     if pearson < 0:
         coordinates = -coordinates
         on_axis = -on_axis
         pearson = -pearson
-    spearman = float(stats.spearmanr(on_axis, log_n).statistic)
+    spearman, _ = statistic_and_p(stats.spearmanr(on_axis, log_n))
     return Pc1Coordinates(coordinates, pearson, spearman, explained)
 
 

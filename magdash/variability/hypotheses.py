@@ -39,12 +39,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from magdash.errors import AnalysisError
 from magdash.names import is_control_name
 from magdash.params import DEFAULT_CI
 from magdash.result_codec import stored_as
-from magdash.significance import SIGNIFICANCE_LEVEL, can_reach, smallest_p
+from magdash.significance import SIGNIFICANCE_LEVEL, can_reach, smallest_p, statistic_and_p
 from magdash.variability.analysis_params import DEFAULT_BOUNDARY, DEFAULT_WINDOW, FitRules
 from magdash.variability.fits import fit_scaling, percentile_interval
 from magdash.variability.stimulus_bootstrap import mean_over_layers, summarise
@@ -137,8 +138,7 @@ def _t_test(values: np.ndarray, popmean: float) -> tuple[float, float]:
 
     if values.size < 2 or np.ptp(values) == 0:
         return math.nan, math.nan
-    result = stats.ttest_1samp(values, popmean)
-    return float(result.statistic), float(result.pvalue)
+    return statistic_and_p(stats.ttest_1samp(values, popmean))
 
 
 EXACT_SPEARMAN_MAX_N = 8
@@ -154,8 +154,7 @@ def spearman_trend(depth: np.ndarray, values: np.ndarray) -> tuple[float, float]
     """
     from scipy import stats
 
-    result = stats.spearmanr(depth, values)
-    rho, p_value = float(result.statistic), float(result.pvalue)
+    rho, p_value = statistic_and_p(stats.spearmanr(depth, values))
     n = values.size
     if n > EXACT_SPEARMAN_MAX_N or not math.isfinite(rho):
         return rho, _attainable(p_value, n)
@@ -184,8 +183,8 @@ def depth_trend_all_layers(alphas: np.ndarray) -> tuple[float, float]:
     alphas = np.asarray(alphas, dtype=np.float64)
     if alphas.size < 3 or not np.isfinite(alphas).all() or np.ptp(alphas) == 0:
         return math.nan, math.nan
-    result = stats.spearmanr(np.arange(alphas.size), alphas)
-    return float(result.statistic), _attainable(float(result.pvalue), alphas.size)
+    rho, p_value = statistic_and_p(stats.spearmanr(np.arange(alphas.size), alphas))
+    return rho, _attainable(p_value, alphas.size)
 
 
 def _attainable(p_value: float, n: int) -> float:
@@ -243,8 +242,7 @@ def evaluate_hypotheses(
             if h4_exact_p:
                 rho, rho_p = spearman_trend(depth, fitted)
             else:
-                result = stats.spearmanr(depth, fitted)
-                rho, rho_p = float(result.statistic), float(result.pvalue)
+                rho, rho_p = statistic_and_p(stats.spearmanr(depth, fitted))
     return HypothesisResult(
         core_layers=core,
         n_valid=int(fitted.size),
@@ -464,7 +462,7 @@ def axis_specificity(
     )
 
 
-def paired_wilcoxon(first: Sequence[float], second: Sequence[float]) -> tuple[float, float, int]:
+def paired_wilcoxon(first: ArrayLike, second: ArrayLike) -> tuple[float, float, int]:
     """Two-sided Wilcoxon signed-rank test over the pairs where both values are finite.
 
     Returns (statistic, p, n_pairs); statistic and p are NaN when fewer than 2 pairs remain or
@@ -479,5 +477,5 @@ def paired_wilcoxon(first: Sequence[float], second: Sequence[float]) -> tuple[fl
     differences = a[both] - b[both]
     if n_pairs < 2 or not np.any(differences != 0):
         return math.nan, math.nan, n_pairs
-    result = stats.wilcoxon(a[both], b[both])
-    return float(result.statistic), float(result.pvalue), n_pairs
+    statistic, p_value = statistic_and_p(stats.wilcoxon(a[both], b[both]))
+    return statistic, p_value, n_pairs

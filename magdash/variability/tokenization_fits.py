@@ -393,7 +393,7 @@ def _weighted_fits(
         se[distinct[first:first + rows] < rank + 2] = np.nan
         for target, value in zip(out, (alpha, se, df, rss, xx), strict=True):
             target[first:first + rows] = value
-    return tuple(out)
+    return out[0], out[1], out[2], out[3], out[4]
 
 
 def _one_factor_groups(design: np.ndarray) -> np.ndarray | None:
@@ -579,7 +579,7 @@ def tokenization_frames(
             })
             for stratum in strata_alphas(magnitudes, row, counts, rules=layer_rules):
                 strata_rows.append({
-                    "measure": measure, "layer": layer, "n_tokens": int(stratum.stratum),
+                    "measure": measure, "layer": layer, "n_tokens": int(stratum.stratum),  # pyright: ignore[reportArgumentType] - these strata are token counts
                     "n_magnitudes": stratum.n_magnitudes, "smallest": stratum.smallest, "largest": stratum.largest,
                     **dataclasses.asdict(stratum.fit), "reason": stratum.reason,
                 })

@@ -211,7 +211,7 @@ def _comparison_section(comparison: Any, measure: str) -> ReportSection:
 def controls_section(result: Any, measure: str) -> ReportSection:
     """The robustness controls of one model (:class:`magdash.controls.ControlsResult`) for ``measure``."""
     label = measure_title(measure)
-    figures = [
+    figures: list[tuple[str, Any]] = [
         (f"Leave one carrier out, {label}", controls_figures.loo_figure(result, measure)),
         ("ICC(3,k) of the carriers' RDMs", controls_figures.icc_figure(result)),
         (f"Parametric and permutation p, {label}", controls_figures.permutation_figure(result, measure)),
