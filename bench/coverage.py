@@ -2,7 +2,7 @@
 
 Not a timing: each CI method of :data:`magdash.variability.analysis_params.CI_METHODS` is run by the analysis
 engine (:func:`magdash.variability.analysis.run_analysis`) on the same ``--draws`` studies drawn as
-vectors by the design simulator (:func:`magdash.controls.simulate.draw_vectors`; the paper's 26
+vectors by the design simulator (:func:`magdash.controls_statistics.simulate.draw_vectors`; the paper's 26
 magnitudes x 5 carriers, planted alpha -0.05, tau 0.05, effective dimension 16), and the share of
 95% intervals of the core layer's V_eucl alpha that hold the planted value is printed with its
 Monte Carlo 95% band. ``docs/science.md`` quotes the table.
@@ -22,8 +22,8 @@ try:
 except ModuleNotFoundError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from magdash.controls.design import wilson
-from magdash.controls.simulate import Calibration, draw_vectors
+from magdash.controls_statistics.design import wilson
+from magdash.controls_statistics.simulate import Calibration, draw_vectors
 from magdash.stimuli import PAPER_MAGNITUDES
 from magdash.variability.analysis import run_analysis
 from magdash.variability.analysis_params import CI_METHODS, AnalysisParams

@@ -5,12 +5,12 @@ the analysis engine fits V_eucl (OLS of log V on log n, 3x-median outlier rule, 
 then the t-test of its core alphas; 20 true alphas from 0. Noise: a planted calibration like a
 7-8B decoder's core band (tau 0.05, effective dimension 64, rho 0.5).
 
-* ``magdash``: :meth:`magdash.controls.design.Simulator.h1_curve`, every study of a point drawn
+* ``magdash``: :meth:`magdash.controls_statistics.design.Simulator.h1_curve`, every study of a point drawn
   and fitted as arrays (studies x layers x magnitudes);
 * ``loop``: the same draws, fitted one study-layer at a time with
   :func:`magdash.variability.fits.fit_scaling` (the analysis engine's fit), on a subset of
   studies, and scaled to the full count;
-* ``engine``: studies drawn as vectors (:func:`magdash.controls.simulate.draw_vectors`, d = 64)
+* ``engine``: studies drawn as vectors (:func:`magdash.controls_statistics.simulate.draw_vectors`, d = 64)
   and run through :func:`magdash.variability.analysis.run_analysis` (V_eucl only, bootstrap off),
   on a few studies, scaled to the full count: what drawing V directly saves.
 
@@ -33,9 +33,9 @@ try:
 except ModuleNotFoundError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from magdash.controls.controls_params import DesignParams
-from magdash.controls.design import Simulator
-from magdash.controls.simulate import Calibration, draw_vectors, fit_alphas
+from magdash.controls_statistics.controls_params import DesignParams
+from magdash.controls_statistics.design import Simulator
+from magdash.controls_statistics.simulate import Calibration, draw_vectors, fit_alphas
 from magdash.variability.analysis import run_analysis
 from magdash.variability.analysis_params import AnalysisParams, FitRules
 from magdash.variability.fits import fit_scaling

@@ -34,8 +34,8 @@ rewritten after each section, so a run cut short still leaves what it measured):
   the memory of the failed pass is freed with the error; the same extraction run again with the
   default batch size resumes and completes, equal to the floor. On the CPU the card is simulated
   (a forward pass raising ``torch.OutOfMemoryError`` for batches over 32 sentences);
-* **spectra**: the depth diagnostics (:func:`magdash.phase.accumulate.view_sample`, then
-  :func:`magdash.phase.diagnostics.analyze_samples`) of the scale section's store, every layer
+* **spectra**: the depth diagnostics (:func:`magdash.depth_statistics.accumulate.view_sample`, then
+  :func:`magdash.depth_statistics.diagnostics.analyze_samples`) of the scale section's store, every layer
   (34 x 4096: embeddings, 32 blocks, post-norm) from ``--spectra-vectors`` of its vectors, the
   covariance eigenvalues computed on the GPU (``torch.linalg.eigvalsh``, magdash's path for
   d >= 1024) and, from the same covariance, on the CPU (the same function with CUDA hidden):
@@ -162,7 +162,7 @@ SPECIAL_TOKENS = ["<pad>", "<s>", "</s>", "<unk>"]
 SECTIONS = ("correctness", "scale", "contention", "oom", "spectra")
 WHEELS = ("duckdb", "diptest")
 """What the extraction and phase path imports that the GPU machine lacks: the store's database and
-the dip test of the Omega distributions (:func:`magdash.phase.omega.dip_test`)."""
+the dip test of the Omega distributions (:func:`magdash.depth_statistics.omega.dip_test`)."""
 NOT_ON_THE_GPU_MACHINE = ("gguf", "altair", "streamlit", "vl_convert", "wordfreq")
 """magdash's other dependencies the GPU machine lacks, which this path must not import."""
 
@@ -950,10 +950,10 @@ def cuda_hidden() -> Iterator[None]:
 
 
 def check_spectra(report: Report, args, scale: ScaleModel) -> None:
-    import magdash.phase.accumulate as accumulate
-    from magdash.phase.accumulate import view_sample
-    from magdash.phase.diagnostics import analyze_samples
-    from magdash.phase.phase_params import PhaseParams
+    import magdash.depth_statistics.accumulate as accumulate
+    from magdash.depth_statistics.accumulate import view_sample
+    from magdash.depth_statistics.depth_params import DepthParams
+    from magdash.depth_statistics.diagnostics import analyze_samples
 
     store, name, set_name = scale.kept_store
     record = store.model_record(name)
@@ -986,13 +986,13 @@ def check_spectra(report: Report, args, scale: ScaleModel) -> None:
                 distinct[0] = len(np.unique(vectors, axis=0))
             timings["read"] += time.perf_counter() - started
             started = time.perf_counter()
-            samples.append(view_sample(vectors, data.layer, "keep", PhaseParams().massive_ratio))
+            samples.append(view_sample(vectors, data.layer, "keep", DepthParams().massive_ratio))
             timings["accumulate"] += time.perf_counter() - started
             started = time.perf_counter()
     timings["accumulate"] -= timings["eigenvalues on the device"] + timings["eigenvalues on the CPU"]
     cpu_samples = [dataclasses.replace(sample, eigenvalues=values)
                    for sample, values in zip(samples, cpu_eigenvalues, strict=True)]
-    params = PhaseParams(n_boot=args.spectra_boot)
+    params = DepthParams(n_boot=args.spectra_boot)
     on_device = analyze_samples(samples, record.n_blocks, params, model=name)
     on_cpu = analyze_samples(cpu_samples, record.n_blocks, params, model=name)
     eigen_errors = [eigenvalue_error(gpu.eigenvalues, cpu.eigenvalues)

@@ -8,7 +8,7 @@ interleaved and repeated, medians reported:
 * ``forward``: the same sorted batches through the model, nothing captured;
 * ``capture``: :func:`magdash.extraction.capture_all_tokens` with a consumer that does nothing
   (hooks, pad/special masking, copies to the CPU);
-* ``diagnostics``: :func:`magdash.runs.depth_runs.phase_from_texts` — capture, online covariance and
+* ``diagnostics``: :func:`magdash.runs.depth_runs.depth_from_texts` — capture, online covariance and
   Omega per layer, eigenvalues, MP fits, dip tests and the 1,000-resample gamma_c bootstrap.
 
 Target: diagnostics <= 1.5x forward.
@@ -70,10 +70,10 @@ def capture_only(loaded, chunks: list[str], batch_size: int) -> None:
 
 
 def diagnostics(loaded, chunks: list[str], batch_size: int) -> None:
-    from magdash.phase.phase_params import PhaseParams
-    from magdash.runs.depth_runs import phase_from_texts
+    from magdash.depth_statistics.depth_params import DepthParams
+    from magdash.runs.depth_runs import depth_from_texts
 
-    phase_from_texts(loaded, chunks, batch_size=batch_size, params=PhaseParams(n_boot=1000))
+    depth_from_texts(loaded, chunks, batch_size=batch_size, params=DepthParams(n_boot=1000))
 
 
 def main() -> None:

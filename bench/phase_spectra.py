@@ -18,9 +18,9 @@ import time
 
 import numpy as np
 
-from magdash.phase.accumulate import LayerAccumulator
-from magdash.phase.omega import summarize_omega
-from magdash.phase.spectrum import fit_spectrum
+from magdash.depth_statistics.accumulate import LayerAccumulator
+from magdash.depth_statistics.omega import summarize_omega
+from magdash.depth_statistics.spectrum import fit_spectrum
 
 TARGET_SECONDS = 180.0
 BATCH = 1024

@@ -81,8 +81,8 @@ def _runs(md: Any, store: Any) -> Iterator[tuple[str, Callable[[], Any]]]:
             yield (f"e5/{model}/{where}",
                    lambda d=data, n=name, c=cache: md.e5(d, n, source="openwebtext-500k", n_boot=N_BOOT, **c))
         control = _activations(md, store, f"{model}@random")
-        yield f"robustness/{model}/store", lambda m=model: md.robustness(store, m, analysis=analysis, use_cache=False)
-        yield f"robustness/{model}/arrays", lambda a=arrays, r=control: md.robustness(a, analysis=analysis, random=r)
+        yield f"robustness/{model}/store", lambda m=model: md.controls(store, m, analysis=analysis, use_cache=False)
+        yield f"robustness/{model}/arrays", lambda a=arrays, r=control: md.controls(a, analysis=analysis, random=r)
         yield f"design/{model}/store", lambda m=model: md.design(store, m, use_cache=False)
         yield f"design/{model}/arrays", lambda a=arrays: md.design(a)
         yield (f"compare/{model}-random/store",

@@ -19,7 +19,7 @@ no numerical library.
   (:class:`StimulusSet`, :func:`paper_stimuli`), arrays as :class:`Activations`, and the adapters
   :func:`number_prompts`, :func:`from_transformer_lens`, :func:`from_nnsight`, :func:`from_hidden_states`;
 - analyses (a store and a model name, or arrays), each with its params class and result type:
-  :func:`analyze` (scaling, hypotheses, geometry), :func:`compare`, :func:`robustness` (the
+  :func:`analyze` (scaling, hypotheses, geometry), :func:`compare`, :func:`controls` (the robustness
   controls), :func:`design`, :func:`depth` and :func:`depth_of_texts`, :func:`e5` with
   :func:`frequency_source` and :func:`frequency_sources`, :func:`probe` (is magnitude decodable?),
   :func:`rdm` and :func:`layer_vectors`;
@@ -48,7 +48,7 @@ _PUBLIC: dict[str, tuple[str, str | None]] = {
     # analyses
     "analyze": ("magdash.api.analyses", "analyze"),
     "compare": ("magdash.api.analyses", "compare"),
-    "robustness": ("magdash.api.analyses", "robustness"),
+    "controls": ("magdash.api.analyses", "controls"),
     "design": ("magdash.api.analyses", "design"),
     "depth": ("magdash.api.analyses", "depth"),
     "depth_of_texts": ("magdash.api.analyses", "depth_of_texts"),
@@ -62,12 +62,12 @@ _PUBLIC: dict[str, tuple[str, str | None]] = {
     "AnalysisParams": ("magdash.variability.analysis_params", "AnalysisParams"),
     "AnalysisResult": ("magdash.variability.analysis", "AnalysisResult"),
     "ComparisonResult": ("magdash.variability.compare", "ComparisonResult"),
-    "ControlsParams": ("magdash.controls.controls_params", "ControlsParams"),
-    "ControlsResult": ("magdash.controls.robustness", "ControlsResult"),
-    "DesignParams": ("magdash.controls.controls_params", "DesignParams"),
-    "DesignResult": ("magdash.controls.design", "DesignResult"),
-    "DepthParams": ("magdash.phase.phase_params", "PhaseParams"),
-    "DepthResult": ("magdash.phase.diagnostics", "PhaseResult"),
+    "ControlsParams": ("magdash.controls_statistics.controls_params", "ControlsParams"),
+    "ControlsResult": ("magdash.controls_statistics.controls", "ControlsResult"),
+    "DesignParams": ("magdash.controls_statistics.controls_params", "DesignParams"),
+    "DesignResult": ("magdash.controls_statistics.design", "DesignResult"),
+    "DepthParams": ("magdash.depth_statistics.depth_params", "DepthParams"),
+    "DepthResult": ("magdash.depth_statistics.diagnostics", "DepthResult"),
     "FrequencySource": ("magdash.frequency.sources", "FrequencySource"),
     "E5Params": ("magdash.frequency.e5_params", "E5Params"),
     "ProbeParams": ("magdash.probes.probe_params", "ProbeParams"),
@@ -88,6 +88,7 @@ _DEPRECATED: dict[str, str] = {
     # warns (DeprecationWarning) and gives the new name's object; neither is in __all__.
     "PhaseParams": "DepthParams",  # deprecated name
     "PhaseResult": "DepthResult",  # deprecated name
+    "robustness": "controls",  # deprecated name
 }
 
 __all__ = ["__version__", *_PUBLIC]  # pyright: ignore[reportUnsupportedDunderAll] - the names __getattr__ imports on first use

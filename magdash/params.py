@@ -1,7 +1,7 @@
 """Defaults and input rules shared by every analysis, its CLI command and its page.
 
 Each analysis has a params dataclass shared by the CLI, the Python API and the app
-(:class:`magdash.variability.analysis_params.AnalysisParams`, :class:`magdash.phase.phase_params.PhaseParams`, ...);
+(:class:`magdash.variability.analysis_params.AnalysisParams`, :class:`magdash.depth_statistics.depth_params.DepthParams`, ...);
 the values they have in common are defined here once, with the parser of layer bands that the
 CLI options and the dashboard's URL share, and :func:`option`, how a params field says what its
 command-line option is (the CLI's options are generated from the fields: :mod:`magdash.cli.options`).

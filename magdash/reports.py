@@ -11,16 +11,16 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from magdash.controls.design import DesignResult
-from magdash.controls.robustness import ControlsResult
+from magdash.controls_statistics.controls import ControlsResult
+from magdash.controls_statistics.design import DesignResult
+from magdash.depth_statistics.depth_params import DepthParams
 from magdash.errors import AnalysisError, MagdashError
 from magdash.names import control_name
-from magdash.phase.phase_params import PhaseParams
 from magdash.presentation.report import ReportSection, StepCallback, build_manifest, build_report_html, sections
 from magdash.probes.probe_params import ProbeParams
 from magdash.probes.result import ProbeResult
 from magdash.runs.analysis_runs import analyze, compare
-from magdash.runs.depth_runs import phase_from_store
+from magdash.runs.depth_runs import depth_from_store
 from magdash.runs.frequency_runs import e5_from_analysis, load_source
 from magdash.runs.probe_runs import cached_probe, stored_control
 from magdash.variability.analysis import AnalysisResult
@@ -47,7 +47,7 @@ def report_manifest(store, results: Mapping[str, Any], extra: Mapping[str, Any] 
 
 def model_sections(
     store, result: AnalysisResult, measure: str, layer: int | None = None, *,
-    depth: PhaseParams | None = None, source: str | None = REPORT_SOURCE, probes: ProbeParams | None = None,
+    depth: DepthParams | None = None, source: str | None = REPORT_SOURCE, probes: ProbeParams | None = None,
 ) -> list[ReportSection]:
     """The sections of every page for one analysed model: V against n and the geometry at
     ``layer`` (default: the middle of the core band), E5 against ``source``, the depth diagnostics
@@ -82,9 +82,9 @@ def model_sections(
         control = control_name(result.model)
         if control != result.model and result.stimuli in _complete_sets(store, control):
             series[CONTROL_SERIES] = control
-        raw = {name: phase_from_store(store, model, result.stimuli, depth) for name, model in series.items()}
+        raw = {name: depth_from_store(store, model, result.stimuli, depth) for name, model in series.items()}
         dropped_params = dataclasses.replace(depth, massive="drop")
-        dropped = {name: phase_from_store(store, model, result.stimuli, dropped_params) for name, model in series.items()}
+        dropped = {name: depth_from_store(store, model, result.stimuli, dropped_params) for name, model in series.items()}
         found.append(sections.depth_section(raw, dropped, layer, result.layer_labels[layer]))
     dropped_analysis = analyze(store, result.model, result.stimuli, dataclasses.replace(result.params, massive="drop"))
     found.append(sections.massive_section(result, dropped_analysis, measure))
@@ -120,7 +120,7 @@ def analysis_report(
     focus: str | None = None,
     measure: str | None = None,
     layer: int | None = None,
-    depth: PhaseParams | None = None,
+    depth: DepthParams | None = None,
     source: str | None = None,
     probes: ProbeParams | None = None,
     comparisons: Sequence[ComparisonResult] | None = None,

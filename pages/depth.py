@@ -3,7 +3,7 @@
 import streamlit as st
 
 from magdash import dashboard
-from magdash.phase.massive_dims import MASSIVE_LABELS, MASSIVE_RATIO
+from magdash.depth_statistics.massive_dims import MASSIVE_LABELS, MASSIVE_RATIO
 from magdash.presentation import depth_figures
 from pages import ui
 
@@ -20,22 +20,22 @@ st.caption(
     "drawn again without them (or with every dimension standardised): where raw and adjusted "
     "part, the 'solid' regime is those few coordinates."
 )
-keys = dashboard.phase_keys(view, ctx.inventory)
+keys = dashboard.depth_keys(view, ctx.inventory)
 if dashboard.CONTROL_SERIES not in keys:
     st.info(ui.plain(ctx.inventory.control_note(view.model, view.stimuli, "to compare the curves with the architecture alone")))
     if not dashboard.is_control(ctx.inventory.record(view.model)):
         st.page_link("pages/extract.py", label="Extract the control", icon=":material/download:")
 massive = st.radio("Adjusted view", ["drop", "standardise"], format_func=MASSIVE_LABELS.get, horizontal=True,
                    key="depth_massive", help=f"Massive dimension: mean |h_j| above {MASSIVE_RATIO:g}x the median over dimensions")
-adjusted_keys = dashboard.adjusted_phase_keys(keys, massive)
+adjusted_keys = dashboard.adjusted_depth_keys(keys, massive)
 with st.spinner("Computing spectra and Omega per layer (first time only; cached in the store)…"):
     for key in keys.values():
-        ui.phase_for(key)
+        ui.depth_for(key)
     results = ui.results_arg(keys)
     # Without massive dimensions anywhere, dropping them leaves the raw vectors: drawn once, not twice.
     adjusted = ui.results_arg(adjusted_keys) if ui.compute(depth_figures.adjusted_view_differs, results, massive) else None
     for key in adjusted_keys.values() if adjusted is not None else ():
-        ui.phase_for(key)
+        ui.depth_for(key)
 ui.say(ui.compute(depth_figures.phase_sentence, results, adjusted))
 ui.say(ui.compute(depth_figures.massive_sentence, results)
        + ("" if adjusted is not None else " Dropping none leaves the raw vectors, so each curve is drawn once."))

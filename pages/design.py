@@ -3,7 +3,7 @@
 import streamlit as st
 
 from magdash import dashboard, reports
-from magdash.controls.controls_params import DesignParams
+from magdash.controls_statistics.controls_params import DesignParams
 from magdash.dashboard import controls_page
 from magdash.errors import MagdashError
 from magdash.presentation import controls_figures

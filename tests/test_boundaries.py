@@ -32,7 +32,7 @@ import pytest
 from tests.support import APP, ROOT
 
 PACKAGE = ROOT / "magdash"
-STATISTICS_AND_PRESENTATION = ("variability", "frequency", "phase", "controls", "presentation")
+STATISTICS_AND_PRESENTATION = ("variability", "frequency", "depth_statistics", "controls_statistics", "presentation")
 HEAVY = ("torch", "transformers")
 DUCKDB_ALLOWED = ("magdash/store/", "magdash/frequency/corpus.py")
 
@@ -105,7 +105,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "magdash/norm_outliers.py", "magdash/output_files.py", "magdash/stimuli.py", "magdash/tokenization.py",
               "magdash/significance.py", "magdash/caveats.py")),
     ("store", ("magdash/store/",)),
-    ("statistics", ("magdash/variability/", "magdash/frequency/", "magdash/phase/", "magdash/controls/",
+    ("statistics", ("magdash/variability/", "magdash/frequency/", "magdash/depth_statistics/", "magdash/controls_statistics/",
                     "magdash/probes/")),
     ("sources", ("magdash/sources/",)),
     ("extraction", ("magdash/extraction.py", "magdash/extract_params.py")),

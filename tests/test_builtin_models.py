@@ -14,11 +14,11 @@ import pytest
 import torch
 
 from magdash import dashboard, reports
+from magdash.depth_statistics.depth_params import DepthParams
 from magdash.extraction import drop_tokens_after_number, extract, forward_number_vectors, locate_numbers, tokenize_texts
-from magdash.phase.phase_params import PhaseParams
 from magdash.presentation import report
 from magdash.runs.analysis_runs import analyze, compare
-from magdash.runs.depth_runs import phase_from_store
+from magdash.runs.depth_runs import depth_from_store
 from magdash.stimuli import PAPER_CARRIERS, StimulusSet, paper_stimuli
 from magdash.variability.analysis_params import AnalysisParams
 
@@ -159,7 +159,7 @@ def test_smollm2_end_to_end_with_its_random_control(smollm2, store):
     comparison = compare(store, "smollm2", "smollm2@random", stimuli.name, params)
     for measure in params.measures:
         assert np.isfinite(comparison.measures[measure].mean_delta)
-    phase = phase_from_store(store, "smollm2", stimuli.name, PhaseParams(n_boot=50))
+    phase = depth_from_store(store, "smollm2", stimuli.name, DepthParams(n_boot=50))
     assert [layer.layer for layer in phase.layers] == list(range(n_layers))
     assert all(np.isfinite(layer.omega.mean) for layer in phase.layers)
     assert 0 <= phase.gamma_c <= 1

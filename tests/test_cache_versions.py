@@ -28,17 +28,17 @@ import pytest
 if __name__ == "__main__":  # run as a script to rewrite the golden file
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from magdash.controls.controls_params import ControlsParams, DesignParams
-from magdash.controls.design import DESIGN_VERSION
-from magdash.controls.robustness import CONTROLS_VERSION
+from magdash.controls_statistics.controls import CONTROLS_VERSION
+from magdash.controls_statistics.controls_params import ControlsParams, DesignParams
+from magdash.controls_statistics.design import DESIGN_VERSION
+from magdash.depth_statistics.accumulate import PHASE_VERSION, samples_from_bytes
 from magdash.frequency import FrequencySource
 from magdash.frequency.e5 import E5_VERSION
-from magdash.phase.accumulate import PHASE_VERSION, samples_from_bytes
 from magdash.probes.probe_params import ProbeParams
 from magdash.probes.result import PROBE_VERSION
 from magdash.runs.analysis_runs import analysis_key, analyze, compare
 from magdash.runs.controls_runs import controls_key, run_controls
-from magdash.runs.depth_runs import number_token_key, phase_from_store
+from magdash.runs.depth_runs import depth_from_store, number_token_key
 from magdash.runs.design_runs import design_key, run_design
 from magdash.runs.frequency_runs import e5_from_store
 from magdash.runs.probe_runs import probe, probe_key
@@ -102,7 +102,7 @@ def cached_documents(store: Store) -> dict:
         analysis[f"comparison{suffix}"] = json.loads(zlib.decompress(compare(store, *MODELS, params=params).to_payload()))
     phases = {}
     for name in MODELS:
-        phase_from_store(store, name)
+        depth_from_store(store, name)
         payload = store.get_result(number_token_key(store, name, "paper"))
         with np.load(io.BytesIO(payload), allow_pickle=False) as arrays:
             assert all(arrays[key].dtype.kind in "fiuU" for key in arrays.files)  # plain numbers and names only
@@ -180,9 +180,9 @@ def test_cached_results_change_only_with_their_version(tmp_path):
     text = json.dumps(documents["analysis"])
     assert "magdash." not in text and "__" not in text  # no class paths in a payload
     for part, version, name in (("analysis", ANALYSIS_VERSION, "ANALYSIS_VERSION in magdash/variability/analysis.py"),
-                                ("phase", PHASE_VERSION, "PHASE_VERSION in magdash/phase/accumulate.py"),
-                                ("controls", CONTROLS_VERSION, "CONTROLS_VERSION in magdash/controls/robustness.py"),
-                                ("design", DESIGN_VERSION, "DESIGN_VERSION in magdash/controls/design.py"),
+                                ("phase", PHASE_VERSION, "PHASE_VERSION in magdash/depth_statistics/accumulate.py"),
+                                ("controls", CONTROLS_VERSION, "CONTROLS_VERSION in magdash/controls_statistics/controls.py"),
+                                ("design", DESIGN_VERSION, "DESIGN_VERSION in magdash/controls_statistics/design.py"),
                                 ("e5", E5_VERSION, "E5_VERSION in magdash/frequency/e5.py"),
                                 ("probe", PROBE_VERSION, "PROBE_VERSION in magdash/probes/result.py")):
         computed = json.loads(json.dumps(documents[part], allow_nan=True))

@@ -31,9 +31,9 @@ import pytest
 if __name__ == "__main__":  # run as a script to rewrite the fixture
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from magdash.controls.controls_params import ControlsParams, DesignParams
-from magdash.controls.design import DesignResult
-from magdash.controls.robustness import CarrierTables
+from magdash.controls_statistics.controls import CarrierTables
+from magdash.controls_statistics.controls_params import ControlsParams, DesignParams
+from magdash.controls_statistics.design import DesignResult
 from magdash.frequency import FrequencySource
 from magdash.jsonio import to_jsonable
 from magdash.probes.probe_params import ProbeParams

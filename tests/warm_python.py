@@ -26,7 +26,7 @@ from pathlib import Path
 # What every CLI command imports on its way; the rest comes lazily, as in a fresh interpreter.
 PRELOAD = (
     "magdash.cli", "magdash.cli.extract_command", "magdash.cli.listing_command", "magdash.cli.transfer_command", "magdash.cli.compact_command",
-    "magdash.cli.analyze_command", "magdash.cli.freq_command", "magdash.cli.phase_command", "magdash.cli.controls_command", "magdash.cli.design_command",
+    "magdash.cli.analyze_command", "magdash.cli.freq_command", "magdash.cli.depth_command", "magdash.cli.controls_command", "magdash.cli.design_command",
     "magdash.cli.sweep_command", "magdash.store", "magdash.variability.analysis", "magdash.extraction", "magdash.sources",
     "torch", "transformers", "scipy.stats", "pandas", "pyarrow.parquet", "duckdb",
 )

@@ -29,16 +29,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from magdash.controls.controls_params import ControlsParams, DesignParams
-from magdash.controls.design import DesignResult
-from magdash.controls.robustness import ControlsResult
+from magdash.controls_statistics.controls import ControlsResult
+from magdash.controls_statistics.controls_params import ControlsParams, DesignParams
+from magdash.controls_statistics.design import DesignResult
+from magdash.depth_statistics.depth_params import DepthParams
+from magdash.depth_statistics.diagnostics import DepthResult
 from magdash.errors import AnalysisError
 from magdash.extract_params import TEXT_BATCH_SIZE, ExtractParams
 from magdash.frequency.e5_params import E5Params
 from magdash.frequency.sources import FrequencySource
 from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, ProgressCallback
-from magdash.phase.diagnostics import PhaseResult
-from magdash.phase.phase_params import PhaseParams
 from magdash.probes.probe_params import ProbeParams
 from magdash.probes.result import ProbeResult
 from magdash.stimuli import PAPER_SET_NAME, StimulusSet, paper_stimuli
@@ -206,7 +206,7 @@ def compare(
     return compare_vectors(first, second, params, progress=progress)
 
 
-def robustness(
+def controls(
     data: Store | Activations | ArrayLike,
     model: str | None = None,
     stimuli: str | None = None,
@@ -229,7 +229,7 @@ def robustness(
             :class:`~magdash.store.Activations`, or an array with ``magnitudes``.
         model: the model's name in the store.
         stimuli: the store's stimulus set; default the model's only complete one.
-        params: the controls' parameters (:class:`~magdash.controls.controls_params.ControlsParams`).
+        params: the controls' parameters (:class:`~magdash.controls_statistics.controls_params.ControlsParams`).
         random: arrays only: the random-weight control's arrays on the same stimuli (a store
             finds ``<model>@random`` itself).
         variants: with a store, the names of stored variants; with arrays, ``{name: arrays}``
@@ -238,10 +238,10 @@ def robustness(
         carriers: plain arrays' carriers (at least 3 for leave-one-carrier-out).
         use_cache: a store only: False recomputes everything.
         progress: called as ``progress(done_layers, total_layers)`` while the tables are computed.
-        options: fields of :class:`~magdash.controls.controls_params.ControlsParams` (``n_perm=200``).
+        options: fields of :class:`~magdash.controls_statistics.controls_params.ControlsParams` (``n_perm=200``).
 
     Returns:
-        The :class:`~magdash.controls.robustness.ControlsResult` (``.verdict_table()``, ``.tables``).
+        The :class:`~magdash.controls_statistics.controls.ControlsResult` (``.verdict_table()``, ``.tables``).
     """
     params = _params(ControlsParams, params, options)
     if isinstance(data, Store):
@@ -253,9 +253,9 @@ def robustness(
             if isinstance(variants, (Mapping, str)):
                 raise AnalysisError("with a store, variants are the names of stored models: variants=['name', ...]")
             params = dataclasses.replace(params, variants=tuple(variants))
-        return run_controls(data, _require_store(data, "robustness", model), stimuli, params, use_cache=use_cache,
+        return run_controls(data, _require_store(data, "controls", model), stimuli, params, use_cache=use_cache,
                             progress=progress)
-    activations = _activations(data, model, stimuli, magnitudes, carriers, "robustness")
+    activations = _activations(data, model, stimuli, magnitudes, carriers, "controls")
     if params.variants:
         raise AnalysisError("params.variants names stored models; for arrays pass variants={'name': arrays}")
     if variants is not None and not isinstance(variants, Mapping):
@@ -264,9 +264,9 @@ def robustness(
     from magdash.runs.controls_runs import controls_vectors
     from magdash.store.vectors import renamed
 
-    given = {name: _activations(value, None, None, magnitudes, carriers, "robustness", default_name=name)
+    given = {name: _activations(value, None, None, magnitudes, carriers, "controls", default_name=name)
              for name, value in (variants or {}).items()}
-    control = None if random is None else _activations(random, None, None, magnitudes, carriers, "robustness",
+    control = None if random is None else _activations(random, None, None, magnitudes, carriers, "controls",
                                                        default_name="random")
     return controls_vectors(
         activations, params, random=None if control is None else renamed(control, control_name(activations.name)),
@@ -296,16 +296,16 @@ def design(
             :class:`~magdash.store.Activations`, or an array with ``magnitudes``.
         model: the model whose noise calibrates the simulation.
         stimuli: the store's stimulus set; default the model's only complete one.
-        params: the design (:class:`~magdash.controls.controls_params.DesignParams`).
+        params: the design (:class:`~magdash.controls_statistics.controls_params.DesignParams`).
         analysis_params: the analysis the calibration reads (its massive view must be ``keep``).
         magnitudes: plain arrays' magnitudes.
         carriers: plain arrays' carriers.
         use_cache: a store only: False recomputes and replaces the cached design.
         progress: called as ``progress(done, total)`` over the simulation's grid points.
-        options: fields of :class:`~magdash.controls.controls_params.DesignParams` (``n_studies=200``).
+        options: fields of :class:`~magdash.controls_statistics.controls_params.DesignParams` (``n_studies=200``).
 
     Returns:
-        The :class:`~magdash.controls.design.DesignResult` (``.h1``, ``.e6``, ``.ci_width``, ``.summary()``).
+        The :class:`~magdash.controls_statistics.design.DesignResult` (``.h1``, ``.e6``, ``.ci_width``, ``.summary()``).
     """
     from magdash.runs.design_runs import design_vectors
 
@@ -318,14 +318,14 @@ def depth(
     data: Store | Activations | ArrayLike,
     model: str | None = None,
     stimuli: str | None = None,
-    params: PhaseParams | None = None,
+    params: DepthParams | None = None,
     *,
     magnitudes: Sequence[int] | None = None,
     carriers: Sequence[str] | None = None,
     use_cache: bool = True,
     progress: ProgressCallback | None = None,
     **options: Any,
-) -> PhaseResult:
+) -> DepthResult:
     """The depth diagnostics of the number-token vectors (Alpay & Kilictas, arXiv 2601.19942):
     Omega and the order parameter m(gamma) with its transition depth gamma_c, the covariance
     spectrum against Marchenko–Pastur, the effective rank.
@@ -335,19 +335,19 @@ def depth(
             :class:`~magdash.store.Activations`, or an array with ``magnitudes``.
         model: the model's name in the store.
         stimuli: the store's stimulus set; default the model's only complete one.
-        params: the diagnostics' parameters (:class:`~magdash.phase.phase_params.PhaseParams`).
+        params: the diagnostics' parameters (:class:`~magdash.depth_statistics.depth_params.DepthParams`).
         magnitudes: plain arrays' magnitudes.
         carriers: plain arrays' carriers.
         use_cache: a store only: False recomputes the per-layer samples.
         progress: called as ``progress(done_layers, total_layers)``.
-        options: fields of :class:`~magdash.phase.phase_params.PhaseParams` (``massive="drop"``).
+        options: fields of :class:`~magdash.depth_statistics.depth_params.DepthParams` (``massive="drop"``).
 
     Returns:
-        The :class:`~magdash.phase.diagnostics.PhaseResult` (``.table``: one row per layer).
+        The :class:`~magdash.depth_statistics.diagnostics.DepthResult` (``.table``: one row per layer).
     """
     from magdash.runs.depth_runs import depth_vectors
 
-    params = _params(PhaseParams, params, options)
+    params = _params(DepthParams, params, options)
     source = _source(data, model, stimuli, magnitudes, carriers, "depth")
     return depth_vectors(source, params, use_cache=use_cache, progress=progress)
 
@@ -357,7 +357,7 @@ def depth_of_texts(
     texts: Sequence[str] | str,
     *,
     store: Store | None = None,
-    params: PhaseParams | None = None,
+    params: DepthParams | None = None,
     dtype: str = DEFAULT_DTYPE,
     device: str = DEFAULT_DEVICE,
     batch_size: int = TEXT_BATCH_SIZE,
@@ -366,7 +366,7 @@ def depth_of_texts(
     use_cache: bool = True,
     progress: ProgressCallback | None = None,
     **options: Any,
-) -> PhaseResult:
+) -> DepthResult:
     """The depth diagnostics of every token of prompts or of one document, streamed through the
     model (no vector is kept).
 
@@ -374,7 +374,7 @@ def depth_of_texts(
         model: a model spec (:mod:`magdash.sources`).
         texts: prompts used as they are, or one string: a document, cut to the model's context.
         store: where the per-layer samples are cached (optional).
-        params: the diagnostics' parameters (:class:`~magdash.phase.phase_params.PhaseParams`).
+        params: the diagnostics' parameters (:class:`~magdash.depth_statistics.depth_params.DepthParams`).
         dtype: the weights' dtype.
         device: auto, cpu, cuda, cuda:1, mps.
         batch_size: prompts per forward pass.
@@ -382,12 +382,12 @@ def depth_of_texts(
         keep_first_position: keep the token at each sequence's first position (the attention sink).
         use_cache: with a store: False recomputes the samples.
         progress: called as ``progress(done, total)`` prompts.
-        options: fields of :class:`~magdash.phase.phase_params.PhaseParams`.
+        options: fields of :class:`~magdash.depth_statistics.depth_params.DepthParams`.
     """
-    from magdash.runs.depth_runs import phase_from_texts
+    from magdash.runs.depth_runs import depth_from_texts
 
-    params = _params(PhaseParams, params, options)
-    return phase_from_texts(model, texts, store=store, dtype=dtype, device=device, batch_size=batch_size,
+    params = _params(DepthParams, params, options)
+    return depth_from_texts(model, texts, store=store, dtype=dtype, device=device, batch_size=batch_size,
                             max_length=max_length, params=params, use_cache=use_cache, progress=progress,
                             keep_first_position=keep_first_position)
 
@@ -624,5 +624,5 @@ def _activations(
 
 __all__ = [
     "analyze", "compare", "depth", "depth_of_texts", "design", "e5", "extract", "frequency_source",
-    "frequency_sources", "layer_vectors", "probe", "rdm", "robustness",
+    "frequency_sources", "layer_vectors", "probe", "rdm", "controls",
 ]

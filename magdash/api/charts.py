@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from magdash.controls.design import DesignResult
-from magdash.controls.robustness import ControlsResult
+from magdash.controls_statistics.controls import ControlsResult
+from magdash.controls_statistics.design import DesignResult
+from magdash.depth_statistics.diagnostics import DepthResult
 from magdash.errors import AnalysisError
 from magdash.frequency.sources import FrequencySource
-from magdash.phase.diagnostics import PhaseResult
 from magdash.presentation import (
     compare_figures,
     controls_figures,
@@ -258,7 +258,7 @@ def ci_width(result: DesignResult):
 # -- depth ---------------------------------------------------------------------------------------
 
 
-def order(result: PhaseResult, control: PhaseResult | None = None, adjusted: PhaseResult | None = None):
+def order(result: DepthResult, control: DepthResult | None = None, adjusted: DepthResult | None = None):
     """The order parameter m(gamma) (mean Omega by depth) with gamma_c, against the random-weight control.
 
     Args:
@@ -270,7 +270,7 @@ def order(result: PhaseResult, control: PhaseResult | None = None, adjusted: Pha
     return depth_figures.order_figure(_series(result, control), None if adjusted is None else _series(adjusted))
 
 
-def omega(result: PhaseResult, control: PhaseResult | None = None):
+def omega(result: DepthResult, control: DepthResult | None = None):
     """Omega by layer, as a heatmap of its distribution.
 
     Args:
@@ -280,7 +280,7 @@ def omega(result: PhaseResult, control: PhaseResult | None = None):
     return depth_figures.omega_figure(_series(result, control))
 
 
-def spectrum(result: PhaseResult, layer: int, control: PhaseResult | None = None):
+def spectrum(result: DepthResult, layer: int, control: DepthResult | None = None):
     """One layer's covariance spectrum against the fitted Marchenko–Pastur law.
 
     Args:
@@ -291,7 +291,7 @@ def spectrum(result: PhaseResult, layer: int, control: PhaseResult | None = None
     return depth_figures.spectrum_figure(_series(result, control), layer)
 
 
-def rank(result: PhaseResult, control: PhaseResult | None = None):
+def rank(result: DepthResult, control: DepthResult | None = None):
     """Effective rank and participation ratio by depth, against the isotropic baseline.
 
     Args:
@@ -380,7 +380,7 @@ def _named(results: tuple) -> dict[str, AnalysisResult]:
     return named
 
 
-def _series(result: PhaseResult, control: PhaseResult | None = None) -> dict[str, PhaseResult]:
+def _series(result: DepthResult, control: DepthResult | None = None) -> dict[str, DepthResult]:
     """The series as the Depth page names them: the trained model, then its control."""
     from magdash.dashboard.keys import CONTROL_SERIES, TRAINED_SERIES
 

@@ -19,7 +19,7 @@ from magdash import __version__
 from magdash.errors import MagdashError
 
 SUBCOMMAND_MODULES = (
-    "extract", "listing", "transfer", "compact", "backfill", "analyze", "freq", "phase", "controls", "design", "probe",
+    "extract", "listing", "transfer", "compact", "backfill", "analyze", "freq", "depth", "controls", "design", "probe",
     "sweep",
 )
 

@@ -2,7 +2,7 @@
 
 Leave-one-carrier-out alpha, the carrier ICC, a permutation null, other extractions of the same
 model (``--variant``: another dtype, weights file or token position), the same model on the
-stimuli in another number format (``--format-variant``) and the ``@random`` control, each with a one-line verdict over the core band (:mod:`magdash.controls.robustness`).
+stimuli in another number format (``--format-variant``) and the ``@random`` control, each with a one-line verdict over the core band (:mod:`magdash.controls_statistics.controls`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import argparse
 from magdash.cli.analyze_command import add_analysis_options, analysis_params
 from magdash.cli.common import flagged_layer_warnings, open_store, print_json, warn, write_report
 from magdash.cli.options import add_params_options, params_from_args
-from magdash.controls.controls_params import ControlsParams
+from magdash.controls_statistics.controls_params import ControlsParams
 from magdash.formatting import format_number
 
 MARKS = {True: "PROBLEM", False: "ok", None: "n/a"}

@@ -2,7 +2,7 @@
 
 Power to detect alpha > 0 (H1) and a difference between two models (E6: Wilcoxon and the
 layerwise joint bootstrap), the CI half-width of alpha as carriers and magnitudes grow, and the
-minimal detectable alpha (:mod:`magdash.controls.design`).
+minimal detectable alpha (:mod:`magdash.controls_statistics.design`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import math
 from magdash.cli.analyze_command import add_analysis_options, analysis_params
 from magdash.cli.common import open_store, print_json, write_report
 from magdash.cli.options import add_params_options, params_from_args
-from magdash.controls.controls_params import DesignParams
+from magdash.controls_statistics.controls_params import DesignParams
 from magdash.formatting import format_number
 
 

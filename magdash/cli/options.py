@@ -117,16 +117,16 @@ def _read(field: dataclasses.Field, choice: Option, text: Any) -> Any:
 
 
 def _params_classes() -> tuple[type, ...]:
-    from magdash.controls.controls_params import ControlsParams, DesignParams
+    from magdash.controls_statistics.controls_params import ControlsParams, DesignParams
+    from magdash.depth_statistics.depth_params import DepthParams
     from magdash.extract_params import ExtractParams
-    from magdash.phase.phase_params import PhaseParams
     from magdash.probes.probe_params import ProbeParams
     from magdash.sweep.sweep_params import SweepParams
     from magdash.variability.analysis_params import AnalysisParams
 
     # The analysis first: a field name several classes share (``seed``, ``n_boot``) is its option
     # where no command says otherwise.
-    return (AnalysisParams, ExtractParams, PhaseParams, ControlsParams, DesignParams, ProbeParams, SweepParams)
+    return (AnalysisParams, ExtractParams, DepthParams, ControlsParams, DesignParams, ProbeParams, SweepParams)
 
 
 def parameter_actions(parser: argparse.ArgumentParser | None = None) -> dict[str, argparse.Action]:

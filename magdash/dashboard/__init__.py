@@ -34,18 +34,18 @@ from magdash.dashboard.keys import (
     TRAINED_SERIES,
     AnalysisKey,
     ComparisonKey,
+    DepthKey,
     E5Key,
     LayerKey,
-    PhaseKey,
     SourceKey,
-    adjusted_phase_keys,
+    adjusted_depth_keys,
     analysis_key,
     comparison_key,
     control_analysis_key,
     depth_axis,
+    depth_keys,
     dropped_analysis_key,
     layer_key,
-    phase_keys,
 )
 from magdash.dashboard.navigation import PAGES, SCIENCE_NOTES, PageSpec, depth_example, page_groups, science_notes
 from magdash.dashboard.view import (
@@ -60,11 +60,11 @@ from magdash.dashboard.view import (
     core_band,
     default_layer,
     default_store,
+    depth_params,
     escape_markdown,
     exclude_refusal,
     layer_from_option,
     layer_options,
-    phase_params,
     reconcile_view,
     view_from_query,
     view_to_query,
@@ -72,10 +72,10 @@ from magdash.dashboard.view import (
 
 __all__ = [
     "CONTROL_SERIES", "CONVENTION_LABELS", "MEASURE_CHOICES", "N_BOOT_RANGE", "PAGES", "QUERY_KEYS",
-    "SCIENCE_NOTES", "SERVED_ERROR_DETAILS", "TRAINED_SERIES", "AnalysisKey", "ComparisonKey", "LayerKey", "PageSpec", "PhaseKey",
+    "SCIENCE_NOTES", "SERVED_ERROR_DETAILS", "TRAINED_SERIES", "AnalysisKey", "ComparisonKey", "LayerKey", "PageSpec", "DepthKey",
     "E5Key", "SourceKey", "StoreAccess", "StoreInventory", "ViewState", "WholeNumberRange", "check_store_path", "empty_inventory",
-    "read_only_reason", "served_text", "store_access", "adjusted_phase_keys", "analysis_key", "analysis_params", "control_analysis_key", "carriers_to_leave_out", "comparison_key", "core_band",
+    "read_only_reason", "served_text", "store_access", "adjusted_depth_keys", "analysis_key", "analysis_params", "control_analysis_key", "carriers_to_leave_out", "comparison_key", "core_band",
     "default_layer", "default_store", "depth_axis", "depth_example", "dropped_analysis_key", "escape_markdown", "exclude_refusal", "inventory_table", "is_control",
-    "layer_from_option", "layer_key", "layer_options", "page_groups", "phase_keys", "phase_params", "read_inventory",
+    "layer_from_option", "layer_key", "layer_options", "page_groups", "depth_keys", "depth_params", "read_inventory",
     "reconcile_view", "science_notes", "store_stamp", "view_from_query", "view_to_query",
 ]

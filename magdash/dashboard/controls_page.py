@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from magdash.controls.controls_params import ControlsParams, DesignParams
-from magdash.controls.design import DesignResult
-from magdash.controls.robustness import ControlsResult
+from magdash.controls_statistics.controls import ControlsResult
+from magdash.controls_statistics.controls_params import ControlsParams, DesignParams
+from magdash.controls_statistics.design import DesignResult
 from magdash.dashboard.inventory import StoreInventory
 from magdash.dashboard.jobs import ExtractionRequest, Job, extraction_job
 from magdash.dashboard.view import ViewState, analysis_params, core_band

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from magdash.dashboard.inventory import StoreInventory
-from magdash.dashboard.view import ViewState, analysis_params, phase_params
+from magdash.dashboard.view import ViewState, analysis_params, depth_params
+from magdash.depth_statistics.depth_params import DepthParams
 from magdash.errors import MagdashError
 from magdash.names import control_name
-from magdash.phase.phase_params import PhaseParams
 from magdash.store import ModelRecord
 from magdash.variability.analysis_params import AnalysisParams
 
@@ -112,14 +112,14 @@ class E5Key:
 
 
 @dataclass(frozen=True)
-class PhaseKey:
+class DepthKey:
     """Identifies the depth diagnostics of one model's stored number-token vectors."""
 
     store: str
     model: str
     stimuli: str
     token: str
-    params: PhaseParams
+    params: DepthParams
 
 
 TRAINED_SERIES = "trained"
@@ -137,13 +137,13 @@ def control_analysis_key(view: ViewState, inventory: StoreInventory) -> Analysis
     return analysis_key(view, inventory, control)
 
 
-def phase_keys(view: ViewState, inventory: StoreInventory) -> dict[str, PhaseKey]:
+def depth_keys(view: ViewState, inventory: StoreInventory) -> dict[str, DepthKey]:
     """The view's model ("trained") and, when stored on the same stimuli, its @random control."""
     if view.model is None or view.stimuli is None:
         raise MagdashError("no model is selected: extract one on the Extract page first")
 
-    def key(name: str) -> PhaseKey:
-        return PhaseKey(view.store, name, view.stimuli, inventory.data_token(name, view.stimuli), phase_params(view))
+    def key(name: str) -> DepthKey:
+        return DepthKey(view.store, name, view.stimuli, inventory.data_token(name, view.stimuli), depth_params(view))
 
     keys = {TRAINED_SERIES: key(view.model)}
     control = control_name(view.model)
@@ -152,7 +152,7 @@ def phase_keys(view: ViewState, inventory: StoreInventory) -> dict[str, PhaseKey
     return keys
 
 
-def adjusted_phase_keys(keys: dict[str, PhaseKey], massive: str) -> dict[str, PhaseKey]:
+def adjusted_depth_keys(keys: dict[str, DepthKey], massive: str) -> dict[str, DepthKey]:
     """The same series in another view of the vectors (``massive``: drop or standardise)."""
     return {series: dataclasses.replace(key, params=dataclasses.replace(key.params, massive=massive))
             for series, key in keys.items()}

@@ -1,6 +1,6 @@
 """The Probes page's logic, free of Streamlit: the probes' parameters of a view and the keys of the
 cached probes the page shows (the view's model and, when stored on the same stimuli, its ``@random``
-control), as the Depth page's keys are made (:func:`magdash.dashboard.keys.phase_keys`).
+control), as the Depth page's keys are made (:func:`magdash.dashboard.keys.depth_keys`).
 
 The figures are :mod:`magdash.presentation.probe_figures`'; the results come from
 :func:`magdash.runs.probe_runs.probe`, cached in the store, so the CLI's ``magdash probe`` with the

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from magdash.dashboard.inventory import StoreInventory
+from magdash.depth_statistics.depth_params import DepthParams
 from magdash.errors import MagdashError
 from magdash.names import control_name
 from magdash.params import DEFAULT_N_BOOT, parse_band
-from magdash.phase.phase_params import PhaseParams
 from magdash.stimuli import default_stimulus_set
 from magdash.store import ModelRecord, default_store_path
 from magdash.variability.analysis_params import AnalysisParams, default_core_layers
@@ -298,9 +298,9 @@ def core_band(view: ViewState, record: ModelRecord) -> tuple[int, int]:
     return default[0], default[-1]
 
 
-def phase_params(view: ViewState) -> PhaseParams:
+def depth_params(view: ViewState) -> DepthParams:
     """The phase parameters of a view: the sidebar's bootstrap size, the rest as in the CLI."""
-    return PhaseParams(n_boot=view.n_boot)
+    return DepthParams(n_boot=view.n_boot)
 
 
 def analysis_params(view: ViewState) -> AnalysisParams:

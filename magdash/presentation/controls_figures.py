@@ -1,6 +1,6 @@
 """The robustness controls and the study-design simulator as figures and tables: leave one
 carrier out, the carriers' ICC, the permutation null, the variants and ``@random``, power curves
-and CI half-widths (:mod:`magdash.controls`).
+and CI half-widths (:mod:`magdash.controls_statistics`).
 
 Each figure's frame, chart (:mod:`magdash.presentation.chart_style`) and figure function sit
 together, as in :mod:`magdash.presentation.scaling_figures`.
@@ -21,8 +21,8 @@ from magdash.presentation import compare_figures
 from magdash.variability.measures import measure_title
 
 if TYPE_CHECKING:
-    from magdash.controls.design import DesignResult
-    from magdash.controls.robustness import ControlsResult
+    from magdash.controls_statistics.controls import ControlsResult
+    from magdash.controls_statistics.design import DesignResult
 
 
 # -- the verdicts -------------------------------------------------------------------------

@@ -21,22 +21,22 @@ import numpy as np
 import pandas as pd
 
 from magdash.caveats import Caveat, Severity
+from magdash.depth_statistics.diagnostics import DepthResult, Transition, depth_fraction, layer_frame
+from magdash.depth_statistics.massive_dims import MASSIVE_LABELS
+from magdash.depth_statistics.omega import isotropic_omega_mean
 from magdash.errors import AnalysisError
 from magdash.formatting import fixed, format_number, layer_span
-from magdash.phase.diagnostics import PhaseResult, Transition, depth_fraction, layer_frame
-from magdash.phase.massive_dims import MASSIVE_LABELS
-from magdash.phase.omega import isotropic_omega_mean
 from magdash.presentation import chart_style as style
 
 if TYPE_CHECKING:
-    from magdash.phase.omega import OmegaSummary
-    from magdash.phase.spectrum import SpectrumFit
+    from magdash.depth_statistics.omega import OmegaSummary
+    from magdash.depth_statistics.spectrum import SpectrumFit
 
 
 # -- the sentences and the adjusted view --------------------------------------------------
 
 
-def _trained(results: Mapping[str, PhaseResult]) -> PhaseResult:
+def _trained(results: Mapping[str, DepthResult]) -> DepthResult:
     return next(iter(results.values()))
 
 
@@ -44,11 +44,11 @@ def _interval(transition: Transition) -> tuple[float, float] | None:
     return (transition.low, transition.high) if math.isfinite(transition.low) else None
 
 
-def phase_sentence(results: Mapping[str, PhaseResult], adjusted: Mapping[str, PhaseResult] | None = None) -> str:
+def phase_sentence(results: Mapping[str, DepthResult], adjusted: Mapping[str, DepthResult] | None = None) -> str:
     """gamma_c of each series with its bootstrap interval and the units it resampled, raw and adjusted,
     and the largest jumps."""
 
-    def gamma_cs(items: Mapping[str, PhaseResult]) -> str:
+    def gamma_cs(items: Mapping[str, DepthResult]) -> str:
         parts = []
         for series, result in items.items():
             order = result.order
@@ -77,7 +77,7 @@ def phase_sentence(results: Mapping[str, PhaseResult], adjusted: Mapping[str, Ph
     return text + ". The paper reports gamma_c ≈ 0.42 for models of 1.5B-30B parameters and none for small ones."
 
 
-def adjusted_view_differs(results: Mapping[str, PhaseResult], massive: str) -> bool:
+def adjusted_view_differs(results: Mapping[str, DepthResult], massive: str) -> bool:
     """Whether the adjusted view ``massive`` differs from the raw vectors: standardising always
     changes them; dropping the massive dimensions only where a series has some at some layer (else
     the page would draw every raw curve, table row and spectrum twice, the same).
@@ -89,7 +89,7 @@ def adjusted_view_differs(results: Mapping[str, PhaseResult], massive: str) -> b
     return massive != "drop" or any(item.massive for result in results.values() for item in result.layers)
 
 
-def massive_sentence(results: Mapping[str, PhaseResult]) -> str:
+def massive_sentence(results: Mapping[str, DepthResult]) -> str:
     """Where the trained model has massive-activation dimensions and how much of ||h||² they hold."""
     trained = _trained(results)
     ratio = trained.params.massive_ratio
@@ -115,11 +115,11 @@ ISOTROPIC_OMEGA_BASELINE = 1.0 - math.sqrt(2.0 / math.pi)
 """Mean Omega of an isotropic Gaussian vector as d grows (Alpay & Kilictas, arXiv 2601.19942)."""
 
 
-def order_parameter_frame(results: Mapping[str, PhaseResult]) -> pd.DataFrame:
+def order_parameter_frame(results: Mapping[str, DepthResult]) -> pd.DataFrame:
     """m(gamma) = mean Omega per layer of each series (e.g. "trained", "random control").
 
     The band is each layer's bootstrap interval of m over the independent units (texts, or
-    magnitudes and carriers: :mod:`magdash.phase.unit_bootstrap`), from the resamples that give
+    magnitudes and carriers: :mod:`magdash.depth_statistics.unit_bootstrap`), from the resamples that give
     gamma_c's interval; no band without a bootstrap. Layers without a depth fraction (the
     post-norm extra layer) are left out. Columns: series, view, layer, gamma, m, ci_low,
     ci_high, n (vectors).
@@ -161,7 +161,7 @@ def order_parameter_chart(
     and view optional). With a ``view`` column (raw, massive dimensions dropped, ...) each
     view gets its own dash pattern, so raw and adjusted curves sit together. ``baseline``
     draws the isotropic-Gaussian mean 1 - sqrt(2/pi) (pass the exact finite-d value from
-    :func:`magdash.phase.omega.isotropic_omega_mean` if wanted; None hides it). ``gamma_c``
+    :func:`magdash.depth_statistics.omega.isotropic_omega_mean` if wanted; None hides it). ``gamma_c``
     (a dashed rule) and its interval are marked in orange.
     """
     style.require_columns(frame, ["gamma", "m", "ci_low", "ci_high", "series"], "order_parameter_chart")
@@ -214,7 +214,7 @@ def order_parameter_chart(
     return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
 
 
-def order_figure(results: Mapping[str, PhaseResult], adjusted: Mapping[str, PhaseResult] | None = None) -> alt.LayerChart:
+def order_figure(results: Mapping[str, DepthResult], adjusted: Mapping[str, DepthResult] | None = None) -> alt.LayerChart:
     """m(gamma) = mean Omega by depth with its interval, the isotropic-Gaussian baseline and gamma_c.
 
     Args:
@@ -237,13 +237,13 @@ def order_figure(results: Mapping[str, PhaseResult], adjusted: Mapping[str, Phas
     )
 
 
-def jumps_frame(results: Mapping[str, PhaseResult]) -> pd.DataFrame:
+def jumps_frame(results: Mapping[str, DepthResult]) -> pd.DataFrame:
     """The largest steps of m(gamma) of each series, largest first.
 
     Columns: series, view, rank, gamma (depth after the step), change, ci_low, ci_high (its
     bootstrap interval), p_largest (share of resamples in which it is the largest step).
     """
-    from magdash.phase.massive_dims import MASSIVE_LABELS
+    from magdash.depth_statistics.massive_dims import MASSIVE_LABELS
 
     rows = [
         {"series": series, "view": MASSIVE_LABELS[result.params.massive], "rank": rank, "gamma": jump.gamma,
@@ -254,7 +254,7 @@ def jumps_frame(results: Mapping[str, PhaseResult]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["series", "view", "rank", "gamma", "change", "ci_low", "ci_high", "p_largest"])
 
 
-def jumps_table(results: Mapping[str, PhaseResult], adjusted: Mapping[str, PhaseResult] | None = None) -> pd.DataFrame:
+def jumps_table(results: Mapping[str, DepthResult], adjusted: Mapping[str, DepthResult] | None = None) -> pd.DataFrame:
     """The three largest steps of m(gamma) of every series, raw and adjusted; the step's rank is
     ``jump`` (1 = the largest), as in the store's ``phase_jumps``, not the covariance ``rank`` of
     :func:`phase_table`."""
@@ -276,12 +276,12 @@ def omega_histogram_frame(
     """Omega histograms of several layers, long, without the empty bins.
 
     ``gammas`` are the layers' depth fractions (NaN for a post-norm extra layer). ``edges``
-    default :data:`magdash.phase.omega.OMEGA_HISTOGRAM_EDGES`. ``merge`` > 1 adds that many
+    default :data:`magdash.depth_statistics.omega.OMEGA_HISTOGRAM_EDGES`. ``merge`` > 1 adds that many
     neighbouring bins together (fewer rows to draw for deep models). Columns: layer, gamma,
     omega_low, omega_high, count, fraction (count / the layer's total).
     """
     if edges is None:
-        from magdash.phase.omega import OMEGA_HISTOGRAM_EDGES
+        from magdash.depth_statistics.omega import OMEGA_HISTOGRAM_EDGES
 
         edges = OMEGA_HISTOGRAM_EDGES
     edges = np.asarray(edges, dtype=np.float64)
@@ -313,8 +313,8 @@ def omega_histogram_frame(
     return pd.concat(frames, ignore_index=True)
 
 
-def phase_omega_histogram(result: PhaseResult, *, merge: int = 1) -> pd.DataFrame:
-    """:func:`omega_histogram_frame` of every layer of a :class:`magdash.phase.PhaseResult`."""
+def phase_omega_histogram(result: DepthResult, *, merge: int = 1) -> pd.DataFrame:
+    """:func:`omega_histogram_frame` of every layer of a :class:`magdash.depth_statistics.DepthResult`."""
     return omega_histogram_frame(
         [item.omega for item in result.layers],
         [item.layer for item in result.layers],
@@ -373,7 +373,7 @@ def omega_heatmap(
     return style.finish(chart, style.chart_title(text, subtitle), width, height)
 
 
-def omega_figure(results: Mapping[str, PhaseResult]) -> alt.Chart:
+def omega_figure(results: Mapping[str, DepthResult]) -> alt.Chart:
     """The distribution of Omega at every layer of the trained model.
 
     Args:
@@ -404,7 +404,7 @@ def spectrum_frames(
     - spikes: rank (1 = largest), eigenvalue (the fit's n_spikes largest; none where the fit
       did not converge: a capped count marks no spikes)
     """
-    from magdash.phase.spectrum import marchenko_pastur_density, marchenko_pastur_edges
+    from magdash.depth_statistics.spectrum import marchenko_pastur_density, marchenko_pastur_edges
 
     lam = np.asarray(eigenvalues, dtype=np.float64)
     lam = np.sort(lam[np.isfinite(lam) & (lam > 0)])[::-1]
@@ -440,9 +440,9 @@ def spectrum_frames(
 
 
 def phase_spectrum_frames(
-    result: PhaseResult, layer: int, *, bins: int = 60, log_bins: bool = True
+    result: DepthResult, layer: int, *, bins: int = 60, log_bins: bool = True
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """:func:`spectrum_frames` of one layer of a :class:`magdash.phase.PhaseResult`."""
+    """:func:`spectrum_frames` of one layer of a :class:`magdash.depth_statistics.DepthResult`."""
     return spectrum_frames(
         result.sample(layer).eigenvalues,
         result.diagnostics(layer).spectrum,
@@ -556,7 +556,7 @@ def spectrum_caveat(fit) -> str | None:
     return None
 
 
-def spectrum_caveats(results: Mapping[str, PhaseResult]) -> list[Caveat]:
+def spectrum_caveats(results: Mapping[str, DepthResult]) -> list[Caveat]:
     """A caution naming every layer without a usable Marchenko–Pastur fit (none if every fit is usable).
 
     Args:
@@ -574,7 +574,7 @@ def spectrum_caveats(results: Mapping[str, PhaseResult]) -> list[Caveat]:
         "evidence of a 'solid' regime."))]
 
 
-def spectrum_figure(results: Mapping[str, PhaseResult], layer: int) -> alt.LayerChart:
+def spectrum_figure(results: Mapping[str, DepthResult], layer: int) -> alt.LayerChart:
     """One layer's covariance spectrum over its fitted Marchenko-Pastur density, with the spikes marked;
     a fit that did not converge, or that calls more than :data:`SPIKE_SHARE` of the eigenvalues spikes
     (:func:`spectrum_caveat`), draws no density, edge, threshold or spike and says why.
@@ -609,15 +609,15 @@ def spectrum_figure(results: Mapping[str, PhaseResult], layer: int) -> alt.Layer
 ISOTROPIC_SERIES = "isotropic Gaussian"
 
 
-def rank_frame(results: Mapping[str, PhaseResult], *, baseline: bool = True) -> pd.DataFrame:
+def rank_frame(results: Mapping[str, DepthResult], *, baseline: bool = True) -> pd.DataFrame:
     """Effective rank and participation ratio per layer of each series.
 
     With ``baseline``, rows of series :data:`ISOTROPIC_SERIES` give the Marchenko–Pastur
     expectations for isotropic Gaussian vectors of the first result's d and N per layer
-    (:func:`magdash.phase.spectrum.isotropic_spectrum_baseline`). Post-norm layers (no depth
+    (:func:`magdash.depth_statistics.spectrum.isotropic_spectrum_baseline`). Post-norm layers (no depth
     fraction) are left out. Columns: series, layer, gamma, effective_rank, participation_ratio.
     """
-    from magdash.phase.spectrum import isotropic_spectrum_baseline
+    from magdash.depth_statistics.spectrum import isotropic_spectrum_baseline
 
     rows = []
     for series, result in results.items():
@@ -715,7 +715,7 @@ def rank_chart(
     return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
 
 
-def rank_figure(results: Mapping[str, PhaseResult]) -> alt.LayerChart:
+def rank_figure(results: Mapping[str, DepthResult]) -> alt.LayerChart:
     """Effective rank and participation ratio by depth, with gamma_c.
 
     Args:
@@ -732,7 +732,7 @@ def rank_figure(results: Mapping[str, PhaseResult]) -> alt.LayerChart:
 # -- the per-layer table ------------------------------------------------------------------
 
 
-def phase_table(results: Mapping[str, PhaseResult], adjusted: Mapping[str, PhaseResult] | None = None) -> pd.DataFrame:
+def phase_table(results: Mapping[str, DepthResult], adjusted: Mapping[str, DepthResult] | None = None) -> pd.DataFrame:
     """Every per-layer diagnostic of every series (raw, then adjusted), with the isotropic-Gaussian
     expectations; a spike count is empty where the Marchenko-Pastur fit did not converge."""
     items = list(results.items()) + list((adjusted or {}).items())

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from magdash.controls.permutation import PermutationNull
+from magdash.controls_statistics.permutation import PermutationNull
 from magdash.probes.labels import decode
 from magdash.probes.scores import resolution
 
@@ -65,7 +65,7 @@ _PERMUTATION_STREAM = 2  # salt of the permutations' stream under the probes' se
 
 
 class PermutationDraws(PermutationNull):
-    """The permutations of the constant-error null (:class:`~magdash.controls.permutation.PermutationNull`
+    """The permutations of the constant-error null (:class:`~magdash.controls_statistics.permutation.PermutationNull`
     on a stream of their own under the probes' ``seed``), drawn once per number of fitted magnitudes
     and kept: every layer and target of a run with that many uses the same ones (as every layer uses
     the same bootstrap draws). 10,000 permutations of 1,000 magnitudes hold 40 MB. None when

@@ -17,6 +17,6 @@ model, or arrays: one path), and over a store through the one cached-result path
 - :mod:`~magdash.runs.backfill`: the metric rows of results cached before their tables existed.
 
 The statistics themselves are the array-in functions of :mod:`magdash.variability`,
-:mod:`magdash.controls`, :mod:`magdash.phase`, :mod:`magdash.frequency` and :mod:`magdash.probes`;
+:mod:`magdash.controls_statistics`, :mod:`magdash.depth_statistics`, :mod:`magdash.frequency` and :mod:`magdash.probes`;
 nothing here computes one.
 """

@@ -1,11 +1,11 @@
-"""The robustness controls of a stored model (:mod:`magdash.controls.robustness`), cached in the store.
+"""The robustness controls of a stored model (:mod:`magdash.controls_statistics.controls`), cached in the store.
 
 Variants are other stored extractions of the same model on the same stimuli (another dtype,
 weights file or token position) and the model itself on the same carriers and magnitudes in
 another number format (:func:`format_variant_set`).
 
 The carrier and permutation tables are cached under a key hashing the data fingerprint, the
-parameters and :data:`~magdash.controls.robustness.CONTROLS_VERSION`; the comparisons with the
+parameters and :data:`~magdash.controls_statistics.controls.CONTROLS_VERSION`; the comparisons with the
 variants and the ``@random`` control are cached as every comparison is
 (:func:`magdash.runs.analysis_runs.compare`).
 """
@@ -15,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from magdash.controls.controls_params import ControlsParams
-from magdash.controls.robustness import CONTROLS_VERSION, CarrierTables, ControlsResult, carrier_tables
+from magdash.controls_statistics.controls import CONTROLS_VERSION, CarrierTables, ControlsResult, carrier_tables
+from magdash.controls_statistics.controls_params import ControlsParams
 from magdash.errors import AnalysisError
 from magdash.names import control_name, is_control_name
 from magdash.params import ProgressCallback
@@ -112,14 +112,14 @@ def run_controls(
     use_cache: bool = True,
     progress: ProgressCallback | None = None,
 ) -> ControlsResult:
-    """Every control of ``model`` on ``stimuli`` (:mod:`magdash.controls.robustness`), cached: the
+    """Every control of ``model`` on ``stimuli`` (:mod:`magdash.controls_statistics.controls`), cached: the
     stored variants, number-format variants and ``@random`` control found, then :func:`controls_vectors`.
 
     Args:
         store: the :class:`~magdash.store.Store` holding the model, its variants and its control.
         model: the model's name in the store.
         stimuli: the stimulus set; None takes the model's only complete one.
-        params: the controls' parameters (:class:`~magdash.controls.robustness.ControlsParams`).
+        params: the controls' parameters (:class:`~magdash.controls_statistics.controls.ControlsParams`).
         use_cache: False recomputes the analysis, the tables and the comparisons.
         progress: called as ``progress(done_layers, total_layers)`` while the tables are computed.
 

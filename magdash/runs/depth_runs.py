@@ -1,23 +1,23 @@
-"""Depth diagnostics (:mod:`magdash.phase`) of stored number-token vectors or of every token of
+"""Depth diagnostics (:mod:`magdash.depth_statistics`) of stored number-token vectors or of every token of
 a prompt set, cached in the store.
 
 Two sources of vectors per layer:
 
-- number-token mode (:func:`phase_from_store`): the stored vectors of a stimulus set,
+- number-token mode (:func:`depth_from_store`): the stored vectors of a stimulus set,
   (n_magnitudes x n_carriers) of them per layer, read one layer at a time;
-- all-token mode (:func:`phase_from_texts`): every real token of a list of texts (carrier
-  sentences, or a document cut by :func:`magdash.phase.texts.chunk_text`), streamed from the forward
+- all-token mode (:func:`depth_from_texts`): every real token of a list of texts (carrier
+  sentences, or a document cut by :func:`magdash.depth_statistics.texts.chunk_text`), streamed from the forward
   passes by :func:`magdash.extraction.capture_all_tokens` into one
-  :class:`~magdash.phase.accumulate.LayerAccumulator` per layer, so no vector is kept.
+  :class:`~magdash.depth_statistics.accumulate.LayerAccumulator` per layer, so no vector is kept.
 
-Either way the per-layer :class:`~magdash.phase.accumulate.LayerSample` list (eigenvalues,
+Either way the per-layer :class:`~magdash.depth_statistics.accumulate.LayerSample` list (eigenvalues,
 Omega values, counts, per-dimension statistics) is cached in the store as an npz payload,
 keyed by the data's identity (stored-data fingerprint, or model fingerprint + dtype + texts
-hash + max length), the vectors' view (``PhaseParams.massive``; for ``drop`` also its
-multiple) and :data:`~magdash.phase.accumulate.PHASE_VERSION`; fits and bootstrap are recomputed
+hash + max length), the vectors' view (``DepthParams.massive``; for ``drop`` also its
+multiple) and :data:`~magdash.depth_statistics.accumulate.PHASE_VERSION`; fits and bootstrap are recomputed
 from it, and their metric rows are written once per parameter set.
 
-The ``drop`` and ``standardise`` views (:mod:`magdash.phase.massive_dims`) need the
+The ``drop`` and ``standardise`` views (:mod:`magdash.depth_statistics.massive_dims`) need the
 per-dimension statistics of all of a layer's vectors before the first vector can be
 transformed. Number tokens are all in memory, so that is one read; all-token mode keeps no
 vectors, so it takes two passes over the texts: the raw one (cached as the ``keep`` view) gives
@@ -32,12 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from magdash.errors import AnalysisError, StoreError
-from magdash.extract_params import TEXT_BATCH_SIZE
-from magdash.names import control_name
-from magdash.overflow import nonfinite_rows
-from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, ProgressCallback
-from magdash.phase.accumulate import (
+from magdash.depth_statistics.accumulate import (
     PHASE_VERSION,
     LayerAccumulator,
     LayerSample,
@@ -46,10 +41,15 @@ from magdash.phase.accumulate import (
     samples_to_bytes,
     view_adjustments,
 )
-from magdash.phase.diagnostics import PhaseResult, analyze_samples
-from magdash.phase.massive_dims import Adjustment
-from magdash.phase.phase_params import PhaseParams
-from magdash.phase.texts import chunk_text, texts_hash
+from magdash.depth_statistics.depth_params import DepthParams
+from magdash.depth_statistics.diagnostics import DepthResult, analyze_samples
+from magdash.depth_statistics.massive_dims import Adjustment
+from magdash.depth_statistics.texts import chunk_text, texts_hash
+from magdash.errors import AnalysisError, StoreError
+from magdash.extract_params import TEXT_BATCH_SIZE
+from magdash.names import control_name
+from magdash.overflow import nonfinite_rows
+from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, ProgressCallback
 from magdash.runs import rows
 from magdash.runs.cache import CachedKind, keep, lookup, result_key
 from magdash.store.vectors import VectorSource, numbered_layers
@@ -58,7 +58,7 @@ SAMPLES = CachedKind("phase", lambda cached: samples_to_bytes(*cached), samples_
 """A layer sample list with the model's block count: ``(samples, n_blocks)``."""
 
 
-def _view_key(params: PhaseParams) -> dict:
+def _view_key(params: DepthParams) -> dict:
     """The part of a sample's cache key that names its view of the vectors."""
     view = {"massive": params.massive}
     if params.massive == "drop":
@@ -66,7 +66,7 @@ def _view_key(params: PhaseParams) -> dict:
     return view
 
 
-def number_token_key(store, name: str, stimuli: str, params: PhaseParams | None = None) -> str:
+def number_token_key(store, name: str, stimuli: str, params: DepthParams | None = None) -> str:
     """The cache key of a stored model's number-token samples in the view ``params`` asks for.
 
     Args:
@@ -77,11 +77,11 @@ def number_token_key(store, name: str, stimuli: str, params: PhaseParams | None 
             enters the key.
     """
     return result_key("phase-numbers", PHASE_VERSION, data=store.data_fingerprint(name, stimuli),
-                      **_view_key(params or PhaseParams()))
+                      **_view_key(params or DepthParams()))
 
 
 def number_token_samples(source: VectorSource, progress: ProgressCallback | None = None,
-                         params: PhaseParams | None = None) -> list[LayerSample]:
+                         params: DepthParams | None = None) -> list[LayerSample]:
     """One sample per layer from the number-token vectors, reshaped to (n x c, d), each
     vector's magnitude and carrier kept as its units (the bootstrap resamples them, crossed).
 
@@ -90,7 +90,7 @@ def number_token_samples(source: VectorSource, progress: ProgressCallback | None
         progress: called as ``progress(done, total)`` while the layers are read.
         params: the depth parameters (the view of the vectors: massive keep, drop or standardise).
     """
-    params = params or PhaseParams()
+    params = params or DepthParams()
     samples = []
     for layer, vectors in numbered_layers(source):
         # number_token_sample counts and leaves out Inf/NaN vectors.
@@ -101,15 +101,15 @@ def number_token_samples(source: VectorSource, progress: ProgressCallback | None
     return samples
 
 
-def phase_from_store(
+def depth_from_store(
     store,
     name: str,
     stimuli: str | None = None,
-    params: PhaseParams | None = None,
+    params: DepthParams | None = None,
     *,
     use_cache: bool = True,
     progress: ProgressCallback | None = None,
-) -> PhaseResult:
+) -> DepthResult:
     """Depth diagnostics of a stored model's number-token vectors (:func:`depth_vectors` of
     :meth:`Store.vectors <magdash.store.Store.vectors>`).
 
@@ -117,7 +117,7 @@ def phase_from_store(
         store: the :class:`~magdash.store.Store` holding the model.
         name: the model's name in the store.
         stimuli: the stimulus set; None takes the model's only complete one.
-        params: the diagnostics' parameters (:class:`~magdash.phase.diagnostics.PhaseParams`).
+        params: the diagnostics' parameters (:class:`~magdash.depth_statistics.diagnostics.DepthParams`).
         use_cache: False recomputes the samples.
         progress: called as ``progress(done_layers, total_layers)`` while the samples are read.
     """
@@ -126,21 +126,21 @@ def phase_from_store(
 
 def depth_vectors(
     source: VectorSource,
-    params: PhaseParams | None = None,
+    params: DepthParams | None = None,
     *,
     use_cache: bool = True,
     progress: ProgressCallback | None = None,
-) -> PhaseResult:
+) -> DepthResult:
     """Depth diagnostics of a model's number-token vectors: their per-layer samples (cached in a stored
     source's store), then the fits and bootstrap of ``params`` (their metric rows written once).
 
     Args:
         source: the model's vectors.
-        params: the diagnostics' parameters (:class:`~magdash.phase.diagnostics.PhaseParams`).
+        params: the diagnostics' parameters (:class:`~magdash.depth_statistics.diagnostics.DepthParams`).
         use_cache: a stored source only: False recomputes the samples.
         progress: called as ``progress(done_layers, total_layers)`` while the samples are read.
     """
-    params = params or PhaseParams()
+    params = params or DepthParams()
     store = source.store
     key = None if store is None else number_token_key(store, source.name, source.stimuli_name, params)
     cached = lookup(store, SAMPLES, key) if store is not None and use_cache else None
@@ -159,8 +159,8 @@ def depth_vectors(
     return result
 
 
-def stored_control(store, name: str, stimuli: str | None = None, params: PhaseParams | None = None,
-                   **options) -> PhaseResult:
+def stored_control(store, name: str, stimuli: str | None = None, params: DepthParams | None = None,
+                   **options) -> DepthResult:
     """The same diagnostics for the stored ``@random`` control of ``name``.
 
     Args:
@@ -168,7 +168,7 @@ def stored_control(store, name: str, stimuli: str | None = None, params: PhasePa
         name: the trained model's name; its control is ``name@random``.
         stimuli: the stimulus set; None takes the control's only complete one.
         params: the depth parameters.
-        options: passed on to :func:`phase_from_store` (``use_cache``, ``progress``).
+        options: passed on to :func:`depth_from_store` (``use_cache``, ``progress``).
     """
     control = control_name(name)
     if control not in store.model_names():
@@ -177,7 +177,7 @@ def stored_control(store, name: str, stimuli: str | None = None, params: PhasePa
             f"an extraction with model='{control}' on the same stimuli",
             parameters=("model",),
         )
-    return phase_from_store(store, control, stimuli, params, **options)
+    return depth_from_store(store, control, stimuli, params, **options)
 
 
 def all_token_samples(
@@ -196,7 +196,7 @@ def all_token_samples(
     (:func:`magdash.extraction.capture_all_tokens`), and the number left out is in each sample.
     Each token's text is kept as its unit (``unit``), so that the bootstrap resamples texts.
 
-    With ``adjustments`` (layer -> :class:`~magdash.phase.massive_dims.Adjustment`, from a raw
+    With ``adjustments`` (layer -> :class:`~magdash.depth_statistics.massive_dims.Adjustment`, from a raw
     pass) each layer's vectors are transformed into that view before they are accumulated.
 
     Args:
@@ -261,7 +261,7 @@ def document_chunks(loaded, text: str, max_length: int | None = None) -> list[st
     return chunks
 
 
-def phase_from_texts(
+def depth_from_texts(
     model,
     texts: Sequence[str] | str,
     *,
@@ -270,18 +270,18 @@ def phase_from_texts(
     device: str = DEFAULT_DEVICE,
     batch_size: int = TEXT_BATCH_SIZE,
     max_length: int | None = None,
-    params: PhaseParams | None = None,
+    params: DepthParams | None = None,
     use_cache: bool = True,
     progress: ProgressCallback | None = None,
     keep_first_position: bool = False,
-) -> PhaseResult:
+) -> DepthResult:
     """All-token diagnostics of a model (spec or LoadedModel) over prompts or one document.
 
     ``texts`` is a list of prompts used as they are (carrier sentences, say), or a single
     string: a document, cut to the model's context by :func:`document_chunks`. Each chunk
     starts with the model's BOS (prepended where its tokenizer adds none), and the token at a
     chunk's first position, the attention sink, is left out unless ``keep_first_position``
-    (:attr:`PhaseResult.first_position_left_out` counts them). With a store, the samples are
+    (:attr:`DepthResult.first_position_left_out` counts them). With a store, the samples are
     looked up before any weights are loaded and stored afterwards; the ``drop``/``standardise``
     views reuse a cached raw pass when there is one.
 
@@ -302,7 +302,7 @@ def phase_from_texts(
     from magdash.environment import transformers_version
     from magdash.sources import resolve_model
 
-    params = params or PhaseParams()
+    params = params or DepthParams()
     is_loaded = not isinstance(model, str)
     source = model.source if is_loaded else resolve_model(model)
     dtype = model.dtype if is_loaded else dtype

@@ -1,10 +1,10 @@
-"""The study-design simulator (:mod:`magdash.controls.design`) calibrated on a stored model, cached."""
+"""The study-design simulator (:mod:`magdash.controls_statistics.design`) calibrated on a stored model, cached."""
 
 from __future__ import annotations
 
-from magdash.controls.controls_params import DesignParams, calibration_params, require_raw_vectors
-from magdash.controls.design import DESIGN_VERSION, DesignResult, calibrate, simulate_design
-from magdash.controls.simulate import Calibration
+from magdash.controls_statistics.controls_params import DesignParams, calibration_params, require_raw_vectors
+from magdash.controls_statistics.design import DESIGN_VERSION, DesignResult, calibrate, simulate_design
+from magdash.controls_statistics.simulate import Calibration
 from magdash.params import ProgressCallback
 from magdash.runs import rows
 from magdash.runs.analysis_runs import analyze_vectors
@@ -35,7 +35,7 @@ def calibrate_on(store, model: str, stimuli: str | None = None,
 def calibration(source: VectorSource, analysis_params: AnalysisParams | None = None) -> Calibration:
     """The noise of the core layers of a model's vectors, from the vectors and their analysis (cached
     for a stored source) of the calibration measure without bootstrap
-    (:func:`~magdash.controls.controls_params.calibration_params`, :func:`magdash.controls.design.calibrate`).
+    (:func:`~magdash.controls_statistics.controls_params.calibration_params`, :func:`magdash.controls_statistics.design.calibrate`).
 
     Args:
         source: the model's vectors.
@@ -78,7 +78,7 @@ def run_design(
         store: the :class:`~magdash.store.Store` holding the model.
         model: the model whose noise calibrates the simulation.
         stimuli: its stimulus set; None takes the model's only complete one.
-        params: the design (:class:`~magdash.controls.design.DesignParams`).
+        params: the design (:class:`~magdash.controls_statistics.design.DesignParams`).
         analysis_params: the analysis the calibration reads (its massive view must be ``keep``).
         use_cache: False recomputes and replaces the cached design.
         progress: called as ``progress(done, total)`` over the simulation's grid points.
@@ -100,7 +100,7 @@ def design_vectors(
 
     Args:
         source: the vectors whose noise calibrates the simulation.
-        params: the design (:class:`~magdash.controls.design.DesignParams`).
+        params: the design (:class:`~magdash.controls_statistics.design.DesignParams`).
         analysis_params: the analysis the calibration reads (its massive view must be ``keep``).
         use_cache: a stored source only: False recomputes and replaces the cached design.
         progress: called as ``progress(done, total)`` over the simulation's grid points.

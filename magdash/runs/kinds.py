@@ -27,15 +27,15 @@ from typing import Any
 
 import pandas as pd
 
-from magdash.controls.controls_params import ControlsParams, DesignParams
-from magdash.controls.design import DESIGN_VERSION, DesignResult
-from magdash.controls.robustness import CONTROLS_VERSION, ControlsResult
+from magdash.controls_statistics.controls import CONTROLS_VERSION, ControlsResult
+from magdash.controls_statistics.controls_params import ControlsParams, DesignParams
+from magdash.controls_statistics.design import DESIGN_VERSION, DesignResult
+from magdash.depth_statistics.accumulate import PHASE_VERSION
+from magdash.depth_statistics.depth_params import DepthParams
+from magdash.depth_statistics.diagnostics import DepthResult
 from magdash.formatting import format_number
 from magdash.frequency.e5 import E5_VERSION
 from magdash.frequency.e5_params import E5Params
-from magdash.phase.accumulate import PHASE_VERSION
-from magdash.phase.diagnostics import PhaseResult
-from magdash.phase.phase_params import PhaseParams
 from magdash.probes.probe_params import ProbeParams
 from magdash.probes.result import PROBE_VERSION, ProbeResult
 from magdash.runs import analysis_runs, controls_runs, depth_runs, design_runs, frequency_runs, probe_runs
@@ -176,7 +176,7 @@ def _describe_analysis(result: AnalysisResult) -> str:
     return f"mean core alpha ({measure}) {format_number(result.hypotheses[measure].mean_alpha, '+.3f')}"
 
 
-def _describe_phase(result: PhaseResult) -> str:
+def _describe_phase(result: DepthResult) -> str:
     return f"gamma_c {format_number(result.gamma_c, '.3f')}"
 
 
@@ -211,10 +211,10 @@ register_analysis_kind(AnalysisKind(
     dashboard_key="magdash.dashboard.keys:ComparisonKey", report_section="analysis_sections",
 ))
 register_analysis_kind(AnalysisKind(
-    "phase", PhaseParams, PHASE_VERSION, PhaseResult, depth_runs.depth_vectors, depth_runs.phase_from_store,
+    "phase", DepthParams, PHASE_VERSION, DepthResult, depth_runs.depth_vectors, depth_runs.depth_from_store,
     depth_runs.SAMPLES, "depth", "depth",
     task=SweepTask("depth", lambda *cell: [depth_runs.number_token_key(*cell)], _describe_phase),
-    dashboard_key="magdash.dashboard.keys:PhaseKey", report_section="depth_section", metric_kind="phase-diagnostics",
+    dashboard_key="magdash.dashboard.keys:DepthKey", report_section="depth_section", metric_kind="phase-diagnostics",
 ))
 register_analysis_kind(AnalysisKind(
     "controls", ControlsParams, CONTROLS_VERSION, ControlsResult, controls_runs.controls_vectors,

@@ -19,9 +19,9 @@ from magdash.jsonio import to_jsonable
 from magdash.variability.analysis import FIT_COLUMNS
 
 if TYPE_CHECKING:
-    from magdash.controls.design import DesignResult
-    from magdash.controls.robustness import CarrierTables
-    from magdash.phase.diagnostics import PhaseResult
+    from magdash.controls_statistics.controls import CarrierTables
+    from magdash.controls_statistics.design import DesignResult
+    from magdash.depth_statistics.diagnostics import DepthResult
     from magdash.probes.result import ProbeResult
     from magdash.variability.analysis import AnalysisResult
     from magdash.variability.compare import ComparisonResult
@@ -163,7 +163,7 @@ def e5_rows(table: pd.DataFrame, identity: Mapping[str, object]) -> Rows:
             .assign(n_boot=identity["n_boot"], seed=identity["seed"])}
 
 
-def phase_rows(result: PhaseResult, stimuli: str) -> Rows:
+def phase_rows(result: DepthResult, stimuli: str) -> Rows:
     """Depth diagnostics of ``result.model`` on ``stimuli`` as rows of ``phase_layers``,
     ``phase_transitions`` and ``phase_jumps``.
 
@@ -171,7 +171,7 @@ def phase_rows(result: PhaseResult, stimuli: str) -> Rows:
         result: the depth diagnostics.
         stimuli: the stimulus set they were computed on.
     """
-    from magdash.phase.diagnostics import layer_frame
+    from magdash.depth_statistics.diagnostics import layer_frame
 
     identity = {"model": result.model, "stimuli": stimuli, "massive": result.params.massive}
     layers = with_identity(layer_frame(result).drop(columns="model"), identity)

@@ -63,12 +63,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from magdash.controls.controls_params import ControlsParams
+from magdash.controls_statistics.controls_params import ControlsParams
+from magdash.depth_statistics.depth_params import DepthParams
 from magdash.errors import MagdashError, PlanError
 from magdash.extract_params import DEFAULT_BATCH_SIZE, DEFAULT_PADDING_SIDE, PADDING_SIDES
 from magdash.names import default_name
 from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, DTYPES
-from magdash.phase.phase_params import PhaseParams
 from magdash.probes.probe_params import ProbeParams
 from magdash.stimuli import (
     DEFAULT_NUMBER_FORMAT,
@@ -190,7 +190,7 @@ class SweepPlan:
     device: str = DEFAULT_DEVICE
     model_cache: str | None = None  # None: magdash.sources.gguf.model_cache_dir's default
     analysis: AnalysisParams = field(default_factory=AnalysisParams)
-    depth: PhaseParams = field(default_factory=PhaseParams)
+    depth: DepthParams = field(default_factory=DepthParams)
     controls: ControlsParams | None = None  # None: the defaults over ``analysis``
     probe: ProbeParams = field(default_factory=ProbeParams)
 
@@ -199,7 +199,7 @@ class SweepPlan:
         """The controls' params; their analysis is always the plan's."""
         return self.controls or ControlsParams(analysis=self.analysis)
 
-    def params_for(self, task: str) -> AnalysisParams | PhaseParams | ControlsParams | ProbeParams:
+    def params_for(self, task: str) -> AnalysisParams | DepthParams | ControlsParams | ProbeParams:
         """The parameters of an analysis task: the plan's table of that name (``[analyze]``, ``[depth]``,
         ``[controls]``, ``[probe]``).
 
@@ -280,7 +280,7 @@ def parse_plan(document: Mapping[str, Any], folder: Path, task_kinds: Mapping[st
         device=_text(document.get("device", DEFAULT_DEVICE), "device"),
         model_cache=str(folder / _text(document["model_cache"], "model_cache")) if "model_cache" in document else None,
         analysis=analysis,
-        depth=_params(PhaseParams, document.get("depth", {}), "depth"),
+        depth=_params(DepthParams, document.get("depth", {}), "depth"),
         controls=_controls(document, tasks, analysis),
         probe=_probe(document, tasks),
     )

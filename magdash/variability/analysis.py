@@ -42,13 +42,13 @@ import numpy as np
 import pandas as pd
 
 from magdash.caveats import Caveat, Severity, lines, ranked
+from magdash.depth_statistics.massive_dims import DimensionStats, find_massive
 from magdash.errors import AnalysisError
 from magdash.formatting import format_number, layer_span
 from magdash.jsonio import frame_to_plain
 from magdash.norm_outliers import outsized_warning
 from magdash.overflow import count_nonfinite, nonfinite_warning
 from magdash.params import ProgressCallback, ranges
-from magdash.phase.massive_dims import DimensionStats, find_massive
 from magdash.result_codec import PayloadCodec, not_stored, stored_as
 from magdash.significance import statistic_and_p, unreachable_note
 from magdash.tokenization import DigitSplitting, NumberTokens, per_magnitude

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from magdash.depth_statistics.massive_dims import MASSIVE_DEFAULT, MASSIVE_RATIO, check_massive
 from magdash.errors import AnalysisError
 from magdash.params import DEFAULT_CI, DEFAULT_N_BOOT, comma_separated, layer_tuple, option, parse_pair, seed_problem
-from magdash.phase.massive_dims import MASSIVE_DEFAULT, MASSIVE_RATIO, check_massive
 from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH, Conventions, get_conventions
 from magdash.variability.measures import MEASURES, OUTLIER_RULE_MEASURES, PRIMARY_MEASURES
 
@@ -149,7 +149,7 @@ class AnalysisParams:
         "alpha's confidence interval: studentized bootstrap, percentile (the paper's), bca, or t (no "
         "resampling); docs/science.md gives their coverage", choices=CI_METHODS,
         default_text="the conventions': studentized, or percentile with conventions='paper'"))
-    # "drop": every layer's massive-activation dimensions (magdash.phase.massive_dims: mean |h_j|
+    # "drop": every layer's massive-activation dimensions (magdash.depth_statistics.massive_dims: mean |h_j|
     # above massive_ratio x the median over j) are removed before any measure is computed.
     massive: str = field(default=MASSIVE_DEFAULT, metadata=option(
         "keep the massive-activation dimensions, or drop them from every layer first", choices=("keep", "drop")))

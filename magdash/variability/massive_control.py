@@ -1,6 +1,6 @@
 """Alpha with the massive-activation dimensions dropped, as a control beside the raw alpha.
 
-A handful of massive dimensions (:mod:`magdash.phase.massive_dims`) can hold most of ||h||^2, so
+A handful of massive dimensions (:mod:`magdash.depth_statistics.massive_dims`) can hold most of ||h||^2, so
 every variability measure of the raw vectors is partly a measure of those few coordinates.
 The control reruns the same analysis (same parameters, seed and core band) on the vectors
 without each layer's massive dimensions and sets the two alphas side by side: a conclusion

@@ -6,7 +6,7 @@ adjacent layers agree far more than independent measurements would, and a test t
 layers as replications (a t-test or a Wilcoxon signed-rank test over the core layers, the paper's
 H1 and E6, Cacioli 2026, arXiv 2604.04469) counts one observation many times: with the layer
 correlation of MiniLM its real size is about 0.41 (t-test, 16 layers) to 0.80 (Wilcoxon) for a
-nominal 0.025-0.05 (the Design page's simulation, :mod:`magdash.controls.design`). What was
+nominal 0.025-0.05 (the Design page's simulation, :mod:`magdash.controls_statistics.design`). What was
 sampled, and what a replication would draw again, is the stimuli.
 
 One resample b draws, with replacement and independently, C of the C carriers (counts

@@ -123,10 +123,10 @@ def e5_for(key: dashboard.E5Key) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def phase_for(key: dashboard.PhaseKey):
-    from magdash.runs.depth_runs import phase_from_store
+def depth_for(key: dashboard.DepthKey):
+    from magdash.runs.depth_runs import depth_from_store
 
-    return phase_from_store(store_for(key.store), key.model, key.stimuli, key.params)
+    return depth_from_store(store_for(key.store), key.model, key.stimuli, key.params)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -155,7 +155,7 @@ _RESOLVERS: dict[type, Callable[[Any], Any]] = {
     controls_page.ControlsKey: controls_for,
     probes_page.ProbeKey: probe_for,
     controls_page.DesignKey: design_for,
-    dashboard.PhaseKey: phase_for,
+    dashboard.DepthKey: depth_for,
     dashboard.AnalysisKey: analysis_for,
     dashboard.ComparisonKey: comparison_for,
     dashboard.LayerKey: layer_for,

@@ -170,7 +170,7 @@ def report_button(context: AppContext) -> None:
             return reports.analysis_report(
                 store, list(keys), view.stimuli, {name: key.params for name, key in keys.items()},
                 comparisons=[comparison_for(comparison)] if comparison is not None else [], focus=view.model,
-                measure=view.measure, layer=layer, depth=dashboard.phase_params(view), source=reports.REPORT_SOURCE,
+                measure=view.measure, layer=layer, depth=dashboard.depth_params(view), source=reports.REPORT_SOURCE,
                 probes=probes_page.probe_params(view), extra_sections=extra, view=query,
             )
         except MagdashError as error:  # a download cannot show st.error: say it in the file

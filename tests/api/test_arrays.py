@@ -99,8 +99,8 @@ def test_compare_on_arrays_equals_compare_in_the_store(filled, arrays):
 @pytest.mark.slow
 def test_robustness_on_arrays_equals_the_controls_in_the_store(filled, arrays):
     params = md.ControlsParams(analysis=FAST, n_perm=200)
-    stored = md.robustness(filled, "model", params=params, variants=["model:other"])
-    direct = md.robustness(arrays["model"], params=params, random=arrays["model@random"],
+    stored = md.controls(filled, "model", params=params, variants=["model:other"])
+    direct = md.controls(arrays["model"], params=params, random=arrays["model@random"],
                            variants={"model:other": arrays["model:other"]})
     for table in ("loo", "icc", "permutation"):
         assert_same_frame(getattr(direct.tables, table), getattr(stored.tables, table))

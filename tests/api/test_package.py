@@ -35,7 +35,7 @@ def test_importing_magdash_loads_no_numerical_library():
 
 @pytest.mark.slow
 def test_a_notebook_analysing_a_store_never_loads_torch():
-    loaded = loaded_after("import magdash as md\nmd.analyze, md.compare, md.robustness, md.depth, md.charts, "
+    loaded = loaded_after("import magdash as md\nmd.analyze, md.compare, md.controls, md.depth, md.charts, "
                           "md.Store, md.number_prompts, md.from_transformer_lens")
     assert "pandas" in loaded and "altair" in loaded
     assert not {"torch", "transformers", "streamlit"} & set(loaded)

@@ -45,7 +45,7 @@ def results(tmp_path_factory):
         "analysis": analysis,
         "stored": md.analyze(store, "m", params=FAST),
         "comparison": md.compare(store, "m", "m@random", params=FAST),
-        "controls": md.robustness(store, "m", params=md.ControlsParams(analysis=FAST, n_perm=100)),
+        "controls": md.controls(store, "m", params=md.ControlsParams(analysis=FAST, n_perm=100)),
         "design": md.design(model, params=md.DesignParams(n_studies=20, n_points=2, n_boot=0, carrier_grid=(3,),
                                                           magnitude_grid=(8,))),
         "depth": md.depth(model, n_boot=30),

@@ -10,21 +10,21 @@ import pytest
 
 from magdash.cli import build_parser, main
 from magdash.cli.options import add_params_options, flag_of, params_from_args
-from magdash.controls.controls_params import ControlsParams, DesignParams
+from magdash.controls_statistics.controls_params import ControlsParams, DesignParams
+from magdash.depth_statistics.depth_params import DepthParams
 from magdash.errors import MagdashError
 from magdash.extract_params import ExtractParams
 from magdash.params import OPTION_KEY
-from magdash.phase.phase_params import PhaseParams
 from magdash.probes.probe_params import ProbeParams
 from magdash.sweep.sweep_params import SweepParams
 from magdash.variability.analysis_params import AnalysisParams
 
-PARAMS = (AnalysisParams, ControlsParams, DesignParams, PhaseParams, ExtractParams, SweepParams, ProbeParams)
+PARAMS = (AnalysisParams, ControlsParams, DesignParams, DepthParams, ExtractParams, SweepParams, ProbeParams)
 COMMANDS = {  # command line -> (params class, prefix, fields set by the command itself)
     ("analyze", "--model", "m"): (AnalysisParams, "", {}),
     ("controls", "--model", "m"): (ControlsParams, "controls_", {"analysis": AnalysisParams()}),
     ("design", "--model", "m"): (DesignParams, "design_", {}),
-    ("depth", "--model", "m"): (PhaseParams, "", {}),
+    ("depth", "--model", "m"): (DepthParams, "", {}),
     ("probe", "--model", "m"): (ProbeParams, "probe_", {}),
     ("extract", "--model", "m"): (ExtractParams, "", {}),
     ("sweep", "plan.toml"): (SweepParams, "", {}),

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from magdash.cli import main
-from magdash.controls.carriers import carrier_icc, cosine_rdm, icc_consistency
-from magdash.controls.controls_params import ControlsParams
-from magdash.controls.permutation import PermutationNull
-from magdash.controls.variants import VariantSummary, random_problem
+from magdash.controls_statistics.carriers import carrier_icc, cosine_rdm, icc_consistency
+from magdash.controls_statistics.controls_params import ControlsParams
+from magdash.controls_statistics.permutation import PermutationNull
+from magdash.controls_statistics.variants import VariantSummary, random_problem
 from magdash.errors import AnalysisError, MagdashError
 from magdash.runs.analysis_runs import analyze, compare
 from magdash.runs.controls_runs import run_controls

@@ -10,8 +10,8 @@ import pytest
 from scipy import stats
 
 from magdash.cli import main
-from magdash.controls.controls_params import DesignParams
-from magdash.controls.design import (
+from magdash.controls_statistics.controls_params import DesignParams
+from magdash.controls_statistics.design import (
     Simulator,
     crossing,
     participation_ratio,
@@ -20,7 +20,7 @@ from magdash.controls.design import (
     size_adjusted_rate,
     wilson,
 )
-from magdash.controls.simulate import Calibration, CarrierScatter
+from magdash.controls_statistics.simulate import Calibration, CarrierScatter
 from magdash.errors import AnalysisError
 from magdash.runs.design_runs import calibrate_on, design_key, run_design
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES

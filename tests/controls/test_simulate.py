@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from magdash.controls.simulate import Calibration, CarrierScatter, draw_log_v, draw_vectors, fit_alphas
+from magdash.controls_statistics.simulate import Calibration, CarrierScatter, draw_log_v, draw_vectors, fit_alphas
 from magdash.errors import AnalysisError
 from magdash.stimuli import PAPER_MAGNITUDES
 from magdash.variability.analysis import run_analysis

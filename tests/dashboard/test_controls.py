@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from magdash import dashboard, reports
-from magdash.controls.controls_params import ControlsParams, DesignParams
+from magdash.controls_statistics.controls_params import ControlsParams, DesignParams
 from magdash.dashboard import controls_page as dc
 from magdash.errors import MagdashError
 from magdash.presentation import controls_figures as cf

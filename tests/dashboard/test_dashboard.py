@@ -245,7 +245,7 @@ def test_suffixed_models_default_to_their_own_control(tmp_path):
     inventory = dashboard.read_inventory(store)
     view, _ = dashboard.reconcile_view(dashboard.ViewState(store=str(store.path), model="minilm:float16:first"), inventory)
     assert view.other == "minilm@random:float16:first"
-    keys = dashboard.phase_keys(view, inventory)
+    keys = dashboard.depth_keys(view, inventory)
     assert keys[dashboard.CONTROL_SERIES].model == "minilm@random:float16:first"
 
 
@@ -756,7 +756,7 @@ def test_the_report_holds_figures_verdicts_and_the_manifest(planted, planted_vie
     document = reports.analysis_report(
         planted, list(keys), view.stimuli, {n: key.params for n, key in keys.items()},
         comparisons=[compare(planted, comparison.model_a, comparison.model_b, comparison.stimuli, comparison.params)],
-        view={"model": "planted"}, focus="planted", layer=2, depth=dashboard.phase_params(view),
+        view={"model": "planted"}, focus="planted", layer=2, depth=dashboard.depth_params(view),
         source=reports.REPORT_SOURCE)
     manifest = report.extract_manifest(document)
     assert [m["name"] for m in manifest["models"]] == ["planted", "flat@random"]

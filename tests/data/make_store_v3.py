@@ -28,8 +28,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(1, str(HERE.parent.parent))
 
-from magdash.controls.run import ControlsParams, run_controls  # noqa: E402
-from magdash.phase.run import phase_from_store  # noqa: E402
+from magdash.controls_statistics.run import ControlsParams, run_controls  # noqa: E402
+from magdash.depth_statistics.run import depth_from_store  # noqa: E402
 from magdash.store import SCHEMA_VERSION, Store  # noqa: E402
 from magdash.store.npz import import_arrays  # noqa: E402
 from magdash.variability.analysis import AnalysisParams, analyze, compare  # noqa: E402
@@ -59,7 +59,7 @@ def main(out: Path) -> None:
         expected["delta_eucl"] = comparison.measures["eucl"].layers["delta"].tolist()
         controls = run_controls(store, "base", "tiny", ControlsParams(analysis=fast, n_perm=50))
         expected["icc"] = controls.tables.icc["icc"].tolist()
-        phase_from_store(store, "base", "tiny")
+        depth_from_store(store, "base", "tiny")
         (out / "store_v3_expected.json").write_text(json.dumps(expected, indent=1) + "\n")
         with open(work / "store.duckdb", "rb") as source, gzip.open(out / "store_v3.duckdb.gz", "wb", 9) as target:
             shutil.copyfileobj(source, target)

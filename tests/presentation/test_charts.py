@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 import vl_convert as vlc
 
+from magdash.depth_statistics.omega import OMEGA_HISTOGRAM_EDGES, summarize_omega
+from magdash.depth_statistics.spectrum import fit_spectrum, gram_eigenvalues
 from magdash.errors import AnalysisError
 from magdash.formatting import layer_span
-from magdash.phase.omega import OMEGA_HISTOGRAM_EDGES, summarize_omega
-from magdash.phase.spectrum import fit_spectrum, gram_eigenvalues
 from magdash.presentation import chart_style as style
 from magdash.presentation import compare_figures, depth_figures, scaling_figures, tokenization_figures, weber_figures
 from magdash.presentation import frequency_figures as ff
@@ -609,10 +609,10 @@ def test_rank_chart_lines_per_series_and_quantity():
 @pytest.fixture(scope="module")
 def phase_result():
     """Diagnostics of 3 depth layers plus a post-norm extra layer (no depth fraction)."""
-    from magdash.phase.accumulate import LayerSample
-    from magdash.phase.diagnostics import analyze_samples
-    from magdash.phase.omega import omega
-    from magdash.phase.phase_params import PhaseParams
+    from magdash.depth_statistics.accumulate import LayerSample
+    from magdash.depth_statistics.depth_params import DepthParams
+    from magdash.depth_statistics.diagnostics import analyze_samples
+    from magdash.depth_statistics.omega import omega
 
     rng = np.random.default_rng(3)
     samples = []
@@ -620,7 +620,7 @@ def phase_result():
         vectors = rng.normal(size=(300, 16))
         vectors[:, : layer + 1] *= 1 + 4 * layer  # sparser, more spiked with depth
         samples.append(LayerSample(layer, 16, 300, gram_eigenvalues(vectors), omega(vectors).astype(np.float32)))
-    return analyze_samples(samples, n_blocks=2, params=PhaseParams(n_boot=50), model="tiny")
+    return analyze_samples(samples, n_blocks=2, params=DepthParams(n_boot=50), model="tiny")
 
 
 def test_phase_result_adapters_feed_the_depth_charts(phase_result):

@@ -18,14 +18,14 @@ import pandas as pd
 import pytest
 
 from magdash.cli import main
-from magdash.controls.controls_params import ControlsParams
+from magdash.controls_statistics.controls_params import ControlsParams
 from magdash.errors import StoreError
 from magdash.frequency import FrequencySource
 from magdash.runs import rows
 from magdash.runs.analysis_runs import analyze, compare
 from magdash.runs.backfill import backfill_store
 from magdash.runs.controls_runs import run_controls
-from magdash.runs.depth_runs import phase_from_store
+from magdash.runs.depth_runs import depth_from_store
 from magdash.runs.frequency_runs import e5_from_store
 from magdash.store import SCHEMA_VERSION, Store, metrics, schema
 from magdash.store.npz import import_arrays
@@ -148,12 +148,12 @@ def test_controls_e5_and_phase_are_written(two_models):
         np.testing.assert_array_equal(e5[column], table[column])
     assert set(e5["source"]) == {"planted-counts"} and set(e5["n_boot"]) == {50}
 
-    result = phase_from_store(two_models, "base", "planted")
+    result = depth_from_store(two_models, "base", "planted")
     phase = rows_of(two_models, "phase_layers")
     np.testing.assert_array_equal(phase["omega_mean"], [item.omega.mean for item in result.layers])
     transitions = rows_of(two_models, "phase_transitions").set_index("curve")
     assert transitions.loc["omega", "gamma_c"] == result.order.gamma_c
-    phase_from_store(two_models, "base", "planted")  # a second view writes no second copy
+    depth_from_store(two_models, "base", "planted")  # a second view writes no second copy
     assert len(rows_of(two_models, "phase_layers")) == len(result.layers)
 
 

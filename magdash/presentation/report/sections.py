@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from magdash.depth_statistics.diagnostics import DepthResult
 from magdash.errors import AnalysisError
 from magdash.formatting import format_number, layer_span
 from magdash.frequency.sources import FrequencySource
-from magdash.phase.diagnostics import PhaseResult
 from magdash.presentation import (
     compare_figures,
     controls_figures,
@@ -209,7 +209,7 @@ def _comparison_section(comparison: Any, measure: str) -> ReportSection:
 
 
 def controls_section(result: Any, measure: str) -> ReportSection:
-    """The robustness controls of one model (:class:`magdash.controls.ControlsResult`) for ``measure``."""
+    """The robustness controls of one model (:class:`magdash.controls_statistics.ControlsResult`) for ``measure``."""
     label = measure_title(measure)
     figures: list[tuple[str, Any]] = [
         (f"Leave one carrier out, {label}", controls_figures.loo_figure(result, measure)),
@@ -237,7 +237,7 @@ def controls_section(result: Any, measure: str) -> ReportSection:
 
 
 def design_section(result: Any) -> ReportSection:
-    """The study-design simulator's curves (:class:`magdash.controls.design.DesignResult`)."""
+    """The study-design simulator's curves (:class:`magdash.controls_statistics.design.DesignResult`)."""
     params, summary = result.params, result.summary()
     return ReportSection(
         "Study design (simulated)",
@@ -321,7 +321,7 @@ def e5_section(result: AnalysisResult, e5: pd.DataFrame, source: FrequencySource
     )
 
 
-def depth_section(depth: Mapping[str, PhaseResult], dropped: Mapping[str, PhaseResult], layer: int,
+def depth_section(depth: Mapping[str, DepthResult], dropped: Mapping[str, DepthResult], layer: int,
                   label: str) -> ReportSection:
     """The Depth page: the diagnostics of the trained model and its control (``depth``: series ->
     result), raw and without the massive dimensions (``dropped``), the spectrum at ``layer``

@@ -1,6 +1,6 @@
 """The study-design simulator: what can a study of this size detect?
 
-Synthetic studies are drawn from the generative model of :mod:`magdash.controls.simulate` with
+Synthetic studies are drawn from the generative model of :mod:`magdash.controls_statistics.simulate` with
 a planted alpha and noise calibrated from a model's vectors (:func:`calibrate`; over a store and cached:
 :func:`magdash.runs.design_runs.run_design`), for a design
 (:class:`DesignParams`: magnitudes, carriers, core layers), and analysed as the analysis engine
@@ -43,8 +43,8 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from magdash.controls.controls_params import CALIBRATION_MEASURE, DesignParams
-from magdash.controls.simulate import MAX_DIMENSION, Calibration, CarrierScatter, draw_log_v, fit_alphas
+from magdash.controls_statistics.controls_params import CALIBRATION_MEASURE, DesignParams
+from magdash.controls_statistics.simulate import MAX_DIMENSION, Calibration, CarrierScatter, draw_log_v, fit_alphas
 from magdash.errors import AnalysisError
 from magdash.formatting import format_number
 from magdash.params import ProgressCallback
@@ -397,7 +397,7 @@ def participation_ratio(deviations: np.ndarray) -> float:
 
 
 def calibrate(result, layers: Iterable[tuple[int, np.ndarray]], n_carriers: int) -> Calibration:
-    """The noise of a model's core layers (:mod:`magdash.controls.simulate`) from its analysis.
+    """The noise of a model's core layers (:mod:`magdash.controls_statistics.simulate`) from its analysis.
 
     Args:
         result: the model's :class:`~magdash.variability.analysis.AnalysisResult` of V_eucl

@@ -11,11 +11,11 @@ import pytest
 from magdash import dashboard
 from magdash.cli import build_parser, main
 from magdash.cli.options import params_from_args
+from magdash.depth_statistics.depth_params import DepthParams
+from magdash.depth_statistics.omega import isotropic_omega_mean
 from magdash.names import control_name
 from magdash.params import DEFAULT_N_BOOT
-from magdash.phase.omega import isotropic_omega_mean
-from magdash.phase.phase_params import PhaseParams
-from magdash.runs.depth_runs import phase_from_store, phase_from_texts
+from magdash.runs.depth_runs import depth_from_store, depth_from_texts
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 
 LAYER_KEYS = {"layer", "gamma", "omega_mean", "dip_p", "n_spikes", "mp_edge", "sigma2",
@@ -97,14 +97,14 @@ def test_missing_control_and_text_output(store, capsys):
 
 @pytest.mark.slow
 def test_the_cli_and_the_app_give_gamma_c_the_same_interval(phase_store, capsys):
-    # Both take their phase parameters from PhaseParams: the same resamples, so the same interval.
-    cli = params_from_args(PhaseParams, build_parser().parse_args(["depth", "--model", "planted"]))
+    # Both take their phase parameters from DepthParams: the same resamples, so the same interval.
+    cli = params_from_args(DepthParams, build_parser().parse_args(["depth", "--model", "planted"]))
     inventory = dashboard.read_inventory(phase_store)
     view, _ = dashboard.reconcile_view(dashboard.ViewState(store=str(phase_store.path), model="planted"), inventory)
-    app = dashboard.phase_keys(view, inventory)[dashboard.TRAINED_SERIES].params
-    assert cli == app == PhaseParams() and cli.n_boot == DEFAULT_N_BOOT
+    app = dashboard.depth_keys(view, inventory)[dashboard.TRAINED_SERIES].params
+    assert cli == app == DepthParams() and cli.n_boot == DEFAULT_N_BOOT
     assert main(["depth", "--model", "planted", "--store", str(phase_store.path)]) == 0
-    order = phase_from_store(phase_store, "planted", params=app).order
+    order = depth_from_store(phase_store, "planted", params=app).order
     expected = (f"(95% bootstrap interval {order.low:.3f}-{order.high:.3f}, {DEFAULT_N_BOOT} resamples of "
                 "26 magnitudes x 5 carriers, each with all of its vectors)")
     out = capsys.readouterr().out
@@ -112,14 +112,14 @@ def test_the_cli_and_the_app_give_gamma_c_the_same_interval(phase_store, capsys)
 
 
 def test_results_are_cached_in_the_store(phase_store, monkeypatch):
-    first = phase_from_store(phase_store, "planted", params=PhaseParams(n_boot=0))
+    first = depth_from_store(phase_store, "planted", params=DepthParams(n_boot=0))
 
     def no_reading(*_args, **_kwargs):
         raise AssertionError("vectors read although the samples are cached")
 
     monkeypatch.setattr(type(phase_store), "read_layer", no_reading)
     monkeypatch.setattr(type(phase_store), "read_layers", no_reading)
-    again = phase_from_store(phase_store, "planted", params=PhaseParams(n_boot=0))
+    again = depth_from_store(phase_store, "planted", params=DepthParams(n_boot=0))
     for before, after in zip(first.samples, again.samples, strict=True):
         np.testing.assert_array_equal(before.eigenvalues, after.eigenvalues)
 
@@ -139,7 +139,7 @@ def test_prompts_run_every_token_through_the_model(tiny_llama, tmp_path, capsys,
     assert payload["layers"][4]["gamma"] is None
     assert math.isfinite(payload["gamma_c"]) and payload["control"]["model"].endswith("@random")
 
-    result = phase_from_texts(str(tiny_llama), text, max_length=64, params=PhaseParams(n_boot=0), device="cpu")
+    result = depth_from_texts(str(tiny_llama), text, max_length=64, params=DepthParams(n_boot=0), device="cpu")
     tokenizer = AutoTokenizer.from_pretrained(tiny_llama)
     n_tokens = len(tokenizer(text, add_special_tokens=False)["input_ids"])
     assert {s.count for s in result.samples} == {n_tokens}  # every real token, no specials

@@ -3,12 +3,12 @@
 The controls (run over a store and cached by :func:`magdash.runs.controls_runs.run_controls`) answer the obvious objections to "alpha is negative in this model":
 
 - carriers: leave-one-carrier-out alpha per layer and measure, and the ICC(3,k) of the carrier
-  RDMs per layer (:mod:`magdash.controls.carriers`);
+  RDMs per layer (:mod:`magdash.controls_statistics.carriers`);
 - magnitude labels: the permutation p of alpha per layer beside the parametric p
-  (:mod:`magdash.controls.permutation`);
+  (:mod:`magdash.controls_statistics.permutation`);
 - precision, quantization, token position and number format: each variant named in
   :attr:`ControlsParams.variants`, and the model on its stimuli in each format of
-  :attr:`ControlsParams.formats`, against the model (:mod:`magdash.controls.variants`);
+  :attr:`ControlsParams.formats`, against the model (:mod:`magdash.controls_statistics.variants`);
 - architecture: the ``@random`` control, when it is stored on the same stimuli.
 
 Each control gives a one-line :class:`Verdict` over the core band: ``problem`` True, False, or
@@ -20,8 +20,8 @@ None when it could not be judged (e.g. no variant stored). The rules:
 - permutation: a problem when the permutation p is above ``significance`` at a majority of the
   core layers (alpha cannot be told from shuffled magnitudes); not judged when ``n_perm``
   permutations cannot give a p below ``significance`` at all (19 or fewer at 0.05);
-- variants and ``@random``: :func:`magdash.controls.variants.variant_problem` and
-  :func:`~magdash.controls.variants.random_problem`.
+- variants and ``@random``: :func:`magdash.controls_statistics.variants.variant_problem` and
+  :func:`~magdash.controls_statistics.variants.random_problem`.
 
 :func:`carrier_tables` computes the carrier and permutation tables from a model's vectors and its
 analysis; they are cached under :data:`CONTROLS_VERSION`, and the comparisons with the variants
@@ -38,10 +38,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from magdash.controls.carriers import ICC_POOR, carrier_icc
-from magdash.controls.controls_params import DEFAULT_N_PERM, ControlsParams
-from magdash.controls.permutation import PermutationNull
-from magdash.controls.variants import (
+from magdash.controls_statistics.carriers import ICC_POOR, carrier_icc
+from magdash.controls_statistics.controls_params import DEFAULT_N_PERM, ControlsParams
+from magdash.controls_statistics.permutation import PermutationNull
+from magdash.controls_statistics.variants import (
     VariantSummary,
     random_problem,
     variant_problem,

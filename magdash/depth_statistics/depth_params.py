@@ -7,26 +7,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from magdash.depth_statistics.massive_dims import MASSIVE_DEFAULT, MASSIVE_MODES, MASSIVE_RATIO, check_massive
 from magdash.errors import AnalysisError
 from magdash.params import DEFAULT_CI, DEFAULT_N_BOOT, option, seed_problem
-from magdash.phase.massive_dims import MASSIVE_DEFAULT, MASSIVE_MODES, MASSIVE_RATIO, check_massive
 
 TRACY_WIDOM_1_QUANTILES = {0.90: 0.4501, 0.95: 0.9793, 0.99: 2.0234}
 """Quantiles of the Tracy-Widom law (beta = 1) by level: the spike margin above the Marchenko-Pastur edge."""
 
 
 @dataclass(frozen=True)
-class PhaseParams:
+class DepthParams:
     """Every choice that changes a phase result, shared by the CLI, the API and the app.
 
     ``n_boot`` resamples of the independent units the vectors come from (texts, or magnitudes
-    and carriers: :mod:`magdash.phase.unit_bootstrap`) give the gamma_c interval at
+    and carriers: :mod:`magdash.depth_statistics.unit_bootstrap`) give the gamma_c interval at
     ``confidence`` (seeded by ``seed``); ``level`` is the Tracy-Widom quantile of the spike margin;
     ``skip_embedding_step`` leaves the embeddings out of the transitions (see the module
     docstring for why it is off by default). The cached samples do not depend on these, so
     changing them costs no model run or store read. ``massive`` (keep, drop or standardise) and
     ``massive_ratio`` (the multiple of the median mean |h_j| above which a dimension is
-    massive, :mod:`magdash.phase.massive_dims`) choose the vectors' view: other samples, cached
+    massive, :mod:`magdash.depth_statistics.massive_dims`) choose the vectors' view: other samples, cached
     under their own key.
     """
 

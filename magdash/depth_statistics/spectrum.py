@@ -30,7 +30,7 @@ from functools import lru_cache
 import numpy as np
 import scipy.linalg
 
-from magdash.phase.phase_params import TRACY_WIDOM_1_QUANTILES
+from magdash.depth_statistics.depth_params import TRACY_WIDOM_1_QUANTILES
 
 # Quantiles of the Tracy-Widom law of order 1 (real case), from Tracy & Widom's tables.
 # Below this size an eigendecomposition takes well under a second with scipy: not worth

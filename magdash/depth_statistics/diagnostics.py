@@ -3,10 +3,10 @@
 Per layer l of a model with L blocks, at depth fraction gamma = l / L, over a set of vectors
 (the number-token vectors of a stimulus set, or every token of a prompt set):
 
-- the Omega distribution (:mod:`magdash.phase.omega`): mean m(gamma), SD, quantiles,
+- the Omega distribution (:mod:`magdash.depth_statistics.omega`): mean m(gamma), SD, quantiles,
   histogram, Hartigan's dip test;
 - the covariance spectrum of the centred vectors against the Marchenko-Pastur law
-  (:mod:`magdash.phase.spectrum`): sigma^2, bulk edge, Tracy-Widom margin, spikes, largest
+  (:mod:`magdash.depth_statistics.spectrum`): sigma^2, bulk edge, Tracy-Widom margin, spikes, largest
   gap, effective rank, participation ratio;
 - gamma_c, the depth of the largest change of m(gamma) (:func:`largest_change`), with a
   bootstrap interval, and the same for the spike count and the effective rank;
@@ -14,21 +14,21 @@ Per layer l of a model with L blocks, at depth fraction gamma = l / L, over a se
   size and the share of resamples in which it is the largest, so a gamma_c that is one step
   among equals, or the embeddings-to-block-1 step, shows as such, and each layer's m(gamma)
   with its interval;
-- the massive-activation dimensions of the layer (:mod:`magdash.phase.massive_dims`) and their
-  share of ||h||^2; ``PhaseParams.massive`` chooses whether everything above is computed on
+- the massive-activation dimensions of the layer (:mod:`magdash.depth_statistics.massive_dims`) and their
+  share of ||h||^2; ``DepthParams.massive`` chooses whether everything above is computed on
   the raw vectors, without those dimensions, or per-dimension standardised.
 
 The bootstrap resamples the independent units the vectors come from, each with all of its
-vectors (:mod:`magdash.phase.unit_bootstrap`): the texts in all-token mode, magnitudes and
+vectors (:mod:`magdash.depth_statistics.unit_bootstrap`): the texts in all-token mode, magnitudes and
 carriers in number-token mode; the tokens of one text are not independent draws, and resampling
 them as if they were gave intervals far too narrow.
 
 Layers past L (the post-norm extra layer) get gamma = NaN: they are reported but take no part
-in gamma_c, which is about the residual stream. ``PhaseParams.skip_embedding_step`` also
+in gamma_c, which is about the residual stream. ``DepthParams.skip_embedding_step`` also
 leaves the embeddings (gamma = 0) out of every transition and jump. It is off by default:
 the paper's m(gamma) runs from gamma = 0, and its gamma_c is comparable only so; the jumps
 make a gamma_c that is just the first step visible instead of hiding it. The vectors are reduced to
-:class:`~magdash.phase.accumulate.LayerSample` (eigenvalues, Omega values, counts), which is
+:class:`~magdash.depth_statistics.accumulate.LayerSample` (eigenvalues, Omega values, counts), which is
 what gets cached; everything here is recomputed from it in milliseconds. Runs over stored
 vectors or a model's forward passes live in :mod:`magdash.runs.depth_runs`.
 """
@@ -44,25 +44,25 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from magdash.errors import AnalysisError
-from magdash.formatting import format_number
-from magdash.params import DEFAULT_CI, DEFAULT_N_BOOT
-from magdash.phase.accumulate import LayerSample
-from magdash.phase.massive_dims import MASSIVE_LABELS, find_massive, massive_share
-from magdash.phase.omega import (
+from magdash.depth_statistics.accumulate import LayerSample
+from magdash.depth_statistics.depth_params import DepthParams
+from magdash.depth_statistics.massive_dims import MASSIVE_LABELS, find_massive, massive_share
+from magdash.depth_statistics.omega import (
     OMEGA_QUANTILES,
     OmegaSummary,
     isotropic_omega_mean,
     isotropic_omega_std,
     summarize_omega,
 )
-from magdash.phase.phase_params import PhaseParams
-from magdash.phase.spectrum import (
+from magdash.depth_statistics.spectrum import (
     SpectrumFit,
     fit_spectrum,
     isotropic_spectrum_baseline,
 )
-from magdash.phase.unit_bootstrap import VECTOR_UNIT, ResampledUnits, default_units, unit_bootstrap_means
+from magdash.depth_statistics.unit_bootstrap import VECTOR_UNIT, ResampledUnits, default_units, unit_bootstrap_means
+from magdash.errors import AnalysisError
+from magdash.formatting import format_number
+from magdash.params import DEFAULT_CI, DEFAULT_N_BOOT
 from magdash.variability.fits import percentile_interval
 from magdash.variability.html_summary import html_summary
 
@@ -127,7 +127,7 @@ TOP_JUMPS = 3
 
 
 @dataclass(frozen=True)
-class PhaseResult:
+class DepthResult:
     """Diagnostics of every layer of one model, and the three transition depths.
 
     Attributes:
@@ -152,14 +152,14 @@ class PhaseResult:
     rank: Transition  # effective rank, point estimate
     nonfinite_layers: dict[int, int] = field(default_factory=dict)  # layer -> Inf/NaN vectors; left out
     jumps: tuple[Jump, ...] = ()  # the TOP_JUMPS largest steps of m(gamma), largest first
-    params: PhaseParams = field(default_factory=PhaseParams)
+    params: DepthParams = field(default_factory=DepthParams)
 
     @property
     def gamma_c(self) -> float:
         return self.order.gamma_c
 
     def __repr__(self) -> str:
-        return (f"PhaseResult(model={self.model!r}, layers={len(self.layers)}, n_blocks={self.n_blocks}, "
+        return (f"DepthResult(model={self.model!r}, layers={len(self.layers)}, n_blocks={self.n_blocks}, "
                 f"gamma_c={self.gamma_c:.3g}, massive={self.params.massive!r})")
 
     @property
@@ -269,7 +269,7 @@ def bootstrap_order(
     """gamma_c of m(gamma) = mean Omega, its ``top`` largest steps and each layer's m, bootstrapped over units.
 
     m(gamma) needs only the Omega values, so the bootstrap resamples those, by unit
-    (:func:`magdash.phase.unit_bootstrap.unit_bootstrap_means`): one draw of the units serves
+    (:func:`magdash.depth_statistics.unit_bootstrap.unit_bootstrap_means`): one draw of the units serves
     every layer, keeping the dependence between depths. Each jump stays at its depth in the
     resamples: its interval is that of the step's size there.
 
@@ -331,10 +331,10 @@ def _sample_units(samples: Sequence[LayerSample]) -> tuple[list[np.ndarray], tup
 def analyze_samples(
     samples: Sequence[LayerSample],
     n_blocks: int,
-    params: PhaseParams | None = None,
+    params: DepthParams | None = None,
     *,
     model: str = "",
-) -> PhaseResult:
+) -> DepthResult:
     """Every per-layer diagnostic and the three transitions from the layers' samples.
 
     Layers whose sample met Inf or NaN vectors are left out and listed in ``nonfinite_layers``
@@ -345,7 +345,7 @@ def analyze_samples(
     all-token mode the vectors are not kept). Sampling noise in the spike count is already
     bounded by the Tracy-Widom margin.
     """
-    params = params or PhaseParams()
+    params = params or DepthParams()
     nonfinite = {s.layer: s.nonfinite for s in samples if s.nonfinite}
     ordered = sorted((s for s in samples if not s.nonfinite), key=lambda s: s.layer)
     if not ordered:
@@ -373,7 +373,7 @@ def analyze_samples(
         )
         for s, gamma, (low, high) in zip(ordered, depths, order.intervals, strict=True)
     )
-    return PhaseResult(
+    return DepthResult(
         model=model,
         n_blocks=n_blocks,
         samples=tuple(ordered),
@@ -401,7 +401,7 @@ def _quantile_column(prob: float) -> str:
     return f"omega_q{round(prob * 100):02d}"
 
 
-def layer_frame(result: PhaseResult) -> pd.DataFrame:
+def layer_frame(result: DepthResult) -> pd.DataFrame:
     """One row per layer: every scalar diagnostic plus the isotropic-Gaussian expectations.
 
     ``n_spikes``, ``sigma2``, ``mp_edge``, ``tw_margin`` and ``largest_gap`` are NaN where the
@@ -440,7 +440,7 @@ SUMMARY_FIELDS = ("omega_mean", "omega_mean_low", "omega_mean_high", "dip_p", "n
                   "effective_rank", "participation_ratio")
 
 
-def phase_summary(result: PhaseResult) -> dict:
+def depth_summary(result: DepthResult) -> dict:
     """The CLI's JSON shape: {"model", "gamma_c", "layers": [{layer, gamma, ...}], ...}.
 
     Per layer, where the Marchenko-Pastur fit did not converge (``mp_converged`` false,

@@ -15,11 +15,11 @@ from pathlib import Path
 
 from magdash.cli.common import add_store_option, open_store, print_json, warn
 from magdash.cli.options import add_params_options, params_from_args
+from magdash.depth_statistics.depth_params import DepthParams
 from magdash.errors import AnalysisError
 from magdash.extract_params import TEXT_BATCH_SIZE
 from magdash.formatting import format_number
 from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, DEVICES, DTYPES
-from magdash.phase.phase_params import PhaseParams
 
 DEPRECATED_NAME = "phase"
 """The subcommand's old name: still accepted, with a warning to use ``depth`` (the CHANGELOG says since when)."""
@@ -48,7 +48,7 @@ def register(subparsers) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output (NaN as null)")
     parser.add_argument("--control", action="store_true",
                         help="also analyse the model's @random control (reported under 'control')")
-    add_params_options(parser, PhaseParams)
+    add_params_options(parser, DepthParams)
     parser.add_argument("--no-cache", action="store_true", help="recompute even if cached")
     parser.add_argument("--max-length", type=int, default=None, metavar="T",
                         help="with --prompts: tokens per chunk (default: the model's context)")
@@ -63,12 +63,12 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from magdash.depth_statistics.diagnostics import depth_summary
     from magdash.overflow import nonfinite_warning
-    from magdash.phase.diagnostics import phase_summary
 
     if args.command == DEPRECATED_NAME:
         warn([f"`magdash {DEPRECATED_NAME}` is deprecated and will be removed; use `magdash depth` (same options)"])
-    options = {"params": params_from_args(PhaseParams, args), "use_cache": not args.no_cache}
+    options = {"params": params_from_args(DepthParams, args), "use_cache": not args.no_cache}
     # With --prompts the model runs over the user's text, like an extraction: its cached samples
     # go into the store, created where --store asks.
     store = open_store(args, create=args.prompts is not None)
@@ -78,9 +78,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         main, control = _stored_results(args, store, options)
     warn(nonfinite_warning(result.model, result.nonfinite_layers) for result in (main, control) if result)
-    payload = phase_summary(main)
+    payload = depth_summary(main)
     if control is not None:
-        payload["control"] = phase_summary(control)
+        payload["control"] = depth_summary(control)
     if args.json:
         print_json(payload)
         return 0
@@ -92,25 +92,25 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _stored_results(args, store, options):
-    from magdash.runs.depth_runs import phase_from_store, stored_control
+    from magdash.runs.depth_runs import depth_from_store, stored_control
 
-    main = phase_from_store(store, args.model, args.stimuli, **options)
+    main = depth_from_store(store, args.model, args.stimuli, **options)
     control = stored_control(store, args.model, args.stimuli, **options) if args.control else None
     return main, control
 
 
 def _texts_results(args, text: str, store, options):
     from magdash.names import RANDOM_SUFFIX
-    from magdash.runs.depth_runs import phase_from_texts
+    from magdash.runs.depth_runs import depth_from_texts
     from magdash.sources.random_weights import split_random_suffix
 
     run_options = dict(store=store, dtype=args.dtype, device=args.device, batch_size=args.batch_size,
                        max_length=args.max_length, keep_first_position=args.keep_first_position, **options)
-    main = phase_from_texts(args.model, text, **run_options)
+    main = depth_from_texts(args.model, text, **run_options)
     control = None
     if args.control:
         base = split_random_suffix(args.model)[0]
-        control = phase_from_texts(base + RANDOM_SUFFIX, text, **run_options)
+        control = depth_from_texts(base + RANDOM_SUFFIX, text, **run_options)
     return main, control
 
 
@@ -165,7 +165,7 @@ def _print_result(result, payload: dict) -> None:
               "eigenvalues; mp_note in --json says which)")
     dims = {item.dim for item in result.layers}
     if len(dims) == 1:
-        from magdash.phase.omega import isotropic_omega_mean
+        from magdash.depth_statistics.omega import isotropic_omega_mean
 
         print(f"isotropic-Gaussian baseline: Omega = {isotropic_omega_mean(dims.pop()):.4f}, no spikes")
 

@@ -8,19 +8,18 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from magdash.errors import AnalysisError
-from magdash.phase.accumulate import LayerAccumulator, LayerSample, samples_from_bytes, samples_to_bytes
-from magdash.phase.diagnostics import (
+from magdash.depth_statistics.accumulate import LayerAccumulator, LayerSample, samples_from_bytes, samples_to_bytes
+from magdash.depth_statistics.depth_params import DepthParams
+from magdash.depth_statistics.diagnostics import (
     analyze_samples,
     bootstrap_order,
     depth_fraction,
+    depth_summary,
     largest_change,
     layer_frame,
-    phase_summary,
 )
-from magdash.phase.omega import dip_test, isotropic_omega_mean, isotropic_omega_std, omega, summarize_omega
-from magdash.phase.phase_params import PhaseParams
-from magdash.phase.spectrum import (
+from magdash.depth_statistics.omega import dip_test, isotropic_omega_mean, isotropic_omega_std, omega, summarize_omega
+from magdash.depth_statistics.spectrum import (
     covariance_eigenvalues,
     effective_rank,
     fit_spectrum,
@@ -31,8 +30,9 @@ from magdash.phase.spectrum import (
     participation_ratio,
     tracy_widom_threshold,
 )
-from magdash.phase.texts import chunk_text
-from magdash.phase.unit_bootstrap import ResampledUnits
+from magdash.depth_statistics.texts import chunk_text
+from magdash.depth_statistics.unit_bootstrap import ResampledUnits
+from magdash.errors import AnalysisError
 
 NULL_OMEGA = 1.0 - math.sqrt(2.0 / math.pi)
 
@@ -277,13 +277,13 @@ def test_layers_with_nonfinite_vectors_are_left_out_and_listed(rng):
             vectors[5, 2] = np.inf
         accumulator.add(vectors)
         samples.append(accumulator.finish(layer))
-    result = analyze_samples(samples, n_blocks=4, params=PhaseParams(n_boot=50))
+    result = analyze_samples(samples, n_blocks=4, params=DepthParams(n_boot=50))
     assert [item.layer for item in result.layers] == [0, 1, 2, 4]
     assert result.nonfinite_layers == {3: 1}
     restored, _ = samples_from_bytes(samples_to_bytes(samples, 4))
     assert [s.nonfinite for s in restored] == [0, 0, 0, 1, 0]
     with pytest.raises(AnalysisError, match="every layer holds Inf/NaN"):
-        analyze_samples([samples[3]], n_blocks=4, params=PhaseParams(n_boot=0))
+        analyze_samples([samples[3]], n_blocks=4, params=DepthParams(n_boot=0))
 
 
 # -- depth, transitions, frames ----------------------------------------------------------------
@@ -319,7 +319,7 @@ def planted_model(n_blocks: int = 10, count: int = 400, dim: int = 64, seed: int
 
 
 def test_planted_transition_at_half_depth_is_found():
-    result = analyze_samples(planted_model(), 10, PhaseParams(n_boot=300, seed=1), model="planted")
+    result = analyze_samples(planted_model(), 10, DepthParams(n_boot=300, seed=1), model="planted")
     assert result.gamma_c == pytest.approx(0.5)
     assert result.order.change > 0.3
     assert result.order.low == pytest.approx(0.5) and result.order.high == pytest.approx(0.5)
@@ -347,14 +347,14 @@ def test_bootstrap_interval_widens_for_a_weak_step_and_handles_unequal_layers():
 
 def test_frames_summary_and_cache_payload():
     samples = planted_model(n_blocks=4, count=120, dim=32)
-    result = analyze_samples(samples, 4, PhaseParams(n_boot=50), model="m")
+    result = analyze_samples(samples, 4, DepthParams(n_boot=50), model="m")
     table = layer_frame(result)
     assert list(table["layer"]) == list(range(6))
     for column in ("gamma", "omega_mean", "omega_q05", "omega_q95", "dip_p", "n_spikes", "mp_edge",
                    "sigma2", "effective_rank", "participation_ratio"):
         assert column in table
     assert table["baseline_omega_mean"].to_numpy() == pytest.approx(isotropic_omega_mean(32))
-    summary = phase_summary(result)
+    summary = depth_summary(result)
     # The keys the JSON always had stay; the new ones come beside them.
     assert set(summary) == {"model", "gamma_c", "layers", "gamma_c_low", "gamma_c_high", "massive",
                             "massive_ratio", "skip_embedding_step", "jumps", "first_position_left_out",

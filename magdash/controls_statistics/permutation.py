@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from magdash.controls.controls_params import DEFAULT_N_PERM
+from magdash.controls_statistics.controls_params import DEFAULT_N_PERM
 from magdash.errors import AnalysisError
 from magdash.variability.analysis_params import FitRules
 from magdash.variability.fits import MIN_POINTS, scaling_mask

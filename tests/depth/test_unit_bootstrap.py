@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from magdash.errors import AnalysisError
-from magdash.phase.accumulate import (
+from magdash.depth_statistics.accumulate import (
     NUMBER_TOKEN_UNITS,
     LayerAccumulator,
     LayerSample,
@@ -20,9 +19,10 @@ from magdash.phase.accumulate import (
     samples_from_bytes,
     samples_to_bytes,
 )
-from magdash.phase.diagnostics import analyze_samples, bootstrap_order, phase_summary
-from magdash.phase.phase_params import PhaseParams
-from magdash.phase.unit_bootstrap import ResampledUnits, default_units, unit_bootstrap_means
+from magdash.depth_statistics.depth_params import DepthParams
+from magdash.depth_statistics.diagnostics import analyze_samples, bootstrap_order, depth_summary
+from magdash.depth_statistics.unit_bootstrap import ResampledUnits, default_units, unit_bootstrap_means
+from magdash.errors import AnalysisError
 
 CHUNKS, TOKENS = 15, 40
 
@@ -117,12 +117,12 @@ def test_the_result_says_what_was_resampled():
         values, chunks = chunked(rng, mean=0.2 + 0.1 * (layer > 0))
         samples.append(LayerSample(layer, 64, values.size, np.ones(63), values.astype(np.float32),
                                    units=chunks, unit_names=("chunk",)))
-    result = analyze_samples(samples, 2, PhaseParams(n_boot=200))
+    result = analyze_samples(samples, 2, DepthParams(n_boot=200))
     assert result.order.units.describe() == "15 chunks"
-    summary = phase_summary(result)
+    summary = depth_summary(result)
     assert summary["gamma_c_units"] == {"chunk": 15}
     layer = summary["layers"][1]
     assert layer["omega_mean_low"] < layer["omega_mean"] < layer["omega_mean_high"]
     mixed = [samples[0], LayerSample(1, 64, 10, np.ones(9), np.zeros(10, dtype=np.float32))]
     with pytest.raises(AnalysisError, match="different units"):
-        analyze_samples(mixed, 2, PhaseParams(n_boot=10))
+        analyze_samples(mixed, 2, DepthParams(n_boot=10))

@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg.blas
 
+from magdash.depth_statistics.massive_dims import Adjustment, DimensionStats
+from magdash.depth_statistics.omega import omega
+from magdash.depth_statistics.spectrum import covariance_eigenvalues, gram_eigenvalues
+from magdash.depth_statistics.unit_bootstrap import VECTOR_UNIT, default_units
 from magdash.errors import AnalysisError
 from magdash.overflow import nonfinite_rows
-from magdash.phase.massive_dims import Adjustment, DimensionStats
-from magdash.phase.omega import omega
-from magdash.phase.spectrum import covariance_eigenvalues, gram_eigenvalues
-from magdash.phase.unit_bootstrap import VECTOR_UNIT, default_units
 
 MIN_MERGE_ROWS = 4096
 
@@ -65,10 +65,10 @@ class LayerSample:
     omegas: np.ndarray  # Omega of every vector, float32, in arrival order
     nonfinite: int = 0  # vectors left out for holding Inf or NaN (magdash.overflow)
     first_position: int = 0  # all-token mode: tokens left out for standing at a sequence's first position
-    # Per-dimension statistics of the layer's raw vectors (before any magdash.phase.massive_dims
+    # Per-dimension statistics of the layer's raw vectors (before any magdash.depth_statistics.massive_dims
     # view), from which the massive dimensions are found; None for a layer without vectors.
     raw: DimensionStats | None = None
-    # Each Omega's independent units (magdash.phase.unit_bootstrap), (count, len(unit_names)) codes naming
+    # Each Omega's independent units (magdash.depth_statistics.unit_bootstrap), (count, len(unit_names)) codes naming
     # the same unit at every layer: its text (("chunk",) or ("prompt",)) or its magnitude and carrier.
     # None: each vector its own unit.
     units: np.ndarray | None = None
@@ -84,7 +84,7 @@ class LayerSample:
 @dataclass
 class LayerAccumulator:
     """Running count, mean, scatter matrix and Omega values of one layer's vectors, and with
-    ``unit_names`` the vectors' units (:mod:`magdash.phase.unit_bootstrap`)."""
+    ``unit_names`` the vectors' units (:mod:`magdash.depth_statistics.unit_bootstrap`)."""
 
     dim: int
     unit_names: tuple[str, ...] = ()
@@ -291,7 +291,7 @@ def number_token_sample(vectors: np.ndarray, layer: int, massive: str, massive_r
     Args:
         vectors: the layer's vectors, magnitudes by carriers (:class:`~magdash.store.LayerData`'s order).
         layer: the layer index.
-        massive: the view: keep, drop or standardise (:mod:`magdash.phase.massive_dims`).
+        massive: the view: keep, drop or standardise (:mod:`magdash.depth_statistics.massive_dims`).
         massive_ratio: the multiple of the median mean |h_j| above which a dimension is massive.
     """
     magnitudes, carriers, dim = vectors.shape
@@ -302,7 +302,7 @@ def number_token_sample(vectors: np.ndarray, layer: int, massive: str, massive_r
 def view_sample(vectors: np.ndarray, layer: int, massive: str, massive_ratio: float,
                 units: np.ndarray | None = None, unit_names: tuple[str, ...] = ()) -> LayerSample:
     """One layer's sample of ``vectors`` (n, d) in the view ``massive`` asks for
-    (:mod:`magdash.phase.massive_dims`: keep, drop or standardise), with each vector's ``units``
+    (:mod:`magdash.depth_statistics.massive_dims`: keep, drop or standardise), with each vector's ``units``
     (n, len(unit_names)) when given.
 
     The per-dimension statistics (and so the massive dimensions) always come from the raw
