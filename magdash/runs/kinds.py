@@ -218,7 +218,7 @@ register_analysis_kind(AnalysisKind(
 ))
 register_analysis_kind(AnalysisKind(
     "controls", ControlsParams, CONTROLS_VERSION, ControlsResult, controls_runs.controls_vectors,
-    controls_runs.run_controls, controls_runs.CONTROLS, "robustness", "controls", backfill=True,
+    controls_runs.run_controls, controls_runs.CONTROLS, "controls", "controls", backfill=True,
     task=SweepTask("controls", _controls_keys, _describe_controls),
     dashboard_key="magdash.dashboard.controls_page:ControlsKey", report_section="controls_section",
 ))
