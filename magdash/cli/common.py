@@ -38,7 +38,7 @@ class ProgressBar:
 def command_line_message(error: MagdashError) -> str:
     """The error's message as the command line says it: each parameter it names as ``name=``
     (:attr:`MagdashError.parameters`) written as its option, ``--name`` (a value after it follows
-    the option: ``stimuli='paper'`` becomes ``--stimuli paper``).
+    the option: ``stimuli='paper'`` becomes ``--stimuli paper``; ``replace=True`` is the bare flag ``--replace``).
 
     Args:
         error: the library's error.
@@ -48,7 +48,7 @@ def command_line_message(error: MagdashError) -> str:
         flag = "--" + name.replace("_", "-")
         message = re.sub(
             rf"(?<![\w-]){re.escape(name)}=('[^']*'|\S*)",
-            lambda found, flag=flag: f"{flag} {found.group(1).strip(chr(39))}".rstrip(),
+            lambda found, flag=flag: flag if found.group(1) == "True" else f"{flag} {found.group(1).strip(chr(39))}".rstrip(),
             message,
         )
     return message

@@ -132,6 +132,16 @@ _DUCKDB_MAGIC, _DUCKDB_MAGIC_AT = b"DUCK", slice(8, 12)
 _CREATING = ".creating-"
 
 
+def _through_link(path: Path) -> Path:
+    """The store a symbolic link at ``path`` points to, else ``path``. A store is its file and the
+    shard folder beside it (``<file>.shards``): reached through a link, both must be the target's, or
+    its vectors would be written beside the link, where the store never finds them. A link to
+    nothing stays as it is, to be refused by name."""
+    if os.path.islink(path) and os.path.exists(path):
+        return Path(os.path.realpath(path))
+    return path
+
+
 def _shown(path: Path) -> str:
     text = str(path)
     return repr(text if len(text) <= 120 else text[:117] + "...")
@@ -159,7 +169,7 @@ class StoreFile:
 
     def __init__(self, path: str | os.PathLike | None = None, *, lock_timeout_s: float | None = None,
                  create: bool = True, read_only: bool = False):
-        self.path = Path(path) if path else default_store_path()
+        self.path = _through_link(Path(path) if path else default_store_path())
         if lock_timeout_s is None:
             lock_timeout_s = float(os.environ.get(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT_S))
         self.lock_timeout_s = lock_timeout_s

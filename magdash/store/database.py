@@ -726,13 +726,16 @@ class Store:
 
     # -- frequency sources -------------------------------------------------------------
 
-    def put_frequency_source(self, name: str, counts: pd.DataFrame, provenance: dict) -> None:
-        """Store (or replace) a frequency source: ``counts`` has columns number and count.
+    def put_frequency_source(self, name: str, counts: pd.DataFrame, provenance: dict, *, replace: bool = False) -> None:
+        """Store a frequency source: ``counts`` has columns number and count. A source already
+        stored under ``name`` is refused, naming it, unless ``replace`` (stored counts are never
+        replaced silently).
 
         Args:
             name: the source's name (a non-empty string).
             counts: the counts: columns ``number`` and ``count``.
             provenance: where the counts come from (corpus, files, rule), kept as JSON.
+            replace: replace a source stored under ``name``.
         """
         if not isinstance(name, str) or not name.strip():
             raise StoreError("a frequency source needs a non-empty name")
@@ -742,6 +745,8 @@ class Store:
             "count": pd.to_numeric(counts["count"]).astype("int64").to_numpy(),
         })
         with self._file.transaction() as connection:
+            if not replace:
+                _refuse_stored_source(connection, name)
             connection.execute("DELETE FROM frequency_counts WHERE source = ?", [name])
             connection.execute("DELETE FROM frequency_sources WHERE name = ?", [name])
             connection.execute(
@@ -750,6 +755,16 @@ class Store:
             connection.register("new_counts", table)
             connection.execute("INSERT INTO frequency_counts SELECT * FROM new_counts")
             connection.unregister("new_counts")
+
+    def check_new_frequency_source(self, name: str) -> None:
+        """Refuse ``name`` as :meth:`put_frequency_source` would without ``replace`` when a source is stored
+        under it, before the work of counting one.
+
+        Args:
+            name: the name a new source is to be stored under.
+        """
+        with self._file.connect() as connection:
+            _refuse_stored_source(connection, name)
 
     def get_frequency_source(self, name: str) -> tuple[pd.DataFrame, dict]:
         """A stored frequency source's counts (number, count) and its provenance.
@@ -767,15 +782,20 @@ class Store:
         return counts, json.loads(row[0])
 
     def list_frequency_sources(self) -> pd.DataFrame:
-        """Every stored frequency source: name, n_numbers, total and provenance (JSON)."""
+        """Every stored frequency source: name, n_numbers, total (a Python int, exact however large) and
+        provenance (JSON)."""
         with self._file.connect() as connection:
-            return connection.execute(
+            # DuckDB sums BIGINTs exactly (as a HUGEINT); a frame would make the sum a float.
+            rows = connection.execute(
                 """
                 SELECT s.name, count(c.number) AS n_numbers, coalesce(sum(c.count), 0) AS total, s.provenance
                 FROM frequency_sources s LEFT JOIN frequency_counts c ON c.source = s.name
                 GROUP BY s.name, s.provenance ORDER BY s.name
                 """
-            ).df()
+            ).fetchall()
+        frame = pd.DataFrame(rows, columns=["name", "n_numbers", "total", "provenance"])
+        frame["total"] = pd.Series([int(total) for total in frame["total"]], index=frame.index, dtype=object)
+        return frame
 
     # -- npz import and export, arrays held in memory -------------------------------------
 
@@ -970,6 +990,20 @@ def _as_stored(connection: duckdb.DuckDBPyConnection, stimuli: StimulusSet) -> S
     if stored is None or stored == stimuli.name:
         return stimuli
     return StimulusSet(stored, stimuli.carriers, stimuli.magnitudes, stimuli.number_format)
+
+
+def _refuse_stored_source(connection: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Refuse to store frequency source ``name`` over one of that name, saying what is stored."""
+    stored = connection.execute(
+        "SELECT count(c.number), CAST(coalesce(sum(c.count), 0) AS VARCHAR) FROM frequency_sources s "
+        "LEFT JOIN frequency_counts c ON c.source = s.name WHERE s.name = ? GROUP BY s.name", [name]
+    ).fetchone()
+    if stored is not None:
+        raise StoreError(
+            f"a frequency source named {name!r} is already stored ({stored[0]:,} numbers, total count "
+            f"{int(stored[1]):,}); nothing was changed: choose another name, or pass replace=True to replace it",
+            parameters=("replace",),
+        )
 
 
 def _metric_tables_of(kind: str) -> list[metrics.MetricTable]:
