@@ -751,6 +751,17 @@ def extract(
     model_id = source.model_id(dtype, position, transformers_version())
     waiting_for_store = _Stopwatch()
     with waiting_for_store:
+        unstored = store.unstored_among(model_id, [item.key for item in stimuli.items])
+        known = store.find_model_by_id(model_id) is not None
+    # A model that will run is loaded (and so checked) before anything is written: one that fails to
+    # load (a bad GGUF, a broken folder) leaves the store as it was, without the stimulus set.
+    loaded = model if isinstance(model, LoadedModel) else None
+    if loaded is None and (unstored or not known):
+        loaded = load_model(
+            source, dtype=dtype, device=device, device_map=params.device_map,
+            trust_remote_code=params.trust_remote_code, allow_pickle=params.allow_pickle,
+        )
+    with waiting_for_store:
         missing, stored_as = store.start_extraction(stimuli, model_id)
         untokenized, without_splitting = store.missing_token_facts(model_id, stimuli.name)
     total = len(stimuli.items)
@@ -761,15 +772,13 @@ def extract(
         if stored_as != name:
             # The same vectors under one more name: nothing to run, but the name must exist.
             store.register_model(dataclasses.replace(store.model_record(stored_as), name=name))
-        if isinstance(model, LoadedModel):
-            record_token_facts(store, model_id, model.tokenizer, stimuli, position, untokenized, without_splitting)
+        if loaded is not None:
+            record_token_facts(store, model_id, loaded.tokenizer, stimuli, position, untokenized, without_splitting)
         else:
             _record_from_tokenizer_alone(store, source, params, model_id, stimuli, untokenized, without_splitting)
         return ExtractionResult(name, stimuli.name, model_id, total, already, 0, time.perf_counter() - started)
-    loaded = model if isinstance(model, LoadedModel) else load_model(
-        source, dtype=dtype, device=device, device_map=params.device_map,
-        trust_remote_code=params.trust_remote_code, allow_pickle=params.allow_pickle,
-    )
+    # Loaded above: what was stored when asked stays stored, so something is missing only if it was then.
+    assert loaded is not None
     todo = [item for item in stimuli.items if item.key in missing]
     # One encoding serves the number tokens, the refusal of numbers first and the token facts.
     encoded = encode_items(loaded, todo)

@@ -35,6 +35,7 @@ import numpy as np
 import scipy.linalg.blas
 
 from magdash.errors import AnalysisError
+from magdash.jsonio import check_npz_payload
 from magdash.overflow import nonfinite_rows
 from magdash.phase.massive_dims import Adjustment, DimensionStats
 from magdash.phase.omega import omega
@@ -255,7 +256,9 @@ def samples_to_bytes(samples: Sequence[LayerSample], n_blocks: int) -> bytes:
 
 
 def samples_from_bytes(payload: bytes) -> tuple[list[LayerSample], int]:
-    """Inverse of :func:`samples_to_bytes`: (samples, n_blocks)."""
+    """Inverse of :func:`samples_to_bytes`: (samples, n_blocks); a ``ValueError`` for a payload larger
+    than a cached one may be (:func:`magdash.jsonio.check_npz_payload`)."""
+    check_npz_payload(payload)
     with np.load(io.BytesIO(payload), allow_pickle=False) as data:
         first = data["first_position"] if "first_position" in data else np.zeros(len(data["layers"]), dtype=np.int64)
         columns = zip(data["layers"], data["dims"], data["counts"], data["nonfinite"], first, strict=True)

@@ -127,6 +127,15 @@ def disk_full_error(what: str, reason: str) -> StoreError:
     )
 
 
+def _new_store_disk_full_error(path: Path, reason: str) -> StoreError:
+    """The message for a new store that a full disk kept from being created: nothing existed before,
+    so nothing was kept and there is nothing to carry on (:func:`disk_full_error` says both)."""
+    return StoreError(
+        f"the disk is full: could not write a new store at {_shown(path)} ({reason}). Nothing was created there; "
+        "free some space (or point --store at another disk) and run again"
+    )
+
+
 # A DuckDB file holds its format's magic at these bytes of its first header.
 _DUCKDB_MAGIC, _DUCKDB_MAGIC_AT = b"DUCK", slice(8, 12)
 _CREATING = ".creating-"
@@ -266,13 +275,13 @@ class StoreFile:
                     with suppress(duckdb.Error):
                         engine.execute(f"DETACH DATABASE IF EXISTS {alias}")
                     if disk_is_full(error):
-                        raise disk_full_error(f"a new store at {_shown(self.path)}", str(error).splitlines()[0]) from None
+                        raise _new_store_disk_full_error(self.path, str(error).splitlines()[0]) from None
                     if "permission denied" in str(error).lower():
                         raise StoreError(f"cannot create store {_shown(self.path)}: permission denied; point "
                                          "--store at a folder you can write") from None
                     raise StoreError(f"cannot create store {_shown(self.path)} ({str(error).splitlines()[0]})") from None
                 if Path(f"{staging}.wal").exists():  # DETACH checkpoints: a log left means the file is not whole
-                    raise disk_full_error(f"a new store at {_shown(self.path)}", "its checkpoint did not complete")
+                    raise _new_store_disk_full_error(self.path, "its checkpoint did not complete")
                 with open(staging, "rb+") as handle:
                     os.fsync(handle.fileno())
                 try:
@@ -282,7 +291,7 @@ class StoreFile:
                 fsync_folder(folder)
         except OSError as error:
             if disk_is_full(error):
-                raise disk_full_error(f"a new store at {_shown(self.path)}", error.strerror) from None
+                raise _new_store_disk_full_error(self.path, error.strerror) from None
             raise StoreError(f"cannot create store {_shown(self.path)} ({error.strerror or error})") from None
         finally:
             for leftover in (staging, Path(f"{staging}.wal")):

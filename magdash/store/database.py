@@ -47,6 +47,7 @@ from magdash.store.schema import (
     ensure_schema,
     insert_nonfinite,
     insert_vector_norms,
+    result_checksum,
     schema_version,
 )
 from magdash.tokenization import DigitSplitting, NumberTokens
@@ -367,6 +368,17 @@ class Store:
         with self._file.connect() as connection:
             return _missing_item_keys(connection, model_id, set_name)
 
+    def unstored_among(self, model_id: str, item_keys: Sequence[str]) -> set[str]:
+        """The keys among ``item_keys`` that ``model_id`` has no stored vectors for, whatever set they
+        belong to (nothing is written: an extraction asks before it checks its model).
+
+        Args:
+            model_id: the identity of the model's vectors.
+            item_keys: the stimulus items' keys.
+        """
+        with self._file.connect() as connection:
+            return set(item_keys) - _done_among(connection, model_id, item_keys)
+
     def start_extraction(self, stimuli: StimulusSet, model_id: str) -> tuple[set[str], str | None]:
         """Register ``stimuli`` (:meth:`register_stimulus_set`) and return the keys of its items
         ``model_id`` still misses and the name the model is stored under (None: not stored), in
@@ -643,14 +655,24 @@ class Store:
     # -- analysis cache ----------------------------------------------------------------
 
     def get_result(self, key: str) -> bytes | None:
-        """The payload cached under ``key``, or None.
+        """The payload cached under ``key``, or None: when none is, and when the one there does not
+        match the checksum kept with it (edited, damaged or copied under another key: stores are
+        shared and mailed), which is logged as a warning, so the result is computed again and
+        replaces it.
 
         Args:
             key: the result's cache key (:func:`magdash.runs.cache.result_key`).
         """
         with self._file.connect() as connection:
-            row = connection.execute("SELECT payload FROM results WHERE key = ?", [key]).fetchone()
-        return None if row is None else bytes(row[0])
+            row = connection.execute("SELECT payload, checksum FROM results WHERE key = ?", [key]).fetchone()
+        if row is None:
+            return None
+        payload, checksum = bytes(row[0]) if row[0] is not None else b"", row[1]
+        if checksum != result_checksum(key, payload):
+            log.warning("the cached result %s in store %s is not what magdash wrote (its checksum does not match: "
+                        "edited or damaged); it is computed again", key[:24], self.path)
+            return None
+        return payload
 
     def put_result(
         self, key: str, kind: str, payload: bytes, tables: Mapping[str, pd.DataFrame] | None = None
@@ -670,7 +692,8 @@ class Store:
             return
         with self._file.transaction() as connection:
             connection.execute("DELETE FROM results WHERE key = ?", [key])
-            connection.execute("INSERT INTO results (key, kind, payload) VALUES (?, ?, ?)", [key, kind, payload])
+            connection.execute("INSERT INTO results (key, kind, payload, checksum) VALUES (?, ?, ?, ?)",
+                               [key, kind, payload, result_checksum(key, payload)])
             metrics.replace_rows(connection, key, kind, tables or {})
 
     def put_metric_rows(self, key: str, kind: str, tables: Mapping[str, pd.DataFrame]) -> None:

@@ -1,14 +1,20 @@
 """The command line on shared stores (issue 45): a stored frequency source replaced only with
-``--replace``, totals beyond 64 bits printed alike by every command."""
+``--replace``, totals beyond 64 bits printed alike by every command, an extraction refused by its
+model that leaves the store (and the model cache) as they were."""
 
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
 
 from magdash.cli import main
 from magdash.runs.frequency_runs import load_source
 from magdash.store import Store
-from tests.support import file_state
+from tests.support import file_state, tree_state
 
 
 def test_freq_import_csv_refuses_a_stored_name_without_replace(tmp_path, capsys):
@@ -56,3 +62,50 @@ def test_freq_totals_beyond_64_bits_agree_between_import_and_list(tmp_path, caps
     assert f"total {exact:,}" in capsys.readouterr().out
     assert main(["freq", "list", "--json", "--store", store]) == 0
     assert {row["name"]: row["total"] for row in json.loads(capsys.readouterr().out)}["huge"] == exact
+
+
+# -- an extraction refused by its model ---------------------------------------------------------
+
+
+def _set_config(folder: Path, **changes) -> None:
+    config = json.loads((folder / "config.json").read_text())
+    config.update(changes)
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+BROKEN_MODELS = {
+    "weights of another shape": lambda folder: _set_config(folder, hidden_size=64),
+    "an architecture transformers does not know": lambda folder: _set_config(
+        folder, model_type="nosuchmodel", architectures=["NoSuchModel"]),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN_MODELS)
+def test_an_extraction_refused_by_its_model_leaves_the_store_as_it_was(case, tiny_llama, tmp_path, capsys):
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_llama, broken)
+    BROKEN_MODELS[case](broken)
+    stores = tmp_path / "stores"
+    stores.mkdir()
+    store = stores / "store.duckdb"
+    Store(store).import_arrays("kept", np.zeros((3, 1, 2, 4)), (1, 2, 3), carriers=("a {n}",), stimuli="s")
+    before = tree_state(stores)
+    assert main(["extract", "--model", str(broken), "--magnitudes", "1-5", "--store", str(store), "--quiet"]) == 2
+    assert capsys.readouterr().err.startswith("magdash: error: ")
+    assert tree_state(stores) == before, "the refused extraction changed the store"
+    assert Store(store).stimulus_set_names() == ["s"]
+
+
+def test_a_conversion_that_fails_leaves_no_lock_file_in_the_model_cache(tmp_path, monkeypatch):
+    from magdash.errors import ModelLoadError
+    from magdash.sources import gguf
+
+    def refuse(*_args):
+        raise ModelLoadError("the GGUF file cannot be converted")
+
+    monkeypatch.setattr(gguf, "_convert_into", refuse)
+    info = gguf.GGUFInfo(tmp_path / "model.gguf", "0" * 64, "llama", "Q4_0", "digest")
+    cache = tmp_path / "cache"
+    with pytest.raises(ModelLoadError):
+        gguf.converted_folder(info, "float32", cache)
+    assert list(cache.iterdir()) == []

@@ -184,7 +184,7 @@ def test_reader_waits_for_a_writer_in_another_process(tmp_path, rng):
         import duckdb, sys
         connection = duckdb.connect({str(path)!r})
         connection.begin()
-        connection.execute("INSERT INTO results VALUES ('held', 'x', 'y'::BLOB, now())")
+        connection.execute("INSERT INTO results (key, kind, payload) VALUES ('held', 'x', 'y'::BLOB)")
         print('locked', flush=True)
         sys.stdin.readline()  # hold the lock until the parent says so
         connection.commit()
