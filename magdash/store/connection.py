@@ -68,6 +68,8 @@ _PROCESS_LOCKS_GUARD = threading.Lock()
 _ENGINE: duckdb.DuckDBPyConnection | None = None
 _ENGINE_PID = 0
 _ATTACHED: dict[str, int] = {}
+# The store files this process found it cannot write, and said so (once each).
+_SAID_READ_ONLY: set[str] = set()
 
 
 def _engine() -> duckdb.DuckDBPyConnection:
@@ -103,10 +105,18 @@ def _is_lock_conflict(error: Exception) -> bool:
     return "lock" in message and ("conflicting" in message or "could not set" in message)
 
 
+def _cannot_be_written(error: duckdb.Error) -> bool:
+    """Whether DuckDB could not open a file for writing that it can read (the path was checked):
+    a read-only file system, or a file the user may not write."""
+    message = str(error).lower()
+    return "read-only file system" in message or "permission denied" in message
+
+
 def _is_storage_failure(error: duckdb.Error) -> bool:
     """A failure of the file rather than of a statement. DuckDB raises its bare ``Error`` for a
     block whose checksum does not match (a damaged file)."""
-    return isinstance(error, _STORAGE_ERRORS) or type(error) in (duckdb.Error, duckdb.DatabaseError) or disk_is_full(error)
+    return (isinstance(error, _STORAGE_ERRORS) or type(error) in (duckdb.Error, duckdb.DatabaseError) or disk_is_full(error)
+            or _cannot_be_written(error))
 
 
 def disk_is_full(error: Exception) -> bool:
@@ -183,6 +193,7 @@ class StoreFile:
             lock_timeout_s = float(os.environ.get(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT_S))
         self.lock_timeout_s = lock_timeout_s
         self.read_only = read_only
+        self._cannot_write: str | None = None  # why the file cannot be written, once that made it read-only
         try:
             self._lock_key = str(self.path.resolve())
             self._lock_key.encode("utf-8")
@@ -343,6 +354,13 @@ class StoreFile:
                 f"DuckDB ran out of memory working on store {where} ({first_line}). Everything stored "
                 "before is kept; free memory or lower --batch-size and run again"
             )
+        if "read-only file system" in text:
+            # The file opened for writing, but its folder cannot take the write-ahead log: a writable
+            # file in a read-only folder.
+            return ReadOnlyStoreError(
+                f"cannot write store {where}: its folder is on a read-only file system ({first_line}); nothing was "
+                "changed. Copy the store to a folder you can write, or point --store at another file"
+            )
         if "permission denied" in text or isinstance(error, duckdb.PermissionException):
             return StoreError(f"cannot write store {where}: permission denied; point --store at a file you can write")
         return StoreError(
@@ -367,6 +385,10 @@ class StoreFile:
             except duckdb.IOException as error:
                 if disk_is_full(error):
                     raise self._storage_error(error) from None
+                if not self.read_only and _cannot_be_written(error):
+                    self._fall_back_to_read_only(error)
+                    options = "TYPE DUCKDB, READ_ONLY"
+                    continue
                 if not _is_lock_conflict(error):
                     raise StoreError(
                         f"cannot open store {str(self.path)!r}: it is not a readable DuckDB file "
@@ -386,6 +408,21 @@ class StoreFile:
                     f"cannot open store {str(self.path)!r}: {str(error).splitlines()[0]}; "
                     "point --store at another file"
                 ) from None
+
+    def _fall_back_to_read_only(self, error: duckdb.IOException) -> None:
+        """Open the file read-only from now on, since it cannot be written (a read-only file system,
+        a file the user may not write): what only reads works, and says so; a write is refused by
+        :meth:`check_writable` with the reason."""
+        self.read_only = True
+        cause = "its file system is read-only" if "read-only file system" in str(error).lower() \
+            else "this user may not write it"
+        self._cannot_write = cause
+        with _PROCESS_LOCKS_GUARD:
+            if self._lock_key in _SAID_READ_ONLY:  # a process opens a store many times: said once
+                return
+            _SAID_READ_ONLY.add(self._lock_key)
+        log.warning("store %s cannot be written (%s): it is opened read-only, so nothing is written to it "
+                    "and results computed now are not kept", self.path, cause)
 
     @property
     def _alias(self) -> str:
@@ -443,6 +480,7 @@ class StoreFile:
         _remove_abandoned_creations(self.path)
         copy = self.path.with_name(f".{self.path.name}{_CREATING}compact-{os.getpid()}-{secrets.token_hex(4)}")
         with self.connect() as connection:
+            self.check_writable("compacting it rewrites the file")
             connection.execute("CHECKPOINT")
             before = self.path.stat().st_size
             database = connection.execute("SELECT current_database()").fetchone()[0].replace('"', '""')
@@ -460,7 +498,8 @@ class StoreFile:
                 with suppress(duckdb.Error):
                     connection.execute(f"DETACH DATABASE IF EXISTS {target}")
                 for leftover in (copy, Path(f"{copy}.wal")):
-                    leftover.unlink(missing_ok=True)
+                    with suppress(OSError):  # nothing there, or a folder that takes no change (read-only)
+                        leftover.unlink()
                 if isinstance(error, OSError):
                     if disk_is_full(error):
                         raise disk_full_error(f"a compacted copy of store {str(self.path)!r}", error.strerror) from None
@@ -471,9 +510,22 @@ class StoreFile:
         fsync_folder(self.path.parent)
         return before, self.path.stat().st_size
 
-    def check_writable(self) -> None:
-        if self.read_only:
-            raise ReadOnlyStoreError(f"store {_shown(self.path)} is open read-only: nothing is written to it")
+    def check_writable(self, what: str | None = None) -> None:
+        """Refuse a write to a store open read-only, saying why it is (``what``: the operation refused,
+        for its message).
+
+        Args:
+            what: the operation that needs write access ("compacting it rewrites the file"), if any.
+        """
+        if not self.read_only:
+            return
+        needs = f"; {what}, which needs write access" if what else ""
+        if self._cannot_write is None:
+            raise ReadOnlyStoreError(f"store {_shown(self.path)} is open read-only: nothing is written to it{needs}")
+        raise ReadOnlyStoreError(
+            f"store {_shown(self.path)} is open read-only, since {self._cannot_write}: nothing is written to it{needs}. "
+            "Copy it to a folder you can write, or point --store at another file"
+        )
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:

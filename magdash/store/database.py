@@ -22,6 +22,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 import duckdb
@@ -29,7 +30,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from magdash.errors import StoreError
+from magdash.errors import ReadOnlyStoreError, StoreError
 from magdash.norm_outliers import OUTLIER_NORM_FACTOR
 from magdash.stimuli import (
     DEFAULT_NUMBER_FORMAT,
@@ -126,7 +127,6 @@ class Store:
         self._file = StoreFile(path, lock_timeout_s=lock_timeout_s, create=create, read_only=read_only)
         if not self._file.exists:
             self._file.create(create_tables)
-        self.read_only = read_only
         self.path = self._file.path
         self.lock_timeout_s = self._file.lock_timeout_s
         self.shards = shards.shard_folder(self.path)
@@ -137,8 +137,14 @@ class Store:
         self._registrations = _GroupCommit(lambda waiting: self._register_shards(waiting))  # looked up per call
         with self._file.session():
             ensure_schema(self._file, self.shards)
-            if not read_only:
+            if not self.read_only:
                 _sweep_once_per_process(self)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the store is open read-only: asked for, or fallen back to when its file cannot be written
+        (a read-only file system), in which case opening it logged a warning saying so."""
+        return self._file.read_only
 
     def session(self):
         """A context in which this store's operations share one open file (see
@@ -690,7 +696,7 @@ class Store:
         if self.read_only:
             log.info("store %s is read-only: result %s is not kept", self.path, key[:12])
             return
-        with self._file.transaction() as connection:
+        with _not_kept_where_unwritable(self, key), self._file.transaction() as connection:
             connection.execute("DELETE FROM results WHERE key = ?", [key])
             connection.execute("INSERT INTO results (key, kind, payload, checksum) VALUES (?, ?, ?, ?)",
                                [key, kind, payload, result_checksum(key, payload)])
@@ -708,7 +714,7 @@ class Store:
         """
         if self.read_only:
             return
-        with self._file.transaction() as connection:
+        with _not_kept_where_unwritable(self, key), self._file.transaction() as connection:
             metrics.replace_rows(connection, key, kind, tables)
 
     def has_metric_rows(self, key: str, kind: str) -> bool:
@@ -842,6 +848,16 @@ class _LayerPlan:
     @property
     def n_located(self) -> int:
         return sum(len(rows) for _, _, rows in self.shards)
+
+
+@contextmanager
+def _not_kept_where_unwritable(store: Store, key: str) -> Iterator[None]:
+    """Keep a result computed by a command that only reads as a read-only store would (not at all, with
+    a warning) when its store file cannot be written after all (a writable file in a read-only folder)."""
+    try:
+        yield
+    except ReadOnlyStoreError as error:
+        log.warning("result %s is not kept: %s", key[:24], error)
 
 
 def _sweep_once_per_process(store: Store) -> None:

@@ -1,13 +1,17 @@
 """The command line on shared stores (issue 45): a stored frequency source replaced only with
 ``--replace``, totals beyond 64 bits printed alike by every command, an extraction refused by its
-model that leaves the store (and the model cache) as they were."""
+model that leaves the store (and the model cache) as they were, and a store on a read-only file
+system, which the commands that only read open read-only, saying so."""
 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
+import subprocess
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pytest
 
@@ -109,3 +113,125 @@ def test_a_conversion_that_fails_leaves_no_lock_file_in_the_model_cache(tmp_path
     with pytest.raises(ModelLoadError):
         gguf.converted_folder(info, "float32", cache)
     assert list(cache.iterdir()) == []
+
+
+# -- a store on a read-only file system ----------------------------------------------------------
+
+
+class ReadOnlyFileSystem:
+    """The process's DuckDB instance on a read-only file system: attaching a file for writing fails
+    with DuckDB's own error; a read-only attachment works."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    def execute(self, sql, *args):
+        if sql.startswith("ATTACH") and "READ_ONLY" not in sql:
+            path = sql.split("'")[1]
+            raise duckdb.IOException(f'IO Error: Cannot open file "{path}": Read-only file system')
+        return self.engine.execute(sql, *args)
+
+    def cursor(self):
+        return self.engine.cursor()
+
+
+@pytest.fixture
+def analysed_store(tmp_path) -> Path:
+    """A store holding a model and its cached analysis."""
+    path = tmp_path / "stores" / "store.duckdb"
+    store = Store(path)
+    store.import_arrays("m", np.random.default_rng(4).normal(size=(4, 2, 3, 5)), (1, 2, 3, 4),
+                        carriers=("a {n}", "b {n}"), stimuli="s")
+    assert main(["analyze", "--model", "m", "--stimuli", "s", "--n-boot", "0", "--json", "--store", str(path)]) == 0
+    return path
+
+
+def _on_read_only_file_system(monkeypatch) -> None:
+    from magdash.store import connection
+
+    read_only = ReadOnlyFileSystem(connection._engine())
+    monkeypatch.setattr(connection, "_engine", lambda: read_only)
+    monkeypatch.setattr(connection, "_SAID_READ_ONLY", set())
+
+
+def _read_commands_work_and_writes_are_refused(path: Path, tmp_path: Path, capsys, caplog) -> None:
+    before = tree_state(path.parent)
+    capsys.readouterr()
+    with caplog.at_level(logging.WARNING):
+        assert main(["list", "--store", str(path)]) == 0
+        assert "m " in capsys.readouterr().out
+        assert main(["analyze", "--model", "m", "--stimuli", "s", "--n-boot", "0", "--json", "--store", str(path)]) == 0
+        assert json.loads(capsys.readouterr().out)["model"] == "m"
+        assert main(["export", "--model", "m", "--stimuli", "s", "--out", str(tmp_path / "out.npz"), "--store", str(path)]) == 0
+        assert (tmp_path / "out.npz").is_file()
+    said = [r.getMessage() for r in caplog.records if "opened read-only" in r.getMessage()]
+    assert len(said) == 1 and "read-only" in said[0], said  # said once, however often the store is opened
+    capsys.readouterr()
+    for command, needs in ((["compact"], "compacting it rewrites the file, which needs write access"),
+                           (["import", str(tmp_path / "out.npz"), "--name", "again"], "nothing is written to it")):
+        assert main([*command, "--store", str(path)]) == 2
+        error = capsys.readouterr().err.strip().splitlines()
+        assert len(error) == 1 and error[0].startswith("magdash: error: store") and needs in error[0], error
+        assert "IO Error" not in error[0]
+    assert tree_state(path.parent) == before
+
+
+def test_reading_commands_fall_back_to_read_only_on_a_read_only_file_system(analysed_store, tmp_path, capsys, caplog,
+                                                                             monkeypatch):
+    _on_read_only_file_system(monkeypatch)
+    _read_commands_work_and_writes_are_refused(analysed_store, tmp_path, capsys, caplog)
+
+
+def _mount(*args: str) -> bool:
+    return subprocess.run(["mount", *args], capture_output=True).returncode == 0
+
+
+def test_a_store_on_a_really_read_only_mount(analysed_store, tmp_path, capsys, caplog, monkeypatch):
+    """The same on a real read-only file system: a read-only bind mount of the store's folder (where
+    this process may mount; root in a container usually may)."""
+    monkeypatch.setattr("magdash.store.connection._SAID_READ_ONLY", set())
+    mounted = tmp_path / "mounted"
+    mounted.mkdir()
+    if not _mount("--bind", str(analysed_store.parent), str(mounted)):
+        pytest.skip("this process may not mount a file system")
+    try:
+        if not _mount("-o", "remount,ro,bind", str(mounted)):
+            pytest.skip("this process may not remount read-only")
+        _read_commands_work_and_writes_are_refused(mounted / analysed_store.name, tmp_path, capsys, caplog)
+    finally:
+        subprocess.run(["umount", str(mounted)], check=True)
+
+
+def test_a_writable_store_file_in_a_read_only_folder(analysed_store, tmp_path, capsys, caplog):
+    """A store file that can be written in a folder that cannot (so DuckDB cannot write its log beside
+    it): reading works, a result computed is not kept (with a warning), and a write is one line."""
+    writable = tmp_path / "writable.duckdb"
+    shutil.copyfile(analysed_store, writable)
+    mounted = tmp_path / "mounted"
+    mounted.mkdir()
+    if not _mount("--bind", str(analysed_store.parent), str(mounted)):
+        pytest.skip("this process may not mount a file system")
+    try:
+        if not (_mount("-o", "remount,ro,bind", str(mounted))
+                and _mount("--bind", str(writable), str(mounted / analysed_store.name))):
+            pytest.skip("this process may not remount read-only")
+        path = str(mounted / analysed_store.name)
+        before = writable.read_bytes()
+        capsys.readouterr()
+        assert main(["list", "--store", path]) == 0
+        with caplog.at_level(logging.WARNING):
+            assert main(["analyze", "--model", "m", "--stimuli", "s", "--n-boot", "5", "--json", "--store", path]) == 0
+        assert any("is not kept" in r.getMessage() and "read-only file system" in r.getMessage() for r in caplog.records)
+        capsys.readouterr()
+        for command in (["compact"], ["import", str(tmp_path / "none.npz"), "--name", "x"],
+                        ["freq", "import-csv", str(tmp_path / "none.csv"), "--name", "x"]):
+            (tmp_path / "none.csv").write_text("number,count\n1,2\n", encoding="utf-8")
+            np.savez(tmp_path / "none.npz", per_carrier=np.zeros((3, 1, 2, 4)), magnitudes=np.arange(1, 4))
+            assert main([*command, "--store", path]) == 2, command
+            error = capsys.readouterr().err.strip().splitlines()
+            assert len(error) == 1 and error[0].startswith("magdash: error: "), error
+            assert "read-only file system" in error[0] and "Traceback" not in error[0], error
+        assert writable.read_bytes() == before
+    finally:
+        subprocess.run(["umount", str(mounted / analysed_store.name)], check=False)
+        subprocess.run(["umount", str(mounted)], check=False)
