@@ -151,7 +151,7 @@ def _on_read_only_file_system(monkeypatch) -> None:
 
     read_only = ReadOnlyFileSystem(connection._engine())
     monkeypatch.setattr(connection, "_engine", lambda: read_only)
-    monkeypatch.setattr(connection, "_SAID_READ_ONLY", set())
+    monkeypatch.setattr(connection, "_SAID_READ_ONLY", set(), raising=False)
 
 
 def _read_commands_work_and_writes_are_refused(path: Path, tmp_path: Path, capsys, caplog) -> None:
@@ -189,7 +189,7 @@ def _mount(*args: str) -> bool:
 def test_a_store_on_a_really_read_only_mount(analysed_store, tmp_path, capsys, caplog, monkeypatch):
     """The same on a real read-only file system: a read-only bind mount of the store's folder (where
     this process may mount; root in a container usually may)."""
-    monkeypatch.setattr("magdash.store.connection._SAID_READ_ONLY", set())
+    monkeypatch.setattr("magdash.store.connection._SAID_READ_ONLY", set(), raising=False)
     mounted = tmp_path / "mounted"
     mounted.mkdir()
     if not _mount("--bind", str(analysed_store.parent), str(mounted)):
