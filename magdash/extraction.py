@@ -29,7 +29,7 @@ from magdash.errors import MagdashError, ModelLoadError, StimulusError
 from magdash.extract_params import DEFAULT_BATCH_SIZE, DEFAULT_PADDING_SIDE, ExtractParams
 from magdash.names import default_name
 from magdash.params import ProgressCallback
-from magdash.sources import LoadedModel, load_model, load_tokenizer, pick_device, resolve_model
+from magdash.sources import LoadedModel, ModelSource, load_model, load_tokenizer, pick_device, resolve_model
 from magdash.stimuli import DEFAULT_POSITION, StimulusItem, StimulusSet, token_indices_for_span
 from magdash.store import ModelRecord, Store, shards
 from magdash.tokenization import DigitSplitting, NumberTokens, digit_splitting, tokenize_numbers
@@ -58,6 +58,7 @@ class ExtractionResult:
         cancelled: whether ``should_stop`` ended it early (what it had is stored).
         store_seconds: of ``seconds``, the time spent waiting for the store (catalog, writes the forward passes did not
             hide).
+        waited: whether it waited for another extraction of the model into the store, whose vectors it then used.
     """
     name: str
     stimuli: str
@@ -68,6 +69,7 @@ class ExtractionResult:
     seconds: float
     cancelled: bool = False
     store_seconds: float = 0.0  # of ``seconds``, spent waiting for the store (catalog, writes not hidden)
+    waited: bool = False
 
 
 @dataclass
@@ -749,6 +751,20 @@ def extract(
         dtype = model.dtype
     name = name or default_name(source.spec, dtype, position)
     model_id = source.model_id(dtype, position, transformers_version())
+    # Extractions of one model into one store take turns: a second one waits, then extracts only what
+    # the first did not store (and says so), instead of both doing the whole work.
+    with store.extraction_turn(model_id) as waited:
+        return _extract_in_turn(model, source, stimuli, store, params, name=name, model_id=model_id, dtype=dtype,
+                                progress=progress, should_stop=should_stop, started=started, waited=waited)
+
+
+def _extract_in_turn(
+    model: str | LoadedModel, source: ModelSource, stimuli: StimulusSet, store: Store, params: ExtractParams, *, name: str,
+    model_id: str, dtype: str, progress: ProgressCallback | None, should_stop: Callable[[], bool] | None,
+    started: float, waited: bool,
+) -> ExtractionResult:
+    """:func:`extract` once its turn is held (``waited``: whether another extraction of the model held it first)."""
+    device, position = params.device, params.position
     waiting_for_store = _Stopwatch()
     with waiting_for_store:
         unstored = store.unstored_among(model_id, [item.key for item in stimuli.items])
@@ -776,7 +792,8 @@ def extract(
             record_token_facts(store, model_id, loaded.tokenizer, stimuli, position, untokenized, without_splitting)
         else:
             _record_from_tokenizer_alone(store, source, params, model_id, stimuli, untokenized, without_splitting)
-        return ExtractionResult(name, stimuli.name, model_id, total, already, 0, time.perf_counter() - started)
+        return ExtractionResult(name, stimuli.name, model_id, total, already, 0, time.perf_counter() - started,
+                                waited=waited)
     # Loaded above: what was stored when asked stays stored, so something is missing only if it was then.
     assert loaded is not None
     todo = [item for item in stimuli.items if item.key in missing]
@@ -825,7 +842,7 @@ def extract(
     cancelled = done - already < len(todo)
     return ExtractionResult(
         name, stimuli.name, model_id, total, already, done - already, time.perf_counter() - started, cancelled,
-        waiting_for_store.seconds,
+        waiting_for_store.seconds, waited,
     )
 
 

@@ -22,7 +22,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 
 import duckdb
@@ -384,6 +384,16 @@ class Store:
         """
         with self._file.connect() as connection:
             return set(item_keys) - _done_among(connection, model_id, item_keys)
+
+    def extraction_turn(self, model_id: str):
+        """A context holding ``model_id``'s turn to extract into this store, yielding whether it waited for
+        another extraction of it (:func:`magdash.store.shards.extraction_turn`); a read-only store,
+        which no extraction writes to, takes none.
+
+        Args:
+            model_id: the identity of the vectors about to be extracted.
+        """
+        return nullcontext(False) if self.read_only else shards.extraction_turn(self.shards, model_id)
 
     def start_extraction(self, stimuli: StimulusSet, model_id: str) -> tuple[set[str], str | None]:
         """Register ``stimuli`` (:meth:`register_stimulus_set`) and return the keys of its items

@@ -1,7 +1,8 @@
 """The command line on shared stores (issue 45): a stored frequency source replaced only with
 ``--replace``, totals beyond 64 bits printed alike by every command, an extraction refused by its
 model that leaves the store (and the model cache) as they were, and a store on a read-only file
-system, which the commands that only read open read-only, saying so."""
+system, which the commands that only read open read-only, saying so; two extractions of one model at
+once, the second waiting for the first and using its vectors."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import json
 import logging
 import shutil
 import subprocess
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import duckdb
@@ -235,3 +238,45 @@ def test_a_writable_store_file_in_a_read_only_folder(analysed_store, tmp_path, c
     finally:
         subprocess.run(["umount", str(mounted / analysed_store.name)], check=False)
         subprocess.run(["umount", str(mounted)], check=False)
+
+
+# -- two extractions of one model at once -----------------------------------------------------------
+
+
+def test_a_second_extraction_of_a_model_waits_for_the_first_and_uses_its_vectors(tiny_llama, tmp_path, capsys):
+    from magdash.extraction import extract
+    from magdash.stimuli import StimulusSet
+
+    store_path = tmp_path / "store.duckdb"
+    stimuli = StimulusSet("mine", ("I saw {n} birds.", "There were {n} cars."), (1, 2, 3, 5, 8))
+    first_inside, second_waiting = threading.Event(), threading.Event()
+
+    class SeeWaiting(logging.Handler):
+        def emit(self, record):
+            if "another extraction of this model" in record.getMessage():
+                second_waiting.set()
+
+    def hold_until_the_second_waits(done: int, total: int) -> None:
+        if not first_inside.is_set():
+            first_inside.set()
+            assert second_waiting.wait(120), "the second extraction did not wait for the first"
+
+    handler = SeeWaiting()
+    logging.getLogger("magdash.store").addHandler(handler)
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            first = pool.submit(extract, str(tiny_llama), stimuli, Store(store_path), name="tiny",
+                                progress=hold_until_the_second_waits)
+            assert first_inside.wait(300)
+            status = main(["extract", "--model", str(tiny_llama), "--stimuli", "mine", "--name", "tiny", "--quiet",
+                           "--store", str(store_path)])
+            first_result = first.result()
+    finally:
+        logging.getLogger("magdash.store").removeHandler(handler)
+    assert status == 0
+    assert first_result.extracted == 10 and not first_result.waited
+    out = capsys.readouterr().out
+    assert "tiny / mine: all 10 sentences already stored (by another extraction of this model, which this one waited for)" in out
+    with duckdb.connect(str(store_path), read_only=True) as connection:
+        assert connection.execute("SELECT count(*), count(DISTINCT item_key) FROM done").fetchone() == (10, 10)
+    assert not list(store_path.parent.glob("**/*.lock")), "the turn's lock file is left behind"
