@@ -79,7 +79,7 @@ def check_npz_payload(payload: bytes) -> None:
     try:
         with zipfile.ZipFile(io.BytesIO(payload)) as archive:
             declared = sum(member.file_size for member in archive.infolist())
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as error:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, NotImplementedError) as error:
         raise ValueError(f"not an npz payload ({error})") from None
     if declared > MAX_PAYLOAD_BYTES:
         raise ValueError(f"the payload holds {declared:,} bytes once decompressed, more than {MAX_PAYLOAD_BYTES:,}")

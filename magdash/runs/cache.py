@@ -32,8 +32,8 @@ from magdash.jsonio import to_jsonable
 log = logging.getLogger(__name__)
 
 UNREADABLE_PAYLOAD = (
-    ArithmeticError, AttributeError, EOFError, LookupError, MagdashError, MemoryError, OSError, RecursionError,
-    TypeError, ValueError, zipfile.BadZipFile, zlib.error,
+    ArithmeticError, AttributeError, EOFError, LookupError, MagdashError, MemoryError, NotImplementedError, OSError,
+    RecursionError, TypeError, ValueError, zipfile.BadZipFile, zlib.error,
 )
 """What decoding a payload that is not what magdash wrote raises (random bytes, an empty or cut payload,
 JSON of another shape, an npz of other arrays, one too large): the result is then computed again. A
