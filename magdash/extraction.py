@@ -741,6 +741,7 @@ def extract(
     started = time.perf_counter()
     # Every option is checked before anything is stored, so a refused call leaves no trace.
     params = dataclasses.replace(params or ExtractParams(), **options)
+    store.check_writable()  # before a model is loaded for nothing
     dtype, device, position = params.dtype, params.device, params.position
     if not isinstance(model, LoadedModel):
         pick_device(device)

@@ -362,7 +362,7 @@ class StoreFile:
                 "changed. Copy the store to a folder you can write, or point --store at another file"
             )
         if "permission denied" in text or isinstance(error, duckdb.PermissionException):
-            return StoreError(f"cannot write store {where}: permission denied; point --store at a file you can write")
+            return ReadOnlyStoreError(f"cannot write store {where}: permission denied; point --store at a file you can write")
         return StoreError(
             f"store {where} is damaged or unreadable ({first_line}); the operation was rolled back. "
             "Restore the store from a copy, or point --store at another file"

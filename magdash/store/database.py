@@ -152,6 +152,12 @@ class Store:
         around a computation, since other processes wait for the file meanwhile."""
         return self._file.session()
 
+    def check_writable(self) -> None:
+        """Refuse, with the reason, a write to a store open read-only (asked for, or a file that cannot
+        be written): a :class:`~magdash.errors.ReadOnlyStoreError`. A command that writes asks first, before
+        its work."""
+        self._file.check_writable()
+
     def schema_version(self) -> int:
         """The schema version the store file records (:data:`~magdash.store.SCHEMA_VERSION` once opened by this
         version)."""
