@@ -778,6 +778,14 @@ def _extract_in_turn(
             source, dtype=dtype, device=device, device_map=params.device_map,
             trust_remote_code=params.trust_remote_code, allow_pickle=params.allow_pickle,
         )
+    todo = [item for item in stimuli.items if item.key in unstored]
+    encoded, located = [], ([], [])  # no model loaded: every item is stored, and nothing is encoded
+    if loaded is not None:
+        # One encoding serves the number tokens, the refusal of numbers first (before anything is
+        # written, like a model that fails to load) and the token facts.
+        encoded = encode_items(loaded, todo)
+        located = numbers_in(todo, encoded, position)
+        check_number_positions(loaded, todo, position, params.allow_number_first, located[1])
     with waiting_for_store:
         missing, stored_as = store.start_extraction(stimuli, model_id)
         untokenized, without_splitting = store.missing_token_facts(model_id, stimuli.name)
@@ -797,11 +805,10 @@ def _extract_in_turn(
                                 waited=waited)
     # Loaded above: what was stored when asked stays stored, so something is missing only if it was then.
     assert loaded is not None
-    todo = [item for item in stimuli.items if item.key in missing]
-    # One encoding serves the number tokens, the refusal of numbers first and the token facts.
-    encoded = encode_items(loaded, todo)
-    located = numbers_in(todo, encoded, position)
-    check_number_positions(loaded, todo, position, params.allow_number_first, located[1])
+    if len(missing) < len(todo):  # some stored meanwhile by a writer that takes no turn (an import)
+        kept = [index for index, item in enumerate(todo) if item.key in missing]
+        todo, encoded = [todo[index] for index in kept], [encoded[index] for index in kept]
+        located = ([located[0][index] for index in kept], [located[1][index] for index in kept])
     with waiting_for_store:
         store.register_model(model_record_for(loaded, name, position))
     record_token_facts(store, model_id, loaded.tokenizer, stimuli, position, untokenized, without_splitting,

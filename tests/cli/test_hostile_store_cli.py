@@ -103,6 +103,20 @@ def test_an_extraction_refused_by_its_model_leaves_the_store_as_it_was(case, tin
     assert Store(store).stimulus_set_names() == ["s"]
 
 
+def test_an_extraction_refusing_carriers_that_put_the_number_first_leaves_the_store_as_it_was(tmp_path, capsys):
+    from tests.support import build_tiny_model
+
+    folder = build_tiny_model(tmp_path / "no-bos", "llama", start="no-bos")
+    stores = tmp_path / "stores"
+    stores.mkdir()
+    store = stores / "store.duckdb"
+    Store(store).import_arrays("kept", np.zeros((3, 1, 2, 4)), (1, 2, 3), carriers=("a {n}",), stimuli="s")
+    before = tree_state(stores)
+    assert main(["extract", "--model", str(folder), "--magnitudes", "1,7", "--store", str(store), "--quiet"]) == 2
+    assert "--allow-number-first" in capsys.readouterr().err
+    assert tree_state(stores) == before, "the refused extraction changed the store"
+
+
 def test_a_conversion_that_fails_leaves_no_lock_file_in_the_model_cache(tmp_path, monkeypatch):
     from magdash.errors import ModelLoadError
     from magdash.sources import gguf
