@@ -13,6 +13,7 @@ from magdash.errors import MagdashError
 from pages import ui
 
 st.set_page_config(page_title="magdash", page_icon="🔢", layout="wide")
+ui.serve_settings()
 ui.login_gate()
 navigation = ui.build_navigation()
 try:

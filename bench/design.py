@@ -37,7 +37,7 @@ from magdash.controls.controls_params import DesignParams
 from magdash.controls.design import Simulator
 from magdash.controls.simulate import Calibration, draw_vectors, fit_alphas
 from magdash.variability.analysis import run_analysis
-from magdash.variability.analysis_params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams, FitRules
 from magdash.variability.fits import fit_scaling
 
 
@@ -65,7 +65,7 @@ def main() -> None:
     log_v = simulator.log_v(0.01, (1, 0))[: args.loop_studies]
     start = time.perf_counter()
     looped = np.array([
-        [fit_scaling(simulator.magnitudes, np.exp(layer), drop_outliers=True, n_boot=0).alpha for layer in study]
+        [fit_scaling(simulator.magnitudes, np.exp(layer), rules=FitRules(drop_outliers=True, n_boot=0)).alpha for layer in study]
         for study in log_v
     ])
     loop_seconds = time.perf_counter() - start

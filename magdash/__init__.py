@@ -66,9 +66,10 @@ _PUBLIC: dict[str, tuple[str, str | None]] = {
     "ControlsResult": ("magdash.controls.robustness", "ControlsResult"),
     "DesignParams": ("magdash.controls.controls_params", "DesignParams"),
     "DesignResult": ("magdash.controls.design", "DesignResult"),
-    "PhaseParams": ("magdash.phase.phase_params", "PhaseParams"),
-    "PhaseResult": ("magdash.phase.diagnostics", "PhaseResult"),
+    "DepthParams": ("magdash.phase.phase_params", "PhaseParams"),
+    "DepthResult": ("magdash.phase.diagnostics", "PhaseResult"),
     "FrequencySource": ("magdash.frequency.sources", "FrequencySource"),
+    "E5Params": ("magdash.frequency.e5_params", "E5Params"),
     "ProbeParams": ("magdash.probes.probe_params", "ProbeParams"),
     "ProbeResult": ("magdash.probes.result", "ProbeResult"),
     # figures
@@ -82,11 +83,25 @@ _PUBLIC: dict[str, tuple[str, str | None]] = {
 }
 """Each public name: the module that defines it, and its name there (None: the module itself)."""
 
+_DEPRECATED: dict[str, str] = {
+    # An old public name: the public name that replaced it (the CHANGELOG says when). Using one
+    # warns (DeprecationWarning) and gives the new name's object; neither is in __all__.
+    "PhaseParams": "DepthParams",  # deprecated name
+    "PhaseResult": "DepthResult",  # deprecated name
+}
+
 __all__ = ["__version__", *_PUBLIC]
 
 
 def __getattr__(name: str):
-    """A public name, imported from its module the first time it is used."""
+    """A public name, imported from its module the first time it is used; an old name
+    (:data:`_DEPRECATED`) warns and gives its replacement."""
+    if name in _DEPRECATED:
+        import warnings
+
+        warnings.warn(f"magdash.{name} is deprecated; use magdash.{_DEPRECATED[name]} (the same object)",
+                      DeprecationWarning, stacklevel=2)
+        return __getattr__(_DEPRECATED[name])
     if name not in _PUBLIC:
         raise AttributeError(f"module 'magdash' has no attribute {name!r}")
     module_name, attribute = _PUBLIC[name]

@@ -9,7 +9,8 @@ A message names a parameter as the Python API spells it (``stimuli=``) and lists
 error's ``parameters``; the CLI writes each as its option (``--stimuli``) before printing.
 """
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 
 
 class MagdashError(Exception):
@@ -51,3 +52,21 @@ class AnalysisError(MagdashError):
 
 class PlanError(MagdashError):
     """A sweep plan that cannot be run (bad TOML, unknown keys, tasks, dtypes or models)."""
+
+
+def rewrite_parameters(text: str, names: Iterable[str], rewrite: Callable[[str, str], str]) -> str:
+    """``text`` with each parameter of ``names`` it writes as ``name=value`` (or a bare ``name=``)
+    replaced by ``rewrite(name, value)``: how the command line and the pages say a library
+    message in their own words (an option, a widget's label).
+
+    Args:
+        text: a message.
+        names: the parameters to rewrite.
+        rewrite: the words for one (``value`` as written: ``'paper'``, ``(3,)``, ``-1``, or "").
+    """
+    ordered = sorted(set(names), key=len, reverse=True)
+    if not ordered:
+        return text
+    pattern = (rf"(?<![\w.:-])({'|'.join(map(re.escape, ordered))})="
+               r"(\([^)]*\)|'[^']*'|\"[^\"]*\"|(?:[^\s,;)]*[^\s,;).:])?)")
+    return re.sub(pattern, lambda found: rewrite(found.group(1), found.group(2)), text)

@@ -6,10 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from magdash.errors import MagdashError
-from magdash.params import DEFAULT_DTYPE, DTYPES, option
+from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, DTYPES, option
 from magdash.stimuli import DEFAULT_POSITION, POSITIONS
 
 DEFAULT_BATCH_SIZE = 32
+TEXT_BATCH_SIZE = 16
+"""Sequences per forward pass when whole texts run through a model (the depth diagnostics of
+prompts or a document's chunks): each up to a context long, so fewer than the stimulus sentences'
+:data:`DEFAULT_BATCH_SIZE`."""
 PADDING_SIDES = ("right", "left")
 DEFAULT_PADDING_SIDE = PADDING_SIDES[0]
 
@@ -22,7 +26,7 @@ class ExtractParams:
 
     dtype: str = field(default=DEFAULT_DTYPE, metadata=option(
         "the dtype the model runs in (float16 halves the memory; the paper's models ran in fp16)", choices=DTYPES))
-    device: str = field(default="auto", metadata=option("auto, cpu, cuda, cuda:1, mps", metavar="DEVICE"))
+    device: str = field(default=DEFAULT_DEVICE, metadata=option("auto, cpu, cuda, cuda:1, mps", metavar="DEVICE"))
     device_map: str | None = field(default=None, metadata=option(
         "spread a model larger than one GPU over all of them (accelerate)", choices=("auto",)))
     position: str = field(default=DEFAULT_POSITION, metadata=option(
@@ -42,7 +46,8 @@ class ExtractParams:
 
     def __post_init__(self) -> None:
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise MagdashError(f"batch size must be a whole number of at least 1, got {self.batch_size!r}")
+            raise MagdashError(f"batch_size={self.batch_size!r} must be a whole number of at least 1",
+                               parameters=("batch_size",))
         if self.padding_side not in PADDING_SIDES:
             raise MagdashError("padding side must be 'left' or 'right'")
         if self.position not in POSITIONS:

@@ -21,18 +21,22 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from magdash.environment import transformers_version
 from magdash.errors import MagdashError, ModelLoadError, StimulusError
-from magdash.extract_params import DEFAULT_BATCH_SIZE, DEFAULT_PADDING_SIDE, ExtractParams
+from magdash.extract_params import DEFAULT_BATCH_SIZE, DEFAULT_PADDING_SIDE, TEXT_BATCH_SIZE, ExtractParams
 from magdash.names import default_name
 from magdash.params import ProgressCallback
 from magdash.sources import LoadedModel, ModelSource, load_model, load_tokenizer, pick_device, resolve_model
 from magdash.stimuli import DEFAULT_POSITION, StimulusItem, StimulusSet, token_indices_for_span
 from magdash.store import ModelRecord, Store, shards
 from magdash.tokenization import DigitSplitting, NumberTokens, digit_splitting, tokenize_numbers
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -127,11 +131,11 @@ class LayerCapture:
     def __init__(self, n_layers: int, pinned: bool = True) -> None:
         self._n_layers = n_layers
         self._pinned = pinned
-        self._layers: dict[int, object] = {}
-        self._on_device: dict[int, object] = {}
-        self._host = None
+        self._layers: dict[int, torch.Tensor] = {}
+        self._on_device: dict[int, torch.Tensor] = {}
+        self._host: torch.Tensor | None = None
 
-    def keep(self, layer: int, reduced) -> None:
+    def keep(self, layer: int, reduced: torch.Tensor) -> None:
         """Start copying ``reduced`` to the host as layer ``layer``.
 
         Args:
@@ -153,7 +157,7 @@ class LayerCapture:
         """The layers no hook saw."""
         return [layer for layer in range(self._n_layers) if layer not in self._layers]
 
-    def on_host(self) -> list[object]:
+    def on_host(self) -> list[torch.Tensor]:
         """Every layer as a host tensor, once its copy has arrived."""
         import torch
 
@@ -161,7 +165,7 @@ class LayerCapture:
             torch.cuda.synchronize(device)
         return [self._layers[layer] for layer in range(self._n_layers)]
 
-    def stacked(self) -> tuple[object, np.ndarray | None]:
+    def stacked(self) -> tuple[torch.Tensor, np.ndarray | None]:
         """(n_layers, ...) host tensor of every layer, and its float64 L2 norms over the last axis
         where the layers were on a GPU (None otherwise)."""
         import torch
@@ -174,12 +178,14 @@ class LayerCapture:
         # value is, the store's rule for flagging a vector (magdash.store.shards).
         norms = torch.linalg.vector_norm(on_one, dim=-1, dtype=torch.float64)
         self.on_host()
+        # Set by the first kept layer that was on a GPU: there was one, or _on_device would be empty.
+        assert self._host is not None
         return self._host, norms.cpu().numpy()
 
 
 @contextmanager
 def capture_layers(
-    loaded: LoadedModel, reduce: Callable[[object], object], *, pinned: bool = True
+    loaded: LoadedModel, reduce: Callable[[torch.Tensor], torch.Tensor], *, pinned: bool = True
 ) -> Iterator[LayerCapture]:
     """Attach hooks that keep ``reduce(hidden)`` of every layer in the yielded :class:`LayerCapture`.
 
@@ -226,11 +232,12 @@ def capture_layers(
             handle.remove()
 
 
-def _input_device(loaded: LoadedModel):
+def _input_device(loaded: LoadedModel) -> torch.device:
     import torch
 
     embeddings = loaded.model.get_input_embeddings()
-    return embeddings.weight.device if embeddings is not None else torch.device(loaded.device)
+    weight = getattr(embeddings, "weight", None)
+    return weight.device if isinstance(weight, torch.Tensor) else torch.device(loaded.device)
 
 
 def tokenize_texts(
@@ -353,7 +360,7 @@ def _forward_with_norms(
     import torch
 
     batch = build_batch(
-        token_ids, number_tokens, pad_id=loaded.tokenizer.pad_token_id,
+        token_ids, number_tokens, pad_id=loaded.pad_id,
         padding_side=padding_side, device=_input_device(loaded),
     )
     kwargs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}
@@ -386,7 +393,7 @@ def out_of_memory_message(batch_size: int, dtype: str) -> str:
         batch_size: sentences in the pass that failed.
         dtype: the dtype the model was loaded in.
     """
-    remedy = "lower --batch-size" + (" or use --dtype bfloat16" if dtype == "float32" else "")
+    remedy = "lower batch_size=" + (" or use dtype='bfloat16'" if dtype == "float32" else "")
     return (f"out of memory in the forward pass of a batch of {batch_size} sentences ({dtype}): {remedy}; "
             "everything stored so far is kept and the next run carries on from there")
 
@@ -490,7 +497,8 @@ def check_number_positions(loaded: LoadedModel, items: Sequence[StimulusItem], p
         raise StimulusError(
             f"{loaded.source.spec!r} has no BOS token, so these carriers put the number at the sequence's "
             f"first position, where decoders build an attention-sink vector rather than the number's: {listed}. "
-            "Put a word before {n}, or pass --allow-number-first (allow_number_first=True) to measure them anyway"
+            "Put a word before {n}, or pass allow_number_first=True to measure them anyway",
+            parameters=("allow_number_first",),
         )
 
 
@@ -582,9 +590,10 @@ def record_token_facts(
     if not missing and not without_splitting:
         return 0
     items = [item for item in stimuli.items if item.key in missing]
-    known = encoded is not None and all(item.key in encoded for item in items)
-    facts, splitting = token_facts(tokenizer, items, position, with_splitting=without_splitting,
-                                   encoded=[encoded[item.key] for item in items] if known else None)
+    known = None
+    if encoded is not None and all(item.key in encoded for item in items):
+        known = [encoded[item.key] for item in items]
+    facts, splitting = token_facts(tokenizer, items, position, with_splitting=without_splitting, encoded=known)
     return store.write_token_facts(model_id, [item.key for item in items], facts, splitting)
 
 
@@ -861,9 +870,9 @@ def shard_parts(batches: Sequence[NumberVectors]) -> tuple[list[str], list[np.nd
     Args:
         batches: consecutive batches of :func:`number_vector_batches`.
     """
-    norms = [batch.norms for batch in batches]
+    norms = [batch.norms for batch in batches if batch.norms is not None]
     return ([key for batch in batches for key in batch.keys], [batch.vectors for batch in batches],
-            None if any(part is None for part in norms) else np.concatenate(norms))
+            np.concatenate(norms) if len(norms) == len(batches) else None)
 
 
 def _write_batches(store: Store, model_id: str, batches: Sequence[NumberVectors]) -> int:
@@ -893,7 +902,7 @@ def capture_all_tokens(
     texts: Sequence[str],
     on_batch: Callable[[int, np.ndarray], None],
     *,
-    batch_size: int = 16,
+    batch_size: int = TEXT_BATCH_SIZE,
     max_length: int | None = None,
     progress: ProgressCallback | None = None,
     keep_first_position: bool = False,
@@ -936,7 +945,7 @@ def capture_all_tokens(
                 for i in chosen]
         left_out += sum(1 for i, positions in zip(chosen, real, strict=True) if encoded[i][0] and
                         (not positions or positions[0] != 0))
-        batch = build_batch(ids, [r or [0] for r in real], pad_id=tokenizer.pad_token_id,
+        batch = build_batch(ids, [r or [0] for r in real], pad_id=loaded.pad_id,
                             padding_side="right", device=device)
         rows = torch.tensor([row for row, positions in enumerate(real) for _ in positions], dtype=torch.long)
         if on_rows is not None:

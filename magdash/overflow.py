@@ -54,5 +54,5 @@ def nonfinite_warning(model: str, counts: Mapping[int, int], total: int | None =
     return (
         f"{model}: {_layer_list(list(flagged))} {'holds' if len(flagged) == 1 else 'hold'} Inf/NaN activations{share}, "
         "as float16 overflow gives; they are left out of every fit and diagnostic. "
-        "Extract again with --dtype bfloat16 or float32 under another --name to analyse them."
+        "Extract again with dtype='bfloat16' (or 'float32') under another name= to analyse them."
     )

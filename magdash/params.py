@@ -22,9 +22,16 @@ DEFAULT_N_BOOT = 10_000
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` while an extraction or analysis runs."""
 
+DEFAULT_CI = 0.95
+"""The confidence level of every interval unless a user asks for another."""
+
 DTYPES = ("float32", "float16", "bfloat16")
 """The dtypes a model is loaded in for an extraction."""
 DEFAULT_DTYPE = DTYPES[0]
+DEVICES = ("auto", "cpu", "cuda", "mps")
+"""The devices a model runs on, by name (a CUDA device by index, ``cuda:1``, is typed); ``auto``
+takes CUDA, then MPS, then the CPU."""
+DEFAULT_DEVICE = DEVICES[0]
 
 SEED_LIMIT = 2**63
 """Seeds are whole numbers in [0, SEED_LIMIT): numpy's generators take any seed >= 0, and the
@@ -39,7 +46,7 @@ def seed_problem(seed: object, name: str = "seed") -> str | None:
         name: the parameter's name, for the message.
     """
     if isinstance(seed, bool) or not isinstance(seed, Integral) or not 0 <= seed < SEED_LIMIT:
-        return f"{name} must be a whole number from 0 to 2**63 - 1, got {seed!r}"
+        return f"{name}={seed!r} must be a whole number from 0 to 2**63 - 1"
     return None
 
 
@@ -147,36 +154,35 @@ def option(help: str, **details: Any) -> dict[str, Option]:
     return {OPTION_KEY: Option(help, **details)}
 
 
-def comma_separated(kind: Callable[[str], Any], flag: str) -> Callable[[str], tuple]:
-    """A parser of ``"a,b,c"`` into a tuple of ``kind``, whose message names ``flag``.
+def comma_separated(kind: Callable[[str], Any]) -> Callable[[str], tuple]:
+    """A parser of ``"a,b,c"`` into a tuple of ``kind``; a text it cannot read raises ValueError
+    saying why (the command line puts its option before it).
 
     Args:
         kind: the type of each item (``int``, ``float``, ``str``).
-        flag: the option's flag, named in the error message.
     """
 
     def parse(text: str) -> tuple:
         try:
             return tuple(kind(part.strip()) for part in text.split(",") if part.strip())
         except ValueError:
-            raise AnalysisError(f"cannot read {flag} {text!r}; give a comma-separated list") from None
+            raise ValueError("give a comma-separated list") from None
 
     return parse
 
 
-def parse_pair(flag: str, example: str) -> Callable[[str], tuple[float, float]]:
-    """A parser of ``"LO,HI"`` into two numbers, whose message names ``flag``.
+def parse_pair(example: str) -> Callable[[str], tuple[float, float]]:
+    """A parser of ``"LO,HI"`` into two numbers; a text it cannot read raises ValueError saying why.
 
     Args:
-        flag: the option's flag, named in the error message.
         example: a valid value, shown in the error message.
     """
-    read = comma_separated(float, flag)
+    read = comma_separated(float)
 
     def parse(text: str) -> tuple[float, float]:
         parts = read(text)
         if len(parts) != 2:
-            raise AnalysisError(f"{flag} needs two numbers LO,HI (e.g. {example}), got {text!r}")
+            raise ValueError(f"give two numbers LO,HI (e.g. {example})")
         return parts[0], parts[1]
 
     return parse

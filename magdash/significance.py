@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 from magdash.formatting import fixed, format_p
+from magdash.params import DEFAULT_CI
 
 SIGNIFICANCE_LEVEL = 0.05
 """The two-sided level a p-value is read against unless a parameter says otherwise."""
@@ -94,7 +95,7 @@ def layer_test_note(n_layers: int) -> str:
 
 
 def stimulus_estimate(estimate: float, interval: tuple[float, float], p: float, n_resamples: int, *,
-                      level: float = 0.95, digits: int = 4) -> str:
+                      level: float = DEFAULT_CI, digits: int = 4) -> str:
     """An estimate with its stimulus-bootstrap interval and p, in words:
     ``-0.0400, 95% CI [-0.0450, -0.0350] (stimulus bootstrap, 9,981 resamples), p = 2.0e-04``; with
     too few resamples to reach :data:`SIGNIFICANCE_LEVEL`, that too; without resamples, says so.

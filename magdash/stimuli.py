@@ -439,12 +439,21 @@ def validate_carriers(carriers: Iterable[str]) -> list[str]:
     return carriers
 
 
-def parse_carrier_text(text: str) -> list[str]:
-    """Carriers from text with one sentence per line; trailing blank lines are ignored."""
-    lines = [line.rstrip("\r") for line in text.split("\n")]
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def carrier_lines(text: str) -> list[str]:
+    """The lines of a carrier text, one sentence each: CRLF (Windows), LF (Unix) and a lone CR (old
+    Mac editors, some spreadsheets' exports) each end a line; trailing blank lines are dropped."""
+    lines = _LINE_END.split(text)
     while lines and not lines[-1].strip():
         lines.pop()
-    return validate_carriers(lines)
+    return lines
+
+
+def parse_carrier_text(text: str) -> list[str]:
+    """Carriers from text with one sentence per line (:func:`carrier_lines`), checked."""
+    return validate_carriers(carrier_lines(text))
 
 
 def read_carrier_file(path: str) -> list[str]:
@@ -539,7 +548,7 @@ def parse_magnitudes(spec: str) -> list[int]:
 
 
 def token_indices_for_span(
-    offsets: Sequence[tuple[int, int]], start: int, end: int, position: str = "last"
+    offsets: Sequence[tuple[int, int]], start: int, end: int, position: str = DEFAULT_POSITION
 ) -> list[int]:
     """Indices of the tokens that stand for the number occupying characters ``[start, end)``.
 

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from magdash.errors import StimulusError
-from magdash.stimuli import POSITIONS, StimulusItem, make_item, token_indices_for_span
+from magdash.stimuli import DEFAULT_POSITION, POSITIONS, StimulusItem, make_item, token_indices_for_span
 
 SPLITTING_CARRIER = "There are {n} items."
 """The carrier :func:`digit_splitting` writes numbers into: after a space, as in most carriers
@@ -70,7 +70,7 @@ def number_tokens(
     item: StimulusItem,
     token_ids: Sequence[int],
     offsets: Sequence[tuple[int, int]],
-    position: str = "last",
+    position: str = DEFAULT_POSITION,
 ) -> NumberTokens:
     """The tokenization facts of one item from its encoding.
 
@@ -116,7 +116,7 @@ def digit_count(magnitude: float) -> int:
 
 
 def tokenize_numbers(
-    tokenizer, items: Sequence[StimulusItem], position: str = "last",
+    tokenizer, items: Sequence[StimulusItem], position: str = DEFAULT_POSITION,
     encoded: Sequence[tuple[Sequence[int], Sequence[tuple[int, int]]]] | None = None,
 ) -> list[NumberTokens]:
     """:func:`number_tokens` of every item, encoded by ``tokenizer`` as extraction encodes them.

@@ -5,8 +5,9 @@ import streamlit as st
 from magdash import dashboard as db
 from magdash.dashboard.jobs import ExtractionRequest, extraction_job
 from magdash.errors import MagdashError
+from magdash.extract_params import ExtractParams
 from magdash.names import default_name
-from magdash.params import DTYPES
+from magdash.params import DEVICES, DTYPES
 from magdash.sources import KINDS_BY_NAME, spec_from_choice
 from magdash.sources.builtin import BUILTIN_MODELS, BUILTINS, INSTALL_MODELS, is_installed
 from magdash.stimuli import PAPER_SET_NAME, POSITIONS, paper_stimuli
@@ -53,11 +54,14 @@ with right:
     set_names = list(dict.fromkeys([PAPER_SET_NAME, *stored_sets]))
     stimuli_name = st.selectbox("Stimulus set", set_names, key="ex_stimuli",
                                 help="Define more sets on the Stimuli page")
-    dtype = st.selectbox("dtype", DTYPES, key="ex_dtype", help="float16 halves the memory (the paper's models ran in fp16)")
-    device = st.selectbox("Device", ("auto", "cpu", "cuda", "mps"), key="ex_device")
-    position = st.selectbox("Token position", POSITIONS, key="ex_position",
+    defaults = ExtractParams()
+    dtype = st.selectbox("dtype", DTYPES, index=DTYPES.index(defaults.dtype), key="ex_dtype",
+                         help="float16 halves the memory (the paper's models ran in fp16)")
+    device = st.selectbox("Device", DEVICES, index=DEVICES.index(defaults.device), key="ex_device")
+    position = st.selectbox("Token position", POSITIONS, index=POSITIONS.index(defaults.position), key="ex_position",
                             help="last: the last token overlapping the number (the paper); first; mean of all")
-    batch_size = st.number_input("Batch size", min_value=1, max_value=1024, value=32, step=8, key="ex_batch",
+    batch_size = st.number_input("Batch size", min_value=1, max_value=1024, value=defaults.batch_size, step=8,
+                                 key="ex_batch",
                                  help="Lower it if the model runs out of memory")
 
 try:

@@ -531,10 +531,10 @@ CARRIER_FILE_BYTES = st.one_of(
 def expected_carriers(text: str) -> list[str] | None:
     """The carriers a text stands for, by the documented rules; None when it must be refused.
 
-    One sentence per line (LF or CRLF; carriage returns ending a line are dropped), trailing blank lines ignored; each line non-blank with
+    One sentence per line (LF, CRLF or a lone CR ends one), trailing blank lines ignored; each line non-blank with
     exactly one {n}, at most MAX_CARRIER_CHARS characters, no repeats, at most MAX_CARRIERS lines.
     """
-    lines = [line.rstrip("\r") for line in text.split("\n")]
+    lines = re.split(r"\r\n|\r|\n", text)
     while lines and not lines[-1].strip():
         lines.pop()
     if not lines or len(lines) > MAX_CARRIERS or len(set(lines)) != len(lines):
@@ -880,3 +880,21 @@ def tree_state(*roots: Path) -> dict[str, tuple]:
     for root in roots:
         visit(Path(root))
     return state
+
+
+def write_tiny_gguf(path: Path) -> Path:
+    """A small valid GGUF file (llama metadata, a three-token vocabulary, an f32 and an f16 tensor),
+    written with the ``gguf`` package: what the GGUF header tests and fuzzers start from."""
+    import gguf
+
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_uint32("llama.block_count", 2)
+    writer.add_string("general.name", "tiny")
+    writer.add_token_list(["a", "b", "c"])
+    writer.add_tensor("t", np.zeros((4, 8), np.float32))
+    writer.add_tensor("u", np.ones(32, np.float16))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

@@ -100,7 +100,7 @@ def duckdb_imports(files, root: Path = ROOT) -> list[str]:
 
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("magdash/errors.py", "magdash/jsonio.py", "magdash/params.py", "magdash/formatting.py",
+    ("base", ("magdash/errors.py", "magdash/jsonio.py", "magdash/result_codec.py", "magdash/params.py", "magdash/formatting.py",
               "magdash/layers.py", "magdash/names.py", "magdash/environment.py", "magdash/overflow.py",
               "magdash/norm_outliers.py", "magdash/output_files.py", "magdash/stimuli.py", "magdash/tokenization.py",
               "magdash/significance.py", "magdash/caveats.py")),

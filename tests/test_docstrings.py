@@ -28,6 +28,7 @@ PUBLIC: dict[str, str | None] = {
     "magdash.api.adapters": None,
     "magdash.api.charts": None,
     # the run layer
+    "magdash.runs.kinds": None,
     "magdash.runs.analysis_runs": None,
     "magdash.runs.controls_runs": None,
     "magdash.runs.design_runs": None,
@@ -46,10 +47,12 @@ PUBLIC: dict[str, str | None] = {
     "magdash.controls.controls_params.DesignParams": None,
     "magdash.sweep.sweep_params.SweepParams": None,
     "magdash.probes.probe_params.ProbeParams": None,
+    "magdash.frequency.e5_params.E5Params": None,
     "magdash.params": None,
     # the store, extraction, the model sources
     "magdash.store.database.Store": None,
     "magdash.store.records": None,
+    "magdash.store.vectors": None,
     "magdash.store.database.nonfinite_counts_in": None,
     "magdash.extraction": None,
     "magdash.sources.resolve": None,

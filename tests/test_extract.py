@@ -345,7 +345,7 @@ def test_a_model_without_a_bos_refuses_carriers_that_put_the_number_first(tmp_pa
 
     folder = build_tiny_model(tmp_path / "no-bos", "llama", start="no-bos")
     assert load_model(str(folder), device="cpu").sequence_start == "none"
-    with pytest.raises(StimulusError, match=r"no BOS token.*'\{n\} was the value\.'.*--allow-number-first"):
+    with pytest.raises(StimulusError, match=r"no BOS token.*'\{n\} was the value\.'.*allow_number_first=True"):
         extract(str(folder), FIRST, store, device="cpu")
     assert store.model_names() == [] and store.extraction_progress().empty  # nothing stored
     path = str(store.path)
@@ -389,8 +389,8 @@ def test_all_token_mode_leaves_each_sequence_s_first_position_out_and_counts_it(
 @pytest.mark.parametrize(("dtype", "suggests_half"), [("float32", True), ("bfloat16", False), ("float16", False)])
 def test_the_out_of_memory_message_suggests_half_precision_only_to_a_float32_model(dtype, suggests_half):
     message = out_of_memory_message(64, dtype)
-    assert "batch of 64 sentences" in message and f"({dtype})" in message and "--batch-size" in message
-    assert ("--dtype bfloat16" in message) is suggests_half
+    assert "batch of 64 sentences" in message and f"({dtype})" in message and "batch_size=" in message
+    assert ("dtype='bfloat16'" in message) is suggests_half
 # -- token facts and number formats (schema 8) -----------------------------------------------
 
 

@@ -58,7 +58,7 @@ def no_fit_store(tmp_path):
 def test_every_surface_writes_missing_numbers_the_same_way(no_fit_store, capsys):
     where = ["--store", str(no_fit_store.path)]
     outputs = {}
-    for command in (["analyze", "--model", "m", "--n-boot", "0"], ["phase", "--model", "m", "--n-boot", "0"],
+    for command in (["analyze", "--model", "m", "--n-boot", "0"], ["depth", "--model", "m", "--n-boot", "0"],
                     ["freq", "corr", "--model", "m", "--source", "counts", "--layers", "0-2", "--n-boot", "0"]):
         capsys.readouterr()
         assert main([*command, *where]) == 0

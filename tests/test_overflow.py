@@ -138,7 +138,7 @@ def test_the_cli_warns_on_stderr_and_keeps_json_clean(overflow_store, capsys):
     assert "magdash: warning: fp16: layers 2, 3, 4 hold Inf/NaN" in captured.err
     assert main(["compare", "--model", "fp16", "--model", "fp32", "--store", store, "--n-boot", "0"]) == 0
     assert "fp16: layers 2, 3, 4" in capsys.readouterr().err
-    assert main(["phase", "--model", "fp16", "--store", store, "--json", "--n-boot", "0"]) == 0
+    assert main(["depth", "--model", "fp16", "--store", store, "--json", "--n-boot", "0"]) == 0
     captured = capsys.readouterr()
     assert [layer["layer"] for layer in json.loads(captured.out)["layers"]] == [0, 1]
     assert "layers 2, 3, 4" in captured.err

@@ -28,7 +28,7 @@ import numpy as np
 
 from magdash.errors import AnalysisError
 from magdash.layers import layer_labels as magdash_layer_labels
-from magdash.stimuli import POSITIONS, StimulusSet, paper_stimuli
+from magdash.stimuli import DEFAULT_POSITION, POSITIONS, StimulusSet, paper_stimuli
 from magdash.store.activations import Activations, as_array
 
 LAYOUTS = ("blocks", "magdash", "hidden_states")
@@ -84,7 +84,7 @@ class NumberPrompts:
         return NumberPrompts(self.sentences, moved, self.magnitudes, self.carriers, self.stimuli)
 
 
-def number_prompts(tokenizer: Any, stimuli: StimulusSet | None = None, *, position: str = "last") -> NumberPrompts:
+def number_prompts(tokenizer: Any, stimuli: StimulusSet | None = None, *, position: str = DEFAULT_POSITION) -> NumberPrompts:
     """The sentences to run and the number's token in each, as magdash's own extraction finds it.
 
     Args:

@@ -9,11 +9,13 @@ Each analysis takes its data first, in one of three forms:
 - the array itself, (n_magnitudes, n_carriers, n_layers, d) in NumPy or torch, with
   ``magnitudes=`` and optionally ``carriers=``.
 
-Arrays are analysed by the same statistics as stored vectors, read in the same order (an
-:class:`~magdash.store.Activations` holds what a store would hold), so an array and the same
-array put into a store (:meth:`~magdash.store.Store.put`) give the same numbers; arrays are not
-cached. Parameters come as the analysis's params dataclass, and any of its fields can be given
-as a keyword (``md.analyze(store, "minilm", n_boot=1000)``). A mistake raises a
+Arrays and a store take one path: either becomes a vector source (:meth:`Store.vectors
+<magdash.store.Store.vectors>`, or an :class:`~magdash.store.Activations`, which holds what a store
+would hold, in the same order: :mod:`magdash.store.vectors`) and the analysis kind's one function
+over it runs (:mod:`magdash.runs.kinds`), so an array and the same array put into a store
+(:meth:`~magdash.store.Store.put`) give the same numbers; arrays are not cached. Parameters come
+as the analysis's params dataclass, and any of its fields can be given as a keyword
+(``md.analyze(store, "minilm", n_boot=1000)``). A mistake raises a
 :class:`~magdash.errors.MagdashError` saying what to fix.
 """
 
@@ -31,15 +33,16 @@ from magdash.controls.controls_params import ControlsParams, DesignParams
 from magdash.controls.design import DesignResult
 from magdash.controls.robustness import ControlsResult
 from magdash.errors import AnalysisError
-from magdash.extract_params import ExtractParams
+from magdash.extract_params import TEXT_BATCH_SIZE, ExtractParams
+from magdash.frequency.e5_params import E5Params
 from magdash.frequency.sources import FrequencySource
-from magdash.params import DEFAULT_N_BOOT, ProgressCallback
+from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, ProgressCallback
 from magdash.phase.diagnostics import PhaseResult
 from magdash.phase.phase_params import PhaseParams
 from magdash.probes.probe_params import ProbeParams
 from magdash.probes.result import ProbeResult
 from magdash.stimuli import PAPER_SET_NAME, StimulusSet, paper_stimuli
-from magdash.store import Activations, Store
+from magdash.store import Activations, Store, VectorSource
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.compare import ComparisonResult
@@ -135,14 +138,11 @@ def analyze(
     Returns:
         The :class:`~magdash.variability.analysis.AnalysisResult` (``.fits``: one row per measure and layer).
     """
-    params = _params(AnalysisParams, params, options)
-    if isinstance(data, Store):
-        from magdash.runs.analysis_runs import analyze as analyze_stored
+    from magdash.runs.analysis_runs import analyze_vectors
 
-        return analyze_stored(data, _require_store(data, "analyze", model), stimuli, params, use_cache=use_cache,
-                              progress=progress)
-    activations = _activations(data, model, stimuli, magnitudes, carriers, "analyze")
-    return _analyze_activations(activations, params, progress=progress)
+    params = _params(AnalysisParams, params, options)
+    source = _source(data, model, stimuli, magnitudes, carriers, "analyze")
+    return analyze_vectors(source, params, use_cache=use_cache, progress=progress)
 
 
 def compare(
@@ -199,9 +199,11 @@ def compare(
             "arrays are compared as magdash.compare(activations_a, activations_b): model names and stimuli "
             "belong to a store"
         )
+    from magdash.runs.analysis_runs import compare_vectors
+
     first = _activations(data, None, None, magnitudes, carriers, "compare", default_name="model A")
     second = _activations(a, None, None, magnitudes, carriers, "compare", default_name="model B")
-    return _compare_activations(first, second, params, progress=progress)
+    return compare_vectors(first, second, params, progress=progress)
 
 
 def robustness(
@@ -258,11 +260,19 @@ def robustness(
         raise AnalysisError("params.variants names stored models; for arrays pass variants={'name': arrays}")
     if variants is not None and not isinstance(variants, Mapping):
         raise AnalysisError("for arrays, variants maps each variant's name to its arrays: variants={'fp16': arrays}")
+    from magdash.names import control_name
+    from magdash.runs.controls_runs import controls_vectors
+    from magdash.store.vectors import renamed
+
     given = {name: _activations(value, None, None, magnitudes, carriers, "robustness", default_name=name)
              for name, value in (variants or {}).items()}
     control = None if random is None else _activations(random, None, None, magnitudes, carriers, "robustness",
                                                        default_name="random")
-    return _controls_activations(activations, params, control, given, progress=progress)
+    return controls_vectors(
+        activations, params, random=None if control is None else renamed(control, control_name(activations.name)),
+        variants={name: renamed(variant, name) for name, variant in given.items()},
+        variant_kinds={name: f"arrays from {variant.source}" for name, variant in given.items()}, progress=progress,
+    )
 
 
 def design(
@@ -297,23 +307,11 @@ def design(
     Returns:
         The :class:`~magdash.controls.design.DesignResult` (``.h1``, ``.e6``, ``.ci_width``, ``.summary()``).
     """
-    from magdash.controls.controls_params import require_raw_vectors
-    from magdash.controls.design import calibrate, simulate_design
+    from magdash.runs.design_runs import design_vectors
 
     params = _params(DesignParams, params, options)
-    analysis_params = analysis_params or AnalysisParams()
-    if isinstance(data, Store):
-        from magdash.runs.design_runs import run_design
-
-        return run_design(data, _require_store(data, "design", model), stimuli, params, analysis_params,
-                          use_cache=use_cache, progress=progress)
-    activations = _activations(data, model, stimuli, magnitudes, carriers, "design")
-    require_raw_vectors(analysis_params)
-    # As magdash.runs.design_runs.calibrate_on reads a stored model: V_eucl without bootstrap.
-    calibration_params = dataclasses.replace(analysis_params, measures=("eucl",), n_boot=0)
-    result = _analyze_activations(activations, calibration_params)
-    core = ((layer, vectors) for layer, _, vectors in activations.layers(list(result.core_layers)))
-    return simulate_design(calibrate(result, core, len(activations.carriers)), params, progress)
+    source = _source(data, model, stimuli, magnitudes, carriers, "design")
+    return design_vectors(source, params, analysis_params, use_cache=use_cache, progress=progress)
 
 
 def depth(
@@ -347,22 +345,11 @@ def depth(
     Returns:
         The :class:`~magdash.phase.diagnostics.PhaseResult` (``.table``: one row per layer).
     """
-    from magdash.phase.accumulate import number_token_sample
-    from magdash.phase.diagnostics import analyze_samples
+    from magdash.runs.depth_runs import depth_vectors
 
     params = _params(PhaseParams, params, options)
-    if isinstance(data, Store):
-        from magdash.runs.depth_runs import phase_from_store
-
-        return phase_from_store(data, _require_store(data, "depth", model), stimuli, params, use_cache=use_cache,
-                                progress=progress)
-    activations = _activations(data, model, stimuli, magnitudes, carriers, "depth")
-    samples = []
-    for layer, _, vectors in activations.layers():
-        samples.append(number_token_sample(vectors, layer, params.massive, params.massive_ratio))
-        if progress is not None:
-            progress(len(samples), activations.n_layers)
-    return analyze_samples(samples, activations.n_blocks, params, model=activations.name)
+    source = _source(data, model, stimuli, magnitudes, carriers, "depth")
+    return depth_vectors(source, params, use_cache=use_cache, progress=progress)
 
 
 def depth_of_texts(
@@ -371,9 +358,9 @@ def depth_of_texts(
     *,
     store: Store | None = None,
     params: PhaseParams | None = None,
-    dtype: str = "float32",
-    device: str = "auto",
-    batch_size: int = 16,
+    dtype: str = DEFAULT_DTYPE,
+    device: str = DEFAULT_DEVICE,
+    batch_size: int = TEXT_BATCH_SIZE,
     max_length: int | None = None,
     keep_first_position: bool = False,
     use_cache: bool = True,
@@ -409,16 +396,13 @@ def e5(
     data: Store | Activations | ArrayLike,
     model: str | None = None,
     stimuli: str | None = None,
+    params: E5Params | None = None,
     *,
     source: str | FrequencySource,
-    layers: Sequence[int] | None = None,
-    measure: str = "eucl",
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    missing: str = "error",
     magnitudes: Sequence[int] | None = None,
     carriers: Sequence[str] | None = None,
     use_cache: bool = True,
+    **options: Any,
 ) -> pd.DataFrame:
     """E5 per layer: the partial Spearman rho of V(n) with log(count(n) + 1) in a corpus given log n, which
     tests the frequency account, and the raw rho, the paper's E5 (Cacioli, arXiv 2604.04469).
@@ -429,49 +413,24 @@ def e5(
         model: the model's name in the store.
         stimuli: the store's stimulus set; default the model's only complete one.
         source: a frequency source (:func:`frequency_source`) or its name: ``wordfreq``,
-            ``openwebtext``, or one stored in the store.
-        layers: the layers to correlate; default the core band floor(L/2) .. L-1.
-        measure: the variability measure correlated.
-        n_boot: bootstrap resamples of the magnitudes for both correlations' intervals.
-        seed: the bootstrap's seed.
-        missing: what a magnitude without a count is: ``error`` or ``zero``.
+            ``openwebtext-500k``, or one stored in the store.
+        params: E5's parameters (:class:`~magdash.frequency.e5_params.E5Params`: the layers, default the
+            core band floor(L/2) .. L-1; the measure; the bootstrap; what a magnitude without a count is).
         magnitudes: plain arrays' magnitudes.
         carriers: plain arrays' carriers.
         use_cache: a store only: False recomputes and replaces the cached table.
+        options: fields of :class:`~magdash.frequency.e5_params.E5Params` replacing those of ``params``
+            (``n_boot=200``, ``layers=[16, 20]``, ``measure="residual"``).
 
     Returns:
         One row per layer: layer, label, the partial rho with its p and interval (``partial_*``), the raw
         rho with its p and interval (``raw_*``), n (:func:`magdash.frequency.e5_correlation`).
     """
-    from magdash.frequency.corpus import FrequencyError
-    from magdash.frequency.e5 import e5_correlation
-    from magdash.overflow import count_nonfinite
-    from magdash.variability.analysis_params import default_core_layers
-    from magdash.variability.measures import compute_measure
+    from magdash.runs.frequency_runs import e5_vectors
 
-    if isinstance(data, Store):
-        from magdash.runs.frequency_runs import e5_from_store
-
-        return e5_from_store(data, _require_store(data, "e5", model), source, stimuli=stimuli, layers=layers,
-                             measure=measure, n_boot=n_boot, seed=seed, missing=missing, use_cache=use_cache)
-    activations = _activations(data, model, stimuli, magnitudes, carriers, "e5")
-    frequency = frequency_source(source) if isinstance(source, str) else source
-    chosen = list(layers) if layers is not None else default_core_layers(activations.n_blocks)
-    if not chosen:
-        raise FrequencyError("choose at least one layer")
-    outside = [layer for layer in chosen if not 0 <= layer < activations.n_layers]
-    if outside:
-        raise FrequencyError(f"layers {outside} do not exist; the arrays have layers 0..{activations.n_layers - 1}")
-    values, labels = {}, {}
-    for layer, label, vectors in activations.layers(chosen):
-        # As e5_from_store: a layer holding Inf/NaN vectors gets no correlation.
-        values[layer] = np.full(vectors.shape[0], np.nan) if count_nonfinite(vectors) else compute_measure(
-            measure, vectors)
-        labels[layer] = label
-    table = e5_correlation(np.asarray(activations.magnitudes, dtype=np.float64), values, frequency, n_boot=n_boot,
-                           seed=seed, missing=missing)
-    table.insert(1, "label", [labels[layer] for layer in table["layer"]])
-    return table
+    params = _params(E5Params, params, options)
+    vectors = _source(data, model, stimuli, magnitudes, carriers, "e5")
+    return e5_vectors(vectors, source, params, use_cache=use_cache)
 
 
 def probe(
@@ -507,25 +466,18 @@ def probe(
         The :class:`~magdash.probes.result.ProbeResult` (``.scores``, ``.selectivity``,
         ``.decoded``, ``.decoded_scaling``: tidy DataFrames).
     """
+    from magdash.runs.probe_runs import probe_vectors
+
     params = _params(ProbeParams, params, options)
-    if isinstance(data, Store):
-        from magdash.runs.probe_runs import probe as probe_store
-
-        return probe_store(data, _require_store(data, "probe", model), stimuli, params, use_cache=use_cache,
-                           progress=progress)
-    from magdash.probes.probe import run_probes
-
-    activations = _activations(data, model, stimuli, magnitudes, carriers, "probe")
-    layers = ((label, vectors) for _, label, vectors in activations.layers())
-    return run_probes(layers, np.asarray(activations.magnitudes, dtype=np.float64), params, model=activations.name,
-                      stimuli=activations.stimuli_name, n_layers=activations.n_layers, progress=progress)
+    source = _source(data, model, stimuli, magnitudes, carriers, "probe")
+    return probe_vectors(source, params, use_cache=use_cache, progress=progress)
 
 
 def frequency_source(name: str, store: Store | None = None) -> FrequencySource:
     """A frequency source for :func:`e5` and the frequency charts: built in, or stored.
 
     Args:
-        name: ``wordfreq``, ``openwebtext``, or the name of a source kept in ``store``.
+        name: ``wordfreq``, ``openwebtext-500k``, or the name of a source kept in ``store``.
         store: the store holding users' sources (``magdash freq``).
     """
     from magdash.runs.frequency_runs import load_source
@@ -613,81 +565,6 @@ def rdm(
     return pd.DataFrame(centroid_rdm(centroids(vectors), metric), index=index, columns=index)
 
 
-# -- arrays: the same statistics as the runs over a store ------------------------------------
-
-
-def _analyze_activations(
-    activations: Activations, params: AnalysisParams, *, name: str | None = None,
-    progress: ProgressCallback | None = None,
-) -> AnalysisResult:
-    """:func:`magdash.variability.analysis.run_analysis` on the arrays, fed as
-    :func:`magdash.runs.analysis_runs.analyze` feeds it a stored model's layers."""
-    from magdash.variability.analysis import run_analysis
-
-    return run_analysis(
-        ((label, vectors) for _, label, vectors in activations.layers()),
-        np.asarray(activations.magnitudes, dtype=np.float64),
-        n_blocks=activations.n_blocks,
-        params=params,
-        model=name or activations.name,
-        stimuli=activations.stimuli_name,
-        n_layers=activations.n_layers,
-        progress=progress,
-        carriers=activations.carriers,
-    )
-
-
-def _compare_activations(
-    first: Activations, second: Activations, params: AnalysisParams, *, names: tuple[str, str] | None = None,
-    progress: ProgressCallback | None = None,
-) -> ComparisonResult:
-    """As :func:`magdash.runs.analysis_runs.compare` compares two stored models."""
-    from magdash.variability.compare import compare_analyses, comparison_params
-
-    name_a, name_b = names or (first.name, second.name)
-    if name_a == name_b:
-        raise AnalysisError(f"both arrays are named {name_a!r}: name them apart with Activations(..., name=...)")
-    if first.magnitudes != second.magnitudes or first.carriers != second.carriers:
-        raise AnalysisError(
-            "the two arrays hold different stimuli (magnitudes or carriers): compare models measured on the same ones"
-        )
-    result_a = _analyze_activations(first, params, name=name_a)
-    result_b = _analyze_activations(second, comparison_params(params, first.n_blocks, second.n_blocks), name=name_b)
-    return compare_analyses(result_a, result_b, params, progress=progress, read_a=first.layer, read_b=second.layer)
-
-
-def _controls_activations(
-    activations: Activations, params: ControlsParams, random: Activations | None,
-    variants: Mapping[str, Activations], *, progress: ProgressCallback | None = None,
-) -> ControlsResult:
-    """As :func:`magdash.runs.controls_runs.run_controls` controls a stored model."""
-    from magdash.controls.robustness import carrier_tables
-    from magdash.names import control_name
-
-    analysis = _analyze_activations(activations, params.analysis)
-    tables = carrier_tables((vectors for _, _, vectors in activations.layers()), analysis, list(activations.carriers),
-                            n_perm=params.n_perm, seed=params.seed, progress=progress)
-    compared = {name: _compare_activations(activations, variant, params.analysis, names=(activations.name, name))
-                for name, variant in variants.items()}
-    random_name = control_name(activations.name)
-    compared_random = None
-    if random is not None and params.random_control:
-        compared_random = _compare_activations(activations, random, params.analysis,
-                                               names=(activations.name, random_name))
-    return ControlsResult(
-        model=activations.name,
-        stimuli=activations.stimuli_name,
-        core_layers=list(analysis.core_layers),
-        params=params,
-        analysis=analysis,
-        tables=tables,
-        variants=compared,
-        variant_kinds={name: f"arrays from {variant.source}" for name, variant in variants.items()},
-        random=compared_random,
-        random_name=random_name,
-    )
-
-
 # -- arguments -----------------------------------------------------------------------------
 
 
@@ -709,6 +586,14 @@ def _require_store(store: Store, call: str, model: Any) -> str:
         listed = ", ".join(store.model_names()) or "none yet"
         raise AnalysisError(f"name the stored model: magdash.{call}(store, 'minilm'); the store holds: {listed}")
     return model
+
+
+def _source(data: Any, model: Any, stimuli: Any, magnitudes: Any, carriers: Any, call: str) -> VectorSource:
+    """What an analysis reads: a stored model's vectors (:meth:`Store.vectors`), or arrays as
+    :class:`~magdash.store.Activations`; both take the same run (:mod:`magdash.runs`)."""
+    if isinstance(data, Store):
+        return data.vectors(_require_store(data, call, model), stimuli)
+    return _activations(data, model, stimuli, magnitudes, carriers, call)
 
 
 def _activations(

@@ -30,12 +30,12 @@ from magdash.presentation import variability_figures as vf
 from magdash.store import Activations, Store
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.compare import ComparisonResult
-from magdash.variability.measures import CARRIER_MEASURES
+from magdash.variability.measures import CARRIER_MEASURES, DEFAULT_MEASURE
 
 # -- scaling and hypotheses ----------------------------------------------------------------------
 
 
-def scaling(result: AnalysisResult, measure: str = "eucl", layer: int | None = None, data: Any = None):
+def scaling(result: AnalysisResult, measure: str = DEFAULT_MEASURE, layer: int | None = None, data: Any = None):
     """log V against log n at one layer, with the OLS line and the alpha = 1 and alpha = 0 references
     (the Scaling page's first chart).
 
@@ -52,7 +52,7 @@ def scaling(result: AnalysisResult, measure: str = "eucl", layer: int | None = N
     return vf.scaling_figure(result, measure, layer, vectors)
 
 
-def profile(result: AnalysisResult, measure: str = "eucl"):
+def profile(result: AnalysisResult, measure: str = DEFAULT_MEASURE):
     """alpha by layer for the primary measures, with the CI band on the core layers.
 
     Args:
@@ -63,7 +63,7 @@ def profile(result: AnalysisResult, measure: str = "eucl"):
     return vf.profile_figure(result, measure)
 
 
-def weber(*results: AnalysisResult | Mapping[str, AnalysisResult], measure: str = "eucl", x: str = "layer"):
+def weber(*results: AnalysisResult | Mapping[str, AnalysisResult], measure: str = DEFAULT_MEASURE, x: str = "layer"):
     """alpha per layer of one or several models against the Weber window (H2).
 
     Args:
@@ -83,7 +83,7 @@ def cv(result: AnalysisResult):
     return vf.cv_figure(result)
 
 
-def noise(result: AnalysisResult, measure: str = "eucl"):
+def noise(result: AnalysisResult, measure: str = DEFAULT_MEASURE):
     """AICc of the four noise models at every core layer.
 
     Args:
@@ -112,7 +112,7 @@ def e4(result: AnalysisResult):
     return vf.e4_figure(result)
 
 
-def comparison(result: ComparisonResult, measure: str = "eucl", x: str = "layer"):
+def comparison(result: ComparisonResult, measure: str = DEFAULT_MEASURE, x: str = "layer"):
     """Both models' alpha by layer and their difference with its CI (E6).
 
     Args:
@@ -125,7 +125,7 @@ def comparison(result: ComparisonResult, measure: str = "eucl", x: str = "layer"
     return vf.compare_figure(result, measure, x)
 
 
-def massive_control(raw: AnalysisResult, dropped: AnalysisResult, measure: str = "eucl"):
+def massive_control(raw: AnalysisResult, dropped: AnalysisResult, measure: str = DEFAULT_MEASURE):
     """alpha by layer with the massive dimensions kept and dropped
     (``magdash.analyze(..., massive="drop")`` gives the second).
 
@@ -178,7 +178,7 @@ def pc1(result: AnalysisResult, layer: int, data: Any):
 # -- controls and design -------------------------------------------------------------------------
 
 
-def loo(result: ControlsResult, measure: str = "eucl"):
+def loo(result: ControlsResult, measure: str = DEFAULT_MEASURE):
     """alpha by layer without each carrier, against alpha with all.
 
     Args:
@@ -197,7 +197,7 @@ def icc(result: ControlsResult):
     return cf.icc_figure(result)
 
 
-def permutation(result: ControlsResult, measure: str = "eucl"):
+def permutation(result: ControlsResult, measure: str = DEFAULT_MEASURE):
     """Permutation p of alpha by layer beside the parametric p.
 
     Args:
@@ -207,7 +207,7 @@ def permutation(result: ControlsResult, measure: str = "eucl"):
     return cf.permutation_figure(result, measure)
 
 
-def variant(result: ControlsResult, name: str | None = None, measure: str = "eucl"):
+def variant(result: ControlsResult, name: str | None = None, measure: str = DEFAULT_MEASURE):
     """The model against one variant, or its ``@random`` control.
 
     Args:
@@ -310,7 +310,7 @@ def e5(table: pd.DataFrame):
 
 
 def frequency(result: AnalysisResult, source: FrequencySource, table: pd.DataFrame, layer: int | None = None,
-              measure: str = "eucl", missing: str = "error"):
+              measure: str = DEFAULT_MEASURE, missing: str = "error"):
     """V at one layer against the numbers' corpus counts (E5's points).
 
     Args:

@@ -8,6 +8,7 @@ never a traceback.
 from __future__ import annotations
 
 import argparse
+import codecs
 import importlib
 import logging
 import os
@@ -33,10 +34,31 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module_name in SUBCOMMAND_MODULES:
         importlib.import_module(f"magdash.cli.{module_name}_command").register(subparsers)
+    for command in subparsers.choices.values():
+        # a failing command's message names its own options (:func:`~magdash.cli.common.command_line_message`)
+        command.set_defaults(command_parser=command)
     return parser
 
 
+def degrade_unencodable_output() -> None:
+    """Let what a terminal cannot encode come out as backslash escapes (``\\u2014`` for "—")
+    instead of crashing the command, once its work is done, on a terminal that is not UTF-8
+    (``PYTHONIOENCODING=ascii``, a latin-1 locale). A UTF-8 stream is left as it is."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        encoding = getattr(stream, "encoding", None)
+        if reconfigure is None or not isinstance(encoding, str) or getattr(stream, "errors", "strict") != "strict":
+            continue
+        try:
+            is_utf = codecs.lookup(encoding).name.startswith("utf")
+        except LookupError:
+            is_utf = False
+        if not is_utf:
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    degrade_unencodable_output()
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -48,7 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MagdashError as error:
         from magdash.cli.common import command_line_message
 
-        print(f"magdash: error: {command_line_message(error)}", file=sys.stderr)
+        print(f"magdash: error: {command_line_message(error, getattr(args, 'command_parser', None))}",
+              file=sys.stderr)
         return 2
     except MemoryError:
         print(

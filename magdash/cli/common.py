@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from magdash.errors import MagdashError
+from magdash.errors import MagdashError, rewrite_parameters
 from magdash.jsonio import to_jsonable
 
 
@@ -35,23 +34,46 @@ class ProgressBar:
             self._bar.close()
 
 
-def command_line_message(error: MagdashError) -> str:
-    """The error's message as the command line says it: each parameter it names as ``name=``
-    (:attr:`MagdashError.parameters`) written as its option, ``--name`` (a value after it follows
-    the option: ``stimuli='paper'`` becomes ``--stimuli paper``; ``replace=True`` is the bare flag ``--replace``).
+def command_line_message(error: MagdashError, parser: argparse.ArgumentParser | None = None) -> str:
+    """The error's message as the command line says it (:func:`command_line_text`), each parameter
+    it lists (:attr:`MagdashError.parameters`) or any command option's written as that option.
 
     Args:
         error: the library's error.
+        parser: the parser of the command that failed; None: the params classes' options only.
     """
-    message = str(error)
-    for name in getattr(error, "parameters", ()):
-        flag = "--" + name.replace("_", "-")
-        message = re.sub(
-            rf"(?<![\w-]){re.escape(name)}=('[^']*'|\S*)",
-            lambda found, flag=flag: flag if found.group(1) == "True" else f"{flag} {found.group(1).strip(chr(39))}".rstrip(),
-            message,
-        )
-    return message
+    return command_line_text(str(error), parser, getattr(error, "parameters", ()))
+
+
+def command_line_text(text: str, parser: argparse.ArgumentParser | None = None,
+                      parameters: Iterable[str] = ()) -> str:
+    """A library message as the command line says it: a parameter it names as ``name=value`` is
+    written as the option that sets it (``exclude_carriers=(3,)`` becomes ``--exclude-carrier 3``,
+    ``stimuli='paper'`` ``--stimuli paper``, ``trust_remote_code=True`` ``--trust-remote-code``).
+    The options come from the params classes' fields (:func:`magdash.cli.options.parameter_actions`).
+
+    Args:
+        text: the message.
+        parser: the parser of the command that says it; None: the params classes' options only.
+        parameters: names the message uses as parameters though no option of the command sets them.
+    """
+    from magdash.cli.options import parameter_actions
+
+    actions = parameter_actions(parser)
+    return rewrite_parameters(text, set(actions) | set(parameters),
+                              lambda name, value: _as_option(actions.get(name), name, value))
+
+
+def _as_option(action: argparse.Action | None, name: str, value: str) -> str:
+    flag = action.option_strings[-1] if action is not None else "--" + name.replace("_", "-")
+    if isinstance(action, argparse._StoreConstAction) or value in ("True", "False"):
+        return flag
+    if value.startswith("("):
+        items = [item.strip().strip("'\"") for item in value[1:-1].split(",") if item.strip()]
+        if isinstance(action, argparse._AppendAction):
+            return " ".join(f"{flag} {item}" for item in items)
+        return f"{flag} {','.join(items)}"
+    return f"{flag} {value.strip(chr(39) + chr(34))}".rstrip()
 
 
 def add_store_option(parser: argparse.ArgumentParser) -> None:
@@ -73,16 +95,9 @@ def check_name(name: str | None, option: str, example: str) -> str | None:
     return name
 
 
-def check_seed(seed: int) -> int:
-    """A bootstrap seed from the command line: NumPy's generators take only seeds >= 0."""
-    if seed < 0:
-        raise MagdashError(f"--seed must be 0 or more, got {seed}")
-    return seed
-
-
 def open_store(args: argparse.Namespace, *, create: bool = False):
     """The ``--store`` of a command. Only the commands that store what the user gives them
-    (extract, import, sweep, phase --prompts, freq count and freq import) pass ``create``;
+    (extract, import, sweep, depth --prompts, freq count and freq import) pass ``create``;
     every other one finds no store at a path with nothing there, says so, and creates nothing."""
     from magdash.store import Store
 
@@ -101,19 +116,23 @@ def open_store_if_any(args: argparse.Namespace):
 
 
 def warn(lines: Iterable[str | None]) -> None:
-    """Warnings go to stderr, so ``--json`` output on stdout stays machine-readable."""
+    """Warnings go to stderr, so ``--json`` output on stdout stays machine-readable; a parameter a
+    library warning names is written as its option (:func:`command_line_text`)."""
     for line in lines:
         if line:
-            print(f"magdash: warning: {line}", file=sys.stderr)
+            print(f"magdash: warning: {command_line_text(line)}", file=sys.stderr)
 
 
 def command_line_leave_out(carrier: int) -> str:
-    """How the command line leaves carrier ``carrier`` out (:meth:`magdash.caveats.Caveat.line`).
+    """How the command line leaves carrier ``carrier`` out (:meth:`magdash.caveats.Caveat.line`):
+    the Python parameter's words, written as the option.
 
     Args:
         carrier: the carrier's index.
     """
-    return f"--exclude-carrier {carrier} leaves it out"
+    from magdash.caveats import python_leave_out
+
+    return command_line_text(python_leave_out(carrier))
 
 
 def flagged_layer_warnings(store, models: Sequence[str], stimuli: str) -> list[str | None]:
@@ -132,7 +151,7 @@ def outsized_vector_warnings(store, model: str, stimuli: str) -> list[str]:
     return [
         f"{model}: carrier {carrier} ({carriers[carrier]!r}): " + outsized_warning(
             rows["magnitude"].tolist(), rows["layer"].tolist(), float(rows["ratio"].max()),
-            f"analyze --exclude-carrier {carrier} leaves that carrier out")
+            f"analyze {command_line_leave_out(carrier)}")
         for carrier, rows in flagged.groupby("carrier")
     ]
 

@@ -7,17 +7,15 @@ from pathlib import Path
 
 from magdash.cli.common import (
     add_store_option,
-    check_seed,
     flagged_layer_warnings,
     open_store,
     open_store_if_any,
     print_json,
     warn,
 )
-from magdash.errors import AnalysisError
+from magdash.cli.options import add_params_options, params_from_args
 from magdash.formatting import format_number
-from magdash.params import DEFAULT_N_BOOT
-from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH
+from magdash.frequency.e5_params import E5Params
 
 _REPLACE_HELP = "replace the source stored under this name (without it, a stored name is refused)"
 
@@ -68,20 +66,13 @@ def register(subparsers) -> None:
     fits.set_defaults(func=run_fits)
 
     corr = commands.add_parser(
-        "corr", help="E5: partial Spearman rho of V_eucl(n) with log(count+1) given log n per layer, the raw rho beside it",
+        "corr", help="E5: partial Spearman rho of V(n) (V_eucl by default) with log(count+1) given log n per layer, the raw "
+                "rho beside it",
     )
     corr.add_argument("--model", required=True, help="stored model name")
     corr.add_argument("--source", required=True, help="frequency source name (e.g. wordfreq, openwebtext-500k)")
     corr.add_argument("--stimuli", default=None, help="stimulus set (default: the model's only or the paper's set)")
-    corr.add_argument("--layers", default=None, help="START-END or A,B,C (default: core layers floor(L/2)..L-1)")
-    corr.add_argument("--missing", choices=("error", "zero"), default="error", help="a magnitude without a count: fail (default) or count 0")
-    corr.add_argument("--n-boot", type=int, default=DEFAULT_N_BOOT,
-                      help=f"bootstrap resamples of the magnitudes for both CIs (default {DEFAULT_N_BOOT})")
-    corr.add_argument("--seed", type=int, default=0)
-    corr.add_argument(
-        "--conventions", choices=CONVENTION_NAMES, default=MAGDASH,
-        help="which layers count as significant: p < .05 (magdash) or rho > 0 and p < .05 (the paper's script)",
-    )
+    add_params_options(corr, E5Params)
     corr.add_argument("--json", action="store_true")
     add_store_option(corr)
     corr.set_defaults(func=run_corr)
@@ -187,24 +178,22 @@ def run_fits(args: argparse.Namespace) -> int:
 
 def run_corr(args: argparse.Namespace) -> int:
     from magdash.frequency import E5_STATISTICS, e5_summary
-    from magdash.params import parse_layers
     from magdash.runs.frequency_runs import e5_from_store, load_source
+    from magdash.variability.measures import measure_title
 
-    if args.n_boot < 0:
-        raise AnalysisError("--n-boot must be >= 0")
+    params = params_from_args(E5Params, args)
     store = open_store(args)
-    layers = parse_layers(args.layers) if args.layers else None
     source = load_source(args.source, store)
-    table = e5_from_store(store, args.model, source, stimuli=args.stimuli, layers=layers,
-                          n_boot=args.n_boot, seed=check_seed(args.seed), missing=args.missing)
-    summary = e5_summary(table, conventions=args.conventions)
+    table = e5_from_store(store, args.model, source, params, stimuli=args.stimuli)
+    summary = e5_summary(table, conventions=params.conventions)
     warn(flagged_layer_warnings(store, [args.model], store.resolve_stimuli(args.model, args.stimuli)))
     if args.json:
         print_json({"model": args.model, "source": source.name, "layers": table.to_dict("records"), "summary": summary})
         return 0
     if source.name == "wordfreq":
         print("note: wordfreq estimates multi-digit numbers rather than counting them (ties within digit bins)")
-    print(f"E5 for {args.model!r} with source {source.name!r}: V_eucl(n) against log(count+1). The {E5_STATISTICS['partial']} "
+    print(f"E5 for {args.model!r} with source {source.name!r}: {measure_title(params.measure)}(n) against log(count+1). "
+          f"The {E5_STATISTICS['partial']} "
           "tests the frequency account; the raw rho (the paper's) is confounded with magnitude, since counts fall with n")
     print(f"{'layer':>5s}  {'partial':>7s} {'p':>9s}  {'95% CI':>17s}   {'raw rho':>7s} {'p':>9s}  {'95% CI':>17s}  n")
     for row in table.itertuples():

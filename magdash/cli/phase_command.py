@@ -1,4 +1,6 @@
-"""``magdash phase``: depth-wise Omega and covariance-spectrum diagnostics, and gamma_c.
+"""``magdash depth``: depth-wise Omega and covariance-spectrum diagnostics, and gamma_c.
+
+``magdash phase``, its old name, still runs it and warns on stderr (:data:`DEPRECATED_NAME`).
 
 Number-token mode (default, ``--stimuli``) reads a stored model's vectors; all-token mode
 (``--prompts FILE``) loads the model and runs every token of the file, cut to the model's
@@ -14,14 +16,19 @@ from pathlib import Path
 from magdash.cli.common import add_store_option, open_store, print_json, warn
 from magdash.cli.options import add_params_options, params_from_args
 from magdash.errors import AnalysisError
+from magdash.extract_params import TEXT_BATCH_SIZE
 from magdash.formatting import format_number
-from magdash.params import DEFAULT_DTYPE, DTYPES
+from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, DEVICES, DTYPES
 from magdash.phase.phase_params import PhaseParams
+
+DEPRECATED_NAME = "phase"
+"""The subcommand's old name: still accepted, with a warning to use ``depth`` (the CHANGELOG says since when)."""
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "phase",
+        "depth",
+        aliases=[DEPRECATED_NAME],
         help="Omega, Marchenko-Pastur spikes, effective rank and gamma_c per layer",
         description=(
             "Per layer: mean object integrity Omega and its dip test, the covariance spectrum of "
@@ -45,13 +52,13 @@ def register(subparsers) -> None:
     parser.add_argument("--no-cache", action="store_true", help="recompute even if cached")
     parser.add_argument("--max-length", type=int, default=None, metavar="T",
                         help="with --prompts: tokens per chunk (default: the model's context)")
-    parser.add_argument("--batch-size", type=int, default=16, metavar="B",
+    parser.add_argument("--batch-size", type=int, default=TEXT_BATCH_SIZE, metavar="B",
                         help="with --prompts: chunks per forward pass")
     parser.add_argument("--dtype", choices=DTYPES, default=DEFAULT_DTYPE, help="with --prompts: the model's dtype")
     parser.add_argument("--keep-first-position", action="store_true",
                         help="with --prompts: keep a word at each chunk's first position (an attention "
                              "sink, left out by default; a BOS there is never kept)")
-    parser.add_argument("--device", default="auto", help="with --prompts: auto, cpu, cuda, mps")
+    parser.add_argument("--device", default=DEFAULT_DEVICE, help=f"with --prompts: {', '.join(DEVICES)}")
     parser.set_defaults(func=run)
 
 
@@ -59,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
     from magdash.overflow import nonfinite_warning
     from magdash.phase.diagnostics import phase_summary
 
+    if args.command == DEPRECATED_NAME:
+        warn([f"`magdash {DEPRECATED_NAME}` is deprecated and will be removed; use `magdash depth` (same options)"])
     options = {"params": params_from_args(PhaseParams, args), "use_cache": not args.no_cache}
     # With --prompts the model runs over the user's text, like an extraction: its cached samples
     # go into the store, created where --store asks.

@@ -22,7 +22,7 @@ def register(subparsers) -> None:
         "sweep",
         help="run a plan of models x stimulus sets x dtypes x positions (in-process or on Ray)",
         description=(
-            "Run every task (extract, analyze, phase, controls, probe) of a TOML plan on every cell (model, stimulus "
+            "Run every task (extract, analyze, depth, controls, probe) of a TOML plan on every cell (model, stimulus "
             "set, dtype, token position). Tasks already in the store are skipped, so running the plan "
             "again resumes it; a failed task is reported and the others go on."
         ),

@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 from magdash.cli.common import add_store_option, check_name, open_store
+from magdash.errors import MagdashError
 from magdash.layers import LAST_LAYER_CHOICES
 from magdash.output_files import check_output_path, is_npz_export, write_output
 
@@ -18,7 +19,8 @@ def register(subparsers) -> None:
     )
     export.add_argument("--model", required=True)
     export.add_argument("--stimuli", default=None)
-    export.add_argument("--out", required=True, metavar="FILE.npz|DIR")
+    export.add_argument("--out", required=True, metavar="FILE.npz|DIR",
+                        help="the .npz file (written exactly there), or with --format parquet a new or empty folder")
     export.add_argument(
         "--format", choices=("npz", "parquet"), default="npz",
         help="parquet: a new folder with one Parquet file per layer and magdash.json (docs: magdash/store/parquet.py)",
@@ -65,7 +67,14 @@ def run_export(args: argparse.Namespace) -> int:
         size = sum(path.stat().st_size for path in written)
         print(f"wrote {args.out}: {len(written) - 1} layer files and magdash.json ({size / 1e6:.1f} MB)")
         return 0
-    target = args.out if args.out.endswith(".npz") else args.out + ".npz"
+    # Written exactly where --out says (never a name made from it: '<folder>.npz' beside a folder,
+    # '/dev/null.npz'); a folder, a device or another's file there is refused.
+    target = args.out
+    if os.path.isdir(target):
+        raise MagdashError(
+            f"cannot write the export to {target!r}: it is a folder; give the .npz file's name "
+            "(or --format parquet for a new folder of Parquet files)"
+        )
     check_output_path(target, what="the export", ours=is_npz_export)  # before the vectors are read
     arrays = store.export_arrays(args.model, stimuli)
 

@@ -3,7 +3,7 @@ without the statistics (the CLI builds its options from them before anything hea
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -14,6 +14,19 @@ from magdash.variability.analysis_params import AnalysisParams
 
 DEFAULT_N_PERM = 10_000
 """Permutations of the magnitude labels in the permutation null of alpha."""
+CALIBRATION_MEASURE = "eucl"
+"""The measure whose noise the design simulator takes from a model (V_eucl: the simulator draws V
+from its exact law given the carriers, docs/science.md)."""
+
+
+def calibration_params(analysis: AnalysisParams | None = None) -> AnalysisParams:
+    """The analysis a design is calibrated on: ``analysis``' core band and conventions (the
+    defaults when None), :data:`CALIBRATION_MEASURE` alone, without bootstrap.
+
+    Args:
+        analysis: the analysis whose core band and conventions the calibration keeps.
+    """
+    return replace(analysis or AnalysisParams(), measures=(CALIBRATION_MEASURE,), n_boot=0)
 
 
 @dataclass(frozen=True)
@@ -34,14 +47,14 @@ class ControlsParams:
         metavar="NAME", repeat=True))
     formats: tuple[str, ...] = field(default=(), metadata=option(
         "compare the model on the same carriers and magnitudes written in this number format (stored by "
-        "`extract --number-format`); repeatable", flag="--format-variant", metavar="FORMAT", choices=NUMBER_FORMAT_NAMES,
+        "an extraction with number_format=); repeatable", flag="--format-variant", metavar="FORMAT", choices=NUMBER_FORMAT_NAMES,
         repeat=True))
     random_control: bool = field(default=True, metadata=option("leave out the @random control", flag="--no-random",
                                                                negate=True))
 
     def __post_init__(self) -> None:
         if self.n_perm < 1:
-            raise AnalysisError(f"--n-perm must be 1 or more, got {self.n_perm}")
+            raise AnalysisError(f"n_perm={self.n_perm} must be 1 or more", parameters=("n_perm",))
         if problem := seed_problem(self.seed):
             raise AnalysisError(problem)
         if not 0 < self.significance < 1:
@@ -56,8 +69,9 @@ def require_raw_vectors(analysis: AnalysisParams) -> None:
     calibration): they refuse an analysis of another view of them, which would mix the two."""
     if analysis.massive != "keep":
         raise AnalysisError(
-            "the robustness controls and the design simulator work on the raw vectors: leave --massive at keep "
-            "(analyze --massive-control sets alpha without the massive dimensions beside the raw alpha)"
+            "the robustness controls and the design simulator work on the raw vectors: leave massive='keep' "
+            "(the analysis's massive_control=True sets alpha without the massive dimensions beside the raw alpha)",
+            parameters=("massive", "massive_control"),
         )
 
 
@@ -99,10 +113,10 @@ class DesignParams:
         "the power the minimal detectable alpha reaches", metavar="P"))
     seed: int = field(default=0, metadata=option("simulation seed", flag="--design-seed", metavar="S"))
     carrier_grid: tuple[int, ...] = field(default=DEFAULT_CARRIER_GRID, metadata=option(
-        "carriers at which the CI half-width is simulated", metavar="LIST", parse=comma_separated(int, "--carrier-grid")))
+        "carriers at which the CI half-width is simulated", metavar="LIST", parse=comma_separated(int)))
     magnitude_grid: tuple[int, ...] = field(default=DEFAULT_MAGNITUDE_GRID, metadata=option(
         "magnitudes at which the CI half-width is simulated", metavar="LIST",
-        parse=comma_separated(int, "--magnitude-grid")))
+        parse=comma_separated(int)))
 
     def __post_init__(self) -> None:
         if self.n_carriers < 2:

@@ -32,23 +32,22 @@ seeded by ``seed`` and the grid point, so a result is reproducible point by poin
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from magdash.controls.controls_params import DesignParams
+from magdash.controls.controls_params import CALIBRATION_MEASURE, DesignParams
 from magdash.controls.simulate import MAX_DIMENSION, Calibration, CarrierScatter, draw_log_v, fit_alphas
 from magdash.errors import AnalysisError
 from magdash.formatting import format_number
-from magdash.jsonio import pack, unpack
 from magdash.params import ProgressCallback
+from magdash.result_codec import PayloadCodec, not_stored, stored_as, to_document
 from magdash.variability.analysis_params import OUTLIER_FACTOR
 from magdash.variability.fits import resample_counts, scaling_mask
 from magdash.variability.html_summary import html_summary
@@ -97,7 +96,7 @@ def signed_rank(differences: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class DesignResult:
+class DesignResult(PayloadCodec):
     """The simulator's curves (module docstring) for one calibration and design.
 
     Attributes:
@@ -116,54 +115,19 @@ class DesignResult:
     calibration: Calibration
     n_layers: int
     n_magnitudes: int
-    h1: pd.DataFrame
-    e6: pd.DataFrame
-    ci_width: pd.DataFrame
-    minimal_alpha: dict[str, float]
-    from_cache: bool = False
+    h1: pd.DataFrame = field(metadata=stored_as(key="h1_power", frame="records"))
+    e6: pd.DataFrame = field(metadata=stored_as(key="e6_power", frame="records"))
+    ci_width: pd.DataFrame = field(metadata=stored_as(key="ci_half_width", frame="records"))
+    minimal_alpha: dict[str, float] = field(metadata=stored_as(key="minimal_detectable_alpha"))
+    from_cache: bool = field(default=False, metadata=not_stored(True))
+
+    # The payload is the --json document, minimal alpha before the curves.
+    _payload_order = ("params", "calibration", "n_layers", "n_magnitudes", "minimal_alpha")
 
     def to_json(self) -> dict[str, Any]:
-        """The CLI's ``design --json`` shape: params, calibration, minimal alpha and every curve as records."""
-        return {
-            "params": dataclasses.asdict(self.params),
-            "calibration": dataclasses.asdict(self.calibration),
-            "n_layers": self.n_layers,
-            "n_magnitudes": self.n_magnitudes,
-            "minimal_detectable_alpha": self.minimal_alpha,
-            "h1_power": self.h1.to_dict(orient="records"),
-            "e6_power": self.e6.to_dict(orient="records"),
-            "ci_half_width": self.ci_width.to_dict(orient="records"),
-        }
-
-    def to_payload(self) -> bytes:
-        """The result as plain compressed JSON for the store's cache (never pickle)."""
-        return pack(self.to_json())
-
-    @classmethod
-    def from_payload(cls, payload: bytes) -> DesignResult:
-        """The result a payload of :meth:`to_payload` holds.
-
-        Args:
-            payload: bytes written by :meth:`to_payload`.
-        """
-        document = unpack(payload)
-        params = document["params"]
-        params["carrier_grid"] = tuple(params["carrier_grid"])
-        params["magnitude_grid"] = tuple(params["magnitude_grid"])
-        calibration = document["calibration"]
-        for name in ("tau", "dimension", "intercept"):
-            calibration[name] = tuple(calibration[name])
-        return cls(
-            params=DesignParams(**params),
-            calibration=Calibration(**calibration),
-            n_layers=int(document["n_layers"]),
-            n_magnitudes=int(document["n_magnitudes"]),
-            h1=pd.DataFrame(document["h1_power"]),
-            e6=pd.DataFrame(document["e6_power"]),
-            ci_width=pd.DataFrame(document["ci_half_width"]),
-            minimal_alpha={k: (math.nan if v is None else float(v)) for k, v in document["minimal_detectable_alpha"].items()},
-            from_cache=True,
-        )
+        """The CLI's ``design --json`` shape, which the cache's payload holds too: params, calibration,
+        minimal alpha and every curve as records."""
+        return to_document(self)
 
     def summary(self) -> dict[str, float]:
         """The answers at the design's alpha and delta (both are points of the curves)."""
@@ -445,9 +409,9 @@ def calibrate(result, layers: Iterable[tuple[int, np.ndarray]], n_carriers: int)
     scatter = CarrierScatter()
     dims, taus, intercepts, residuals = [], [], [], []
     for layer, x in layers:
-        v = result.values["eucl"][layer]
-        fit = result.fit("eucl", layer)
-        keep, _ = scaling_mask(result.magnitudes, v, drop_outliers=True, outlier_factor=result.params.outlier_factor)
+        v = result.values[CALIBRATION_MEASURE][layer]
+        fit = result.fit(CALIBRATION_MEASURE, layer)
+        keep, _ = scaling_mask(result.magnitudes, v, rules=result.params.fit_rules(drop_outliers=True))
         if not fit.has_fit or not np.isfinite(x).all():
             continue
         # float32: a 1000 x 20 x 4096 layer needs no float64 copy for a ratio

@@ -27,7 +27,7 @@ import numpy as np
 
 from magdash.controls.controls_params import DEFAULT_N_PERM
 from magdash.errors import AnalysisError
-from magdash.variability.analysis_params import OUTLIER_FACTOR
+from magdash.variability.analysis_params import FitRules
 from magdash.variability.fits import MIN_POINTS, scaling_mask
 
 # Permutation rows per chunk: bounds the (P, m) index matrix for long magnitude lists.
@@ -71,13 +71,18 @@ class PermutationNull:
         magnitudes: np.ndarray,
         values: np.ndarray,
         *,
-        drop_outliers: bool,
-        outlier_factor: float = OUTLIER_FACTOR,
+        rules: FitRules,
     ) -> float:
-        """Two-sided permutation p of the OLS alpha of log V on log n; NaN when there is no fit."""
+        """Two-sided permutation p of the OLS alpha of log V on log n; NaN when there is no fit.
+
+        Args:
+            magnitudes: n of each point (1-D).
+            values: V(n), aligned with ``magnitudes``.
+            rules: the fit's point rules (the bootstrap fields are not used).
+        """
         magnitudes = np.asarray(magnitudes, dtype=np.float64)
         values = np.asarray(values, dtype=np.float64)
-        keep, _ = scaling_mask(magnitudes, values, drop_outliers=drop_outliers, outlier_factor=outlier_factor)
+        keep, _ = scaling_mask(magnitudes, values, rules=rules)
         if np.count_nonzero(keep) < MIN_POINTS:
             return math.nan
         x = np.log(magnitudes[keep])

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,15 +48,15 @@ from magdash.controls.variants import (
     variant_summary,
 )
 from magdash.formatting import format_number, layer_span
-from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
 from magdash.overflow import count_nonfinite
 from magdash.params import ProgressCallback
+from magdash.result_codec import PayloadCodec, stored_as
 from magdash.significance import can_reach, unreachable_note
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.artifacts import MIN_LOO_CARRIERS, leave_one_carrier_out
 from magdash.variability.compare import ComparisonResult
 from magdash.variability.html_summary import html_summary
-from magdash.variability.measures import OUTLIER_RULE_MEASURES, measure_title
+from magdash.variability.measures import measure_title
 
 VERDICT_WORDS = {True: "problem", False: "ok", None: "not judged"}
 """How a verdict's ``problem`` is written for a reader."""
@@ -76,7 +76,7 @@ class Verdict:
 
 
 @dataclass
-class CarrierTables:
+class CarrierTables(PayloadCodec):
     """The cached part: leave-one-carrier-out alphas, ICC and permutation p per layer.
 
     ``loo``: measure, layer, label, core, carrier (index), alpha_loo, alpha_full, sign_differs.
@@ -95,43 +95,17 @@ class CarrierTables:
     """
 
     carriers: list[str]
-    loo: pd.DataFrame
-    icc: pd.DataFrame
-    permutation: pd.DataFrame
+    # Written without their dtypes (the form stores hold): None reads back as NaN in object columns.
+    loo: pd.DataFrame = field(metadata=stored_as(frame="untyped"))
+    icc: pd.DataFrame = field(metadata=stored_as(frame="untyped"))
+    permutation: pd.DataFrame = field(metadata=stored_as(frame="untyped"))
     n_perm: int
     # Whose tables these are; None in payloads cached before the metric tables (schema 4).
     model: str | None = None
     stimuli: str | None = None
     conventions: str | None = None
 
-    def to_payload(self) -> bytes:
-        """The tables as plain compressed JSON for the store's cache (never pickle)."""
-        document = {
-            "carriers": self.carriers,
-            "n_perm": self.n_perm,
-            "model": self.model,
-            "stimuli": self.stimuli,
-            "conventions": self.conventions,
-            **{name: frame_to_plain(getattr(self, name), dtypes=False) for name in ("loo", "icc", "permutation")},
-        }
-        return pack(document)
-
-    @classmethod
-    def from_payload(cls, payload: bytes) -> CarrierTables:
-        """The tables a payload of :meth:`to_payload` holds.
-
-        Args:
-            payload: bytes written by :meth:`to_payload`.
-        """
-        document = unpack(payload)
-        return cls(
-            carriers=list(document["carriers"]),
-            n_perm=int(document["n_perm"]),
-            model=document.get("model"),
-            stimuli=document.get("stimuli"),
-            conventions=document.get("conventions"),
-            **{name: frame_from_plain(document[name]) for name in ("loo", "icc", "permutation")},
-        )
+    _payload_order = ("carriers", "n_perm", "model", "stimuli", "conventions")
 
 
 def carrier_tables(
@@ -161,7 +135,7 @@ def carrier_tables(
         icc_rows.append({"layer": layer, "label": label, "core": layer in core, "icc": icc})
         if with_loo:
             alphas = (
-                leave_one_carrier_out(vectors, magnitudes, measures, outlier_factor=params.outlier_factor)
+                leave_one_carrier_out(vectors, magnitudes, measures, rules=params.fit_rules())
                 if usable
                 else np.full((len(measures), len(carriers)), math.nan)
             )
@@ -185,10 +159,7 @@ def carrier_tables(
         for layer, label in enumerate(analysis.layer_labels):
             fit = analysis.fit(measure, layer)
             p_perm = (
-                null.p_value(
-                    magnitudes, analysis.values[measure][layer],
-                    drop_outliers=measure in OUTLIER_RULE_MEASURES, outlier_factor=params.outlier_factor,
-                )
+                null.p_value(magnitudes, analysis.values[measure][layer], rules=params.fit_rules().for_measure(measure))
                 if fit.has_fit
                 else math.nan
             )

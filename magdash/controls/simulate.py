@@ -47,7 +47,7 @@ import numpy as np
 from scipy import special
 
 from magdash.errors import AnalysisError
-from magdash.variability.analysis_params import OUTLIER_FACTOR
+from magdash.variability.analysis_params import FitRules
 from magdash.variability.fits import MIN_POINTS
 
 MAX_DIMENSION = 1024
@@ -205,22 +205,26 @@ class AlphaFits:
     n_points: np.ndarray
 
 
-def fit_alphas(magnitudes: Sequence[float], log_v: np.ndarray, *, drop_outliers: bool = True,
-               outlier_factor: float = OUTLIER_FACTOR) -> AlphaFits:
+_EUCL_RULES = FitRules(drop_outliers=True, n_boot=0)
+"""The engine's fit of V_eucl without an interval: the outlier rule at its default factor."""
+
+
+def fit_alphas(magnitudes: Sequence[float], log_v: np.ndarray, *, rules: FitRules = _EUCL_RULES) -> AlphaFits:
     """The analysis's scaling fit over the last axis of ``log_v`` (any leading shape).
 
-    Points: V above ``outlier_factor`` x the median V of its row are dropped with
-    ``drop_outliers`` (:func:`magdash.variability.fits.outlier_mask`); fewer than 5 points gives
-    NaN. The slope and SE equal :func:`magdash.variability.fits.ols` on the kept points.
+    Points: with ``rules.drop_outliers``, V above ``rules.outlier_factor`` x the median V of its row
+    are dropped (:func:`magdash.variability.fits.outlier_mask`); fewer than 5 points gives NaN.
+    The slope and SE equal :func:`magdash.variability.fits.ols` on the kept points (the bootstrap
+    fields of ``rules`` are not used).
     """
     x = np.log(np.asarray(magnitudes, dtype=np.float64))
     log_v = np.asarray(log_v, dtype=np.float64)
     weights = np.isfinite(log_v).astype(np.float64)
-    if drop_outliers:
+    if rules.drop_outliers:
         # the median of V itself, as the analysis's rule takes it (with an even count of
         # magnitudes the median of log V would be the geometric mean of the middle two)
         median = np.nanmedian(np.exp(log_v), axis=-1, keepdims=True)
-        weights *= ~(np.exp(log_v) > outlier_factor * median)
+        weights *= ~(np.exp(log_v) > rules.outlier_factor * median)
     y = np.where(weights > 0, log_v, 0.0)
     count = weights.sum(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -13,7 +13,14 @@
 The access rules and the first four are gathered here (``from magdash import dashboard as db``).
 """
 
-from magdash.dashboard.access import StoreAccess, check_store_path, read_only_reason, store_access
+from magdash.dashboard.access import (
+    SERVED_ERROR_DETAILS,
+    StoreAccess,
+    check_store_path,
+    read_only_reason,
+    served_text,
+    store_access,
+)
 from magdash.dashboard.inventory import (
     StoreInventory,
     empty_inventory,
@@ -44,8 +51,10 @@ from magdash.dashboard.navigation import PAGES, SCIENCE_NOTES, PageSpec, depth_e
 from magdash.dashboard.view import (
     CONVENTION_LABELS,
     MEASURE_CHOICES,
+    N_BOOT_RANGE,
     QUERY_KEYS,
     ViewState,
+    WholeNumberRange,
     analysis_params,
     carriers_to_leave_out,
     core_band,
@@ -62,10 +71,10 @@ from magdash.dashboard.view import (
 )
 
 __all__ = [
-    "CONTROL_SERIES", "CONVENTION_LABELS", "MEASURE_CHOICES", "PAGES", "QUERY_KEYS",
-    "SCIENCE_NOTES", "TRAINED_SERIES", "AnalysisKey", "ComparisonKey", "LayerKey", "PageSpec", "PhaseKey",
-    "E5Key", "SourceKey", "StoreAccess", "StoreInventory", "ViewState", "check_store_path", "empty_inventory",
-    "read_only_reason", "store_access", "adjusted_phase_keys", "analysis_key", "analysis_params", "control_analysis_key", "carriers_to_leave_out", "comparison_key", "core_band",
+    "CONTROL_SERIES", "CONVENTION_LABELS", "MEASURE_CHOICES", "N_BOOT_RANGE", "PAGES", "QUERY_KEYS",
+    "SCIENCE_NOTES", "SERVED_ERROR_DETAILS", "TRAINED_SERIES", "AnalysisKey", "ComparisonKey", "LayerKey", "PageSpec", "PhaseKey",
+    "E5Key", "SourceKey", "StoreAccess", "StoreInventory", "ViewState", "WholeNumberRange", "check_store_path", "empty_inventory",
+    "read_only_reason", "served_text", "store_access", "adjusted_phase_keys", "analysis_key", "analysis_params", "control_analysis_key", "carriers_to_leave_out", "comparison_key", "core_band",
     "default_layer", "default_store", "depth_axis", "depth_example", "dropped_analysis_key", "escape_markdown", "exclude_refusal", "inventory_table", "is_control",
     "layer_from_option", "layer_key", "layer_options", "page_groups", "phase_keys", "phase_params", "read_inventory",
     "reconcile_view", "science_notes", "store_stamp", "view_from_query", "view_to_query",

@@ -2,15 +2,18 @@
 
 A :class:`Job` runs its work in a daemon thread and reports steps and progress; the page polls
 :meth:`Job.snapshot` to draw a progress bar with a count and an ETA (:class:`EtaClock`), and a
-Cancel button sets the stop flag that :func:`magdash.extraction.extract` polls between batches, so
-a cancelled run keeps what it stored and resumes where it stopped. Errors become messages that
+Cancel button (its owner's only) sets the stop flag that :func:`magdash.extraction.extract` polls
+between batches, so a cancelled run keeps what it stored and resumes where it stopped. Errors become messages that
 say what to do (:func:`explain_error`); the page never sees a traceback. A
-:class:`JobRegistry` allows one running job per store, since DuckDB has one writer at a time.
+:class:`JobRegistry` allows one running job per store, since DuckDB has one writer at a time, and
+knows the session that started each: on a dashboard served to a lab, others see its progress but
+only its owner may cancel it, and the owner is told how it ended.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -18,9 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from magdash.errors import MagdashError
-from magdash.params import DEFAULT_DTYPE
+from magdash.extract_params import DEFAULT_BATCH_SIZE
+from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE
 from magdash.sources.builtin import is_installed
-from magdash.stimuli import StimulusSet, paper_stimuli
+from magdash.stimuli import DEFAULT_POSITION, StimulusSet, paper_stimuli
 from magdash.store import Store
 from magdash.variability.analysis_params import AnalysisParams
 
@@ -260,32 +264,121 @@ def explain_error(error: BaseException) -> str:
     return f"unexpected error ({type(error).__name__}: {detail}); see the server log"
 
 
+def new_owner() -> str:
+    """A session's owner token for :class:`JobRegistry`: unguessable, so no other session can
+    claim its jobs (a dashboard served to a lab has many sessions in one process)."""
+    return secrets.token_urlsafe(16)
+
+
 class JobRegistry:
-    """At most one running job per key (a store path: DuckDB has one writer at a time)."""
+    """At most one running job per key (a store path: DuckDB has one writer at a time), with the
+    session that started it (its owner token, :func:`new_owner`).
+
+    Every session sees a job's progress; only its owner may cancel it, and a finished job stays
+    until its owner has been told how it ended (:meth:`acknowledge`), so another session that
+    sees it end first cannot take that notice away.
+    """
 
     def __init__(self) -> None:
-        self._jobs: dict[str, Job] = {}
+        self._jobs: dict[str, tuple[Job, str]] = {}
+        self._untold: dict[str, dict[str, Job]] = {}
+        """owner -> key -> the job that owner started there and has not been told the end of (it
+        outlives its place in ``_jobs`` when another session starts a job on the same store)."""
         self._lock = threading.Lock()
 
     def get(self, key: str) -> Job | None:
         with self._lock:
-            return self._jobs.get(key)
+            entry = self._jobs.get(key)
+        return entry[0] if entry is not None else None
 
-    def start(self, key: str, job: Job) -> Job:
+    def is_owner(self, key: str, owner: str) -> bool:
+        """Whether the job on ``key`` was started by ``owner``.
+
+        Args:
+            key: the store path.
+            owner: a session's owner token.
+        """
+        with self._lock:
+            entry = self._jobs.get(key)
+        return entry is not None and secrets.compare_digest(entry[1], owner)
+
+    def start(self, key: str, job: Job, *, owner: str) -> Job:
+        """Start ``job`` on ``key`` for the session ``owner``, unless a job runs there.
+
+        Args:
+            key: the store path.
+            job: the job, not started yet.
+            owner: the starting session's owner token.
+
+        Raises:
+            MagdashError: a job still runs on ``key``.
+        """
         with self._lock:
             current = self._jobs.get(key)
-            if current is not None and not current.snapshot().finished:
-                raise MagdashError(
-                    f"{current.label!r} is still running on this store: wait for it or cancel it first"
-                )
-            self._jobs[key] = job
+            if current is not None and not current[0].snapshot().finished:
+                what = ("cancel it first" if secrets.compare_digest(current[1], owner)
+                        else "it was started in another session, which alone can cancel it")
+                raise MagdashError(f"{current[0].label!r} is still running on this store: wait for it or {what}")
+            self._jobs[key] = (job, owner)
+            self._untold.setdefault(owner, {})[key] = job
         return job.start()
 
-    def forget(self, key: str) -> None:
+    def cancel(self, key: str, owner: str) -> None:
+        """Ask the job on ``key`` to stop, if ``owner`` started it.
+
+        Args:
+            key: the store path.
+            owner: the asking session's owner token.
+
+        Raises:
+            MagdashError: no job on ``key``, or another session's.
+        """
         with self._lock:
-            job = self._jobs.get(key)
-            if job is not None and job.snapshot().finished:
+            entry = self._jobs.get(key)
+        if entry is None:
+            raise MagdashError("no job runs on this store")
+        if not secrets.compare_digest(entry[1], owner):
+            raise MagdashError(f"{entry[0].label!r} was started in another session: only that session can cancel it")
+        entry[0].cancel()
+
+    def ending(self, key: str, owner: str) -> Job | None:
+        """The finished job ``owner`` started on ``key`` and has not been told the end of (None:
+        none), even where another session has started a job there since.
+
+        Args:
+            key: the store path.
+            owner: the session's owner token.
+        """
+        with self._lock:
+            job = self._untold.get(owner, {}).get(key)
+        return job if job is not None and job.snapshot().finished else None
+
+    def acknowledge(self, key: str, owner: str) -> bool:
+        """``owner`` has been told how its job on ``key`` ended: forgotten (and the store's entry
+        with it, unless another session's job has replaced it). Another session's acknowledgement,
+        or one of a running job, changes nothing. Returns whether a job was forgotten.
+
+        Args:
+            key: the store path.
+            owner: the session's owner token.
+        """
+        with self._lock:
+            job = self._untold.get(owner, {}).get(key)
+            if job is None or not job.snapshot().finished:
+                return False
+            del self._untold[owner][key]
+            entry = self._jobs.get(key)
+            if entry is not None and entry[0] is job:
                 del self._jobs[key]
+            return True
+
+    def forget(self, key: str) -> None:
+        """Forget the job on ``key`` if it finished, whoever started it (tests, clean-up)."""
+        with self._lock:
+            entry = self._jobs.get(key)
+            if entry is not None and entry[0].snapshot().finished:
+                del self._jobs[key]
+                self._untold.get(entry[1], {}).pop(key, None)
 
 
 # -- extraction and the first-run protocol -----------------------------------------------
@@ -298,10 +391,10 @@ class ExtractionRequest:
     spec: str
     stimuli: StimulusSet
     name: str | None = None
-    dtype: str = "float32"
-    device: str = "auto"
-    position: str = "last"
-    batch_size: int = 32
+    dtype: str = DEFAULT_DTYPE
+    device: str = DEFAULT_DEVICE
+    position: str = DEFAULT_POSITION
+    batch_size: int = DEFAULT_BATCH_SIZE
 
 
 def extraction_job(store: Store, request: ExtractionRequest, *more: ExtractionRequest, label: str | None = None) -> Job:

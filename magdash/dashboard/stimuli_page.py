@@ -21,10 +21,12 @@ import pandas as pd
 from magdash.errors import StimulusError
 from magdash.stimuli import (
     DEFAULT_NUMBER_FORMAT,
+    DEFAULT_POSITION,
     PAPER_SET_NAME,
     PLACEHOLDER,
     POSITIONS,
     StimulusSet,
+    carrier_lines,
     carrier_problems,
     check_reserved_name,
     parse_magnitudes,
@@ -74,10 +76,12 @@ def problems_to_show(problems: Sequence[str], limit: int = MAX_PROBLEMS_SHOWN) -
 
 
 def carriers_from_text(text: str) -> CarrierInput:
-    """One carrier per line; trailing blank lines are ignored, everything else is checked."""
-    lines = [line.rstrip("\r") for line in text.split("\n")]
-    while lines and not lines[-1].strip():
-        lines.pop()
+    """One carrier per line (CR, LF or CRLF ends one); trailing blank lines are ignored, everything
+    else is checked; text holding a NUL character is refused, as an upload holding one is."""
+    lines = carrier_lines(text)
+    if "\0" in text:
+        first = next(number for number, line in enumerate(lines, start=1) if "\0" in line)
+        return CarrierInput([], [f"line {first} holds a NUL character: type or paste plain text"])
     return CarrierInput(lines, carrier_problems(lines))
 
 
@@ -88,7 +92,7 @@ def carriers_from_csv(text: str) -> CarrierInput:
     the CSV's own row numbers (the header is row 1).
     """
     try:
-        rows = list(csv.reader(io.StringIO(text)))
+        rows = list(csv.reader(io.StringIO(text, newline="")))  # rows end in CR, LF or CRLF
     except csv.Error as error:
         return CarrierInput([], [f"cannot read the CSV ({error}): give one carrier per row"])
     while rows and not any(cell.strip() for cell in rows[-1]):
@@ -197,7 +201,7 @@ def what_to_fix(carriers_ok: bool, magnitudes_ok: bool) -> str | None:
     return f"Fix the {' and '.join(broken)} above to preview their tokens." if broken else None
 
 
-def tokenization_preview(tokenizer, items, position: str = "last", sequence_start: str = "tokenizer") -> pd.DataFrame:
+def tokenization_preview(tokenizer, items, position: str = DEFAULT_POSITION, sequence_start: str = "tokenizer") -> pd.DataFrame:
     """Which tokens each number maps to for a model's fast tokenizer (or a loaded model).
 
     Columns: magnitude, carrier, sentence, number_tokens (every token overlapping the number,
@@ -242,7 +246,7 @@ def sequence_start_note(sequence_start: str, tokenizer=None) -> str:
         return (f"The tokenizer adds no BOS token: magdash puts the model's BOS{shown} (id {token_id}) before every "
                 "sentence, so no number is at position 0 (the attention sink); it is part of the model's identity.")
     return ("The model has no BOS token: a number at the start of a sentence would be at position 0, the "
-            "attention sink. Extraction refuses such carriers unless --allow-number-first is given.")
+            "attention sink. Extraction refuses such carriers unless allowed (allow_number_first=True).")
 
 
 def split_summary(preview: pd.DataFrame) -> str:

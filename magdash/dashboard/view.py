@@ -24,7 +24,7 @@ from magdash.stimuli import default_stimulus_set
 from magdash.store import ModelRecord, default_store_path
 from magdash.variability.analysis_params import AnalysisParams, default_core_layers
 from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH
-from magdash.variability.measures import BROWSABLE_MEASURES, MIN_CARRIERS, PRIMARY_MEASURES
+from magdash.variability.measures import BROWSABLE_MEASURES, DEFAULT_MEASURE, MIN_CARRIERS, PRIMARY_MEASURES
 
 MEASURE_CHOICES = BROWSABLE_MEASURES
 """Measures offered in the sidebar: the paper's three plus its two secondary ones."""
@@ -33,6 +33,37 @@ QUERY_KEYS = ("store", "model", "stimuli", "measure", "core", "layer", "vs", "bo
 
 CONVENTION_LABELS = {"magdash": "magdash", "paper": "the paper's script"}
 """How the sidebar names each set of statistical conventions."""
+
+
+@dataclass(frozen=True)
+class WholeNumberRange:
+    """The whole numbers a choice may take: its widget's ``min_value`` and ``max_value`` and the
+    bounds the URL parser clamps to, so a link cannot ask for what the widget refuses."""
+
+    low: int
+    high: int
+
+    def clamp(self, value: int) -> int:
+        """``value`` moved into the range."""
+        return min(max(value, self.low), self.high)
+
+
+N_BOOT_RANGE = WholeNumberRange(0, 100_000)
+"""Bootstrap resamples (``?boot=``): 0 skips the intervals; at most ten times the paper's 10,000."""
+
+ECHO_LIMIT = 80
+"""The most characters of a link's value a note repeats (a value can be megabytes long)."""
+
+
+def cut(value: object) -> str:
+    """``str(value)`` cut to :data:`ECHO_LIMIT` characters, as a note repeats a link's value."""
+    text = str(value)
+    return text if len(text) <= ECHO_LIMIT else text[: ECHO_LIMIT - 3] + "..."
+
+
+def echo(value: object) -> str:
+    """A text value from a link as a note quotes it: the ``repr`` of :func:`cut`."""
+    return repr(cut(value))
 
 
 @dataclass(frozen=True)
@@ -49,7 +80,7 @@ class ViewState:
     store: str
     model: str | None = None
     stimuli: str | None = None
-    measure: str = "eucl"
+    measure: str = DEFAULT_MEASURE
     core: tuple[int, int] | None = None
     layer: int | None = None
     other: str | None = None
@@ -98,7 +129,7 @@ def view_from_query(query: Mapping[str, str | Sequence[str]], store: str | None 
             changes["measure"] = values["measure"]
         else:
             notes.append(
-                f"measure {values['measure']!r} in the link is unknown; showing "
+                f"measure {echo(values['measure'])} in the link is unknown; showing "
                 f"{view.measure} (choose from {', '.join(MEASURE_CHOICES)})"
             )
     if values["core"]:
@@ -108,33 +139,47 @@ def view_from_query(query: Mapping[str, str | Sequence[str]], store: str | None 
             # A reversed band (9-1) is FIRST-LAST backwards: say so rather than "not FIRST-LAST".
             problem = str(error).split(": ", 1)[1] if "run backwards" in str(error) else "is not FIRST-LAST"
             reason = f"runs backwards ({problem})" if "run backwards" in str(error) else problem
-            notes.append(f"core band {values['core']!r} in the link {reason}; using the default band")
+            notes.append(f"core band {echo(values['core'])} in the link {reason}; using the default band")
     if values["layer"]:
         if (layer := _non_negative_int(values["layer"])) is None:
-            notes.append(f"layer {values['layer']!r} in the link is not a layer index; using the default layer")
+            notes.append(f"layer {echo(values['layer'])} in the link is not a layer index; using the default layer")
         else:
             changes["layer"] = layer
     if values["boot"]:
-        if (n_boot := _non_negative_int(values["boot"])) is None:
-            notes.append(f"bootstrap size {values['boot']!r} in the link is not a whole number >= 0; using {DEFAULT_N_BOOT}")
-        else:
-            changes["n_boot"] = n_boot
+        n_boot, note = _whole_number(values["boot"], N_BOOT_RANGE, "bootstrap size", DEFAULT_N_BOOT)
+        changes["n_boot"] = n_boot
+        notes += [note] if note else []
     if values["conv"]:
         if values["conv"] in CONVENTION_NAMES:
             changes["conventions"] = values["conv"]
         else:
             notes.append(
-                f"conventions {values['conv']!r} in the link are unknown; showing magdash's "
+                f"conventions {echo(values['conv'])} in the link are unknown; showing magdash's "
                 f"(choose from {', '.join(CONVENTION_NAMES)})"
             )
     if values["leave"]:
         parts = [_non_negative_int(part) for part in values["leave"].split(",")]
         if None in parts:
-            notes.append(f"carriers to leave out {values['leave']!r} in the link are not carrier numbers "
+            notes.append(f"carriers to leave out {echo(values['leave'])} in the link are not carrier numbers "
                          "(0, 1, ... separated by commas); leaving none out")
         else:
             changes["exclude"] = tuple(sorted(set(parts)))
     return dataclasses.replace(view, **changes), notes
+
+
+def _whole_number(text: str, bounds: WholeNumberRange, what: str, default: int) -> tuple[int, str | None]:
+    """A whole number from a link, clamped to its widget's ``bounds``, and the note to show
+    where it was not one or was out of range (None where it was used as given)."""
+    try:
+        number = int(text)
+    except ValueError:  # also a number of more than 4,300 digits (Python's guard)
+        return default, f"{what} {echo(text)} in the link is not a whole number; using {default:,}"
+    clamped = bounds.clamp(number)
+    if clamped == number:
+        return number, None
+    side = "below" if number < bounds.low else "above"
+    return clamped, (f"{what} {echo(text)} in the link is {side} what the sidebar allows "
+                     f"({bounds.low:,} to {bounds.high:,}); using {clamped:,}")
 
 
 def _non_negative_int(text: str) -> int | None:
@@ -154,7 +199,7 @@ def view_to_query(view: ViewState, store: str | None = None) -> dict[str, str]:
         query["model"] = view.model
     if view.stimuli:
         query["stimuli"] = view.stimuli
-    if view.measure != "eucl":
+    if view.measure != DEFAULT_MEASURE:
         query["measure"] = view.measure
     if view.core is not None:
         query["core"] = f"{view.core[0]}-{view.core[1]}"
@@ -180,37 +225,37 @@ def reconcile_view(view: ViewState, inventory: StoreInventory) -> tuple[ViewStat
     model = view.model
     if model not in usable:
         if model:
-            notes.append(f"model {model!r} is not (completely) in this store; showing {usable[0]!r}")
+            notes.append(f"model {echo(model)} is not (completely) in this store; showing {usable[0]!r}")
         model = usable[0]
     sets = inventory.complete_sets[model]
     stimuli = view.stimuli
     if stimuli not in sets:
         if stimuli:
-            notes.append(f"{model!r} has no complete stimulus set {stimuli!r}; showing {_preferred_set(sets)!r}")
+            notes.append(f"{model!r} has no complete stimulus set {echo(stimuli)}; showing {_preferred_set(sets)!r}")
         stimuli = _preferred_set(sets)
     record = inventory.record(model)
     core = view.core
     if core is not None:
         if core[1] >= record.n_layers or core[0] > core[1]:
-            notes.append(f"core band {core[0]}-{core[1]} does not fit {model!r} (layers 0..{record.n_layers - 1}); using its default band")
+            notes.append(f"core band {cut(f'{core[0]}-{core[1]}')} does not fit {model!r} (layers 0..{record.n_layers - 1}); using its default band")
             core = None
         elif list(range(core[0], core[1] + 1)) == default_core_layers(record.n_blocks):
             core = None
     layer = view.layer
     if layer is not None and layer >= record.n_layers:
-        notes.append(f"layer {layer} does not exist in {model!r}; showing the default layer")
+        notes.append(f"layer {cut(layer)} does not exist in {model!r}; showing the default layer")
         layer = None
     other = view.other
     partners = [name for name in inventory.models_sharing(stimuli) if name != model]
     if other not in partners:
         if other:
-            notes.append(f"{other!r} cannot be compared with {model!r} on {stimuli!r}; choose another model")
+            notes.append(f"{echo(other)} cannot be compared with {model!r} on {stimuli!r}; choose another model")
         control = control_name(model)
         other = control if control in partners else (partners[0] if partners else None)
     exclude = view.exclude
     carriers = inventory.carriers.get(stimuli, ())
     if exclude and (max(exclude) >= len(carriers) or len(carriers) - len(exclude) < MIN_CARRIERS):
-        notes.append(f"carriers {', '.join(map(str, exclude))} cannot be left out of {stimuli!r} (carriers 0 to "
+        notes.append(f"carriers {cut(', '.join(map(str, exclude)))} cannot be left out of {stimuli!r} (carriers 0 to "
                      f"{len(carriers) - 1}; V needs at least {MIN_CARRIERS} of them); leaving none out")
         exclude = ()
     return dataclasses.replace(view, model=model, stimuli=stimuli, core=core, layer=layer, other=other,

@@ -9,40 +9,46 @@
   and the raw one.
 """
 
-from magdash.frequency.corpus import (
-    FORMATS,
-    CorpusCounts,
-    CountOptions,
-    FrequencyError,
-    count_corpus,
-    expand_inputs,
-)
-from magdash.frequency.count_fits import distribution_plot_data, fit_distributions
-from magdash.frequency.e5 import (
-    E5_COLUMNS,
-    E5_STATISTICS,
-    counts_for_magnitudes,
-    e5_correlation,
-    e5_summary,
-)
-from magdash.frequency.rule import PAPER_PATTERN, number_word_values
-from magdash.frequency.sources import (
-    BUILTIN_SOURCES,
-    DEFAULT_SOURCE,
-    OPENWEBTEXT,
-    WORDFREQ,
-    WORDFREQ_NOTE,
-    FrequencySource,
-    builtin_source,
-    check_source_name,
-    corpus_source,
-    counts_table,
-    read_counts_csv,
-)
+import importlib
 
-__all__ = [
-    "BUILTIN_SOURCES", "DEFAULT_SOURCE", "E5_COLUMNS", "E5_STATISTICS", "FORMATS", "OPENWEBTEXT", "PAPER_PATTERN", "WORDFREQ",
-    "WORDFREQ_NOTE", "CorpusCounts", "CountOptions", "FrequencyError", "FrequencySource", "builtin_source",
-    "check_source_name", "corpus_source", "count_corpus", "counts_for_magnitudes", "counts_table", "distribution_plot_data",
-    "e5_correlation", "e5_summary", "expand_inputs", "fit_distributions", "number_word_values", "read_counts_csv",
-]
+_EXPORTS: dict[str, str] = {
+    "FORMATS": "magdash.frequency.corpus",
+    "CorpusCounts": "magdash.frequency.corpus",
+    "CountOptions": "magdash.frequency.corpus",
+    "FrequencyError": "magdash.frequency.corpus",
+    "count_corpus": "magdash.frequency.corpus",
+    "expand_inputs": "magdash.frequency.corpus",
+    "distribution_plot_data": "magdash.frequency.count_fits",
+    "fit_distributions": "magdash.frequency.count_fits",
+    "E5_COLUMNS": "magdash.frequency.e5",
+    "E5_STATISTICS": "magdash.frequency.e5",
+    "counts_for_magnitudes": "magdash.frequency.e5",
+    "e5_correlation": "magdash.frequency.e5",
+    "e5_summary": "magdash.frequency.e5",
+    "PAPER_PATTERN": "magdash.frequency.rule",
+    "number_word_values": "magdash.frequency.rule",
+    "BUILTIN_SOURCES": "magdash.frequency.sources",
+    "DEFAULT_SOURCE": "magdash.frequency.sources",
+    "OPENWEBTEXT": "magdash.frequency.sources",
+    "WORDFREQ": "magdash.frequency.sources",
+    "WORDFREQ_NOTE": "magdash.frequency.sources",
+    "FrequencySource": "magdash.frequency.sources",
+    "builtin_source": "magdash.frequency.sources",
+    "check_source_name": "magdash.frequency.sources",
+    "corpus_source": "magdash.frequency.sources",
+    "counts_table": "magdash.frequency.sources",
+    "read_counts_csv": "magdash.frequency.sources",
+}
+"""Each name above: the module that defines it, imported on first use (``freq corr``'s options are built
+from :mod:`~magdash.frequency.e5_params` without DuckDB, pandas or SciPy)."""
+
+__all__ = [*_EXPORTS]
+
+
+def __getattr__(name: str):
+    """A name of :data:`__all__`, imported from its module the first time it is used."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'magdash.frequency' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value

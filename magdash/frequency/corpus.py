@@ -250,7 +250,7 @@ def count_corpus(
     if tally.documents == 0:
         hint = ""
         if tally.records_without_text:
-            hint = f"; {tally.records_without_text:,} records have no {options.text_field!r} field (see --text-field)"
+            hint = f"; {tally.records_without_text:,} records have no {options.text_field!r} field (see text_field=)"
         raise FrequencyError(f"no documents in {where}: the corpus is empty{hint}")
     counts = tally.counts_frame()
     if counts["count"].sum() == 0:
@@ -420,7 +420,8 @@ class _TextStream:
                 return FrequencyError(
                     f"{self.file.path} is not UTF-8 text (bad byte at offset {where:,}"
                     f"{' of the decompressed text' if self.file.compressed else ''}); convert it to UTF-8 "
-                    "or read bad bytes as U+FFFD (--encoding-errors replace)"
+                    "or read bad bytes as U+FFFD (encoding_errors='replace')",
+                    parameters=("encoding_errors",),
                 )
         return FrequencyError(f"{self.file.path} is not UTF-8 text")
 
@@ -475,7 +476,8 @@ def _count_json_file(connection, corpus_file: CorpusFile, options: CountOptions,
         fields = ", ".join(sorted(map(str, first))[:20]) or "none"
         raise FrequencyError(
             f"{corpus_file.path}: the first record has no field {options.text_field!r} "
-            f"(its fields: {fields}); name the text field with --text-field"
+            f"(its fields: {fields}); name the text field with text_field=",
+            parameters=("text_field",),
         )
     compression = "gzip" if corpus_file.compressed else "none"
     documents = (
@@ -497,13 +499,15 @@ def _count_parquet_file(connection, corpus_file: CorpusFile, options: CountOptio
     if options.text_field not in schema.names:
         raise FrequencyError(
             f"{corpus_file.path} has no column {options.text_field!r} (its columns: "
-            f"{', '.join(schema.names[:20])}); name the text column with --text-field"
+            f"{', '.join(schema.names[:20])}); name the text column with text_field=",
+            parameters=("text_field",),
         )
     column_type = schema.field(options.text_field).type
     if not (pa.types.is_string(column_type) or pa.types.is_large_string(column_type) or pa.types.is_string_view(column_type)):
         raise FrequencyError(
             f"column {options.text_field!r} of {corpus_file.path} holds {column_type}, not text; "
-            "name the text column with --text-field"
+            "name the text column with text_field=",
+            parameters=("text_field",),
         )
     documents = f"SELECT {_quote_identifier(options.text_field)} AS doc FROM read_parquet(?)"
     sql = _token_query(documents, options, blank_is_document=True)

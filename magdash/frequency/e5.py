@@ -20,8 +20,9 @@ import pandas as pd
 from scipy import stats
 
 from magdash.frequency.corpus import FrequencyError
+from magdash.frequency.e5_params import DEFAULT_MISSING, MISSING_POLICIES
 from magdash.frequency.sources import FrequencySource, as_count_series
-from magdash.params import DEFAULT_N_BOOT, seed_problem
+from magdash.params import DEFAULT_CI, DEFAULT_N_BOOT, seed_problem
 from magdash.significance import SIGNIFICANCE_LEVEL, unreachable_note
 from magdash.variability.fits import percentile_interval
 
@@ -34,7 +35,6 @@ E5_VERSION = "2"
 """Bumped whenever :func:`e5_correlation` can give another table for the same inputs (the cache key
 of :mod:`magdash.runs.frequency_runs`). 2: the partial correlation's bootstrap interval; the raw
 correlation's columns are named ``raw_*``."""
-MISSING_POLICIES = ("error", "zero")
 # Resampled values per bootstrap chunk: bounds memory for long magnitude lists.
 _BOOT_CHUNK_ELEMENTS = 2_000_000
 
@@ -42,7 +42,7 @@ _BOOT_CHUNK_ELEMENTS = 2_000_000
 def counts_for_magnitudes(
     magnitudes: Sequence[float] | np.ndarray,
     counts: FrequencySource | pd.DataFrame | pd.Series | dict,
-    missing: str = "error",
+    missing: str = DEFAULT_MISSING,
 ) -> np.ndarray:
     """count(n) for each magnitude, float64.
 
@@ -63,7 +63,8 @@ def counts_for_magnitudes(
         shown = ", ".join(absent[:10]) + (" ..." if len(absent) > 10 else "")
         raise FrequencyError(
             f"the frequency source has no count for magnitude(s) {shown}; choose a source that covers "
-            "them, or treat them as count 0 (missing='zero', --missing zero)"
+            "them, or treat them as count 0 (missing='zero')",
+            parameters=("missing",),
         )
     values = np.zeros(magnitudes.size)
     values[found] = series.reindex(keys[found]).to_numpy(dtype=np.float64)
@@ -153,9 +154,9 @@ def e5_correlation(
     counts: FrequencySource | pd.DataFrame | pd.Series | dict,
     *,
     n_boot: int = DEFAULT_N_BOOT,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CI,
     seed: int = 0,
-    missing: str = "error",
+    missing: str = DEFAULT_MISSING,
 ) -> pd.DataFrame:
     """E5 per layer: the partial Spearman rho of V(n) with log(count(n) + 1) given log n, and the raw rho.
 

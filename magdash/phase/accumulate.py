@@ -179,7 +179,7 @@ class LayerAccumulator:
     def covariance(self) -> np.ndarray:
         """Sample covariance (ddof=1) of every vector seen, float64 (d, d)."""
         self._merge_pending()
-        if self.count < 2:
+        if self.count < 2 or self.scatter is None:
             raise AnalysisError("a covariance needs at least two vectors")
         return self.scatter / (self.count - 1)
 
@@ -214,17 +214,17 @@ class LayerAccumulator:
         chunk_mean = chunk.mean(axis=0, dtype=np.float64)
         centred = chunk - chunk_mean.astype(np.float32)
         chunk_scatter = centred.T @ centred  # numpy calls BLAS syrk for X^T X
-        if self.scatter is None:
-            self.scatter = np.zeros((self.dim, self.dim), dtype=np.float64)
-        self.scatter += chunk_scatter
+        scatter = self.scatter if self.scatter is not None else np.zeros((self.dim, self.dim), dtype=np.float64)
+        scatter += chunk_scatter
+        self.scatter = scatter
         n_a, n_b = self.count, chunk.shape[0]
         total = n_a + n_b
         delta = chunk_mean - self.mean
         if n_a:
             # Rank-one update in place, no d x d temporaries. BLAS wants column-major storage:
             # the transposed view of the C-ordered symmetric matrix is exactly that.
-            scipy.linalg.blas.dger(
-                n_a * n_b / total, delta, delta, a=self.scatter.T, overwrite_a=True
+            scipy.linalg.blas.dger(  # pyright: ignore[reportAttributeAccessIssue] - BLAS wrappers are generated
+                n_a * n_b / total, delta, delta, a=scatter.T, overwrite_a=True
             )
         self.mean += delta * (n_b / total)
         self.count = total

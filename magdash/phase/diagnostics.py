@@ -45,7 +45,7 @@ import pandas as pd
 
 from magdash.errors import AnalysisError
 from magdash.formatting import format_number
-from magdash.params import DEFAULT_N_BOOT
+from magdash.params import DEFAULT_CI, DEFAULT_N_BOOT
 from magdash.phase.accumulate import LayerSample
 from magdash.phase.massive_dims import MASSIVE_LABELS, find_massive, massive_share
 from magdash.phase.omega import (
@@ -262,7 +262,7 @@ def bootstrap_order(
     unit_names: tuple[str, ...] = (VECTOR_UNIT,),
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CI,
     top: int = TOP_JUMPS,
 ) -> OrderBootstrap:
     """gamma_c of m(gamma) = mean Omega, its ``top`` largest steps and each layer's m, bootstrapped over units.

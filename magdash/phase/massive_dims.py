@@ -42,7 +42,7 @@ MASSIVE_LABELS = {"keep": "raw", "drop": "massive dimensions dropped", "standard
 def check_massive(mode: str, ratio: float) -> None:
     """Clear errors for an unknown view or a multiple that cannot separate anything."""
     if mode not in MASSIVE_MODES:
-        raise AnalysisError(f"--massive must be one of {', '.join(MASSIVE_MODES)}, got {mode!r}")
+        raise AnalysisError(f"massive= must be one of {', '.join(MASSIVE_MODES)}, got {mode!r}", parameters=("massive",))
     if isinstance(ratio, bool) or not isinstance(ratio, (int, float, np.floating, np.integer)) \
             or not math.isfinite(ratio) or ratio <= 1:
         raise AnalysisError(f"the massive-activation multiple must be a number above 1, got {ratio!r}")

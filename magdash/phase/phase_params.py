@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from magdash.errors import AnalysisError
-from magdash.params import DEFAULT_N_BOOT, option, seed_problem
+from magdash.params import DEFAULT_CI, DEFAULT_N_BOOT, option, seed_problem
 from magdash.phase.massive_dims import MASSIVE_DEFAULT, MASSIVE_MODES, MASSIVE_RATIO, check_massive
 
 TRACY_WIDOM_1_QUANTILES = {0.90: 0.4501, 0.95: 0.9793, 0.99: 2.0234}
@@ -34,7 +34,7 @@ class PhaseParams:
         "bootstrap resamples of the texts (all tokens) or of the magnitudes and carriers (number tokens), each with "
         "all of its vectors, for the gamma_c interval (0: none)", metavar="N"))
     seed: int = field(default=0, metadata=option("bootstrap seed", metavar="S"))
-    confidence: float = field(default=0.95, metadata=option("confidence level of the gamma_c interval",
+    confidence: float = field(default=DEFAULT_CI, metadata=option("confidence level of the gamma_c interval",
                                                             metavar="LEVEL"))
     level: float = field(default=0.99, metadata=option(
         "Tracy-Widom quantile of the spike margin above the Marchenko-Pastur edge", metavar="Q",

@@ -16,7 +16,7 @@ statistic. Conventions shared by every chart:
 - Data are embedded inline (``{"values": records}``) so the specs export offline
   (:mod:`magdash.presentation.report`) and Altair's 5,000-row limit does not apply; the frame
   builders keep the row counts small (histograms are binned there).
-- Colours: one per measure (:data:`MEASURE_COLORS`, Okabe–Ito colour-blind safe), one per model
+- Colours: one per measure (:data:`MEASURE_COLORS`, each `Measure` entry's own, colour-blind safe), one per model
   of a store, kept as models are added (:func:`model_colors`), the trained model versus its
   random-weight control (:data:`SERIES_COLORS`) and token counts (:data:`TOKEN_COLORS`, none of
   them a line's). The core band is shaded light grey. Legend labels are never cut
@@ -39,6 +39,7 @@ import pandas as pd
 
 from magdash.errors import AnalysisError
 from magdash.jsonio import to_jsonable
+from magdash.variability.measures import MEASURES
 
 DEFAULT_WIDTH = 560
 
@@ -56,17 +57,9 @@ PATH_INVALID = "break-paths-filter-domains"
 POINT_INVALID = "filter"
 
 
-MEASURE_COLORS = {
-    "V_eucl": "#0072B2",
-    "V_residual": "#E69F00",
-    "V_proj": "#009E73",
-    "V_pairwise": "#CC79A7",
-    "V_trace": "#56B4E9",
-    "CV": "#000000",
-    "on-axis variance": "#D55E00",
-    "off-axis variance": "#56B4E9",
-}
-"""Colour of each measure, keyed by its display label (:data:`magdash.presentation.vf.MEASURE_LABELS`)."""
+MEASURE_COLORS = {measure.title: measure.color for measure in MEASURES.values()}
+"""Colour of each measure, keyed by its display label: its :class:`~magdash.variability.measures.Measure`
+entry's ``color``."""
 
 
 MODEL_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")

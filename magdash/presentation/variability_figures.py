@@ -49,8 +49,8 @@ from magdash.variability.massive_control import MassiveControl
 from magdash.variability.measures import (
     BROWSABLE_MEASURES,
     CARRIER_MEASURES,
+    DEFAULT_MEASURE,
     MEASURES,
-    OUTLIER_RULE_MEASURES,
     PRIMARY_MEASURES,
     measure_title,
 )
@@ -87,13 +87,9 @@ def scaling_points(result: AnalysisResult, measure: str, layer: int) -> pd.DataF
         raise AnalysisError(f"layer {layer} does not exist: this model has 0..{result.n_layers - 1}")
     values = np.asarray(result.values[measure][layer], dtype=np.float64)
     magnitudes = np.asarray(result.magnitudes, dtype=np.float64)
-    drop = measure in OUTLIER_RULE_MEASURES
-    usable, _ = scaling_mask(
-        magnitudes, values, drop_outliers=False, outlier_factor=result.params.outlier_factor
-    )
-    kept, _ = scaling_mask(
-        magnitudes, values, drop_outliers=drop, outlier_factor=result.params.outlier_factor
-    )
+    rules = result.params.fit_rules().for_measure(measure)
+    usable, _ = scaling_mask(magnitudes, values, rules=rules.with_outlier_rule(False))
+    kept, _ = scaling_mask(magnitudes, values, rules=rules)
     status = np.where(
         ~np.isfinite(values),
         POINT_STATUS[3],
@@ -153,7 +149,7 @@ def scaling_lines(points: pd.DataFrame, fit: ScalingFit | Mapping[str, float]) -
 
 
 def carrier_distances(
-    vectors: np.ndarray, magnitudes: Sequence[float], carriers: Sequence[str], measure: str = "eucl",
+    vectors: np.ndarray, magnitudes: Sequence[float], carriers: Sequence[str], measure: str = DEFAULT_MEASURE,
     left_out: Sequence[int] = (),
 ) -> pd.DataFrame:
     """Per-carrier distance to the magnitude's centroid, ``||x[n,c] - m[n]||``.
@@ -337,7 +333,7 @@ def noise_frame(result: AnalysisResult) -> pd.DataFrame:
     return frame
 
 
-def noise_summary(results: Mapping[str, AnalysisResult], measure: str = "eucl") -> pd.DataFrame:
+def noise_summary(results: Mapping[str, AnalysisResult], measure: str = DEFAULT_MEASURE) -> pd.DataFrame:
     """How many core layers each noise model wins (lowest AICc), per model.
 
     Columns: model, noise_model, best_in_core_layers, core_layers, mean_weight (mean Akaike
@@ -376,7 +372,7 @@ def reference_order(names: Sequence[str]) -> list[str]:
     return ordered + [name for name in names if name not in ordered]
 
 
-def verdict_frame(results: Mapping[str, AnalysisResult], measure: str = "eucl") -> pd.DataFrame:
+def verdict_frame(results: Mapping[str, AnalysisResult], measure: str = DEFAULT_MEASURE) -> pd.DataFrame:
     """H1–H4 for each model, each ``@random`` control right after its model, and, last, the
     programme verdict (a majority of the trained models; the controls are references, not voters).
 
@@ -782,7 +778,7 @@ def weber_window(
     fits: pd.DataFrame,
     window: tuple[float, float] = (0.8, 1.2),
     *,
-    measure: str = "eucl",
+    measure: str = DEFAULT_MEASURE,
     x: str = "layer",
     registered: Sequence[str] = (),
     title: str | None = None,
@@ -970,7 +966,7 @@ def e3_chart(
 def noise_model_chart(
     noise: pd.DataFrame,
     *,
-    measure: str | None = "eucl",
+    measure: str | None = DEFAULT_MEASURE,
     title: str | None = None,
     subtitle: str | None = None,
     width: style.Width = style.DEFAULT_WIDTH,
@@ -1184,7 +1180,7 @@ def profile_measures(measure: str) -> list[str]:
     return list(PRIMARY_MEASURES) + ([measure] if measure not in PRIMARY_MEASURES else [])
 
 
-def profile_figure(result: AnalysisResult, measure: str = "eucl") -> alt.LayerChart:
+def profile_figure(result: AnalysisResult, measure: str = DEFAULT_MEASURE) -> alt.LayerChart:
     """Alpha by layer for the primary measures with bootstrap CI bands, core band shaded.
 
     Args:
@@ -1390,7 +1386,7 @@ def comparison_table(comparison: ComparisonResult, measure: str) -> pd.DataFrame
     return comparison_frame(comparison, measure)
 
 
-def massive_control_figure(raw: AnalysisResult, dropped: AnalysisResult, measure: str = "eucl") -> alt.LayerChart:
+def massive_control_figure(raw: AnalysisResult, dropped: AnalysisResult, measure: str = DEFAULT_MEASURE) -> alt.LayerChart:
     """Alpha by layer with the massive dimensions kept and dropped.
 
     Args:
@@ -1460,7 +1456,7 @@ def tokenization_alpha_frame(result: AnalysisResult, measure: str) -> pd.DataFra
     return pd.concat(parts, ignore_index=True)[columns]
 
 
-def tokenization_figure(result: AnalysisResult, measure: str = "eucl") -> alt.LayerChart:
+def tokenization_figure(result: AnalysisResult, measure: str = DEFAULT_MEASURE) -> alt.LayerChart:
     """Alpha by layer, raw and adjusted for tokenization (the token count; with the kept token too).
 
     Args:

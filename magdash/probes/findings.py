@@ -56,10 +56,10 @@ def band_sentence(result: ProbeResult, target: str = "log") -> str:
         target: the read-out, ``log`` or ``linear``.
     """
     best, band = result.best_and_band(target)
-    if best is None:
-        return f"{result.model}: no layer could be probed (every layer holds Inf/NaN vectors)."
     scores = result.score_table("magnitude", target, "real")
-    top = _row(scores, best)
+    top = None if best is None else _row(scores, best)
+    if best is None or top is None:
+        return f"{result.model}: no layer could be probed (every layer holds Inf/NaN vectors)."
     top_text = f"{layer_name(result, best)} at {_with_interval(top['r2'], top['r2_low'], top['r2_high'])}"
     rows = result.best_layers[result.best_layers["target"] == target]
     probe_of = f"a linear probe of {READOUTS[target]}"

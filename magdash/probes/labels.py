@@ -64,8 +64,8 @@ def check_vectors(vectors, n_magnitudes: int, params: ProbeParams) -> np.ndarray
             "held-out predictions to have a spread across carriers")
     if params.carrier_folds > x.shape[1]:
         raise AnalysisError(
-            f"carrier_folds {params.carrier_folds} exceeds the {x.shape[1]} carriers; use at most {x.shape[1]} "
-            "(or 0 to leave one carrier out at a time)")
+            f"carrier_folds={params.carrier_folds} exceeds the {x.shape[1]} carriers; use at most {x.shape[1]} "
+            "(or 0 to leave one carrier out at a time)", parameters=("carrier_folds",))
     return x
 
 
@@ -77,7 +77,7 @@ def refuse_nonfinite(x: np.ndarray) -> None:
         rows = np.nonzero(~np.isfinite(x).all(axis=(1, 2)))[0]
         raise NonFiniteVectors(
             f"{bad} vector(s) of this layer hold Inf/NaN (magnitude rows {ranges(rows.tolist())}), as float16 "
-            "overflow gives; a probe needs finite vectors: extract again with --dtype bfloat16 or float32, "
+            "overflow gives; a probe needs finite vectors: extract again with dtype='bfloat16' (or 'float32'), "
             "or leave the layer out", bad)
 
 

@@ -187,7 +187,7 @@ def _score_tables(runs: dict[str, CrossValidation], baselines: dict[str, np.ndar
         chosen = cv.alphas
         at_floor = (chosen <= alphas[0]).mean(axis=0)
         for column, (task, target) in enumerate(labels.columns):
-            row = {"scheme": scheme, "target": target, "task": task}
+            row: dict[str, object] = {"scheme": scheme, "target": target, "task": task}
             for name in SCORES:
                 row[name] = float(point[name][column])
                 row[f"{name}_low"] = float(intervals[name][0][column])

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from magdash.errors import AnalysisError
-from magdash.params import DEFAULT_N_BOOT, comma_separated, option, seed_problem
+from magdash.params import DEFAULT_CI, DEFAULT_N_BOOT, comma_separated, option, seed_problem
 
 TARGETS = ("log", "linear")
 """What a probe reads out: ``log`` n or ``linear`` n."""
@@ -34,7 +34,7 @@ predictions, the least a spread across carriers needs."""
 
 def _whole(value, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise AnalysisError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+        raise AnalysisError(f"{name}={value!r} must be a whole number >= {minimum}", parameters=(name,))
     return int(value)
 
 
@@ -53,17 +53,17 @@ class ProbeParams:
 
     targets: tuple[str, ...] = field(default=TARGETS, metadata=option(
         "what the probes read out: log (log n) and/or linear (n); the log read-out is the primary one",
-        metavar="T,T", parse=comma_separated(str, "--targets")))
+        metavar="T,T", parse=comma_separated(str)))
     alphas: tuple[float, ...] = field(default=DEFAULT_ALPHAS, metadata=option(
         "ridge penalties to choose from inside each training fold, relative to the layer's total variance",
-        metavar="A,A,...", parse=comma_separated(float, "--alphas")))
+        metavar="A,A,...", parse=comma_separated(float)))
     magnitude_folds: int = field(default=5, metadata=option(
         "folds of held-out magnitudes: the inner magnitudes, in order, dealt to the folds in turn; "
         "the smallest and largest are always trained on, so every test is an interpolation", metavar="K"))
     carrier_folds: int = field(default=0, metadata=option(
         "0 leaves one carrier out at a time; a number >= 2 deals the carriers into that many folds "
         "(fewer fits for designs with many carriers)", metavar="K"))
-    ci: float = field(default=0.95, metadata=option("confidence level of every interval", flag="--probe-ci",
+    ci: float = field(default=DEFAULT_CI, metadata=option("confidence level of every interval", flag="--probe-ci",
                                                      metavar="LEVEL"))
     n_boot: int = field(default=DEFAULT_N_BOOT, metadata=option(
         "bootstrap resamples of the magnitudes (each with all its carriers) behind every interval; 0 gives none",
@@ -100,7 +100,7 @@ class ProbeParams:
         object.__setattr__(self, "magnitude_folds", _whole(self.magnitude_folds, "magnitude_folds", 2))
         carrier_folds = _whole(self.carrier_folds, "carrier_folds", 0)
         if carrier_folds == 1:
-            raise AnalysisError("carrier_folds must be 0 (leave one carrier out) or at least 2, got 1")
+            raise AnalysisError("carrier_folds=1: give 0 (leave one carrier out) or at least 2", parameters=("carrier_folds",))
         object.__setattr__(self, "carrier_folds", carrier_folds)
         if not isinstance(self.ci, (int, float, np.floating)) or not 0 < self.ci < 1:
             raise AnalysisError(f"the confidence level must lie between 0 and 1, got {self.ci!r}")

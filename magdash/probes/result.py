@@ -25,12 +25,12 @@ import pandas as pd
 
 from magdash.caveats import Caveat, Severity, lines
 from magdash.errors import AnalysisError
-from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
 from magdash.overflow import nonfinite_warning
 from magdash.params import ranges
 from magdash.probes.baseline import Strata
 from magdash.probes.probe_params import ProbeParams
 from magdash.probes.selection import best_band
+from magdash.result_codec import PayloadCodec, not_stored
 
 SCORE_COLUMNS = [
     "scheme", "target", "task",
@@ -155,7 +155,7 @@ def _best_layer_table(probes: list[tuple[int, str, LayerProbe]], targets: tuple[
 
 
 @dataclass
-class ProbeResult:
+class ProbeResult(PayloadCodec):
     """The probes of every layer of one model on one stimulus set (tables: see the module docstring).
 
     Attributes:
@@ -195,7 +195,9 @@ class ProbeResult:
     strata: list[str]
     strata_by: str
     nonfinite_layers: dict[int, int] = field(default_factory=dict)
-    from_cache: bool = field(default=False, compare=False)
+    from_cache: bool = field(default=False, compare=False, metadata=not_stored(True))
+
+    _payload_order = ("model", "stimuli", "magnitudes", "n_carriers", "layer_labels", "params", "strata", "strata_by")
 
     @classmethod
     def from_layers(cls, probes: list[tuple[int, str, LayerProbe | None, int]], *, model: str, stimuli: str,
@@ -307,44 +309,6 @@ class ProbeResult:
             "nonfinite_layers": dict(self.nonfinite_layers),
             "warnings": self.warnings(),
         }
-
-    def to_payload(self) -> bytes:
-        """The result as plain compressed JSON for the store's cache (never pickle)."""
-        document = {
-            "model": self.model,
-            "stimuli": self.stimuli,
-            "magnitudes": self.magnitudes,
-            "n_carriers": self.n_carriers,
-            "layer_labels": self.layer_labels,
-            "params": self.params,
-            "strata": self.strata,
-            "strata_by": self.strata_by,
-            **{name: frame_to_plain(getattr(self, name)) for name in TABLES},
-            "nonfinite_layers": self.nonfinite_layers,
-        }
-        return pack(document)
-
-    @classmethod
-    def from_payload(cls, payload: bytes) -> ProbeResult:
-        """The result a payload of :meth:`to_payload` holds.
-
-        Args:
-            payload: bytes written by :meth:`to_payload`.
-        """
-        document = unpack(payload)
-        return cls(
-            model=document["model"],
-            stimuli=document["stimuli"],
-            magnitudes=np.asarray(document["magnitudes"], dtype=np.float64),
-            n_carriers=int(document["n_carriers"]),
-            layer_labels=list(document["layer_labels"]),
-            params=ProbeParams.from_dict(document["params"]),
-            **{name: frame_from_plain(document[name]) for name in TABLES},
-            strata=list(document["strata"]),
-            strata_by=document["strata_by"],
-            nonfinite_layers={int(k): int(v) for k, v in document["nonfinite_layers"].items()},
-            from_cache=True,
-        )
 
     def equals(self, other: ProbeResult) -> bool:
         """Same identity, parameters and tables (NaN equal to NaN; ``from_cache`` ignored).

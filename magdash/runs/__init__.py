@@ -1,8 +1,10 @@
 """Runs over a store: compute a result from stored vectors, or load it from the store's cache.
 
-Each module runs one kind of result over a :class:`~magdash.store.Store` through the one
-cached-result path of :mod:`~magdash.runs.cache`, which keeps the result's payload and its
-metric rows (:mod:`~magdash.runs.rows`) in one transaction:
+Each analysis kind is declared once in :mod:`~magdash.runs.kinds` (:data:`~magdash.runs.kinds.ANALYSIS_KINDS`).
+Each module runs one kind of result over a :class:`~magdash.store.vectors.VectorSource` (a stored
+model, or arrays: one path), and over a store through the one cached-result path of
+:mod:`~magdash.runs.cache`, which keeps the result's payload and its metric rows
+(:mod:`~magdash.runs.rows`) in one transaction:
 
 - :mod:`~magdash.runs.analysis_runs`: the scalar-variability analysis, comparisons of two models,
   the analysis without the massive dimensions;

@@ -5,9 +5,9 @@ An analysis reads the items' token facts from the store (:meth:`magdash.store.St
 recorded by the extraction) and the model's digit splitting, for the tokenization fits; vectors
 stored without them are analysed without those fits, and the result says why.
 
-:func:`analyze` reads a model's stored vectors one layer at a time into
-:func:`magdash.variability.analysis.run_analysis` (memory stays bounded by a single layer) and
-keeps the :class:`~magdash.variability.analysis.AnalysisResult` under a key hashing the data
+:func:`analyze_vectors` reads a model's vectors (stored, or arrays: :mod:`magdash.store.vectors`)
+one layer at a time into :func:`magdash.variability.analysis.run_analysis` (memory stays bounded
+by a single layer) and, for stored vectors, keeps the :class:`~magdash.variability.analysis.AnalysisResult` under a key hashing the data
 fingerprint of (model, stimuli), every parameter and
 :data:`~magdash.variability.analysis.ANALYSIS_VERSION`. :func:`compare` analyses two models on the
 same stimuli and compares their alphas layer by layer
@@ -26,6 +26,7 @@ from magdash.params import ProgressCallback
 from magdash.runs import rows
 from magdash.runs.cache import CachedKind, keep, lookup, result_key
 from magdash.stimuli import default_stimulus_set, several_sets_message
+from magdash.store.vectors import VectorSource, labelled_layers
 from magdash.variability.analysis import ANALYSIS_VERSION, AnalysisResult, run_analysis
 from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.compare import ComparisonResult, compare_analyses, comparison_params
@@ -63,7 +64,8 @@ def analyze(
     use_cache: bool = True,
     progress: ProgressCallback | None = None,
 ) -> AnalysisResult:
-    """Analyse ``model`` on ``stimuli``, cached in the store.
+    """Analyse ``model`` on ``stimuli``, cached in the store (:func:`analyze_vectors` of :meth:`Store.vectors
+    <magdash.store.Store.vectors>`).
 
     Args:
         store: the :class:`~magdash.store.Store` holding the model's vectors.
@@ -75,42 +77,52 @@ def analyze(
         progress: called as ``progress(done_layers, total_layers)`` after each layer is measured
             (only when something is computed).
     """
+    return analyze_vectors(store.vectors(model, stimuli), params, use_cache=use_cache, progress=progress)
+
+
+def analyze_vectors(
+    source: VectorSource,
+    params: AnalysisParams | None = None,
+    *,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+) -> AnalysisResult:
+    """The analysis of one model's vectors, stored (cached in their store) or arrays (not cached).
+
+    Args:
+        source: the vectors (:class:`~magdash.store.vectors.VectorSource`).
+        params: every choice of the analysis (:class:`~magdash.variability.analysis.AnalysisParams`).
+        use_cache: a stored source only: False recomputes and replaces the cached result.
+        progress: called as ``progress(done_layers, total_layers)`` after each layer is measured.
+    """
     params = params or AnalysisParams()
-    with store.session():
-        stimuli = store.resolve_stimuli(model, stimuli)
-        record = store.model_record(model)
-        params.core_for(record.n_blocks, record.n_layers)  # fail on a bad band before reading
-        key = analysis_key(store, model, stimuli, params)
-        found = lookup(store, ANALYSIS, key) if use_cache else None
-        if found is not None:
-            return found
-        stimulus_set = store.stimulus_set(stimuli)
-        number_tokens = store.number_tokens(model, stimuli)
-        digit_splitting = store.digit_splitting(model)
-
-    def layers():
-        for data in store.read_layers(model, stimuli):
-            log.info("measuring %s layer %d (%s)", model, data.layer, data.label)
-            label, vectors = data.label, data.vectors
-            del data
-            yield label, vectors
-            # Drop this layer before reading the next, so two layers never coexist.
-            del vectors
-
+    params.core_for(source.n_blocks, source.n_layers)  # fail on a bad band before reading
+    store = source.store
+    key = None
+    if store is not None:
+        with store.session():
+            key = analysis_key(store, source.name, source.stimuli_name, params)
+            found = lookup(store, ANALYSIS, key) if use_cache else None
+            if found is not None:
+                return found
+            number_tokens, digit_splitting = source.number_tokens(), source.digit_splitting()
+    else:
+        number_tokens, digit_splitting = source.number_tokens(), source.digit_splitting()
     result = run_analysis(
-        layers(),
-        np.asarray(stimulus_set.magnitudes, dtype=np.float64),
-        n_blocks=record.n_blocks,
+        labelled_layers(source),
+        np.asarray(source.magnitudes, dtype=np.float64),
+        n_blocks=source.n_blocks,
         params=params,
-        model=model,
-        stimuli=stimuli,
-        n_layers=record.n_layers,
+        model=source.name,
+        stimuli=source.stimuli_name,
+        n_layers=source.n_layers,
         progress=progress,
-        carriers=stimulus_set.carriers,
+        carriers=source.carriers,
         number_tokens=number_tokens,
         digit_splitting=digit_splitting,
     )
-    keep(store, ANALYSIS, key, result)
+    if store is not None:
+        keep(store, ANALYSIS, key, result)
     return result
 
 
@@ -153,14 +165,8 @@ def compare(
     progress: ProgressCallback | None = None,
     stimuli_b: str | None = None,
 ) -> ComparisonResult:
-    """Layerwise alpha of ``model_a`` minus ``model_b`` for each measure in ``params``.
-
-    Both models are analysed with ``params`` (cached; a chosen core band applies to model A,
-    and to model B only when both have the same depth), then compared with
-    :func:`magdash.variability.compare.compare_models`: joint bootstrap over magnitudes, depth alignment
-    by gamma = l / L, the stimulus bootstrap of the mean difference over model A's core layers (both
-    models' vectors of those layers and their paired ones are read again, one layer at a time), and
-    the Wilcoxon test over them.
+    """Layerwise alpha of ``model_a`` minus ``model_b`` for each measure in ``params``
+    (:func:`compare_vectors` of the two stored models, once their stimulus sets are resolved).
 
     Args:
         store: the :class:`~magdash.store.Store` holding both models.
@@ -175,7 +181,6 @@ def compare(
             number format, e.g. ``compare(store, "smollm2", "smollm2", "paper", stimuli_b="paper-words")``
             (a format variant: model B may then be model A). None: B on ``stimuli``.
     """
-    params = params or AnalysisParams()
     with store.session():
         if stimuli_b is None:
             stimuli = resolve_common_stimuli(store, model_a, model_b, stimuli)
@@ -189,25 +194,66 @@ def compare(
                 f"compare needs two different models, or one model on two stimulus sets; both are {model_a!r} on "
                 f"{stimuli!r}"
             )
-        record_a = store.model_record(model_a)
-        record_b = store.model_record(model_b)
-        key = result_key(
-            "compare", ANALYSIS_VERSION, models=[model_a, model_b], stimuli=stimuli, stimuli_b=stimuli_b,
-            data=[store.data_fingerprint(model_a, stimuli), store.data_fingerprint(model_b, stimuli_b or stimuli)],
-            params=params,
-        )
-        found = lookup(store, COMPARISON, key) if use_cache else None
+    return compare_vectors(store.vectors(model_a, stimuli), store.vectors(model_b, stimuli_b or stimuli), params,
+                           use_cache=use_cache, progress=progress)
+
+
+def compare_vectors(
+    first: VectorSource,
+    second: VectorSource,
+    params: AnalysisParams | None = None,
+    *,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+) -> ComparisonResult:
+    """Model A's vectors against model B's, both stored in one store (the comparison cached there) or both arrays.
+
+    Both models are analysed with ``params`` (:func:`analyze_vectors`; a chosen core band applies to
+    model A, and to model B only when both have the same depth), then compared with
+    :func:`magdash.variability.compare.compare_models`: joint bootstrap over magnitudes, depth alignment
+    by gamma = l / L, the stimulus bootstrap of the mean difference over model A's core layers (both
+    models' vectors of those layers and their paired ones are read again, one layer at a time), and
+    the Wilcoxon test over them. Stored B on another stimulus set than A is a number-format variant.
+
+    Args:
+        first: model A's vectors.
+        second: model B's vectors.
+        params: the analysis parameters of both.
+        use_cache: stored sources only: False recomputes the analyses and the comparison.
+        progress: called as ``progress(done, total)`` after each measure's comparison.
+    """
+    params = params or AnalysisParams()
+    store = first.store
+    if second.store is not store:
+        raise AnalysisError("compare two stored models of one store, or two sets of arrays")
+    key = stimuli_b = None
+    if store is None:
+        if first.name == second.name:
+            raise AnalysisError(f"both arrays are named {first.name!r}: name them apart with Activations(..., name=...)")
+        if tuple(first.magnitudes) != tuple(second.magnitudes) or tuple(first.carriers) != tuple(second.carriers):
+            raise AnalysisError(
+                "the two arrays hold different stimuli (magnitudes or carriers): compare models measured on the same "
+                "ones"
+            )
+    else:
+        stimuli_b = None if second.stimuli_name == first.stimuli_name else second.stimuli_name
+        with store.session():
+            key = result_key(
+                "compare", ANALYSIS_VERSION, models=[first.name, second.name], stimuli=first.stimuli_name,
+                stimuli_b=stimuli_b,
+                data=[store.data_fingerprint(first.name, first.stimuli_name),
+                      store.data_fingerprint(second.name, second.stimuli_name)],
+                params=params,
+            )
+            found = lookup(store, COMPARISON, key) if use_cache else None
         if found is not None:
             return found
-    result_a = analyze(store, model_a, stimuli, params, use_cache=use_cache)
-    params_b = comparison_params(params, record_a.n_blocks, record_b.n_blocks)
-    result_b = analyze(store, model_b, stimuli_b or stimuli, params_b, use_cache=use_cache)
-    result = compare_analyses(
-        result_a, result_b, params, progress=progress, stimuli_b=stimuli_b,
-        read_a=lambda layer: store.read_layer(model_a, stimuli, layer).vectors,
-        read_b=lambda layer: store.read_layer(model_b, stimuli_b or stimuli, layer).vectors,
-    )
-    keep(store, COMPARISON, key, result)
+    result_a = analyze_vectors(first, params, use_cache=use_cache)
+    result_b = analyze_vectors(second, comparison_params(params, first.n_blocks, second.n_blocks), use_cache=use_cache)
+    result = compare_analyses(result_a, result_b, params, progress=progress, stimuli_b=stimuli_b,
+                              read_a=first.layer, read_b=second.layer)
+    if store is not None:
+        keep(store, COMPARISON, key, result)
     return result
 
 

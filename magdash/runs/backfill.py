@@ -4,16 +4,13 @@ is next read (:func:`magdash.runs.cache.lookup`)."""
 
 from __future__ import annotations
 
-from magdash.runs.analysis_runs import ANALYSIS, COMPARISON
-from magdash.runs.cache import backfill
-from magdash.runs.controls_runs import CONTROLS
-from magdash.runs.frequency_runs import E5
-from magdash.runs.probe_runs import PROBE
+from magdash.runs.cache import CachedKind, backfill
+from magdash.runs.kinds import ANALYSIS_KINDS
 
-RESULT_KINDS = {kind.name: kind for kind in (ANALYSIS, COMPARISON, CONTROLS, E5, PROBE)}
+RESULT_KINDS: dict[str, CachedKind] = ANALYSIS_KINDS.backfilled()
 """The kinds whose cached payloads hold everything their metric rows need (a backfill writes
-theirs); a design's rows need the model it was calibrated on, phase diagnostics their parameters,
-so those get rows when they are next computed."""
+theirs: :attr:`magdash.runs.kinds.AnalysisKind.backfill`); a design's rows need the model it was
+calibrated on, phase diagnostics their parameters, so those get rows when they are next computed."""
 
 
 def backfill_store(store) -> dict[str, int]:

@@ -13,6 +13,7 @@ variants and the ``@random`` control are cached as every comparison is
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from magdash.controls.controls_params import ControlsParams
 from magdash.controls.robustness import CONTROLS_VERSION, CarrierTables, ControlsResult, carrier_tables
@@ -20,9 +21,10 @@ from magdash.errors import AnalysisError
 from magdash.names import control_name, is_control_name
 from magdash.params import ProgressCallback
 from magdash.runs import rows
-from magdash.runs.analysis_runs import analyze, compare
+from magdash.runs.analysis_runs import analyze_vectors, compare_vectors
 from magdash.runs.cache import CachedKind, cached_result, result_key
 from magdash.store import ModelRecord
+from magdash.store.vectors import VectorSource, layer_arrays, renamed
 
 CONTROLS = CachedKind("controls", CarrierTables.to_payload, CarrierTables.from_payload, rows.controls_rows)
 
@@ -79,8 +81,9 @@ def format_variant_set(store, model: str, stimuli: str, number_format: str) -> s
     if other is None or other not in store.stimulus_sets_for(model):
         raise AnalysisError(
             f"{model!r} is not stored on the carriers and magnitudes of {stimuli!r} written in {number_format}: extract "
-            f"them first (magdash extract --model <its spec> --number-format {number_format}, with the --carriers and "
-            f"--magnitudes of {stimuli!r} unless it is the paper's set; the Controls page extracts it in one click)"
+            f"them first (an extraction with model=<its spec> and number_format='{number_format}', with the carriers= "
+            f"and magnitudes= of {stimuli!r} unless it is the paper's set; the Controls page extracts it in one click)",
+            parameters=("model", "number_format", "carriers", "magnitudes"),
         )
     return other
 
@@ -109,7 +112,8 @@ def run_controls(
     use_cache: bool = True,
     progress: ProgressCallback | None = None,
 ) -> ControlsResult:
-    """Every control of ``model`` on ``stimuli`` (:mod:`magdash.controls.robustness`), cached.
+    """Every control of ``model`` on ``stimuli`` (:mod:`magdash.controls.robustness`), cached: the
+    stored variants, number-format variants and ``@random`` control found, then :func:`controls_vectors`.
 
     Args:
         store: the :class:`~magdash.store.Store` holding the model, its variants and its control.
@@ -124,46 +128,21 @@ def run_controls(
     over the shared magnitudes); it is named ``"<model> on <its stimulus set>"`` among the variants.
     """
     params = params or ControlsParams()
-    stimuli = store.resolve_stimuli(model, stimuli)
-    record = store.model_record(model)
+    source = store.vectors(model, stimuli)
+    stimuli = source.stimuli_name
     for name in params.variants:
         if name == model:
             raise AnalysisError(f"the variant {name!r} is the model itself; name another stored extraction")
         store.resolve_stimuli(name, stimuli)  # a variant must be stored on the same stimuli
     format_sets = {number_format: format_variant_set(store, model, stimuli, number_format)
                    for number_format in params.formats}
-    analysis = analyze(store, model, stimuli, params.analysis, use_cache=use_cache)
-    computed = []
-
-    def compute() -> CarrierTables:
-        def layers():
-            for data in store.read_layers(model, stimuli):
-                vectors = data.vectors
-                del data
-                yield vectors
-                del vectors
-
-        computed.append(True)
-        carriers = list(store.stimulus_set(stimuli).carriers)
-        return carrier_tables(layers(), analysis, carriers, n_perm=params.n_perm, seed=params.seed, progress=progress)
-
-    def named(tables: CarrierTables):
-        # Tables cached before the metric tables (schema 4) did not name their model.
-        if tables.model is None:
-            tables = dataclasses.replace(tables, model=model, stimuli=stimuli, conventions=params.analysis.conventions)
-        return rows.controls_rows(tables)
-
-    tables = cached_result(store, CONTROLS, controls_key(store, model, stimuli, params), compute,
-                           use_cache=use_cache, rows=named)
-    variants = {
-        name: compare(store, model, name, stimuli, params.analysis, use_cache=use_cache) for name in params.variants
-    }
-    kinds = {name: variant_kind(record, store.model_record(name)) for name in params.variants}
-    own_format = store.number_formats()[stimuli]
+    variants = {name: store.vectors(name, stimuli) for name in params.variants}
+    kinds = {name: variant_kind(source.record, variant.record) for name, variant in variants.items()}
+    own_format = store.number_formats()[stimuli] if format_sets else None
     for number_format, other in format_sets.items():
-        comparison = compare(store, model, model, stimuli, params.analysis, use_cache=use_cache, stimuli_b=other)
-        variants[comparison.label_b] = comparison
-        kinds[comparison.label_b] = f"number format {own_format} vs {number_format}"
+        label = f"{model} on {other}"  # as the comparison names its model B (ComparisonResult.label_b)
+        variants[label] = store.vectors(model, other)
+        kinds[label] = f"number format {own_format} vs {number_format}"
     random_name = control_name(model)
     random = None
     if (
@@ -172,17 +151,73 @@ def run_controls(
         and random_name in store.model_names()
         and stimuli in store.stimulus_sets_for(random_name)
     ):
-        random = compare(store, model, random_name, stimuli, params.analysis, use_cache=use_cache)
+        random = store.vectors(random_name, stimuli)
+    return controls_vectors(source, params, random=random, variants=variants, variant_kinds=kinds,
+                            use_cache=use_cache, progress=progress)
+
+
+def controls_vectors(
+    source: VectorSource,
+    params: ControlsParams | None = None,
+    *,
+    random: VectorSource | None = None,
+    variants: Mapping[str, VectorSource] | None = None,
+    variant_kinds: Mapping[str, str] | None = None,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+) -> ControlsResult:
+    """Every control of one model's vectors, stored (cached in their store) or arrays.
+
+    Args:
+        source: the model's vectors.
+        params: the controls' parameters (their ``variants`` and ``formats`` are the store's to find:
+            :func:`run_controls`).
+        random: the ``@random`` control's vectors on the same stimuli, compared under
+            ``<model>@random`` when ``params.random_control``; None: no such control.
+        variants: the model extracted other ways, by the name its comparison goes under.
+        variant_kinds: what differs in each variant (dtype, token position, ...), by name.
+        use_cache: stored sources only: False recomputes the analysis, the tables and the comparisons.
+        progress: called as ``progress(done_layers, total_layers)`` while the tables are computed.
+    """
+    params = params or ControlsParams()
+    variants = dict(variants or {})
+    store = source.store
+    analysis = analyze_vectors(source, params.analysis, use_cache=use_cache)
+    computed = []
+
+    def compute() -> CarrierTables:
+        computed.append(True)
+        return carrier_tables(layer_arrays(source), analysis, list(source.carriers), n_perm=params.n_perm, seed=params.seed,
+                              progress=progress)
+
+    def named(tables: CarrierTables):
+        # Tables cached before the metric tables (schema 4) did not name their model.
+        if tables.model is None:
+            tables = dataclasses.replace(tables, model=source.name, stimuli=source.stimuli_name,
+                                         conventions=params.analysis.conventions)
+        return rows.controls_rows(tables)
+
+    if store is None:
+        tables = compute()
+    else:
+        tables = cached_result(store, CONTROLS, controls_key(store, source.name, source.stimuli_name, params),
+                               compute, use_cache=use_cache, rows=named)
+    compared = {name: compare_vectors(source, variant, params.analysis, use_cache=use_cache)
+                for name, variant in variants.items()}
+    random_name = control_name(source.name)
+    compared_random = None
+    if random is not None and params.random_control:
+        compared_random = compare_vectors(source, renamed(random, random_name), params.analysis, use_cache=use_cache)
     return ControlsResult(
-        model=model,
-        stimuli=stimuli,
+        model=source.name,
+        stimuli=source.stimuli_name,
         core_layers=list(analysis.core_layers),
         params=params,
         analysis=analysis,
         tables=tables,
-        variants=variants,
-        variant_kinds=kinds,
-        random=random,
+        variants=compared,
+        variant_kinds=dict(variant_kinds or {}),
+        random=compared_random,
         random_name=random_name,
-        from_cache=not computed,
+        from_cache=store is not None and not computed,
     )

@@ -33,9 +33,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from magdash.errors import AnalysisError, StoreError
+from magdash.extract_params import TEXT_BATCH_SIZE
 from magdash.names import control_name
 from magdash.overflow import nonfinite_rows
-from magdash.params import ProgressCallback
+from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, ProgressCallback
 from magdash.phase.accumulate import (
     PHASE_VERSION,
     LayerAccumulator,
@@ -51,6 +52,7 @@ from magdash.phase.phase_params import PhaseParams
 from magdash.phase.texts import chunk_text, texts_hash
 from magdash.runs import rows
 from magdash.runs.cache import CachedKind, keep, lookup, result_key
+from magdash.store.vectors import VectorSource, numbered_layers
 
 SAMPLES = CachedKind("phase", lambda cached: samples_to_bytes(*cached), samples_from_bytes)
 """A layer sample list with the model's block count: ``(samples, n_blocks)``."""
@@ -78,27 +80,24 @@ def number_token_key(store, name: str, stimuli: str, params: PhaseParams | None 
                       **_view_key(params or PhaseParams()))
 
 
-def number_token_samples(store, name: str, stimuli: str, progress: ProgressCallback | None = None,
+def number_token_samples(source: VectorSource, progress: ProgressCallback | None = None,
                          params: PhaseParams | None = None) -> list[LayerSample]:
-    """One sample per stored layer from the number-token vectors, reshaped to (n x c, d), each
+    """One sample per layer from the number-token vectors, reshaped to (n x c, d), each
     vector's magnitude and carrier kept as its units (the bootstrap resamples them, crossed).
 
     Args:
-        store: the :class:`~magdash.store.Store` holding the model's vectors and caching the result.
-        name: the model's name in the store.
-        stimuli: the stimulus set's name.
+        source: the model's vectors (:class:`~magdash.store.vectors.VectorSource`).
         progress: called as ``progress(done, total)`` while the layers are read.
         params: the depth parameters (the view of the vectors: massive keep, drop or standardise).
     """
     params = params or PhaseParams()
-    record = store.model_record(name)
     samples = []
-    for data in store.read_layers(name, stimuli):
+    for layer, vectors in numbered_layers(source):
         # number_token_sample counts and leaves out Inf/NaN vectors.
-        samples.append(number_token_sample(data.vectors, data.layer, params.massive, params.massive_ratio))
-        del data
+        samples.append(number_token_sample(vectors, layer, params.massive, params.massive_ratio))
+        del vectors
         if progress:
-            progress(len(samples), record.n_layers)
+            progress(len(samples), source.n_layers)
     return samples
 
 
@@ -111,7 +110,8 @@ def phase_from_store(
     use_cache: bool = True,
     progress: ProgressCallback | None = None,
 ) -> PhaseResult:
-    """Depth diagnostics of a stored model's number-token vectors.
+    """Depth diagnostics of a stored model's number-token vectors (:func:`depth_vectors` of
+    :meth:`Store.vectors <magdash.store.Store.vectors>`).
 
     Args:
         store: the :class:`~magdash.store.Store` holding the model.
@@ -121,21 +121,41 @@ def phase_from_store(
         use_cache: False recomputes the samples.
         progress: called as ``progress(done_layers, total_layers)`` while the samples are read.
     """
+    return depth_vectors(store.vectors(name, stimuli), params, use_cache=use_cache, progress=progress)
+
+
+def depth_vectors(
+    source: VectorSource,
+    params: PhaseParams | None = None,
+    *,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+) -> PhaseResult:
+    """Depth diagnostics of a model's number-token vectors: their per-layer samples (cached in a stored
+    source's store), then the fits and bootstrap of ``params`` (their metric rows written once).
+
+    Args:
+        source: the model's vectors.
+        params: the diagnostics' parameters (:class:`~magdash.phase.diagnostics.PhaseParams`).
+        use_cache: a stored source only: False recomputes the samples.
+        progress: called as ``progress(done_layers, total_layers)`` while the samples are read.
+    """
     params = params or PhaseParams()
-    stimuli = store.resolve_stimuli(name, stimuli)
-    record = store.model_record(name)
-    key = number_token_key(store, name, stimuli, params)
-    cached = lookup(store, SAMPLES, key) if use_cache else None
+    store = source.store
+    key = None if store is None else number_token_key(store, source.name, source.stimuli_name, params)
+    cached = lookup(store, SAMPLES, key) if store is not None and use_cache else None
     if cached is None:
-        samples = number_token_samples(store, name, stimuli, progress, params)
-        keep(store, SAMPLES, key, (samples, record.n_blocks))
+        samples = number_token_samples(source, progress, params)
+        if store is not None:
+            keep(store, SAMPLES, key, (samples, source.n_blocks))
     else:
         samples = cached[0]
-    result = analyze_samples(samples, record.n_blocks, params, model=name)
-    # The diagnostics are recomputed from the samples on every call; their rows are written once.
-    rows_key = result_key("phase-diagnostics", PHASE_VERSION, samples=key, params=params)
-    if not store.has_metric_rows(rows_key, "phase-diagnostics"):
-        store.put_metric_rows(rows_key, "phase-diagnostics", rows.phase_rows(result, stimuli))
+    result = analyze_samples(samples, source.n_blocks, params, model=source.name)
+    if store is not None:
+        # The diagnostics are recomputed from the samples on every call; their rows are written once.
+        rows_key = result_key("phase-diagnostics", PHASE_VERSION, samples=key, params=params)
+        if not store.has_metric_rows(rows_key, "phase-diagnostics"):
+            store.put_metric_rows(rows_key, "phase-diagnostics", rows.phase_rows(result, source.stimuli_name))
     return result
 
 
@@ -154,7 +174,8 @@ def stored_control(store, name: str, stimuli: str | None = None, params: PhasePa
     if control not in store.model_names():
         raise StoreError(
             f"no stored control {control!r} for {name!r}: extract it first, e.g. "
-            f"`python -m magdash extract --model {control}` with the same stimuli"
+            f"an extraction with model='{control}' on the same stimuli",
+            parameters=("model",),
         )
     return phase_from_store(store, control, stimuli, params, **options)
 
@@ -163,7 +184,7 @@ def all_token_samples(
     loaded,
     texts: Sequence[str],
     *,
-    batch_size: int = 16,
+    batch_size: int = TEXT_BATCH_SIZE,
     max_length: int | None = None,
     progress: ProgressCallback | None = None,
     adjustments: dict[int, Adjustment] | None = None,
@@ -245,9 +266,9 @@ def phase_from_texts(
     texts: Sequence[str] | str,
     *,
     store=None,
-    dtype: str = "float32",
-    device: str = "auto",
-    batch_size: int = 16,
+    dtype: str = DEFAULT_DTYPE,
+    device: str = DEFAULT_DEVICE,
+    batch_size: int = TEXT_BATCH_SIZE,
     max_length: int | None = None,
     params: PhaseParams | None = None,
     use_cache: bool = True,

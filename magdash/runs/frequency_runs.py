@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,6 +20,7 @@ import pandas as pd
 from magdash.errors import StoreError
 from magdash.frequency.corpus import FrequencyError
 from magdash.frequency.e5 import E5_COLUMNS, E5_VERSION, e5_correlation
+from magdash.frequency.e5_params import DEFAULT_MISSING, E5Params, e5_params
 from magdash.frequency.sources import (
     BUILTIN_SOURCES,
     FrequencySource,
@@ -27,11 +28,13 @@ from magdash.frequency.sources import (
     check_source_name,
     listing_row,
 )
-from magdash.jsonio import pack, unpack
-from magdash.params import DEFAULT_N_BOOT
+from magdash.jsonio import frame_from_plain
+from magdash.overflow import count_nonfinite
+from magdash.result_codec import PayloadCodec, stored_as
 from magdash.runs import rows
 from magdash.runs.analysis_runs import analysis_key
 from magdash.runs.cache import CachedKind, cached_result, result_key
+from magdash.store.vectors import VectorSource
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.analysis_params import default_core_layers
 from magdash.variability.measures import compute_measure
@@ -97,7 +100,7 @@ def list_sources(store=None) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
-class E5Table:
+class E5Table(PayloadCodec):
     """A cached E5 table (``layer``, ``label`` and :data:`~magdash.frequency.e5.E5_COLUMNS`) with
     whose it is: model, stimuli, source, measure, n_boot, seed.
 
@@ -107,27 +110,20 @@ class E5Table:
         identity: model, stimuli, source, measure, n_boot and seed of the table.
     """
 
-    table: pd.DataFrame
-    identity: dict
+    # The payload holds the identity's items, then the table's columns and data, side by side.
+    table: pd.DataFrame = field(metadata=stored_as(frame="untyped", inline=("columns", "data"),
+                                                   decode=lambda plain: _e5_frame(frame_from_plain(plain))))
+    identity: dict = field(metadata=stored_as(inline=E5_IDENTITY))
 
-    def to_payload(self) -> bytes:
-        """The table as plain data for the store's cache (never pickle)."""
-        return pack({**self.identity, "columns": list(self.table.columns),
-                     "data": {c: self.table[c].tolist() for c in self.table.columns}})
+    _payload_order = ("identity", "table")
 
-    @classmethod
-    def from_payload(cls, payload: bytes) -> E5Table:
-        """The table a payload of :meth:`to_payload` holds (a KeyError for a payload of an
-        earlier :data:`~magdash.frequency.e5.E5_VERSION`, whose columns differ).
 
-        Args:
-            payload: bytes written by :meth:`to_payload`.
-        """
-        document = unpack(payload)
-        table = pd.DataFrame({c: document["data"][c] for c in document["columns"]})
-        for column in _FLOAT_COLUMNS:
-            table[column] = table[column].astype(np.float64)
-        return cls(table, {name: document[name] for name in E5_IDENTITY})
+def _e5_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """An E5 table read back, its float columns float64 as computed (a KeyError for a payload of an earlier
+    :data:`~magdash.frequency.e5.E5_VERSION`, whose columns differ)."""
+    for column in _FLOAT_COLUMNS:
+        table[column] = table[column].astype(np.float64)
+    return table
 
 
 E5 = CachedKind("e5", E5Table.to_payload, E5Table.from_payload, lambda cached: rows.e5_rows(cached.table, cached.identity))
@@ -149,68 +145,90 @@ def e5_from_store(
     store,
     model: str,
     source: str | FrequencySource,
+    params: E5Params | None = None,
     *,
     stimuli: str | None = None,
-    layers: Sequence[int] | None = None,
-    measure: str = "eucl",
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    missing: str = "error",
     use_cache: bool = True,
+    **options: Any,
 ) -> pd.DataFrame:
-    """E5 for a stored model: V (default V_eucl, :mod:`magdash.variability.measures`) per layer
-    against a source's counts, cached and written to the store's ``e5`` table.
+    """E5 for a stored model (:func:`e5_vectors` of :meth:`Store.vectors <magdash.store.Store.vectors>`),
+    cached and written to the store's ``e5`` table.
 
     Args:
         store: the :class:`~magdash.store.Store` holding the model.
         model: the model's name in the store.
         source: a frequency source, or its name (built-in or stored).
+        params: E5's parameters (layers, default the core band floor(L/2) .. L-1; measure;
+            bootstrap; what a magnitude without a count is); None: the defaults.
         stimuli: the stimulus set; None takes the model's only complete one.
-        layers: the layers to correlate; default the core band floor(L/2) .. L-1.
-        measure: the variability measure correlated with log(count + 1).
-        n_boot: bootstrap resamples of the two correlations' intervals.
-        seed: the bootstrap's seed.
-        missing: what a magnitude without a count is: ``error`` or ``zero``.
         use_cache: False recomputes and replaces the cached table.
+        options: fields of :class:`~magdash.frequency.e5_params.E5Params` replacing those of ``params``
+            (``n_boot=200``, ``layers=[9]``).
 
     Returns:
         :func:`~magdash.frequency.e5.e5_correlation`'s table with a ``label`` column (the
         layer's name) after ``layer``.
     """
-    record = store.model_record(model)
-    stimuli = store.resolve_stimuli(model, stimuli)
-    layers = list(layers) if layers is not None else default_core_layers(record.n_blocks)
+    return e5_vectors(store.vectors(model, stimuli), source, e5_params(params, options), use_cache=use_cache)
+
+
+def e5_vectors(
+    vectors: VectorSource,
+    source: str | FrequencySource,
+    params: E5Params | None = None,
+    *,
+    use_cache: bool = True,
+) -> pd.DataFrame:
+    """E5 of a model's vectors: V (default V_eucl, :mod:`magdash.variability.measures`) per layer against a
+    source's counts; for a stored source cached and written to its store's ``e5`` table.
+
+    Args:
+        vectors: the model's vectors (:class:`~magdash.store.vectors.VectorSource`).
+        source: a frequency source, or its name (built-in, or stored in the vectors' store).
+        params: E5's parameters (layers, default the core band floor(L/2) .. L-1; measure;
+            bootstrap; what a magnitude without a count is); None: the defaults.
+        use_cache: a stored source only: False recomputes and replaces the cached table.
+
+    Returns:
+        :func:`~magdash.frequency.e5.e5_correlation`'s table with a ``label`` column (the
+        layer's name) after ``layer``.
+    """
+    params = params or E5Params()
+    measure, n_boot, seed, missing = params.measure, params.n_boot, params.seed, params.missing
+    store, model, stimuli = vectors.store, vectors.name, vectors.stimuli_name
+    layers = list(params.layers) if params.layers is not None else default_core_layers(vectors.n_blocks)
     if not layers:
         raise FrequencyError("choose at least one layer")
-    outside = [layer for layer in layers if not 0 <= layer < record.n_layers]
+    outside = [layer for layer in layers if not 0 <= layer < vectors.n_layers]
     if outside:
-        raise FrequencyError(f"layers {outside} do not exist; {model!r} has layers 0..{record.n_layers - 1}")
+        raise FrequencyError(f"layers {outside} do not exist; {model!r} has layers 0..{vectors.n_layers - 1}")
     frequency = load_source(source, store) if isinstance(source, str) else source
+
+    def compute() -> E5Table:
+        values, labels = {}, {}
+        for layer, label, data in vectors.layers(layers):
+            # A layer holding Inf/NaN vectors (magdash.overflow) gets no correlation: NaN V.
+            values[layer] = np.full(data.shape[0], np.nan) if count_nonfinite(data) else compute_measure(measure, data)
+            labels[layer] = label
+            del data
+        table = e5_correlation(np.asarray(vectors.magnitudes, dtype=np.float64), values, frequency, n_boot=n_boot,
+                               seed=seed, missing=missing)
+        table.insert(1, "label", [labels[layer] for layer in table["layer"]])
+        return E5Table(table, dict(model=model, stimuli=stimuli, source=frequency.name, measure=measure,
+                                   n_boot=n_boot, seed=seed))
+
+    if store is None:
+        return compute().table
     key = result_key(
         "e5", E5_VERSION, model=model, stimuli=stimuli, data=store.data_fingerprint(model, stimuli),
         source=frequency.name, counts=counts_hash(frequency), layers=layers, measure=measure, n_boot=n_boot,
         seed=seed, missing=missing,
     )
-
-    def compute() -> E5Table:
-        values, labels, magnitudes = {}, {}, None
-        for data in store.read_layers(model, stimuli, layers):
-            # A layer holding Inf/NaN vectors (magdash.overflow) gets no correlation: NaN V.
-            values[data.layer] = (
-                np.full(len(data.magnitudes), np.nan) if data.n_nonfinite else compute_measure(measure, data.vectors)
-            )
-            labels[data.layer] = data.label
-            magnitudes = data.magnitudes
-        table = e5_correlation(magnitudes, values, frequency, n_boot=n_boot, seed=seed, missing=missing)
-        table.insert(1, "label", [labels[layer] for layer in table["layer"]])
-        return E5Table(table, dict(model=model, stimuli=stimuli, source=frequency.name, measure=measure,
-                                   n_boot=n_boot, seed=seed))
-
     return cached_result(store, E5, key, compute, use_cache=use_cache).table
 
 
 def e5_from_analysis(
-    store, result: AnalysisResult, source: FrequencySource, measure: str, missing: str = "error", *,
+    store, result: AnalysisResult, source: FrequencySource, measure: str, missing: str = DEFAULT_MISSING, *,
     use_cache: bool = True,
 ) -> pd.DataFrame:
     """E5 at every layer from a cached analysis's V (the dashboard's E5), cached and written to the

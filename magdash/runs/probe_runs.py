@@ -27,7 +27,8 @@ from magdash.probes.probe_params import ProbeParams
 from magdash.probes.result import PROBE_VERSION, ProbeResult, compare_probes, compare_scaling
 from magdash.runs import rows
 from magdash.runs.cache import CachedKind, cached_result, lookup, result_key
-from magdash.tokenization import per_magnitude
+from magdash.store.vectors import VectorSource, labelled_layers
+from magdash.tokenization import NumberTokens, per_magnitude
 
 log = logging.getLogger(__name__)
 
@@ -55,21 +56,18 @@ def probe_key(store, model: str, stimuli: str, params: ProbeParams) -> str:
                       tokens=store.has_number_tokens(model, stimuli))
 
 
-def baseline_strata(store, model: str, stimuli: str, magnitudes: np.ndarray) -> Strata:
+def baseline_strata(number_tokens: list[NumberTokens] | None, magnitudes: np.ndarray) -> Strata:
     """The strata of the probes' baseline: each magnitude's digit count, crossed with its token
     count (agreed over the carriers: :func:`magdash.tokenization.per_magnitude`) where the items'
     token facts are recorded.
 
     Args:
-        store: the :class:`~magdash.store.Store` holding the model.
-        model: the model's name in the store.
-        stimuli: the stimulus set.
+        number_tokens: the items' token facts (:meth:`magdash.store.Store.number_tokens`); None where not recorded.
         magnitudes: the set's magnitudes, in the order the vectors are read.
     """
-    facts = store.number_tokens(model, stimuli)
-    if facts is None:
+    if number_tokens is None:
         return magnitude_strata(magnitudes)
-    tokens = {fact.magnitude: fact.n_tokens for fact in per_magnitude(facts)}
+    tokens = {fact.magnitude: fact.n_tokens for fact in per_magnitude(number_tokens)}
     return magnitude_strata(magnitudes, [tokens[int(magnitude)] for magnitude in magnitudes])
 
 
@@ -82,7 +80,8 @@ def probe(
     use_cache: bool = True,
     progress: ProgressCallback | None = None,
 ) -> ProbeResult:
-    """The probes of every layer of ``model`` on ``stimuli``, cached in the store.
+    """The probes of every layer of ``model`` on ``stimuli``, cached in the store (:func:`probe_vectors`
+    of :meth:`Store.vectors <magdash.store.Store.vectors>`).
 
     Args:
         store: the :class:`~magdash.store.Store` holding the model's vectors.
@@ -97,31 +96,42 @@ def probe(
         AnalysisError: a design the probes cannot use (too few magnitudes or carriers for the
             cross-validation, magnitudes <= 0 for the log target), saying what is needed.
     """
+    return probe_vectors(store.vectors(model, stimuli), params, use_cache=use_cache, progress=progress)
+
+
+def probe_vectors(
+    source: VectorSource,
+    params: ProbeParams | None = None,
+    *,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+) -> ProbeResult:
+    """The probes of every layer of a model's vectors, cached in a stored source's store.
+
+    Args:
+        source: the model's vectors (:class:`~magdash.store.vectors.VectorSource`).
+        params: the probes' choices (:class:`~magdash.probes.probe_params.ProbeParams`; defaults when None).
+        use_cache: a stored source only: False recomputes and replaces the cached result.
+        progress: called as ``progress(done_layers, total_layers)`` after each layer is probed.
+
+    Raises:
+        AnalysisError: a design the probes cannot use, saying what is needed.
+    """
     params = params or ProbeParams()
-    with store.session():
-        stimuli = store.resolve_stimuli(model, stimuli)
-        key = probe_key(store, model, stimuli, params)
 
     def compute() -> ProbeResult:
         # The fits (scipy, scikit-learn) are imported only when something is probed, not to read a cached result.
         from magdash.probes.probe import run_probes
 
-        record = store.model_record(model)
-        magnitudes = np.asarray(store.stimulus_set(stimuli).magnitudes, dtype=np.float64)
-        strata = baseline_strata(store, model, stimuli, magnitudes)
+        magnitudes = np.asarray(source.magnitudes, dtype=np.float64)
+        strata = baseline_strata(source.number_tokens(), magnitudes)
+        return run_probes(labelled_layers(source), magnitudes, params, model=source.name, stimuli=source.stimuli_name,
+                          n_layers=source.n_layers, progress=progress, strata=strata)
 
-        def layers():
-            for data in store.read_layers(model, stimuli):
-                log.info("probing %s layer %d (%s)", model, data.layer, data.label)
-                label, vectors = data.label, data.vectors
-                del data
-                yield label, vectors
-                # Drop this layer before reading the next, so two layers never coexist.
-                del vectors
-
-        return run_probes(layers(), magnitudes, params, model=model, stimuli=stimuli, n_layers=record.n_layers,
-                          progress=progress, strata=strata)
-
+    store = source.store
+    if store is None:
+        return compute()
+    key = probe_key(store, source.name, source.stimuli_name, params)
     return cached_result(store, PROBE, key, compute, use_cache=use_cache)
 
 

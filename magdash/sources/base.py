@@ -14,8 +14,12 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from magdash.errors import ModelLoadError
+
+if TYPE_CHECKING:
+    from magdash.sources.gguf import GGUFInfo
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +101,7 @@ class ModelSource:
     is_random: bool = False
     seed: int = 0
     uses_pickle: bool = False
-    gguf: object | None = None
+    gguf: GGUFInfo | None = None
     """The :class:`~magdash.sources.gguf.GGUFInfo` of the file the weights come from (converted on load), or None."""
     model_cache: Path | None = None
     """Where a GGUF model's conversion is kept (default: :func:`magdash.sources.gguf.model_cache_dir`)."""
@@ -193,7 +197,8 @@ def weight_files(path: Path, allow_pickle: bool) -> tuple[list[Path], bool]:
     if pickles:
         raise ModelLoadError(
             f"{str(path)!r} holds only pickle weights ({pickles[0].name}), which can run code when "
-            "loaded; convert them to safetensors, or pass --allow-pickle if you trust the files"
+            "loaded; convert them to safetensors, or pass allow_pickle=True if you trust the files",
+            parameters=("allow_pickle",),
         )
     raise ModelLoadError(f"{str(path)!r} holds no *.safetensors weights")
 

@@ -9,22 +9,31 @@ transformers are imported only inside the functions that need them.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import math
+import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from magdash.environment import transformers_version
 from magdash.errors import ModelLoadError
 from magdash.layers import layer_labels
-from magdash.params import DTYPES
+from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, DTYPES
 from magdash.sources.base import ModelSource, sequence_start_rule
 from magdash.sources.gguf import converted_folder, find_converted, is_converted, model_cache_dir
 from magdash.sources.resolve import resolve_model
 
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
 log = logging.getLogger(__name__)
 
 
-def pick_device(device: str = "auto") -> str:
+def pick_device(device: str = DEFAULT_DEVICE) -> str:
     import torch
 
     if device != "auto":
@@ -33,9 +42,11 @@ def pick_device(device: str = "auto") -> str:
         except (RuntimeError, TypeError):
             raise ModelLoadError(f"unknown device {device!r}: use auto, cpu, cuda, cuda:N or mps") from None
         if device.startswith("cuda") and not torch.cuda.is_available():
-            raise ModelLoadError(f"device {device!r} asked for but CUDA is not available: use --device cpu")
+            raise ModelLoadError(f"device {device!r} asked for but CUDA is not available: use device='cpu'",
+                                 parameters=("device",))
         if device == "mps" and not torch.backends.mps.is_available():
-            raise ModelLoadError("device 'mps' asked for but MPS is not available: use --device cpu")
+            raise ModelLoadError("device 'mps' asked for but MPS is not available: use device='cpu'",
+                                 parameters=("device",))
         return device
     if torch.cuda.is_available():
         return "cuda"
@@ -49,12 +60,12 @@ class LoadedModel:
     """A model ready for extraction, with the blocks and final norm the hooks attach to."""
 
     source: ModelSource
-    model: object
-    tokenizer: object
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
     dtype: str
     device: str
-    blocks: list
-    final_norm: object | None
+    blocks: list[torch.nn.Module]
+    final_norm: torch.nn.Module | None
     n_blocks: int
     hidden_size: int
     max_length: int
@@ -64,6 +75,14 @@ class LoadedModel:
     def sequence_start(self) -> str:
         """How each sentence starts before its first word (:func:`sequence_start_rule`)."""
         return self.source.sequence_start
+
+    @property
+    def pad_id(self) -> int:
+        """The token id that pads a batch (the loader gives a tokenizer without one its EOS or UNK)."""
+        pad = self.tokenizer.pad_token_id
+        if not isinstance(pad, int):
+            raise ModelLoadError(f"the tokenizer of {self.source.spec!r} has no padding token (pad_token_id={pad!r})")
+        return pad
 
     @property
     def layer_labels(self) -> tuple[str, ...]:
@@ -125,8 +144,10 @@ def load_tokenizer(spec: str | ModelSource, *, trust_remote_code: bool = False):
         tokenizer = AutoTokenizer.from_pretrained(
             **where, use_fast=True, local_files_only=True, trust_remote_code=trust_remote_code
         )
-    except (OSError, ValueError) as error:
-        raise ModelLoadError(f"cannot load the tokenizer of {source.spec!r}: {str(error).splitlines()[0]}") from None
+    except (OSError, ValueError, KeyError, IndexError, TypeError, OverflowError, RecursionError, struct.error) as error:
+        # a GGUF file's tokenizer is read by the gguf package, which meets a damaged file with any of these
+        first_line = (str(error).splitlines() or [type(error).__name__])[0]
+        raise ModelLoadError(f"cannot load the tokenizer of {source.spec!r}: {first_line}") from None
     if not getattr(tokenizer, "is_fast", False):
         raise ModelLoadError(
             f"the tokenizer of {source.spec!r} has no offset mapping (not a 'fast' tokenizer); "
@@ -138,8 +159,8 @@ def load_tokenizer(spec: str | ModelSource, *, trust_remote_code: bool = False):
 def load_model(
     spec: str | ModelSource,
     *,
-    dtype: str = "float32",
-    device: str = "auto",
+    dtype: str = DEFAULT_DTYPE,
+    device: str = DEFAULT_DEVICE,
     device_map: str | None = None,
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
@@ -163,10 +184,15 @@ def load_model(
     # The load report lists the unused LM head of causal checkpoints; it is expected here.
     hf_logging.set_verbosity_error()
     torch_dtype = getattr(torch, dtype)
-    common = {"local_files_only": True, "trust_remote_code": trust_remote_code}
+    common: dict[str, Any] = {"local_files_only": True, "trust_remote_code": trust_remote_code}
     path = source.path
     if source.gguf is not None:
         path = converted_folder(source.gguf, dtype, source.model_cache or model_cache_dir())
+    if not source.is_random and not source.uses_pickle:
+        for file in sorted(Path(path).glob("*.safetensors")):
+            check_safetensors(file)
+    from safetensors import SafetensorError
+
     try:
         config = AutoConfig.from_pretrained(path, **common)
         tokenizer = AutoTokenizer.from_pretrained(path, use_fast=True, **common)
@@ -183,11 +209,12 @@ def load_model(
         message = str(error).splitlines()[0]
         if "trust_remote_code" in str(error) or "contains custom code" in str(error):
             raise ModelLoadError(
-                f"{source.spec!r} needs code shipped with the model; pass --trust-remote-code only if you trust it"
+                f"{source.spec!r} needs code shipped with the model; pass trust_remote_code=True only if you trust it",
+                parameters=("trust_remote_code",),
             ) from None
         raise ModelLoadError(f"cannot load {source.spec!r}: {message}") from None
-    except (OSError, KeyError, RuntimeError) as error:
-        raise ModelLoadError(f"cannot load {source.spec!r}: {str(error).splitlines()[0]}") from None
+    except (OSError, KeyError, RuntimeError, SafetensorError) as error:
+        raise ModelLoadError(f"cannot load {source.spec!r}: {(str(error).splitlines() or [type(error).__name__])[0]}") from None
     finally:
         hf_logging.set_verbosity(previous_verbosity)
     if not getattr(tokenizer, "is_fast", False):
@@ -235,6 +262,68 @@ def load_model(
         max_length=max_length,
         is_causal=is_causal_lm(config),
     )
+
+
+SAFETENSORS_MAX_HEADER_BYTES = 100_000_000
+"""The largest safetensors header read (the safetensors library's own limit)."""
+_SAFETENSORS_DTYPE_BYTES = {
+    "BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+    "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8, "C64": 8,
+}
+
+
+def check_safetensors(file: Path) -> None:
+    """Refuse a ``.safetensors`` file whose header cannot describe its bytes, before transformers
+    opens it (where the safetensors library's error would escape as a traceback): a header
+    length past the file's end (or over :data:`SAFETENSORS_MAX_HEADER_BYTES`), a header that is
+    not a JSON object of tensors, a tensor whose data offsets run past the end of the file or
+    whose bytes do not hold its shape. A :class:`ModelLoadError` names the file (and, for a
+    link, what it points to).
+
+    Args:
+        file: the weights file (a link is followed).
+    """
+    shown = repr(str(file))
+    if file.is_symlink():
+        shown += f" (a link to {str(file.resolve())!r})"
+
+    def refuse(reason: str) -> ModelLoadError:
+        return ModelLoadError(f"{shown} is not a usable safetensors file: {reason}; give the model's own weights")
+
+    try:
+        with open(file, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            prefix = handle.read(8)
+            if len(prefix) < 8:
+                raise refuse(f"it holds {size} bytes, fewer than a header needs")
+            length = int.from_bytes(prefix, "little")
+            if length > size - 8 or length > SAFETENSORS_MAX_HEADER_BYTES:
+                raise refuse(f"its header says it is {length:,} bytes long, in a file of {size:,}")
+            raw = handle.read(length)
+    except OSError as error:
+        raise ModelLoadError(f"cannot read the weights file {shown}: {error.strerror or error}") from None
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise refuse("its header is not JSON") from None
+    if not isinstance(header, dict):
+        raise refuse("its header is not a JSON object of tensors")
+    data_bytes = size - 8 - length
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        described = isinstance(entry, dict) and isinstance(entry.get("dtype"), str)
+        shape, offsets = (entry.get("shape"), entry.get("data_offsets")) if described else (None, None)
+        if not (isinstance(shape, list) and all(type(n) is int and n >= 0 for n in shape)
+                and isinstance(offsets, list) and len(offsets) == 2 and all(type(n) is int for n in offsets)):
+            raise refuse(f"tensor {name[:80]!r} has no dtype, shape and data offsets")
+        begin, end = offsets
+        if not 0 <= begin <= end <= data_bytes:
+            raise refuse(f"tensor {name[:80]!r} lies at bytes {begin:,} to {end:,}, past the {data_bytes:,} it holds")
+        itemsize = _SAFETENSORS_DTYPE_BYTES.get(entry["dtype"])
+        if itemsize is not None and end - begin != math.prod(shape) * itemsize:
+            raise refuse(f"tensor {name[:80]!r} of shape {shape} takes {end - begin:,} bytes, not "
+                         f"{math.prod(shape) * itemsize:,}")
 
 
 def refuse_missing_weights(spec: str, missing: set[str] | list[str]) -> None:

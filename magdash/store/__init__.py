@@ -10,6 +10,8 @@
 - :mod:`~magdash.store.activations`: hidden states held in memory (:class:`Activations`), and
   :meth:`Store.put` storing them;
 - :mod:`~magdash.store.parquet`: a model's vectors as a folder of Parquet files, in and out;
+- :mod:`~magdash.store.vectors`: the :class:`VectorSource` every analysis reads, a stored model
+  (:class:`StoredVectors`, :meth:`Store.vectors`) or :class:`Activations`;
 - :mod:`~magdash.store.records`: what the store hands out (:class:`ModelRecord`, :class:`LayerData`).
 """
 
@@ -19,8 +21,10 @@ from magdash.store.database import Store, nonfinite_counts_in
 from magdash.store.npz import import_inputs, read_npz, validate_import_arrays
 from magdash.store.records import LayerData, ModelRecord
 from magdash.store.schema import SCHEMA_VERSION
+from magdash.store.vectors import StoredVectors, VectorSource
 
 __all__ = [
-    "DEFAULT_STORE", "SCHEMA_VERSION", "Activations", "STORE_ENV", "LayerData", "ModelRecord", "Store", "default_store_path",
+    "DEFAULT_STORE", "SCHEMA_VERSION", "Activations", "STORE_ENV", "LayerData", "ModelRecord", "Store", "StoredVectors",
+    "VectorSource", "default_store_path",
     "import_inputs", "nonfinite_counts_in", "read_npz", "validate_import_arrays",
 ]

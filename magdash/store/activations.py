@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -56,8 +56,9 @@ def as_array(data: Any, what: str) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Activations:
-    """Number-token hidden states of one model, in memory: the analyses take them as they take a
-    stored model (:mod:`magdash.api`), and :meth:`magdash.store.Store.put` stores them.
+    """Number-token hidden states of one model, in memory: a :class:`~magdash.store.vectors.VectorSource`,
+    so the analyses take them as they take a stored model, through the same run (:mod:`magdash.runs`),
+    and :meth:`magdash.store.Store.put` stores them.
 
     Made from the arrays, checked and normalised: ``per_carrier`` becomes float32 with its rows
     in ascending magnitude, ``magnitudes`` a tuple of ints, ``carriers`` templates with ``{n}``
@@ -163,9 +164,23 @@ class Activations:
         derived = f"{self.name}-stimuli"
         return derived if len(derived) <= MAX_SET_NAME_CHARS else "activations-stimuli"
 
+    @property
+    def store(self) -> None:
+        """No store: results of arrays are not cached (:class:`~magdash.store.vectors.VectorSource`)."""
+        return None
+
+    def number_tokens(self) -> None:
+        """Arrays carry no tokenizer, so no token facts: the analyses leave the tokenization fits out."""
+        return None
+
+    def digit_splitting(self) -> None:
+        """Arrays carry no tokenizer: whether it splits digits is not known."""
+        return None
+
     def stimulus_set(self) -> StimulusSet:
         """The magnitudes and carriers as a :class:`~magdash.stimuli.StimulusSet`."""
-        return StimulusSet(self.stimuli_name, self.carriers, self.magnitudes)
+        # __post_init__ has replaced the optional carriers with a tuple of templates.
+        return StimulusSet(self.stimuli_name, cast(tuple[str, ...], self.carriers), tuple(self.magnitudes))
 
     def layer(self, index: int) -> np.ndarray:
         """Layer ``index``'s vectors, (n_magnitudes, n_carriers, d), contiguous as a store hands them out.
@@ -184,7 +199,7 @@ class Activations:
             indices: the layers to give, in order.
         """
         for index in range(self.n_layers) if indices is None else indices:
-            yield index, self.layer_labels[index], self.layer(index)
+            yield index, cast(tuple[str, ...], self.layer_labels)[index], self.layer(index)
 
 
 def _checked_array(array: np.ndarray) -> np.ndarray:
@@ -285,10 +300,12 @@ def put_activations(
             raise AnalysisError(f"{', '.join(extra)} describe an array; Activations carry their own: leave them out")
         activations = data
     else:
-        activations = Activations(data, magnitudes, carriers=carriers, layer_labels=layer_labels, n_blocks=n_blocks,
+        # Activations refuses magnitudes=None with the message saying what to give.
+        activations = Activations(data, cast(Sequence[int], magnitudes), carriers=carriers, layer_labels=layer_labels, n_blocks=n_blocks,
                                   last_layer=last_layer, name=name, allow_nonfinite=allow_nonfinite)
     return import_arrays(
-        store, name, activations.per_carrier, list(activations.magnitudes), carriers=list(activations.carriers),
-        layer_labels=list(activations.layer_labels), stimuli=stimuli,
+        store, name, activations.per_carrier, list(activations.magnitudes),
+        carriers=list(cast(tuple[str, ...], activations.carriers)),
+        layer_labels=list(cast(tuple[str, ...], activations.layer_labels)), stimuli=stimuli,
         source=source or activations.source, n_blocks=activations.n_blocks,
     )

@@ -128,12 +128,12 @@ def disk_is_full(error: Exception) -> bool:
     return "no space left" in text or "file too large" in text or "disk quota" in text
 
 
-def disk_full_error(what: str, reason: str) -> StoreError:
+def disk_full_error(what: str, reason: str | None) -> StoreError:
     """The one message for a write that found the disk full: what could not be written, and that
     everything stored before it is kept (every write is one transaction or one renamed file)."""
     return StoreError(
         f"the disk is full: could not write {what} ({reason}). Everything stored before this write "
-        "is kept; free some space (or move the store with --store) and run again to carry on where it stopped"
+        "is kept; free some space (or move the store: store=) and run again to carry on where it stopped"
     )
 
 
@@ -142,7 +142,7 @@ def _new_store_disk_full_error(path: Path, reason: str) -> StoreError:
     so nothing was kept and there is nothing to carry on (:func:`disk_full_error` says both)."""
     return StoreError(
         f"the disk is full: could not write a new store at {_shown(path)} ({reason}). Nothing was created there; "
-        "free some space (or point --store at another disk) and run again"
+        "free some space (or point store= at another disk) and run again", parameters=("store",),
     )
 
 
@@ -219,7 +219,7 @@ class StoreFile:
         except FileNotFoundError:
             if os.path.lexists(self.path):
                 raise StoreError(f"store path {where} is a symbolic link to nothing; magdash has not "
-                                 "followed it: point --store at a file") from None
+                                 "followed it: point store= at a file", parameters=("store",)) from None
             status = None
         except NotADirectoryError:
             raise StoreError(f"cannot use {where} as a store: a folder on its path is a file") from None
@@ -246,7 +246,7 @@ class StoreFile:
         if head[_DUCKDB_MAGIC_AT] != _DUCKDB_MAGIC:
             what = "an empty file" if not head else "not a DuckDB file"
             raise StoreError(f"{where} is {what}, not a magdash store; magdash has not changed it: point "
-                             "--store at a store, or at a new file name to create one")
+                             "store= at a store, or at a new file name to create one", parameters=("store",))
         if os.path.lexists(shards) and not shards.is_dir():
             raise StoreError(f"{_shown(shards)}, where the store keeps its vectors, is not a folder; "
                              "magdash has not changed it: move it away")
@@ -289,7 +289,7 @@ class StoreFile:
                         raise _new_store_disk_full_error(self.path, str(error).splitlines()[0]) from None
                     if "permission denied" in str(error).lower():
                         raise StoreError(f"cannot create store {_shown(self.path)}: permission denied; point "
-                                         "--store at a folder you can write") from None
+                                         "store= at a folder you can write", parameters=("store",)) from None
                     raise StoreError(f"cannot create store {_shown(self.path)} ({str(error).splitlines()[0]})") from None
                 if Path(f"{staging}.wal").exists():  # DETACH checkpoints: a log left means the file is not whole
                     raise _new_store_disk_full_error(self.path, "its checkpoint did not complete")
@@ -352,20 +352,23 @@ class StoreFile:
         if isinstance(error, duckdb.OutOfMemoryException):
             return StoreError(
                 f"DuckDB ran out of memory working on store {where} ({first_line}). Everything stored "
-                "before is kept; free memory or lower --batch-size and run again"
+                "before is kept; free memory or lower batch_size= and run again",
+                parameters=("batch_size",),
             )
         if "read-only file system" in text:
             # The file opened for writing, but its folder cannot take the write-ahead log: a writable
             # file in a read-only folder.
             return ReadOnlyStoreError(
                 f"cannot write store {where}: its folder is on a read-only file system ({first_line}); nothing was "
-                "changed. Copy the store to a folder you can write, or point --store at another file"
+                "changed. Copy the store to a folder you can write, or point store= at another file",
+                parameters=("store",),
             )
         if "permission denied" in text or isinstance(error, duckdb.PermissionException):
-            return ReadOnlyStoreError(f"cannot write store {where}: permission denied; point --store at a file you can write")
+            return ReadOnlyStoreError(f"cannot write store {where}: permission denied; point store= at a file you can write",
+                                      parameters=("store",))
         return StoreError(
             f"store {where} is damaged or unreadable ({first_line}); the operation was rolled back. "
-            "Restore the store from a copy, or point --store at another file"
+            "Restore the store from a copy, or point store= at another file"
         )
 
     def _open_with_retry(self) -> duckdb.DuckDBPyConnection:
@@ -392,7 +395,7 @@ class StoreFile:
                 if not _is_lock_conflict(error):
                     raise StoreError(
                         f"cannot open store {str(self.path)!r}: it is not a readable DuckDB file "
-                        f"({str(error).splitlines()[0]}); point --store at another file"
+                        f"({str(error).splitlines()[0]}); point store= at another file"
                     ) from None
                 if time.monotonic() > deadline:
                     raise StoreError(
@@ -406,7 +409,7 @@ class StoreFile:
             except duckdb.Error as error:
                 raise StoreError(
                     f"cannot open store {str(self.path)!r}: {str(error).splitlines()[0]}; "
-                    "point --store at another file"
+                    "point store= at another file"
                 ) from None
 
     def _fall_back_to_read_only(self, error: duckdb.IOException) -> None:
@@ -455,7 +458,7 @@ class StoreFile:
             _engine().execute(f"DETACH DATABASE IF EXISTS {self._alias}")
         except duckdb.Error as error:
             still = _engine().execute(
-                "SELECT count(*) FROM duckdb_databases() WHERE database_name = ?", [self._alias]).fetchone()[0]
+                "SELECT count(*) FROM duckdb_databases() WHERE database_name = ?", [self._alias]).fetchall()[0][0]
             if still:
                 raise
             # Detached, but its checkpoint failed (a full disk): what was committed stays in the
@@ -483,7 +486,7 @@ class StoreFile:
             self.check_writable("compacting it rewrites the file")
             connection.execute("CHECKPOINT")
             before = self.path.stat().st_size
-            database = connection.execute("SELECT current_database()").fetchone()[0].replace('"', '""')
+            database = connection.execute("SELECT current_database()").fetchall()[0][0].replace('"', '""')
             target = f"{self._alias}_compact"
             try:
                 connection.execute(f"ATTACH {_quoted(str(copy))} AS {target} (TYPE DUCKDB)")
@@ -524,7 +527,7 @@ class StoreFile:
             raise ReadOnlyStoreError(f"store {_shown(self.path)} is open read-only: nothing is written to it{needs}")
         raise ReadOnlyStoreError(
             f"store {_shown(self.path)} is open read-only, since {self._cannot_write}: nothing is written to it{needs}. "
-            "Copy it to a folder you can write, or point --store at another file"
+            "Copy it to a folder you can write, or point store= at another file", parameters=("store",),
         )
 
     @contextmanager

@@ -51,6 +51,7 @@ from magdash.store.schema import (
     result_checksum,
     schema_version,
 )
+from magdash.store.vectors import StoredVectors
 from magdash.tokenization import DigitSplitting, NumberTokens
 
 log = logging.getLogger(__name__)
@@ -367,6 +368,20 @@ class Store:
         if chosen is None:
             raise StoreError(several_sets_message(f"model {name!r} has", available), parameters=("stimuli",))
         return chosen
+
+    def vectors(self, name: str, stimuli: str | None = None) -> StoredVectors:
+        """Model ``name``'s vectors on ``stimuli`` as the analyses read them (a
+        :class:`~magdash.store.vectors.VectorSource` whose results this store caches).
+
+        Args:
+            name: the model's name in the store.
+            stimuli: a stimulus set complete for the model; None takes the default one (:meth:`resolve_stimuli`).
+        """
+        with self.session():
+            record = self.model_record(name)
+            stimuli = self.resolve_stimuli(name, stimuli)
+            stimulus_set = self.stimulus_set(stimuli)
+        return StoredVectors(self, record, stimuli, tuple(stimulus_set.magnitudes), tuple(stimulus_set.carriers))
 
     # -- vectors -----------------------------------------------------------------------
 
@@ -906,7 +921,7 @@ def _model_record(connection: duckdb.DuckDBPyConnection, name: str) -> ModelReco
 
 def _stimulus_set(connection: duckdb.DuckDBPyConnection, name: str) -> StimulusSet:
     carriers, magnitudes = _stimulus_grid(connection, name)
-    row = connection.execute("SELECT number_format FROM stimulus_sets WHERE name = ?", [name]).fetchone()
+    row = connection.execute("SELECT number_format FROM stimulus_sets WHERE name = ?", [name]).fetchall()[0]
     return StimulusSet(name, carriers, magnitudes, row[0] or DEFAULT_NUMBER_FORMAT)
 
 
@@ -987,7 +1002,8 @@ def _register_model(connection: duckdb.DuckDBPyConnection, record: ModelRecord) 
             return
         raise StoreError(
             f"the store already holds a different model named {record.name!r} "
-            f"(fingerprint {row[1][:12]}, {row[2]}); pass --name to store this one under another name"
+            f"(fingerprint {row[1][:12]}, {row[2]}); pass name= to store this one under another name",
+            parameters=("name",),
         )
     values = asdict(record)
     values["layer_labels"] = json.dumps(list(record.layer_labels))
@@ -1005,7 +1021,8 @@ def _register_stimulus_set(connection: duckdb.DuckDBPyConnection, stimuli: Stimu
         if row[0] == stimuli.content_hash:
             return
         raise StoreError(
-            f"a different stimulus set named {stimuli.name!r} is already stored; choose another name with --stimuli"
+            f"a different stimulus set named {stimuli.name!r} is already stored; choose another name with stimuli=",
+            parameters=("stimuli",),
         )
     stored = _stored_name_for_content(connection, stimuli.content_hash)
     if stored is not None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import math
 import os
 import struct
 import zipfile
@@ -25,6 +27,7 @@ import numpy as np
 from magdash.errors import StoreError
 from magdash.layers import LAST_LAYER_CHOICES, POST_NORM_LABEL
 from magdash.stimuli import (
+    MAX_CARRIER_CHARS,
     MAX_SET_NAME_CHARS,
     PAPER_CARRIERS,
     PAPER_MAGNITUDES,
@@ -37,6 +40,8 @@ from magdash.store.records import ModelRecord
 
 if TYPE_CHECKING:
     from magdash.store.database import Store
+
+log = logging.getLogger(__name__)
 
 
 def import_arrays(
@@ -185,7 +190,8 @@ def validate_import_arrays(
     if magnitudes is None:
         raise StoreError(
             "the file has no 'magnitudes' array: say which magnitude each row of per_carrier is "
-            "(e.g. --magnitudes paper for the paper's files)"
+            "(e.g. magnitudes='paper' for the paper's files)",
+            parameters=("magnitudes",),
         )
     magnitude_array = np.asarray(magnitudes).ravel()
     if magnitude_array.dtype.kind not in "fiu":
@@ -221,50 +227,143 @@ def validate_import_arrays(
     return array, magnitude_list, labels, layer_names
 
 
+FORMAT_MEMBERS = ("per_carrier", "magnitudes", "carriers", "layer_labels", "n_blocks")
+"""The arrays of the npz layout; a file's other members are never read."""
+_MOST_ITEM_BYTES = {"magnitudes": 16, "n_blocks": 16, "carriers": 4 * (MAX_CARRIER_CHARS + 4),
+                    "layer_labels": 4 * MAX_CARRIER_CHARS}
+"""The most bytes one value of each small member may take (a number; a text as numpy stores it, 4 per character)."""
+_DEFLATE_MOST_EXPANSION = 1032
+"""Deflate's largest ratio of output to input bytes: a member claiming more lies about its size."""
+
+
 def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Load an npz without pickle; StoreError for unreadable files or a missing per_carrier."""
+    """Load an npz without pickle; StoreError for unreadable files or a missing per_carrier.
+
+    Only the members of the layout (:data:`FORMAT_MEMBERS`) are read. Before any is
+    decompressed, each one's size as its zip entry declares it is checked against its ``.npy``
+    header (dtype and shape) and against what deflate can give from its compressed bytes, and
+    each small member's size against what per_carrier's shape needs (a magnitude per row, a
+    carrier per column, a label per layer): a file whose payload would exceed what its shapes
+    need is refused, so a small file cannot ask for gigabytes of memory.
+    """
+    shown = repr(str(path))
     try:
         with open(path, "rb") as handle:
             signature = handle.read(6)
     except FileNotFoundError:
-        raise StoreError(f"no file {str(path)!r}") from None
+        raise StoreError(f"no file {shown}") from None
     except (OSError, ValueError) as error:
-        raise StoreError(f"cannot read {str(path)!r}: {getattr(error, 'strerror', None) or error}") from None
+        raise StoreError(f"cannot read {shown}: {getattr(error, 'strerror', None) or error}") from None
     if signature.startswith(b"\x93NUMPY"):
-        raise StoreError(f"{str(path)!r} is a single .npy array; save the arrays together with numpy.savez")
+        raise StoreError(f"{shown} is a single .npy array; save the arrays together with numpy.savez")
     if signature[:4] not in (b"PK\x03\x04", b"PK\x05\x06"):  # a zip archive, as every .npz is
-        raise StoreError(f"{str(path)!r} is not an .npz file (not a zip archive); save it with numpy.savez")
+        raise StoreError(f"{shown} is not an .npz file (not a zip archive); save it with numpy.savez")
     try:
-        with np.load(path, allow_pickle=False) as data:
-            mapped = _mapped_npz_member(path, "per_carrier")
-            arrays = {key: mapped if key == "per_carrier" and mapped is not None else data[key] for key in data.files}
+        with zipfile.ZipFile(path) as archive:
+            members = {name: info for name in FORMAT_MEMBERS if (info := _member(archive, name)) is not None}
+            if "per_carrier" not in members:
+                names = ", ".join(name.removesuffix(".npy") for name in archive.namelist()[:20])
+                raise StoreError(f"{shown} has no 'per_carrier' array (it has: {names or 'nothing'})")
+            headers = {name: _checked_header(archive, info, name, shown) for name, info in members.items()}
+            _check_against_per_carrier(headers, shown)
+            others = [name for name in archive.namelist() if name.removesuffix(".npy") not in members]
+            if others:
+                log.info("%s: not reading %d member(s) outside the npz layout (%s)", shown, len(others),
+                         ", ".join(others[:5]))
+            arrays = {}
+            for name, info in members.items():
+                mapped = _mapped_npz_member(path, info) if name == "per_carrier" else None
+                if mapped is None:
+                    with archive.open(info) as stream:
+                        mapped = np.lib.format.read_array(stream, allow_pickle=False)
+                arrays[name] = mapped
+    except StoreError:
+        raise
     except FileNotFoundError:
-        raise StoreError(f"no file {str(path)!r}") from None
+        raise StoreError(f"no file {shown}") from None
     except ValueError as error:
-        raise StoreError(f"cannot read {str(path)!r} without pickle ({error}); save plain arrays") from None
+        raise StoreError(f"cannot read {shown} without pickle ({error}); save plain arrays") from None
     except (OSError, EOFError) as error:
-        raise StoreError(f"{str(path)!r} is not a readable .npz file ({error})") from None
+        raise StoreError(f"{shown} is not a readable .npz file ({error})") from None
     except Exception as error:  # noqa: BLE001 - zipfile raises many kinds for corrupt archives
-        raise StoreError(f"{str(path)!r} is not a readable .npz file ({type(error).__name__})") from None
-    if "per_carrier" not in arrays:
-        raise StoreError(f"{str(path)!r} has no 'per_carrier' array (it has: {', '.join(arrays) or 'nothing'})")
+        raise StoreError(f"{shown} is not a readable .npz file ({type(error).__name__})") from None
     return arrays
+
+
+def _member(archive: zipfile.ZipFile, name: str) -> zipfile.ZipInfo | None:
+    for member in (f"{name}.npy", name):  # numpy.savez writes NAME.npy; numpy.load reads either
+        try:
+            return archive.getinfo(member)
+        except KeyError:
+            continue
+    return None
+
+
+def _checked_header(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, shown: str) -> tuple:
+    """(shape, dtype) of member ``name`` from its ``.npy`` header, after checking that the size its
+    zip entry declares is what they need and what its compressed bytes can give."""
+    if info.flag_bits & 0x1:
+        raise StoreError(f"{shown}: {name} is encrypted; save the arrays with numpy.savez")
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise StoreError(f"{shown}: {name} is compressed in a way numpy.savez never writes; save it with "
+                         "numpy.savez or numpy.savez_compressed")
+    most = info.compress_size if info.compress_type == zipfile.ZIP_STORED else (
+        info.compress_size * _DEFLATE_MOST_EXPANSION + 1024)
+    if info.file_size > most:
+        raise StoreError(f"{shown}: {name} declares {info.file_size:,} bytes, more than its {info.compress_size:,} "
+                         "stored bytes can hold; the file is damaged")
+    with archive.open(info) as stream:
+        header = _npy_header(stream)
+        if header is None:
+            raise StoreError(f"{shown}: {name} is not in .npy format 1.0 or 2.0; save it with numpy.savez")
+        shape, _fortran_order, dtype = header
+        header_bytes = stream.tell()
+    if dtype.hasobject:
+        raise StoreError(f"cannot read {shown} without pickle ({name} holds Python objects); save plain arrays")
+    needed = header_bytes + math.prod(shape) * dtype.itemsize
+    if info.file_size != needed:
+        raise StoreError(f"{shown}: {name} declares {info.file_size:,} bytes but its shape {shape} of {dtype} "
+                         f"needs {needed:,}; the file is damaged or not numpy's")
+    return shape, dtype
+
+
+def _npy_header(stream) -> tuple | None:
+    """(shape, fortran_order, dtype) from the ``.npy`` header at the stream's position (format 1.0
+    or 2.0, as numpy.savez writes them); None for another format."""
+    version = np.lib.format.read_magic(stream)
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(stream)
+    if version == (2, 0):
+        return np.lib.format.read_array_header_2_0(stream)
+    return None
+
+
+def _check_against_per_carrier(headers: dict[str, tuple], shown: str) -> None:
+    """Refuse a small member larger than per_carrier's shape needs (a value per magnitude row,
+    carrier column or layer, one block count), before it is read."""
+    shape = headers["per_carrier"][0]
+    if len(shape) != 4:
+        return  # refused with its shape once read (validate_import_arrays)
+    counts = {"magnitudes": shape[0], "carriers": shape[1], "layer_labels": shape[2], "n_blocks": 1}
+    for name, (member_shape, dtype) in headers.items():
+        if name == "per_carrier":
+            continue
+        most = counts[name] * _MOST_ITEM_BYTES[name]
+        size = math.prod(member_shape) * dtype.itemsize
+        if size > most:
+            raise StoreError(f"{shown}: {name} holds {size:,} bytes ({member_shape} of {dtype}), more than "
+                             f"per_carrier's shape {shape} needs (at most {most:,}); the file is not magdash's npz layout")
 
 
 _ZIP_LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # signature ... file name length, extra field length
 
 
-def _mapped_npz_member(path: str | os.PathLike, name: str) -> np.memmap | None:
-    """Array ``name`` of an npz memory-mapped in place, or None where it cannot be: it is
-    compressed (``numpy.savez_compressed``), encrypted, absent, or holds objects. An npz is a zip
+def _mapped_npz_member(path: str | os.PathLike, info: zipfile.ZipInfo) -> np.memmap | None:
+    """The array of member ``info`` of an npz memory-mapped in place, or None where it cannot be:
+    it is compressed (``numpy.savez_compressed``), encrypted, or holds objects. An npz is a zip
     archive of ``.npy`` files; a stored (uncompressed) member's bytes lie in the archive as they
     are, after its local header, and the ``.npy`` header says their dtype, shape and order. The
     member's CRC is checked first (one pass, a chunk at a time), as zipfile checks it on a read."""
-    with zipfile.ZipFile(path) as archive:
-        try:
-            info = archive.getinfo(f"{name}.npy")
-        except KeyError:
-            return None
     if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
         return None
     with open(path, "rb") as handle:
@@ -281,15 +380,12 @@ def _mapped_npz_member(path: str | os.PathLike, name: str) -> np.memmap | None:
                 break
             checksum, left = zlib.crc32(chunk, checksum), left - len(chunk)
         if left or checksum != info.CRC:
-            raise zipfile.BadZipFile(f"{name}.npy fails its CRC check")
+            raise zipfile.BadZipFile(f"{info.filename} fails its CRC check")
         handle.seek(start)
-        version = np.lib.format.read_magic(handle)
-        if version == (1, 0):
-            shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(handle)
-        elif version == (2, 0):
-            shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(handle)
-        else:
+        header = _npy_header(handle)
+        if header is None:
             return None
+        shape, fortran_order, dtype = header
         offset = handle.tell()
     if dtype.hasobject or 0 in shape:
         return None
@@ -310,14 +406,16 @@ def import_inputs(
         and stored_magnitudes is not None
         and np.asarray(stored_magnitudes).ravel().tolist() != list(magnitudes)
     ):
-        raise StoreError("the file's magnitudes differ from those given: leave out --magnitudes or fix the file")
+        raise StoreError("the file's magnitudes differ from those given: leave out magnitudes= or fix the file",
+                         parameters=("magnitudes",))
     stored_carriers = arrays.get("carriers")
     if (
         carriers is not None
         and stored_carriers is not None
         and [str(c) for c in np.asarray(stored_carriers).ravel()] != list(carriers)
     ):
-        raise StoreError("the file's carriers differ from those given: leave out --carriers or fix the file")
+        raise StoreError("the file's carriers differ from those given: leave out carriers= or fix the file",
+                         parameters=("carriers",))
     n_blocks = arrays.get("n_blocks")
     if n_blocks is not None:
         n_blocks_array = np.asarray(n_blocks)

@@ -262,14 +262,15 @@ def import_parquet_folder(
 
     data = folder if isinstance(folder, ParquetFolder) else read_parquet_folder(folder)
     if magnitudes is not None and list(magnitudes) != data.magnitudes:
-        raise StoreError("the folder's magnitudes differ from those given: leave out --magnitudes or fix the files")
+        raise StoreError("the folder's magnitudes differ from those given: leave out magnitudes= or fix the files",
+                         parameters=("magnitudes",))
     if data.record is None:
         return import_arrays(store, name, data.per_carrier, data.magnitudes, carriers=carriers,
                              stimuli=stimuli, source=f"import:{data.path.name}", last_layer=last_layer)
     if carriers is not None and list(carriers) != data.carriers:
-        raise StoreError(f"the folder's {MANIFEST} names its carriers: leave out --carriers")
+        raise StoreError(f"the folder's {MANIFEST} names its carriers: leave out carriers=", parameters=("carriers",))
     if last_layer != "block":
-        raise StoreError(f"the folder's {MANIFEST} gives its layers: leave out --last-layer")
+        raise StoreError(f"the folder's {MANIFEST} gives its layers: leave out last_layer=", parameters=("last_layer",))
     per_carrier, _, _, _ = validate_import_arrays(data.per_carrier, data.magnitudes, data.carriers,
                                                   data.record.layer_labels)
     record = ModelRecord(**{**asdict(data.record), "name": name, "layer_labels": tuple(data.record.layer_labels)})

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from magdash.overflow import count_nonfinite
+from magdash.stimuli import DEFAULT_POSITION
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class ModelRecord:
     n_blocks: int
     hidden_size: int
     layer_labels: tuple[str, ...]
-    position: str = "last"
+    position: str = DEFAULT_POSITION
     is_random: bool = False
     sequence_start: str = ""
     """How each sentence began before its first word: "tokenizer" (the tokenizer's own special

@@ -136,7 +136,7 @@ def ensure_schema(store_file: StoreFile, shard_folder: Path) -> None:
         raise StoreError(
             f"store {str(store_file.path)!r} is of schema {version}, which this magdash reads after migrating "
             f"it to {SCHEMA_VERSION}; a read-only store is never changed: open it once without read-only "
-            "(e.g. `python -m magdash list --store ...`) to migrate it"
+            "(a `Store` of it, or `magdash list`) to migrate it"
         )
     step = version
     try:
@@ -177,20 +177,20 @@ def _stored_schema_version(store_file: StoreFile, connection: duckdb.DuckDBPyCon
     if not tables:
         raise StoreError(
             f"{where} is a DuckDB file with no tables, not a magdash store; magdash has not changed it: "
-            "point --store at a store, or at a new file name to create one"
+            "point store= at a store, or at a new file name to create one"
         )
     if "meta" not in tables or "models" not in tables:
         listed = ", ".join(sorted(tables)[:5]) + (" ..." if len(tables) > 5 else "")
         raise StoreError(
             f"{where} is a DuckDB file but not a magdash store (it has tables {listed}); "
-            "magdash has not changed it: point --store at another file"
+            "magdash has not changed it: point store= at another file"
         )
     row = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     version = row[0] if row is not None else None
     if version is None or not str(version).isdigit() or int(version) < 1:
         raise StoreError(
             f"store {where} records no valid schema version ({version!r}); magdash has not "
-            "changed it: point --store at another file"
+            "changed it: point store= at another file"
         )
     if int(version) > SCHEMA_VERSION:
         raise StoreError(
@@ -213,7 +213,7 @@ def result_checksum(key: str, payload: bytes) -> str:
 
 def schema_version(store_file: StoreFile) -> int:
     with store_file.connect() as connection:
-        row = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        row = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()[0]
     return int(row[0])
 
 

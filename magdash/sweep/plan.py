@@ -2,7 +2,7 @@
 
 A plan is a TOML file (read with :mod:`tomllib`)::
 
-    tasks = ["extract", "analyze", "phase", "controls"]   # run in this order on every cell
+    tasks = ["extract", "analyze", "depth", "controls"]   # run in this order on every cell
     dtypes = ["float32"]                       # every model, unless it lists its own
     positions = ["last"]
     batch_size = 32
@@ -30,7 +30,7 @@ A plan is a TOML file (read with :mod:`tomllib`)::
     [analyze]                                  # AnalysisParams fields
     n_boot = 1000
 
-    [phase]                                    # PhaseParams fields
+    [depth]                                    # DepthParams fields
     n_boot = 1000
 
     [controls]                                 # ControlsParams fields but analysis ([analyze]'s)
@@ -47,12 +47,17 @@ A cell is one (model, stimulus set, dtype, position); its store name is
 :func:`magdash.names.default_name` of the model's name (or spec), so a sweep stores each
 cell under the name ``magdash extract`` would give it. Every mistake is a :class:`PlanError`
 naming the plan file and the entry, raised before anything runs.
+
+The depth task and its table were called ``phase``; a plan saying so still runs, with a
+DeprecationWarning and a logged warning (:data:`DEPRECATED_SECTIONS`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import tomllib
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,13 +65,14 @@ from typing import Any
 
 from magdash.controls.controls_params import ControlsParams
 from magdash.errors import MagdashError, PlanError
-from magdash.extraction import DEFAULT_BATCH_SIZE
+from magdash.extract_params import DEFAULT_BATCH_SIZE, DEFAULT_PADDING_SIDE, PADDING_SIDES
 from magdash.names import default_name
-from magdash.params import DTYPES
+from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, DTYPES
 from magdash.phase.phase_params import PhaseParams
 from magdash.probes.probe_params import ProbeParams
 from magdash.stimuli import (
     DEFAULT_NUMBER_FORMAT,
+    DEFAULT_POSITION,
     NUMBER_FORMAT_NAMES,
     PAPER_CARRIERS,
     PAPER_SET_NAME,
@@ -78,8 +84,11 @@ from magdash.stimuli import (
 )
 from magdash.variability.analysis_params import AnalysisParams
 
+log = logging.getLogger(__name__)
+
 DEFAULT_TASKS = ("extract", "analyze")
-PADDING_SIDES = ("right", "left")
+DEPRECATED_SECTIONS = {"phase": "depth"}
+"""An old name of a task and of its table: the name that replaced it (the CHANGELOG says when)."""
 
 
 @dataclass(frozen=True)
@@ -167,21 +176,21 @@ class SweepPlan:
         device: where the models run (``auto``, ``cpu``, ``cuda``, ...).
         model_cache: where GGUF models are converted (None: the default model cache).
         analysis: the ``[analyze]`` table's parameters.
-        phase: the ``[phase]`` table's parameters.
+        depth: the ``[depth]`` table's parameters.
         controls: the ``[controls]`` table's parameters (None: the defaults over ``analysis``).
         probe: the ``[probe]`` table's parameters.
     """
     models: tuple[ModelEntry, ...]
     stimuli: tuple[StimuliEntry, ...]
     tasks: tuple[str, ...] = DEFAULT_TASKS
-    dtypes: tuple[str, ...] = ("float32",)
-    positions: tuple[str, ...] = ("last",)
+    dtypes: tuple[str, ...] = (DEFAULT_DTYPE,)
+    positions: tuple[str, ...] = (DEFAULT_POSITION,)
     batch_size: int = DEFAULT_BATCH_SIZE
-    padding_side: str = "right"
-    device: str = "auto"
+    padding_side: str = DEFAULT_PADDING_SIDE
+    device: str = DEFAULT_DEVICE
     model_cache: str | None = None  # None: magdash.sources.gguf.model_cache_dir's default
     analysis: AnalysisParams = field(default_factory=AnalysisParams)
-    phase: PhaseParams = field(default_factory=PhaseParams)
+    depth: PhaseParams = field(default_factory=PhaseParams)
     controls: ControlsParams | None = None  # None: the defaults over ``analysis``
     probe: ProbeParams = field(default_factory=ProbeParams)
 
@@ -189,6 +198,18 @@ class SweepPlan:
     def controls_params(self) -> ControlsParams:
         """The controls' params; their analysis is always the plan's."""
         return self.controls or ControlsParams(analysis=self.analysis)
+
+    def params_for(self, task: str) -> AnalysisParams | PhaseParams | ControlsParams | ProbeParams:
+        """The parameters of an analysis task: the plan's table of that name (``[analyze]``, ``[depth]``,
+        ``[controls]``, ``[probe]``).
+
+        Args:
+            task: the task's name in ``tasks``.
+        """
+        tables = {"analyze": self.analysis, "depth": self.depth, "controls": self.controls_params, "probe": self.probe}
+        if task not in tables:
+            raise PlanError(f"task {task!r} has no table of parameters; the tables are {', '.join(tables)}")
+        return tables[task]
 
     def cells(self) -> list[Cell]:
         """Every cell, model by model, in the plan's order."""
@@ -202,7 +223,7 @@ class SweepPlan:
 
 
 _PLAN_KEYS = {"tasks", "dtypes", "positions", "batch_size", "padding_side", "device", "model_cache", "models",
-              "stimuli", "analyze", "phase", "controls", "probe"}
+              "stimuli", "analyze", "depth", "controls", "probe"}
 _MODEL_KEYS = {f.name for f in dataclasses.fields(ModelEntry)}
 _STIMULI_KEYS = {"name", "carriers", "magnitudes", "number_format"}
 
@@ -239,6 +260,7 @@ def parse_plan(document: Mapping[str, Any], folder: Path, task_kinds: Mapping[st
         folder: the folder relative carrier files are read from (the plan file's).
         task_kinds: task name -> kind, the registered kinds.
     """
+    document = _renamed(document)
     _check_keys(document, _PLAN_KEYS, "the plan")
     tasks = _strings(document.get("tasks", list(DEFAULT_TASKS)), "tasks", tuple(task_kinds))
     if len(set(tasks)) != len(tasks):
@@ -251,20 +273,41 @@ def parse_plan(document: Mapping[str, Any], folder: Path, task_kinds: Mapping[st
         models=models,
         stimuli=stimuli,
         tasks=tasks,
-        dtypes=_strings(document.get("dtypes", ["float32"]), "dtypes", DTYPES),
-        positions=_strings(document.get("positions", ["last"]), "positions", POSITIONS),
+        dtypes=_strings(document.get("dtypes", [DEFAULT_DTYPE]), "dtypes", DTYPES),
+        positions=_strings(document.get("positions", [DEFAULT_POSITION]), "positions", POSITIONS),
         batch_size=_positive_int(document.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size"),
-        padding_side=_choice(document.get("padding_side", "right"), "padding_side", PADDING_SIDES),
-        device=_text(document.get("device", "auto"), "device"),
+        padding_side=_choice(document.get("padding_side", DEFAULT_PADDING_SIDE), "padding_side", PADDING_SIDES),
+        device=_text(document.get("device", DEFAULT_DEVICE), "device"),
         model_cache=str(folder / _text(document["model_cache"], "model_cache")) if "model_cache" in document else None,
         analysis=analysis,
-        phase=_params(PhaseParams, document.get("phase", {}), "phase"),
+        depth=_params(PhaseParams, document.get("depth", {}), "depth"),
         controls=_controls(document, tasks, analysis),
         probe=_probe(document, tasks),
     )
     _unique([cell.store_name for cell in plan.cells() if cell.stimuli == stimuli[0].name], "store name",
             "give each model its own name")
     return plan
+
+
+def _renamed(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan with each old task and table name (:data:`DEPRECATED_SECTIONS`) as its new one,
+    warning once per old name; a plan giving both names of a table is refused."""
+    renamed = dict(document)
+    tasks = renamed.get("tasks")
+    for old, new in DEPRECATED_SECTIONS.items():
+        in_tasks = isinstance(tasks, list) and old in tasks
+        if old in renamed:
+            if new in renamed:
+                raise PlanError(f"[{old}] and [{new}] are the same table: keep [{new}]")
+            renamed[new] = renamed.pop(old)
+        if in_tasks:
+            tasks = [new if task == old else task for task in tasks]
+            renamed["tasks"] = tasks
+        if in_tasks or old in document:
+            message = f'the plan\'s "{old}" task and [{old}] table are deprecated; call them "{new}" and [{new}]'
+            warnings.warn(message, DeprecationWarning, stacklevel=4)
+            log.warning(message)
+    return renamed
 
 
 def _check_keys(table: Mapping[str, Any], allowed: set[str], where: str) -> None:

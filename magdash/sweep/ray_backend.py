@@ -37,7 +37,7 @@ class RayBackend:
         try:
             import ray
         except ImportError:
-            raise MagdashError("--ray needs Ray: pip install 'magdash[ray]' (or pip install ray)") from None
+            raise MagdashError("ray= needs Ray: pip install 'magdash[ray]' (or pip install ray)", parameters=("ray",)) from None
         self._ray = ray
         self._retries = retries
         self._worker_progress = worker_progress
@@ -49,7 +49,7 @@ class RayBackend:
             except (ConnectionError, RuntimeError, ValueError) as error:
                 raise MagdashError(
                     f"cannot reach a Ray cluster at {address!r}: {str(error).splitlines()[0]} "
-                    "(start one with `ray start --head`, or use --ray local)"
+                    "(start one with `ray start --head`, or use ray='local')", parameters=("ray",)
                 ) from None
         self._task = ray.remote(_run_job)
 

@@ -25,10 +25,10 @@ class SweepParams:
         "ray://head:10001; Ray is an optional extra: pip install 'magdash[ray]'", metavar="ADDRESS",
         default_text="in this process"))
     retries: int = field(default=DEFAULT_RETRIES, metadata=option(
-        "with --ray: runs again of a task whose worker died", metavar="N"))
+        "with ray=: runs again of a task whose worker died", metavar="N"))
 
     def __post_init__(self) -> None:
         if self.ray is not None and not self.ray.strip():
-            raise MagdashError("--ray needs an address: 'auto' or e.g. ray://head-node:10001")
+            raise MagdashError("ray= needs an address: 'auto' or e.g. 'ray://head-node:10001'", parameters=("ray",))
         if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
-            raise MagdashError(f"--retries must be 0 or more, got {self.retries!r}")
+            raise MagdashError(f"retries={self.retries!r} must be 0 or more", parameters=("retries",))

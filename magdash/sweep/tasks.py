@@ -4,7 +4,8 @@ Each :class:`TaskKind` says when its work is already in the store (so a resumed 
 it) and how to run it in-process. A kind whose work needs the model (``extract``) also says
 how to cut it into a job a worker runs without the store (:mod:`magdash.sweep.worker`) and how
 the driver registers what the worker returns; the Ray backend uses those, the in-process
-runner the plain ``run``. A new analysis joins a sweep by calling :func:`register_task_kind`.
+runner the plain ``run``. Every analysis kind that declares a sweep task
+(:data:`magdash.runs.kinds.ANALYSIS_KINDS`) is a task kind here (:func:`analysis_task`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from magdash.errors import MagdashError
+from magdash.runs.kinds import ANALYSIS_KINDS, AnalysisKind
 from magdash.stimuli import StimulusSet
 from magdash.store import Store
 from magdash.sweep.plan import Cell, SweepPlan
@@ -59,6 +61,13 @@ TASK_KINDS: dict[str, TaskKind] = {}
 
 
 def register_task_kind(kind: TaskKind) -> None:
+    """Add ``kind`` to :data:`TASK_KINDS`; a name registered already is refused.
+
+    Args:
+        kind: the task kind.
+    """
+    if kind.name in TASK_KINDS:
+        raise ValueError(f"a sweep task kind named {kind.name!r} is registered already: give the new one another name")
     TASK_KINDS[kind.name] = kind
 
 
@@ -114,7 +123,7 @@ register_task_kind(TaskKind(
 ))
 
 
-# -- analyze --------------------------------------------------------------------------------
+# -- the analyses ---------------------------------------------------------------------------
 
 
 def _stored_complete(context: TaskContext) -> bool:
@@ -122,97 +131,35 @@ def _stored_complete(context: TaskContext) -> bool:
     return name in store.model_names() and context.stimuli.name in store.stimulus_sets_for(name)
 
 
-def _results_cached(context: TaskContext, key_of: Callable[[Store, str, str], list[str]]) -> bool:
-    """The cell's vectors are stored and every result ``key_of(store, name, stimuli)`` names is cached."""
-    if not _stored_complete(context):
-        return False
-    store = context.store
-    return all(store.get_result(key) is not None for key in key_of(store, context.cell.store_name, context.stimuli.name))
+def analysis_task(kind: AnalysisKind) -> TaskKind:
+    """The sweep task of an analysis kind that declares one (:attr:`AnalysisKind.task
+    <magdash.runs.kinds.AnalysisKind.task>`): done on a cell when the cell's vectors are stored and
+    every result the run caches is cached; run with the plan's table of the task's name.
+
+    Args:
+        kind: the analysis kind.
+    """
+    task = kind.task
+    if task is None:
+        raise ValueError(f"analysis kind {kind.name!r} declares no sweep task")
+
+    def is_done(context: TaskContext) -> bool:
+        if not _stored_complete(context):
+            return False
+        store = context.store
+        keys = task.cache_keys(store, context.cell.store_name, context.stimuli.name, context.plan.params_for(task.name))
+        return all(store.get_result(key) is not None for key in keys)
+
+    def run(context: TaskContext) -> str:
+        params = context.plan.params_for(task.name)
+        return task.describe(kind.run(context.store, context.cell.store_name, context.stimuli.name, params))
+
+    return TaskKind(task.name, is_done, run)
 
 
-def _analyze_done(context: TaskContext) -> bool:
-    from magdash.runs.analysis_runs import analysis_key
-
-    return _results_cached(context, lambda *cell: [analysis_key(*cell, context.plan.analysis)])
-
-
-def _analyze_run(context: TaskContext) -> str:
-    from magdash.formatting import format_number
-    from magdash.runs.analysis_runs import analyze
-
-    result = analyze(context.store, context.cell.store_name, context.stimuli.name, context.plan.analysis)
-    measure = result.params.measures[0]
-    return f"mean core alpha ({measure}) {format_number(result.hypotheses[measure].mean_alpha, '+.3f')}"
-
-
-register_task_kind(TaskKind("analyze", _analyze_done, _analyze_run))
-
-
-# -- phase ----------------------------------------------------------------------------------
-
-
-def _phase_done(context: TaskContext) -> bool:
-    from magdash.runs.depth_runs import number_token_key
-
-    return _results_cached(context, lambda *cell: [number_token_key(*cell, context.plan.phase)])
-
-
-def _phase_run(context: TaskContext) -> str:
-    from magdash.formatting import format_number
-    from magdash.runs.depth_runs import phase_from_store
-
-    result = phase_from_store(context.store, context.cell.store_name, context.stimuli.name, context.plan.phase)
-    return f"gamma_c {format_number(result.gamma_c, '.3f')}"
-
-
-register_task_kind(TaskKind("phase", _phase_done, _phase_run))
-
-
-# -- controls -------------------------------------------------------------------------------
-
-
-def _controls_done(context: TaskContext) -> bool:
-    from magdash.runs.analysis_runs import analysis_key
-    from magdash.runs.controls_runs import controls_key
-
-    params = context.plan.controls_params
-    return _results_cached(context, lambda *cell: [analysis_key(*cell, params.analysis), controls_key(*cell, params)])
-
-
-def _controls_run(context: TaskContext) -> str:
-    from magdash.runs.controls_runs import run_controls
-
-    result = run_controls(context.store, context.cell.store_name, context.stimuli.name, context.plan.controls_params)
-    flagged = sorted({v.control for measure in result.measures for v in result.verdicts(measure) if v.problem})
-    return f"problems: {', '.join(flagged)}" if flagged else "no control flags a problem"
-
-
-register_task_kind(TaskKind("controls", _controls_done, _controls_run))
-
-
-# -- probe ----------------------------------------------------------------------------------
-
-
-def _probe_done(context: TaskContext) -> bool:
-    from magdash.runs.probe_runs import probe_key
-
-    return _results_cached(context, lambda *cell: [probe_key(*cell, context.plan.probe)])
-
-
-def _probe_run(context: TaskContext) -> str:
-    from magdash.formatting import format_number
-    from magdash.runs.probe_runs import probe
-
-    result = probe(context.store, context.cell.store_name, context.stimuli.name, context.plan.probe)
-    target = result.params.targets[0]
-    scores = result.score_table("magnitude", target, "real").dropna(subset=["r2"])
-    if scores.empty:
-        return "no layer probed (Inf/NaN vectors)"
-    best = scores.loc[scores["r2"].idxmax()]
-    return f"best held-out-magnitude R² ({target}) {format_number(best['r2'], '.3f')} at layer {int(best['layer'])}"
-
-
-register_task_kind(TaskKind("probe", _probe_done, _probe_run))
+for _kind in ANALYSIS_KINDS.tasks():
+    register_task_kind(analysis_task(_kind))
+del _kind
 
 
 def failure_message(error: BaseException) -> str:

@@ -44,12 +44,13 @@ import pandas as pd
 from magdash.caveats import Caveat, Severity, lines, ranked
 from magdash.errors import AnalysisError
 from magdash.formatting import format_number, layer_span
-from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
+from magdash.jsonio import frame_to_plain
 from magdash.norm_outliers import outsized_warning
 from magdash.overflow import count_nonfinite, nonfinite_warning
 from magdash.params import ProgressCallback, ranges
 from magdash.phase.massive_dims import DimensionStats, find_massive
-from magdash.significance import can_reach, unreachable_note
+from magdash.result_codec import PayloadCodec, not_stored, stored_as
+from magdash.significance import unreachable_note
 from magdash.tokenization import DigitSplitting, NumberTokens, per_magnitude
 from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.artifacts import (
@@ -110,10 +111,14 @@ keeps a wide frame's first and last columns when it elides the middle ones with 
 ``print(result.fits)`` in an 80-column terminal shows alpha and its CI."""
 
 
-def _stored_order(fits: pd.DataFrame) -> list[str]:
-    """The fits' columns in the order the cache has always held them (the payload does not change with the display)."""
-    return [*(name for name in _FITS_STORED if name in fits.columns),
-            *(name for name in fits.columns if name not in _FITS_STORED)]
+def _stored_fits(fits: pd.DataFrame) -> dict[str, Any]:
+    """The fits as the cache has always held them: its column order, not the display's (the payload does
+    not change with the display)."""
+    order = [*(name for name in _FITS_STORED if name in fits.columns),
+             *(name for name in fits.columns if name not in _FITS_STORED)]
+    return frame_to_plain(fits[order])
+
+
 TOKEN_COLUMNS = ["magnitude", "n_tokens", "kept_id", "kept_text", "n_chars", "n_digits", "uniform"]
 """Per magnitude, :class:`magdash.tokenization.MagnitudeTokens` (``AnalysisResult.tokens``)."""
 NOT_RECORDED = (
@@ -134,7 +139,7 @@ def _with_label(columns: Sequence[str]) -> list[str]:
 
 
 @dataclass
-class AnalysisResult:
+class AnalysisResult(PayloadCodec):
     """Everything the analysis knows about one model on one stimulus set.
 
     ``values[measure]`` is V with shape (n_layers, n_magnitudes) for every requested measure
@@ -187,7 +192,7 @@ class AnalysisResult:
     core_layers: list[int]
     params: AnalysisParams
     values: dict[str, np.ndarray]
-    fits: pd.DataFrame
+    fits: pd.DataFrame = field(metadata=stored_as(encode=_stored_fits))
     hypotheses: dict[str, HypothesisResult]
     e3: dict[str, BoundarySensitivity]
     e4: AxisSpecificity
@@ -208,10 +213,11 @@ class AnalysisResult:
     tokens: pd.DataFrame = field(default_factory=lambda: _frame(TOKEN_COLUMNS))
     tokenization: pd.DataFrame = field(default_factory=lambda: _frame(_with_label(TOKENIZATION_COLUMNS)))
     token_strata: pd.DataFrame = field(default_factory=lambda: _frame(_with_label(STRATA_COLUMNS)))
-    tokenization_note: str = ""
+    # Results cached by an analysis version before 9 (decoded only for their metric rows) have no token facts.
+    tokenization_note: str = field(default="", metadata=stored_as(missing=lambda document: NOT_RECORDED))
     splits_digits: str = ""  # the model's tokenizer splits digits: "yes", "partly", "no", "" not recorded
     digit_splitting: str = ""  # how, in one line (magdash.tokenization.DigitSplitting.description)
-    from_cache: bool = field(default=False, compare=False)
+    from_cache: bool = field(default=False, compare=False, metadata=not_stored(True))
 
     def __post_init__(self):  # the display's order (FITS_LEAD ... FITS_TAIL)
         lead, tail = ([name for name in names if name in self.fits.columns] for names in (FITS_LEAD, FITS_TAIL))
@@ -352,10 +358,7 @@ class AnalysisResult:
             measure: a measure's name (``eucl``, ``residual``, ``proj``, ...:
                 :data:`magdash.variability.measures.MEASURES`).
         """
-        rows = self.fits[self.fits["measure"] == measure].sort_values("layer")
-        if rows.empty:
-            raise AnalysisError(f"measure {measure!r} was not analysed; add it to measures")
-        return rows["alpha"].to_numpy(dtype=np.float64)
+        return _alphas(self.fits, measure)
 
     @property
     def has_tokenization(self) -> bool:
@@ -532,118 +535,6 @@ class AnalysisResult:
                        .drop(columns="measure").to_dict(orient="records") for measure in measures},
         }
 
-    # -- cache payload -----------------------------------------------------------------
-
-    def to_payload(self) -> bytes:
-        """The result as plain compressed JSON for the store's cache (never pickle)."""
-        document = {
-            "model": self.model,
-            "stimuli": self.stimuli,
-            "n_blocks": self.n_blocks,
-            "layer_labels": self.layer_labels,
-            "magnitudes": self.magnitudes,
-            "core_layers": self.core_layers,
-            "params": self.params,
-            "values": self.values,
-            "fits": frame_to_plain(self.fits[_stored_order(self.fits)]),  # the cache's order, not the display's
-            "hypotheses": self.hypotheses,
-            "e3": self.e3,
-            "e4": self.e4,
-            "noise_models": frame_to_plain(self.noise_models),
-            "geometry": frame_to_plain(self.geometry),
-            "cv_trend": frame_to_plain(self.cv_trend),
-            "checks": self.checks,
-            "nonfinite_layers": self.nonfinite_layers,
-            "massive_dims": self.massive_dims,
-            "carriers": self.carriers,
-            "outlier_vectors": [dataclasses.asdict(item) for item in self.outlier_vectors],
-            "carrier_alphas": self.carrier_alphas,
-            "tokens": frame_to_plain(self.tokens),
-            "tokenization": frame_to_plain(self.tokenization),
-            "token_strata": frame_to_plain(self.token_strata),
-            "tokenization_note": self.tokenization_note,
-            "splits_digits": self.splits_digits,
-            "digit_splitting": self.digit_splitting,
-        }
-        return pack(document)
-
-    @classmethod
-    def from_payload(cls, payload: bytes) -> AnalysisResult:
-        """The result a payload of :meth:`to_payload` holds.
-
-        Args:
-            payload: bytes written by :meth:`to_payload`.
-        """
-        document = unpack(payload)
-        params = document["params"]
-        params["measures"] = tuple(params["measures"])
-        params["window"] = tuple(params["window"])
-        params["boundary"] = tuple(params["boundary"])
-        params["exclude_carriers"] = tuple(params.get("exclude_carriers", ()))
-        if params["core_layers"] is not None:
-            params["core_layers"] = tuple(params["core_layers"])
-        hypotheses = {measure: _hypotheses_from_plain(item) for measure, item in document["hypotheses"].items()}
-        return cls(
-            model=document["model"],
-            stimuli=document["stimuli"],
-            n_blocks=int(document["n_blocks"]),
-            layer_labels=list(document["layer_labels"]),
-            magnitudes=np.asarray(document["magnitudes"], dtype=np.float64),
-            core_layers=list(document["core_layers"]),
-            params=AnalysisParams(**params),
-            values={k: np.asarray(v, dtype=np.float64) for k, v in document["values"].items()},
-            fits=frame_from_plain(document["fits"]),
-            hypotheses=hypotheses,
-            e3={k: BoundarySensitivity(**v) for k, v in document["e3"].items()},
-            e4=_axis_specificity_from_plain(document["e4"]),
-            noise_models=frame_from_plain(document["noise_models"]),
-            geometry=frame_from_plain(document["geometry"]),
-            cv_trend=frame_from_plain(document["cv_trend"]),
-            checks=ConsistencyChecks(**document["checks"]),
-            nonfinite_layers={int(k): int(v) for k, v in document["nonfinite_layers"].items()},
-            massive_dims={int(k): [int(j) for j in v] for k, v in document["massive_dims"].items()},
-            carriers=list(document.get("carriers", [])),
-            outlier_vectors=[OutlierVector(**item) for item in document.get("outlier_vectors", [])],
-            carrier_alphas={k: np.asarray(v, dtype=np.float64) for k, v in document.get("carrier_alphas", {}).items()},
-            # Results cached by an analysis version before 9 (decoded only for their metric rows) have none.
-            tokens=frame_from_plain(document["tokens"]) if "tokens" in document else _frame(TOKEN_COLUMNS),
-            tokenization=frame_from_plain(document["tokenization"]) if "tokenization" in document
-            else _frame(_with_label(TOKENIZATION_COLUMNS)),
-            token_strata=frame_from_plain(document["token_strata"]) if "token_strata" in document
-            else _frame(_with_label(STRATA_COLUMNS)),
-            tokenization_note=document.get("tokenization_note", NOT_RECORDED),
-            splits_digits=document.get("splits_digits", ""),
-            digit_splitting=document.get("digit_splitting", ""),
-            from_cache=True,
-        )
-
-
-def _interval_from_plain(item: dict[str, Any], name: str) -> None:
-    """A payload's interval as a tuple; (NaN, NaN) in payloads cached before version 10 had none."""
-    item[name] = tuple(item.get(name, (math.nan, math.nan)))
-
-
-def _hypotheses_from_plain(item: dict[str, Any]) -> HypothesisResult:
-    """H1-H4 from a payload; a payload cached before version 10 (decoded for its metric rows) has
-    no stimulus bootstrap, and its reachability follows from its layers."""
-    item["window"] = tuple(item["window"])
-    _interval_from_plain(item, "mean_alpha_ci")
-    item.setdefault("mean_alpha_p", math.nan)
-    item.setdefault("n_resamples", 0)
-    item.setdefault("h4_reachable", can_reach("spearman", len(item["h4_layers"])))
-    return HypothesisResult(**item)
-
-
-def _axis_specificity_from_plain(item: dict[str, Any]) -> AxisSpecificity:
-    """E4 from a payload (one cached before version 10 without its intervals)."""
-    for name in ("ratio_ci", "difference_ci"):
-        _interval_from_plain(item, name)
-    item.setdefault("mean_difference", item["mean_alpha_on"] - item["mean_alpha_off"])
-    item.setdefault("difference_p", math.nan)
-    item.setdefault("n_resamples", 0)
-    item.setdefault("wilcoxon_reachable", can_reach("wilcoxon", item["n_pairs"]))
-    return AxisSpecificity(**item)
-
 
 # -- per-layer measurement ---------------------------------------------------------------
 
@@ -735,7 +626,7 @@ def stimulus_resamples(
         vectors, _ = _without_massive(vectors, params)
         draws = draws or draw_stimuli(magnitudes.size, len(kept), params.n_boot, params.seed)
         alphas = layer_resamples(magnitudes, LayerVectors(vectors).moments(), list(found), draws,
-                                 outlier_rule=outlier_rule, outlier_factor=params.outlier_factor)
+                                 outlier_rule=outlier_rule, rules=params.fit_rules())
         for measure, values in alphas.items():
             found[measure][int(index)] = values
     return found
@@ -831,8 +722,7 @@ def run_analysis(
         else:
             flagged += outlier_vectors(index, vectors, magnitudes)
             if index in loo_band:
-                alphas = leave_one_carrier_out(vectors, magnitudes, params.measures,
-                                               outlier_factor=params.outlier_factor) \
+                alphas = leave_one_carrier_out(vectors, magnitudes, params.measures, rules=params.fit_rules()) \
                     if with_loo else np.zeros((len(params.measures), 0))
                 for row, measure in enumerate(params.measures):
                     loo[measure].append(alphas[row])
@@ -843,7 +733,7 @@ def run_analysis(
             if index in core_band:
                 draws = draws or draw_stimuli(magnitudes.size, vectors.shape[1], params.n_boot, params.seed)
                 alphas = layer_resamples(magnitudes, layer.moments(), resampled_measures, draws,
-                                         outlier_rule=OUTLIER_RULE_MEASURES, outlier_factor=params.outlier_factor)
+                                         outlier_rule=OUTLIER_RULE_MEASURES, rules=params.fit_rules())
                 for measure, values in alphas.items():
                     resampled[measure][index] = values
             del layer
@@ -861,70 +751,95 @@ def run_analysis(
     geometry = pd.DataFrame([dataclasses.asdict(layer.geometry) for layer in measured])
     geometry.insert(0, "layer", np.arange(len(labels)))
     geometry.insert(1, "label", labels)
-    result = _fit_everything(
-        model=model,
-        stimuli=stimuli,
+    if carriers and len(carriers) != total_carriers:
+        raise AnalysisError(f"{len(carriers)} carrier sentences named for vectors of {total_carriers} carriers")
+    names = list(carriers) if carriers else [f"carrier {c}" for c in range(total_carriers)]
+    fitted = _fit_everything(
         n_blocks=n_blocks,
         labels=labels,
         magnitudes=magnitudes,
         core=core,
         params=params,
         values=values,
-        geometry=geometry,
         resampled={measure: core_resamples(layers_found, core, params.n_boot)
                    for measure, layers_found in resampled.items()},
     )
-    result.nonfinite_layers = nonfinite
-    result.massive_dims = massive
-    if carriers and len(carriers) != total_carriers:
-        raise AnalysisError(f"{len(carriers)} carrier sentences named for vectors of {total_carriers} carriers")
-    names = list(carriers) if carriers else [f"carrier {c}" for c in range(total_carriers)]
-    # Flags and warnings name carriers by their place in the stimulus set, excluded ones counted.
-    result.carriers = names
-    result.outlier_vectors = [dataclasses.replace(item, carrier=kept_carriers[item.carrier]) for item in flagged]
-    result.carrier_alphas = {measure: _in_set_order(np.stack(rows), kept_carriers, len(names))
-                             for measure, rows in loo.items()}
-    if digit_splitting is not None:
-        result.splits_digits, result.digit_splitting = digit_splitting.splits_digits, digit_splitting.description
     if number_tokens is None:
-        result.tokenization_note = tokenization_note
+        tokenization: dict[str, Any] = {"tokenization_note": tokenization_note}
     else:
-        _fit_tokenization(result, [fact for fact in number_tokens if fact.carrier_index in kept_carriers])
-    return result
+        tokenization = _fit_tokenization([fact for fact in number_tokens if fact.carrier_index in kept_carriers],
+                                         magnitudes, values, fitted["fits"], labels, core, params)
+    return AnalysisResult(
+        model=model,
+        stimuli=stimuli,
+        n_blocks=n_blocks,
+        layer_labels=labels,
+        magnitudes=magnitudes,
+        core_layers=core,
+        params=params,
+        values=values,
+        geometry=geometry,
+        **fitted,
+        nonfinite_layers=nonfinite,
+        massive_dims=massive,
+        # Flags and warnings name carriers by their place in the stimulus set, excluded ones counted.
+        carriers=names,
+        outlier_vectors=[dataclasses.replace(item, carrier=kept_carriers[item.carrier]) for item in flagged],
+        carrier_alphas={measure: _in_set_order(np.stack(rows), kept_carriers, len(names))
+                        for measure, rows in loo.items()},
+        **tokenization,
+        **({"splits_digits": digit_splitting.splits_digits, "digit_splitting": digit_splitting.description}
+           if digit_splitting is not None else {}),
+    )
 
 
-def _fit_tokenization(result: AnalysisResult, facts: Sequence[NumberTokens]) -> None:
-    """Fill the result's tokenization fits from its items' token facts."""
+def _fit_tokenization(
+    facts: Sequence[NumberTokens],
+    magnitudes: np.ndarray,
+    values: dict[str, np.ndarray],
+    fits: pd.DataFrame,
+    labels: list[str],
+    core_layers: list[int],
+    params: AnalysisParams,
+) -> dict[str, Any]:
+    """The result's tokenization fields from its items' token facts: each magnitude's facts, the
+    tokenization fits per layer and per stratum, and no note."""
     tokens = per_magnitude(facts)
     found = np.array([row.magnitude for row in tokens], dtype=np.float64)
-    if not np.array_equal(found, result.magnitudes):
+    if not np.array_equal(found, magnitudes):
         raise AnalysisError(
-            f"token facts of {found.size} magnitudes for an analysis of {result.magnitudes.size}: give the facts of "
+            f"token facts of {found.size} magnitudes for an analysis of {magnitudes.size}: give the facts of "
             "the analysed stimulus set's items"
         )
-    params = result.params
-    raw = {measure: result.alphas(measure) for measure in params.measures}
+    raw = {measure: _alphas(fits, measure) for measure in params.measures}
     layers, strata = tokenization_frames(
-        result.magnitudes, {measure: result.values[measure] for measure in params.measures}, raw,
+        magnitudes, {measure: values[measure] for measure in params.measures}, raw,
         [row.n_tokens for row in tokens], [row.kept_id for row in tokens],
         drop_outliers={measure: measure in OUTLIER_RULE_MEASURES for measure in params.measures},
-        bootstrap_layers=_bootstrap_layers(params, result.core_layers, result.n_layers),
-        n_boot=params.n_boot, seed=params.seed, ci=params.ci, outlier_factor=params.outlier_factor,
-        stream=params.rules.bootstrap_stream, ci_method=params.ci_method,
+        bootstrap_layers=_bootstrap_layers(params, core_layers, len(labels)),
+        rules=params.fit_rules(),
     )
-    core = set(result.core_layers)
+    core = set(core_layers)
     for frame in (layers, strata):
-        frame.insert(2, "label", [result.layer_labels[layer] for layer in frame["layer"]])
+        frame.insert(2, "label", [labels[layer] for layer in frame["layer"]])
         frame.insert(3, "core", [layer in core for layer in frame["layer"]])
-    result.tokens = pd.DataFrame([dataclasses.asdict(row) for row in tokens], columns=TOKEN_COLUMNS)
-    result.tokenization, result.token_strata = layers, strata
-    result.tokenization_note = ""
+    return {"tokens": pd.DataFrame([dataclasses.asdict(row) for row in tokens], columns=TOKEN_COLUMNS),
+            "tokenization": layers, "token_strata": strata, "tokenization_note": ""}
+
+
+def _alphas(fits: pd.DataFrame, measure: str) -> np.ndarray:
+    """OLS alpha per layer for ``measure`` from the fits (NaN where there is no fit)."""
+    rows = fits[fits["measure"] == measure].sort_values("layer")
+    if rows.empty:
+        raise AnalysisError(f"measure {measure!r} was not analysed; add it to measures")
+    return rows["alpha"].to_numpy(dtype=np.float64)
 
 
 def _kept_carriers(n_carriers: int, excluded: Sequence[int]) -> list[int]:
     outside = [c for c in excluded if c >= n_carriers]
     if outside:
-        raise AnalysisError(f"--exclude-carrier {outside[0]}: the stimulus set has carriers 0 to {n_carriers - 1}")
+        raise AnalysisError(f"exclude_carriers=({outside[0]},): the stimulus set has carriers 0 to {n_carriers - 1}",
+                            parameters=("exclude_carriers",))
     kept = [c for c in range(n_carriers) if c not in excluded]
     if len(kept) < MIN_CARRIERS:
         raise AnalysisError(f"leaving out carriers {list(excluded)} leaves {len(kept)}; V needs at least {MIN_CARRIERS}")
@@ -950,17 +865,16 @@ def _bootstrap_layers(params: AnalysisParams, core: Sequence[int], n_layers: int
 
 def _fit_everything(
     *,
-    model: str,
-    stimuli: str,
     n_blocks: int,
     labels: list[str],
     magnitudes: np.ndarray,
     core: list[int],
     params: AnalysisParams,
     values: dict[str, np.ndarray],
-    geometry: pd.DataFrame,
     resampled: dict[str, np.ndarray | None],
-) -> AnalysisResult:
+) -> dict[str, Any]:
+    """The result's fitted fields: the scaling fits and noise models per (measure, layer), H1-H4 and E3 per
+    measure, E4, the CV trend and the consistency checks."""
     n_layers = len(labels)
     rules = params.rules
     with_ci = _bootstrap_layers(params, core, n_layers)
@@ -971,19 +885,10 @@ def _fit_everything(
     e3 = {}
     for measure in params.measures:
         drop = measure in OUTLIER_RULE_MEASURES
+        fit_rules = params.fit_rules(drop_outliers=drop)
         for layer in range(n_layers):
             v = values[measure][layer]
-            fit = fit_scaling(
-                magnitudes,
-                v,
-                drop_outliers=drop,
-                n_boot=params.n_boot if layer in with_ci else 0,
-                seed=params.seed,
-                ci=params.ci,
-                outlier_factor=params.outlier_factor,
-                stream=rules.bootstrap_stream,
-                ci_method=params.ci_method,
-            )
+            fit = fit_scaling(magnitudes, v, rules=fit_rules if layer in with_ci else fit_rules.without_interval())
             fit_rows.append(
                 {
                     "measure": measure,
@@ -993,12 +898,7 @@ def _fit_everything(
                     **dataclasses.asdict(fit),
                 }
             )
-            mask, _ = scaling_mask(
-                magnitudes,
-                v,
-                drop_outliers=drop and rules.noise_outlier_rule,
-                outlier_factor=params.outlier_factor,
-            )
+            mask, _ = scaling_mask(magnitudes, v, rules=fit_rules.with_outlier_rule(drop and rules.noise_outlier_rule))
             for row in noise_model_rows(magnitudes, v, mask=mask, scoring=rules.noise_scoring):
                 noise_rows.append({"measure": measure, "layer": layer, **row})
         alphas = np.array([row["alpha"] for row in fit_rows if row["measure"] == measure])
@@ -1029,24 +929,15 @@ def _fit_everything(
         core,
         rules,
     )
-    return AnalysisResult(
-        model=model,
-        stimuli=stimuli,
-        n_blocks=n_blocks,
-        layer_labels=labels,
-        magnitudes=magnitudes,
-        core_layers=core,
-        params=params,
-        values=values,
-        fits=fits,
-        hypotheses=hypotheses,
-        e3=e3,
-        e4=e4,
-        noise_models=pd.DataFrame(noise_rows, columns=["measure", "layer", *NOISE_MODEL_COLUMNS]),
-        geometry=geometry,
-        cv_trend=_cv_trend(magnitudes, values["cv"]),
-        checks=checks,
-    )
+    return {
+        "fits": fits,
+        "hypotheses": hypotheses,
+        "e3": e3,
+        "e4": e4,
+        "noise_models": pd.DataFrame(noise_rows, columns=["measure", "layer", *NOISE_MODEL_COLUMNS]),
+        "cv_trend": _cv_trend(magnitudes, values["cv"]),
+        "checks": checks,
+    }
 
 
 def _cv_trend(magnitudes: np.ndarray, cv_values: np.ndarray) -> pd.DataFrame:

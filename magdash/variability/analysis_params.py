@@ -8,15 +8,15 @@ a 32-block model; the 3x-median outlier rule is its script's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from magdash.errors import AnalysisError
-from magdash.params import DEFAULT_N_BOOT, comma_separated, layer_tuple, option, parse_pair, seed_problem
+from magdash.params import DEFAULT_CI, DEFAULT_N_BOOT, comma_separated, layer_tuple, option, parse_pair, seed_problem
 from magdash.phase.massive_dims import MASSIVE_DEFAULT, MASSIVE_RATIO, check_massive
 from magdash.variability.conventions import CONVENTION_NAMES, MAGDASH, Conventions, get_conventions
-from magdash.variability.measures import MEASURES, PRIMARY_MEASURES
+from magdash.variability.measures import MEASURES, OUTLIER_RULE_MEASURES, PRIMARY_MEASURES
 
 DEFAULT_WINDOW = (0.8, 1.2)
 """The Weber window of alpha: scalar variability predicts alpha near 1 (H2)."""
@@ -26,10 +26,81 @@ OUTLIER_FACTOR = 3.0
 """A point of V_eucl or V_residual above this many times the layer's median V is left out of the fit."""
 CI_METHODS = ("percentile", "studentized", "bca", "t")
 """How a scaling fit's confidence interval is formed (:mod:`magdash.variability.fits`)."""
+BOOTSTRAP_STREAMS = ("generator", "legacy")
+"""Where a bootstrap's indices come from: numpy's Generator (magdash's) or a RandomState per series (the paper's)."""
 LEGACY_SEED_LIMIT = 2**32
 """numpy's RandomState (the paper's bootstrap stream) takes seeds below 2**32."""
 BOOTSTRAP_LAYER_CHOICES = ("core", "all", "none")
 """Where bootstrap CIs are computed: the core layers, every layer, none (no bootstrap at all)."""
+
+
+@dataclass(frozen=True)
+class FitRules:
+    """How one scaling fit ``log V = log k + alpha log n`` is made: the points it keeps and how its
+    interval is formed (:func:`magdash.variability.fits.fit_scaling`, and every fit, refit and
+    difference of fits that must agree with it).
+
+    Points: a magnitude enters with a finite V > 0 at n > 0; with ``drop_outliers`` (V_eucl and
+    V_residual: :data:`~magdash.variability.measures.OUTLIER_RULE_MEASURES`), V(n) above
+    ``outlier_factor`` x the median of the series' finite V is left out (no point is, when that
+    median is not positive). Fewer than 5 points left: no fit.
+
+    Interval: ``n_boot`` resamples of the (log n, log V) pairs (0: no interval), their indices drawn
+    from ``stream`` (:data:`BOOTSTRAP_STREAMS`) with ``seed``, formed by ``ci_method``
+    (:data:`CI_METHODS`) at level ``ci``.
+
+    Built from an analysis's parameters by :meth:`AnalysisParams.fit_rules`; a fit that applies the
+    outlier rule by measure takes :meth:`for_measure`, one without an interval :meth:`without_interval`.
+
+    Attributes:
+        drop_outliers: whether the outlier rule applies.
+        outlier_factor: the rule's factor (:data:`OUTLIER_FACTOR`, the paper's 3).
+        n_boot: bootstrap resamples (0: no interval).
+        seed: the bootstrap's seed.
+        ci: the interval's level.
+        stream: where the resamples' indices come from.
+        ci_method: how the interval is formed from them.
+    """
+
+    drop_outliers: bool = False
+    outlier_factor: float = OUTLIER_FACTOR
+    n_boot: int = DEFAULT_N_BOOT
+    seed: int = 0
+    ci: float = DEFAULT_CI
+    stream: str = "generator"
+    ci_method: str = "percentile"
+
+    def __post_init__(self) -> None:
+        if self.ci_method not in CI_METHODS:
+            raise AnalysisError(f"unknown CI method {self.ci_method!r}; choose from {', '.join(CI_METHODS)}")
+        if self.n_boot < 0:
+            raise AnalysisError(f"the number of bootstrap resamples must be >= 0, got {self.n_boot}")
+        if self.stream not in BOOTSTRAP_STREAMS:
+            raise AnalysisError(
+                f"unknown bootstrap stream {self.stream!r}; choose from {', '.join(BOOTSTRAP_STREAMS)}"
+            )
+        if not self.outlier_factor > 0:
+            raise AnalysisError(f"the outlier factor must be positive, got {self.outlier_factor}")
+
+    def for_measure(self, measure: str) -> FitRules:
+        """These rules with the outlier rule as ``measure``'s fits apply it.
+
+        Args:
+            measure: a measure's name (:data:`~magdash.variability.measures.MEASURES`).
+        """
+        return self.with_outlier_rule(measure in OUTLIER_RULE_MEASURES)
+
+    def with_outlier_rule(self, drop_outliers: bool) -> FitRules:
+        """These rules, the outlier rule applied or not.
+
+        Args:
+            drop_outliers: whether the outlier rule applies.
+        """
+        return self if drop_outliers == self.drop_outliers else replace(self, drop_outliers=bool(drop_outliers))
+
+    def without_interval(self) -> FitRules:
+        """These rules with no bootstrap (``n_boot`` 0): the estimate alone."""
+        return replace(self, n_boot=0)
 
 
 def default_core_layers(n_blocks: int) -> list[int]:
@@ -52,7 +123,7 @@ class AnalysisParams:
     the cache key); shared by the CLI (its options are these fields), the Python API and the app."""
 
     measures: tuple[str, ...] = field(default=PRIMARY_MEASURES, metadata=option(
-        f"comma-separated measures: {', '.join(MEASURES)}", metavar="LIST", parse=comma_separated(str, "--measures")))
+        f"comma-separated measures: {', '.join(MEASURES)}", metavar="LIST", parse=comma_separated(str)))
     core_layers: tuple[int, ...] | None = field(default=None, metadata=option(
         "core layers, the band the hypotheses are tested over", flag="--core", metavar="START-END",
         parse=layer_tuple, default_text="floor(L/2) to L-1"))
@@ -60,12 +131,12 @@ class AnalysisParams:
         "bootstrap resamples, of each layer's fit and of the stimuli behind the mean over the core layers (0: no CI)",
         metavar="N"))
     seed: int | None = field(default=None, metadata=option(
-        "bootstrap seed", metavar="S", default_text="the conventions' seed: 0, or 42 with --conventions paper"))
-    ci: float = field(default=0.95, metadata=option("confidence level of every interval", metavar="LEVEL"))
+        "bootstrap seed", metavar="S", default_text="the conventions' seed: 0, or 42 with conventions='paper'"))
+    ci: float = field(default=DEFAULT_CI, metadata=option("confidence level of every interval", metavar="LEVEL"))
     window: tuple[float, float] = field(default=DEFAULT_WINDOW, metadata=option(
-        "Weber window of alpha for H2", metavar="LO,HI", parse=parse_pair("--window", "0.8,1.2")))
+        "Weber window of alpha for H2", metavar="LO,HI", parse=parse_pair("0.8,1.2")))
     boundary: tuple[float, ...] = field(default=DEFAULT_BOUNDARY, metadata=option(
-        "magnitudes dropped in the E3 sensitivity refit", metavar="LIST", parse=comma_separated(float, "--boundary")))
+        "magnitudes dropped in the E3 sensitivity refit", metavar="LIST", parse=comma_separated(float)))
     bootstrap_layers: str = field(default="core", metadata=option(
         "where to compute each layer's bootstrap CI; none also turns off the stimulus bootstrap of the mean over "
         "the core layers", choices=BOOTSTRAP_LAYER_CHOICES))
@@ -77,7 +148,7 @@ class AnalysisParams:
     ci_method: str | None = field(default=None, metadata=option(
         "alpha's confidence interval: studentized bootstrap, percentile (the paper's), bca, or t (no "
         "resampling); docs/science.md gives their coverage", choices=CI_METHODS,
-        default_text="the conventions': studentized, or percentile with --conventions paper"))
+        default_text="the conventions': studentized, or percentile with conventions='paper'"))
     # "drop": every layer's massive-activation dimensions (magdash.phase.massive_dims: mean |h_j|
     # above massive_ratio x the median over j) are removed before any measure is computed.
     massive: str = field(default=MASSIVE_DEFAULT, metadata=option(
@@ -99,7 +170,8 @@ class AnalysisParams:
         object.__setattr__(self, "exclude_carriers", excluded)
         check_massive(self.massive, self.massive_ratio)
         if self.massive == "standardise":
-            raise AnalysisError("the noise analysis keeps or drops the massive dimensions (--massive keep|drop)")
+            raise AnalysisError("the noise analysis keeps or drops the massive dimensions (massive='keep' or 'drop')",
+                                parameters=("massive",))
         object.__setattr__(self, "massive_ratio", float(self.massive_ratio))
         if self.seed is None:
             object.__setattr__(self, "seed", rules.default_seed)
@@ -146,6 +218,18 @@ class AnalysisParams:
             if not core:
                 raise AnalysisError("the core band is empty; choose at least one layer")
             object.__setattr__(self, "core_layers", core)
+
+    def fit_rules(self, drop_outliers: bool = False) -> FitRules:
+        """The rules of this analysis's scaling fits (resamples, seed, level, outlier factor, the
+        conventions' bootstrap stream, the CI method).
+
+        Args:
+            drop_outliers: whether the outlier rule applies (:meth:`FitRules.for_measure` sets it by measure).
+        """
+        return FitRules(
+            drop_outliers=drop_outliers, outlier_factor=self.outlier_factor, n_boot=self.n_boot, seed=self.seed,
+            ci=self.ci, stream=self.rules.bootstrap_stream, ci_method=self.ci_method,
+        )
 
     @property
     def rules(self) -> Conventions:

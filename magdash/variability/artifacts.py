@@ -32,9 +32,9 @@ import numpy as np
 
 from magdash.errors import AnalysisError
 from magdash.norm_outliers import OUTLIER_NORM_FACTOR, outsized, vector_norms
-from magdash.variability.analysis_params import OUTLIER_FACTOR
+from magdash.variability.analysis_params import FitRules
 from magdash.variability.fits import scaling_alpha
-from magdash.variability.measures import OUTLIER_RULE_MEASURES, LayerVectors
+from magdash.variability.measures import LayerVectors
 
 MIN_LOO_CARRIERS = 3
 """Leaving one carrier out needs at least this many carriers (two would leave one)."""
@@ -74,9 +74,17 @@ def leave_one_carrier_out(
     magnitudes: np.ndarray,
     measures: Sequence[str],
     *,
-    outlier_factor: float = OUTLIER_FACTOR,
+    rules: FitRules,
 ) -> np.ndarray:
-    """OLS alpha without each carrier: shape (len(measures), C), NaN where there is no fit."""
+    """OLS alpha without each carrier: shape (len(measures), C), NaN where there is no fit.
+
+    Args:
+        x: one layer's vectors, (n_magnitudes, n_carriers, d).
+        magnitudes: the magnitudes.
+        measures: the measures' names.
+        rules: the fits' point rules (the outlier rule applied by measure:
+            :meth:`~magdash.variability.analysis_params.FitRules.for_measure`).
+    """
     x = np.asarray(x)
     n_carriers = x.shape[1]
     if n_carriers < MIN_LOO_CARRIERS:
@@ -88,9 +96,7 @@ def leave_one_carrier_out(
         kept = [c for c in range(n_carriers) if c != dropped]
         values = LayerVectors(x[:, kept]).compute(list(measures))
         for row, measure in enumerate(measures):
-            alphas[row, dropped] = scaling_alpha(magnitudes, values[measure],
-                                                 drop_outliers=measure in OUTLIER_RULE_MEASURES,
-                                                 outlier_factor=outlier_factor)
+            alphas[row, dropped] = scaling_alpha(magnitudes, values[measure], rules=rules.for_measure(measure))
     return alphas
 
 

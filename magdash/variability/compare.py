@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,20 +39,20 @@ import pandas as pd
 
 from magdash.errors import AnalysisError
 from magdash.formatting import layer_span
-from magdash.jsonio import frame_from_plain, frame_to_plain, pack, unpack
-from magdash.params import DEFAULT_N_BOOT, ProgressCallback
+from magdash.params import DEFAULT_CI, ProgressCallback
+from magdash.result_codec import PayloadCodec, stored_as
 from magdash.significance import can_reach, unreachable_note
 from magdash.variability.analysis import AnalysisResult, core_resamples, resamples_wanted, stimulus_resamples
 from magdash.variability.analysis_params import (
     BOOTSTRAP_LAYER_CHOICES,
-    OUTLIER_FACTOR,
     AnalysisParams,
+    FitRules,
     default_core_layers,
 )
 from magdash.variability.conventions import MAGDASH
 from magdash.variability.fits import fit_scaling, percentile_interval, resample_counts, scaling_mask, weighted_slopes
 from magdash.variability.html_summary import html_summary
-from magdash.variability.hypotheses import paired_wilcoxon
+from magdash.variability.hypotheses import NO_INTERVAL, NO_P, NO_RESAMPLES, paired_wilcoxon
 from magdash.variability.measures import OUTLIER_RULE_MEASURES, measure_title
 from magdash.variability.stimulus_bootstrap import mean_over_layers, summarise
 
@@ -82,38 +82,39 @@ def slope_difference(
     values_a: np.ndarray,
     values_b: np.ndarray,
     *,
-    drop_outliers: bool,
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    ci: float = 0.95,
-    outlier_factor: float = OUTLIER_FACTOR,
-    stream: str = "generator",
+    rules: FitRules,
 ) -> tuple[float, float, float, float, float]:
     """(alpha_a, alpha_b, delta, ci_low, ci_high) for one pair of layers on the same magnitudes.
 
-    The CI comes from jointly resampled magnitudes (module docstring); NaN when either model
-    has no fit or ``n_boot`` is 0.
+    The CI comes from jointly resampled magnitudes (module docstring), a percentile interval
+    whatever ``rules.ci_method``; NaN when either model has no fit or ``rules.n_boot`` is 0.
+
+    Args:
+        magnitudes: n of each point (1-D).
+        values_a: model A's V(n) at one layer.
+        values_b: model B's V(n) at the paired layer.
+        rules: the fits' points and the joint bootstrap (resamples, seed, level, stream).
     """
     magnitudes = np.asarray(magnitudes, dtype=np.float64)
-    rules = {"drop_outliers": drop_outliers, "outlier_factor": outlier_factor}
-    fit_a = fit_scaling(magnitudes, values_a, n_boot=0, **rules)
-    fit_b = fit_scaling(magnitudes, values_b, n_boot=0, **rules)
+    estimate = rules.without_interval()
+    fit_a = fit_scaling(magnitudes, values_a, rules=estimate)
+    fit_b = fit_scaling(magnitudes, values_b, rules=estimate)
     delta = fit_a.alpha - fit_b.alpha
-    if not (fit_a.has_fit and fit_b.has_fit) or n_boot == 0:
+    if not (fit_a.has_fit and fit_b.has_fit) or rules.n_boot == 0:
         return fit_a.alpha, fit_b.alpha, delta, math.nan, math.nan
-    mask_a, _ = scaling_mask(magnitudes, values_a, **rules)
-    mask_b, _ = scaling_mask(magnitudes, values_b, **rules)
+    mask_a, _ = scaling_mask(magnitudes, values_a, rules=rules)
+    mask_b, _ = scaling_mask(magnitudes, values_b, rules=rules)
     # Masked points get weight 0; fill them with finite numbers so 0 * value stays 0.
     log_n = _safe_log(magnitudes, mask_a | mask_b)
     log_a = _safe_log(values_a, mask_a)
     log_b = _safe_log(values_b, mask_b)
     differences = []
-    for counts in resample_counts(magnitudes.size, n_boot, seed, stream=stream):
+    for counts in resample_counts(magnitudes.size, rules.n_boot, rules.seed, stream=rules.stream):
         differences.append(
             weighted_slopes(log_n, log_a, counts * mask_a)
             - weighted_slopes(log_n, log_b, counts * mask_b)
         )
-    low, high = percentile_interval(np.concatenate(differences), ci)
+    low, high = percentile_interval(np.concatenate(differences), rules.ci)
     return fit_a.alpha, fit_b.alpha, delta, low, high
 
 
@@ -156,14 +157,20 @@ class ModelComparison:
     mean_alpha_a: float
     mean_alpha_b: float
     mean_delta: float
-    mean_delta_ci: tuple[float, float]
-    mean_delta_p: float
-    n_resamples: int
+    mean_delta_ci: tuple[float, float] = field(metadata=NO_INTERVAL)
+    mean_delta_p: float = field(metadata=NO_P)
+    n_resamples: int = field(metadata=NO_RESAMPLES)
     wilcoxon_statistic: float
     wilcoxon_p: float
     n_pairs: int
-    wilcoxon_reachable: bool
-    ci: float = 0.95
+    wilcoxon_reachable: bool = field(metadata=stored_as(
+        missing=lambda document: can_reach("wilcoxon", document["n_pairs"])))
+    ci: float = DEFAULT_CI
+
+    # The cache's order: the layers last.
+    _payload_order = ("measure", "core_layers", "mean_alpha_a", "mean_alpha_b", "mean_delta", "mean_delta_ci",
+                     "mean_delta_p", "n_resamples", "wilcoxon_statistic", "wilcoxon_p", "n_pairs",
+                     "wilcoxon_reachable", "ci", "layers")
 
     def summary(self) -> dict[str, Any]:
         """The core-layer summary: mean alphas, the mean delta with its stimulus-bootstrap interval
@@ -192,25 +199,20 @@ def compare_models(
     n_blocks_a: int,
     n_blocks_b: int,
     measure: str,
-    drop_outliers: bool,
+    rules: FitRules,
     core_layers: Sequence[int] | None = None,
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    ci: float = 0.95,
     bootstrap_layers: str = "core",
-    outlier_factor: float = OUTLIER_FACTOR,
-    stream: str = "generator",
     resampled_a: np.ndarray | None = None,
     resampled_b: np.ndarray | None = None,
 ) -> ModelComparison:
     """Compare two models' per-layer V arrays (shape (n_layers, n_magnitudes)) for one measure.
 
+    ``rules`` are the fits' points and the joint bootstrap (:func:`slope_difference`).
     ``core_layers`` are model A's indices (default its core band). ``bootstrap_layers``
-    chooses where the joint-resampling CI is computed: "core" (default), "all" or "none";
-    ``stream`` which random indices it draws (:mod:`magdash.variability.fits`).
+    chooses where the joint-resampling CI is computed: "core" (default), "all" or "none".
     ``resampled_a`` and ``resampled_b`` (B, K) hold, for each of A's K core layers in order, A's alpha
     and B's alpha at the paired layer in each stimulus resample, the same draws for both
-    (:mod:`magdash.variability.stimulus_bootstrap`): the mean delta's interval at level ``ci`` and
+    (:mod:`magdash.variability.stimulus_bootstrap`): the mean delta's interval at level ``rules.ci`` and
     its p. None: no interval (NaN).
     """
     values_a = np.asarray(values_a, dtype=np.float64)
@@ -242,12 +244,7 @@ def compare_models(
                 magnitudes,
                 values_a[row.layer_a],
                 values_b[row.layer_b],
-                drop_outliers=drop_outliers,
-                n_boot=n_boot if with_ci else 0,
-                seed=seed,
-                ci=ci,
-                outlier_factor=outlier_factor,
-                stream=stream,
+                rules=rules if with_ci else rules.without_interval(),
             )
         )
     columns = ["alpha_a", "alpha_b", "delta", "ci_low", "ci_high"]
@@ -262,7 +259,7 @@ def compare_models(
                 f"resampled alphas of shapes {np.shape(resampled_a)} and {np.shape(resampled_b)} for {len(core)} core layers")
         paired = np.isfinite(core_rows["delta"].to_numpy(dtype=np.float64))
         differences = mean_over_layers(np.asarray(resampled_a) - np.asarray(resampled_b), paired)
-    lead = summarise(differences, mean_delta, ci)
+    lead = summarise(differences, mean_delta, rules.ci)
     return ModelComparison(
         measure=measure,
         layers=table,
@@ -277,7 +274,7 @@ def compare_models(
         wilcoxon_p=p_value,
         n_pairs=n_pairs,
         wilcoxon_reachable=can_reach("wilcoxon", n_pairs),
-        ci=ci,
+        ci=rules.ci,
     )
 
 
@@ -288,7 +285,7 @@ def _nanmean(values: pd.Series) -> float:
 
 
 @dataclass
-class ComparisonResult:
+class ComparisonResult(PayloadCodec):
     """Model A minus model B on the same stimuli, one :class:`ModelComparison` per measure.
 
     Attributes:
@@ -309,6 +306,8 @@ class ComparisonResult:
     measures: dict[str, ModelComparison]
     conventions: str = MAGDASH
     stimuli_b: str | None = None
+
+    _payload_order = ("model_a", "model_b", "stimuli", "stimuli_b", "core_layers", "conventions", "measures")
 
     @property
     def label_b(self) -> str:
@@ -357,57 +356,6 @@ class ComparisonResult:
                 for name, item in self.measures.items()
             },
         }
-
-    def to_payload(self) -> bytes:
-        """The result as plain compressed JSON for the store's cache (never pickle)."""
-        return pack(
-            {
-                "model_a": self.model_a,
-                "model_b": self.model_b,
-                "stimuli": self.stimuli,
-                "stimuli_b": self.stimuli_b,
-                "core_layers": self.core_layers,
-                "conventions": self.conventions,
-                "measures": {
-                    name: {
-                        **{
-                            f.name: getattr(item, f.name)
-                            for f in dataclasses.fields(item)
-                            if f.name != "layers"
-                        },
-                        "layers": frame_to_plain(item.layers),
-                    }
-                    for name, item in self.measures.items()
-                },
-            }
-        )
-
-    @classmethod
-    def from_payload(cls, payload: bytes) -> ComparisonResult:
-        """The result a payload of :meth:`to_payload` holds.
-
-        Args:
-            payload: bytes written by :meth:`to_payload`.
-        """
-        document = unpack(payload)
-        measures = {}
-        for name, item in document["measures"].items():
-            item["layers"] = frame_from_plain(item["layers"])
-            # A payload cached before analysis version 10 (decoded for its metric rows) has no stimulus bootstrap.
-            item["mean_delta_ci"] = tuple(item.get("mean_delta_ci", (math.nan, math.nan)))
-            item.setdefault("mean_delta_p", math.nan)
-            item.setdefault("n_resamples", 0)
-            item.setdefault("wilcoxon_reachable", can_reach("wilcoxon", item["n_pairs"]))
-            measures[name] = ModelComparison(**item)
-        return cls(
-            model_a=document["model_a"],
-            model_b=document["model_b"],
-            stimuli=document["stimuli"],
-            core_layers=list(document["core_layers"]),
-            measures=measures,
-            conventions=document["conventions"],
-            stimuli_b=document.get("stimuli_b"),
-        )
 
 
 def comparison_params(params: AnalysisParams, n_blocks_a: int, n_blocks_b: int) -> AnalysisParams:
@@ -489,14 +437,9 @@ def compare_analyses(
             n_blocks_a=result_a.n_blocks,
             n_blocks_b=result_b.n_blocks,
             measure=measure,
-            drop_outliers=measure in OUTLIER_RULE_MEASURES and params.rules.e6_outlier_rule,
+            rules=params.fit_rules(drop_outliers=measure in OUTLIER_RULE_MEASURES and params.rules.e6_outlier_rule),
             core_layers=result_a.core_layers,
-            n_boot=params.n_boot,
-            seed=params.seed,
-            ci=params.ci,
             bootstrap_layers=params.bootstrap_layers,
-            outlier_factor=params.outlier_factor,
-            stream=params.rules.bootstrap_stream,
             resampled_a=core_resamples(resampled_a.get(measure, {}), layers_a, params.n_boot),
             resampled_b=core_resamples(resampled_b.get(measure, {}), layers_b, params.n_boot),
         )

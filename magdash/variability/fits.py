@@ -22,7 +22,7 @@ so all resamples come from the products ``W @ [1, x, y, x^2, xy]`` instead of a 
 A resample that drew a single distinct log n has no slope (NaN) and is left out of the
 percentiles (``nanpercentile``).
 
-The interval (``ci_method``, :data:`CI_METHODS`) from the same resamples:
+The interval (``ci_method``, :data:`~magdash.variability.analysis_params.CI_METHODS`) from the same resamples:
 
 - ``"percentile"`` (the paper's): the 2.5 and 97.5 percentiles of alpha*. On 26 magnitudes it
   covers a planted alpha only about 92-93% of the time (it ignores that a resample of n points
@@ -59,14 +59,17 @@ import numpy as np
 import pandas as pd
 
 from magdash.errors import AnalysisError
-from magdash.params import DEFAULT_N_BOOT
-from magdash.variability.analysis_params import CI_METHODS, LEGACY_SEED_LIMIT, OUTLIER_FACTOR
+from magdash.variability.analysis_params import (
+    BOOTSTRAP_STREAMS,
+    LEGACY_SEED_LIMIT,
+    OUTLIER_FACTOR,
+    FitRules,
+)
 
 MIN_POINTS = 5
 
 # Resample rows per chunk are chosen so a chunk holds about this many counts (bounded memory).
 _BOOT_CHUNK_ELEMENTS = 1_000_000
-BOOTSTRAP_STREAMS = ("generator", "legacy")
 
 
 @dataclass(frozen=True)
@@ -121,14 +124,14 @@ def outlier_mask(values: np.ndarray, factor: float = OUTLIER_FACTOR) -> np.ndarr
         return ~finite | (values <= factor * median) | ~(median > 0)
 
 
-def scaling_mask(
-    magnitudes: np.ndarray,
-    values: np.ndarray,
-    *,
-    drop_outliers: bool,
-    outlier_factor: float = OUTLIER_FACTOR,
-) -> tuple[np.ndarray, int]:
-    """Points usable in a log-log fit, and how many were dropped by the outlier rule alone."""
+def scaling_mask(magnitudes: np.ndarray, values: np.ndarray, *, rules: FitRules) -> tuple[np.ndarray, int]:
+    """Points usable in a log-log fit, and how many were dropped by the outlier rule alone.
+
+    Args:
+        magnitudes: n of each point (1-D).
+        values: V(n), aligned with ``magnitudes``.
+        rules: the fit's rules (their ``drop_outliers`` and ``outlier_factor`` decide the points).
+    """
     magnitudes = np.asarray(magnitudes, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
     if magnitudes.shape != values.shape or values.ndim != 1:
@@ -136,9 +139,9 @@ def scaling_mask(
             f"magnitudes {magnitudes.shape} and values {values.shape} must be 1-D of equal length"
         )
     usable = np.isfinite(values) & np.isfinite(magnitudes) & (magnitudes > 0) & (values > 0)
-    if not drop_outliers:
+    if not rules.drop_outliers:
         return usable, 0
-    not_outlier = outlier_mask(values, outlier_factor)
+    not_outlier = outlier_mask(values, rules.outlier_factor)
     return usable & not_outlier, int(np.count_nonzero(usable & ~not_outlier))
 
 
@@ -154,14 +157,13 @@ def _centred_sums(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float] | 
     return sxx, float(yc @ yc), float(xc @ yc)
 
 
-def scaling_alpha(
-    magnitudes: np.ndarray, values: np.ndarray, *, drop_outliers: bool, outlier_factor: float = OUTLIER_FACTOR
-) -> float:
+def scaling_alpha(magnitudes: np.ndarray, values: np.ndarray, *, rules: FitRules) -> float:
     """The OLS alpha of :func:`fit_scaling` alone, by the same point rules (NaN where it has no
-    fit), for checks that refit many times and need no p, R^2, Theil–Sen slope or interval."""
+    fit), for checks that refit many times and need no p, R^2, Theil–Sen slope or interval
+    (``rules``' bootstrap is not used)."""
     magnitudes = np.asarray(magnitudes, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
-    keep, _ = scaling_mask(magnitudes, values, drop_outliers=drop_outliers, outlier_factor=outlier_factor)
+    keep, _ = scaling_mask(magnitudes, values, rules=rules)
     if np.count_nonzero(keep) < MIN_POINTS:
         return math.nan
     sums = _centred_sums(np.log(magnitudes[keep]), np.log(values[keep]))
@@ -356,12 +358,11 @@ def percentile_interval(samples: np.ndarray, ci: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def studentized_interval(
-    x: np.ndarray, y: np.ndarray, line: LineFit, ci: float, *, n_boot: int, seed: int, stream: str
-) -> tuple[float, float]:
-    """The bootstrap-t interval of the slope of ``line`` (module docstring)."""
+def studentized_interval(x: np.ndarray, y: np.ndarray, line: LineFit, rules: FitRules) -> tuple[float, float]:
+    """The bootstrap-t interval of the slope of ``line`` (module docstring), from ``rules``' resamples at their level."""
+    ci = rules.ci
     t_stats = []
-    for counts in resample_counts(x.size, n_boot, seed, stream=stream):
+    for counts in resample_counts(x.size, rules.n_boot, rules.seed, stream=rules.stream):
         slopes, se = weighted_slopes_and_se(x, y, counts)
         with np.errstate(divide="ignore", invalid="ignore"):
             t_stats.append((slopes - line.slope) / se)
@@ -374,13 +375,13 @@ def studentized_interval(
     return float(line.slope - high_q * line.se), float(line.slope - low_q * line.se)
 
 
-def bca_interval(
-    x: np.ndarray, y: np.ndarray, slope: float, ci: float, *, n_boot: int, seed: int, stream: str
-) -> tuple[float, float]:
-    """The bias-corrected and accelerated percentile interval (module docstring)."""
+def bca_interval(x: np.ndarray, y: np.ndarray, slope: float, rules: FitRules) -> tuple[float, float]:
+    """The bias-corrected and accelerated percentile interval (module docstring), from ``rules``' resamples
+    at their level."""
     from scipy import stats
 
-    slopes = bootstrap_slopes(x, y, n_boot=n_boot, seed=seed, stream=stream)
+    ci = rules.ci
+    slopes = bootstrap_slopes(x, y, n_boot=rules.n_boot, seed=rules.seed, stream=rules.stream)
     slopes = slopes[np.isfinite(slopes)]
     if slopes.size == 0:
         return math.nan, math.nan
@@ -397,32 +398,21 @@ def bca_interval(
     return float(low), float(high)
 
 
-def fit_scaling(
-    magnitudes: np.ndarray,
-    values: np.ndarray,
-    *,
-    drop_outliers: bool,
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    ci: float = 0.95,
-    outlier_factor: float = OUTLIER_FACTOR,
-    stream: str = "generator",
-    ci_method: str = "percentile",
-) -> ScalingFit:
+def fit_scaling(magnitudes: np.ndarray, values: np.ndarray, *, rules: FitRules) -> ScalingFit:
     """Fit log V = log k + alpha log n: OLS, Theil–Sen and a confidence interval.
 
-    ``n_boot=0`` skips the interval (CI NaN), whatever the method. See the module docstring for
-    the point rules, the bootstrap ``stream`` and the ``ci_method``.
+    ``rules.n_boot`` 0 skips the interval (CI NaN), whatever the method. See the module docstring
+    and :class:`~magdash.variability.analysis_params.FitRules` for the point rules, the bootstrap
+    ``stream`` and the ``ci_method``.
+
+    Args:
+        magnitudes: n of each point (1-D).
+        values: V(n), aligned with ``magnitudes``.
+        rules: which points enter the fit and how its interval is formed.
     """
-    if ci_method not in CI_METHODS:
-        raise AnalysisError(f"unknown CI method {ci_method!r}; choose from {', '.join(CI_METHODS)}")
-    if n_boot < 0:
-        raise AnalysisError(f"the number of bootstrap resamples must be >= 0, got {n_boot}")
     magnitudes = np.asarray(magnitudes, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
-    keep, n_outliers = scaling_mask(
-        magnitudes, values, drop_outliers=drop_outliers, outlier_factor=outlier_factor
-    )
+    keep, n_outliers = scaling_mask(magnitudes, values, rules=rules)
     n_points = int(np.count_nonzero(keep))
     if n_points < MIN_POINTS:
         return ScalingFit.missing(n_points, n_outliers)
@@ -432,8 +422,8 @@ def fit_scaling(
     if not math.isfinite(line.slope):
         return ScalingFit.missing(n_points, n_outliers)
     ci_low = ci_high = math.nan
-    if n_boot > 0:
-        ci_low, ci_high = _interval(log_n, log_v, line, ci, ci_method, n_boot=n_boot, seed=seed, stream=stream)
+    if rules.n_boot > 0:
+        ci_low, ci_high = _interval(log_n, log_v, line, rules)
     return ScalingFit(
         alpha=line.slope,
         intercept=line.intercept,
@@ -448,21 +438,20 @@ def fit_scaling(
     )
 
 
-def _interval(
-    x: np.ndarray, y: np.ndarray, line: LineFit, ci: float, method: str, *, n_boot: int, seed: int, stream: str
-) -> tuple[float, float]:
+def _interval(x: np.ndarray, y: np.ndarray, line: LineFit, rules: FitRules) -> tuple[float, float]:
     from scipy import stats
 
+    ci, method = rules.ci, rules.ci_method
     if not 0 < ci < 1:
         raise AnalysisError(f"the confidence level must lie between 0 and 1, got {ci}")
     if method == "t":
         half = float(stats.t.ppf((1.0 + ci) / 2.0, x.size - 2)) * line.se
         return line.slope - half, line.slope + half
     if method == "studentized":
-        return studentized_interval(x, y, line, ci, n_boot=n_boot, seed=seed, stream=stream)
+        return studentized_interval(x, y, line, rules)
     if method == "bca":
-        return bca_interval(x, y, line.slope, ci, n_boot=n_boot, seed=seed, stream=stream)
-    return percentile_interval(bootstrap_slopes(x, y, n_boot=n_boot, seed=seed, stream=stream), ci)
+        return bca_interval(x, y, line.slope, rules)
+    return percentile_interval(bootstrap_slopes(x, y, n_boot=rules.n_boot, seed=rules.seed, stream=rules.stream), ci)
 
 
 NOISE_MODELS = ("constant", "scalar", "log_scalar", "power_law")

@@ -35,15 +35,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from magdash.errors import AnalysisError
 from magdash.names import is_control_name
+from magdash.params import DEFAULT_CI
+from magdash.result_codec import stored_as
 from magdash.significance import SIGNIFICANCE_LEVEL, can_reach, smallest_p
-from magdash.variability.analysis_params import DEFAULT_BOUNDARY, DEFAULT_WINDOW
+from magdash.variability.analysis_params import DEFAULT_BOUNDARY, DEFAULT_WINDOW, FitRules
 from magdash.variability.fits import fit_scaling, percentile_interval
 from magdash.variability.stimulus_bootstrap import mean_over_layers, summarise
 
@@ -60,6 +62,13 @@ def _check_core(core_layers: Sequence[int], n_layers: int) -> list[int]:
             f"core layers {outside} do not exist; this model has layers 0..{n_layers - 1}"
         )
     return core
+
+
+# Payloads cached before analysis version 10 (decoded for their metric rows) hold no stimulus bootstrap:
+# they read back without an interval, a p or resamples, and their reachability follows from their layers.
+NO_INTERVAL = stored_as(missing=lambda document: (math.nan, math.nan))
+NO_P = stored_as(missing=lambda document: math.nan)
+NO_RESAMPLES = stored_as(missing=lambda document: 0)
 
 
 @dataclass(frozen=True)
@@ -96,9 +105,9 @@ class HypothesisResult:
     core_layers: list[int]
     n_valid: int
     mean_alpha: float
-    mean_alpha_ci: tuple[float, float]
-    mean_alpha_p: float
-    n_resamples: int
+    mean_alpha_ci: tuple[float, float] = field(metadata=NO_INTERVAL)
+    mean_alpha_p: float = field(metadata=NO_P)
+    n_resamples: int = field(metadata=NO_RESAMPLES)
     median_alpha: float
     positive_layers: int
     h1: bool
@@ -115,7 +124,8 @@ class HypothesisResult:
     h4_rho: float
     h4_p: float
     h4_layers: list[int]
-    h4_reachable: bool
+    h4_reachable: bool = field(metadata=stored_as(
+        missing=lambda document: can_reach("spearman", len(document["h4_layers"]))))
 
     def verdicts(self) -> dict[str, bool]:
         """H1-H4 -> supported or not."""
@@ -193,7 +203,7 @@ def evaluate_hypotheses(
     h4_all_layers: bool = False,
     h4_exact_p: bool = True,
     resampled: np.ndarray | None = None,
-    ci: float = 0.95,
+    ci: float = DEFAULT_CI,
 ) -> HypothesisResult:
     """H1–H4 from ``alphas`` indexed by layer (NaN = no fit) over ``core_layers``.
 
@@ -328,17 +338,11 @@ def boundary_sensitivity(
     boundary_values = [float(b) for b in boundary]
     is_boundary = np.isin(magnitudes, boundary_values)
     keep = ~is_boundary
-    with_fit = [
-        fit_scaling(magnitudes, values[layer], drop_outliers=drop_outliers, n_boot=0).alpha
-        for layer in core
-    ]
-    refit_rule = drop_outliers if refit_drop_outliers is None else refit_drop_outliers
-    without_fit = [
-        fit_scaling(
-            magnitudes[keep], values[layer][keep], drop_outliers=refit_rule, n_boot=0
-        ).alpha
-        for layer in core
-    ]
+    # The default outlier factor, whatever the analysis's: E3 has always refitted with the paper's 3.
+    with_rules = FitRules(drop_outliers=drop_outliers, n_boot=0)
+    with_fit = [fit_scaling(magnitudes, values[layer], rules=with_rules).alpha for layer in core]
+    refit_rules = with_rules.with_outlier_rule(drop_outliers if refit_drop_outliers is None else refit_drop_outliers)
+    without_fit = [fit_scaling(magnitudes[keep], values[layer][keep], rules=refit_rules).alpha for layer in core]
     mean_with = _nanmean(with_fit)
     mean_without = _nanmean(without_fit)
     return BoundarySensitivity(
@@ -388,15 +392,17 @@ class AxisSpecificity:
     mean_alpha_on: float
     mean_alpha_off: float
     ratio: float
-    ratio_ci: tuple[float, float]
-    mean_difference: float
-    difference_ci: tuple[float, float]
-    difference_p: float
-    n_resamples: int
+    ratio_ci: tuple[float, float] = field(metadata=NO_INTERVAL)
+    mean_difference: float = field(metadata=stored_as(
+        missing=lambda document: document["mean_alpha_on"] - document["mean_alpha_off"]))
+    difference_ci: tuple[float, float] = field(metadata=NO_INTERVAL)
+    difference_p: float = field(metadata=NO_P)
+    n_resamples: int = field(metadata=NO_RESAMPLES)
     wilcoxon_statistic: float
     wilcoxon_p: float
     n_pairs: int
-    wilcoxon_reachable: bool
+    wilcoxon_reachable: bool = field(metadata=stored_as(
+        missing=lambda document: can_reach("wilcoxon", document["n_pairs"])))
 
 
 def axis_specificity(
@@ -407,7 +413,7 @@ def axis_specificity(
     *,
     resampled_on: np.ndarray | None = None,
     resampled_off: np.ndarray | None = None,
-    ci: float = 0.95,
+    ci: float = DEFAULT_CI,
 ) -> AxisSpecificity:
     """E4: alpha of on-axis and off-axis variance per core layer, their ratio and a Wilcoxon test.
 
@@ -424,14 +430,9 @@ def axis_specificity(
     on_axis = np.asarray(on_axis, dtype=np.float64)
     off_axis = np.asarray(off_axis, dtype=np.float64)
     core = _check_core(core_layers, on_axis.shape[0])
-    alpha_on = [
-        fit_scaling(magnitudes, on_axis[layer], drop_outliers=False, n_boot=0).alpha
-        for layer in core
-    ]
-    alpha_off = [
-        fit_scaling(magnitudes, off_axis[layer], drop_outliers=False, n_boot=0).alpha
-        for layer in core
-    ]
+    estimate = FitRules(n_boot=0)
+    alpha_on = [fit_scaling(magnitudes, on_axis[layer], rules=estimate).alpha for layer in core]
+    alpha_off = [fit_scaling(magnitudes, off_axis[layer], rules=estimate).alpha for layer in core]
     mean_on = _nanmean(alpha_on)
     mean_off = _nanmean(alpha_off)
     ratio = mean_on / mean_off if math.isfinite(mean_off) and mean_off != 0 else math.nan

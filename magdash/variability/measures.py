@@ -408,7 +408,8 @@ def _off_axis_drawn(drawn: DrawnCarriers) -> np.ndarray:
 class Measure:
     """A registered variability measure and every fact about it that a table, chart, choice list
     or help text shows: V for a :class:`Block`'s magnitudes, its display title, what it is, its
-    unit, whether the 3x-median outlier rule applies to its fits (the paper: V_eucl and
+    unit, the colour every chart draws it in (its own: :func:`measure_registry` refuses a colour
+    already taken), whether the 3x-median outlier rule applies to its fits (the paper: V_eucl and
     V_residual), and its roles.
 
     Calling it on a layer array ``x`` (optionally with ``axis=``) returns V for every magnitude.
@@ -421,6 +422,8 @@ class Measure:
     """V of every magnitude on carriers drawn with replacement, (b, N) (module docstring)."""
     description: str
     unit: str
+    color: str
+    """The measure's colour in every chart (a hex colour, ``#RRGGBB``)."""
     outlier_rule: bool = False
     primary: bool = False
     """One of the paper's three measures, analysed by default."""
@@ -448,28 +451,57 @@ class Measure:
         return f"{self.title}: {self.description}, {self.unit}"
 
 
-MEASURES: dict[str, Measure] = {
-    m.name: m
-    for m in (
-        Measure("eucl", "V_eucl", _eucl, _eucl_drawn, "mean distance of the carriers to their centroid",
-                "activation units", outlier_rule=True, primary=True, browsable=True, carrier_distances=True),
-        Measure("residual", "V_residual", _residual, _residual_drawn, "V_eucl after removing sentence offsets",
-                "activation units", outlier_rule=True, primary=True, browsable=True, carrier_distances=True),
-        Measure("proj", "V_proj", _proj, _proj_drawn, "SD (ddof=1) of the carriers on the magnitude axis",
-                "activation units", primary=True, browsable=True),
-        Measure("pairwise", "V_pairwise", _pairwise, _pairwise_drawn, "mean distance between carrier pairs",
-                "activation units", browsable=True),
-        Measure("trace", "V_trace", _trace, _trace_drawn, "trace of the carrier covariance (ddof=1)", "squared units",
-                browsable=True),
-        Measure("cv", "CV", _cv, _cv_drawn, "V_eucl / norm of the centroid", "a ratio"),
-        Measure("on_axis", "on-axis variance", _on_axis, _on_axis_drawn, "variance (ddof=1) on the magnitude axis",
-                "squared units"),
-        Measure("off_axis", "off-axis variance", _off_axis, _off_axis_drawn, "mean squared norm off the magnitude axis",
-                "squared units"),
-    )
-}
+def measure_registry(*measures: Measure) -> dict[str, Measure]:
+    """The measures by name, in order; refuses two of one name, or two of one colour (a new measure
+    would silently draw in another's colour, and a chart of both could not tell them apart).
+
+    Args:
+        measures: the :class:`Measure` entries.
+    """
+    registry: dict[str, Measure] = {}
+    colors: dict[str, str] = {}
+    for measure in measures:
+        if measure.name in registry:
+            raise AnalysisError(f"two measures are named {measure.name!r}; give each a name of its own")
+        color = measure.color.lower()
+        if len(color) != 7 or not color.startswith("#") or any(c not in "0123456789abcdef" for c in color[1:]):
+            raise AnalysisError(f"measure {measure.name!r} has colour {measure.color!r}; give a hex colour, #RRGGBB")
+        if color in colors:
+            raise AnalysisError(
+                f"measures {colors[color]!r} and {measure.name!r} share the colour {measure.color}; give each a "
+                "colour of its own"
+            )
+        registry[measure.name] = measure
+        colors[color] = measure.name
+    return registry
+
+
+# Colours: Okabe–Ito's colour-blind-safe palette, then Tol's olive (Okabe–Ito's yellow is the Weber window).
+MEASURES: dict[str, Measure] = measure_registry(
+    Measure("eucl", "V_eucl", _eucl, _eucl_drawn, "mean distance of the carriers to their centroid",
+            "activation units", color="#0072B2", outlier_rule=True, primary=True, browsable=True,
+            carrier_distances=True),
+    Measure("residual", "V_residual", _residual, _residual_drawn, "V_eucl after removing sentence offsets",
+            "activation units", color="#E69F00", outlier_rule=True, primary=True, browsable=True,
+            carrier_distances=True),
+    Measure("proj", "V_proj", _proj, _proj_drawn, "SD (ddof=1) of the carriers on the magnitude axis",
+            "activation units", color="#009E73", primary=True, browsable=True),
+    Measure("pairwise", "V_pairwise", _pairwise, _pairwise_drawn, "mean distance between carrier pairs",
+            "activation units", color="#CC79A7", browsable=True),
+    Measure("trace", "V_trace", _trace, _trace_drawn, "trace of the carrier covariance (ddof=1)", "squared units",
+            color="#56B4E9", browsable=True),
+    Measure("cv", "CV", _cv, _cv_drawn, "V_eucl / norm of the centroid", "a ratio", color="#000000"),
+    Measure("on_axis", "on-axis variance", _on_axis, _on_axis_drawn, "variance (ddof=1) on the magnitude axis",
+            "squared units", color="#D55E00"),
+    Measure("off_axis", "off-axis variance", _off_axis, _off_axis_drawn, "mean squared norm off the magnitude axis",
+            "squared units", color="#999933"),
+)
 """Every variability measure by name. A new measure: one block function, one entry here (and its
 formula in docs/science.md); every table, chart, choice list and help text reads its facts here."""
+
+DEFAULT_MEASURE = "eucl"
+"""The measure a chart, a page, an E5 table or a figure of the API shows unless told otherwise:
+V_eucl, the paper's primary measure."""
 
 PRIMARY_MEASURES = tuple(name for name, m in MEASURES.items() if m.primary)
 """The paper's three measures: V_eucl (primary), V_residual (co-primary), V_proj."""

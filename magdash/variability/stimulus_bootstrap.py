@@ -47,7 +47,7 @@ from functools import cached_property
 import numpy as np
 
 from magdash.errors import AnalysisError
-from magdash.variability.analysis_params import OUTLIER_FACTOR
+from magdash.variability.analysis_params import FitRules
 from magdash.variability.fits import MIN_POINTS, index_counts, outlier_mask, percentile_interval, weighted_row_slopes
 from magdash.variability.measures import MIN_CARRIERS, CarrierMoments, get_measure
 
@@ -114,8 +114,7 @@ def resampled_alphas(
     measure: str,
     draws: StimulusDraws,
     *,
-    drop_outliers: bool,
-    outlier_factor: float = OUTLIER_FACTOR,
+    rules: FitRules,
 ) -> np.ndarray:
     """Alpha of one layer and measure in every resample of the stimuli, (B,); NaN where a resample
     has no fit (module docstring).
@@ -125,8 +124,8 @@ def resampled_alphas(
         moments: the layer's carrier moments (:meth:`magdash.variability.measures.LayerVectors.moments`).
         measure: a measure's name (:data:`magdash.variability.measures.MEASURES`).
         draws: the resamples (:func:`draw_stimuli`), of these N magnitudes and C carriers.
-        drop_outliers: whether the fit applies the 3x-median outlier rule (V_eucl, V_residual).
-        outlier_factor: the rule's factor.
+        rules: the fit's point rules (whether the outlier rule applies, its factor); each resample's
+            alpha is the OLS slope, so the bootstrap fields are not used.
     """
     magnitudes = np.asarray(magnitudes, dtype=np.float64)
     n, c = moments.projections.shape
@@ -145,7 +144,7 @@ def resampled_alphas(
     for start in range(0, distinct.shape[0], step):
         rows = slice(start, min(start + step, distinct.shape[0]))
         values = chosen.on_drawn_carriers(moments, distinct[rows])
-        usable[rows] = _fit_points(values, positive, drop_outliers, outlier_factor)
+        usable[rows] = _fit_points(values, positive, rules)
         log_v[rows] = np.log(np.where(usable[rows], values, 1.0))
     enough = np.count_nonzero(usable, axis=1) >= MIN_POINTS
     out = np.empty(draws.n_boot)
@@ -159,11 +158,11 @@ def resampled_alphas(
     return out
 
 
-def _fit_points(values: np.ndarray, positive: np.ndarray, drop_outliers: bool, outlier_factor: float) -> np.ndarray:
+def _fit_points(values: np.ndarray, positive: np.ndarray, rules: FitRules) -> np.ndarray:
     """Per row of V, the points a scaling fit keeps (:func:`magdash.variability.fits.scaling_mask`)."""
     with np.errstate(invalid="ignore"):
         usable = np.isfinite(values) & (values > 0) & positive[np.newaxis]
-    return usable & outlier_mask(values, outlier_factor) if drop_outliers else usable
+    return usable & outlier_mask(values, rules.outlier_factor) if rules.drop_outliers else usable
 
 
 def layer_resamples(
@@ -173,7 +172,7 @@ def layer_resamples(
     draws: StimulusDraws,
     *,
     outlier_rule: Collection[str],
-    outlier_factor: float = OUTLIER_FACTOR,
+    rules: FitRules,
 ) -> dict[str, np.ndarray]:
     """:func:`resampled_alphas` of one layer for each of ``measures``.
 
@@ -183,11 +182,11 @@ def layer_resamples(
         measures: the measures' names.
         draws: the resamples.
         outlier_rule: the measures whose fits apply the 3x-median outlier rule.
-        outlier_factor: the rule's factor.
+        rules: the fits' point rules (the outlier factor; ``outlier_rule`` says where the rule applies).
     """
     return {
-        measure: resampled_alphas(magnitudes, moments, measure, draws, drop_outliers=measure in outlier_rule,
-                                  outlier_factor=outlier_factor)
+        measure: resampled_alphas(magnitudes, moments, measure, draws,
+                                  rules=rules.with_outlier_rule(measure in outlier_rule))
         for measure in measures
     }
 

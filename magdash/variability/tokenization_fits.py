@@ -77,8 +77,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from magdash.errors import AnalysisError
-from magdash.params import DEFAULT_N_BOOT
-from magdash.variability.analysis_params import CI_METHODS, OUTLIER_FACTOR
+from magdash.variability.analysis_params import FitRules
 from magdash.variability.fits import (
     MIN_POINTS,
     ScalingFit,
@@ -164,13 +163,7 @@ def strata_alphas(
     values: np.ndarray,
     strata: Sequence[Hashable],
     *,
-    drop_outliers: bool,
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    ci: float = 0.95,
-    outlier_factor: float = OUTLIER_FACTOR,
-    stream: str = "generator",
-    ci_method: str = "percentile",
+    rules: FitRules,
 ) -> list[StratumFit]:
     """The scaling fit within each stratum, in increasing stratum order.
 
@@ -178,21 +171,18 @@ def strata_alphas(
         magnitudes: n of each point (1-D).
         values: V(n) of one layer and measure, aligned with ``magnitudes``.
         strata: each magnitude's stratum: its token count (or any label: digits, a format).
-        drop_outliers: the 3 x median rule (V_eucl, V_residual), over the whole series.
-        n_boot, seed, ci, outlier_factor, stream, ci_method: as in
-            :func:`~magdash.variability.fits.fit_scaling`.
+        rules: as in :func:`~magdash.variability.fits.fit_scaling`; the outlier rule (V_eucl,
+            V_residual) applies over the whole series, before it is split.
     """
     magnitudes, values, labels = _series(magnitudes, values, strata, "strata")
-    keep, _ = scaling_mask(magnitudes, values, drop_outliers=drop_outliers, outlier_factor=outlier_factor)
-    dropped_by_rule = ~keep & scaling_mask(magnitudes, values, drop_outliers=False)[0]
+    keep, _ = scaling_mask(magnitudes, values, rules=rules)
+    within = rules.with_outlier_rule(False)
+    dropped_by_rule = ~keep & scaling_mask(magnitudes, values, rules=within)[0]
     fits = []
     for level in _levels(labels):
         members = np.array([label == level for label in labels], dtype=bool)
         used = members & keep
-        fit = fit_scaling(
-            magnitudes[used], values[used], drop_outliers=False, n_boot=n_boot, seed=seed, ci=ci,
-            stream=stream, ci_method=ci_method,
-        )
+        fit = fit_scaling(magnitudes[used], values[used], rules=within)
         fit = dataclasses.replace(fit, n_outliers=int(np.count_nonzero(members & dropped_by_rule)))
         reason = "" if fit.has_fit else _too_few(fit.n_points, int(np.count_nonzero(members)))
         fits.append(StratumFit(
@@ -219,13 +209,7 @@ def adjusted_alpha(
     strata: Sequence[Hashable],
     identities: Sequence[Hashable] | None = None,
     *,
-    drop_outliers: bool,
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    ci: float = 0.95,
-    outlier_factor: float = OUTLIER_FACTOR,
-    stream: str = "generator",
-    ci_method: str = "percentile",
+    rules: FitRules,
 ) -> AdjustedFit:
     """alpha_adj of ``log V = c + alpha_adj log n + sum_k gamma_k [tokens(n) = k] (+ identity)``.
 
@@ -234,24 +218,18 @@ def adjusted_alpha(
         values: V(n) of one layer and measure, aligned with ``magnitudes``.
         strata: each magnitude's token count (a categorical covariate: one step per level).
         identities: each magnitude's kept token id (a second categorical covariate), or None.
-        drop_outliers: the 3 x median rule (V_eucl, V_residual), as in the raw fit.
-        n_boot, seed, ci, outlier_factor, stream, ci_method: as in
-            :func:`~magdash.variability.fits.fit_scaling` (``n_boot=0`` skips the interval,
-            whatever the method, as there).
+        rules: as in :func:`~magdash.variability.fits.fit_scaling` (the outlier rule as in the raw
+            fit; ``n_boot`` 0 skips the interval, whatever the method, as there).
 
     The model, its estimates and the interval are in the module docstring.
     """
     from scipy import stats
 
-    if ci_method not in CI_METHODS:
-        raise AnalysisError(f"unknown CI method {ci_method!r}; choose from {', '.join(CI_METHODS)}")
-    if n_boot < 0:
-        raise AnalysisError(f"the number of bootstrap resamples must be >= 0, got {n_boot}")
-    if not 0 < ci < 1:
-        raise AnalysisError(f"the confidence level must lie between 0 and 1, got {ci}")
+    if not 0 < rules.ci < 1:
+        raise AnalysisError(f"the confidence level must lie between 0 and 1, got {rules.ci}")
     magnitudes, values, labels = _series(magnitudes, values, strata, "strata")
     tokens = None if identities is None else _series(magnitudes, values, identities, "identities")[2]
-    keep, n_outliers = scaling_mask(magnitudes, values, drop_outliers=drop_outliers, outlier_factor=outlier_factor)
+    keep, n_outliers = scaling_mask(magnitudes, values, rules=rules)
     n_points = int(np.count_nonzero(keep))
     kept = np.flatnonzero(keep)
     labels = [labels[i] for i in kept]
@@ -293,8 +271,8 @@ def adjusted_alpha(
     r2 = 1.0 - rss / total if total > 0 else 0.0
     p = 0.0 if se == 0 else float(2.0 * stats.t.sf(abs(alpha / se), df))
     ci_low = ci_high = math.nan
-    if n_boot > 0:
-        ci_low, ci_high = _interval(x, y, design, alpha, se, df, ci, ci_method, n_boot=n_boot, seed=seed, stream=stream)
+    if rules.n_boot > 0:
+        ci_low, ci_high = _interval(x, y, design, alpha, se, df, rules)
     effects = dict(zip(names, coefficients[1:-1].tolist(), strict=True))
     return AdjustedFit(
         alpha=alpha,
@@ -487,17 +465,17 @@ def _distinct_points(points: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 
 def _interval(
-    x: np.ndarray, y: np.ndarray, design: np.ndarray, alpha: float, se: float, df: int, ci: float, method: str,
-    *, n_boot: int, seed: int, stream: str,
+    x: np.ndarray, y: np.ndarray, design: np.ndarray, alpha: float, se: float, df: int, rules: FitRules
 ) -> tuple[float, float]:
-    """The interval of alpha_adj by ``method``, from the resamples of fit_scaling (module docstring)."""
+    """The interval of alpha_adj by ``rules.ci_method``, from the resamples of fit_scaling (module docstring)."""
     from scipy import stats
 
+    ci, method = rules.ci, rules.ci_method
     if method == "t":
         half = float(stats.t.ppf((1.0 + ci) / 2.0, df)) * se
         return alpha - half, alpha + half
     alphas, ses = [], []
-    for counts in resample_counts(x.size, n_boot, seed, stream=stream):
+    for counts in resample_counts(x.size, rules.n_boot, rules.seed, stream=rules.stream):
         fitted = _weighted_fits(x, y, design, counts)
         alphas.append(fitted[0])
         ses.append(fitted[1])
@@ -557,12 +535,7 @@ def tokenization_frames(
     *,
     drop_outliers: Mapping[str, bool],
     bootstrap_layers: set[int],
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    ci: float = 0.95,
-    outlier_factor: float = OUTLIER_FACTOR,
-    stream: str = "generator",
-    ci_method: str = "percentile",
+    rules: FitRules,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`strata_alphas` and :func:`adjusted_alpha` (the token count alone, and with the kept
     token's identity) of every measure at every layer, as two frames.
@@ -575,8 +548,8 @@ def tokenization_frames(
         kept_ids: each magnitude's kept token id.
         drop_outliers: per measure, whether the 3 x median rule applies (as in its raw fit).
         bootstrap_layers: the layers whose fits get a bootstrap interval (the raw fits' layers).
-        n_boot, seed, ci, outlier_factor, stream, ci_method: as in
-            :func:`~magdash.variability.fits.fit_scaling`.
+        rules: as in :func:`~magdash.variability.fits.fit_scaling` (``drop_outliers`` above sets
+            their outlier rule by measure).
 
     Returns the per-layer frame (:data:`TOKENIZATION_COLUMNS`: ``alpha`` adjusted for the token
     count, ``steps`` its gamma_k as JSON, ``alpha_identity`` adjusted for the kept token too) and
@@ -584,28 +557,27 @@ def tokenization_frames(
     """
     import pandas as pd
 
-    rules = {"seed": seed, "ci": ci, "outlier_factor": outlier_factor, "stream": stream, "ci_method": ci_method}
     counts = [int(count) for count in token_counts]
     identities = [int(token) for token in kept_ids]
     layer_rows, strata_rows = [], []
     for measure, series in values.items():
-        drop = drop_outliers[measure]
+        measure_rules = rules.with_outlier_rule(drop_outliers[measure])
         for layer, row in enumerate(np.asarray(series, dtype=np.float64)):
-            boot = n_boot if layer in bootstrap_layers else 0
-            adjusted = adjusted_alpha(magnitudes, row, counts, drop_outliers=drop, n_boot=boot, **rules)
-            with_identity = adjusted_alpha(magnitudes, row, counts, identities, drop_outliers=drop, n_boot=boot, **rules)
+            layer_rules = measure_rules if layer in bootstrap_layers else measure_rules.without_interval()
+            adjusted = adjusted_alpha(magnitudes, row, counts, rules=layer_rules)
+            with_identity = adjusted_alpha(magnitudes, row, counts, identities, rules=layer_rules)
             layer_rows.append({
                 "measure": measure, "layer": layer, "alpha_raw": float(raw_alphas[measure][layer]),
                 "alpha": adjusted.alpha, "ci_low": adjusted.ci_low, "ci_high": adjusted.ci_high, "se": adjusted.se,
                 "p": adjusted.p, "r2": adjusted.r2, "n_points": adjusted.n_points,
                 "n_parameters": adjusted.n_parameters, "df": adjusted.df,
-                "n_strata": len(set(_kept_labels(magnitudes, row, counts, drop, outlier_factor))),
+                "n_strata": len(set(_kept_labels(magnitudes, row, counts, layer_rules))),
                 "steps": json.dumps(adjusted.steps, sort_keys=True),
                 "alpha_identity": with_identity.alpha, "identity_ci_low": with_identity.ci_low,
                 "identity_ci_high": with_identity.ci_high, "identity_se": with_identity.se,
                 "identity_p": with_identity.p, "identity_reason": with_identity.reason, "reason": adjusted.reason,
             })
-            for stratum in strata_alphas(magnitudes, row, counts, drop_outliers=drop, n_boot=boot, **rules):
+            for stratum in strata_alphas(magnitudes, row, counts, rules=layer_rules):
                 strata_rows.append({
                     "measure": measure, "layer": layer, "n_tokens": int(stratum.stratum),
                     "n_magnitudes": stratum.n_magnitudes, "smallest": stratum.smallest, "largest": stratum.largest,
@@ -615,6 +587,6 @@ def tokenization_frames(
             pd.DataFrame(strata_rows, columns=STRATA_COLUMNS))
 
 
-def _kept_labels(magnitudes: np.ndarray, values: np.ndarray, labels: list[int], drop: bool, factor: float) -> list[int]:
-    keep, _ = scaling_mask(np.asarray(magnitudes, dtype=np.float64), values, drop_outliers=drop, outlier_factor=factor)
+def _kept_labels(magnitudes: np.ndarray, values: np.ndarray, labels: list[int], rules: FitRules) -> list[int]:
+    keep, _ = scaling_mask(np.asarray(magnitudes, dtype=np.float64), values, rules=rules)
     return [label for label, kept in zip(labels, keep, strict=True) if kept]

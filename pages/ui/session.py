@@ -13,6 +13,7 @@ import streamlit as st
 from streamlit.errors import StreamlitSecretNotFoundError
 
 from magdash import dashboard as db
+from magdash.dashboard.jobs import new_owner
 from magdash.errors import MagdashError, NoStoreError
 from magdash.store import ModelRecord, Store
 from pages.ui.caches import inventory_for, store_for
@@ -48,6 +49,24 @@ class AppContext:
         return self.inventory is not None and bool(self.inventory.usable_models)
 
 
+def serve_settings() -> None:
+    """Streamlit's settings for the way the dashboard is served (app.py calls it first): in
+    read-only mode, a lab's, no traceback reaches the browser (``client.showErrorDetails``;
+    :data:`magdash.dashboard.access.SERVED_ERROR_DETAILS`)."""
+    global _ERROR_DETAILS_BEFORE
+    if db.store_access().read_only:
+        if _ERROR_DETAILS_BEFORE is None:
+            _ERROR_DETAILS_BEFORE = st.get_option("client.showErrorDetails")
+        st.set_option("client.showErrorDetails", db.SERVED_ERROR_DETAILS)
+    elif _ERROR_DETAILS_BEFORE is not None:  # the mode changed within a process (tests): as configured again
+        st.set_option("client.showErrorDetails", _ERROR_DETAILS_BEFORE)
+        _ERROR_DETAILS_BEFORE = None
+
+
+_ERROR_DETAILS_BEFORE: str | None = None
+"""``client.showErrorDetails`` as configured, while :func:`serve_settings` has replaced it."""
+
+
 def login_configured() -> bool:
     """Whether ``.streamlit/secrets.toml`` configures Streamlit's login (an ``[auth]`` section
     for an OpenID Connect provider): then only logged-in users see the dashboard."""
@@ -68,6 +87,17 @@ def login_gate() -> None:
     st.info("This dashboard is for logged-in users.")
     st.button("Log in", on_click=st.login, type="primary", key="login")
     st.stop()
+
+
+OWNER_KEY = "magdash_job_owner"
+
+
+def session_owner() -> str:
+    """This session's owner token (:func:`magdash.dashboard.jobs.new_owner`), kept in its session
+    state: the jobs it starts are its own to cancel, and it is told how they end."""
+    if OWNER_KEY not in st.session_state:
+        st.session_state[OWNER_KEY] = new_owner()
+    return st.session_state[OWNER_KEY]
 
 
 def set_view(view: db.ViewState) -> None:
@@ -123,7 +153,7 @@ def open_context(view: db.ViewState) -> AppContext:
     except NoStoreError:
         store, inventory = None, db.empty_inventory(view.store)
     except MagdashError as error:
-        return AppContext(view=view, error=str(error), read_only=read_only)
+        return AppContext(view=view, error=db.served_text(str(error), db.store_access()), read_only=read_only)
     view, notes = db.reconcile_view(view, inventory)
     return AppContext(view=view, store=store, inventory=inventory, notes=notes, read_only=read_only)
 

@@ -27,7 +27,7 @@ from pages.ui.session import (
     view_key,
     view_setter,
 )
-from pages.ui.widgets import plain
+from pages.ui.widgets import page_message, plain, served
 
 
 def setup() -> AppContext:
@@ -37,7 +37,7 @@ def setup() -> AppContext:
     try:
         sidebar(context)
     except MagdashError as error:
-        st.sidebar.error(plain(str(error)))
+        st.sidebar.error(page_message(served(error)))
     context = open_context(current_view())
     set_view(context.view)
     sync_query(context.view)
@@ -62,11 +62,11 @@ def sidebar(context: AppContext) -> None:
         if context.read_only:
             st.caption("Read-only: results are computed and shown, nothing is stored.")
         if context.error:
-            st.error(plain(context.error))
+            st.error(page_message(context.error))
             return
         inventory = context.inventory
         if context.store is None:
-            st.info(plain(f"No store at {view.store} yet: the first run (Home) or Extract creates it."))
+            st.info(plain(served(f"No store at {view.store} yet: the first run (Home) or Extract creates it.")))
             return
         if not inventory.usable_models:
             st.info("This store holds no complete extraction yet: see Home or Extract.")
@@ -83,7 +83,7 @@ def sidebar(context: AppContext) -> None:
                      on_change=view_setter("stimuli", sets_key))
         overflow = inventory.overflow_warning(view.model, view.stimuli)
         if overflow:
-            st.warning(plain(overflow), icon=":material/warning:")
+            st.warning(page_message(overflow), icon=":material/warning:")
         measure_key = view_key("measure", view.measure)
         st.selectbox("Measure", db.MEASURE_CHOICES, index=db.MEASURE_CHOICES.index(view.measure), key=measure_key,
                      format_func=measure_title, on_change=view_setter("measure", measure_key),
@@ -107,7 +107,8 @@ def sidebar(context: AppContext) -> None:
         )
         with st.expander("Analysis settings"):
             boot_key = view_key("n_boot", view.n_boot)
-            st.number_input("Bootstrap resamples", min_value=0, max_value=100_000, value=view.n_boot, step=1000,
+            st.number_input("Bootstrap resamples", min_value=db.N_BOOT_RANGE.low, max_value=db.N_BOOT_RANGE.high,
+                            value=view.n_boot, step=1000,
                             key=boot_key, on_change=view_setter("n_boot", boot_key, int),
                             help="10,000 as in the paper; 0 skips the confidence intervals.")
             carriers = inventory.carriers.get(view.stimuli, ())
@@ -118,7 +119,7 @@ def sidebar(context: AppContext) -> None:
                 st.multiselect(
                     "Leave out carriers", list(range(len(carriers))), default=list(view.exclude), key=exclude_key,
                     format_func=lambda c: f"{c}: {carriers[c]}", on_change=exclude_setter(exclude_key, len(carriers)),
-                    help="Every analysis leaves these carrier sentences out (analyze --exclude-carrier): for a "
+                    help="Every analysis leaves these carrier sentences out: for a "
                          "carrier the warnings say drives a result or holds vectors of outsized norm. At most "
                          f"{len(carriers) - MIN_CARRIERS} of these {len(carriers)}: V needs {MIN_CARRIERS}.",
                 )

@@ -18,7 +18,7 @@ from magdash import dashboard as db
 from magdash.caveats import Caveat, Severity
 from magdash.dashboard.jobs import Job, JobSnapshot, format_seconds
 from magdash.dashboard.warnings_panel import panel as warnings_panel_of
-from magdash.errors import MagdashError, NoStoreError, ReadOnlyStoreError
+from magdash.errors import MagdashError, NoStoreError, ReadOnlyStoreError, rewrite_parameters
 from magdash.formatting import (
     MISSING,
     P_FORMAT,
@@ -32,9 +32,21 @@ from magdash.presentation import export
 from magdash.presentation.chart_style import CONTAINER_AUTOSIZE, LEGEND_LABEL_LIMIT
 from magdash.store import Store
 from pages.ui.caches import analysis_for, cached, figure_spec, job_registry, new_store
-from pages.ui.session import AppContext, context, view_key, view_setter
+from pages.ui.session import AppContext, context, session_owner, view_key, view_setter
 
 SEEN_JOBS_KEY = "magdash_seen_jobs"
+
+PARAMETER_WORDS = {
+    "store": "the sidebar's store path",
+    "name": "“Store as”",
+    "stimuli": "“Stimulus set”",
+    "dtype": "“dtype”",
+    "device": "“Device”",
+    "batch_size": "“Batch size”",
+    "exclude_carriers": "“Leave out carriers”",
+    "n_boot": "“Bootstrap resamples”",
+}
+"""How the pages name a parameter a library message names (``store=``): the widget that sets it."""
 
 
 def figure(builder: Callable[..., Any], *args: Any, name: str, data: pd.DataFrame | None = None) -> dict | None:
@@ -152,12 +164,12 @@ def column_config(frame: pd.DataFrame) -> dict[str, Any]:
 def nothing_to_show(context: AppContext, what: str) -> None:
     """Say why a page is empty and where to go, with links (no dead ends)."""
     if context.error:
-        st.error(plain(f"The store cannot be opened: {context.error}"))
+        st.error(page_message(f"The store cannot be opened: {context.error}"))
         st.info("Fix the store path in the sidebar.")
         return
     where = (f"the store at {context.view.store} holds none completely" if context.store is not None
              else f"there is no store at {context.view.store} yet")
-    st.info(plain(f"Nothing to show yet: {what} needs a model extracted on a stimulus set, and {where}."))
+    st.info(plain(served(f"Nothing to show yet: {what} needs a model extracted on a stimulus set, and {where}.")))
     left, right = st.columns(2)
     left.page_link("pages/home.py", label="Home: run the paper's protocol in one click", icon=":material/home:")
     right.page_link("pages/extract.py", label="Extract a model", icon=":material/download:")
@@ -246,8 +258,25 @@ def say(text: str) -> None:
     st.markdown(plain(text))
 
 
+def served(text: Any) -> str:
+    """A message as this dashboard may show it: in read-only mode without the server's paths or
+    process ids (:func:`magdash.dashboard.served_text`)."""
+    return db.served_text(str(text), db.store_access())
+
+
+def page_message(text: Any) -> str:
+    """A library message in the pages' words, escaped for Markdown (:func:`plain`): each parameter
+    it names that a widget sets (:data:`PARAMETER_WORDS`) by that widget's label.
+
+    Args:
+        text: the message (an error, or its text).
+    """
+    return plain(rewrite_parameters(str(text), PARAMETER_WORDS, lambda name, value: " ".join(
+        part for part in (PARAMETER_WORDS[name], value.strip("'\"")) if part)))
+
+
 def show_error(error: BaseException) -> None:
-    st.error(plain(str(error)))
+    st.error(page_message(served(error)))
 
 
 # -- layer choice ------------------------------------------------------------------------
@@ -271,7 +300,7 @@ def layer_picker(ctx: AppContext, label: str = "Layer") -> int:
 
 def start_job(key: str, job: Job) -> None:
     try:
-        job_registry().start(key, job)
+        job_registry().start(key, job, owner=session_owner())
     except MagdashError as error:
         st.session_state["magdash_job_error"] = str(error)
 
@@ -279,14 +308,21 @@ def start_job(key: str, job: Job) -> None:
 def job_panel(key: str) -> JobSnapshot | None:
     """Progress of the job running on ``key`` (a store path), redrawn every half second.
 
-    When a step of the job finishes, and when the job ends, the whole page reruns once, so it
-    (and its sidebar) shows the new data.
+    Every session sees the progress; only the session that started the job has a Cancel button
+    and is told how it ended (:class:`~magdash.dashboard.jobs.JobRegistry`). When a step of the
+    job finishes, and when the job ends, the whole page reruns once, so it (and its sidebar)
+    shows the new data.
     """
     if message := st.session_state.pop("magdash_job_error", None):
         st.error(plain(message))
-    job = job_registry().get(key)
+    registry, owner = job_registry(), session_owner()
+    job = registry.get(key)
+    earlier = registry.ending(key, owner)
+    if earlier is not None and earlier is not job:  # this session's job ended; another session's runs since
+        _finished(key, earlier.snapshot())
     if job is None:
         return None
+    mine = registry.is_owner(key, owner)
     snapshot = job.snapshot()
 
     @st.fragment(run_every=0.5 if not snapshot.finished else None)
@@ -302,14 +338,18 @@ def job_panel(key: str) -> JobSnapshot | None:
                 seen.add(id(job))
                 if not snapshot.finished:
                     st.rerun(scope="app")
-            _finished(key, current)
+            if mine:
+                _finished(key, current)
             return
         if current.cancelling:  # acknowledged at once; the job stops at its next checkpoint
             st.progress(current.fraction, text=plain(
                 f"{current.label} — cancelling: stops after the current batch ({current.progress_text()})"))
         else:
             st.progress(current.fraction, text=plain(f"{current.label} — {current.progress_text()}"))
-        st.button("Cancel", key=f"cancel-{id(job)}", on_click=job.cancel, icon=":material/stop:",
+        if not mine:
+            st.caption(ANOTHER_SESSIONS_JOB)
+            return
+        st.button("Cancel", key=f"cancel-{id(job)}", on_click=_cancel, args=(key,), icon=":material/stop:",
                   disabled=current.cancelling,
                   help="Stops after the current batch; what is stored stays and a new run resumes from there.")
 
@@ -317,16 +357,28 @@ def job_panel(key: str) -> JobSnapshot | None:
     return job.snapshot()
 
 
+ANOTHER_SESSIONS_JOB = "Started in another session: only that session can cancel it. This page shows its progress."
+
+
+def _cancel(key: str) -> None:
+    """The Cancel button's callback: the registry checks that this session started the job."""
+    try:
+        job_registry().cancel(key, session_owner())
+    except MagdashError as error:
+        st.session_state["magdash_job_error"] = str(error)
+
+
 def _finished(key: str, snapshot: JobSnapshot) -> None:
-    """The job's outcome. Success and cancellation are said once, in the run that shows the new
-    data, and then forgotten (no box left on every page and after every reload); a failure
-    stays until dismissed."""
+    """The job's outcome, for the session that started it. Success and cancellation are said
+    once, in the run that shows the new data, and then forgotten (no box left on every page and
+    after every reload); a failure stays until dismissed."""
+    registry, owner = job_registry(), session_owner()
     if snapshot.state == "failed":
-        st.error(plain(f"{snapshot.label} failed: {snapshot.message}"))
-        st.button("Dismiss", key=f"dismiss-{key}", on_click=job_registry().forget, args=(key,))
+        st.error(page_message(f"{snapshot.label} failed: {snapshot.message}"))
+        st.button("Dismiss", key=f"dismiss-{key}", on_click=registry.acknowledge, args=(key, owner))
         return
     if snapshot.state == "done":
         st.success(plain(f"{snapshot.label}: finished in {format_seconds(snapshot.elapsed_s)}."))
     else:
         st.warning(plain(f"{snapshot.label}: {snapshot.message}."))
-    job_registry().forget(key)
+    registry.acknowledge(key, owner)

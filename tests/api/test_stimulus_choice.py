@@ -76,7 +76,11 @@ def test_the_command_line_names_the_option(in_use, capsys):
 def test_the_command_line_writes_each_named_parameter_as_its_option():
     error = StoreError("pick one: stimuli='a b', or n_boot=5; stimuli= alone", parameters=("stimuli", "n_boot"))
     assert command_line_message(error) == "pick one: --stimuli a b, or --n-boot 5; --stimuli alone"
-    assert command_line_message(StoreError("stimuli= unlisted")) == "stimuli= unlisted"
+    # an option's parameter is written as the option even where the message does not list it (a
+    # warning lists none); a word that no option sets stays as it is unless the message lists it
+    assert command_line_message(StoreError("stimuli= unlisted")) == "--stimuli unlisted"
+    assert command_line_message(StoreError("frobnicate=3 unlisted")) == "frobnicate=3 unlisted"
+    assert command_line_message(StoreError("frobnicate=3", parameters=("frobnicate",))) == "--frobnicate 3"
 
 
 def _readme_python() -> str:

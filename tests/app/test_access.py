@@ -210,3 +210,57 @@ def test_saving_stimuli_where_no_store_is_yet_says_what_creates_one(tmp_path, mo
     assert_clean(at)
     assert any("no store at" in shown(e) and "extract a model first" in shown(e) for e in at.error), said(at)
     assert not (tmp_path / "new.duckdb").exists()
+
+
+@pytest.fixture
+def served(monkeypatch):
+    """Read-only mode, as a lab serves the dashboard; Streamlit's error details restored after."""
+    from streamlit import config
+
+    before = config.get_option("client.showErrorDetails")
+    monkeypatch.setenv("MAGDASH_READ_ONLY", "1")
+    yield
+    config.set_option("client.showErrorDetails", before)
+
+
+def test_a_links_bootstrap_size_above_the_sidebars_is_clamped_with_a_note(areas, served, monkeypatch):
+    """``/scaling?boot=100001`` showed StreamlitValueAboveMaxError with its traceback and the
+    server's paths; the link's value is now clamped to the widget's own bounds, with a note."""
+    from magdash import dashboard as db
+
+    _, _, store = areas
+    at = open_app(store, monkeypatch, query={"boot": "100001"})
+    assert any("'100001' in the link is above what the sidebar allows" in shown(w) for w in at.sidebar.warning), said(at)
+    at.switch_page("pages/scaling.py").run()
+    assert_clean(at)
+    boot = widget(at.sidebar.number_input, "Bootstrap resamples")
+    assert (boot.min, boot.max) == (db.N_BOOT_RANGE.low, db.N_BOOT_RANGE.high)  # one declaration for both
+    assert boot.value == db.N_BOOT_RANGE.high
+
+
+def test_a_served_dashboard_shows_no_traceback_and_no_server_paths(areas, served, monkeypatch):
+    """An unexpected error reaches a viewer as Streamlit's generic message: no type, text or
+    traceback (``client.showErrorDetails``); a refused store names its path relative to the
+    allowed folder, and never where a link leads."""
+    from magdash import dashboard as db
+
+    folder, outside, store = areas
+    (folder / "link.duckdb").symlink_to(outside / "store.duckdb")
+    (folder / "empty.duckdb").write_bytes(b"")
+    for path, expected in ((folder / "link.duckdb", "'link.duckdb' is outside"), (folder / "empty.duckdb", "empty.duckdb")):
+        at = open_app(store, monkeypatch, query={"store": str(path)})
+        text = said(at)
+        assert expected in text, text
+        assert str(folder) not in text and str(outside) not in text and os.getcwd() not in text, text
+
+    def broken(*args, **kwargs):
+        raise RuntimeError(f"internal failure at {folder} in process {os.getpid()}")
+
+    monkeypatch.setattr(db, "reconcile_view", broken)
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=300).run()
+    assert at.exception, "the failure reaches the page..."
+    shown_to_viewer = " ".join([e.message for e in at.exception] + [line for e in at.exception for line in e.stack_trace])
+    assert "internal failure" not in shown_to_viewer and str(folder) not in shown_to_viewer  # ...without its details
+    assert not any(e.stack_trace for e in at.exception)

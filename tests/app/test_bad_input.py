@@ -46,6 +46,7 @@ from magdash.stimuli import (
     PLACEHOLDER,
     StimulusSet,
     carrier_problems,
+    read_carrier_file,
 )
 from magdash.store import Store, metrics
 from pages import ui
@@ -172,6 +173,10 @@ def test_store_path_that_is_not_a_store_is_refused_and_nothing_is_touched(kind, 
     errors = messages(at.sidebar.error)
     assert errors, f"{kind}: no error in the sidebar"
     assert str(bad) in errors[0], errors[0]
+    # the library's "point store= at ..." in the page's words: the widget, not the parameter or the option
+    assert "store=" not in errors[0] and "--store" not in errors[0], errors[0]
+    if kind == "text file":
+        assert "point the sidebar's store path at a store" in errors[0], errors[0]
     assert not at.sidebar.selectbox, "a store that cannot be opened offers no model"
     assert _file_state(bad) == before, f"{kind}: the app changed the file it refused"
     # The user fixes the path: the store is back, unchanged.
@@ -485,6 +490,25 @@ def test_stimuli_text_area_bad_and_hostile_text(store_path, monkeypatch):
 
     check()
     assert contents(store_path) == before
+
+
+@pytest.mark.parametrize("ending", ["\r", "\n", "\r\n"])
+def test_carrier_lines_end_in_cr_lf_or_crlf(ending, tmp_path):
+    """A file saved with CR-only line endings was read as one line ("line 1 has 2 {n} placeholders")."""
+    sentences = ["There are {n} cats.", "I saw {n} birds."]
+    text = ending.join(sentences) + ending
+    assert ds.carriers_from_text(text) == ds.CarrierInput(sentences)
+    assert ds.read_carrier_upload("carriers.txt", text.encode()) == ds.CarrierInput(sentences)
+    assert ds.read_carrier_upload("carriers.csv", ending.join(["carrier", *sentences]).encode()).carriers == sentences
+    path = tmp_path / "carriers.txt"
+    path.write_bytes(text.encode())
+    assert read_carrier_file(str(path)) == sentences
+
+
+def test_the_carrier_text_box_refuses_a_nul_character_as_the_upload_does():
+    typed = ds.carriers_from_text("There are {n} cats.\nI saw {n}\0 birds.")
+    assert not typed.ok and typed.problems == ["line 2 holds a NUL character: type or paste plain text"]
+    assert not ds.read_carrier_upload("carriers.txt", b"There are {n} cats.\nI saw {n}\0 birds.").ok
 
 
 @PARSER_CASES

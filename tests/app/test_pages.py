@@ -14,6 +14,7 @@ import pytest
 
 from magdash.caveats import Caveat, Severity
 from magdash.dashboard.jobs import first_run_label
+from magdash.extract_params import ExtractParams
 from magdash.presentation.chart_style import CONTAINER_AUTOSIZE
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.store import Store
@@ -114,6 +115,62 @@ def test_first_run_button_shows_progress_and_cancels(tmp_path, monkeypatch):
     at.run()  # forgotten: no box left on every page
     assert not says_cancelled()
     assert ui.job_registry().get(path) is None
+
+
+def test_another_session_sees_a_jobs_progress_but_no_cancel_button(tmp_path, monkeypatch):
+    """A dashboard served to a lab: session B watches A's extraction but cannot cancel it; A
+    cancels it, and A (not B) is told how it ended, even though B's page saw it end first."""
+    import threading
+    import time
+
+    from magdash.dashboard.jobs import Job
+
+    path = str(tmp_path / "s.duckdb")
+    alice = open_app(path, monkeypatch, page="pages/extract.py")
+    started, release = threading.Event(), threading.Event()
+
+    def work(context):
+        context.step("extracting m", 10)
+        started.set()
+        while not context.should_stop():
+            time.sleep(0.01)
+        release.wait(60)  # the checkpoint comes after the test has looked at both pages
+        return None, True
+
+    job = ui.job_registry().start(path, Job("extract m", work), owner=alice.session_state[ui.session.OWNER_KEY])
+    try:
+        assert started.wait(60)
+        bob = open_app(path, monkeypatch, page="pages/extract.py")
+        assert bob.get("progress"), "another session sees the progress"
+        assert "Cancel" not in labels(bob.button)
+        assert any("Started in another session" in shown(c) for c in bob.caption)
+        alice.run()
+        assert "Cancel" in labels(alice.button)
+        assert not any("Started in another session" in shown(c) for c in alice.caption)
+        widget(alice.button, "Cancel").click().run()
+        assert job.snapshot().cancelling
+        release.set()
+        assert job.wait(60).state == "cancelled"
+        bob.run()  # B's page sees the job end first: no notice there, and nothing forgotten
+        assert not any("cancelled" in shown(w) for w in bob.warning)
+        assert ui.job_registry().get(path) is job
+        alice.run()
+        assert any("extract m: cancelled" in shown(w) for w in alice.warning), [shown(w) for w in alice.warning]
+        assert ui.job_registry().get(path) is None  # told once, then forgotten
+    finally:
+        job.cancel()
+        release.set()
+        job.wait(60)
+        ui.job_registry().forget(path)
+
+
+def test_the_extract_page_offers_extract_params_defaults(tmp_path, monkeypatch):
+    at = open_app(str(tmp_path / "s.duckdb"), monkeypatch, page="pages/extract.py")
+    defaults = ExtractParams()
+    assert widget(at.selectbox, "dtype").value == defaults.dtype
+    assert widget(at.selectbox, "Device").value == defaults.device
+    assert widget(at.selectbox, "Token position").value == defaults.position
+    assert widget(at.number_input, "Batch size").value == defaults.batch_size
 
 
 def test_a_failing_extraction_shows_a_message_not_a_traceback(tmp_path, monkeypatch):

@@ -71,7 +71,8 @@ def test_the_sidebar_shows_the_models_a_first_run_has_completed(tmp_path, monkey
         finish.wait(60)
         return None, False
 
-    job = job_registry().start(str(path), Job("first run: five and more", work, n_steps=3))
+    job = job_registry().start(str(path), Job("first run: five and more", work, n_steps=3),
+                                 owner="another session")
     try:
         at = open_app(path, monkeypatch)
         assert any("holds no complete extraction yet" in shown(i) for i in at.sidebar.info)

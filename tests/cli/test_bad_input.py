@@ -227,8 +227,8 @@ def test_extract_refuses_bad_magnitude_specs_before_touching_the_store(tmp_path,
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    (["--batch-size", "0"], "batch size must be a whole number of at least 1, got 0"),
-    (["--batch-size", "-3"], "batch size must be a whole number of at least 1, got -3"),
+    (["--batch-size", "0"], "--batch-size 0 must be a whole number of at least 1"),
+    (["--batch-size", "-3"], "--batch-size -3 must be a whole number of at least 1"),
     (["--name", ""], "--name '' is blank"),
     (["--name", " \t"], "is blank"),
     (["--stimuli", "unknown-set"], "no stored stimulus set 'unknown-set'"),
@@ -367,7 +367,7 @@ def _analysis_commands(name: str) -> list[list[str]]:
     return [
         ["analyze", "--model", name, "--n-boot", "10", "--json"],
         ["compare", "--model", name, "--model", "base", "--n-boot", "10", "--json"],
-        ["phase", "--model", name, "--n-boot", "10", "--json"],
+        ["depth", "--model", name, "--n-boot", "10", "--json"],
         ["freq", "corr", "--model", name, "--source", "toy", "--n-boot", "10", "--layers", "0-3", "--json"],
     ]
 
@@ -489,7 +489,7 @@ def store_commands(paths: dict[str, Path], out: Path) -> dict[str, list]:
         "import": ["import", paths["npz"], "--name", "newcomer"],
         "analyze": ["analyze", "--model", "base", "--n-boot", "0"],
         "compare": ["compare", "--model", "base", "--model", "other", "--n-boot", "0"],
-        "phase": ["phase", "--model", "base", "--n-boot", "0"],
+        "depth": ["depth", "--model", "base", "--n-boot", "0"],
         "controls": ["controls", "--model", "base", "--n-boot", "0", "--n-perm", "50"],
         "design": ["design", "--model", "base", "--n-boot", "0", "--studies", "10", "--points", "2", "--design-boot", "0"],
         "probe": ["probe", "--model", "base", "--probe-n-boot", "0", "--magnitude-folds", "3"],
@@ -772,30 +772,30 @@ def test_analysis_options_give_a_result_or_one_line(files, option, value, comman
 
 
 @pytest.mark.parametrize(("command", "message"), [
-    (["analyze", "--model", "base", "--seed", "-1", "--n-boot", "5"], "seed must be a whole number from 0 to 2**63 - 1, got -1"),
+    (["analyze", "--model", "base", "--seed", "-1", "--n-boot", "5"], "--seed -1 must be a whole number from 0 to 2**63 - 1"),
     (["compare", "--model", "base", "--model", "other", "--seed", "-1", "--n-boot", "5"],
-     "seed must be a whole number from 0 to 2**63 - 1, got -1"),
-    (["phase", "--model", "base", "--seed", "-1", "--n-boot", "5"], "seed must be a whole number from 0 to 2**63 - 1"),
-    (["freq", "corr", "--model", "base", "--source", "toy", "--seed", "-1", "--n-boot", "5"], "--seed must be 0"),
+     "--seed -1 must be a whole number from 0 to 2**63 - 1"),
+    (["depth", "--model", "base", "--seed", "-1", "--n-boot", "5"], "--seed -1 must be a whole number from 0 to 2**63 - 1"),
+    (["freq", "corr", "--model", "base", "--source", "toy", "--seed", "-1", "--n-boot", "5"], "--seed -1 must be a whole number from 0 to 2**63 - 1"),
     (["analyze", "--model", "base", "--n-boot", "-1"], "--n-boot -1 must be 0 or more"),
-    (["phase", "--model", "base", "--n-boot", "-1"], "--n-boot -1 must be 0 or more"),
-    (["freq", "corr", "--model", "base", "--source", "toy", "--n-boot", "-1"], "--n-boot must be >= 0"),
+    (["depth", "--model", "base", "--n-boot", "-1"], "--n-boot -1 must be 0 or more"),
+    (["freq", "corr", "--model", "base", "--source", "toy", "--n-boot", "-1"], "--n-boot -1 must be 0 or more"),
     (["freq", "count", "CORPUS", "--threads", "-1"], "threads must be at least 1"),
     (["freq", "count", "CORPUS", "--threads", "0"], "threads must be at least 1"),
     (["freq", "count", "CORPUS", "--range", "9-2"], "0 <= LOW <= HIGH"),
     (["analyze", "--model", "base", "--core", "0-99999999999"], "no model has that many"),
     (["analyze", "--model", "base", "--core", "3-1"], "run backwards: write 1-3"),
     (["compare", "--model", "base", "--model", "base", "--n-boot", "5"], "two different models, or one model on two stimulus sets; both are 'base' on 'base-set'"),
-    (["phase", "--model", "base", "--prompts", "BINARY"], "prompts file"),
-    (["phase", "--model", "base", "--prompts", "EMPTY"], "is empty"),
-    (["phase", "--model", "base", "--prompts", "FOLDER"], "prompts file"),
+    (["depth", "--model", "base", "--prompts", "BINARY"], "prompts file"),
+    (["depth", "--model", "base", "--prompts", "EMPTY"], "is empty"),
+    (["depth", "--model", "base", "--prompts", "FOLDER"], "prompts file"),
     (["probe", "--model", "base"], "held-out magnitudes in 5 folds need at least 7 magnitudes (one inner magnitude "
                                    "per fold, plus the smallest and largest, which are always trained on), got 6"),
-    (["probe", "--model", "base", "--magnitude-folds", "3", "--carrier-folds", "4"], "carrier_folds 4 exceeds the 3 carriers"),
-    (["probe", "--model", "base", "--carrier-folds", "1"], "carrier_folds must be 0 (leave one carrier out) or at least 2"),
+    (["probe", "--model", "base", "--magnitude-folds", "3", "--carrier-folds", "4"], "--carrier-folds 4 exceeds the 3 carriers"),
+    (["probe", "--model", "base", "--carrier-folds", "1"], "--carrier-folds 1: give 0 (leave one carrier out) or at least 2"),
     (["probe", "--model", "base", "--targets", "cube"], "unknown probe target(s) cube; choose from log, linear"),
     (["probe", "--model", "base", "--alphas", "x"], "cannot read --alphas 'x'"),
-    (["probe", "--model", "base", "--probe-n-boot", "-1"], "n_boot must be a whole number >= 0, got -1"),
+    (["probe", "--model", "base", "--probe-n-boot", "-1"], "--probe-n-boot -1 must be a whole number >= 0"),
     (["probe", "--model", "base", "--layer", "9"], "--layer 9 is not a layer of base: choose 0-3"),
 ])
 def test_analysis_commands_refuse_bad_values_in_one_line(files, tmp_path, command, message):

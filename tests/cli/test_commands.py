@@ -1,6 +1,7 @@
 """The extract / list / export / import commands, including every bad input the README names."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -174,3 +175,17 @@ def test_reading_while_a_cli_extraction_writes(tmp_path, tiny_llama):
     assert writer.returncode == 0, err
     assert reads > 3
     assert Store(path).stimulus_sets_for("tiny") == ["big"]
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_terminal_that_is_not_utf8_gets_escapes_not_a_crash(encoding, tmp_path):
+    """Output a terminal cannot encode (a model named with an em dash, the '—' of a missing
+    number) degrades to backslash escapes; it once crashed after the command had done its work."""
+    np.savez(tmp_path / "v.npz", per_carrier=np.random.default_rng(0).normal(size=(4, 2, 3, 4)),
+             magnitudes=np.arange(1, 5))
+    env = {**os.environ, "PYTHONIOENCODING": encoding}
+    store = str(tmp_path / "s.duckdb")
+    for argv in (["import", str(tmp_path / "v.npz"), "--name", "m—x", "--store", store], ["list", "--store", store]):
+        result = subprocess.run([sys.executable, "-m", "magdash", *argv], capture_output=True, timeout=300, env=env)
+        assert result.returncode == 0 and b"Traceback" not in result.stderr, result.stderr.decode(errors="replace")
+        assert b"m\\u2014x" in result.stdout, result.stdout

@@ -122,6 +122,18 @@ def test_corr_reports_e5_per_core_layer(store_path, capsys):
     assert 0 < out.index("partial Spearman rho given log n: mean") < out.index("raw Spearman rho: mean")
 
 
+def test_corr_correlates_the_measure_asked_for(store_path, capsys):
+    _planted_model(store_path)
+    assert main(["freq", "corr", "--model", "planted", "--source", OPENWEBTEXT, "--measure", "trace",
+                 "--n-boot", "0", "--layers", "3", "--store", store_path]) == 0
+    assert "V_trace(n) against log(count+1)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exited:  # argparse refuses a measure that is not one
+        main(["freq", "corr", "--model", "planted", "--source", OPENWEBTEXT, "--measure", "volume",
+              "--store", store_path])
+    assert exited.value.code == 2
+    assert "invalid choice: 'volume'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

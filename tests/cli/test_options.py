@@ -24,7 +24,7 @@ COMMANDS = {  # command line -> (params class, prefix, fields set by the command
     ("analyze", "--model", "m"): (AnalysisParams, "", {}),
     ("controls", "--model", "m"): (ControlsParams, "controls_", {"analysis": AnalysisParams()}),
     ("design", "--model", "m"): (DesignParams, "design_", {}),
-    ("phase", "--model", "m"): (PhaseParams, "", {}),
+    ("depth", "--model", "m"): (PhaseParams, "", {}),
     ("probe", "--model", "m"): (ProbeParams, "probe_", {}),
     ("extract", "--model", "m"): (ExtractParams, "", {}),
     ("sweep", "plan.toml"): (SweepParams, "", {}),
@@ -80,10 +80,10 @@ def test_flags_are_unique_within_a_command():
 
 @pytest.mark.parametrize(("arguments", "message"), [
     (["--exclude-carrier", "two"], "cannot read --exclude-carrier 'two'"),
-    (["--window", "0.8"], "--window needs two numbers LO,HI"),
+    (["--window", "0.8"], "cannot read --window '0.8': give two numbers LO,HI"),
     (["--core", "5-3"], "run backwards"),
     (["--measures", "eucl,volume"], "unknown measure(s) 'volume'"),
-    (["--seed", "-1"], "seed must be a whole number from 0 to 2**63 - 1"),
+    (["--seed", "-1"], "--seed -1 must be a whole number from 0 to 2**63 - 1"),
 ])
 def test_a_bad_value_is_one_line_naming_the_option(tmp_path, capsys, arguments, message):
     store = tmp_path / "store.duckdb"
@@ -94,7 +94,7 @@ def test_a_bad_value_is_one_line_naming_the_option(tmp_path, capsys, arguments, 
 
 
 def test_params_refuse_what_the_command_line_cannot_give():
-    with pytest.raises(MagdashError, match="batch size"):
+    with pytest.raises(MagdashError, match="batch_size="):
         ExtractParams(batch_size=0)
     with pytest.raises(MagdashError, match="padding side"):
         ExtractParams(padding_side="middle")

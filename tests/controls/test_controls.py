@@ -20,7 +20,7 @@ from magdash.errors import AnalysisError, MagdashError
 from magdash.runs.analysis_runs import analyze, compare
 from magdash.runs.controls_runs import run_controls
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES, paper_stimuli
-from magdash.variability.analysis_params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams, FitRules
 from magdash.variability.artifacts import leave_one_carrier_out
 from magdash.variability.fits import fit_scaling, ols
 from magdash.variability.measures import v_eucl
@@ -62,16 +62,16 @@ def _planted_layer(rng, exponents, d=24):
 
 def test_leaving_out_the_one_carrier_that_drives_alpha_flips_its_sign(rng):
     x = _planted_layer(rng, [-0.2, -0.2, -0.2, -0.2, 1.0])
-    full = fit_scaling(MAGNITUDES, v_eucl(x), drop_outliers=False, n_boot=0).alpha
+    full = fit_scaling(MAGNITUDES, v_eucl(x), rules=FitRules(drop_outliers=False, n_boot=0)).alpha
     assert full > 0
-    loo = leave_one_carrier_out(x, MAGNITUDES, ["eucl", "proj"])
+    loo = leave_one_carrier_out(x, MAGNITUDES, ["eucl", "proj"], rules=FitRules())
     assert loo.shape == (2, 5)
     assert loo[0, 4] < 0 < loo[0, :4].min()
     # each entry is the plain fit on the remaining carriers
-    expected = fit_scaling(MAGNITUDES, v_eucl(x[:, [0, 1, 2, 4]]), drop_outliers=True, n_boot=0).alpha
+    expected = fit_scaling(MAGNITUDES, v_eucl(x[:, [0, 1, 2, 4]]), rules=FitRules(drop_outliers=True, n_boot=0)).alpha
     assert loo[0, 3] == pytest.approx(expected, abs=1e-12)
     with pytest.raises(AnalysisError, match="at least 3 carriers"):
-        leave_one_carrier_out(x[:, :2], MAGNITUDES, ["eucl"])
+        leave_one_carrier_out(x[:, :2], MAGNITUDES, ["eucl"], rules=FitRules())
 
 
 def test_permutation_p_agrees_with_the_exact_enumeration(rng):
@@ -82,21 +82,21 @@ def test_permutation_p_agrees_with_the_exact_enumeration(rng):
     slopes = np.array([ols(x[list(order)], y).slope for order in itertools.permutations(range(6))])
     exact = np.mean(np.abs(slopes) >= abs(observed) - 1e-12)
     null = PermutationNull(n_perm=40_000, seed=3)
-    p = null.p_value(magnitudes, values, drop_outliers=False)
+    p = null.p_value(magnitudes, values, rules=FitRules(drop_outliers=False))
     assert p == pytest.approx(exact, abs=0.01)
-    assert PermutationNull(n_perm=40_000, seed=3).p_value(magnitudes, values, drop_outliers=False) == p
+    assert PermutationNull(n_perm=40_000, seed=3).p_value(magnitudes, values, rules=FitRules(drop_outliers=False)) == p
 
 
 def test_permutation_p_is_uniform_under_the_null_and_minimal_for_a_strong_slope(rng):
     null = PermutationNull(n_perm=999, seed=1)
     ps = np.array([
-        null.p_value(MAGNITUDES, np.exp(rng.normal(size=MAGNITUDES.size)), drop_outliers=False) for _ in range(400)
+        null.p_value(MAGNITUDES, np.exp(rng.normal(size=MAGNITUDES.size)), rules=FitRules(drop_outliers=False)) for _ in range(400)
     ])
     assert 0.02 <= np.mean(ps <= 0.05) <= 0.09
     assert 0.4 <= np.mean(ps) <= 0.6
     strong = np.exp(-0.5 * np.log(MAGNITUDES) + rng.normal(scale=0.01, size=MAGNITUDES.size))
-    assert null.p_value(MAGNITUDES, strong, drop_outliers=True) == pytest.approx(1 / 1000)
-    assert math.isnan(null.p_value(MAGNITUDES[:4], strong[:4], drop_outliers=False))
+    assert null.p_value(MAGNITUDES, strong, rules=FitRules(drop_outliers=True)) == pytest.approx(1 / 1000)
+    assert math.isnan(null.p_value(MAGNITUDES[:4], strong[:4], rules=FitRules(drop_outliers=False)))
     with pytest.raises(AnalysisError, match="at least 1 permutation"):
         PermutationNull(n_perm=0)
 
@@ -206,7 +206,7 @@ def test_controls_without_variants_or_control_say_so(store, rng):
         run_controls(store, "alone", params=ControlsParams(analysis=FAST, variants=("ghost",)))
     with pytest.raises(AnalysisError, match="the model itself"):
         run_controls(store, "alone", params=ControlsParams(analysis=FAST, variants=("alone",)))
-    with pytest.raises(AnalysisError, match="--n-perm"):
+    with pytest.raises(AnalysisError, match="n_perm="):
         ControlsParams(n_perm=0)
 
 

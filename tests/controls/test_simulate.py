@@ -9,7 +9,7 @@ from magdash.controls.simulate import Calibration, CarrierScatter, draw_log_v, d
 from magdash.errors import AnalysisError
 from magdash.stimuli import PAPER_MAGNITUDES
 from magdash.variability.analysis import run_analysis
-from magdash.variability.analysis_params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams, FitRules
 from magdash.variability.fits import fit_scaling, ols
 from magdash.variability.measures import v_eucl
 
@@ -24,20 +24,20 @@ def test_fit_alphas_is_the_analysis_fit_with_its_outlier_rule(rng):
     log_v[1, 2, :22] = np.nan  # four points left: no fit
     fits = fit_alphas(MAGNITUDES, log_v)
     for study, layer in [(0, 0), (2, 1), (3, 2)]:
-        expected = fit_scaling(MAGNITUDES, np.exp(log_v[study, layer]), drop_outliers=True, n_boot=0)
+        expected = fit_scaling(MAGNITUDES, np.exp(log_v[study, layer]), rules=FitRules(drop_outliers=True, n_boot=0))
         assert fits.alpha[study, layer] == pytest.approx(expected.alpha, abs=1e-12)
         assert fits.se[study, layer] == pytest.approx(expected.se, abs=1e-12)
         assert fits.n_points[study, layer] == expected.n_points
     assert fits.n_points[0, 0] == MAGNITUDES.size - 1
     assert np.isnan(fits.alpha[1, 2])
-    plain = fit_alphas(MAGNITUDES, log_v[2, 1], drop_outliers=False)
+    plain = fit_alphas(MAGNITUDES, log_v[2, 1], rules=FitRules(drop_outliers=False))
     assert plain.alpha == pytest.approx(ols(LOG_N, log_v[2, 1]).slope, abs=1e-12)
     # an even count whose middle two V differ (1 and 9): 3x the median is 15, not 3x their
     # geometric mean (9), so the 9.5s and the 12 are kept, as the analysis keeps them
     v = np.array([0.5] * 12 + [1.0, 9.0] + [9.5] * 11 + [12.0])
     assert v.size == MAGNITUDES.size
     even = fit_alphas(MAGNITUDES, np.log(v))
-    expected = fit_scaling(MAGNITUDES, v, drop_outliers=True, n_boot=0)
+    expected = fit_scaling(MAGNITUDES, v, rules=FitRules(drop_outliers=True, n_boot=0))
     assert even.n_points == expected.n_points == MAGNITUDES.size
     assert even.alpha == pytest.approx(expected.alpha, abs=1e-12)
 
@@ -48,7 +48,7 @@ def test_alpha_has_the_ols_sampling_variance_of_its_planted_noise():
     scatter = CarrierScatter(seed=1)
     log_v = draw_log_v(calibration, MAGNITUDES, alpha=-0.05, n_carriers=5, n_layers=1, n_studies=6000,
                        rng=np.random.default_rng(5), scatter=scatter)
-    alphas = fit_alphas(MAGNITUDES, log_v, drop_outliers=False).alpha[:, 0]
+    alphas = fit_alphas(MAGNITUDES, log_v, rules=FitRules(drop_outliers=False)).alpha[:, 0]
     sigma2 = 0.08**2 + scatter.variance(5, 12)
     expected = sigma2 / SXX
     # the variance of 6,000 draws has a relative SE of sqrt(2 / 5999) = 1.8%

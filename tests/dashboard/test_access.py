@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from magdash.dashboard.access import check_store_path, read_only_reason, store_access
+from magdash.dashboard.access import check_store_path, read_only_reason, served_text, store_access
 from magdash.errors import StoreError
 
 
@@ -49,3 +49,34 @@ def test_paths_are_checked_after_resolving_dots_and_links(tmp_path):
 def test_the_read_only_reason_names_what_is_not_done_and_how_to_write():
     reason = read_only_reason("extract models")
     assert "does not extract models" in reason and "MAGDASH_READ_ONLY" in reason and "CLI" in reason
+
+
+def test_a_read_only_dashboard_refuses_a_path_without_telling_its_folders_or_link_targets(tmp_path):
+    lab, outside = tmp_path / "lab", tmp_path / "outside"
+    lab.mkdir()
+    outside.mkdir()
+    (lab / "link.duckdb").symlink_to(outside / "x.duckdb")
+    access = store_access({"MAGDASH_STORE": str(lab / "runs.duckdb"), "MAGDASH_READ_ONLY": "1"})
+    for escaping in (str(lab / "link.duckdb"), "../../etc/passwd"):
+        with pytest.raises(StoreError, match="opens stores only inside its store's folder") as refused:
+            check_store_path(escaping, access)
+        message = served_text(str(refused.value), access)
+        assert str(outside) not in message and str(lab) not in message and os.getcwd() not in message, message
+        assert "MAGDASH_STORE_FOLDERS" not in message  # no way round it is offered to a viewer
+    with pytest.raises(StoreError) as refused:
+        check_store_path(str(lab / "link.duckdb"), access)
+    assert "'link.duckdb' is outside" in served_text(str(refused.value), access)
+
+
+def test_served_messages_name_paths_relative_to_the_allowed_folder_and_no_process_ids(tmp_path):
+    lab = tmp_path / "lab"
+    served = store_access({"MAGDASH_STORE": str(lab / "runs.duckdb"), "MAGDASH_READ_ONLY": "1"})
+    cwd = str(tmp_path / "server")
+    message = (f"{str(lab / 'sub' / 'x.duckdb')!r} is not a DuckDB file; {lab} is the folder; the lock is held "
+               f"by process 4242 (PID 4242); see {cwd}/magdash.log; {lab}-old/y stays as it is")
+    shown = served_text(message, served, cwd=cwd)
+    assert shown == ("'sub/x.duckdb' is not a DuckDB file; . is the folder; the lock is held by process (id withheld) "
+                     f"(PID (id withheld)); see magdash.log; {lab}-old/y stays as it is")
+    assert "4242" not in shown
+    local = store_access({"MAGDASH_STORE": str(lab / "runs.duckdb")})
+    assert served_text(message, local, cwd=cwd) == message  # the local user owns the server: all is said

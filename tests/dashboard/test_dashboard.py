@@ -99,6 +99,34 @@ def test_defaults_stay_out_of_the_query_string():
     assert db.view_to_query(db.ViewState(store="/default.duckdb"), store="/default.duckdb") == {}
 
 
+@pytest.mark.parametrize(("boot", "n_boot", "said"), [
+    ("100001", 100_000, "'100001' in the link is above what the sidebar allows (0 to 100,000); using 100,000"),
+    ("-1", 0, "'-1' in the link is below what the sidebar allows (0 to 100,000); using 0"),
+    ("9" * 5000, 10_000, "is not a whole number; using 10,000"),  # past Python's 4,300-digit guard
+    ("1e5", 10_000, "'1e5' in the link is not a whole number; using 10,000"),
+    ("100000", 100_000, None),
+    ("0", 0, None),
+])
+def test_a_links_bootstrap_size_is_clamped_to_the_sidebars_bounds_with_a_note(boot, n_boot, said):
+    """/scaling?boot=100001 once reached the widget and showed StreamlitValueAboveMaxError."""
+    assert (db.N_BOOT_RANGE.low, db.N_BOOT_RANGE.high) == (0, 100_000)
+    view, notes = db.view_from_query({"boot": boot}, store="/s.duckdb")
+    assert view.n_boot == n_boot
+    assert db.N_BOOT_RANGE.low <= view.n_boot <= db.N_BOOT_RANGE.high
+    if said is None:
+        assert notes == []
+    else:
+        assert len(notes) == 1 and said in notes[0] and notes[0].startswith("bootstrap size")
+        assert len(notes[0]) < 250  # a 5,000-digit value is not repeated whole
+
+
+def test_a_note_repeats_at_most_the_start_of_a_long_link_value():
+    long = "x" * 100_000
+    _, notes = db.view_from_query(dict.fromkeys(("measure", "core", "layer", "boot", "conv", "leave"), long), store="/s")
+    assert len(notes) == 6
+    assert all(len(note) < 300 and "xxx..." in note for note in notes), [len(note) for note in notes]
+
+
 def test_bad_link_values_fall_back_to_defaults_with_a_message():
     view, notes = db.view_from_query(
         {"measure": "bogus", "core": "5-2", "layer": "-1", "boot": "many", "conv": "nature"}, store="/s.duckdb"
@@ -371,15 +399,88 @@ def test_registry_allows_one_running_job_per_store():
         release.wait(300)
         return None, False
 
-    first = registry.start("store", jobs.Job("first", work))
+    first = registry.start("store", jobs.Job("first", work), owner="a")
     with pytest.raises(MagdashError, match="still running"):
-        registry.start("store", jobs.Job("second", work))
+        registry.start("store", jobs.Job("second", work), owner="a")
     registry.forget("store")
     assert registry.get("store") is first  # a running job is never forgotten
     release.set()
     first.wait(300)
     registry.forget("store")
     assert registry.get("store") is None
+
+
+def _waiting_job(registry: jobs.JobRegistry, owner: str, key: str = "store") -> jobs.Job:
+    """A job on ``key`` started by ``owner`` that runs until cancelled."""
+    started = threading.Event()
+
+    def work(context):
+        started.set()
+        while not context.should_stop():
+            time.sleep(0.01)
+        return None, True
+
+    job = registry.start(key, jobs.Job("extract m", work), owner=owner)
+    assert started.wait(300)
+    return job
+
+
+def test_only_the_session_that_started_a_job_may_cancel_it():
+    registry, alice, bob = jobs.JobRegistry(), jobs.new_owner(), jobs.new_owner()
+    assert alice != bob and len(alice) >= 20  # unguessable tokens, one per session
+    job = _waiting_job(registry, alice)
+    assert registry.is_owner("store", alice) and not registry.is_owner("store", bob)
+    with pytest.raises(MagdashError, match="started in another session: only that session can cancel it"):
+        registry.cancel("store", bob)
+    with pytest.raises(MagdashError, match="another session, which alone can cancel it"):
+        registry.start("store", jobs.Job("bob's", lambda context: (None, False)), owner=bob)
+    time.sleep(0.05)
+    assert job.snapshot().state == "running" and not job.snapshot().cancelling  # bob changed nothing
+    registry.cancel("store", alice)
+    assert job.wait(300).state == "cancelled"
+    with pytest.raises(MagdashError, match="no job runs"):
+        registry.cancel("elsewhere", alice)
+
+
+@pytest.mark.parametrize("ending", ["done", "failed", "cancelled"])
+def test_the_owner_is_told_how_a_job_ended_whoever_saw_it_end_first(ending):
+    """Another session that sees the job end cannot forget it: the finished job stays until
+    the session that started it has been told (acknowledge), for every way a job ends."""
+    registry, alice, bob = jobs.JobRegistry(), jobs.new_owner(), jobs.new_owner()
+
+    def work(context):
+        if ending == "failed":
+            raise MagdashError("the model folder has no config.json")
+        return None, ending == "cancelled"
+
+    job = registry.start("store", jobs.Job("extract m", work), owner=alice)
+    assert job.wait(300).state == ending
+    assert not registry.acknowledge("store", bob)  # bob's page saw it end: nothing forgotten
+    assert registry.get("store") is job and registry.is_owner("store", alice)
+    assert registry.acknowledge("store", alice)
+    assert registry.get("store") is None
+
+
+def test_the_owner_is_told_even_after_another_session_started_a_job_on_the_same_store():
+    registry, alice, bob = jobs.JobRegistry(), jobs.new_owner(), jobs.new_owner()
+    first = registry.start("store", jobs.Job("alice's", lambda context: (None, False)), owner=alice)
+    first.wait(300)
+    second = _waiting_job(registry, bob)  # allowed: alice's job has finished
+    assert registry.ending("store", alice) is first and registry.ending("store", bob) is None
+    assert registry.acknowledge("store", alice)
+    assert registry.ending("store", alice) is None
+    assert registry.get("store") is second  # bob's running job stays
+    registry.cancel("store", bob)
+    second.wait(300)
+
+
+def test_a_running_job_is_never_acknowledged_away():
+    registry, alice = jobs.JobRegistry(), jobs.new_owner()
+    job = _waiting_job(registry, alice)
+    assert not registry.acknowledge("store", alice)
+    assert registry.get("store") is job
+    registry.cancel("store", alice)
+    job.wait(300)
 
 
 def test_first_run_pairs_each_model_with_its_control():

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from magdash.errors import MagdashError
+from magdash.errors import AnalysisError, MagdashError
 from magdash.frequency import (
     OPENWEBTEXT,
     WORDFREQ,
@@ -37,6 +37,7 @@ from magdash.frequency import (
     read_counts_csv,
 )
 from magdash.frequency import corpus as frequency_corpus
+from magdash.frequency.e5_params import E5Params
 from magdash.frequency.rule import (
     BLANK_LINE,
     DIGIT_RUN,
@@ -281,7 +282,7 @@ def test_jsonl_rows_are_documents(tmp_path):
     gz = tmp_path / "corpus.jsonl.gz"
     gz.write_bytes(gzip.compress(path.read_bytes()))
     assert _nonzero(count_corpus(gz, CountOptions(text_field="body"))) == {12: 2, 7: 1, 1: 1}
-    with pytest.raises(FrequencyError, match="no field 'text'.*body, id.*--text-field"):
+    with pytest.raises(FrequencyError, match="no field 'text'.*body, id.*text_field="):
         count_corpus(path)
 
 
@@ -567,6 +568,18 @@ def test_e5_from_store_uses_v_eucl_of_the_core_layers(store):
     assert "label" in table.columns
     with pytest.raises(FrequencyError, match="do not exist"):
         e5_from_store(store, "planted", OPENWEBTEXT, layers=[9])
+
+
+def test_e5_params_and_their_fields_as_keywords_are_one_choice(store):
+    _plant_frequency_model(store)
+    by_params = e5_from_store(store, "planted", OPENWEBTEXT, E5Params(layers=(2,), measure="residual", n_boot=50,
+                                                                      seed=3))
+    by_keywords = e5_from_store(store, "planted", OPENWEBTEXT, layers=[2], measure="residual", n_boot=50, seed=3)
+    pd.testing.assert_frame_equal(by_params, by_keywords)
+    with pytest.raises(AnalysisError, match="unknown option.* n_bot: E5Params has layers"):
+        e5_from_store(store, "planted", OPENWEBTEXT, n_bot=5)
+    with pytest.raises(AnalysisError, match="missing='sometimes' must be one of error, zero"):
+        E5Params(missing="sometimes")
 
 
 def test_e5_from_an_analysis_covers_every_layer_and_is_kept_in_the_e5_table(store, monkeypatch):

@@ -80,7 +80,7 @@ def test_standardise_z_scores_and_drops_constant_dimensions():
     np.testing.assert_allclose(z[:, 0], [-1.0, 0.0, 1.0], atol=1e-6)
     np.testing.assert_allclose(z.std(axis=0, ddof=1), [1.0, 1.0], atol=1e-6)
     assert Adjustment.for_stats("keep", DimensionStats.of(vectors)).apply(vectors) is vectors
-    with pytest.raises(AnalysisError, match="--massive"):
+    with pytest.raises(AnalysisError, match="massive="):
         PhaseParams(massive="remove")
     with pytest.raises(AnalysisError, match="above 1"):
         PhaseParams(massive_ratio=0.5)
@@ -172,7 +172,7 @@ def test_the_cli_drops_the_massive_dimensions_of_stored_vectors(store, capsys):
     outputs = {}
     for mode in ("keep", "drop"):
         capsys.readouterr()
-        assert main(["phase", "--model", "massive", "--store", str(store.path), "--massive", mode,
+        assert main(["depth", "--model", "massive", "--store", str(store.path), "--massive", mode,
                      "--n-boot", "50", "--json"]) == 0
         outputs[mode] = json.loads(capsys.readouterr().out)
     raw, dropped = outputs["keep"], outputs["drop"]
@@ -181,10 +181,10 @@ def test_the_cli_drops_the_massive_dimensions_of_stored_vectors(store, capsys):
     assert [row["dim"] for row in dropped["layers"]] == [48, 46, 46]
     assert raw["layers"][1]["omega_mean"] > 0.5 and raw["gamma_c"] == pytest.approx(0.5)
     assert all(abs(row["omega_mean"] - isotropic_omega_mean(row["dim"])) < 0.02 for row in dropped["layers"])
-    assert main(["phase", "--model", "massive", "--store", str(store.path), "--massive", "standardise"]) == 0
+    assert main(["depth", "--model", "massive", "--store", str(store.path), "--massive", "standardise"]) == 0
     out = capsys.readouterr().out
     assert "every dimension z-scored" in out and "jump 1: to gamma 0.500" in out
-    assert main(["phase", "--model", "massive", "--store", str(store.path), "--massive-ratio", "1"]) == 2
+    assert main(["depth", "--model", "massive", "--store", str(store.path), "--massive-ratio", "1"]) == 2
     assert "above 1" in capsys.readouterr().err
     # The views are cached apart: the raw result is not served for the dropped one.
     assert phase_from_store(store, "massive", params=PhaseParams(n_boot=0, massive="drop")).layers[1].dim == 46

@@ -1,4 +1,4 @@
-"""``magdash phase``: JSON shape, planted transition through the store, all-token mode, cache."""
+"""``magdash depth``: JSON shape, planted transition through the store, all-token mode, cache."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def phase_store(store):
 
 def run_json(capsys, *args) -> dict:
     capsys.readouterr()
-    assert main(["phase", *args, "--json"]) == 0
+    assert main(["depth", *args, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
@@ -87,9 +87,9 @@ def test_control_is_reported_beside_the_model(phase_store, capsys):
 def test_missing_control_and_text_output(store, capsys):
     store.import_arrays("alone", planted_arrays(3), PAPER_MAGNITUDES, carriers=PAPER_CARRIERS,
                         layer_labels=LABELS)
-    assert main(["phase", "--model", "alone", "--store", str(store.path), "--control"]) == 2
+    assert main(["depth", "--model", "alone", "--store", str(store.path), "--control"]) == 2
     assert "extract it first" in capsys.readouterr().err
-    assert main(["phase", "--model", "alone", "--store", str(store.path)]) == 0
+    assert main(["depth", "--model", "alone", "--store", str(store.path)]) == 0
     out = capsys.readouterr().out
     assert "gamma_c (largest change of mean Omega): 0.500" in out
     assert "isotropic-Gaussian baseline" in out
@@ -98,12 +98,12 @@ def test_missing_control_and_text_output(store, capsys):
 @pytest.mark.slow
 def test_the_cli_and_the_app_give_gamma_c_the_same_interval(phase_store, capsys):
     # Both take their phase parameters from PhaseParams: the same resamples, so the same interval.
-    cli = params_from_args(PhaseParams, build_parser().parse_args(["phase", "--model", "planted"]))
+    cli = params_from_args(PhaseParams, build_parser().parse_args(["depth", "--model", "planted"]))
     inventory = db.read_inventory(phase_store)
     view, _ = db.reconcile_view(db.ViewState(store=str(phase_store.path), model="planted"), inventory)
     app = db.phase_keys(view, inventory)[db.TRAINED_SERIES].params
     assert cli == app == PhaseParams() and cli.n_boot == DEFAULT_N_BOOT
-    assert main(["phase", "--model", "planted", "--store", str(phase_store.path)]) == 0
+    assert main(["depth", "--model", "planted", "--store", str(phase_store.path)]) == 0
     order = phase_from_store(phase_store, "planted", params=app).order
     expected = (f"(95% bootstrap interval {order.low:.3f}-{order.high:.3f}, {DEFAULT_N_BOOT} resamples of "
                 "26 magnitudes x 5 carriers, each with all of its vectors)")
@@ -168,6 +168,6 @@ def test_prompts_run_every_token_through_the_model(tiny_llama, tmp_path, capsys,
 def test_empty_prompts_file_is_a_user_error(tmp_path, tiny_llama, capsys):
     empty = tmp_path / "empty.txt"
     empty.write_text("  \n", encoding="utf-8")
-    assert main(["phase", "--model", str(tiny_llama), "--prompts", str(empty),
+    assert main(["depth", "--model", str(tiny_llama), "--prompts", str(empty),
                  "--store", str(tmp_path / "s.duckdb")]) == 2
     assert "empty" in capsys.readouterr().err

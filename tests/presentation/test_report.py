@@ -104,6 +104,25 @@ def test_table_to_csv_round_trips_text_and_missing_values():
     assert back["magnitudes correlated"].tolist() == [16, 0]
 
 
+def test_table_to_csv_keeps_spreadsheets_from_running_user_text_as_formulas():
+    """A carrier, model or source name beginning with = + - @, a tab or CR is written after a ' (OWASP);
+    numbers, and text that is a plain number, are written as they are."""
+    import csv
+
+    hostile = ["=HYPERLINK(\"http://x.invalid\",\"click\")", "+1+1", "-2+3", "@SUM(A1)", "\tcmd", "\r=1+1"]
+    frame = pd.DataFrame({
+        "model": [*hostile, "plain {n}\r=2+2", "-0.5"],
+        "alpha": [-0.5, -1e-3, 0.0, 2.0, -7.0, 1.0, np.nan, 3.0],
+        "=cmd|' /C calc'!A0": ["x"] * 8,  # a column named by user text (a pivoted model name)
+    })
+    rows = list(csv.reader(StringIO(export.table_to_csv(frame).decode("utf-8"), newline="")))
+    assert rows[0] == ["model", "alpha", "'=cmd|' /C calc'!A0"]
+    # a CR inside a cell stays in it (quoted), never starting a row of its own
+    assert [row[0] for row in rows[1:]] == [*("'" + text for text in hostile), "plain {n}\r=2+2", "-0.5"]
+    assert [row[1] for row in rows[1:]] == ["-0.5", "-0.001", "0.0", "2.0", "-7.0", "1.0", "", "3.0"]
+    assert frame["model"].iloc[0].startswith("=")  # the table shown keeps its text
+
+
 def test_safe_filename():
     assert export.safe_filename(HOSTILE) == "script_alert_1_script"
     assert export.safe_filename("meta-llama/Meta-Llama-3-8B@random") == "meta-llama_Meta-Llama-3-8B_random"

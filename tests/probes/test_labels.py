@@ -58,7 +58,7 @@ def test_bad_vector_shapes(vectors, message):
 
 
 def test_more_carrier_folds_than_carriers():
-    with pytest.raises(AnalysisError, match="carrier_folds 5 exceeds the 4 carriers"):
+    with pytest.raises(AnalysisError, match="carrier_folds=5 exceeds the 4 carriers"):
         check_vectors(layer(), 10, ProbeParams(carrier_folds=5))
 
 

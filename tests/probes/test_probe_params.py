@@ -36,15 +36,15 @@ def test_from_dict_inverts_asdict_after_a_json_round_trip():
     ({"alphas": (1.0, 0.0)}, "positive numbers"),
     ({"alphas": ("a",)}, "must be numbers"),
     ({"alphas": ()}, "positive numbers"),
-    ({"magnitude_folds": 1}, "magnitude_folds must be a whole number >= 2"),
+    ({"magnitude_folds": 1}, "magnitude_folds=1 must be a whole number >= 2"),
     ({"carrier_folds": 1}, "0 .*or at least 2"),
-    ({"carrier_folds": -1}, "carrier_folds must be a whole number >= 0"),
+    ({"carrier_folds": -1}, "carrier_folds=-1 must be a whole number >= 0"),
     ({"ci": 1.5}, "between 0 and 1"),
-    ({"n_boot": -1}, "n_boot must be"),
-    ({"n_boot": 2.5}, "n_boot must be"),
-    ({"seed": True}, "seed must be"),
-    ({"n_components": 0}, "n_components must be"),
-    ({"alpha_rows": 3}, "alpha_rows must be"),
+    ({"n_boot": -1}, "n_boot=.* must be"),
+    ({"n_boot": 2.5}, "n_boot=.* must be"),
+    ({"seed": True}, "seed=True must be"),
+    ({"n_components": 0}, "n_components=0 must be"),
+    ({"alpha_rows": 3}, "alpha_rows=3 must be"),
 ])
 def test_bad_values_are_refused_with_what_to_fix(change, message):
     with pytest.raises(AnalysisError, match=message):

@@ -177,7 +177,7 @@ def test_recorded_token_counts_refine_the_baseline_strata_and_enter_the_key(stor
                           len(str(item.magnitude)), len(str(item.magnitude))) for item in items]
     store.write_token_facts(store.model_record("planted").model_id, [item.key for item in items], facts)
     assert probe_key(store, "planted", "toy", FAST) != before
-    strata = baseline_strata(store, "planted", "toy", MAGNITUDES)
+    strata = baseline_strata(store.number_tokens("planted", "toy"), MAGNITUDES)
     assert strata.labels == ("1 digit, 1 token", "2 digits, 1 token", "2 digits, 2 tokens")
     result = probe(store, "planted", params=FAST)
     assert not result.from_cache and result.strata_by == "digit count and token count"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +30,7 @@ from magdash.sources.gguf import (
     weights_note,
 )
 from magdash.store import Store
-from tests.support import require_builtin
+from tests.support import require_builtin, write_tiny_gguf
 
 
 @pytest.fixture
@@ -95,6 +96,42 @@ def test_files_that_are_not_gguf_are_refused_with_a_message(smollm2_file, tmp_pa
     notes.write_text("hello")
     with pytest.raises(ModelLoadError, match="is a file: give a .gguf file or a model folder"):
         resolve_model(str(notes))
+
+
+def _key(name: bytes, value_type: int) -> bytes:
+    return struct.pack("<Q", len(name)) + name + struct.pack("<I", value_type)
+
+
+_ARRAY, _UINT32 = 9, 4
+HOSTILE_GGUF_HEADERS = {  # (tensor count, key count, what follows, what the refusal says)
+    "key length 2^63": (0, 1, struct.pack("<Q", 2**63), "metadata key 0 needs 9,223,372,036,854,775,808 bytes but only"),
+    "20,000 nested array headers": (0, 1, _key(b"a", _ARRAY) + struct.pack("<IQ", _ARRAY, 1) * 20_000
+                                    + struct.pack("<IQ", _UINT32, 0), "nests arrays more than 8 deep"),
+    "2^40 tensors": (2**40, 0, b"", "1,099,511,627,776 tensors, more than its"),
+    "array count 2^62": (0, 1, _key(b"a", _ARRAY) + struct.pack("<IQ", _UINT32, 2**62), "items of 'a', more than its"),
+    "a tensor with 2^31 dimensions": (1, 0, struct.pack("<Q", 1) + b"t" + struct.pack("<I", 2**31),
+                                      "tensor 't' has 2,147,483,648 dimensions; GGUF allows at most 4"),
+}
+
+
+@pytest.mark.parametrize("case", HOSTILE_GGUF_HEADERS)
+def test_a_hostile_gguf_header_is_refused_with_a_message_naming_the_file(case, tmp_path):
+    """Each once raised OverflowError or RecursionError, or passed the metadata reader to fail in
+    the conversion with struct.error."""
+    n_tensors, n_keys, body, says = HOSTILE_GGUF_HEADERS[case]
+    path = tmp_path / "hostile.gguf"
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, n_tensors, n_keys) + body + bytes(256))
+    with pytest.raises(ModelLoadError, match=f"cannot read the GGUF file '{path}': .*{says}"):
+        resolve_model(str(path))
+
+
+def test_a_gguf_whose_tensors_run_past_its_end_is_refused_and_a_whole_one_read(tmp_path):
+    path = write_tiny_gguf(tmp_path / "tiny.gguf")
+    assert read_metadata(path) == {"general.architecture": "llama", "llama.block_count": 2,
+                                   "general.name": "tiny", "tokenizer.ggml.tokens": 3}
+    path.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(ModelLoadError, match="the 64 bytes of tensor 'u' at offset 128 run past the end of the file"):
+        read_metadata(path)
 
 
 def test_the_model_cache_is_chosen_explicitly_then_by_environment(tmp_path, monkeypatch):

@@ -58,7 +58,7 @@ def _nothing_beside(folder, *names) -> None:
 
 @pytest.mark.parametrize(("message", "said"), [
     ("IO Error: No space left on device", "the disk is full: could not write a new store"),
-    ("IO Error: Permission denied", "permission denied; point --store at a folder you can write"),
+    ("IO Error: Permission denied", "permission denied; point store= at a folder you can write"),
     ("IO Error: something else", "cannot create store"),
 ])
 def test_a_creation_that_fails_leaves_nothing_at_the_path(message, said, tmp_path, failing):

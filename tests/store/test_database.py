@@ -410,6 +410,6 @@ def test_outsized_vectors_are_flagged_from_the_norms_stored_with_them(store, rng
     assert outsized_vector_warnings(store, "planted", "s") == [
         f"planted: carrier 1 ('b {{n}}'): 4 vector(s) of magnitudes 2, 5 at layers 1-2 have a norm over 10x their "
         f"layer's median (up to {flagged['ratio'].max():,.0f}x), as at an attention sink; "
-        "analyze --exclude-carrier 1 leaves that carrier out"]
+        "analyze --exclude-carrier 1 leaves it out"]
     with pytest.raises(StoreError, match="no stimulus set named 'other'"):
         store.outlier_vectors("planted", "other")

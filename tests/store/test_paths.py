@@ -114,6 +114,26 @@ def test_a_reading_command_on_a_missing_store_names_the_commands_that_create_one
     assert not path.parent.exists()
 
 
+@pytest.mark.parametrize("target", ["folder", "character device"])
+def test_an_export_is_written_exactly_where_it_is_asked_for_or_refused(target, areas, tmp_path, capsys):
+    """--out DIR or --out /dev/null once wrote DIR.npz or /dev/null.npz beside what was named."""
+    folder, outside, _ = areas
+    store = str(outside / "store.duckdb")
+    named = folder / ("results" if target == "folder" else "null")
+    named.mkdir() if target == "folder" else make_device_stand_in(named)
+    before = tree_state(tmp_path)
+    assert main(["export", "--model", "m", "--out", str(named), "--store", store]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("magdash: error:") and f"it is a {target}" in error, error
+    assert tree_state(tmp_path) == before and not (folder / f"{named.name}.npz").exists()
+    # A name without .npz is written as it is, not renamed.
+    assert main(["export", "--model", "m", "--out", str(folder / "vectors"), "--store", store]) == 0
+    assert f"wrote {folder / 'vectors'}:" in capsys.readouterr().out
+    assert sorted(p.name for p in folder.iterdir()) == sorted([named.name, "vectors"])
+    with np.load(folder / "vectors") as exported:
+        assert exported["per_carrier"].shape == (4, 2, 3, 4)
+
+
 @pytest.mark.parametrize("target", ["FIFO", "folder", "character device", "not an export", "no such folder"])
 def test_an_export_or_report_never_writes_over_what_magdash_did_not_write(target, areas, tmp_path, capsys):
     folder, outside, _ = areas

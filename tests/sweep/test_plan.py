@@ -12,7 +12,7 @@ from magdash.sweep.plan import DEFAULT_TASKS
 from magdash.sweep.runner import load_plan, stimulus_sets
 
 GOOD = """
-tasks = ["extract", "analyze", "phase", "controls"]
+tasks = ["extract", "analyze", "depth", "controls"]
 dtypes = ["float32", "bfloat16"]
 positions = ["last", "first"]
 batch_size = 4
@@ -42,7 +42,7 @@ n_boot = 100
 core_layers = "2-3"
 conventions = "paper"
 
-[phase]
+[depth]
 n_boot = 7
 
 [controls]
@@ -58,6 +58,17 @@ def _plan(tmp_path, text: str):
     return load_plan(path)
 
 
+def test_a_plan_naming_the_old_phase_task_and_table_runs_as_depth_and_warns(tmp_path, caplog):
+    old = GOOD.replace('"depth"', '"phase"').replace("[depth]", "[phase]")
+    assert old != GOOD
+    with pytest.warns(DeprecationWarning, match=r'"phase" task and \[phase\] table are deprecated; call them "depth"'):
+        plan = _plan(tmp_path, old)
+    assert "deprecated" in caplog.text  # what `magdash sweep` shows on stderr
+    assert plan == _plan(tmp_path, GOOD)
+    with pytest.raises(PlanError, match=r"\[phase\] and \[depth\] are the same table"):
+        _plan(tmp_path, GOOD + "\n[phase]\nn_boot = 3\n")
+
+
 def test_a_plan_expands_to_its_cells_in_order(tmp_path):
     plan = _plan(tmp_path, GOOD)
     cells = plan.cells()
@@ -67,11 +78,11 @@ def test_a_plan_expands_to_its_cells_in_order(tmp_path):
     assert {c.store_name for c in cells[8:]} == {"big:bfloat16", "big:bfloat16:first"}
     big = cells[8].model
     assert (big.num_gpus, big.num_cpus, big.device_map) == (2.0, 1.0, "auto")
-    assert plan.tasks == ("extract", "analyze", "phase", "controls")
+    assert plan.tasks == ("extract", "analyze", "depth", "controls")
     assert plan.batch_size == 4
     assert plan.model_cache == str(tmp_path / "models")  # relative to the plan file
     assert plan.analysis.n_boot == 100 and plan.analysis.core_layers == (2, 3) and plan.analysis.seed == 42
-    assert plan.phase.n_boot == 7
+    assert plan.depth.n_boot == 7
     assert (plan.controls.n_perm, plan.controls.random_control, plan.controls.variants) == (50, False, ())
     assert plan.controls_params.analysis is plan.analysis
     mine = plan.stimuli[1].stimulus_set
@@ -121,7 +132,7 @@ STIMULI = '[[stimuli]]\nname = "paper"\n'
     [
         ("tasks = [", "is not valid TOML"),
         ("colour = 1\n" + MODELS + STIMULI, "unknown key(s) colour in the plan"),
-        ('tasks = ["extract", "dance"]\n' + MODELS + STIMULI, "tasks 'dance' is not one of extract, analyze, phase, controls, probe"),
+        ('tasks = ["extract", "dance"]\n' + MODELS + STIMULI, "tasks 'dance' is not one of extract, analyze, depth, controls, probe"),
         ('tasks = ["extract", "extract"]\n' + MODELS + STIMULI, "name a task twice"),
         ('dtypes = ["float8"]\n' + MODELS + STIMULI, "dtypes 'float8' is not one of float32"),
         ("dtypes = []\n" + MODELS + STIMULI, "dtypes must be a non-empty list"),
@@ -151,10 +162,10 @@ STIMULI = '[[stimuli]]\nname = "paper"\n'
         (MODELS + STIMULI + "[analyze]\nn_boot = -1\n", "[analyze]: n_boot=-1 must be 0 or more"),
         (MODELS + STIMULI + "[analyze]\nmeasures = ['volume']\n", "[analyze]: unknown measure(s) 'volume'"),
         (MODELS + STIMULI + "[analyze]\nboots = 3\n", "unknown key(s) boots in [analyze]"),
-        (MODELS + STIMULI + "[phase]\nlevel = 0.5\n", "[phase]: the Tracy-Widom level must be one of"),
-        ("phase = 3\n" + MODELS + STIMULI, "[phase] must be a table"),
+        (MODELS + STIMULI + "[depth]\nlevel = 0.5\n", "[depth]: the Tracy-Widom level must be one of"),
+        ("depth = 3\n" + MODELS + STIMULI, "[depth] must be a table"),
         (MODELS + STIMULI + "[controls]\nn_perm = 5\n", '[controls] is given but tasks do not include "controls"'),
-        ('tasks = ["controls"]\n' + MODELS + STIMULI + "[controls]\nn_perm = 0\n", "[controls]: --n-perm must be 1"),
+        ('tasks = ["controls"]\n' + MODELS + STIMULI + "[controls]\nn_perm = 0\n", "[controls]: n_perm=0 must be 1"),
         ('tasks = ["controls"]\n' + MODELS + STIMULI + "[controls]\nvariants = ['x']\n",
          "unknown key(s) variants in [controls]"),
         ('tasks = ["controls"]\n' + MODELS + STIMULI + "[analyze]\nmassive = 'drop'\n",
@@ -162,7 +173,7 @@ STIMULI = '[[stimuli]]\nname = "paper"\n'
         (MODELS + STIMULI + "[probe]\nn_boot = 5\n", '[probe] is given but tasks do not include "probe"'),
         ('tasks = ["probe"]\n' + MODELS + STIMULI + "[probe]\ntargets = ['cube']\n",
          "[probe]: unknown probe target(s) cube"),
-        ('tasks = ["probe"]\n' + MODELS + STIMULI + "[probe]\ncarrier_folds = 1\n", "[probe]: carrier_folds must be 0"),
+        ('tasks = ["probe"]\n' + MODELS + STIMULI + "[probe]\ncarrier_folds = 1\n", "[probe]: carrier_folds=1: give 0"),
         ('tasks = ["probe"]\n' + MODELS + STIMULI + "[probe]\nfolds = 3\n", "unknown key(s) folds in [probe]"),
     ],
 )

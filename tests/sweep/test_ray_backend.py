@@ -13,7 +13,7 @@ from magdash.sweep import ray_backend
 
 def test_without_ray_the_backend_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
-    with pytest.raises(MagdashError, match=r"--ray needs Ray: pip install 'magdash\[ray\]'"):
+    with pytest.raises(MagdashError, match=r"ray= needs Ray: pip install 'magdash\[ray\]'"):
         ray_backend.RayBackend(ray_backend.LOCAL, retries=1)
 
 

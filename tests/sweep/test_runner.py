@@ -22,11 +22,11 @@ def _statuses(summary):
 
 @pytest.mark.slow
 def test_a_sweep_runs_every_task_then_skips_them_all(tmp_path, store, tiny_llama):
-    plan = load_plan(write_plan(tmp_path, {"llama": tiny_llama}, tasks='["extract", "analyze", "phase"]'))
+    plan = load_plan(write_plan(tmp_path, {"llama": tiny_llama}, tasks='["extract", "analyze", "depth"]'))
     seen = []
     summary = run_sweep(plan, store, progress=lambda done, total: seen.append((done, total)))
     assert _statuses(summary) == [("extract", "llama", "done"), ("analyze", "llama", "done"),
-                                  ("phase", "llama", "done")]
+                                  ("depth", "llama", "done")]
     assert summary.outcomes[0].detail == "60 sentences"
     assert summary.outcomes[1].detail.startswith("mean core alpha (eucl) ")
     assert summary.outcomes[2].detail.startswith("gamma_c ")
@@ -112,7 +112,7 @@ def test_resume_skips_done_tasks_and_finishes_a_partial_extraction(tmp_path, sto
     summary = run_sweep(plan, store)
     assert _statuses(summary) == [("extract", "llama", "done"), ("analyze", "llama", "done")]
     assert summary.outcomes[0].detail == "52 sentences"
-    analyze_only = load_plan(write_plan(tmp_path, {"llama": tiny_llama}, tasks='["extract", "analyze", "phase"]'))
+    analyze_only = load_plan(write_plan(tmp_path, {"llama": tiny_llama}, tasks='["extract", "analyze", "depth"]'))
     resumed = run_sweep(analyze_only, store)
     assert [o.status for o in resumed.outcomes] == ["skipped", "skipped", "done"]
 
@@ -162,7 +162,7 @@ def test_a_stimulus_set_the_store_refuses_is_a_plan_error(tmp_path, store, tiny_
 
 
 def test_sweep_params_are_checked():
-    with pytest.raises(MagdashError, match="--ray needs an address"):
+    with pytest.raises(MagdashError, match="ray= needs an address"):
         SweepParams(ray=" ")
-    with pytest.raises(MagdashError, match="--retries must be 0 or more"):
+    with pytest.raises(MagdashError, match="retries=-?\\S* must be 0 or more"):
         SweepParams(retries=-1)

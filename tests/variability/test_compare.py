@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from magdash.errors import AnalysisError
+from magdash.variability.analysis_params import FitRules
 from magdash.variability.compare import align_by_depth, compare_models, slope_difference
 from magdash.variability.fits import fit_scaling
 
@@ -47,22 +48,22 @@ def test_joint_resampling_cancels_shared_noise(rng):
     values_a = _layers(rng, 1, -0.05)[0]
     values_b = values_a * MAGNITUDES**0.1
     alpha_a, alpha_b, delta, low, high = slope_difference(
-        MAGNITUDES, values_a, values_b, drop_outliers=False, n_boot=500, seed=1
+        MAGNITUDES, values_a, values_b, rules=FitRules(drop_outliers=False, n_boot=500, seed=1)
     )
     assert delta == pytest.approx(-0.1)
     assert low == pytest.approx(-0.1) and high == pytest.approx(-0.1)
-    assert alpha_a == pytest.approx(fit_scaling(MAGNITUDES, values_a, drop_outliers=False, n_boot=0).alpha)
+    assert alpha_a == pytest.approx(fit_scaling(MAGNITUDES, values_a, rules=FitRules(drop_outliers=False, n_boot=0)).alpha)
 
 
 def test_difference_ci_covers_the_planted_difference(rng):
     values_a = _layers(rng, 1, -0.05, noise=0.05)[0]
     values_b = _layers(rng, 1, 0.10, noise=0.05)[0]
     _, _, delta, low, high = slope_difference(
-        MAGNITUDES, values_a, values_b, drop_outliers=True, n_boot=2000, seed=0
+        MAGNITUDES, values_a, values_b, rules=FitRules(drop_outliers=True, n_boot=2000, seed=0)
     )
     assert low < -0.15 < high and low < delta < high
     assert high - low < 0.1
-    identical = slope_difference(MAGNITUDES, values_a, values_a, drop_outliers=True, n_boot=200)
+    identical = slope_difference(MAGNITUDES, values_a, values_a, rules=FitRules(drop_outliers=True, n_boot=200))
     assert identical[2:] == (0.0, 0.0, 0.0)
 
 
@@ -71,10 +72,10 @@ def test_each_model_keeps_its_own_points(rng):
     values_b = values_a.copy()
     values_b[3] = 100.0  # an outlier in B only: dropped from B's fit, not from A's
     alpha_a, alpha_b, delta, low, high = slope_difference(
-        MAGNITUDES, values_a, values_b, drop_outliers=True, n_boot=300
+        MAGNITUDES, values_a, values_b, rules=FitRules(drop_outliers=True, n_boot=300)
     )
     keep_b = np.arange(26) != 3
-    expected_b = fit_scaling(MAGNITUDES[keep_b], values_a[keep_b], drop_outliers=False, n_boot=0).alpha
+    expected_b = fit_scaling(MAGNITUDES[keep_b], values_a[keep_b], rules=FitRules(drop_outliers=False, n_boot=0)).alpha
     assert alpha_b == pytest.approx(expected_b)
     assert delta == pytest.approx(alpha_a - expected_b)
     assert low <= delta <= high
@@ -82,7 +83,7 @@ def test_each_model_keeps_its_own_points(rng):
 
 def test_no_fit_in_either_model_gives_nan(rng):
     values_a = _layers(rng, 1, -0.05)[0]
-    result = slope_difference(MAGNITUDES, values_a, np.zeros(26), drop_outliers=True, n_boot=100)
+    result = slope_difference(MAGNITUDES, values_a, np.zeros(26), rules=FitRules(drop_outliers=True, n_boot=100))
     assert math.isnan(result[1]) and math.isnan(result[2]) and math.isnan(result[3])
 
 
@@ -92,7 +93,7 @@ def test_compare_models_e6(rng):
     values_a[0] = values_b[0] = 0.0  # embeddings: no fit
     comparison = compare_models(
         MAGNITUDES, values_a, values_b, n_blocks_a=32, n_blocks_b=32, measure="eucl",
-        drop_outliers=True, n_boot=300,
+        rules=FitRules(drop_outliers=True, n_boot=300),
     )  # fmt: skip
     table = comparison.layers.set_index("layer_a")
     assert comparison.core_layers == list(range(16, 32))
@@ -108,7 +109,7 @@ def test_compare_models_e6(rng):
     assert comparison.mean_delta < 0
     everywhere = compare_models(
         MAGNITUDES, values_a, values_b, n_blocks_a=32, n_blocks_b=32, measure="eucl",
-        drop_outliers=True, n_boot=50, bootstrap_layers="all",
+        rules=FitRules(drop_outliers=True, n_boot=50), bootstrap_layers="all",
     )  # fmt: skip
     assert everywhere.layers.loc[1:, "ci_low"].notna().all()
 
@@ -119,7 +120,7 @@ def test_the_comparison_sentence_names_the_level_its_intervals_were_made_at(rng)
 
     values = _layers(rng, 9, -0.05)
     item = compare_models(MAGNITUDES, values, _layers(rng, 9, 0.0), n_blocks_a=8, n_blocks_b=8, measure="eucl",
-                          drop_outliers=True, n_boot=50, ci=0.9,
+                          rules=FitRules(drop_outliers=True, n_boot=50, ci=0.9),
                           resampled_a=np.full((50, 4), -0.05), resampled_b=np.zeros((50, 4)))
     assert item.ci == 0.9
     result = ComparisonResult("a", "b", "paper", item.core_layers, {"eucl": item})
@@ -132,12 +133,12 @@ def test_compare_models_of_different_depth(rng):
     values_b = _layers(rng, 18, 0.0)  # 16 blocks + a post-norm layer
     comparison = compare_models(
         MAGNITUDES, values_a, values_b, n_blocks_a=8, n_blocks_b=16, measure="proj",
-        drop_outliers=False, n_boot=0,
+        rules=FitRules(drop_outliers=False, n_boot=0),
     )  # fmt: skip
     assert list(comparison.layers["layer_b"]) == [0, 2, 4, 6, 8, 10, 12, 14, 16]
     assert comparison.core_layers == [4, 5, 6, 7]
     row = comparison.layers.set_index("layer_a").loc[5]
-    expected = fit_scaling(MAGNITUDES, values_b[10], drop_outliers=False, n_boot=0).alpha
+    expected = fit_scaling(MAGNITUDES, values_b[10], rules=FitRules(drop_outliers=False, n_boot=0)).alpha
     assert row["alpha_b"] == pytest.approx(expected)
 
 
@@ -145,10 +146,10 @@ def test_compare_models_checks_inputs(rng):
     values = _layers(rng, 5, 0.0)
     with pytest.raises(AnalysisError, match="same magnitudes"):
         compare_models(MAGNITUDES, values, values[:, :10], n_blocks_a=4, n_blocks_b=4, measure="eucl",
-                       drop_outliers=True)  # fmt: skip
+                       rules=FitRules(drop_outliers=True))  # fmt: skip
     with pytest.raises(AnalysisError, match="outside"):
         compare_models(MAGNITUDES, values, values, n_blocks_a=4, n_blocks_b=4, measure="eucl",
-                       drop_outliers=True, core_layers=[9])  # fmt: skip
+                       rules=FitRules(drop_outliers=True), core_layers=[9])  # fmt: skip
     with pytest.raises(AnalysisError, match="bootstrap_layers"):
         compare_models(MAGNITUDES, values, values, n_blocks_a=4, n_blocks_b=4, measure="eucl",
-                       drop_outliers=True, bootstrap_layers="some")  # fmt: skip
+                       rules=FitRules(drop_outliers=True), bootstrap_layers="some")  # fmt: skip

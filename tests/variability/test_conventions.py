@@ -23,7 +23,7 @@ from magdash.frequency import e5_correlation, e5_summary
 from magdash.runs.analysis_runs import analysis_key, analyze, compare
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.variability.analysis import run_analysis
-from magdash.variability.analysis_params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams, FitRules
 from magdash.variability.compare import compare_models
 from magdash.variability.conventions import CONVENTIONS, get_conventions
 from magdash.variability.fits import compare_noise_models, resample_counts
@@ -384,7 +384,7 @@ def test_e6_paper_comparison_equals_the_reference():
     a, b = reference_measures(planted(3))["eucl"], reference_measures(planted(4))["eucl"]
     comparison = compare_models(
         MAGNITUDES, a.T, b.T, n_blocks_a=N_BLOCKS, n_blocks_b=N_BLOCKS, measure="eucl",
-        drop_outliers=get_conventions("paper").e6_outlier_rule, n_boot=0,
+        rules=FitRules(drop_outliers=get_conventions("paper").e6_outlier_rule, n_boot=0),
     )
     alphas_a = [stats.linregress(np.log(MAGNITUDES), np.log(a[:, layer] + 1e-30)).slope for layer in CORE]
     alphas_b = [stats.linregress(np.log(MAGNITUDES), np.log(b[:, layer] + 1e-30)).slope for layer in CORE]
@@ -479,7 +479,7 @@ def test_an_outlier_can_flip_the_best_noise_model_between_conventions():
     values[-1] = 40.0  # one large outlier at n = 1000 looks scalar
     from magdash.variability.fits import scaling_mask
 
-    keep, dropped = scaling_mask(magnitudes, values, drop_outliers=True)
+    keep, dropped = scaling_mask(magnitudes, values, rules=FitRules(drop_outliers=True))
     assert dropped == 1
     own = compare_noise_models(magnitudes, values, mask=keep).set_index("model")
     paper = compare_noise_models(magnitudes, values, scoring="paper").set_index("model")

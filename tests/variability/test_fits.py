@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from magdash.errors import AnalysisError
+from magdash.variability.analysis_params import FitRules
 from magdash.variability.fits import (
     NOISE_MODEL_COLUMNS,
     ScalingFit,
@@ -73,7 +74,7 @@ def test_theil_sen_matches_scipy(rng):
 
 def test_fit_scaling_reports_ols_and_theil_sen(rng):
     values = _noisy_power_law(rng)
-    fit = fit_scaling(MAGNITUDES, values, drop_outliers=True, n_boot=0)
+    fit = fit_scaling(MAGNITUDES, values, rules=FitRules(drop_outliers=True, n_boot=0))
     reference = stats.linregress(np.log(MAGNITUDES), np.log(values))
     assert fit.alpha == pytest.approx(reference.slope, rel=1e-12)
     assert fit.intercept == pytest.approx(reference.intercept, rel=1e-12)
@@ -93,7 +94,7 @@ def test_bootstrap_equals_a_per_resample_loop(rng):
     looped = np.array([np.polyfit(x[i], y[i], 1)[0] for i in indices])
     vectorised = bootstrap_slopes(x, y, n_boot=n_boot, seed=7)
     np.testing.assert_allclose(vectorised, looped, rtol=1e-9, atol=1e-12)
-    fit = fit_scaling(MAGNITUDES, values, drop_outliers=False, n_boot=n_boot, seed=7)
+    fit = fit_scaling(MAGNITUDES, values, rules=FitRules(drop_outliers=False, n_boot=n_boot, seed=7))
     assert fit.ci_low == pytest.approx(np.percentile(looped, 2.5), rel=1e-9)
     assert fit.ci_high == pytest.approx(np.percentile(looped, 97.5), rel=1e-9)
     assert fit.ci_low < fit.alpha < fit.ci_high
@@ -101,9 +102,9 @@ def test_bootstrap_equals_a_per_resample_loop(rng):
 
 def test_bootstrap_is_seeded_and_chunking_does_not_matter(rng, monkeypatch):
     values = _noisy_power_law(rng)
-    a = fit_scaling(MAGNITUDES, values, drop_outliers=False, n_boot=500, seed=3)
-    b = fit_scaling(MAGNITUDES, values, drop_outliers=False, n_boot=500, seed=3)
-    c = fit_scaling(MAGNITUDES, values, drop_outliers=False, n_boot=500, seed=4)
+    a = fit_scaling(MAGNITUDES, values, rules=FitRules(drop_outliers=False, n_boot=500, seed=3))
+    b = fit_scaling(MAGNITUDES, values, rules=FitRules(drop_outliers=False, n_boot=500, seed=3))
+    c = fit_scaling(MAGNITUDES, values, rules=FitRules(drop_outliers=False, n_boot=500, seed=4))
     assert a == b
     assert (a.ci_low, a.ci_high) != (c.ci_low, c.ci_high)
     counts = np.concatenate(list(resample_counts(26, 500, seed=3)))
@@ -135,19 +136,19 @@ def test_degenerate_resamples_are_nan_and_left_out():
 
 def test_fewer_than_five_points_gives_no_fit():
     values = np.array([1.0, 2.0, 3.0, 4.0, np.nan, 0.0, -1.0])
-    fit = fit_scaling(np.arange(1.0, 8.0), values, drop_outliers=False, n_boot=100)
+    fit = fit_scaling(np.arange(1.0, 8.0), values, rules=FitRules(drop_outliers=False, n_boot=100))
     assert fit.n_points == 4
     assert not fit.has_fit
     assert all(
         math.isnan(getattr(fit, name))
         for name in ("alpha", "intercept", "r2", "p", "se", "alpha_theil_sen", "ci_low", "ci_high")
     )
-    five = fit_scaling(np.arange(1.0, 6.0), np.arange(1.0, 6.0), drop_outliers=False, n_boot=0)
+    five = fit_scaling(np.arange(1.0, 6.0), np.arange(1.0, 6.0), rules=FitRules(drop_outliers=False, n_boot=0))
     assert five.n_points == 5 and five.alpha == pytest.approx(1.0)
 
 
 def test_layer_with_zero_variability_has_no_fit():
-    fit = fit_scaling(MAGNITUDES, np.zeros(26), drop_outliers=True, n_boot=1000)
+    fit = fit_scaling(MAGNITUDES, np.zeros(26), rules=FitRules(drop_outliers=True, n_boot=1000))
     assert fit == ScalingFit.missing(0)
 
 
@@ -157,11 +158,11 @@ def test_outlier_rule_three_times_median():
     values[4] = 3.0  # exactly 3x the median: kept
     values[7] = 3.01  # above: dropped
     assert list(np.flatnonzero(~outlier_mask(values))) == [7]
-    keep, n_outliers = scaling_mask(magnitudes, values, drop_outliers=True)
+    keep, n_outliers = scaling_mask(magnitudes, values, rules=FitRules(drop_outliers=True))
     assert n_outliers == 1 and keep.sum() == 10
-    fit = fit_scaling(magnitudes, values, drop_outliers=True, n_boot=0)
+    fit = fit_scaling(magnitudes, values, rules=FitRules(drop_outliers=True, n_boot=0))
     assert fit.n_points == 10 and fit.n_outliers == 1
-    without_rule = fit_scaling(magnitudes, values, drop_outliers=False, n_boot=0)
+    without_rule = fit_scaling(magnitudes, values, rules=FitRules(drop_outliers=False, n_boot=0))
     assert without_rule.n_points == 11 and without_rule.n_outliers == 0
     assert fit.alpha != without_rule.alpha
     # the median is taken over every finite V of the layer, zeros included
@@ -171,7 +172,7 @@ def test_outlier_rule_three_times_median():
 
 def test_nonpositive_magnitudes_are_dropped():
     magnitudes = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
-    fit = fit_scaling(magnitudes, magnitudes**0.5 + (magnitudes == 0), drop_outliers=False, n_boot=0)
+    fit = fit_scaling(magnitudes, magnitudes**0.5 + (magnitudes == 0), rules=FitRules(drop_outliers=False, n_boot=0))
     assert fit.n_points == 5 and fit.alpha == pytest.approx(0.5)
 
 
@@ -218,9 +219,9 @@ def test_noise_model_parameters_and_missing_data():
 
 def test_input_checks():
     with pytest.raises(AnalysisError, match="equal length"):
-        fit_scaling(MAGNITUDES, np.ones(5), drop_outliers=False)
+        fit_scaling(MAGNITUDES, np.ones(5), rules=FitRules(drop_outliers=False))
     with pytest.raises(AnalysisError, match=">= 0"):
-        fit_scaling(MAGNITUDES, np.ones(26), drop_outliers=False, n_boot=-1)
+        fit_scaling(MAGNITUDES, np.ones(26), rules=FitRules(drop_outliers=False, n_boot=-1))
 
 
 @pytest.mark.parametrize("drop_outliers", [False, True])
@@ -234,11 +235,11 @@ def test_scaling_alpha_is_fit_scaling_s_alpha_by_the_same_point_rules(drop_outli
         np.full(n.size, 5.0),  # constant V: slope 0
     ]
     for values in cases:
-        expected = fit_scaling(n, values, drop_outliers=drop_outliers, n_boot=0).alpha
-        got = scaling_alpha(n, values, drop_outliers=drop_outliers)
+        expected = fit_scaling(n, values, rules=FitRules(drop_outliers=drop_outliers, n_boot=0)).alpha
+        got = scaling_alpha(n, values, rules=FitRules(drop_outliers=drop_outliers))
         assert got == expected or (np.isnan(got) and np.isnan(expected))
-    assert scaling_alpha(n, cases[1], drop_outliers=True) == pytest.approx(-0.2, abs=1e-12)
-    assert abs(scaling_alpha(n, cases[1], drop_outliers=False) + 0.2) > 0.5  # the rule is applied
+    assert scaling_alpha(n, cases[1], rules=FitRules(drop_outliers=True)) == pytest.approx(-0.2, abs=1e-12)
+    assert abs(scaling_alpha(n, cases[1], rules=FitRules(drop_outliers=False)) + 0.2) > 0.5  # the rule is applied
 
 
 def test_row_slopes_are_the_weighted_slopes_of_each_rows_own_y(rng):

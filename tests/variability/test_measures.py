@@ -9,6 +9,7 @@ import pytest
 
 from magdash.errors import AnalysisError
 from magdash.variability import measures
+from magdash.variability.analysis_params import FitRules
 from magdash.variability.fits import fit_scaling
 from magdash.variability.measures import (
     MEASURES,
@@ -86,7 +87,7 @@ def test_identical_carriers_give_exact_zero(rng):
     x = np.repeat(base, 5, axis=1)
     for name in ("eucl", "residual", "proj", "pairwise", "trace", "cv", "on_axis", "off_axis"):
         assert np.all(compute_measure(name, x) == 0.0), name
-    fit = fit_scaling(PAPER_MAGNITUDES, v_eucl(x), drop_outliers=True, n_boot=0)
+    fit = fit_scaling(PAPER_MAGNITUDES, v_eucl(x), rules=FitRules(drop_outliers=True, n_boot=0))
     assert math.isnan(fit.alpha) and fit.n_points == 0
 
 
@@ -101,7 +102,7 @@ def _planted_isotropic(alpha: float, rng, n_carriers=10, dim=512) -> np.ndarray:
 @pytest.mark.parametrize("alpha", [-0.2, -0.04, 0.0, 0.5])
 def test_planted_exponent_is_recovered_by_v_eucl(alpha, rng):
     x = _planted_isotropic(alpha, rng)
-    fit = fit_scaling(PAPER_MAGNITUDES, v_eucl(x), drop_outliers=True, n_boot=0)
+    fit = fit_scaling(PAPER_MAGNITUDES, v_eucl(x), rules=FitRules(drop_outliers=True, n_boot=0))
     assert abs(fit.alpha - alpha) < 0.02
     assert abs(fit.alpha_theil_sen - alpha) < 0.02
 
@@ -113,8 +114,8 @@ def test_v_residual_removes_planted_sentence_offsets(rng):
     shifted = (clean + offsets).astype(np.float32)
     # Sentence offsets are removed exactly (up to float32 storage of the shifted vectors) ...
     np.testing.assert_allclose(v_residual(shifted), v_residual(clean), rtol=1e-4)
-    alpha_residual = fit_scaling(PAPER_MAGNITUDES, v_residual(shifted), drop_outliers=True, n_boot=0).alpha
-    alpha_eucl = fit_scaling(PAPER_MAGNITUDES, v_eucl(shifted), drop_outliers=True, n_boot=0).alpha
+    alpha_residual = fit_scaling(PAPER_MAGNITUDES, v_residual(shifted), rules=FitRules(drop_outliers=True, n_boot=0)).alpha
+    alpha_eucl = fit_scaling(PAPER_MAGNITUDES, v_eucl(shifted), rules=FitRules(drop_outliers=True, n_boot=0)).alpha
     # ... so V_residual keeps the planted exponent while V_eucl is swamped by the offsets.
     assert abs(alpha_residual - alpha) < 0.05
     assert abs(alpha_eucl) < 0.02
@@ -137,13 +138,13 @@ def test_v_proj_recovers_a_planted_on_axis_exponent(rng):
     off_axis[..., 0] = 0.0
     x = means[:, None, :] + on_axis + off_axis
     np.testing.assert_allclose(np.abs(magnitude_axis(centroids(x))), axis, atol=1e-9)
-    fit = fit_scaling(PAPER_MAGNITUDES, v_proj(x), drop_outliers=False, n_boot=0)
+    fit = fit_scaling(PAPER_MAGNITUDES, v_proj(x), rules=FitRules(drop_outliers=False, n_boot=0))
     assert abs(fit.alpha - beta) < 1e-9
     # The on-axis variance is the square of V_proj, so its exponent doubles.
-    on_fit = fit_scaling(PAPER_MAGNITUDES, on_axis_variance(x), drop_outliers=False, n_boot=0)
+    on_fit = fit_scaling(PAPER_MAGNITUDES, on_axis_variance(x), rules=FitRules(drop_outliers=False, n_boot=0))
     assert abs(on_fit.alpha - 2 * beta) < 1e-9
     # Off-axis variance does not scale; V_eucl is dominated by it.
-    off_fit = fit_scaling(PAPER_MAGNITUDES, off_axis_variance(x), drop_outliers=False, n_boot=0)
+    off_fit = fit_scaling(PAPER_MAGNITUDES, off_axis_variance(x), rules=FitRules(drop_outliers=False, n_boot=0))
     assert abs(off_fit.alpha) < 0.05
 
 

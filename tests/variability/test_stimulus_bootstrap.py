@@ -12,7 +12,7 @@ from magdash.errors import AnalysisError
 from magdash.significance import smallest_p
 from magdash.stimuli import PAPER_MAGNITUDES
 from magdash.variability.analysis import core_resamples, stimulus_resamples
-from magdash.variability.analysis_params import AnalysisParams
+from magdash.variability.analysis_params import AnalysisParams, FitRules
 from magdash.variability.compare import ModelComparison, compare_models
 from magdash.variability.fits import fit_scaling, scaling_mask
 from magdash.variability.hypotheses import evaluate_hypotheses
@@ -55,7 +55,7 @@ def compared(first: list[np.ndarray], second: list[np.ndarray], n_boot: int = 20
                  for layers in (first, second)]
     values = [np.stack([MEASURES["eucl"](layer) for layer in layers]) for layers in (first, second)]
     return compare_models(MAGNITUDES, *values, n_blocks_a=N_BLOCKS, n_blocks_b=N_BLOCKS, measure="eucl",
-                          drop_outliers=True, n_boot=0,
+                          rules=FitRules(drop_outliers=True, n_boot=0),
                           resampled_a=core_resamples(resampled[0], CORE, n_boot),
                           resampled_b=core_resamples(resampled[1], CORE, n_boot))
 
@@ -78,7 +78,7 @@ def test_a_resampled_alpha_is_the_fit_of_the_resampled_stimuli(rng):
     x = planted_model(rng, -0.1)[20]
     layer = LayerVectors(x)
     draws = draw_stimuli(26, 5, 40, seed=1)
-    alphas = resampled_alphas(MAGNITUDES, layer.moments(), "eucl", draws, drop_outliers=True)
+    alphas = resampled_alphas(MAGNITUDES, layer.moments(), "eucl", draws, rules=FitRules(drop_outliers=True))
     checked = 0
     for row in range(40):
         carriers = np.repeat(np.arange(5), draws.carriers[row])
@@ -86,7 +86,7 @@ def test_a_resampled_alpha_is_the_fit_of_the_resampled_stimuli(rng):
             assert math.isnan(alphas[row])  # one carrier drawn: V = 0, no fit
             continue
         v = MEASURES["eucl"](x[:, carriers])
-        kept, _ = scaling_mask(MAGNITUDES, v, drop_outliers=True)
+        kept, _ = scaling_mask(MAGNITUDES, v, rules=FitRules(drop_outliers=True))
         drawn = np.repeat(np.arange(26), draws.magnitudes[row])
         drawn = drawn[kept[drawn]]
         expected = np.polyfit(np.log(MAGNITUDES[drawn]), np.log(v[drawn]), 1)[0]
@@ -95,9 +95,9 @@ def test_a_resampled_alpha_is_the_fit_of_the_resampled_stimuli(rng):
     assert checked >= 35
     everything = StimulusDraws(np.ones((1, 5), dtype=np.int32), np.ones((1, 26), dtype=np.int32))
     for measure in ("eucl", "residual", "proj", "on_axis"):
-        own = fit_scaling(MAGNITUDES, MEASURES[measure](x), drop_outliers=measure in ("eucl", "residual"), n_boot=0)
+        own = fit_scaling(MAGNITUDES, MEASURES[measure](x), rules=FitRules(drop_outliers=measure in ("eucl", "residual"), n_boot=0))
         again = resampled_alphas(MAGNITUDES, layer.moments(), measure, everything,
-                                 drop_outliers=measure in ("eucl", "residual"))
+                                 rules=FitRules(drop_outliers=measure in ("eucl", "residual")))
         assert again[0] == pytest.approx(own.alpha, abs=1e-12), measure
 
 
@@ -150,7 +150,7 @@ def test_h1_over_correlated_layers_rejects_where_the_stimulus_interval_covers_ze
     layers = planted_model(rng, 0.0, log_shift=0.15 * rng.standard_normal(MAGNITUDES.size))
     params = AnalysisParams(n_boot=200, measures=("eucl",))
     resampled = stimulus_resamples(((layer, layers[layer]) for layer in CORE), MAGNITUDES, params)["eucl"]
-    alphas = np.array([fit_scaling(MAGNITUDES, MEASURES["eucl"](x), drop_outliers=True, n_boot=0).alpha
+    alphas = np.array([fit_scaling(MAGNITUDES, MEASURES["eucl"](x), rules=FitRules(drop_outliers=True, n_boot=0)).alpha
                        for x in layers])
     result = evaluate_hypotheses(alphas, CORE, resampled=core_resamples(resampled, CORE, 200))
     assert result.h1_p < 1e-3

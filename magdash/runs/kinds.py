@@ -1,0 +1,240 @@
+"""The registry of analysis kinds: every analysis magdash runs, declared once.
+
+An :class:`AnalysisKind` says what an analysis is everywhere it appears: its name (the store's
+``results.kind`` and its cache keys' prefix), its params class and code version, its compute
+function over a :class:`~magdash.store.vectors.VectorSource` (a stored model or arrays: one path),
+its run over a store by model name, its result type, how its results are cached with their metric
+rows (:class:`~magdash.runs.cache.CachedKind`, the result type's payload codec and
+:mod:`magdash.runs.rows`), whether a backfill can write those rows from the payload alone, its
+sweep task, its public function, its command line, its dashboard key and its report section.
+
+The cache's backfill (:mod:`magdash.runs.backfill`) and the sweep's task kinds
+(:mod:`magdash.sweep.tasks`) iterate :data:`ANALYSIS_KINDS`; the public API
+(``magdash._PUBLIC``, kept import-light), the command line (one module per command, whose options
+differ), the dashboard's keys and resolvers
+(:mod:`magdash.dashboard`, ``pages/ui/caches.py``) and the report's section builders
+(:mod:`magdash.presentation.report.sections`) sit above this layer or must not import it, so a
+kind names them, and ``tests/runs/test_kinds.py`` checks that every kind is reachable in each.
+The metric tables (:mod:`magdash.store.metrics`, the store's layer) name the kind they belong to.
+A new analysis is one module in :mod:`magdash.runs` and one :func:`register_analysis_kind` call here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from magdash.controls.controls_params import ControlsParams, DesignParams
+from magdash.controls.design import DESIGN_VERSION, DesignResult
+from magdash.controls.robustness import CONTROLS_VERSION, ControlsResult
+from magdash.formatting import format_number
+from magdash.frequency.e5 import E5_VERSION
+from magdash.frequency.e5_params import E5Params
+from magdash.phase.accumulate import PHASE_VERSION
+from magdash.phase.diagnostics import PhaseResult
+from magdash.phase.phase_params import PhaseParams
+from magdash.probes.probe_params import ProbeParams
+from magdash.probes.result import PROBE_VERSION, ProbeResult
+from magdash.runs import analysis_runs, controls_runs, depth_runs, design_runs, frequency_runs, probe_runs
+from magdash.runs.cache import CachedKind
+from magdash.variability.analysis import ANALYSIS_VERSION, AnalysisResult
+from magdash.variability.analysis_params import AnalysisParams
+from magdash.variability.compare import ComparisonResult
+
+
+@dataclass(frozen=True)
+class SweepTask:
+    """How an analysis kind runs as a sweep's task on each cell (:mod:`magdash.sweep.tasks`).
+
+    Attributes:
+        name: the task's name in a plan's ``tasks``, and the name of the plan's table of its parameters.
+        cache_keys: the keys of the results a cell's run caches, from ``(store, model, stimuli, params)``:
+            all cached means the task is done on that cell.
+        describe: the summary's one line on a result.
+    """
+
+    name: str
+    cache_keys: Callable[[Any, str, str, Any], list[str]]
+    describe: Callable[[Any], str]
+
+
+@dataclass(frozen=True)
+class AnalysisKind:
+    """One kind of analysis, declared once (:data:`ANALYSIS_KINDS`).
+
+    Attributes:
+        name: the store's ``results.kind`` of its cached results and its cache keys' prefix.
+        params: its params dataclass.
+        version: the version of the code computing it (its ``*_VERSION`` constant, beside that code).
+        result_type: what its run returns.
+        compute: the analysis of a :class:`~magdash.store.vectors.VectorSource` (stored: cached in its store;
+            arrays: not cached), the one path of the API, the CLI and the app.
+        run: the analysis of a stored model by name, ``run(store, model, stimuli, params, use_cache=, progress=)``
+            (a comparison takes two models).
+        cached: how its results are kept in the store: payload codec and metric rows.
+        api: the name of its public function in :mod:`magdash`.
+        command: its command line, ``magdash <command>`` (:mod:`magdash.cli`; a command's options differ from
+            kind to kind, so each has its own module).
+        backfill: the cached payload holds everything its metric rows need, so a backfill writes them.
+        task: how it runs in a sweep; None: no sweep task.
+        dashboard_key: ``module:qualname`` of the dashboard's key of its cached results (:mod:`magdash.dashboard`);
+            None: the app does not show it.
+        report_section: the name of its section builder in :mod:`magdash.presentation.report.sections`.
+        metric_kind: the kind its metric rows are stored under (:mod:`magdash.store.metrics`) when it is not
+            ``name``: the depth diagnostics are recomputed from the cached samples, so their rows are keyed apart.
+    """
+
+    name: str
+    params: type
+    version: str | int
+    result_type: type
+    compute: Callable[..., Any]
+    run: Callable[..., Any]
+    cached: CachedKind
+    api: str
+    command: str
+    backfill: bool = False
+    task: SweepTask | None = None
+    dashboard_key: str | None = None
+    report_section: str | None = None
+    metric_kind: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.cached.name != self.name:
+            raise ValueError(f"analysis kind {self.name!r} caches its results as {self.cached.name!r}: one name for both")
+        if self.backfill and self.cached.rows is None:
+            raise ValueError(f"analysis kind {self.name!r} is backfilled but its cached kind has no metric rows")
+
+    @property
+    def rows_kind(self) -> str:
+        """The kind its metric rows are stored under: ``metric_kind``, else ``name``."""
+        return self.metric_kind or self.name
+
+
+class AnalysisKinds(Mapping[str, AnalysisKind]):
+    """Analysis kinds by name, in the order they were registered; a name is registered once."""
+
+    def __init__(self) -> None:
+        self._kinds: dict[str, AnalysisKind] = {}
+
+    def register(self, kind: AnalysisKind) -> AnalysisKind:
+        """Add ``kind``; a name, public function or sweep task already registered is refused.
+
+        Args:
+            kind: the analysis kind.
+        """
+        if kind.name in self._kinds:
+            raise ValueError(f"an analysis kind named {kind.name!r} is registered already: give the new one another name")
+        for other in self._kinds.values():
+            if other.api == kind.api:
+                raise ValueError(f"analysis kinds {other.name!r} and {kind.name!r} both claim magdash.{kind.api}")
+            if kind.task is not None and other.task is not None and other.task.name == kind.task.name:
+                raise ValueError(f"analysis kinds {other.name!r} and {kind.name!r} both claim the sweep task "
+                                 f"{kind.task.name!r}")
+        self._kinds[kind.name] = kind
+        return kind
+
+    def __getitem__(self, name: str) -> AnalysisKind:
+        return self._kinds[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kinds)
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    def tasks(self) -> list[AnalysisKind]:
+        """The kinds a sweep can run, in registration order."""
+        return [kind for kind in self._kinds.values() if kind.task is not None]
+
+    def backfilled(self) -> dict[str, CachedKind]:
+        """The cached kinds a backfill writes the metric rows of, by name."""
+        return {name: kind.cached for name, kind in self._kinds.items() if kind.backfill}
+
+
+ANALYSIS_KINDS = AnalysisKinds()
+"""Every analysis kind by name; the order is the sweep's list of task kinds after ``extract``."""
+
+
+def register_analysis_kind(kind: AnalysisKind) -> AnalysisKind:
+    """Register ``kind`` in :data:`ANALYSIS_KINDS` (a name registered twice is refused).
+
+    Args:
+        kind: the analysis kind.
+    """
+    return ANALYSIS_KINDS.register(kind)
+
+
+# -- the kinds, in the sweep's order of tasks ----------------------------------------------
+
+
+def _describe_analysis(result: AnalysisResult) -> str:
+    measure = result.params.measures[0]
+    return f"mean core alpha ({measure}) {format_number(result.hypotheses[measure].mean_alpha, '+.3f')}"
+
+
+def _describe_phase(result: PhaseResult) -> str:
+    return f"gamma_c {format_number(result.gamma_c, '.3f')}"
+
+
+def _describe_controls(result: ControlsResult) -> str:
+    flagged = sorted({v.control for measure in result.measures for v in result.verdicts(measure) if v.problem})
+    return f"problems: {', '.join(flagged)}" if flagged else "no control flags a problem"
+
+
+def _describe_probe(result: ProbeResult) -> str:
+    target = result.params.targets[0]
+    scores = result.score_table("magnitude", target, "real").dropna(subset=["r2"])
+    if scores.empty:
+        return "no layer probed (Inf/NaN vectors)"
+    best = scores.loc[scores["r2"].idxmax()]
+    return f"best held-out-magnitude R² ({target}) {format_number(best['r2'], '.3f')} at layer {int(best['layer'])}"
+
+
+def _controls_keys(store, model: str, stimuli: str, params: ControlsParams) -> list[str]:
+    return [analysis_runs.analysis_key(store, model, stimuli, params.analysis),
+            controls_runs.controls_key(store, model, stimuli, params)]
+
+
+register_analysis_kind(AnalysisKind(
+    "analysis", AnalysisParams, ANALYSIS_VERSION, AnalysisResult, analysis_runs.analyze_vectors,
+    analysis_runs.analyze, analysis_runs.ANALYSIS, "analyze", "analyze", backfill=True,
+    task=SweepTask("analyze", lambda *cell: [analysis_runs.analysis_key(*cell)], _describe_analysis),
+    dashboard_key="magdash.dashboard.keys:AnalysisKey", report_section="analysis_sections",
+))
+register_analysis_kind(AnalysisKind(
+    "compare", AnalysisParams, ANALYSIS_VERSION, ComparisonResult, analysis_runs.compare_vectors,
+    analysis_runs.compare, analysis_runs.COMPARISON, "compare", "compare", backfill=True,
+    dashboard_key="magdash.dashboard.keys:ComparisonKey", report_section="analysis_sections",
+))
+register_analysis_kind(AnalysisKind(
+    "phase", PhaseParams, PHASE_VERSION, PhaseResult, depth_runs.depth_vectors, depth_runs.phase_from_store,
+    depth_runs.SAMPLES, "depth", "depth",
+    task=SweepTask("depth", lambda *cell: [depth_runs.number_token_key(*cell)], _describe_phase),
+    dashboard_key="magdash.dashboard.keys:PhaseKey", report_section="depth_section", metric_kind="phase-diagnostics",
+))
+register_analysis_kind(AnalysisKind(
+    "controls", ControlsParams, CONTROLS_VERSION, ControlsResult, controls_runs.controls_vectors,
+    controls_runs.run_controls, controls_runs.CONTROLS, "robustness", "controls", backfill=True,
+    task=SweepTask("controls", _controls_keys, _describe_controls),
+    dashboard_key="magdash.dashboard.controls_page:ControlsKey", report_section="controls_section",
+))
+register_analysis_kind(AnalysisKind(
+    "probe", ProbeParams, PROBE_VERSION, ProbeResult, probe_runs.probe_vectors, probe_runs.probe,
+    probe_runs.PROBE, "probe", "probe", backfill=True,
+    task=SweepTask("probe", lambda *cell: [probe_runs.probe_key(*cell)], _describe_probe),
+    dashboard_key="magdash.dashboard.probes_page:ProbeKey", report_section="probe_section",
+))
+register_analysis_kind(AnalysisKind(
+    "design", DesignParams, DESIGN_VERSION, DesignResult, design_runs.design_vectors, design_runs.run_design,
+    design_runs.DESIGN, "design", "design",
+    dashboard_key="magdash.dashboard.controls_page:DesignKey", report_section="design_section",
+))
+register_analysis_kind(AnalysisKind(
+    "e5", E5Params, E5_VERSION, pd.DataFrame, frequency_runs.e5_vectors, frequency_runs.e5_from_store,
+    frequency_runs.E5, "e5", "freq corr", backfill=True,
+    dashboard_key="magdash.dashboard.keys:E5Key", report_section="e5_section",
+))
