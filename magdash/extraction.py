@@ -30,7 +30,7 @@ from magdash.errors import MagdashError, ModelLoadError, StimulusError
 from magdash.extract_params import DEFAULT_BATCH_SIZE, DEFAULT_PADDING_SIDE, TEXT_BATCH_SIZE, ExtractParams
 from magdash.names import default_name
 from magdash.params import ProgressCallback
-from magdash.sources import LoadedModel, load_model, load_tokenizer, pick_device, resolve_model
+from magdash.sources import LoadedModel, ModelSource, load_model, load_tokenizer, pick_device, resolve_model
 from magdash.stimuli import DEFAULT_POSITION, StimulusItem, StimulusSet, token_indices_for_span
 from magdash.store import ModelRecord, Store, shards
 from magdash.tokenization import DigitSplitting, NumberTokens, digit_splitting, tokenize_numbers
@@ -62,6 +62,7 @@ class ExtractionResult:
         cancelled: whether ``should_stop`` ended it early (what it had is stored).
         store_seconds: of ``seconds``, the time spent waiting for the store (catalog, writes the forward passes did not
             hide).
+        waited: whether it waited for another extraction of the model into the store, whose vectors it then used.
     """
     name: str
     stimuli: str
@@ -72,6 +73,7 @@ class ExtractionResult:
     seconds: float
     cancelled: bool = False
     store_seconds: float = 0.0  # of ``seconds``, spent waiting for the store (catalog, writes not hidden)
+    waited: bool = False
 
 
 @dataclass
@@ -748,6 +750,7 @@ def extract(
     started = time.perf_counter()
     # Every option is checked before anything is stored, so a refused call leaves no trace.
     params = dataclasses.replace(params or ExtractParams(), **options)
+    store.check_writable()  # before a model is loaded for nothing
     dtype, device, position = params.dtype, params.device, params.position
     if not isinstance(model, LoadedModel):
         pick_device(device)
@@ -758,7 +761,40 @@ def extract(
         dtype = model.dtype
     name = name or default_name(source.spec, dtype, position)
     model_id = source.model_id(dtype, position, transformers_version())
+    # Extractions of one model into one store take turns: a second one waits, then extracts only what
+    # the first did not store (and says so), instead of both doing the whole work.
+    with store.extraction_turn(model_id) as waited:
+        return _extract_in_turn(model, source, stimuli, store, params, name=name, model_id=model_id, dtype=dtype,
+                                progress=progress, should_stop=should_stop, started=started, waited=waited)
+
+
+def _extract_in_turn(
+    model: str | LoadedModel, source: ModelSource, stimuli: StimulusSet, store: Store, params: ExtractParams, *, name: str,
+    model_id: str, dtype: str, progress: ProgressCallback | None, should_stop: Callable[[], bool] | None,
+    started: float, waited: bool,
+) -> ExtractionResult:
+    """:func:`extract` once its turn is held (``waited``: whether another extraction of the model held it first)."""
+    device, position = params.device, params.position
     waiting_for_store = _Stopwatch()
+    with waiting_for_store:
+        unstored = store.unstored_among(model_id, [item.key for item in stimuli.items])
+        known = store.find_model_by_id(model_id) is not None
+    # A model that will run is loaded (and so checked) before anything is written: one that fails to
+    # load (a bad GGUF, a broken folder) leaves the store as it was, without the stimulus set.
+    loaded = model if isinstance(model, LoadedModel) else None
+    if loaded is None and (unstored or not known):
+        loaded = load_model(
+            source, dtype=dtype, device=device, device_map=params.device_map,
+            trust_remote_code=params.trust_remote_code, allow_pickle=params.allow_pickle,
+        )
+    todo = [item for item in stimuli.items if item.key in unstored]
+    encoded, located = [], ([], [])  # no model loaded: every item is stored, and nothing is encoded
+    if loaded is not None:
+        # One encoding serves the number tokens, the refusal of numbers first (before anything is
+        # written, like a model that fails to load) and the token facts.
+        encoded = encode_items(loaded, todo)
+        located = numbers_in(todo, encoded, position)
+        check_number_positions(loaded, todo, position, params.allow_number_first, located[1])
     with waiting_for_store:
         missing, stored_as = store.start_extraction(stimuli, model_id)
         untokenized, without_splitting = store.missing_token_facts(model_id, stimuli.name)
@@ -770,20 +806,18 @@ def extract(
         if stored_as != name:
             # The same vectors under one more name: nothing to run, but the name must exist.
             store.register_model(dataclasses.replace(store.model_record(stored_as), name=name))
-        if isinstance(model, LoadedModel):
-            record_token_facts(store, model_id, model.tokenizer, stimuli, position, untokenized, without_splitting)
+        if loaded is not None:
+            record_token_facts(store, model_id, loaded.tokenizer, stimuli, position, untokenized, without_splitting)
         else:
             _record_from_tokenizer_alone(store, source, params, model_id, stimuli, untokenized, without_splitting)
-        return ExtractionResult(name, stimuli.name, model_id, total, already, 0, time.perf_counter() - started)
-    loaded = model if isinstance(model, LoadedModel) else load_model(
-        source, dtype=dtype, device=device, device_map=params.device_map,
-        trust_remote_code=params.trust_remote_code, allow_pickle=params.allow_pickle,
-    )
-    todo = [item for item in stimuli.items if item.key in missing]
-    # One encoding serves the number tokens, the refusal of numbers first and the token facts.
-    encoded = encode_items(loaded, todo)
-    located = numbers_in(todo, encoded, position)
-    check_number_positions(loaded, todo, position, params.allow_number_first, located[1])
+        return ExtractionResult(name, stimuli.name, model_id, total, already, 0, time.perf_counter() - started,
+                                waited=waited)
+    # Loaded above: what was stored when asked stays stored, so something is missing only if it was then.
+    assert loaded is not None
+    if len(missing) < len(todo):  # some stored meanwhile by a writer that takes no turn (an import)
+        kept = [index for index, item in enumerate(todo) if item.key in missing]
+        todo, encoded = [todo[index] for index in kept], [encoded[index] for index in kept]
+        located = ([located[0][index] for index in kept], [located[1][index] for index in kept])
     with waiting_for_store:
         store.register_model(model_record_for(loaded, name, position))
     record_token_facts(store, model_id, loaded.tokenizer, stimuli, position, untokenized, without_splitting,
@@ -825,7 +859,7 @@ def extract(
     cancelled = done - already < len(todo)
     return ExtractionResult(
         name, stimuli.name, model_id, total, already, done - already, time.perf_counter() - started, cancelled,
-        waiting_for_store.seconds,
+        waiting_for_store.seconds, waited,
     )
 
 

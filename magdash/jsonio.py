@@ -47,9 +47,42 @@ def pack(document: Any) -> bytes:
     return zlib.compress(json.dumps(to_jsonable(document, keep_nan=True), allow_nan=True).encode(), 6)
 
 
+MAX_PAYLOAD_BYTES = 256 * 2**20
+"""The most a cached payload may hold once decompressed (the largest results magdash writes are a few
+tens of MB of JSON): a payload that would be larger is refused before it is, so a small "zip bomb" in a
+shared store cannot fill the memory."""
+
+
 def unpack(payload: bytes) -> Any:
-    """The document :func:`pack` wrote."""
-    return json.loads(zlib.decompress(payload))
+    """The document :func:`pack` wrote; a ``ValueError`` for a payload that is not one (not zlib, not
+    JSON, cut short, or larger than :data:`MAX_PAYLOAD_BYTES` decompressed, which is never decompressed
+    in full)."""
+    inflater = zlib.decompressobj()
+    try:
+        text = inflater.decompress(payload, MAX_PAYLOAD_BYTES)
+    except zlib.error as error:
+        raise ValueError(f"not a compressed payload ({error})") from None
+    if inflater.unconsumed_tail:
+        raise ValueError(f"the payload holds more than {MAX_PAYLOAD_BYTES:,} bytes once decompressed")
+    if not inflater.eof:
+        raise ValueError("the payload is cut short")
+    return json.loads(text)
+
+
+def check_npz_payload(payload: bytes) -> None:
+    """Refuse (``ValueError``) a cached npz payload (a phase run's samples) that is not a zip archive,
+    or whose members would hold more than :data:`MAX_PAYLOAD_BYTES` once decompressed, before NumPy
+    decompresses any of them."""
+    import io
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(payload)) as archive:
+            declared = sum(member.file_size for member in archive.infolist())
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, NotImplementedError) as error:
+        raise ValueError(f"not an npz payload ({error})") from None
+    if declared > MAX_PAYLOAD_BYTES:
+        raise ValueError(f"the payload holds {declared:,} bytes once decompressed, more than {MAX_PAYLOAD_BYTES:,}")
 
 
 def frame_to_plain(frame: pd.DataFrame, *, dtypes: bool = True) -> dict[str, Any]:

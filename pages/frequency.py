@@ -5,7 +5,7 @@ import streamlit as st
 
 from magdash import dashboard
 from magdash.errors import MagdashError
-from magdash.frequency.sources import read_counts_csv
+from magdash.frequency.sources import BUILTIN_SOURCES, read_counts_csv
 from magdash.presentation import frequency_figures
 from magdash.runs.frequency_runs import save_source
 from pages import ui
@@ -34,12 +34,15 @@ with right, st.expander("Add a source from a CSV (number,count)"):
         st.success(ui.plain(saved))
     upload = st.file_uploader("Counts CSV", type=["csv"], key="fq_upload")
     new_name = st.text_input("Source name", key="fq_name")
+    # A stored source is replaced only when the user says so (the library refuses it otherwise).
+    replace = new_name.strip() in set(sources["name"]) - set(BUILTIN_SOURCES) and st.checkbox(
+        ui.plain(f"Replace the stored source {new_name.strip()!r}"), key="fq_replace")
     if ctx.read_only:
         st.info(dashboard.read_only_reason("save uploaded sources"))
     if st.button("Save source", disabled=upload is None or not new_name or ctx.read_only, key="fq_save"):
         try:
             new_source = read_counts_csv(upload.getvalue(), name=new_name, origin=upload.name)
-            save_source(ui.store_to_write(ctx, "saving a frequency source"), new_source)
+            save_source(ui.store_to_write(ctx, "saving a frequency source"), new_source, replace=replace)
             st.session_state["fq_saved"] = f"Saved source {new_source.name.strip()!r}: choose it above."
             st.rerun()
         except MagdashError as error:

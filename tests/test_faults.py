@@ -524,7 +524,7 @@ def test_a_file_that_is_not_a_store_is_never_replaced(tmp_path, content):
 _ERROR_LINE = re.compile(r"^magdash: error: .+")
 
 
-def _assert_reports_disk_full(result: subprocess.CompletedProcess) -> str:
+def _assert_reports_disk_full(result: subprocess.CompletedProcess, *, new_store: bool = False) -> str:
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     observed = f"rc {result.returncode}, stderr:\n{result.stderr[-4000:]}"
     assert result.returncode == 2, observed
@@ -532,7 +532,10 @@ def _assert_reports_disk_full(result: subprocess.CompletedProcess) -> str:
     assert len(lines) == 1 and _ERROR_LINE.match(lines[0]), observed
     message = lines[0].lower()
     assert re.search(r"disk is full|disk full|no space|store could not be written|could not write (the )?store", message), observed
-    assert "kept" in message, observed  # what was stored is kept
+    if new_store:  # nothing existed, so nothing is said to be kept
+        assert "nothing was created" in message and "kept" not in message, observed
+    else:
+        assert "kept" in message, observed  # what was stored is kept
     assert "free" in message or "--store" in message, observed  # what to do
     return lines[0]
 
@@ -559,7 +562,7 @@ def test_a_full_disk_is_reported_and_the_store_stays_usable(tiny_llama, clean_st
     if when == "mid-run":
         Store(store)
     result = _run_child(args, events=events, fsize=fsize)
-    _assert_reports_disk_full(result)
+    _assert_reports_disk_full(result, new_store=when != "mid-run")
     writes = _writes(_read_events(events))
     stored = 0
     if when != "mid-run":  # nothing at the path, no temporary file left beside it

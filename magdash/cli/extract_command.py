@@ -122,11 +122,13 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if result.extracted == 0:
-        print(f"{result.name} / {result.stimuli}: all {result.total} sentences already stored")
+        meanwhile = " (by another extraction of this model, which this one waited for)" if result.waited else ""
+        print(f"{result.name} / {result.stimuli}: all {result.total} sentences already stored{meanwhile}")
     else:
         print(
             f"{result.name} / {result.stimuli}: extracted {result.extracted} sentences "
-            f"({result.already_stored} were stored) in {result.seconds:.1f} s, {result.store_seconds:.1f} s of it "
+            f"({result.already_stored} were stored{', some by another extraction this one waited for' if result.waited else ''}) "
+            f"in {result.seconds:.1f} s, {result.store_seconds:.1f} s of it "
             f"waiting for the store -> {store.path}"
         )
     warn(flagged_layer_warnings(store, [result.name], result.stimuli))

@@ -17,6 +17,8 @@ from magdash.cli.options import add_params_options, params_from_args
 from magdash.formatting import format_number
 from magdash.frequency.e5_params import E5Params
 
+_REPLACE_HELP = "replace the source stored under this name (without it, a stored name is refused)"
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -40,6 +42,7 @@ def register(subparsers) -> None:
     count.add_argument("--encoding-errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8: fail (default) or read as U+FFFD")
     count.add_argument("--threads", type=int, default=None, help="DuckDB threads (default: all cores)")
     count.add_argument("--json", action="store_true", help="print {counts, documents, numbers_seen} as JSON")
+    count.add_argument("--replace", action="store_true", help=_REPLACE_HELP)
     add_store_option(count)
     count.set_defaults(func=run_count)
 
@@ -47,6 +50,7 @@ def register(subparsers) -> None:
     imported.add_argument("file", metavar="FILE.csv")
     imported.add_argument("--name", required=True, help="source name")
     imported.add_argument("--json", action="store_true")
+    imported.add_argument("--replace", action="store_true", help=_REPLACE_HELP)
     add_store_option(imported)
     imported.set_defaults(func=run_import_csv)
 
@@ -112,8 +116,11 @@ def run_count(args: argparse.Namespace) -> int:
     files = expand_inputs(args.files)
     # The name is checked before the (possibly long) count.
     name = check_source_name(args.name or default_source_name(files))
+    stored = open_store_if_any(args)
+    if stored is not None and not args.replace:
+        stored.check_new_frequency_source(name)
     counted = count_corpus(files, options, threads=args.threads)
-    save_source(open_store(args, create=True), corpus_source(counted, name))
+    save_source(open_store(args, create=True), corpus_source(counted, name), replace=args.replace)
     if args.json:
         print_json({**counted.to_json(), "source": name})
         return 0
@@ -132,7 +139,7 @@ def run_import_csv(args: argparse.Namespace) -> int:
     from magdash.runs.frequency_runs import save_source
 
     source = read_counts_csv(args.file, name=check_source_name(args.name))
-    save_source(open_store(args, create=True), source)
+    save_source(open_store(args, create=True), source, replace=args.replace)
     if args.json:
         print_json({"source": source.name, "n_numbers": len(source.counts), "total": source.total})
     else:

@@ -39,6 +39,7 @@ from magdash.depth_statistics.omega import omega
 from magdash.depth_statistics.spectrum import covariance_eigenvalues, gram_eigenvalues
 from magdash.depth_statistics.unit_bootstrap import VECTOR_UNIT, default_units
 from magdash.errors import AnalysisError
+from magdash.jsonio import check_npz_payload
 from magdash.overflow import nonfinite_rows
 
 MIN_MERGE_ROWS = 4096
@@ -255,7 +256,9 @@ def samples_to_bytes(samples: Sequence[LayerSample], n_blocks: int) -> bytes:
 
 
 def samples_from_bytes(payload: bytes) -> tuple[list[LayerSample], int]:
-    """Inverse of :func:`samples_to_bytes`: (samples, n_blocks)."""
+    """Inverse of :func:`samples_to_bytes`: (samples, n_blocks); a ``ValueError`` for a payload larger
+    than a cached one may be (:func:`magdash.jsonio.check_npz_payload`)."""
+    check_npz_payload(payload)
     with np.load(io.BytesIO(payload), allow_pickle=False) as data:
         first = data["first_position"] if "first_position" in data else np.zeros(len(data["layers"]), dtype=np.int64)
         columns = zip(data["layers"], data["dims"], data["counts"], data["nonfinite"], first, strict=True)

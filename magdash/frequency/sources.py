@@ -65,11 +65,22 @@ class FrequencySource:
 
     @property
     def total(self) -> int:
-        return int(self.counts["count"].sum())
+        """The sum of the counts, exact (:func:`exact_total`)."""
+        return exact_total(self.counts["count"])
 
     def count_series(self) -> pd.Series:
         """Counts indexed by number."""
         return pd.Series(self.counts["count"].to_numpy(), index=self.counts["number"].to_numpy(), name="count")
+
+
+def exact_total(counts) -> int:
+    """The sum of integer ``counts`` as a Python int: exact however large (an int64 sum wraps
+    silently: 1,999 counts of 2**53 summed to a negative total).
+
+    Args:
+        counts: integer counts (an array, a Series or a sequence).
+    """
+    return sum(int(value) for value in np.asarray(counts).tolist())
 
 
 # -- built-ins -----------------------------------------------------------------------------
@@ -163,7 +174,7 @@ def read_counts_csv(data, *, name: str, origin: str | None = None) -> FrequencyS
     if duplicated.any():
         row = int(np.flatnonzero(duplicated.to_numpy())[0])
         raise FrequencyError(f"{origin}: number {numbers[row]} appears twice (again on line {first_data_line + row})")
-    if counts.sum() == 0:
+    if not (counts > 0).any():  # not a sum: one of 64-bit counts can wrap to 0
         raise FrequencyError(f"{origin}: every count is 0; a source needs at least one positive count")
     order = np.argsort(numbers, kind="stable")
     table = pd.DataFrame({"number": numbers[order], "count": counts[order]})
@@ -253,11 +264,11 @@ def listing_row(name: str, n_numbers: int, total: int, provenance: dict) -> dict
 def counts_table(source: FrequencySource | pd.DataFrame | pd.Series | dict) -> pd.DataFrame:
     """number, count, proportion (of the table's total), log_count = ln(count + 1)."""
     series = as_count_series(source)
-    total = series.sum()
+    total = exact_total(series)
     return pd.DataFrame({
         "number": series.index.to_numpy(dtype=np.int64),
         "count": series.to_numpy(dtype=np.int64),
-        "proportion": series.to_numpy(dtype=np.float64) / total if total > 0 else np.nan,
+        "proportion": series.to_numpy(dtype=np.float64) / float(total) if total > 0 else np.nan,
         "log_count": np.log1p(series.to_numpy(dtype=np.float64)),
     })
 

@@ -18,15 +18,26 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import zipfile
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pandas as pd
 
+from magdash.errors import MagdashError
 from magdash.jsonio import to_jsonable
 
 log = logging.getLogger(__name__)
+
+UNREADABLE_PAYLOAD = (
+    ArithmeticError, AttributeError, EOFError, LookupError, MagdashError, MemoryError, NotImplementedError, OSError,
+    RecursionError, TypeError, ValueError, zipfile.BadZipFile, zlib.error,
+)
+"""What decoding a payload that is not what magdash wrote raises (random bytes, an empty or cut payload,
+JSON of another shape, an npz of other arrays, one too large): the result is then computed again. A
+store is shared data, so its payloads are read as untrusted input."""
 
 Result = TypeVar("Result")
 Rows = Mapping[str, pd.DataFrame]
@@ -79,11 +90,16 @@ def lookup(store, kind: CachedKind, key: str, *, rows: Callable[[Any], Rows | No
             identity); default ``kind.rows``.
     """
     rows = rows or kind.rows
-    payload = store.get_result(key)
+    payload = store.get_result(key)  # None too when the payload does not match its checksum
     if payload is None:
         return None
     log.info("%s %s found in the cache", kind.name, key[:24])
-    result = kind.decode(payload)
+    try:
+        result = kind.decode(payload)
+    except UNREADABLE_PAYLOAD as error:
+        log.warning("the cached %s result %s cannot be read (%s); it is computed again", kind.name, key[:24],
+                    _reason(error))
+        return None
     if rows is not None and not store.has_metric_rows(key, kind.name):
         _write_rows(store, key, kind, rows(result))
     return result
@@ -139,6 +155,12 @@ def _write_rows(store, key: str, kind: CachedKind, rows: Rows | None) -> bool:
     return True
 
 
+def _reason(error: BaseException) -> str:
+    """An error's type and the first line of its message, cut short (a payload's text can be anything)."""
+    text = str(error).splitlines()[0] if str(error) else ""
+    return f"{type(error).__name__}: {text[:200]}" if text else type(error).__name__
+
+
 def backfill(store, kinds: Mapping[str, CachedKind]) -> dict[str, int]:
     """Write the metric rows of every cached result of ``kinds`` that has none; returns how many
     results got rows, per kind. A payload that cannot be read as a current result (an older code
@@ -155,10 +177,12 @@ def backfill(store, kinds: Mapping[str, CachedKind]) -> dict[str, int]:
         count = 0
         for key in store.results_without_rows(name):
             payload = store.get_result(key)
+            if payload is None:  # not what magdash wrote (logged): computed again when next asked for
+                continue
             try:
                 result = kind.decode(payload)
-            except (KeyError, TypeError, ValueError) as error:
-                log.warning("cached %s result %s has no metric rows (%s: %s)", name, key, type(error).__name__, error)
+            except UNREADABLE_PAYLOAD as error:
+                log.warning("cached %s result %s has no metric rows (%s)", name, key, _reason(error))
                 continue
             count += _write_rows(store, key, kind, kind.rows(result))
         written[name] = count

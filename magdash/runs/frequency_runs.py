@@ -43,15 +43,16 @@ E5_IDENTITY = ("model", "stimuli", "source", "measure", "n_boot", "seed")
 _FLOAT_COLUMNS = tuple(column for column in E5_COLUMNS if column not in ("layer", "n"))
 
 
-def save_source(store, source: FrequencySource) -> None:
-    """Store a source (replacing one of the same name). Built-in names are refused.
+def save_source(store, source: FrequencySource, *, replace: bool = False) -> None:
+    """Store a source. Built-in names are refused, and so is a name already stored unless ``replace``.
 
     Args:
         store: the :class:`~magdash.store.Store` to keep it in.
         source: the counts and their provenance, under a name that is not a built-in one.
+        replace: replace the source stored under the same name.
     """
     name = check_source_name(source.name)
-    store.put_frequency_source(name, source.counts, source.provenance)
+    store.put_frequency_source(name, source.counts, source.provenance, replace=replace)
 
 
 def load_source(name: str, store=None) -> FrequencySource:

@@ -24,7 +24,7 @@ import shutil
 import struct
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -342,7 +342,11 @@ def _conversion_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` while converting, so that processes converting the same
     file at once (the app and a CLI command, test workers) do it once: the others wait, then
     find the folder finished. Where locks are unavailable (Windows, some network file
-    systems) each converts on its own and the rename below keeps the first finished folder."""
+    systems) each converts on its own and the rename below keeps the first finished folder.
+
+    The lock file is removed while still held, whether the conversion finished or failed, so a
+    refused model leaves nothing in the cache. A process that was waiting on it then holds a lock
+    no newcomer sees; at worst both convert, and the rename keeps the first finished folder."""
     try:
         import fcntl
     except ImportError:
@@ -363,6 +367,8 @@ def _conversion_lock(path: Path) -> Iterator[None]:
             pass
         yield
     finally:
+        with suppress(OSError):
+            path.unlink()
         handle.close()
 
 

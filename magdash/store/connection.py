@@ -68,6 +68,8 @@ _PROCESS_LOCKS_GUARD = threading.Lock()
 _ENGINE: duckdb.DuckDBPyConnection | None = None
 _ENGINE_PID = 0
 _ATTACHED: dict[str, int] = {}
+# The store files this process found it cannot write, and said so (once each).
+_SAID_READ_ONLY: set[str] = set()
 
 
 def _engine() -> duckdb.DuckDBPyConnection:
@@ -103,10 +105,18 @@ def _is_lock_conflict(error: Exception) -> bool:
     return "lock" in message and ("conflicting" in message or "could not set" in message)
 
 
+def _cannot_be_written(error: duckdb.Error) -> bool:
+    """Whether DuckDB could not open a file for writing that it can read (the path was checked):
+    a read-only file system, or a file the user may not write."""
+    message = str(error).lower()
+    return "read-only file system" in message or "permission denied" in message
+
+
 def _is_storage_failure(error: duckdb.Error) -> bool:
     """A failure of the file rather than of a statement. DuckDB raises its bare ``Error`` for a
     block whose checksum does not match (a damaged file)."""
-    return isinstance(error, _STORAGE_ERRORS) or type(error) in (duckdb.Error, duckdb.DatabaseError) or disk_is_full(error)
+    return (isinstance(error, _STORAGE_ERRORS) or type(error) in (duckdb.Error, duckdb.DatabaseError) or disk_is_full(error)
+            or _cannot_be_written(error))
 
 
 def disk_is_full(error: Exception) -> bool:
@@ -127,9 +137,28 @@ def disk_full_error(what: str, reason: str | None) -> StoreError:
     )
 
 
+def _new_store_disk_full_error(path: Path, reason: str) -> StoreError:
+    """The message for a new store that a full disk kept from being created: nothing existed before,
+    so nothing was kept and there is nothing to carry on (:func:`disk_full_error` says both)."""
+    return StoreError(
+        f"the disk is full: could not write a new store at {_shown(path)} ({reason}). Nothing was created there; "
+        "free some space (or point store= at another disk) and run again", parameters=("store",),
+    )
+
+
 # A DuckDB file holds its format's magic at these bytes of its first header.
 _DUCKDB_MAGIC, _DUCKDB_MAGIC_AT = b"DUCK", slice(8, 12)
 _CREATING = ".creating-"
+
+
+def _through_link(path: Path) -> Path:
+    """The store a symbolic link at ``path`` points to, else ``path``. A store is its file and the
+    shard folder beside it (``<file>.shards``): reached through a link, both must be the target's, or
+    its vectors would be written beside the link, where the store never finds them. A link to
+    nothing stays as it is, to be refused by name."""
+    if os.path.islink(path) and os.path.exists(path):
+        return Path(os.path.realpath(path))
+    return path
 
 
 def _shown(path: Path) -> str:
@@ -159,11 +188,12 @@ class StoreFile:
 
     def __init__(self, path: str | os.PathLike | None = None, *, lock_timeout_s: float | None = None,
                  create: bool = True, read_only: bool = False):
-        self.path = Path(path) if path else default_store_path()
+        self.path = _through_link(Path(path) if path else default_store_path())
         if lock_timeout_s is None:
             lock_timeout_s = float(os.environ.get(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT_S))
         self.lock_timeout_s = lock_timeout_s
         self.read_only = read_only
+        self._cannot_write: str | None = None  # why the file cannot be written, once that made it read-only
         try:
             self._lock_key = str(self.path.resolve())
             self._lock_key.encode("utf-8")
@@ -256,13 +286,13 @@ class StoreFile:
                     with suppress(duckdb.Error):
                         engine.execute(f"DETACH DATABASE IF EXISTS {alias}")
                     if disk_is_full(error):
-                        raise disk_full_error(f"a new store at {_shown(self.path)}", str(error).splitlines()[0]) from None
+                        raise _new_store_disk_full_error(self.path, str(error).splitlines()[0]) from None
                     if "permission denied" in str(error).lower():
                         raise StoreError(f"cannot create store {_shown(self.path)}: permission denied; point "
                                          "store= at a folder you can write", parameters=("store",)) from None
                     raise StoreError(f"cannot create store {_shown(self.path)} ({str(error).splitlines()[0]})") from None
                 if Path(f"{staging}.wal").exists():  # DETACH checkpoints: a log left means the file is not whole
-                    raise disk_full_error(f"a new store at {_shown(self.path)}", "its checkpoint did not complete")
+                    raise _new_store_disk_full_error(self.path, "its checkpoint did not complete")
                 with open(staging, "rb+") as handle:
                     os.fsync(handle.fileno())
                 try:
@@ -272,7 +302,7 @@ class StoreFile:
                 fsync_folder(folder)
         except OSError as error:
             if disk_is_full(error):
-                raise disk_full_error(f"a new store at {_shown(self.path)}", error.strerror) from None
+                raise _new_store_disk_full_error(self.path, error.strerror) from None
             raise StoreError(f"cannot create store {_shown(self.path)} ({error.strerror or error})") from None
         finally:
             for leftover in (staging, Path(f"{staging}.wal")):
@@ -325,9 +355,17 @@ class StoreFile:
                 "before is kept; free memory or lower batch_size= and run again",
                 parameters=("batch_size",),
             )
+        if "read-only file system" in text:
+            # The file opened for writing, but its folder cannot take the write-ahead log: a writable
+            # file in a read-only folder.
+            return ReadOnlyStoreError(
+                f"cannot write store {where}: its folder is on a read-only file system ({first_line}); nothing was "
+                "changed. Copy the store to a folder you can write, or point store= at another file",
+                parameters=("store",),
+            )
         if "permission denied" in text or isinstance(error, duckdb.PermissionException):
-            return StoreError(f"cannot write store {where}: permission denied; point store= at a file you can write",
-                              parameters=("store",))
+            return ReadOnlyStoreError(f"cannot write store {where}: permission denied; point store= at a file you can write",
+                                      parameters=("store",))
         return StoreError(
             f"store {where} is damaged or unreadable ({first_line}); the operation was rolled back. "
             "Restore the store from a copy, or point store= at another file"
@@ -350,6 +388,10 @@ class StoreFile:
             except duckdb.IOException as error:
                 if disk_is_full(error):
                     raise self._storage_error(error) from None
+                if not self.read_only and _cannot_be_written(error):
+                    self._fall_back_to_read_only(error)
+                    options = "TYPE DUCKDB, READ_ONLY"
+                    continue
                 if not _is_lock_conflict(error):
                     raise StoreError(
                         f"cannot open store {str(self.path)!r}: it is not a readable DuckDB file "
@@ -369,6 +411,21 @@ class StoreFile:
                     f"cannot open store {str(self.path)!r}: {str(error).splitlines()[0]}; "
                     "point store= at another file"
                 ) from None
+
+    def _fall_back_to_read_only(self, error: duckdb.IOException) -> None:
+        """Open the file read-only from now on, since it cannot be written (a read-only file system,
+        a file the user may not write): what only reads works, and says so; a write is refused by
+        :meth:`check_writable` with the reason."""
+        self.read_only = True
+        cause = "its file system is read-only" if "read-only file system" in str(error).lower() \
+            else "this user may not write it"
+        self._cannot_write = cause
+        with _PROCESS_LOCKS_GUARD:
+            if self._lock_key in _SAID_READ_ONLY:  # a process opens a store many times: said once
+                return
+            _SAID_READ_ONLY.add(self._lock_key)
+        log.warning("store %s cannot be written (%s): it is opened read-only, so nothing is written to it "
+                    "and results computed now are not kept", self.path, cause)
 
     @property
     def _alias(self) -> str:
@@ -426,6 +483,7 @@ class StoreFile:
         _remove_abandoned_creations(self.path)
         copy = self.path.with_name(f".{self.path.name}{_CREATING}compact-{os.getpid()}-{secrets.token_hex(4)}")
         with self.connect() as connection:
+            self.check_writable("compacting it rewrites the file")
             connection.execute("CHECKPOINT")
             before = self.path.stat().st_size
             database = connection.execute("SELECT current_database()").fetchall()[0][0].replace('"', '""')
@@ -443,7 +501,8 @@ class StoreFile:
                 with suppress(duckdb.Error):
                     connection.execute(f"DETACH DATABASE IF EXISTS {target}")
                 for leftover in (copy, Path(f"{copy}.wal")):
-                    leftover.unlink(missing_ok=True)
+                    with suppress(OSError):  # nothing there, or a folder that takes no change (read-only)
+                        leftover.unlink()
                 if isinstance(error, OSError):
                     if disk_is_full(error):
                         raise disk_full_error(f"a compacted copy of store {str(self.path)!r}", error.strerror) from None
@@ -454,9 +513,22 @@ class StoreFile:
         fsync_folder(self.path.parent)
         return before, self.path.stat().st_size
 
-    def check_writable(self) -> None:
-        if self.read_only:
-            raise ReadOnlyStoreError(f"store {_shown(self.path)} is open read-only: nothing is written to it")
+    def check_writable(self, what: str | None = None) -> None:
+        """Refuse a write to a store open read-only, saying why it is (``what``: the operation refused,
+        for its message).
+
+        Args:
+            what: the operation that needs write access ("compacting it rewrites the file"), if any.
+        """
+        if not self.read_only:
+            return
+        needs = f"; {what}, which needs write access" if what else ""
+        if self._cannot_write is None:
+            raise ReadOnlyStoreError(f"store {_shown(self.path)} is open read-only: nothing is written to it{needs}")
+        raise ReadOnlyStoreError(
+            f"store {_shown(self.path)} is open read-only, since {self._cannot_write}: nothing is written to it{needs}. "
+            "Copy it to a folder you can write, or point store= at another file", parameters=("store",),
+        )
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:

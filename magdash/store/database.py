@@ -22,6 +22,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 
 import duckdb
@@ -29,7 +30,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from magdash.errors import StoreError
+from magdash.errors import ReadOnlyStoreError, StoreError
 from magdash.norm_outliers import OUTLIER_NORM_FACTOR
 from magdash.stimuli import (
     DEFAULT_NUMBER_FORMAT,
@@ -47,6 +48,7 @@ from magdash.store.schema import (
     ensure_schema,
     insert_nonfinite,
     insert_vector_norms,
+    result_checksum,
     schema_version,
 )
 from magdash.store.vectors import StoredVectors
@@ -126,7 +128,6 @@ class Store:
         self._file = StoreFile(path, lock_timeout_s=lock_timeout_s, create=create, read_only=read_only)
         if not self._file.exists:
             self._file.create(create_tables)
-        self.read_only = read_only
         self.path = self._file.path
         self.lock_timeout_s = self._file.lock_timeout_s
         self.shards = shards.shard_folder(self.path)
@@ -137,14 +138,26 @@ class Store:
         self._registrations = _GroupCommit(lambda waiting: self._register_shards(waiting))  # looked up per call
         with self._file.session():
             ensure_schema(self._file, self.shards)
-            if not read_only:
+            if not self.read_only:
                 _sweep_once_per_process(self)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the store is open read-only: asked for, or fallen back to when its file cannot be written
+        (a read-only file system), in which case opening it logged a warning saying so."""
+        return self._file.read_only
 
     def session(self):
         """A context in which this store's operations share one open file (see
         :meth:`magdash.store.connection.StoreFile.session`): for a group of quick lookups, never
         around a computation, since other processes wait for the file meanwhile."""
         return self._file.session()
+
+    def check_writable(self) -> None:
+        """Refuse, with the reason, a write to a store open read-only (asked for, or a file that cannot
+        be written): a :class:`~magdash.errors.ReadOnlyStoreError`. A command that writes asks first, before
+        its work."""
+        self._file.check_writable()
 
     def schema_version(self) -> int:
         """The schema version the store file records (:data:`~magdash.store.SCHEMA_VERSION` once opened by this
@@ -381,6 +394,27 @@ class Store:
         """
         with self._file.connect() as connection:
             return _missing_item_keys(connection, model_id, set_name)
+
+    def unstored_among(self, model_id: str, item_keys: Sequence[str]) -> set[str]:
+        """The keys among ``item_keys`` that ``model_id`` has no stored vectors for, whatever set they
+        belong to (nothing is written: an extraction asks before it checks its model).
+
+        Args:
+            model_id: the identity of the model's vectors.
+            item_keys: the stimulus items' keys.
+        """
+        with self._file.connect() as connection:
+            return set(item_keys) - _done_among(connection, model_id, item_keys)
+
+    def extraction_turn(self, model_id: str):
+        """A context holding ``model_id``'s turn to extract into this store, yielding whether it waited for
+        another extraction of it (:func:`magdash.store.shards.extraction_turn`); a read-only store,
+        which no extraction writes to, takes none.
+
+        Args:
+            model_id: the identity of the vectors about to be extracted.
+        """
+        return nullcontext(False) if self.read_only else shards.extraction_turn(self.shards, model_id)
 
     def start_extraction(self, stimuli: StimulusSet, model_id: str) -> tuple[set[str], str | None]:
         """Register ``stimuli`` (:meth:`register_stimulus_set`) and return the keys of its items
@@ -658,14 +692,24 @@ class Store:
     # -- analysis cache ----------------------------------------------------------------
 
     def get_result(self, key: str) -> bytes | None:
-        """The payload cached under ``key``, or None.
+        """The payload cached under ``key``, or None: when none is, and when the one there does not
+        match the checksum kept with it (edited, damaged or copied under another key: stores are
+        shared and mailed), which is logged as a warning, so the result is computed again and
+        replaces it.
 
         Args:
             key: the result's cache key (:func:`magdash.runs.cache.result_key`).
         """
         with self._file.connect() as connection:
-            row = connection.execute("SELECT payload FROM results WHERE key = ?", [key]).fetchone()
-        return None if row is None else bytes(row[0])
+            row = connection.execute("SELECT payload, checksum FROM results WHERE key = ?", [key]).fetchone()
+        if row is None:
+            return None
+        payload, checksum = bytes(row[0]) if row[0] is not None else b"", row[1]
+        if checksum != result_checksum(key, payload):
+            log.warning("the cached result %s in store %s is not what magdash wrote (its checksum does not match: "
+                        "edited or damaged); it is computed again", key[:24], self.path)
+            return None
+        return payload
 
     def put_result(
         self, key: str, kind: str, payload: bytes, tables: Mapping[str, pd.DataFrame] | None = None
@@ -683,9 +727,10 @@ class Store:
         if self.read_only:
             log.info("store %s is read-only: result %s is not kept", self.path, key[:12])
             return
-        with self._file.transaction() as connection:
+        with _not_kept_where_unwritable(self, key), self._file.transaction() as connection:
             connection.execute("DELETE FROM results WHERE key = ?", [key])
-            connection.execute("INSERT INTO results (key, kind, payload) VALUES (?, ?, ?)", [key, kind, payload])
+            connection.execute("INSERT INTO results (key, kind, payload, checksum) VALUES (?, ?, ?, ?)",
+                               [key, kind, payload, result_checksum(key, payload)])
             metrics.replace_rows(connection, key, kind, tables or {})
 
     def put_metric_rows(self, key: str, kind: str, tables: Mapping[str, pd.DataFrame]) -> None:
@@ -700,7 +745,7 @@ class Store:
         """
         if self.read_only:
             return
-        with self._file.transaction() as connection:
+        with _not_kept_where_unwritable(self, key), self._file.transaction() as connection:
             metrics.replace_rows(connection, key, kind, tables)
 
     def has_metric_rows(self, key: str, kind: str) -> bool:
@@ -741,13 +786,16 @@ class Store:
 
     # -- frequency sources -------------------------------------------------------------
 
-    def put_frequency_source(self, name: str, counts: pd.DataFrame, provenance: dict) -> None:
-        """Store (or replace) a frequency source: ``counts`` has columns number and count.
+    def put_frequency_source(self, name: str, counts: pd.DataFrame, provenance: dict, *, replace: bool = False) -> None:
+        """Store a frequency source: ``counts`` has columns number and count. A source already
+        stored under ``name`` is refused, naming it, unless ``replace`` (stored counts are never
+        replaced silently).
 
         Args:
             name: the source's name (a non-empty string).
             counts: the counts: columns ``number`` and ``count``.
             provenance: where the counts come from (corpus, files, rule), kept as JSON.
+            replace: replace a source stored under ``name``.
         """
         if not isinstance(name, str) or not name.strip():
             raise StoreError("a frequency source needs a non-empty name")
@@ -757,6 +805,8 @@ class Store:
             "count": pd.to_numeric(counts["count"]).astype("int64").to_numpy(),
         })
         with self._file.transaction() as connection:
+            if not replace:
+                _refuse_stored_source(connection, name)
             connection.execute("DELETE FROM frequency_counts WHERE source = ?", [name])
             connection.execute("DELETE FROM frequency_sources WHERE name = ?", [name])
             connection.execute(
@@ -765,6 +815,16 @@ class Store:
             connection.register("new_counts", table)
             connection.execute("INSERT INTO frequency_counts SELECT * FROM new_counts")
             connection.unregister("new_counts")
+
+    def check_new_frequency_source(self, name: str) -> None:
+        """Refuse ``name`` as :meth:`put_frequency_source` would without ``replace`` when a source is stored
+        under it, before the work of counting one.
+
+        Args:
+            name: the name a new source is to be stored under.
+        """
+        with self._file.connect() as connection:
+            _refuse_stored_source(connection, name)
 
     def get_frequency_source(self, name: str) -> tuple[pd.DataFrame, dict]:
         """A stored frequency source's counts (number, count) and its provenance.
@@ -782,15 +842,20 @@ class Store:
         return counts, json.loads(row[0])
 
     def list_frequency_sources(self) -> pd.DataFrame:
-        """Every stored frequency source: name, n_numbers, total and provenance (JSON)."""
+        """Every stored frequency source: name, n_numbers, total (a Python int, exact however large) and
+        provenance (JSON)."""
         with self._file.connect() as connection:
-            return connection.execute(
+            # DuckDB sums BIGINTs exactly (as a HUGEINT); a frame would make the sum a float.
+            rows = connection.execute(
                 """
                 SELECT s.name, count(c.number) AS n_numbers, coalesce(sum(c.count), 0) AS total, s.provenance
                 FROM frequency_sources s LEFT JOIN frequency_counts c ON c.source = s.name
                 GROUP BY s.name, s.provenance ORDER BY s.name
                 """
-            ).df()
+            ).fetchall()
+        frame = pd.DataFrame(rows, columns=["name", "n_numbers", "total", "provenance"])
+        frame["total"] = pd.Series([int(total) for total in frame["total"]], index=frame.index, dtype=object)
+        return frame
 
     # -- npz import and export, arrays held in memory -------------------------------------
 
@@ -814,6 +879,16 @@ class _LayerPlan:
     @property
     def n_located(self) -> int:
         return sum(len(rows) for _, _, rows in self.shards)
+
+
+@contextmanager
+def _not_kept_where_unwritable(store: Store, key: str) -> Iterator[None]:
+    """Keep a result computed by a command that only reads as a read-only store would (not at all, with
+    a warning) when its store file cannot be written after all (a writable file in a read-only folder)."""
+    try:
+        yield
+    except ReadOnlyStoreError as error:
+        log.warning("result %s is not kept: %s", key[:24], error)
 
 
 def _sweep_once_per_process(store: Store) -> None:
@@ -987,6 +1062,20 @@ def _as_stored(connection: duckdb.DuckDBPyConnection, stimuli: StimulusSet) -> S
     if stored is None or stored == stimuli.name:
         return stimuli
     return StimulusSet(stored, stimuli.carriers, stimuli.magnitudes, stimuli.number_format)
+
+
+def _refuse_stored_source(connection: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Refuse to store frequency source ``name`` over one of that name, saying what is stored."""
+    stored = connection.execute(
+        "SELECT count(c.number), CAST(coalesce(sum(c.count), 0) AS VARCHAR) FROM frequency_sources s "
+        "LEFT JOIN frequency_counts c ON c.source = s.name WHERE s.name = ? GROUP BY s.name", [name]
+    ).fetchone()
+    if stored is not None:
+        raise StoreError(
+            f"a frequency source named {name!r} is already stored ({stored[0]:,} numbers, total count "
+            f"{int(stored[1]):,}); nothing was changed: choose another name, or pass replace=True to replace it",
+            parameters=("replace",),
+        )
 
 
 def _metric_tables_of(kind: str) -> list[metrics.MetricTable]:

@@ -8,6 +8,7 @@ with a message and left untouched. Opening a current store writes nothing.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -27,7 +28,7 @@ from magdash.store.connection import StoreFile
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """1: the first release. 2: adds ``nonfinite``, the vectors holding Inf or NaN, per layer.
 3: one stimulus set per content (sets with the same sentences merged; the paper's named 'paper').
 4: the metric tables (:mod:`magdash.store.metrics`), filled from the cached results.
@@ -49,7 +50,10 @@ delta (``comparison_tests``), and whether each test over layers can reach .05 (`
 interval; the depth bootstrap's resampled units and the interval of mean Omega; the rows of a
 Marchenko-Pastur fit that did not converge lose sigma², edge, margin and gap; seeds are BIGINT;
 every metric table gains the columns it lacks (the probes' baseline, strata, constant-error null and
-``probe_best_layers`` among them)."""
+``probe_best_layers`` among them).
+10: ``results.checksum``, a digest of each cached result's key and payload (:func:`result_checksum`): a
+payload that is not what magdash wrote (edited, damaged, swapped under another key) is computed again.
+The results cached before get the digest of what they hold when the store is migrated."""
 
 _SHARDS_SCHEMA = 5  # the first schema whose vectors are in shards, not tables
 
@@ -91,7 +95,7 @@ _TABLES = (
     _SHARDS_TABLE,
     """CREATE TABLE IF NOT EXISTS results (
         key VARCHAR PRIMARY KEY, kind VARCHAR, payload BLOB,
-        created_at TIMESTAMP DEFAULT current_timestamp)""",
+        created_at TIMESTAMP DEFAULT current_timestamp, checksum VARCHAR)""",
     """CREATE TABLE IF NOT EXISTS frequency_sources (
         name VARCHAR PRIMARY KEY, provenance VARCHAR,
         created_at TIMESTAMP DEFAULT current_timestamp)""",
@@ -194,6 +198,17 @@ def _stored_schema_version(store_file: StoreFile, connection: duckdb.DuckDBPyCon
             f"up to {SCHEMA_VERSION}): upgrade magdash"
         )
     return int(version)
+
+
+def result_checksum(key: str, payload: bytes) -> str:
+    """The digest kept beside a cached result (``results.checksum``): of its key and its payload, so
+    a payload edited, damaged or copied under another key no longer matches.
+
+    Args:
+        key: the result's cache key.
+        payload: the result's payload as stored.
+    """
+    return hashlib.sha256(key.encode("utf-8") + b"\0" + bytes(payload)).hexdigest()
 
 
 def schema_version(store_file: StoreFile) -> int:
@@ -411,6 +426,27 @@ def _table_columns(connection: duckdb.DuckDBPyConnection, table: str) -> dict[st
     ).fetchall())
 
 
+_CHECKSUM_BATCH = 64
+"""Payloads read at once while the migration to schema 10 digests them (memory holds these)."""
+
+
+def _add_result_checksums(connection: duckdb.DuckDBPyConnection) -> None:
+    """Migration 9 -> 10: ``results.checksum``, the digest of each cached result's key and payload as
+    stored now (:func:`result_checksum`)."""
+    connection.execute("ALTER TABLE results ADD COLUMN IF NOT EXISTS checksum VARCHAR")
+    digests: list[tuple[str, str]] = []
+    reader = connection.execute("SELECT key, payload FROM results WHERE checksum IS NULL")
+    while rows := reader.fetchmany(_CHECKSUM_BATCH):
+        digests.extend((key, result_checksum(key, payload)) for key, payload in rows)
+    # Written after the scan: a new statement on this connection would end the open reader.
+    connection.register("result_digests", pa.table({
+        "key": pa.array([key for key, _ in digests], pa.string()),
+        "checksum": pa.array([digest for _, digest in digests], pa.string()),
+    }))
+    connection.execute("UPDATE results SET checksum = d.checksum FROM result_digests d WHERE results.key = d.key")
+    connection.unregister("result_digests")
+
+
 def _move_vectors_to_shards(connection: duckdb.DuckDBPyConnection, shard_folder: Path) -> None:
     """Migration 4 -> 5: every model's vectors from its ``vec_*`` tables into shards.
 
@@ -515,5 +551,6 @@ MIGRATIONS: dict[int, Migration] = {
     6: _sequence_start_and_vector_norms,
     7: _migration(_add_tokenization),
     8: _migration(_metric_columns_of_schema_9),
+    9: _migration(_add_result_checksums),
 }
 """Schema version -> the step that brings a store of that version to the next one."""

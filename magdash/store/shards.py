@@ -30,11 +30,12 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import logging
 import os
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +47,8 @@ from magdash.errors import StoreError
 from magdash.norm_outliers import vector_norms
 from magdash.store.connection import disk_full_error, disk_is_full
 from magdash.store.connection import fsync_folder as _fsync_folder  # a name the fault tests patch
+
+log = logging.getLogger(__name__)
 
 SHARD_FORMAT = "magdash-shard-1"
 """Written into every shard's Parquet metadata; a reader refuses a shard of another format."""
@@ -146,6 +149,48 @@ def _lock(descriptor: int, *, wait: bool) -> bool:
     except BlockingIOError:
         return False
     return True
+
+
+@contextmanager
+def extraction_turn(folder: Path, model_id: str) -> Iterator[bool]:
+    """Hold the turn of ``model_id``'s extraction into the store whose shards are in ``folder``, so that
+    two extractions of one model take turns instead of both doing the whole work: the second waits,
+    then finds the first's vectors stored. Yields whether it waited for another.
+
+    The turn is an ``flock`` on ``.extracting-<model>.lock`` in the folder (a name no shard has), removed
+    on the way out, so an extraction leaves no file behind. A process that was waiting then holds a lock
+    on the removed file that a newcomer does not see: at worst those two extract at once, as without a
+    turn, and the store keeps one copy of each item. Where locks are unavailable (Windows, a folder that
+    cannot be written) no turn is taken.
+
+    Args:
+        folder: the store's shard folder.
+        model_id: the identity of the vectors about to be extracted.
+    """
+    made_folder = not folder.exists()
+    path = folder / f".extracting-{model_folder(model_id)}.lock"
+    try:
+        import fcntl
+
+        folder.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except (ImportError, OSError):
+        yield False
+        return
+    try:
+        waited = not _lock(descriptor, wait=False)
+        if waited:
+            log.warning("another extraction of this model into the store is under way: waiting for it to finish, "
+                        "then extracting only what it did not store")
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield waited
+    finally:
+        with suppress(OSError):
+            path.unlink()
+        os.close(descriptor)
+        if made_folder:
+            with suppress(OSError):  # left only if a shard was written into it meanwhile
+                folder.rmdir()
 
 
 def _shard_write_error(error: OSError, folder: Path) -> StoreError:

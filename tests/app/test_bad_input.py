@@ -51,7 +51,7 @@ from magdash.stimuli import (
 from magdash.store import Store, metrics
 from pages import ui
 from tests import support
-from tests.support import ROOT, assert_clean, copy_store, record, shown, widget
+from tests.support import ROOT, assert_clean, copy_store, labels, record, shown, widget
 
 pytestmark = pytest.mark.bad_input
 
@@ -727,6 +727,22 @@ def test_frequency_source_names_and_provenance_shown_literally(store_path, monke
     assert Store(store_path).model_names() == [SEED_MODEL]
 
 
+def test_saving_over_a_stored_frequency_source_asks_for_a_confirm(store_path, monkeypatch):
+    at = open_app(store_path, monkeypatch, page="pages/frequency.py")
+    at.file_uploader[0].set_value(("two.csv", b"number,count\n1,7\n2,7\n", "text/csv")).run()
+    widget(at.text_input, "Source name").set_value(SEED_SOURCE).run()
+    before = contents(store_path)
+    widget(at.button, "Save source").click().run()
+    assert_clean(at)
+    errors = messages(at.main.error)
+    assert errors and f"a frequency source named {SEED_SOURCE!r} is already stored" in errors[0], said(at)
+    assert contents(store_path) == before
+    widget(at.checkbox, db.escape_markdown(f"Replace the stored source {SEED_SOURCE!r}")).check().run()
+    widget(at.button, "Save source").click().run()
+    assert literal_in(f"Saved source {SEED_SOURCE!r}", at.main.success), said(at)
+    assert list(Store(store_path).get_frequency_source(SEED_SOURCE)[0]["count"]) == [7, 7]
+
+
 def test_generated_counts_uploads_in_the_app(store_path, monkeypatch):
     before = contents(store_path)
     at = open_app(store_path, monkeypatch, page="pages/frequency.py")
@@ -737,6 +753,8 @@ def test_generated_counts_uploads_in_the_app(store_path, monkeypatch):
     def check(data):
         record("app frequency counts upload")
         at.file_uploader[0].set_value(("generated.csv", data, "text/csv")).run()
+        if "Replace the stored source 'generated'" in labels(at.checkbox):  # saved by an earlier case
+            widget(at.checkbox, "Replace the stored source 'generated'").check().run()
         widget(at.button, "Save source").click().run()
         assert_clean(at, data)
         try:

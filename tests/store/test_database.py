@@ -14,6 +14,7 @@ import pytest
 from magdash.errors import MagdashError, StoreError
 from magdash.stimuli import StimulusSet
 from magdash.store import ModelRecord, Store, read_npz
+from magdash.store.schema import result_checksum
 
 SET = StimulusSet("tiny", ("A {n} b.", "C {n} d."), (1, 2, 3))
 
@@ -184,7 +185,8 @@ def test_reader_waits_for_a_writer_in_another_process(tmp_path, rng):
         import duckdb, sys
         connection = duckdb.connect({str(path)!r})
         connection.begin()
-        connection.execute("INSERT INTO results VALUES ('held', 'x', 'y'::BLOB, now())")
+        connection.execute("INSERT INTO results (key, kind, payload, checksum) VALUES ('held', 'x', 'y'::BLOB, ?)",
+                           [{result_checksum("held", b"y")!r}])
         print('locked', flush=True)
         sys.stdin.readline()  # hold the lock until the parent says so
         connection.commit()
