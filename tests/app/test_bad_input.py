@@ -737,7 +737,7 @@ def test_saving_over_a_stored_frequency_source_asks_for_a_confirm(store_path, mo
     errors = messages(at.main.error)
     assert errors and f"a frequency source named {SEED_SOURCE!r} is already stored" in errors[0], said(at)
     assert contents(store_path) == before
-    widget(at.checkbox, db.escape_markdown(f"Replace the stored source {SEED_SOURCE!r}")).check().run()
+    widget(at.checkbox, dashboard.escape_markdown(f"Replace the stored source {SEED_SOURCE!r}")).check().run()
     widget(at.button, "Save source").click().run()
     assert literal_in(f"Saved source {SEED_SOURCE!r}", at.main.success), said(at)
     assert list(Store(store_path).get_frequency_source(SEED_SOURCE)[0]["count"]) == [7, 7]
