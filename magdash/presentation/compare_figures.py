@@ -163,10 +163,10 @@ def compare_profiles(
         ],
         band=("ci_low", "ci_high"),
     )
-    top = alt.layer(*top_layers).properties(
+    top = style.layered(*top_layers).properties(
         width=width, height=height, title=style.chart_title(f"alpha of {measure} by {'layer' if x == 'layer' else 'depth'}")
     )
-    bottom = alt.layer(*bottom_layers).properties(
+    bottom = style.layered(*bottom_layers).properties(
         width=width,
         height=height,
         title=style.chart_title(f"difference {model_a} minus {model_b} (band: joint bootstrap CI)"),

@@ -15,6 +15,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from magdash.errors import AnalysisError
 from magdash.formatting import column_label, format_number
 from magdash.presentation import chart_style as style
 from magdash.presentation import compare_figures
@@ -103,7 +104,7 @@ def loo_chart(
         )
     )
     text = title or "Leave one carrier out: alpha without each sentence (line: all carriers)"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, subtitle), width, height)
 
 
 def loo_figure(result: ControlsResult, measure: str) -> alt.LayerChart:
@@ -149,7 +150,7 @@ def icc_chart(
         tooltip=[alt.Tooltip("layer:Q"), alt.Tooltip("label:N"), alt.Tooltip("icc:Q", title="ICC(3,k)", format=".3f")],
     )
     text = title or f"Agreement of the carriers' RDMs by layer (ICC(3,k); dashed: {poor:g}, poor below)"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, subtitle), width, height)
 
 
 def icc_figure(result: ControlsResult) -> alt.LayerChart:
@@ -209,7 +210,7 @@ def permutation_chart(
         detail="test", y_scale=alt.Scale(type="log"),
     )
     text = title or f"Is alpha more than shuffled magnitudes give? p by layer (dashed: {level:g})"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, subtitle), width, height)
 
 
 def permutation_figure(result: ControlsResult, measure: str) -> alt.LayerChart:
@@ -262,7 +263,9 @@ def variant_figure(result: ControlsResult, name: str, measure: str) -> alt.VConc
         name: the variant's name, or the control's.
         measure: the measure shown (``eucl``, ``residual``, ``proj``, ...).
     """
-    comparison = result.random if name == result.random_name else result.variants[name]
+    comparison = result.random if name == result.random_name else result.variants.get(name)
+    if comparison is None:
+        raise AnalysisError(f"{name!r} was not compared; these were: {', '.join(compared(result))}")
     return compare_figures.compare_profiles(compare_figures.comparison_frame(comparison, measure),
                                             subtitle=compare_figures.comparison_subtitle(comparison.measures[measure]))
 
@@ -361,7 +364,7 @@ def power_curve(
         band=("low", "high"), detail="series", y_scale=alt.Scale(domain=[0, 1]),
     )
     text = title or f"Power against the true effect (bands: Monte Carlo 95%; dashed: {target:.0%})"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, subtitle), width, height)
 
 
 def h1_figure(result: DesignResult) -> alt.LayerChart:
@@ -447,7 +450,7 @@ def ci_width_chart(
         band=("low", "high"), detail="factor",
     )
     text = title or "How precise is alpha? Expected 95% CI half-width per layer"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, subtitle), width, height)
 
 
 def ci_width_figure(result: DesignResult) -> alt.LayerChart:

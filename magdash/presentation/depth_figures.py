@@ -211,7 +211,7 @@ def order_parameter_chart(
         detail="curve",
     )
     text = title or f"Order parameter m(gamma) (dotted: isotropic baseline; {style.GAMMA_C_NOTE})"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, subtitle), width, height)
 
 
 def order_figure(results: Mapping[str, DepthResult], adjusted: Mapping[str, DepthResult] | None = None) -> alt.LayerChart:
@@ -460,7 +460,7 @@ def spectrum_chart(
     threshold: float | None = None,
     log_x: bool = True,
     title: str | None = None,
-    subtitle: str | None = None,
+    subtitle: str | Sequence[str] | None = None,
     width: style.Width = style.DEFAULT_WIDTH,
     height: int = style.DEFAULT_HEIGHT,
 ) -> alt.LayerChart:
@@ -536,7 +536,7 @@ def spectrum_chart(
     if threshold is not None and math.isfinite(float(threshold)):  # no threshold, no count: not zero spikes
         notes.append(f"{len(marked)} spike(s) above the Tracy-Widom threshold (orange lines)")
     text = title or "Covariance spectrum over the fitted Marchenko-Pastur density"
-    return style.finish(alt.layer(*layers), style.chart_title(text, notes), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, notes), width, height)
 
 
 SPIKE_SHARE = 0.25
@@ -712,7 +712,7 @@ def rank_chart(
     )
     layers += profile
     text = title or f"Effective rank and participation ratio by depth ({style.GAMMA_C_NOTE})"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, subtitle), width, height)
 
 
 def rank_figure(results: Mapping[str, DepthResult]) -> alt.LayerChart:

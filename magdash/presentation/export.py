@@ -103,7 +103,7 @@ def spreadsheet_safe_table(frame: pd.DataFrame) -> pd.DataFrame:
         return frame
     safe = frame.copy()
     for position in text_columns:  # by position: two columns may share a name
-        safe.isetitem(position, frame.iloc[:, position].map(spreadsheet_safe, na_action="ignore"))
+        safe.isetitem(position, frame.iloc[:, position].map(spreadsheet_safe, na_action="ignore"))  # pyright: ignore[reportArgumentType] - pandas-stubs leave Series out of isetitem's value, which pandas takes
     return safe
 
 

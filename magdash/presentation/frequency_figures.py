@@ -96,7 +96,7 @@ def frequency_rho_by_layer(
         detail="statistic",
     )
     text = title or "Variability vs corpus frequency by layer (E5)"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, subtitle), width, height)
 
 
 def e5_table(result: AnalysisResult, e5: pd.DataFrame) -> pd.DataFrame:
@@ -198,7 +198,7 @@ def variability_vs_frequency(
             x=x, y=y, text=alt.Text("magnitude:Q", format="d")
         ))
     text = title or "Variability against corpus frequency (E5)"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, subtitle), width, height)
 
 
 def frequency_scatter_figure(frame: pd.DataFrame, table: pd.DataFrame, layer: int, label: str) -> alt.LayerChart:
@@ -283,7 +283,7 @@ def frequency_loglog(
             )
         )
     text = title or "Corpus frequency of integers (log-log)"
-    return style.finish(alt.layer(*layers), style.chart_title(text, notes or None), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, notes or None), width, height)
 
 
 def frequency_counts_figure(source: FrequencySource) -> alt.LayerChart:

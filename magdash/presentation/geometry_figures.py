@@ -138,7 +138,7 @@ def rsa_by_layer(
     )
     which = f" ({metric} RDM)" if metric else ""
     text = title or f"RSA by layer: log-ratio vs linear magnitude model{which}"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, subtitle), width, height)
 
 
 def rsa_figure(result: AnalysisResult, metric: str, control: AnalysisResult | None = None) -> alt.LayerChart:
@@ -189,13 +189,13 @@ def geometry_table(result: AnalysisResult) -> pd.DataFrame:
 # -- the centroid RDM ---------------------------------------------------------------------
 
 
-def rdm_frame(rdm: np.ndarray, magnitudes: Sequence[float]) -> pd.DataFrame:
+def rdm_frame(rdm: np.ndarray, magnitudes: Sequence[float] | np.ndarray) -> pd.DataFrame:
     """A square RDM as long rows. Columns: a, b (magnitudes), dissimilarity."""
     rdm = np.asarray(rdm, dtype=np.float64)
-    magnitudes = np.asarray(magnitudes, dtype=np.float64)
-    if rdm.shape != (magnitudes.size, magnitudes.size):
-        raise AnalysisError(f"RDM of shape {rdm.shape} does not match {magnitudes.size} magnitudes")
-    a, b = np.meshgrid(magnitudes, magnitudes, indexing="ij")
+    values = np.asarray(magnitudes, dtype=np.float64)
+    if rdm.shape != (values.size, values.size):
+        raise AnalysisError(f"RDM of shape {rdm.shape} does not match {values.size} magnitudes")
+    a, b = np.meshgrid(values, values, indexing="ij")
     return pd.DataFrame({"a": a.ravel(), "b": b.ravel(), "dissimilarity": rdm.ravel()})
 
 
@@ -210,7 +210,7 @@ def rdm_blocks(frame: pd.DataFrame, max_side: int) -> tuple[pd.DataFrame, int]:
     other = np.searchsorted(magnitudes, frame["b"].to_numpy(dtype=np.float64)) // block
     binned = (
         pd.DataFrame({"a": starts[index], "b": starts[other], "dissimilarity": frame["dissimilarity"].to_numpy()})
-        .groupby(["a", "b"], as_index=False)["dissimilarity"].mean()
+        .groupby(["a", "b"])["dissimilarity"].mean().reset_index()
     )
     return binned, block
 
@@ -274,7 +274,7 @@ def rdm_figure(result: AnalysisResult, vectors: np.ndarray, layer: int, metric: 
 # -- PC1 against log n --------------------------------------------------------------------
 
 
-def pc1_frame(coordinates: Pc1Coordinates, magnitudes: Sequence[float]) -> pd.DataFrame:
+def pc1_frame(coordinates: Pc1Coordinates, magnitudes: Sequence[float] | np.ndarray) -> pd.DataFrame:
     """Centroid PC1 coordinate per magnitude. Columns: magnitude, pc1."""
     return pd.DataFrame(
         {
@@ -288,7 +288,7 @@ def pc1_vs_logn(
     pc1: pd.DataFrame,
     *,
     title: str | None = None,
-    subtitle: str | None = None,
+    subtitle: str | Sequence[str] | None = None,
     width: style.Width = style.DEFAULT_WIDTH,
     height: int = style.DEFAULT_HEIGHT,
 ) -> alt.LayerChart:
@@ -315,7 +315,7 @@ def pc1_vs_logn(
         )
     )
     text = title or "Centroid PC1 coordinate against log n"
-    return style.finish(alt.layer(line, points), style.chart_title(text, subtitle), width, height)
+    return style.finish(style.layered(line, points), style.chart_title(text, subtitle), width, height)
 
 
 def pc1_figure(result: AnalysisResult, vectors: np.ndarray, layer: int) -> alt.LayerChart:

@@ -200,7 +200,7 @@ def r2_chart(
     series, r2, r2_low, r2_high); dashed at 0 (the mean's score) and 1."""
     style.require_columns(frame, ["layer", "series", "r2", "r2_low", "r2_high"], "r2_chart")
     data = frame.loc[:, ["layer", "label", "series", "model", "r2", "r2_low", "r2_high"]].copy()
-    values = pd.to_numeric(data[["r2", "r2_low", "r2_high"]].stack(), errors="coerce")
+    values = pd.to_numeric(pd.Series(data[["r2", "r2_low", "r2_high"]].to_numpy().ravel()), errors="coerce")
     low = min(0.0, math.floor(10 * max(R2_FLOOR, float(values.min()) if values.notna().any() else 0.0)) / 10)
     notes = style.subtitle_lines(subtitle)
     if values.notna().any() and float(values.min()) < R2_FLOOR:
@@ -217,7 +217,7 @@ def r2_chart(
         band=("r2_low", "r2_high"), detail="series", y_scale=alt.Scale(domain=[low, 1.0], clamp=True),
     )
     text = title or "Is magnitude decodable? Held-out R² by layer"
-    return style.finish(alt.layer(*layers), style.chart_title(text, notes), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, notes), width, height)
 
 
 def r2_figure(results: Mapping[str, ProbeResult], scheme: str = "carrier", target: str = "log") -> alt.LayerChart:
@@ -274,7 +274,7 @@ def selectivity_chart(
         band=("low", "high"), detail="scheme", y_scale=alt.Scale(domain=[-1.0, 1.0]),
     )
     text = title or "Selectivity: real-label R² minus the control task's (Hewitt & Liang 2019)"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, subtitle), width, height)
 
 
 def selectivity_figure(results: Mapping[str, ProbeResult], target: str = "log") -> alt.LayerChart:
@@ -344,7 +344,7 @@ def beta_chart(
                                                              range=[[1, 0], [4, 3]]), legend=None),
     )
     text = title or "How the decoded magnitude's noise scales, SD(n-hat) ∝ n^beta, beside a constant-error read-out"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, subtitle), width, height)
 
 
 def beta_figure(results: Mapping[str, ProbeResult], target: str = "log") -> alt.LayerChart:
@@ -414,7 +414,7 @@ def decoded_chart(
         .encode(x=x, y=alt.Y("mean_decoded:Q", title="decoded n-hat (log scale)", scale=scale), tooltip=tooltip),
     ]
     text = title or "Decoded magnitude against n (bars: mean -/+ SD over held-out carriers; dashed: n-hat = n)"
-    return style.finish(alt.layer(*layers), style.chart_title(text, notes), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, notes), width, height)
 
 
 def decoded_figure(results: Mapping[str, ProbeResult], layer: int, target: str = "log") -> alt.LayerChart:
@@ -482,7 +482,7 @@ def weber_chart(
                      alt.Tooltip("sd_decoded:Q", title="SD(n-hat)", format=".4g")]),
     ]
     text = title or "Decoded spread SD(n-hat)/n by magnitude (flat: the read-out errs by the same ratio at every n)"
-    return style.finish(alt.layer(*layers), style.chart_title(text, notes), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, notes), width, height)
 
 
 def weber_figure(results: Mapping[str, ProbeResult], layer: int, target: str = "log") -> alt.LayerChart:

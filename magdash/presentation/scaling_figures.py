@@ -130,7 +130,7 @@ def scaling_lines(points: pd.DataFrame, fit: ScalingFit | Mapping[str, float]) -
 
 
 def carrier_distances(
-    vectors: np.ndarray, magnitudes: Sequence[float], carriers: Sequence[str], measure: str = DEFAULT_MEASURE,
+    vectors: np.ndarray, magnitudes: Sequence[float] | np.ndarray, carriers: Sequence[str], measure: str = DEFAULT_MEASURE,
     left_out: Sequence[int] = (),
 ) -> pd.DataFrame:
     """Per-carrier distance to the magnitude's centroid, ``||x[n,c] - m[n]||``.
@@ -273,7 +273,7 @@ def scaling_scatter(
                 # With the token counts' own colour legend, the lines' colours are said by the dash
                 # legend alone: an independent colour scale would repeat the "line" legend.
                 color=alt.Color("line:N", scale=style.color_scale(names, colours), title="line",
-                                **({"legend": None} if counted else {})),
+                                legend=None if counted else alt.Undefined),
                 strokeDash=alt.StrokeDash(
                     "line:N",
                     scale=alt.Scale(domain=names, range=[dashes[n] for n in names]),
@@ -330,7 +330,7 @@ def scaling_scatter(
     layer_name = str(points["label"].iloc[0]) if "label" in points and len(points) else ""
     text = title or f"{label} vs magnitude at {layer_name} (log-log)"
     return style.finish(
-        alt.layer(*layers).resolve_scale(fill="independent", color="independent" if counted else "shared"),
+        style.layered(*layers).resolve_scale(fill="independent", color="independent" if counted else "shared"),
         style.chart_title(text, notes or None),
         width,
         height,
@@ -459,7 +459,7 @@ def alpha_profile(
         layers += post_norm
         notes.append(style.POST_NORM_NOTE)
     text = title or "Scaling exponent alpha by layer (bands: bootstrap CI; grey: core layers)"
-    return style.finish(alt.layer(*layers), style.chart_title(text, notes or None), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, notes or None), width, height)
 
 
 def profile_measures(measure: str) -> list[str]:
@@ -537,7 +537,7 @@ def massive_alpha_chart(
     *,
     colors: Mapping[str, str] = MASSIVE_VIEW_COLORS,
     title: str | None = None,
-    subtitle: str | None = None,
+    subtitle: str | Sequence[str] | None = None,
     width: style.Width = style.DEFAULT_WIDTH,
     height: int = style.DEFAULT_HEIGHT,
     legend_title: str = "vectors",
@@ -572,7 +572,7 @@ def massive_alpha_chart(
         detail="view",
     )
     text = title or "Alpha by layer, raw and without the massive-activation dimensions"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, subtitle), width, height)
 
 
 def massive_control_figure(raw: AnalysisResult, dropped: AnalysisResult, measure: str = DEFAULT_MEASURE) -> alt.LayerChart:

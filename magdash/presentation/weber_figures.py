@@ -96,7 +96,7 @@ def weber_window(
         layers += post_norm
         notes.append(style.POST_NORM_NOTE)
     text = title or f"Alpha against the Weber window [{low:g}, {high:g}] (dotted: alpha = 1)"
-    return style.finish(alt.layer(*layers), style.chart_title(text, notes or None), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, notes or None), width, height)
 
 
 def weber_figure(
@@ -185,11 +185,12 @@ def verdict_frame(results: Mapping[str, AnalysisResult], measure: str = DEFAULT_
         return table  # no trained model: no programme verdict, only references
     programme = programme_verdict(per_model).set_index("hypothesis")
     n_models = int(programme["n_models"].iloc[0])
+    supporting = programme["supporting_models"].astype(int)
     summary: dict[str, object] = {"model": f"programme (majority of {n_models} trained models)", "role": "programme"}
     for hypothesis in HYPOTHESES:
         row = programme.loc[hypothesis]
         verdict = "supported" if bool(row["supported"]) else "not supported"
-        summary[hypothesis] = f"{verdict} ({int(row['supporting_models'])}/{n_models})"
+        summary[hypothesis] = f"{verdict} ({supporting[hypothesis]}/{n_models})"
     table = table.astype({h: object for h in HYPOTHESES})
     return pd.concat([table, pd.DataFrame([summary])], ignore_index=True)
 
@@ -276,7 +277,7 @@ def cv_chart(
         .transform_filter("isValid(datum.cv) && isFinite(datum.cv)")
     )
     text = title or "Coefficient of variation against magnitude (flat = Weber's law)"
-    return style.finish(alt.layer(line, points), style.chart_title(text, subtitle), width, height)
+    return style.finish(style.layered(line, points), style.chart_title(text, subtitle), width, height)
 
 
 def cv_figure(result: AnalysisResult) -> alt.LayerChart:
@@ -310,7 +311,7 @@ def noise_frame(result: AnalysisResult) -> pd.DataFrame:
     frame = result.noise_models.copy()
     frame.insert(2, "label", [result.layer_labels[layer] for layer in frame["layer"]])
     frame.insert(3, "core", frame["layer"].isin(result.core_layers))
-    frame.insert(5, "model_label", frame["model"].map(lambda m: NOISE_MODEL_LABELS.get(m, m)))
+    frame.insert(5, "model_label", frame["model"].replace(NOISE_MODEL_LABELS))
     return frame
 
 
@@ -368,7 +369,7 @@ def noise_model_chart(
     if measure is not None and "measure" in frame:
         frame = frame[frame["measure"] == measure]
     if "model_label" not in frame:
-        frame["model_label"] = frame["model"].map(lambda m: NOISE_MODEL_LABELS.get(m, m))
+        frame["model_label"] = frame["model"].replace(NOISE_MODEL_LABELS)
     if "label" not in frame:
         frame["label"] = frame["layer"].astype(str)
     frame = frame.loc[:, ["layer", "label", "model_label", "aicc", "delta_aicc", "weight"]]
@@ -413,7 +414,7 @@ def noise_model_chart(
     text = title or f"Noise models of {label} by AICc (dot: lowest AICc; grey: no score)"
     if height is None:
         height = NOISE_ROW_HEIGHT * max(len(order), 1) + NOISE_CHROME_HEIGHT
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, subtitle), width, height)
 
 
 def noise_figure(result: AnalysisResult, measure: str) -> alt.LayerChart:
@@ -532,7 +533,7 @@ def e3_chart(
         stroke_dash=dash,
     )
     text = title or "E3 sensitivity: alpha with and without the boundary magnitudes"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, subtitle), width, height)
 
 
 def e3_figure(result: AnalysisResult) -> alt.LayerChart:
@@ -626,7 +627,7 @@ def e4_chart(
         detail="axis",
     )
     text = title or "E4 axis specificity: scaling of variance on and off the magnitude axis"
-    return style.finish(alt.layer(*layers), style.chart_title(text, subtitle), width, height)
+    return style.finish(style.layered(*layers), style.chart_title(text, subtitle), width, height)
 
 
 def e4_subtitle(result: AnalysisResult) -> list[str]:
