@@ -30,7 +30,7 @@ rewritten after each section, so a run cut short still leaves what it measured):
   model holds plus ``--oom-headroom-mib`` (``torch.cuda.set_per_process_memory_fraction``: a
   real ``torch.OutOfMemoryError`` from the CUDA allocator, as on a smaller card). magdash handles
   it as it handles the CPU's limits: the extraction stops with one message naming
-  ``--batch-size`` (a :class:`~magdash.errors.MagdashError`), everything stored so far is kept,
+  ``batch_size=`` (a :class:`~magdash.errors.MagdashError`), everything stored so far is kept,
   the memory of the failed pass is freed with the error; the same extraction run again with the
   default batch size resumes and completes, equal to the floor. On the CPU the card is simulated
   (a forward pass raising ``torch.OutOfMemoryError`` for batches over 32 sentences);
@@ -925,8 +925,8 @@ def check_out_of_memory(report: Report, args, work: Path, scale: ScaleModel) -> 
                             "cancelled": resumed.cancelled, "seconds": resume_s}, stored_vs_floor=errors)
     report.add("oom", f"one batch of {len(items):,}, {described}",
                f"{error_type or 'no error'} after {failed_after:.1f} s: {message[:34]}...",
-               "MagdashError naming --batch-size",
-               bool(error_type == "MagdashError" and "out of memory" in message and "--batch-size" in message))
+               "MagdashError naming batch_size=",
+               bool(error_type == "MagdashError" and "out of memory" in message and "batch_size=" in message))
     if on_cuda:
         report.add("oom", "GPU memory the failed pass still holds (gc off)", f"{held / 2**20:.1f} MiB",
                    f"< {HELD_AFTER_OOM_BYTES >> 20} MiB", held < HELD_AFTER_OOM_BYTES)

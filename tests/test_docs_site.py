@@ -30,11 +30,16 @@ def cli_reference_hook() -> types.ModuleType:
 
 
 def all_parsers(parser: argparse.ArgumentParser, prefix: str = "magdash"):
+    """Every command's parser under its name; a deprecated alias (``phase`` of ``depth``) is the
+    same parser, listed once, under its command's name."""
     yield prefix, parser
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
+            seen: set[int] = set()
             for name, subparser in action.choices.items():
-                yield from all_parsers(subparser, f"{prefix} {name}")
+                if id(subparser) not in seen:
+                    seen.add(id(subparser))
+                    yield from all_parsers(subparser, f"{prefix} {name}")
 
 
 def test_the_cli_reference_lists_every_command_and_option():

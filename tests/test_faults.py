@@ -644,7 +644,7 @@ def test_out_of_memory_in_a_forward_pass_is_reported_and_resumable(tiny_llama, c
     with pytest.raises(MagdashError) as raised:
         extract(failing, STIMULI, store, batch_size=BATCH, device="cpu")
     message = str(raised.value)
-    assert "out of memory" in message.lower() and "--batch-size" in message, message
+    assert "out of memory" in message.lower() and "batch_size=" in message, message  # the API's parameter
     # The batches before the failing one are stored, nothing else.
     assert _done_count(store.path) == (FAIL_AT - 1) * BATCH
     assert _consistency_problems(store.path) == []

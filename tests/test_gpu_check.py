@@ -104,7 +104,7 @@ def test_the_gpu_check_runs_on_the_cpu_and_its_checks_pass(tmp_path):
             assert any(check.startswith(family) and what in check for check in correctness), (family, what)
     # The out-of-memory path: magdash's one-line error, nothing stored, then a rerun that completes.
     oom = report["oom"]
-    assert oom["error_type"] == "MagdashError" and "--batch-size" in oom["message"], oom
+    assert oom["error_type"] == "MagdashError" and "batch_size=" in oom["message"], oom
     assert oom["held"] == 0
     assert oom["resumed"]["already_stored"] == 0 and oom["resumed"]["extracted"] == oom["sentences"]
     # Both batch sizes of the large set were extracted and compared with the floor.

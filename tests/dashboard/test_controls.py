@@ -11,7 +11,7 @@ import pytest
 from magdash import dashboard, reports
 from magdash.controls_statistics.controls_params import ControlsParams, DesignParams
 from magdash.dashboard import controls_page as dc
-from magdash.errors import MagdashError
+from magdash.errors import AnalysisError, MagdashError
 from magdash.presentation import controls_figures as cf
 from magdash.presentation import export, report
 from magdash.runs.analysis_runs import analyze
@@ -129,6 +129,8 @@ def test_controls_figures_tables_and_report(stored):
         spec = builder(result, *args).to_dict()
         assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
         assert export.chart_to_svg(builder(result, *args)).startswith("<svg")
+    with pytest.raises(AnalysisError, match="'m:last' was not compared"):
+        cf.variant_figure(result, "m:last", "eucl")
     verdicts = cf.controls_verdicts(result, "eucl")
     assert set(verdicts["status"]) <= {"problem", "ok", "not judged"} and len(verdicts) == 5
     assert len(cf.loo_table(result, "eucl")) == len(PAPER_CARRIERS)
