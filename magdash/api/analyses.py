@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -46,6 +46,11 @@ from magdash.store import Activations, Store, VectorSource
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.compare import ComparisonResult
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+_Params = TypeVar("_Params", bound="DataclassInstance")  # an analysis's parameters dataclass
 
 ArrayLike = Any
 """A NumPy array or a torch tensor of shape (n_magnitudes, n_carriers, n_layers, d)."""
@@ -203,7 +208,7 @@ def compare(
 
     first = _activations(data, None, None, magnitudes, carriers, "compare", default_name="model A")
     second = _activations(a, None, None, magnitudes, carriers, "compare", default_name="model B")
-    return compare_vectors(first, second, params, progress=progress)
+    return compare_vectors(_as_source(first), _as_source(second), params, progress=progress)
 
 
 def controls(
@@ -269,8 +274,9 @@ def controls(
     control = None if random is None else _activations(random, None, None, magnitudes, carriers, "controls",
                                                        default_name="random")
     return controls_vectors(
-        activations, params, random=None if control is None else renamed(control, control_name(activations.name)),
-        variants={name: renamed(variant, name) for name, variant in given.items()},
+        _as_source(activations), params,
+        random=None if control is None else renamed(_as_source(control), control_name(activations.name)),
+        variants={name: renamed(_as_source(variant), name) for name, variant in given.items()},
         variant_kinds={name: f"arrays from {variant.source}" for name, variant in given.items()}, progress=progress,
     )
 
@@ -568,7 +574,7 @@ def rdm(
 # -- arguments -----------------------------------------------------------------------------
 
 
-def _params(kind: type, params: Any, options: Mapping[str, Any]) -> Any:
+def _params(kind: type[_Params], params: object, options: Mapping[str, Any]) -> _Params:
     """``params`` (default ``kind()``) with ``options`` replacing its fields; unknown fields refused."""
     base = kind() if params is None else params
     if not isinstance(base, kind):
@@ -593,7 +599,14 @@ def _source(data: Any, model: Any, stimuli: Any, magnitudes: Any, carriers: Any,
     :class:`~magdash.store.Activations`; both take the same run (:mod:`magdash.runs`)."""
     if isinstance(data, Store):
         return data.vectors(_require_store(data, call, model), stimuli)
-    return _activations(data, model, stimuli, magnitudes, carriers, call)
+    return _as_source(_activations(data, model, stimuli, magnitudes, carriers, call))
+
+
+def _as_source(activations: Activations) -> VectorSource:
+    """``activations`` as the :class:`VectorSource` they are once made."""
+    # Activations' carriers and n_blocks are declared optional (the constructor's defaults) but its
+    # __post_init__ always replaces them with a tuple and an int, so made Activations are a source.
+    return cast(VectorSource, activations)
 
 
 def _activations(

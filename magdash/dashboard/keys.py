@@ -55,12 +55,15 @@ def analysis_key(view: ViewState, inventory: StoreInventory, model: str | None =
         raise MagdashError("no model is selected: extract one on the Extract page first")
     record = inventory.record(name)
     own = view
-    if name != view.model and view.core is not None and record.n_blocks != inventory.record(view.model).n_blocks:
+    if (name != view.model and view.model is not None and view.core is not None
+            and record.n_blocks != inventory.record(view.model).n_blocks):
         own = dataclasses.replace(view, core=None)
     return AnalysisKey(view.store, name, view.stimuli, analysis_params(own), inventory.data_token(name, view.stimuli))
 
 
 def layer_key(view: ViewState, inventory: StoreInventory, layer: int) -> LayerKey:
+    if view.model is None or view.stimuli is None:
+        raise MagdashError("no model is selected: extract one on the Extract page first")
     return LayerKey(view.store, view.model, view.stimuli, int(layer), inventory.data_token(view.model, view.stimuli))
 
 
@@ -142,8 +145,10 @@ def depth_keys(view: ViewState, inventory: StoreInventory) -> dict[str, DepthKey
     if view.model is None or view.stimuli is None:
         raise MagdashError("no model is selected: extract one on the Extract page first")
 
+    stimuli = view.stimuli  # narrowed to a str here, which the closure below keeps
+
     def key(name: str) -> DepthKey:
-        return DepthKey(view.store, name, view.stimuli, inventory.data_token(name, view.stimuli), depth_params(view))
+        return DepthKey(view.store, name, stimuli, inventory.data_token(name, stimuli), depth_params(view))
 
     keys = {TRAINED_SERIES: key(view.model)}
     control = control_name(view.model)

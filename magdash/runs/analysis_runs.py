@@ -121,7 +121,7 @@ def analyze_vectors(
         number_tokens=number_tokens,
         digit_splitting=digit_splitting,
     )
-    if store is not None:
+    if store is not None and key is not None:  # key is set whenever store is
         keep(store, ANALYSIS, key, result)
     return result
 
@@ -252,7 +252,7 @@ def compare_vectors(
     result_b = analyze_vectors(second, comparison_params(params, first.n_blocks, second.n_blocks), use_cache=use_cache)
     result = compare_analyses(result_a, result_b, params, progress=progress, stimuli_b=stimuli_b,
                               read_a=first.layer, read_b=second.layer)
-    if store is not None:
+    if store is not None and key is not None:  # key is set whenever store is
         keep(store, COMPARISON, key, result)
     return result
 
@@ -280,8 +280,9 @@ def massive_control(
         progress: called as ``progress(done_layers, total_layers)`` while each analysis runs.
     """
     params = params or AnalysisParams()
-    options = dict(use_cache=use_cache, progress=progress)
-    raw = analyze(store, model, stimuli, dataclasses.replace(params, massive="keep"), **options)
-    dropped = analyze(store, model, raw.stimuli, dataclasses.replace(params, massive="drop"), **options)
+    raw = analyze(store, model, stimuli, dataclasses.replace(params, massive="keep"), use_cache=use_cache,
+                  progress=progress)
+    dropped = analyze(store, model, raw.stimuli, dataclasses.replace(params, massive="drop"), use_cache=use_cache,
+                      progress=progress)
     return MassiveControl(raw, dropped)
 

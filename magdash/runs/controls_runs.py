@@ -24,7 +24,7 @@ from magdash.runs import rows
 from magdash.runs.analysis_runs import analyze_vectors, compare_vectors
 from magdash.runs.cache import CachedKind, cached_result, result_key
 from magdash.store import ModelRecord
-from magdash.store.vectors import VectorSource, layer_arrays, renamed
+from magdash.store.vectors import StoredVectors, VectorSource, layer_arrays, renamed
 
 CONTROLS = CachedKind("controls", CarrierTables.to_payload, CarrierTables.from_payload, rows.controls_rows)
 
@@ -128,7 +128,7 @@ def run_controls(
     over the shared magnitudes); it is named ``"<model> on <its stimulus set>"`` among the variants.
     """
     params = params or ControlsParams()
-    source = store.vectors(model, stimuli)
+    source: StoredVectors = store.vectors(model, stimuli)
     stimuli = source.stimuli_name
     for name in params.variants:
         if name == model:

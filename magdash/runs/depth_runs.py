@@ -29,6 +29,7 @@ when it has to run the model.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 
@@ -60,7 +61,7 @@ SAMPLES = CachedKind("phase", lambda cached: samples_to_bytes(*cached), samples_
 
 def _view_key(params: DepthParams) -> dict:
     """The part of a sample's cache key that names its view of the vectors."""
-    view = {"massive": params.massive}
+    view: dict[str, str | float] = {"massive": params.massive}
     if params.massive == "drop":
         view["massive_ratio"] = params.massive_ratio
     return view
@@ -142,20 +143,21 @@ def depth_vectors(
     """
     params = params or DepthParams()
     store = source.store
-    key = None if store is None else number_token_key(store, source.name, source.stimuli_name, params)
-    cached = lookup(store, SAMPLES, key) if store is not None and use_cache else None
+    if store is None:  # arrays: nothing is cached
+        return analyze_samples(number_token_samples(source, progress, params), source.n_blocks, params,
+                               model=source.name)
+    key = number_token_key(store, source.name, source.stimuli_name, params)
+    cached = lookup(store, SAMPLES, key) if use_cache else None
     if cached is None:
         samples = number_token_samples(source, progress, params)
-        if store is not None:
-            keep(store, SAMPLES, key, (samples, source.n_blocks))
+        keep(store, SAMPLES, key, (samples, source.n_blocks))
     else:
         samples = cached[0]
     result = analyze_samples(samples, source.n_blocks, params, model=source.name)
-    if store is not None:
-        # The diagnostics are recomputed from the samples on every call; their rows are written once.
-        rows_key = result_key("phase-diagnostics", PHASE_VERSION, samples=key, params=params)
-        if not store.has_metric_rows(rows_key, "phase-diagnostics"):
-            store.put_metric_rows(rows_key, "phase-diagnostics", rows.phase_rows(result, source.stimuli_name))
+    # The diagnostics are recomputed from the samples on every call; their rows are written once.
+    rows_key = result_key("phase-diagnostics", PHASE_VERSION, samples=key, params=params)
+    if not store.has_metric_rows(rows_key, "phase-diagnostics"):
+        store.put_metric_rows(rows_key, "phase-diagnostics", rows.phase_rows(result, source.stimuli_name))
     return result
 
 
@@ -328,15 +330,15 @@ def depth_from_texts(
 
         loaded = load_model(source, dtype=dtype, device=device)
     prompts = document_chunks(loaded, texts, max_length) if document else list(texts)
-    options = dict(batch_size=batch_size, max_length=max_length, progress=progress,
-                   keep_first_position=keep_first_position, unit="chunk" if document else "prompt")
+    samples_of = partial(all_token_samples, batch_size=batch_size, max_length=max_length, progress=progress,
+                         keep_first_position=keep_first_position, unit="chunk" if document else "prompt")
     raw = cached(raw_key)
-    samples, n_blocks = raw if raw is not None else (all_token_samples(loaded, prompts, **options), loaded.n_blocks)
+    samples, n_blocks = raw if raw is not None else (samples_of(loaded, prompts), loaded.n_blocks)
     if store is not None and raw is None:
         keep(store, SAMPLES, raw_key, (samples, n_blocks))
     if params.massive != "keep":
-        view = all_token_samples(loaded, prompts, adjustments=view_adjustments(samples, params.massive,
-                                                                                 params.massive_ratio), **options)
+        view = samples_of(loaded, prompts, adjustments=view_adjustments(samples, params.massive,
+                                                                        params.massive_ratio))
         for adjusted, original in zip(view, samples, strict=True):
             adjusted.raw = original.raw
         samples = view

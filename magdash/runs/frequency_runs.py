@@ -254,7 +254,9 @@ def e5_from_analysis(
 
     def compute() -> E5Table:
         table = e5_correlation(
-            result.magnitudes, result.values[measure], source, n_boot=params.n_boot, seed=params.seed, missing=missing,
+            result.magnitudes, result.values[measure], source, n_boot=params.n_boot,
+            seed=params.seed,  # pyright: ignore[reportArgumentType] - AnalysisParams.__post_init__ resolves it to an int
+            missing=missing,
         )
         table.insert(1, "label", [result.layer_labels[layer] for layer in table["layer"]])
         return E5Table(table, dict(model=result.model, stimuli=result.stimuli, source=source.name, measure=measure,

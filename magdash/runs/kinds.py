@@ -190,7 +190,7 @@ def _describe_probe(result: ProbeResult) -> str:
     scores = result.score_table("magnitude", target, "real").dropna(subset=["r2"])
     if scores.empty:
         return "no layer probed (Inf/NaN vectors)"
-    best = scores.loc[scores["r2"].idxmax()]
+    best = scores.loc[scores["r2"].idxmax()]  # pyright: ignore[reportCallIssue, reportArgumentType] - pandas-stubs: idxmax gives Hashable
     return f"best held-out-magnitude R² ({target}) {format_number(best['r2'], '.3f')} at layer {int(best['layer'])}"
 
 

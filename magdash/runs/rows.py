@@ -151,7 +151,7 @@ def design_rows(result: DesignResult, model: str, stimuli: str, conventions: str
     }
 
 
-def e5_rows(table: pd.DataFrame, identity: Mapping[str, object]) -> Rows:
+def e5_rows(table: pd.DataFrame, identity: Mapping[str, str | int]) -> Rows:
     """An E5 table of ``identity`` (model, stimuli, source, measure, n_boot, seed) as rows of ``e5``.
 
     Args:

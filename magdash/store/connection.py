@@ -302,7 +302,7 @@ class StoreFile:
                 fsync_folder(folder)
         except OSError as error:
             if disk_is_full(error):
-                raise _new_store_disk_full_error(self.path, error.strerror) from None
+                raise _new_store_disk_full_error(self.path, error.strerror or str(error)) from None
             raise StoreError(f"cannot create store {_shown(self.path)} ({error.strerror or error})") from None
         finally:
             for leftover in (staging, Path(f"{staging}.wal")):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -44,12 +44,25 @@ class VectorSource(Protocol):
         store: the :class:`~magdash.store.Store` caching results of these vectors; None for arrays.
     """
 
-    name: str
-    stimuli_name: str
-    magnitudes: Sequence[int]
-    carriers: Sequence[str]
-    n_blocks: int
-    n_layers: int
+    # Read-only properties, not plain attributes: a frozen dataclass's fields and a property both
+    # satisfy a read-only member, and no analysis writes to its source.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def stimuli_name(self) -> str: ...
+
+    @property
+    def magnitudes(self) -> Sequence[int]: ...
+
+    @property
+    def carriers(self) -> Sequence[str]: ...
+
+    @property
+    def n_blocks(self) -> int: ...
+
+    @property
+    def n_layers(self) -> int: ...
 
     @property
     def store(self) -> Store | None: ...
@@ -60,6 +73,7 @@ class VectorSource(Protocol):
         Args:
             index: the layer, 0 (embeddings) .. n_layers - 1.
         """
+        ...
 
     def layers(self, indices: Sequence[int] | None = None) -> Iterator[tuple[int, str, np.ndarray]]:
         """(layer, label, vectors) for ``indices`` (default every layer), one layer at a time.
@@ -67,12 +81,15 @@ class VectorSource(Protocol):
         Args:
             indices: the layers to give, in order.
         """
+        ...
 
     def number_tokens(self) -> list[NumberTokens] | None:
         """How the model's tokenizer cut each item's number; None where not recorded."""
+        ...
 
     def digit_splitting(self) -> DigitSplitting | None:
         """Whether the model's tokenizer splits digits; None where not recorded."""
+        ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -146,7 +163,45 @@ class _Renamed:
     source: VectorSource
     name: str
 
-    def __getattr__(self, attribute: str):
+    # The protocol's members spelt out, so a type checker sees a VectorSource; anything else
+    # (a stored source's record, an array's labels) still comes from the source.
+    @property
+    def stimuli_name(self) -> str:
+        return self.source.stimuli_name
+
+    @property
+    def magnitudes(self) -> Sequence[int]:
+        return self.source.magnitudes
+
+    @property
+    def carriers(self) -> Sequence[str]:
+        return self.source.carriers
+
+    @property
+    def n_blocks(self) -> int:
+        return self.source.n_blocks
+
+    @property
+    def n_layers(self) -> int:
+        return self.source.n_layers
+
+    @property
+    def store(self) -> Store | None:
+        return self.source.store
+
+    def layer(self, index: int) -> np.ndarray:
+        return self.source.layer(index)
+
+    def layers(self, indices: Sequence[int] | None = None) -> Iterator[tuple[int, str, np.ndarray]]:
+        return self.source.layers(indices)
+
+    def number_tokens(self) -> list[NumberTokens] | None:
+        return self.source.number_tokens()
+
+    def digit_splitting(self) -> DigitSplitting | None:
+        return self.source.digit_splitting()
+
+    def __getattr__(self, attribute: str) -> Any:
         return getattr(self.source, attribute)
 
 

@@ -300,7 +300,7 @@ def _renamed(document: Mapping[str, Any]) -> dict[str, Any]:
             if new in renamed:
                 raise PlanError(f"[{old}] and [{new}] are the same table: keep [{new}]")
             renamed[new] = renamed.pop(old)
-        if in_tasks:
+        if in_tasks and isinstance(tasks, list):  # the second test narrows tasks for the type checker
             tasks = [new if task == old else task for task in tasks]
             renamed["tasks"] = tasks
         if in_tasks or old in document:

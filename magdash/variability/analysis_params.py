@@ -226,8 +226,10 @@ class AnalysisParams:
             drop_outliers: whether the outlier rule applies (:meth:`FitRules.for_measure` sets it by measure).
         """
         return FitRules(
-            drop_outliers=drop_outliers, outlier_factor=self.outlier_factor, n_boot=self.n_boot, seed=self.seed,
-            ci=self.ci, stream=self.rules.bootstrap_stream, ci_method=self.ci_method,
+            drop_outliers=drop_outliers, outlier_factor=self.outlier_factor, n_boot=self.n_boot,
+            seed=self.seed,  # pyright: ignore[reportArgumentType] - __post_init__ resolves the optional seed to an int
+            ci=self.ci, stream=self.rules.bootstrap_stream,
+            ci_method=self.ci_method,  # pyright: ignore[reportArgumentType] - __post_init__ resolves it to a str
         )
 
     @property
