@@ -42,7 +42,7 @@ _EXPORTS: dict[str, str] = {
 """Each name above: the module that defines it, imported on first use (``freq corr``'s options are built
 from :mod:`~magdash.frequency.e5_params` without DuckDB, pandas or SciPy)."""
 
-__all__ = [*_EXPORTS]
+__all__ = [*_EXPORTS]  # pyright: ignore[reportUnsupportedDunderAll] - the names __getattr__ imports on first use
 
 
 def __getattr__(name: str):
