@@ -768,13 +768,33 @@ def extract(
                                 progress=progress, should_stop=should_stop, started=started, waited=waited)
 
 
+def load_for_extraction(model: str, params: ExtractParams | None = None) -> LoadedModel:
+    """``model`` resolved and loaded as :func:`extract` loads it for ``params``: for a caller that must
+    know the model loads before it writes anything (the command line creates a new store only then).
+
+    Args:
+        model: the model's spec (a built-in name, a folder, a GGUF file, ...).
+        params: the extraction's choices (dtype, device, device map, pickle and remote code).
+    """
+    params = params or ExtractParams()
+    pick_device(params.device)
+    return _load(resolve_model(model, allow_pickle=params.allow_pickle, model_cache=params.model_cache), params)
+
+
+def _load(source: ModelSource, params: ExtractParams) -> LoadedModel:
+    return load_model(
+        source, dtype=params.dtype, device=params.device, device_map=params.device_map,
+        trust_remote_code=params.trust_remote_code, allow_pickle=params.allow_pickle,
+    )
+
+
 def _extract_in_turn(
     model: str | LoadedModel, source: ModelSource, stimuli: StimulusSet, store: Store, params: ExtractParams, *, name: str,
     model_id: str, dtype: str, progress: ProgressCallback | None, should_stop: Callable[[], bool] | None,
     started: float, waited: bool,
 ) -> ExtractionResult:
     """:func:`extract` once its turn is held (``waited``: whether another extraction of the model held it first)."""
-    device, position = params.device, params.position
+    position = params.position
     waiting_for_store = _Stopwatch()
     with waiting_for_store:
         unstored = store.unstored_among(model_id, [item.key for item in stimuli.items])
@@ -783,10 +803,7 @@ def _extract_in_turn(
     # load (a bad GGUF, a broken folder) leaves the store as it was, without the stimulus set.
     loaded = model if isinstance(model, LoadedModel) else None
     if loaded is None and (unstored or not known):
-        loaded = load_model(
-            source, dtype=dtype, device=device, device_map=params.device_map,
-            trust_remote_code=params.trust_remote_code, allow_pickle=params.allow_pickle,
-        )
+        loaded = _load(source, params)
     todo = [item for item in stimuli.items if item.key in unstored]
     encoded, located = [], ([], [])  # no model loaded: every item is stored, and nothing is encoded
     if loaded is not None:

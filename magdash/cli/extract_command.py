@@ -10,6 +10,7 @@ from magdash.cli.common import (
     check_name,
     flagged_layer_warnings,
     open_store,
+    open_store_if_any,
     outsized_vector_warnings,
     warn,
 )
@@ -108,17 +109,24 @@ def run(args: argparse.Namespace) -> int:
     check_name(args.name, "--name", "llama3-8b")
     params = params_from_args(ExtractParams, args)
     custom = custom_stimulus_set(args)
-    store = open_store(args, create=True)
+    store = open_store_if_any(args)
+    # Imported only now: torch takes seconds to import, and bad input needs no model.
+    from magdash.extraction import extract, load_for_extraction
+
+    model = args.model
+    if store is None:
+        # A new store is created once its first model has loaded: a model that fails to load leaves
+        # nothing at the path.
+        model = load_for_extraction(args.model, params)
+        store = open_store(args, create=True)
     stimuli = custom or named_stimulus_set(args, store)
     if args.stimuli is None:
         # A name magdash chose gives way to the name these sentences are already stored under.
         stimuli = store.known_as(stimuli)
-    # Imported only now: torch takes seconds to import, and bad input needs no model.
-    from magdash.extraction import extract
 
     progress = ProgressBar("sentence", args.model, quiet=args.quiet)
     try:
-        result = extract(args.model, stimuli, store, params, name=args.name, progress=progress)
+        result = extract(model, stimuli, store, params, name=args.name, progress=progress)
     finally:
         progress.close()
     if result.extracted == 0:

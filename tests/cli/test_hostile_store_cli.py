@@ -103,6 +103,20 @@ def test_an_extraction_refused_by_its_model_leaves_the_store_as_it_was(case, tin
     assert Store(store).stimulus_set_names() == ["s"]
 
 
+@pytest.mark.parametrize("case", BROKEN_MODELS)
+def test_an_extraction_refused_by_its_model_creates_no_store(case, tiny_llama, tmp_path, capsys):
+    """With no store at the path, the store is created only once the model has loaded."""
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_llama, broken)
+    BROKEN_MODELS[case](broken)
+    stores = tmp_path / "stores"
+    stores.mkdir()
+    assert main(["extract", "--model", str(broken), "--magnitudes", "1-5", "--store", str(stores / "new.duckdb"),
+                 "--quiet"]) == 2
+    assert capsys.readouterr().err.startswith("magdash: error: ")
+    assert list(stores.iterdir()) == [], "the refused extraction created a store"
+
+
 def test_an_extraction_refusing_carriers_that_put_the_number_first_leaves_the_store_as_it_was(tmp_path, capsys):
     from tests.support import build_tiny_model
 
