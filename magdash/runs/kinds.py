@@ -16,7 +16,8 @@ differ), the dashboard's keys and resolvers
 (:mod:`magdash.presentation.report.sections`) sit above this layer or must not import it, so a
 kind names them, and ``tests/runs/test_kinds.py`` checks that every kind is reachable in each.
 The metric tables (:mod:`magdash.store.metrics`, the store's layer) name the kind they belong to.
-A new analysis is one module in :mod:`magdash.runs` and one :func:`register_analysis_kind` call here.
+A new analysis is one module in :mod:`magdash.runs` and one :func:`register_analysis_kind` call
+here, then its entry in each of the places above that shows it (ARCHITECTURE.md, "A new analysis kind").
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ def _describe_analysis(result: AnalysisResult) -> str:
     return f"mean core alpha ({measure}) {format_number(result.hypotheses[measure].mean_alpha, '+.3f')}"
 
 
-def _describe_phase(result: DepthResult) -> str:
+def _describe_depth(result: DepthResult) -> str:
     return f"gamma_c {format_number(result.gamma_c, '.3f')}"
 
 
@@ -213,7 +214,7 @@ register_analysis_kind(AnalysisKind(
 register_analysis_kind(AnalysisKind(
     "phase", DepthParams, PHASE_VERSION, DepthResult, depth_runs.depth_vectors, depth_runs.depth_from_store,
     depth_runs.SAMPLES, "depth", "depth",
-    task=SweepTask("depth", lambda *cell: [depth_runs.number_token_key(*cell)], _describe_phase),
+    task=SweepTask("depth", lambda *cell: [depth_runs.number_token_key(*cell)], _describe_depth),
     dashboard_key="magdash.dashboard.keys:DepthKey", report_section="depth_section", metric_kind="phase-diagnostics",
 ))
 register_analysis_kind(AnalysisKind(
