@@ -675,6 +675,9 @@ def test_running_out_of_address_space_in_a_large_batch_is_reported(tmp_path):
     # after the model is loaded (batches of 50 ran all 5,000 sentences within it when tried).
     model = build_tiny_model(tmp_path / "wide-llama", "llama", n_blocks=1, hidden=1024)
     store = tmp_path / "oom.duckdb"
+    # The store exists first: the child limits its address space once the model is loaded, and
+    # `extract` creates a new store only after that (a model that fails to load leaves no store).
+    Store(store, create=True)
     args = _extract_args(model, store, batch=5000, magnitudes="1-1000")
     result = _run_child(args, as_headroom=200 << 20, events=tmp_path / "oom.events")
     lines = [line for line in result.stderr.splitlines() if line.strip()]

@@ -494,7 +494,7 @@ MEASURES: dict[str, Measure] = measure_registry(
     Measure("on_axis", "on-axis variance", _on_axis, _on_axis_drawn, "variance (ddof=1) on the magnitude axis",
             "squared units", color="#D55E00"),
     Measure("off_axis", "off-axis variance", _off_axis, _off_axis_drawn, "mean squared norm off the magnitude axis",
-            "squared units", color="#332288"),
+            "squared units", color="#6A3D9A"),
 )
 """Every variability measure by name. A new measure: one block function, one entry here (and its
 formula in docs/science.md); every table, chart, choice list and help text reads its facts here."""
