@@ -131,11 +131,19 @@ def change_layer(page) -> None:
 def change_measure(page, label: str) -> None:
     # The measure's widget key holds the measure, so the previous change's selectbox can linger
     # beside the new one until Streamlit removes it: act on the one that stays.
-    page.wait_for_function("() => document.querySelectorAll('[data-testid=stSidebar] input[aria-label=Measure]')"
-                           ".length === 1", timeout=TIMEOUT_MS)
+    from playwright.sync_api import Error as PlaywrightError
+
     box = page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").filter(has_text="Measure")
     combobox = box.get_by_role("combobox")
-    combobox.focus()
+    for attempt in range(5):
+        page.wait_for_function("() => document.querySelectorAll('[data-testid=stSidebar] input[aria-label=Measure]')"
+                               ".length === 1", timeout=TIMEOUT_MS)
+        try:
+            combobox.focus(timeout=2_000)
+            break
+        except PlaywrightError:  # the other selectbox came back between the wait and the focus
+            if attempt == 4:
+                raise
     # Streamlit's react-aria combobox (1.67) opens its list from the keyboard; a click on the
     # field only focuses it in headless Chromium.
     if combobox.get_attribute("aria-expanded") != "true":
