@@ -29,6 +29,8 @@ no numerical library.
 
 import importlib
 
+from magdash.kind_declarations import KIND_DECLARATIONS as _KIND_DECLARATIONS
+
 __version__ = "0.1.0"
 
 _PUBLIC: dict[str, tuple[str, str | None]] = {
@@ -45,33 +47,15 @@ _PUBLIC: dict[str, tuple[str, str | None]] = {
     "from_hidden_states": ("magdash.api.adapters", "from_hidden_states"),
     "from_transformer_lens": ("magdash.api.adapters", "from_transformer_lens"),
     "from_nnsight": ("magdash.api.adapters", "from_nnsight"),
-    # analyses
-    "analyze": ("magdash.api.analyses", "analyze"),
-    "compare": ("magdash.api.analyses", "compare"),
-    "controls": ("magdash.api.analyses", "controls"),
-    "design": ("magdash.api.analyses", "design"),
-    "depth": ("magdash.api.analyses", "depth"),
+    # analyses, each with its params and result classes (:data:`magdash.kind_declarations.KIND_DECLARATIONS`)
+    **_KIND_DECLARATIONS.public_names(),
+    # more analyses and their inputs
     "depth_of_texts": ("magdash.api.analyses", "depth_of_texts"),
-    "e5": ("magdash.api.analyses", "e5"),
-    "probe": ("magdash.api.analyses", "probe"),
     "frequency_source": ("magdash.api.analyses", "frequency_source"),
     "frequency_sources": ("magdash.api.analyses", "frequency_sources"),
     "rdm": ("magdash.api.analyses", "rdm"),
     "layer_vectors": ("magdash.api.analyses", "layer_vectors"),
-    # params and results
-    "AnalysisParams": ("magdash.variability.analysis_params", "AnalysisParams"),
-    "AnalysisResult": ("magdash.variability.analysis", "AnalysisResult"),
-    "ComparisonResult": ("magdash.variability.compare", "ComparisonResult"),
-    "ControlsParams": ("magdash.controls_statistics.controls_params", "ControlsParams"),
-    "ControlsResult": ("magdash.controls_statistics.controls", "ControlsResult"),
-    "DesignParams": ("magdash.controls_statistics.controls_params", "DesignParams"),
-    "DesignResult": ("magdash.controls_statistics.design", "DesignResult"),
-    "DepthParams": ("magdash.depth_statistics.depth_params", "DepthParams"),
-    "DepthResult": ("magdash.depth_statistics.diagnostics", "DepthResult"),
     "FrequencySource": ("magdash.frequency.sources", "FrequencySource"),
-    "E5Params": ("magdash.frequency.e5_params", "E5Params"),
-    "ProbeParams": ("magdash.probes.probe_params", "ProbeParams"),
-    "ProbeResult": ("magdash.probes.result", "ProbeResult"),
     # figures
     "charts": ("magdash.api.charts", None),
     # errors

@@ -33,7 +33,7 @@ st.selectbox("Model B", partners, index=partners.index(view.other), key=other_ke
              on_change=ui.view_setter("other", other_key), format_func=ctx.inventory.model_label)
 key = dashboard.comparison_key(view, ctx.inventory)
 with st.spinner(ui.plain(f"Comparing {view.model} with {view.other} (first time only; cached in the store)…")):
-    ui.comparison_for(key)
+    ui.result_for(key)
 ui.say(ui.compute(compare_figures.comparison_sentence, key, view.measure))
 axis = dashboard.depth_axis([ctx.inventory.record(view.model), ctx.inventory.record(view.other)])
 ui.figure(compare_figures.compare_figure, key, view.measure, axis, ctx.inventory.registered, name=f"compare-{view.model}-vs-{view.other}-{view.measure}")

@@ -87,7 +87,7 @@ with st.expander("Extract variants now (when the weights are at hand)"):
 
 key = controls_page.controls_key(view, ctx.inventory, tuple(chosen), {name: format_sets[name] for name in chosen_formats})
 with st.spinner(ui.plain(f"Running the controls of {view.model} (first time only; cached in the store)…")):
-    result = ui.controls_for(key)
+    result = ui.result_for(key)
 st.session_state[controls_page.SESSION_KEYS[0]] = key  # the sidebar's report includes what was shown here
 ui.say(ui.compute(controls_figures.controls_sentence, key, view.measure))
 slug = f"{view.model}-{view.measure}"

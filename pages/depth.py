@@ -30,12 +30,12 @@ massive = st.radio("Adjusted view", ["drop", "standardise"], format_func=MASSIVE
 adjusted_keys = dashboard.adjusted_depth_keys(keys, massive)
 with st.spinner("Computing spectra and Omega per layer (first time only; cached in the store)…"):
     for key in keys.values():
-        ui.depth_for(key)
+        ui.result_for(key)
     results = ui.results_arg(keys)
     # Without massive dimensions anywhere, dropping them leaves the raw vectors: drawn once, not twice.
     adjusted = ui.results_arg(adjusted_keys) if ui.compute(depth_figures.adjusted_view_differs, results, massive) else None
     for key in adjusted_keys.values() if adjusted is not None else ():
-        ui.depth_for(key)
+        ui.result_for(key)
 ui.say(ui.compute(depth_figures.phase_sentence, results, adjusted))
 ui.say(ui.compute(depth_figures.massive_sentence, results)
        + ("" if adjusted is not None else " Dropping none leaves the raw vectors, so each curve is drawn once."))

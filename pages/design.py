@@ -47,7 +47,7 @@ if params is None:
     st.stop()
 key = controls_page.design_key(view, ctx.inventory, params)
 with st.spinner(ui.plain(f"Simulating {params.n_studies:,} studies per point (cached in the store)…")):
-    result = ui.design_for(key)
+    result = ui.result_for(key)
 st.session_state[controls_page.SESSION_KEYS[1]] = key  # the sidebar's report includes what was shown here
 ui.say(ui.compute(controls_figures.design_sentence, key))
 slug = f"{view.model}-{params.n_carriers}c-{params.n_studies}s"
@@ -60,7 +60,7 @@ ui.table(controls_figures.ci_width_table, key, name=f"design-ci-half-width-{slug
 ui.table(controls_figures.design_summary, key, name=f"design-summary-{slug}")
 st.download_button(
     "Design report (HTML)",
-    data=lambda: reports.design_report(ctx.store, result, view.model, ui.analysis_for(dashboard.analysis_key(view, ctx.inventory))),
+    data=lambda: reports.design_report(ctx.store, result, view.model, ui.result_for(dashboard.analysis_key(view, ctx.inventory))),
     file_name=f"magdash-design-{safe_filename(slug)}.html", mime="text/html", on_click="ignore",
     key="design-report", icon=":material/description:",
 )

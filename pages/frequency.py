@@ -53,7 +53,7 @@ source = dashboard.SourceKey(view.store, name, stamp)
 missing = "zero" if zero else "error"
 try:
     with st.spinner(ui.plain(f"Analysing {view.model} (first time only)…")):
-        ui.analysis_for(key)
+        ui.result_for(key)
     table = ui.cached(frequency_figures.e5_table, key, dashboard.E5Key(key, source, view.measure, missing))
 except MagdashError as error:
     ui.show_error(error)

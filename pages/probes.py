@@ -26,7 +26,7 @@ if dashboard.CONTROL_SERIES not in keys:
     if not dashboard.is_control(ctx.inventory.record(view.model)):
         st.page_link("pages/extract.py", label="Extract the control", icon=":material/download:")
 with st.spinner(ui.plain(f"Probing every layer of {view.model} (first time only; cached in the store)…")):
-    caveats = [caveat for key in keys.values() for caveat in ui.probe_for(key).caveats()]
+    caveats = [caveat for key in keys.values() for caveat in ui.result_for(key).caveats()]
 results = ui.results_arg(keys)
 ui.warnings_panel(caveats)
 left, right = st.columns(2)
@@ -57,7 +57,7 @@ with st.expander("Every held-out score (both schemes, real labels and control ta
     ui.table(probe_figures.scores_table, results, target, name=f"probe-scores-{slug}")
 st.download_button(
     "Probes report (HTML)",
-    data=lambda: reports.probe_report(ctx.store, {series: ui.probe_for(key) for series, key in keys.items()},
+    data=lambda: reports.probe_report(ctx.store, {series: ui.result_for(key) for series, key in keys.items()},
                                       layer, target),
     file_name=f"magdash-probes-{safe_filename(slug)}.html", mime="text/html", on_click="ignore",
     key="probes-report", icon=":material/description:",

@@ -60,7 +60,7 @@ st.caption(f"A few massive-activation dimensions (mean |h_j| above {key.params.m
 if st.toggle("Run the analysis without the massive dimensions", value=False, key="sc_massive"):
     dropped = dashboard.dropped_analysis_key(key)
     with st.spinner(ui.plain(f"Analysing {view.model} without its massive dimensions (cached afterwards)…")):
-        ui.analysis_for(dropped)
+        ui.result_for(dropped)
     ui.say(ui.compute(scaling_figures.massive_control_sentence, key, dropped, view.measure))
     ui.figure(scaling_figures.massive_control_figure, key, dropped, view.measure, name=f"alpha-massive-dropped-{view.model}")
     ui.table(scaling_figures.massive_control_table, key, dropped, name=f"alpha-massive-control-{view.model}")

@@ -19,7 +19,7 @@ models = ctx.inventory.models_sharing(view.stimuli)
 keys = {name: dashboard.analysis_key(view, ctx.inventory, name) for name in models}
 with st.spinner(ui.plain(f"Analysing {len(keys)} model(s) on {view.stimuli} (first time only)…")):
     for analysis in keys.values():
-        ui.analysis_for(analysis)
+        ui.result_for(analysis)
 records = [ctx.inventory.record(name) for name in models]
 results = ui.results_arg(keys)
 key = keys[view.model]

@@ -103,7 +103,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("magdash/errors.py", "magdash/jsonio.py", "magdash/result_codec.py", "magdash/params.py", "magdash/formatting.py",
               "magdash/layers.py", "magdash/names.py", "magdash/environment.py", "magdash/overflow.py",
               "magdash/norm_outliers.py", "magdash/output_files.py", "magdash/stimuli.py", "magdash/tokenization.py",
-              "magdash/significance.py", "magdash/caveats.py")),
+              "magdash/significance.py", "magdash/caveats.py", "magdash/kind_declarations.py")),
     ("store", ("magdash/store/",)),
     ("statistics", ("magdash/variability/", "magdash/frequency/", "magdash/depth_statistics/", "magdash/controls_statistics/",
                     "magdash/probes/")),

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 
 from magdash import __version__
 from magdash.errors import MagdashError
+from magdash.kind_declarations import KIND_DECLARATIONS
 
-SUBCOMMAND_MODULES = (
-    "extract", "listing", "transfer", "compact", "backfill", "analyze", "freq", "depth", "controls", "design", "probe",
-    "sweep",
-)
+SUBCOMMAND_MODULES = ("extract", "listing", "transfer", "compact", "backfill", *KIND_DECLARATIONS.cli_modules(), "sweep")
+"""The modules under :mod:`magdash.cli` (without their ``_command`` suffix) registering the commands:
+the analysis kinds' from their declarations (:data:`magdash.kind_declarations.KIND_DECLARATIONS`)."""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -37,6 +37,7 @@ from magdash.depth_statistics.diagnostics import DepthResult
 from magdash.formatting import format_number
 from magdash.frequency.e5 import E5_VERSION
 from magdash.frequency.e5_params import E5Params
+from magdash.kind_declarations import KIND_DECLARATIONS, KindDeclaration
 from magdash.probes.probe_params import ProbeParams
 from magdash.probes.result import PROBE_VERSION, ProbeResult
 from magdash.runs import analysis_runs, controls_runs, depth_runs, design_runs, frequency_runs, probe_runs
@@ -62,52 +63,90 @@ class SweepTask:
     describe: Callable[[Any], str]
 
 
+DashboardRun = Callable[[Any, Callable[[str], Any], Callable[[Any], Any]], Any]
+"""A kind's result for a dashboard key, ``run(key, store_for, resolve)``: ``store_for`` opens the key's store
+by path, ``resolve`` gives another key's cached result (an E5 needs its analysis). The key is read by its
+fields (the dashboard's keys sit above this layer)."""
+
+
+def _class_name(declared: type) -> str:
+    return f"{declared.__module__}:{declared.__qualname__}"
+
+
 @dataclass(frozen=True)
 class AnalysisKind:
     """One kind of analysis, declared once (:data:`ANALYSIS_KINDS`).
 
     Attributes:
-        name: the store's ``results.kind`` of its cached results and its cache keys' prefix.
-        params: its params dataclass.
+        declaration: its names, where it appears (:class:`~magdash.kind_declarations.KindDeclaration`:
+            its name, public function, command, dashboard key and report section).
+        params: its params dataclass (the declaration's ``params``).
         version: the version of the code computing it (its ``*_VERSION`` constant, beside that code).
-        result_type: what its run returns.
+        result_type: what its run returns (the declaration's ``result``, when that names one).
         compute: the analysis of a :class:`~magdash.store.vectors.VectorSource` (stored: cached in its store;
             arrays: not cached), the one path of the API, the CLI and the app.
         run: the analysis of a stored model by name, ``run(store, model, stimuli, params, use_cache=, progress=)``
             (a comparison takes two models).
         cached: how its results are kept in the store: payload codec and metric rows.
-        api: the name of its public function in :mod:`magdash`.
-        command: its command line, ``magdash <command>`` (:mod:`magdash.cli`; a command's options differ from
-            kind to kind, so each has its own module).
         backfill: the cached payload holds everything its metric rows need, so a backfill writes them.
         task: how it runs in a sweep; None: no sweep task.
-        dashboard_key: ``module:qualname`` of the dashboard's key of its cached results (:mod:`magdash.dashboard`);
-            None: the app does not show it.
-        report_section: the name of its section builder in :mod:`magdash.presentation.report.sections`.
+        dashboard_run: its result for its dashboard key (:data:`DashboardRun`), which the app caches; None when
+            the declaration names no dashboard key.
         metric_kind: the kind its metric rows are stored under (:mod:`magdash.store.metrics`) when it is not
             ``name``: the depth diagnostics are recomputed from the cached samples, so their rows are keyed apart.
     """
 
-    name: str
+    declaration: KindDeclaration
     params: type
     version: str | int
     result_type: type
     compute: Callable[..., Any]
     run: Callable[..., Any]
     cached: CachedKind
-    api: str
-    command: str
     backfill: bool = False
     task: SweepTask | None = None
-    dashboard_key: str | None = None
-    report_section: str | None = None
+    dashboard_run: DashboardRun | None = None
     metric_kind: str | None = None
 
     def __post_init__(self) -> None:
+        declared = self.declaration
         if self.cached.name != self.name:
             raise ValueError(f"analysis kind {self.name!r} caches its results as {self.cached.name!r}: one name for both")
         if self.backfill and self.cached.rows is None:
             raise ValueError(f"analysis kind {self.name!r} is backfilled but its cached kind has no metric rows")
+        if _class_name(self.params) != declared.params:
+            raise ValueError(f"analysis kind {self.name!r} runs with {_class_name(self.params)} but declares "
+                             f"{declared.params}")
+        if declared.result is not None and _class_name(self.result_type) != declared.result:
+            raise ValueError(f"analysis kind {self.name!r} returns {_class_name(self.result_type)} but declares "
+                             f"{declared.result}")
+        if (self.dashboard_run is None) != (declared.dashboard_key is None):
+            raise ValueError(f"analysis kind {self.name!r}: a dashboard key needs a dashboard run, and a run a key")
+
+    @property
+    def name(self) -> str:
+        """The store's ``results.kind`` of its cached results and its cache keys' prefix."""
+        return self.declaration.name
+
+    @property
+    def api(self) -> str:
+        """The name of its public function in :mod:`magdash`."""
+        return self.declaration.api
+
+    @property
+    def command(self) -> str:
+        """Its command line, ``magdash <command>``."""
+        return self.declaration.command
+
+    @property
+    def dashboard_key(self) -> str | None:
+        """``module:qualname`` of the dashboard's key of its cached results; None: the app does not show it."""
+        return self.declaration.dashboard_key
+
+    @property
+    def report_section(self) -> str | None:
+        """The name of its section builder in :mod:`magdash.presentation.report.sections`."""
+        return self.declaration.report_section
 
     @property
     def rows_kind(self) -> str:
@@ -200,42 +239,72 @@ def _controls_keys(store, model: str, stimuli: str, params: ControlsParams) -> l
             controls_runs.controls_key(store, model, stimuli, params)]
 
 
+# Each kind's result for its dashboard key (:data:`DashboardRun`), read by the key's fields.
+
+
+def _dashboard_analysis(key, store_for, resolve) -> AnalysisResult:
+    return analysis_runs.analyze(store_for(key.store), key.model, key.stimuli, key.params)
+
+
+def _dashboard_comparison(key, store_for, resolve) -> ComparisonResult:
+    return analysis_runs.compare(store_for(key.store), key.model_a, key.model_b, key.stimuli, key.params)
+
+
+def _dashboard_depth(key, store_for, resolve) -> DepthResult:
+    return depth_runs.depth_from_store(store_for(key.store), key.model, key.stimuli, key.params)
+
+
+def _dashboard_controls(key, store_for, resolve) -> ControlsResult:
+    return controls_runs.run_controls(store_for(key.store), key.model, key.stimuli, key.params)
+
+
+def _dashboard_probe(key, store_for, resolve) -> ProbeResult:
+    """The probes of one model, from the store's cache or computed once (and written to its probe tables)."""
+    return probe_runs.probe(store_for(key.store), key.model, key.stimuli, key.params)
+
+
+def _dashboard_design(key, store_for, resolve) -> DesignResult:
+    return design_runs.run_design(store_for(key.store), key.model, key.stimuli, key.params, key.analysis)
+
+
+def _dashboard_e5(key, store_for, resolve) -> pd.DataFrame:
+    """The E5 of an analysis, from the store's cache or computed once and written to its e5 table."""
+    return frequency_runs.e5_from_analysis(store_for(key.analysis.store), resolve(key.analysis), resolve(key.source),
+                                           key.measure, key.missing)
+
+
 register_analysis_kind(AnalysisKind(
-    "analysis", AnalysisParams, ANALYSIS_VERSION, AnalysisResult, analysis_runs.analyze_vectors,
-    analysis_runs.analyze, analysis_runs.ANALYSIS, "analyze", "analyze", backfill=True,
+    KIND_DECLARATIONS["analysis"], AnalysisParams, ANALYSIS_VERSION, AnalysisResult, analysis_runs.analyze_vectors,
+    analysis_runs.analyze, analysis_runs.ANALYSIS, backfill=True,
     task=SweepTask("analyze", lambda *cell: [analysis_runs.analysis_key(*cell)], _describe_analysis),
-    dashboard_key="magdash.dashboard.keys:AnalysisKey", report_section="analysis_sections",
+    dashboard_run=_dashboard_analysis,
 ))
 register_analysis_kind(AnalysisKind(
-    "compare", AnalysisParams, ANALYSIS_VERSION, ComparisonResult, analysis_runs.compare_vectors,
-    analysis_runs.compare, analysis_runs.COMPARISON, "compare", "compare", backfill=True,
-    dashboard_key="magdash.dashboard.keys:ComparisonKey", report_section="analysis_sections",
+    KIND_DECLARATIONS["compare"], AnalysisParams, ANALYSIS_VERSION, ComparisonResult, analysis_runs.compare_vectors,
+    analysis_runs.compare, analysis_runs.COMPARISON, backfill=True, dashboard_run=_dashboard_comparison,
 ))
 register_analysis_kind(AnalysisKind(
-    "phase", DepthParams, PHASE_VERSION, DepthResult, depth_runs.depth_vectors, depth_runs.depth_from_store,
-    depth_runs.SAMPLES, "depth", "depth",
+    KIND_DECLARATIONS["phase"], DepthParams, PHASE_VERSION, DepthResult, depth_runs.depth_vectors,
+    depth_runs.depth_from_store, depth_runs.SAMPLES,
     task=SweepTask("depth", lambda *cell: [depth_runs.number_token_key(*cell)], _describe_depth),
-    dashboard_key="magdash.dashboard.keys:DepthKey", report_section="depth_section", metric_kind="phase-diagnostics",
+    dashboard_run=_dashboard_depth, metric_kind="phase-diagnostics",
 ))
 register_analysis_kind(AnalysisKind(
-    "controls", ControlsParams, CONTROLS_VERSION, ControlsResult, controls_runs.controls_vectors,
-    controls_runs.run_controls, controls_runs.CONTROLS, "controls", "controls", backfill=True,
-    task=SweepTask("controls", _controls_keys, _describe_controls),
-    dashboard_key="magdash.dashboard.controls_page:ControlsKey", report_section="controls_section",
+    KIND_DECLARATIONS["controls"], ControlsParams, CONTROLS_VERSION, ControlsResult, controls_runs.controls_vectors,
+    controls_runs.run_controls, controls_runs.CONTROLS, backfill=True,
+    task=SweepTask("controls", _controls_keys, _describe_controls), dashboard_run=_dashboard_controls,
 ))
 register_analysis_kind(AnalysisKind(
-    "probe", ProbeParams, PROBE_VERSION, ProbeResult, probe_runs.probe_vectors, probe_runs.probe,
-    probe_runs.PROBE, "probe", "probe", backfill=True,
+    KIND_DECLARATIONS["probe"], ProbeParams, PROBE_VERSION, ProbeResult, probe_runs.probe_vectors, probe_runs.probe,
+    probe_runs.PROBE, backfill=True,
     task=SweepTask("probe", lambda *cell: [probe_runs.probe_key(*cell)], _describe_probe),
-    dashboard_key="magdash.dashboard.probes_page:ProbeKey", report_section="probe_section",
+    dashboard_run=_dashboard_probe,
 ))
 register_analysis_kind(AnalysisKind(
-    "design", DesignParams, DESIGN_VERSION, DesignResult, design_runs.design_vectors, design_runs.run_design,
-    design_runs.DESIGN, "design", "design",
-    dashboard_key="magdash.dashboard.controls_page:DesignKey", report_section="design_section",
+    KIND_DECLARATIONS["design"], DesignParams, DESIGN_VERSION, DesignResult, design_runs.design_vectors,
+    design_runs.run_design, design_runs.DESIGN, dashboard_run=_dashboard_design,
 ))
 register_analysis_kind(AnalysisKind(
-    "e5", E5Params, E5_VERSION, pd.DataFrame, frequency_runs.e5_vectors, frequency_runs.e5_from_store,
-    frequency_runs.E5, "e5", "freq corr", backfill=True,
-    dashboard_key="magdash.dashboard.keys:E5Key", report_section="e5_section",
+    KIND_DECLARATIONS["e5"], E5Params, E5_VERSION, pd.DataFrame, frequency_runs.e5_vectors,
+    frequency_runs.e5_from_store, frequency_runs.E5, backfill=True, dashboard_run=_dashboard_e5,
 ))

@@ -14,18 +14,13 @@ Pages use it as ``from pages import ui``.
 """
 
 from pages.ui.caches import (
-    analysis_for,
     cached,
-    comparison_for,
     compute,
-    controls_for,
-    depth_for,
-    design_for,
     frequency_source_for,
     frequency_sources_for,
     job_registry,
     layer_for,
-    probe_for,
+    result_for,
     results_arg,
     source_choices,
     store_for,
@@ -63,8 +58,8 @@ from pages.ui.widgets import (
 )
 
 __all__ = [
-    "AppContext", "analysed", "analysis_caveats", "analysis_for", "build_navigation", "cached", "comparison_for", "compute", "context", "controls_for", "design_for", "end_run",
-    "figure", "frequency_source_for", "frequency_sources_for", "job_panel", "job_registry", "layer_for", "depth_for", "probe_for",
-    "layer_picker", "login_gate", "nothing_to_show", "plain", "require_data", "require_store", "results_arg", "say", "serve_settings", "session_owner", "setup", "show_error", "source_choices",
+    "AppContext", "analysed", "analysis_caveats", "build_navigation", "cached", "compute", "context", "end_run",
+    "figure", "frequency_source_for", "frequency_sources_for", "job_panel", "job_registry", "layer_for",
+    "layer_picker", "login_gate", "nothing_to_show", "plain", "require_data", "require_store", "result_for", "results_arg", "say", "serve_settings", "session_owner", "setup", "show_error", "source_choices",
     "start_job", "store_for", "store_to_write", "table", "tokenizer_for", "update_view", "view_key", "view_setter", "warnings_panel",
 ]

@@ -1,13 +1,15 @@
 """The dashboard's Streamlit caches, keyed on cheap keys (paths, names, data tokens).
 
 One :class:`~magdash.store.Store` per path, the job registry and tokenizers through
-``st.cache_resource``; the store inventory, analyses, comparisons, layer vectors, phase results,
-probes and finished figure specs through ``st.cache_data``, so a widget change on a populated store
+``st.cache_resource``; the store inventory, layer vectors, frequency sources, every analysis kind's
+results (one cache over the kinds' dashboard keys, :func:`result_for`) and finished figure specs
+through ``st.cache_data``, so a widget change on a populated store
 re-renders without touching the store.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +19,6 @@ import pandas as pd
 import streamlit as st
 
 from magdash import dashboard
-from magdash.dashboard import controls_page, probes_page
 from magdash.dashboard.jobs import JobRegistry
 from magdash.errors import ReadOnlyStoreError
 from magdash.store import Store
@@ -77,20 +78,6 @@ def source_choices(kind: str) -> list[str]:
     return KINDS_BY_NAME[kind].choices()
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def analysis_for(key: dashboard.AnalysisKey):
-    from magdash.runs.analysis_runs import analyze
-
-    return analyze(store_for(key.store), key.model, key.stimuli, key.params)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def comparison_for(key: dashboard.ComparisonKey):
-    from magdash.runs.analysis_runs import compare
-
-    return compare(store_for(key.store), key.model_a, key.model_b, key.stimuli, key.params)
-
-
 @st.cache_data(show_spinner=False, max_entries=32)
 def layer_for(key: dashboard.LayerKey):
     """One layer's stored vectors, shape (n_magnitudes, n_carriers, d)."""
@@ -111,57 +98,43 @@ def frequency_sources_for(path: str, stamp: tuple) -> pd.DataFrame:
     return list_sources(store_for(path))
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def e5_for(key: dashboard.E5Key) -> pd.DataFrame:
-    """The E5 of an analysis, from the store's cache or computed once and written to its e5 table."""
-    from magdash.runs.frequency_runs import e5_from_analysis
+@st.cache_data(show_spinner=False, max_entries=128)
+def _kind_result(kind: str, key: Any) -> Any:
+    """The result of analysis kind ``kind`` for its dashboard key, cached; ``kind`` keeps two kinds'
+    keys apart in the one cache."""
+    from magdash.runs.kinds import ANALYSIS_KINDS
 
-    return e5_from_analysis(
-        store_for(key.analysis.store), analysis_for(key.analysis), frequency_source_for(key.source),
-        key.measure, key.missing,
-    )
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def depth_for(key: dashboard.DepthKey):
-    from magdash.runs.depth_runs import depth_from_store
-
-    return depth_from_store(store_for(key.store), key.model, key.stimuli, key.params)
+    run = ANALYSIS_KINDS[kind].dashboard_run
+    assert run is not None, f"analysis kind {kind!r} has no dashboard run"  # only kinds with a key are resolved
+    return run(key, store_for, resolve)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def controls_for(key: controls_page.ControlsKey):
-    from magdash.runs.controls_runs import run_controls
-
-    return run_controls(store_for(key.store), key.model, key.stimuli, key.params)
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def design_for(key: controls_page.DesignKey):
-    from magdash.runs.design_runs import run_design
-
-    return run_design(store_for(key.store), key.model, key.stimuli, key.params, key.analysis)
+def result_for(key: Any) -> Any:
+    """The cached result of an analysis kind's dashboard key (an AnalysisKey, a ProbeKey, ...; every
+    kind of :data:`magdash.runs.kinds.ANALYSIS_KINDS` with a ``dashboard_key``)."""
+    return _kind_result(_kinds_by_key()[type(key)], key)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def probe_for(key: probes_page.ProbeKey):
-    """The probes of one model, from the store's cache or computed once (and written to its probe tables)."""
-    from magdash.runs.probe_runs import probe
+@functools.cache
+def _kinds_by_key() -> dict[type, str]:
+    """Each analysis kind's dashboard key class: its kind's name. Built on first use, so that the app's
+    first page does not wait for every kind's runs to import."""
+    from magdash.runs.kinds import ANALYSIS_KINDS
 
-    return probe(store_for(key.store), key.model, key.stimuli, key.params)
+    found = {}
+    for kind in ANALYSIS_KINDS.values():
+        if kind.dashboard_key is not None:
+            module, _, qualname = kind.dashboard_key.partition(":")
+            found[getattr(importlib.import_module(module), qualname)] = kind.name
+    return found
 
 
-_RESOLVERS: dict[type, Callable[[Any], Any]] = {
-    controls_page.ControlsKey: controls_for,
-    probes_page.ProbeKey: probe_for,
-    controls_page.DesignKey: design_for,
-    dashboard.DepthKey: depth_for,
-    dashboard.AnalysisKey: analysis_for,
-    dashboard.ComparisonKey: comparison_for,
-    dashboard.LayerKey: layer_for,
-    dashboard.SourceKey: frequency_source_for,
-    dashboard.E5Key: e5_for,
-}
+@functools.cache
+def resolvers() -> dict[type, Callable[[Any], Any]]:
+    """Every key class the caches resolve: its cached resolver (the analysis kinds' keys, a layer, a
+    frequency source)."""
+    return {**dict.fromkeys(_kinds_by_key(), result_for), dashboard.LayerKey: layer_for,
+            dashboard.SourceKey: frequency_source_for}
 
 
 @dataclass(frozen=True)
@@ -175,7 +148,7 @@ def resolve(value: Any) -> Any:
     """A key's cached object (analysis, comparison, layer, source, E5, phase); other values as is."""
     if isinstance(value, Several):
         return {name: resolve(key) for name, key in value.items}
-    resolver = _RESOLVERS.get(type(value))
+    resolver = resolvers().get(type(value))
     return resolver(value) if resolver is not None else value
 
 

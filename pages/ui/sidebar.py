@@ -14,7 +14,7 @@ from magdash.errors import MagdashError
 from magdash.presentation import export
 from magdash.variability.conventions import CONVENTION_NAMES
 from magdash.variability.measures import MIN_CARRIERS, measure_title
-from pages.ui.caches import comparison_for, controls_for, design_for
+from pages.ui.caches import result_for
 from pages.ui.session import (
     AppContext,
     current_view,
@@ -163,13 +163,13 @@ def report_button(context: AppContext) -> None:
         try:
             extra = controls_page.session_sections(
                 view,
-                controls_for(controls_key) if controls_key is not None else None,
-                design_for(design_key) if design_key is not None else None,
+                result_for(controls_key) if controls_key is not None else None,
+                result_for(design_key) if design_key is not None else None,
                 design_key.model if design_key is not None else None,
             )
             return reports.analysis_report(
                 store, list(keys), view.stimuli, {name: key.params for name, key in keys.items()},
-                comparisons=[comparison_for(comparison)] if comparison is not None else [], focus=view.model,
+                comparisons=[result_for(comparison)] if comparison is not None else [], focus=view.model,
                 measure=view.measure, layer=layer, depth=dashboard.depth_params(view), source=reports.REPORT_SOURCE,
                 probes=probes_page.probe_params(view), extra_sections=extra, view=query,
             )

@@ -31,7 +31,7 @@ from magdash.formatting import (
 from magdash.presentation import export
 from magdash.presentation.chart_style import CONTAINER_AUTOSIZE, LEGEND_LABEL_LIMIT
 from magdash.store import Store
-from pages.ui.caches import analysis_for, cached, figure_spec, job_registry, new_store
+from pages.ui.caches import cached, figure_spec, job_registry, new_store, result_for
 from pages.ui.session import AppContext, context, session_owner, view_key, view_setter
 
 SEEN_JOBS_KEY = "magdash_seen_jobs"
@@ -177,7 +177,7 @@ def nothing_to_show(context: AppContext, what: str) -> None:
 
 def analysis_caveats(*keys: dashboard.AnalysisKey) -> list[Caveat]:
     """Every caveat of the analyses of ``keys`` (:meth:`magdash.variability.analysis.AnalysisResult.caveats`)."""
-    return [caveat for key in keys for caveat in analysis_for(key).caveats()]
+    return [caveat for key in keys for caveat in result_for(key).caveats()]
 
 
 LEAVE_OUT_HINT = "To leave a carrier out of every analysis: the sidebar's Analysis settings, Leave out carriers."
@@ -244,7 +244,7 @@ def analysed(ctx: AppContext) -> dashboard.AnalysisKey:
     """The key of the view's analysis, run now (with a spinner) unless it is cached."""
     key = dashboard.analysis_key(ctx.view, ctx.inventory)
     with st.spinner(plain(f"Analysing {ctx.view.model} (first time only; the result is cached in the store)…")):
-        analysis_for(key)
+        result_for(key)
     return key
 
 

@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 import magdash
+from magdash.cli import SUBCOMMAND_MODULES
+from magdash.kind_declarations import KIND_DECLARATIONS, KindDeclaration, KindDeclarations
 from magdash.runs.backfill import RESULT_KINDS
 from magdash.runs.kinds import ANALYSIS_KINDS, AnalysisKinds, SweepTask
 from magdash.store import Activations, Store, VectorSource
@@ -42,7 +44,8 @@ def test_a_registry_refuses_a_name_registered_twice():
 def test_a_registry_refuses_two_kinds_claiming_one_function_or_task():
     registry = AnalysisKinds()
     registry.register(ANALYSIS_KINDS["analysis"])
-    other = dataclasses.replace(ANALYSIS_KINDS["probe"], task=None, api="analyze")
+    probe = ANALYSIS_KINDS["probe"]
+    other = dataclasses.replace(probe, task=None, declaration=dataclasses.replace(probe.declaration, api="analyze"))
     with pytest.raises(ValueError, match="both claim magdash.analyze"):
         registry.register(other)
     task = SweepTask("analyze", lambda *cell: [], str)
@@ -51,8 +54,63 @@ def test_a_registry_refuses_two_kinds_claiming_one_function_or_task():
 
 
 def test_a_kind_caches_its_results_under_its_own_name():
+    analysis = ANALYSIS_KINDS["analysis"]
     with pytest.raises(ValueError, match="caches its results as 'analysis'"):
-        dataclasses.replace(ANALYSIS_KINDS["analysis"], name="renamed")
+        dataclasses.replace(analysis, declaration=dataclasses.replace(analysis.declaration, name="renamed"))
+
+
+def test_a_kind_runs_with_the_classes_it_declares():
+    analysis = ANALYSIS_KINDS["analysis"]
+    with pytest.raises(ValueError, match="runs with magdash.depth_statistics.depth_params:DepthParams"):
+        dataclasses.replace(analysis, params=ANALYSIS_KINDS["phase"].params)
+    with pytest.raises(ValueError, match="returns magdash.variability.compare:ComparisonResult"):
+        dataclasses.replace(analysis, result_type=ANALYSIS_KINDS["compare"].result_type)
+    with pytest.raises(ValueError, match="a dashboard key needs a dashboard run"):
+        dataclasses.replace(analysis, dashboard_run=None)
+
+
+def test_the_declarations_and_the_kinds_agree_one_to_one():
+    assert list(KIND_DECLARATIONS) == list(ANALYSIS_KINDS)
+    for name, kind in ANALYSIS_KINDS.items():
+        assert kind.declaration is KIND_DECLARATIONS[name]
+
+
+def test_the_declarations_refuse_a_name_command_or_public_name_claimed_twice():
+    declarations = KindDeclarations()
+    declarations.declare(KIND_DECLARATIONS["analysis"])
+    declarations.declare(KIND_DECLARATIONS["compare"])  # the same AnalysisParams: one public name, one target
+    with pytest.raises(ValueError, match="'analysis' is declared already"):
+        declarations.declare(KIND_DECLARATIONS["analysis"])
+    with pytest.raises(ValueError, match="both claim the command 'magdash analyze'"):
+        declarations.declare(_throwaway(command="analyze"))
+    with pytest.raises(ValueError, match="claims magdash.AnalysisParams, which is magdash.variability"):
+        declarations.declare(_throwaway(params="magdash.elsewhere:AnalysisParams"))
+    with pytest.raises(ValueError, match="claims magdash.compare"):
+        declarations.declare(_throwaway(api="compare", api_module="magdash.elsewhere"))
+    assert list(declarations) == ["analysis", "compare"]
+
+
+def _throwaway(**changes) -> KindDeclaration:
+    """A kind no registry holds, declared with the names a new one would bring."""
+    declaration = KindDeclaration("throwaway", "throw_away", "tests.throwaway:ThrowawayParams",
+                                  "tests.throwaway:ThrowawayResult", "throw away", "throwaway",
+                                  dashboard_key="tests.throwaway:ThrowawayKey", report_section="throwaway_section")
+    return dataclasses.replace(declaration, **changes)
+
+
+def test_a_new_declaration_reaches_the_public_names_and_the_command_modules():
+    declarations = KindDeclarations()
+    for declaration in KIND_DECLARATIONS.values():
+        declarations.declare(declaration)
+    declarations.declare(_throwaway())
+    public = declarations.public_names()
+    assert public["throw_away"] == ("magdash.api.analyses", "throw_away")
+    assert public["ThrowawayParams"] == ("tests.throwaway", "ThrowawayParams")
+    assert public["ThrowawayResult"] == ("tests.throwaway", "ThrowawayResult")
+    assert declarations.cli_modules() == (*KIND_DECLARATIONS.cli_modules(), "throwaway")
+    # magdash and its command line build their lists from the declarations, in place of a hand-kept copy
+    assert {name: magdash._PUBLIC[name] for name in KIND_DECLARATIONS.public_names()} == KIND_DECLARATIONS.public_names()
+    assert set(KIND_DECLARATIONS.cli_modules()) <= set(SUBCOMMAND_MODULES)
 
 
 def test_the_backfill_writes_the_rows_of_every_kind_whose_payload_names_them():
@@ -116,7 +174,42 @@ def test_every_kind_shown_in_the_app_has_a_key_and_a_cached_resolver():
         module, _, qualname = kind.dashboard_key.partition(":")
         key_class = getattr(importlib.import_module(module), qualname)
         assert dataclasses.is_dataclass(key_class) and key_class.__dataclass_params__.frozen
-        assert key_class in caches._RESOLVERS, kind.dashboard_key
+        assert caches.resolvers()[key_class] is caches.result_for, kind.dashboard_key
+        assert caches._kinds_by_key()[key_class] == kind.name
+
+
+def test_the_app_resolves_a_kind_by_iterating_the_registry(monkeypatch):
+    caches = importlib.import_module("pages.ui.caches")
+    from magdash.dashboard.keys import SourceKey
+    from magdash.runs import kinds
+
+    @dataclasses.dataclass(frozen=True)
+    class ThrowawayKey:
+        store: str
+
+    module = type(importlib)("tests_throwaway_keys")
+    module.ThrowawayKey = ThrowawayKey
+    monkeypatch.setitem(importlib.sys.modules, "tests_throwaway_keys", module)
+    registry = AnalysisKinds()
+    for kind in ANALYSIS_KINDS.values():
+        registry.register(kind)
+    design = ANALYSIS_KINDS["design"]
+    declaration = dataclasses.replace(design.declaration, name="throwaway", api="throw_away", command="throw away",
+                                      dashboard_key="tests_throwaway_keys:ThrowawayKey")
+    registry.register(dataclasses.replace(design, declaration=declaration,
+                                          cached=dataclasses.replace(design.cached, name="throwaway"),
+                                          dashboard_run=lambda key, store_for, resolve: ("ran", key.store)))
+    monkeypatch.setattr(kinds, "ANALYSIS_KINDS", registry)
+    caches._kinds_by_key.cache_clear()
+    caches.resolvers.cache_clear()
+    try:
+        assert caches._kinds_by_key()[ThrowawayKey] == "throwaway"
+        assert caches.resolvers()[ThrowawayKey] is caches.result_for
+        assert caches.resolvers()[SourceKey] is caches.frequency_source_for
+        assert caches._kind_result.__wrapped__("throwaway", ThrowawayKey("s.duckdb")) == ("ran", "s.duckdb")
+    finally:
+        caches._kinds_by_key.cache_clear()
+        caches.resolvers.cache_clear()
 
 
 def test_every_kind_has_a_section_in_the_report():
