@@ -20,6 +20,20 @@ ANALYSES_MODULE = "magdash.api.analyses"
 
 
 @dataclass(frozen=True)
+class ModelSection:
+    """One builder of a report's sections on a focus model (:func:`magdash.reports.model_sections`).
+
+    Attributes:
+        place: where its sections go among every kind's: the report sorts the builders on it.
+        builder: ``module:function`` of the builder, which takes a :class:`magdash.reports.ReportContext`
+            and gives a list of :class:`~magdash.presentation.report.ReportSection` (empty: nothing to show).
+    """
+
+    place: int
+    builder: str
+
+
+@dataclass(frozen=True)
 class KindDeclaration:
     """Where one analysis kind appears, by name.
 
@@ -35,6 +49,7 @@ class KindDeclaration:
         dashboard_key: ``module:qualname`` of the dashboard's key of its cached results; None: the app
             does not show it.
         report_section: the name of its section builder in :mod:`magdash.presentation.report.sections`.
+        model_sections: its builders of the report's sections on a focus model, in their places.
         api_module: the module defining its public function.
     """
 
@@ -46,6 +61,7 @@ class KindDeclaration:
     cli_module: str
     dashboard_key: str | None = None
     report_section: str | None = None
+    model_sections: tuple[ModelSection, ...] = ()
     api_module: str = ANALYSES_MODULE
 
     def public_names(self) -> dict[str, tuple[str, str]]:
@@ -108,6 +124,11 @@ class KindDeclarations(Mapping[str, KindDeclaration]):
                 classes.setdefault(public, target)
         return {**functions, **classes}
 
+    def model_sections(self) -> list[ModelSection]:
+        """Every kind's builders of a focus model's report sections, sorted on their places."""
+        return sorted((section for declaration in self._declarations.values() for section in declaration.model_sections),
+                      key=lambda section: section.place)
+
     def cli_modules(self) -> tuple[str, ...]:
         """The CLI modules registering the kinds' commands, each once, in declaration order."""
         return tuple(dict.fromkeys(declaration.cli_module for declaration in self._declarations.values()))
@@ -131,6 +152,7 @@ declare_kind(KindDeclaration(
     "analysis", "analyze", "magdash.variability.analysis_params:AnalysisParams",
     "magdash.variability.analysis:AnalysisResult", "analyze", "analyze",
     dashboard_key="magdash.dashboard.keys:AnalysisKey", report_section="analysis_sections",
+    model_sections=(ModelSection(10, "magdash.reports:focus_layer_sections"), ModelSection(40, "magdash.reports:focus_massive_sections")),
 ))
 declare_kind(KindDeclaration(
     "compare", "compare", "magdash.variability.analysis_params:AnalysisParams",
@@ -141,6 +163,7 @@ declare_kind(KindDeclaration(
     "phase", "depth", "magdash.depth_statistics.depth_params:DepthParams",
     "magdash.depth_statistics.diagnostics:DepthResult", "depth", "depth",
     dashboard_key="magdash.dashboard.keys:DepthKey", report_section="depth_section",
+    model_sections=(ModelSection(30, "magdash.reports:focus_depth_sections"),),
 ))
 declare_kind(KindDeclaration(
     "controls", "controls", "magdash.controls_statistics.controls_params:ControlsParams",
@@ -150,6 +173,7 @@ declare_kind(KindDeclaration(
 declare_kind(KindDeclaration(
     "probe", "probe", "magdash.probes.probe_params:ProbeParams", "magdash.probes.result:ProbeResult", "probe",
     "probe", dashboard_key="magdash.dashboard.probes_page:ProbeKey", report_section="probe_section",
+    model_sections=(ModelSection(50, "magdash.reports:focus_probe_sections"),),
 ))
 declare_kind(KindDeclaration(
     "design", "design", "magdash.controls_statistics.controls_params:DesignParams",
@@ -159,4 +183,5 @@ declare_kind(KindDeclaration(
 declare_kind(KindDeclaration(
     "e5", "e5", "magdash.frequency.e5_params:E5Params", None, "freq corr", "freq",
     dashboard_key="magdash.dashboard.keys:E5Key", report_section="e5_section",
+    model_sections=(ModelSection(20, "magdash.reports:focus_e5_sections"),),
 ))

@@ -8,13 +8,15 @@ never read the store themselves.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import importlib
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from magdash.controls_statistics.controls import ControlsResult
 from magdash.controls_statistics.design import DesignResult
 from magdash.depth_statistics.depth_params import DepthParams
 from magdash.errors import AnalysisError, MagdashError
+from magdash.kind_declarations import KIND_DECLARATIONS, KindDeclarations
 from magdash.names import control_name
 from magdash.presentation.report import ReportSection, StepCallback, build_manifest, build_report_html, sections
 from magdash.probes.probe_params import ProbeParams
@@ -45,14 +47,37 @@ def report_manifest(store, results: Mapping[str, Any], extra: Mapping[str, Any] 
     return build_manifest(records, fingerprints, sets, results, store=str(store.path), extra=extra, kind=kind)
 
 
+@dataclasses.dataclass(frozen=True)
+class ReportContext:
+    """What every builder of a focus model's report sections receives (:func:`model_sections`).
+
+    Attributes:
+        store: the store the result came from.
+        result: the model's analysis.
+        measure: the measure the page shows.
+        layer: the layer of the single-layer figures.
+        options: each kind's report option by kind name (``phase``: the depth parameters, ``e5``: the
+            frequency source's name, ``probe``: the probes' parameters); a kind whose option is missing or
+            None leaves its sections out.
+    """
+
+    store: Any
+    result: AnalysisResult
+    measure: str
+    layer: int
+    options: Mapping[str, Any]
+
+
 def model_sections(
     store, result: AnalysisResult, measure: str, layer: int | None = None, *,
     depth: DepthParams | None = None, source: str | None = REPORT_SOURCE, probes: ProbeParams | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> list[ReportSection]:
-    """The sections of every page for one analysed model: V against n and the geometry at
-    ``layer`` (default: the middle of the core band), E5 against ``source``, the depth diagnostics
-    with ``depth`` (the model and, when stored on the same stimuli, its ``@random`` control; raw
-    and without the massive dimensions), alpha without the massive dimensions, and the probes
+    """The sections of every page for one analysed model, from every analysis kind's builders in their
+    places (:meth:`~magdash.kind_declarations.KindDeclarations.model_sections`): V against n and the
+    geometry at ``layer`` (default: the middle of the core band), E5 against ``source``, the depth
+    diagnostics with ``depth`` (the model and, when stored on the same stimuli, its ``@random`` control;
+    raw and without the massive dimensions), alpha without the massive dimensions, and the probes
     with ``probes`` when they are cached (:func:`cached_probe_series`; a report never waits for them).
 
     Args:
@@ -63,34 +88,77 @@ def model_sections(
         depth: the depth diagnostics' parameters; None leaves the depth section out.
         source: the frequency source of E5 (a name); None leaves E5 out.
         probes: the probes' parameters; None (or probes not cached) leaves the probes section out.
+        options: the report options of other kinds, by kind name (:class:`ReportContext`).
     """
     if layer is None:
         core = result.core_layers or (result.n_layers // 2,)
         layer = (core[0] + core[-1]) // 2
-    vectors = store.read_layer(result.model, result.stimuli, layer).vectors
-    found = sections.layer_sections(result, vectors, layer, measure)
-    del vectors
-    if source is not None:
-        try:
-            counts = load_source(source, store)
-            found.append(sections.e5_section(result, e5_from_analysis(store, result, counts, measure), counts,
-                                             measure, layer))
-        except MagdashError as error:
-            found.append(ReportSection(f"Corpus frequency (E5): {result.model}", text=[f"Not computed: {error}"]))
-    if depth is not None:
-        series = {TRAINED_SERIES: result.model}
-        control = control_name(result.model)
-        if control != result.model and result.stimuli in _complete_sets(store, control):
-            series[CONTROL_SERIES] = control
-        raw = {name: depth_from_store(store, model, result.stimuli, depth) for name, model in series.items()}
-        dropped_params = dataclasses.replace(depth, massive="drop")
-        dropped = {name: depth_from_store(store, model, result.stimuli, dropped_params) for name, model in series.items()}
-        found.append(sections.depth_section(raw, dropped, layer, result.layer_labels[layer]))
-    dropped_analysis = analyze(store, result.model, result.stimuli, dataclasses.replace(result.params, massive="drop"))
-    found.append(sections.massive_section(result, dropped_analysis, measure))
-    if probes is not None and (series := cached_probe_series(store, result.model, result.stimuli, probes)):
-        found.append(sections.probe_section(series, layer))
-    return found
+    context = ReportContext(store, result, measure, layer,
+                            {"phase": depth, "e5": source, "probe": probes, **(options or {})})
+    return [section for builder in model_section_builders() for section in builder(context)]
+
+
+def model_section_builders(declarations: KindDeclarations = KIND_DECLARATIONS) -> list[Callable[[ReportContext], list[ReportSection]]]:
+    """The builders of a focus model's sections that ``declarations`` name, in their places."""
+    builders = []
+    for section in declarations.model_sections():
+        module, _, name = section.builder.partition(":")
+        builders.append(getattr(importlib.import_module(module), name))
+    return builders
+
+
+def focus_layer_sections(context: ReportContext) -> list[ReportSection]:
+    """V against n and the geometry of the focus model at the context's layer."""
+    result = context.result
+    vectors = context.store.read_layer(result.model, result.stimuli, context.layer).vectors
+    return sections.layer_sections(result, vectors, context.layer, context.measure)
+
+
+def focus_e5_sections(context: ReportContext) -> list[ReportSection]:
+    """E5 of the focus model against the frequency source its option names (none without one)."""
+    source = context.options.get("e5")
+    if source is None:
+        return []
+    store, result = context.store, context.result
+    try:
+        counts = load_source(source, store)
+        return [sections.e5_section(result, e5_from_analysis(store, result, counts, context.measure), counts,
+                                    context.measure, context.layer)]
+    except MagdashError as error:
+        return [ReportSection(f"Corpus frequency (E5): {result.model}", text=[f"Not computed: {error}"])]
+
+
+def focus_depth_sections(context: ReportContext) -> list[ReportSection]:
+    """The depth diagnostics of the focus model and, when stored on the same stimuli, its ``@random``
+    control, raw and without the massive dimensions (none without depth parameters)."""
+    depth = context.options.get("phase")
+    if depth is None:
+        return []
+    store, result = context.store, context.result
+    series = {TRAINED_SERIES: result.model}
+    control = control_name(result.model)
+    if control != result.model and result.stimuli in _complete_sets(store, control):
+        series[CONTROL_SERIES] = control
+    raw = {name: depth_from_store(store, model, result.stimuli, depth) for name, model in series.items()}
+    dropped_params = dataclasses.replace(depth, massive="drop")
+    dropped = {name: depth_from_store(store, model, result.stimuli, dropped_params) for name, model in series.items()}
+    return [sections.depth_section(raw, dropped, context.layer, result.layer_labels[context.layer])]
+
+
+def focus_massive_sections(context: ReportContext) -> list[ReportSection]:
+    """Alpha of the focus model without the massive dimensions."""
+    result = context.result
+    dropped = analyze(context.store, result.model, result.stimuli, dataclasses.replace(result.params, massive="drop"))
+    return [sections.massive_section(result, dropped, context.measure)]
+
+
+def focus_probe_sections(context: ReportContext) -> list[ReportSection]:
+    """The probes of the focus model with the probes' parameters, when cached (none otherwise)."""
+    probes = context.options.get("probe")
+    result = context.result
+    if probes is None or not (series := cached_probe_series(context.store, result.model, result.stimuli, probes)):
+        return []
+    return [sections.probe_section(series, context.layer)]
 
 
 def cached_probe_series(store, model: str, stimuli: str, params: ProbeParams) -> dict[str, ProbeResult]:

@@ -16,7 +16,7 @@ import pytest
 
 import magdash
 from magdash.cli import SUBCOMMAND_MODULES
-from magdash.kind_declarations import KIND_DECLARATIONS, KindDeclaration, KindDeclarations
+from magdash.kind_declarations import KIND_DECLARATIONS, KindDeclaration, KindDeclarations, ModelSection
 from magdash.runs.backfill import RESULT_KINDS
 from magdash.runs.kinds import ANALYSIS_KINDS, AnalysisKinds, SweepTask
 from magdash.store import Activations, Store, VectorSource
@@ -214,10 +214,34 @@ def test_the_app_resolves_a_kind_by_iterating_the_registry(monkeypatch):
 
 def test_every_kind_has_a_section_in_the_report():
     sections = importlib.import_module("magdash.presentation.report.sections")
-    reports = Path(importlib.import_module("magdash.reports").__file__).read_text()
+    reports = importlib.import_module("magdash.reports")
+    source = Path(reports.__file__).read_text()
     for kind in ANALYSIS_KINDS.values():
         assert callable(getattr(sections, kind.report_section)), kind.name
-        assert f"sections.{kind.report_section}(" in reports, kind.name
+        assert f"sections.{kind.report_section}(" in source, kind.name
+    builders = reports.model_section_builders()
+    assert [builder.__name__ for builder in builders] == [
+        "focus_layer_sections", "focus_e5_sections", "focus_depth_sections", "focus_massive_sections",
+        "focus_probe_sections"]
+
+
+def test_the_report_builds_a_focus_model_from_every_declared_builder():
+    reports = importlib.import_module("magdash.reports")
+    declarations = KindDeclarations()
+    for declaration in KIND_DECLARATIONS.values():
+        declarations.declare(declaration)
+    declarations.declare(_throwaway(model_sections=(ModelSection(35, f"{__name__}:_throwaway_sections"),)))
+    builders = reports.model_section_builders(declarations)
+    assert builders[:3] == reports.model_section_builders()[:3] and builders[3] is _throwaway_sections
+    context = reports.ReportContext(None, None, "eucl", 2, {"throwaway": "shown"})
+    assert [section.title for section in builders[3](context)] == ["Throwaway: shown at layer 2"]
+
+
+def _throwaway_sections(context) -> list:
+    """A kind's focus sections, declared by the throwaway kind."""
+    from magdash.presentation.report import ReportSection
+
+    return [ReportSection(f"Throwaway: {context.options['throwaway']} at layer {context.layer}")]
 
 
 def test_every_kind_version_is_checked_by_the_golden_file():
