@@ -1,23 +1,22 @@
 """The registry of analysis kinds: every analysis magdash runs, declared once.
 
-An :class:`AnalysisKind` says what an analysis is everywhere it appears: its name (the store's
-``results.kind`` and its cache keys' prefix), its params class and code version, its compute
-function over a :class:`~magdash.store.vectors.VectorSource` (a stored model or arrays: one path),
-its run over a store by model name, its result type, how its results are cached with their metric
-rows (:class:`~magdash.runs.cache.CachedKind`, the result type's payload codec and
-:mod:`magdash.runs.rows`), whether a backfill can write those rows from the payload alone, its
-sweep task, its public function, its command line, its dashboard key and its report section.
+An :class:`AnalysisKind` says what an analysis is everywhere it appears: its names (a
+:class:`~magdash.kind_declarations.KindDeclaration`: the store's ``results.kind`` and its cache keys'
+prefix, its public function, command line, dashboard key and report sections), its params class and
+code version, its compute function over a :class:`~magdash.store.vectors.VectorSource` (a stored model
+or arrays: one path), its run over a store by model name, its result type, how its results are cached
+with their metric rows (:class:`~magdash.runs.cache.CachedKind`, the result type's payload codec and
+:mod:`magdash.runs.rows`), whether a backfill can write those rows from the payload alone, its sweep
+task and its run for a dashboard key.
 
-The cache's backfill (:mod:`magdash.runs.backfill`) and the sweep's task kinds
-(:mod:`magdash.sweep.tasks`) iterate :data:`ANALYSIS_KINDS`; the public API
-(``magdash._PUBLIC``, kept import-light), the command line (one module per command, whose options
-differ), the dashboard's keys and resolvers
-(:mod:`magdash.dashboard`, ``pages/ui/caches.py``) and the report's section builders
-(:mod:`magdash.presentation.report.sections`) sit above this layer or must not import it, so a
-kind names them, and ``tests/runs/test_kinds.py`` checks that every kind is reachable in each.
+The names live in the base layer (:data:`magdash.kind_declarations.KIND_DECLARATIONS`), so the public
+API (``magdash._PUBLIC``, kept import-light) and the command line build their lists from them; the
+cache's backfill (:mod:`magdash.runs.backfill`), the sweep's task kinds (:mod:`magdash.sweep.tasks`),
+the app's cache of results (``pages/ui/caches.py``) and the report's focus-model sections
+(:func:`magdash.reports.model_sections`) iterate :data:`ANALYSIS_KINDS` or the declarations.
 The metric tables (:mod:`magdash.store.metrics`, the store's layer) name the kind they belong to.
-A new analysis is one module in :mod:`magdash.runs` and one :func:`register_analysis_kind` call
-here, then its entry in each of the places above that shows it (ARCHITECTURE.md, "A new analysis kind").
+A new analysis is one module in :mod:`magdash.runs`, one :func:`register_analysis_kind` call here and
+its declaration (ARCHITECTURE.md, "A new analysis kind").
 """
 
 from __future__ import annotations
