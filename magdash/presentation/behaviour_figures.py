@@ -27,6 +27,7 @@ import pandas as pd
 from magdash.controls_statistics.design import wilson
 from magdash.errors import AnalysisError
 from magdash.presentation import chart_style as style
+from magdash.variability.analysis import AnalysisResult
 
 CHANCE = 0.5
 """The accuracy of a guess between two options, and P(choose A) without a position bias."""
@@ -114,6 +115,80 @@ def tested_ratios(cells: pd.DataFrame, task: str) -> tuple[float, float]:
     """The smallest and largest ratio of ``task``'s cells: a threshold outside them is not measured by the design."""
     ratios = _chosen(cells, "cells", task=task)["ratio"].astype(float)
     return float(ratios.min()), float(ratios.max())
+
+
+# -- the sentences beside the figures -----------------------------------------------------------
+
+
+def unmeasured_sentence(result: BehaviourFrames, task: str, min_option_mass: float) -> str | None:
+    """"N of M trials not measured: the model put under X of its probability on the two options",
+    or None when every trial of ``task`` was measured.
+
+    Args:
+        result: the behaviour result.
+        task: the prompt template's name.
+        min_option_mass: the least probability on the two options for a trial to count.
+    """
+    cells = result.cells[result.cells["task"] == task]
+    unmeasured = int(cells["n_unanswered"].sum())
+    if unmeasured == 0:
+        return None
+    total = unmeasured + int(cells["n_a"].sum() + cells["n_b"].sum())
+    return (f"{unmeasured:,} of {total:,} trials of {result.model} ({task}) not measured: the model put under "
+            f"{min_option_mass:.0%} of its probability on the two options, so they are left out of the fits.")
+
+
+def position_bias_sentence(result: BehaviourFrames, task: str) -> str:
+    """Where the model chooses one position more often than the other whatever the numbers (the
+    interval of P(choose A) excludes 0.5), and that accuracy is corrected for it.
+
+    Args:
+        result: the behaviour result.
+        task: the prompt template's name.
+    """
+    bias = result.position_bias[result.position_bias["task"] == task]
+    biased = bias[(bias["low"] > 0.5) | (bias["high"] < 0.5)]
+    if biased.empty:
+        return (f"{result.model} ({task}) shows no position bias its intervals can tell from chance: P(choose A) "
+                "is within reach of 0.5 at every reference.")
+    parts = [f"{reference_label(float(reference))}: P(choose A) {float(p):.2f} [{float(low):.2f}, {float(high):.2f}]"
+             for reference, p, low, high in zip(biased["reference"], biased["p_choose_a"], biased["low"],
+                                                biased["high"], strict=True)]
+    return (f"{result.model} ({task}) prefers one position whatever the numbers at {len(parts)} of {len(bias)} "
+            f"references ({'; '.join(parts)}). Accuracy is corrected for it: the mean of the A-correct and "
+            "B-correct accuracies.")
+
+
+def outside_range_sentences(result: BehaviourFrames, task: str, variant: str = "choice",
+                            conventions: str = "magdash") -> list[str]:
+    """One sentence per reference whose Weber fraction is not inside the tested ratios: its threshold
+    below or above them (shown at the design's edge, never as a negative fraction), or none at all.
+
+    Args:
+        result: the behaviour result.
+        task: the prompt template's name.
+        variant: ``choice`` or ``graded``.
+        conventions: ``magdash`` or ``paper``.
+    """
+    fits = result.fits[(result.fits["task"] == task) & (result.fits["variant"] == variant)
+                       & (result.fits["conventions"] == conventions)]
+    if fits.empty:
+        return []
+    low, high = tested_ratios(result.cells, task)
+    sentences = []
+    for reference, value, in_range, status in zip(fits["reference"], fits["weber_fraction"], fits["in_range"],
+                                                  fits["status"], strict=True):
+        if bool(in_range) and math.isfinite(float(value)):
+            continue
+        where = reference_label(float(reference)).capitalize()
+        if not math.isfinite(float(value)):
+            sentences.append(f"{where}: no Weber fraction ({status}).")
+        else:
+            side = "below" if float(value) < low - 1.0 else "above"
+            sentences.append(f"{where}: the fitted threshold is {side} the tested ratios {low:g}-{high:g} (Weber "
+                             f"fraction {float(value):.3f} from the fit), which the design does not measure; it is "
+                             "shown at the edge, not as a number.")
+    return sentences
 
 
 # -- psychometric curves per reference --------------------------------------------------------
@@ -256,7 +331,8 @@ def weber_chart(
     undefined = frame[frame["placement"] == UNDEFINED]
     if len(undefined):
         notes.append("not drawn (no Weber fraction): " + ", ".join(
-            f"{reference_label(float(row.reference))} ({row.status})" for row in undefined.itertuples()))
+            f"{reference_label(reference)} ({status})"
+            for reference, status in zip(undefined["reference"].astype(float), undefined["status"], strict=True)))
     drawn = frame[frame["placement"] != UNDEFINED]
     x = alt.X("reference:Q", title="reference (log scale)", scale=alt.Scale(type="log"))
     y = alt.Y("drawn:Q", title="Weber fraction (log scale)", scale=alt.Scale(type="log"))
@@ -366,6 +442,29 @@ def bias_figure(result: BehaviourFrames, task: str) -> alt.LayerChart:
 
 
 # -- behaviour against representation ------------------------------------------------------------
+
+
+CORE_CV = "CV(n), mean over the core layers"
+"""The representational measure set beside behaviour by default: the noise-to-signal ratio
+CV(n) = V(n) / ||m(n)|| of the number's vectors, averaged over the analysis' core layers."""
+
+
+def core_cv_frame(analysis: AnalysisResult, references: Sequence[float]) -> pd.DataFrame:
+    """CV(n) at each reference among the analysis' magnitudes, the mean over its core layers
+    (reference, value, measure); a reference that is not one of the magnitudes has no row.
+
+    Args:
+        analysis: the analysis of the model's vectors (:class:`~magdash.variability.analysis.AnalysisResult`).
+        references: the behaviour's references.
+    """
+    magnitudes = np.asarray(analysis.magnitudes, dtype=np.float64)
+    core = np.asarray(analysis.values["cv"], dtype=np.float64)[analysis.core_layers]
+    rows = []
+    for reference in sorted(set(float(value) for value in references)):
+        where = np.flatnonzero(np.isclose(magnitudes, reference))
+        if where.size:
+            rows.append({"reference": reference, "value": float(np.nanmean(core[:, where[0]])), "measure": CORE_CV})
+    return pd.DataFrame(rows, columns=["reference", "value", "measure"])
 
 
 def representation_frame(result: BehaviourFrames, representation: pd.DataFrame, task: str, variant: str = "choice",

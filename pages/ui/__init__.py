@@ -15,6 +15,7 @@ Pages use it as ``from pages import ui``.
 
 from pages.ui.caches import (
     analysis_for,
+    behaviour_for,
     cached,
     comparison_for,
     compute,
@@ -55,6 +56,7 @@ from pages.ui.widgets import (
     require_data,
     require_store,
     say,
+    served,
     show_error,
     start_job,
     store_to_write,
@@ -63,8 +65,8 @@ from pages.ui.widgets import (
 )
 
 __all__ = [
-    "AppContext", "analysed", "analysis_caveats", "analysis_for", "build_navigation", "cached", "comparison_for", "compute", "context", "controls_for", "design_for", "end_run",
+    "AppContext", "analysed", "analysis_caveats", "analysis_for", "behaviour_for", "build_navigation", "cached", "comparison_for", "compute", "context", "controls_for", "design_for", "end_run",
     "figure", "frequency_source_for", "frequency_sources_for", "job_panel", "job_registry", "layer_for", "depth_for", "probe_for",
-    "layer_picker", "login_gate", "nothing_to_show", "plain", "require_data", "require_store", "results_arg", "say", "serve_settings", "session_owner", "setup", "show_error", "source_choices",
+    "layer_picker", "login_gate", "nothing_to_show", "plain", "require_data", "require_store", "results_arg", "say", "serve_settings", "served", "session_owner", "setup", "show_error", "source_choices",
     "start_job", "store_for", "store_to_write", "table", "tokenizer_for", "update_view", "view_key", "view_setter", "warnings_panel",
 ]

@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from magdash import dashboard
-from magdash.dashboard import controls_page, probes_page
+from magdash.dashboard import behaviour_page, controls_page, probes_page
 from magdash.dashboard.jobs import JobRegistry
 from magdash.errors import ReadOnlyStoreError
 from magdash.store import Store
@@ -151,7 +151,16 @@ def probe_for(key: probes_page.ProbeKey):
     return probe(store_for(key.store), key.model, key.stimuli, key.params)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def behaviour_for(key: behaviour_page.BehaviourKey):
+    """The behaviour result of one model's trials, from the store's cache or fitted once (and cached there)."""
+    from magdash.runs.behaviour_runs import behaviour
+
+    return behaviour(store_for(key.store), key.model, key.comparisons, n_boot=key.n_boot)
+
+
 _RESOLVERS: dict[type, Callable[[Any], Any]] = {
+    behaviour_page.BehaviourKey: behaviour_for,
     controls_page.ControlsKey: controls_for,
     probes_page.ProbeKey: probe_for,
     controls_page.DesignKey: design_for,
