@@ -170,3 +170,60 @@ def test_every_behaviour_chart_renders_to_svg_offline_with_short_axis_titles(res
         titles = [encoding["title"] for layer in spec["layer"] for encoding in layer.get("encoding", {}).values()
                   if isinstance(encoding, dict) and isinstance(encoding.get("title"), str)]
         assert all(len(title) <= style.MAX_AXIS_TITLE for title in titles)
+
+
+# -- the sentences beside the figures, the report's section -------------------------------------
+
+
+def test_the_unmeasured_trials_are_counted_and_the_mass_named():
+    cells = _cells()
+    cells.loc[0, "n_unanswered"] = 7
+    cells.loc[1, "n_unanswered"] = 5
+    sentence = bf.unmeasured_sentence(Planted(cells=cells), "t", 0.5)
+    total = 12 + 40 * len(cells)
+    assert sentence == (f"12 of {total:,} trials of planted (t) not measured: the model put under 50% of its "
+                        "probability on the two options, so they are left out of the fits.")
+    assert bf.unmeasured_sentence(Planted(), "t", 0.5) is None
+
+
+def test_the_position_bias_sentence_names_the_references_whose_interval_misses_one_half(result):
+    sentence = bf.position_bias_sentence(result, "t")
+    assert sentence.startswith("planted (t) prefers one position whatever the numbers at 1 of 3 references")
+    assert "reference 1000: P(choose A) 0.90 [0.86, 0.93]" in sentence and "reference 100:" not in sentence
+    unbiased = result.position_bias.assign(p_choose_a=0.5, low=0.45, high=0.55)
+    assert "no position bias" in bf.position_bias_sentence(Planted(position_bias=unbiased), "t")
+
+
+def test_the_thresholds_beyond_the_tested_ratios_are_said_as_such(result):
+    below, undefined = bf.outside_range_sentences(result, "t")
+    assert below.startswith("Reference 100: the fitted threshold is below the tested ratios 1.05-3 (Weber fraction "
+                            "-0.174 from the fit)")
+    assert undefined == "Reference 1000: no Weber fraction (at chance)."
+    assert bf.outside_range_sentences(result, "t", "graded") == []
+
+
+def test_core_cv_is_the_mean_over_the_core_layers_at_each_reference():
+    @dataclass
+    class Analysis:  # the three fields core_cv_frame reads of an AnalysisResult
+        magnitudes: np.ndarray
+        core_layers: list[int]
+        values: dict[str, np.ndarray]
+
+    cv = np.array([[9.0, 9.0, 9.0], [0.1, 0.2, 0.3], [0.3, 0.4, 0.5]])
+    analysis = Analysis(np.array([10.0, 30.0, 100.0]), [1, 2], {"cv": cv})
+    frame = bf.core_cv_frame(analysis, [100, 10, 1000])  # type: ignore[arg-type]
+    assert frame["reference"].tolist() == [10.0, 100.0]  # 1000 is not among the magnitudes
+    assert frame["value"].tolist() == pytest.approx([0.2, 0.4])
+    assert set(frame["measure"]) == {bf.CORE_CV}
+
+
+def test_the_report_section_shows_the_pages_figures_and_sentences(result):
+    from magdash.presentation.report.sections import behaviour_section
+
+    section = behaviour_section(result, "t", 0.5)
+    assert [title for title, _ in section.figures] == [
+        "Psychometric curves, planted, t", "Weber fraction against the reference, planted, t", "Position bias, planted, t"]
+    assert any("prefers one position" in line for line in section.text)
+    assert len(section.tables[0][1]) == 3
+    representation = pd.DataFrame({"reference": [10.0], "value": [0.1], "measure": "CV(n)"})
+    assert len(behaviour_section(result, "t", 0.5, representation=representation).figures) == 4
