@@ -31,11 +31,11 @@ with st.spinner(ui.plain(f"Fitting the comparisons of {chosen.model} (first time
 left, middle, right = st.columns(3)
 task = left.selectbox("Task", behaviour_page.tasks(result), key="behaviour_task",
                       help="The prompt template; each is fitted on its own.")
-variant = middle.radio("Fitted to", list(behaviour_figures.VARIANT_LABELS), horizontal=True, key="behaviour_variant",
+variant = middle.radio("Fitted to", behaviour_page.fitted(result, "variant"), horizontal=True, key="behaviour_variant",
                        format_func=behaviour_figures.VARIANT_LABELS.get,
                        help="The chosen option, or the graded variant on the logit difference (every trial's "
                             "confidence, no sampling).")
-conventions = right.radio("Conventions", list(behaviour_figures.CONVENTION_LABELS), horizontal=True,
+conventions = right.radio("Conventions", behaviour_page.fitted(result, "conventions"), horizontal=True,
                           key="behaviour_conventions", format_func=behaviour_figures.CONVENTION_LABELS.get,
                           help="magdash's two-alternative function (guess rate 0.5) or the paper's, exactly.")
 slug = f"{chosen.model}-{chosen.comparisons}-{task}-{variant}-{conventions}"

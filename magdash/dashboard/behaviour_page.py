@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from magdash.dashboard.inventory import StoreInventory, TrialSet
 from magdash.dashboard.keys import AnalysisKey, analysis_key
 from magdash.dashboard.view import ViewState
-from magdash.presentation.behaviour_figures import BehaviourFrames
+from magdash.presentation.behaviour_figures import CONVENTION_LABELS, VARIANT_LABELS, BehaviourFrames
 
 NO_TRIALS = ("Nothing to show yet: the Behaviour page needs a model's number comparisons (forced-choice "
              "trials such as \"Which is larger: A) 47 or B) 52?\"), and {where}. Run `magdash behave MODEL` "
@@ -73,6 +73,14 @@ def no_trials_message(store: str, exists: bool) -> str:
 def tasks(result: BehaviourFrames) -> list[str]:
     """The tasks (prompt templates) of a result, in the order of its cells."""
     return list(dict.fromkeys(str(task) for task in result.cells["task"]))
+
+
+def fitted(result: BehaviourFrames, column: str) -> list[str]:
+    """The variants (``column="variant"``) or conventions (``"conventions"``) the result's fits hold,
+    in the order of the figures' labels: what the page's radios offer."""
+    held = set(result.fits[column].astype(str))
+    labels = VARIANT_LABELS if column == "variant" else CONVENTION_LABELS
+    return [name for name in labels if name in held]
 
 
 def representation_key(view: ViewState, inventory: StoreInventory, model: str) -> AnalysisKey | None:

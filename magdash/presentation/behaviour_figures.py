@@ -170,24 +170,23 @@ def outside_range_sentences(result: BehaviourFrames, task: str, variant: str = "
         variant: ``choice`` or ``graded``.
         conventions: ``magdash`` or ``paper``.
     """
-    fits = result.fits[(result.fits["task"] == task) & (result.fits["variant"] == variant)
-                       & (result.fits["conventions"] == conventions)]
-    if fits.empty:
+    fits = result.fits
+    if not ((fits["task"] == task) & (fits["variant"] == variant) & (fits["conventions"] == conventions)).any():
         return []
+    frame = weber_frame(result, task, variant, conventions)
     low, high = tested_ratios(result.cells, task)
     sentences = []
-    for reference, value, in_range, status in zip(fits["reference"], fits["weber_fraction"], fits["in_range"],
-                                                  fits["status"], strict=True):
-        if bool(in_range) and math.isfinite(float(value)):
-            continue
+    for reference, value, placement, status in zip(frame["reference"], frame["weber_fraction"], frame["placement"],
+                                                   frame["status"], strict=True):
         where = reference_label(float(reference)).capitalize()
-        if not math.isfinite(float(value)):
+        if placement == UNDEFINED:
             sentences.append(f"{where}: no Weber fraction ({status}).")
-        else:
-            side = "below" if float(value) < low - 1.0 else "above"
-            sentences.append(f"{where}: the fitted threshold is {side} the tested ratios {low:g}-{high:g} (Weber "
-                             f"fraction {float(value):.3f} from the fit), which the design does not measure; it is "
-                             "shown at the edge, not as a number.")
+        elif placement != INSIDE:
+            value = float(value)
+            number = f"Weber fraction {value:.3f} from the fit" if math.isfinite(value) else "no Weber fraction"
+            said = "" if status == placement else f"; {status}"
+            sentences.append(f"{where}: the fitted threshold is {placement} {low:g}-{high:g} ({number}{said}), "
+                             "which the design does not measure; it is shown at the edge, not as a number.")
     return sentences
 
 
@@ -283,16 +282,21 @@ def weber_frame(result: BehaviourFrames, task: str, variant: str = "choice", con
     """The Weber fraction per reference and where it is drawn: reference, weber_fraction, wf_low,
     wf_high, status, placement (:data:`INSIDE`, :data:`BELOW`, :data:`ABOVE` or :data:`UNDEFINED`),
     drawn (the value on the log axis: the fraction itself inside the tested ratios, the design's edge
-    beyond them, none when undefined) and the interval's ends where they can be drawn."""
+    beyond them, none when undefined) and the interval's ends where they can be drawn. Where the fits
+    give no fraction but a threshold ratio r* (a ``threshold`` column: magdash's conventions leave the
+    fraction of a threshold below ratio 1 or above the design undefined), r* says on which side it lies."""
     fits = _chosen(result.fits, "fits", task=task, variant=variant, conventions=conventions)
     low_ratio, high_ratio = tested_ratios(result.cells, task)
     floor, ceiling = low_ratio - 1.0, high_ratio - 1.0
     frame = fits.loc[:, ["reference", "weber_fraction", "wf_low", "wf_high", "status"]].copy()
     values = frame["weber_fraction"].astype(float).to_numpy()
     inside = fits["in_range"].astype(bool).to_numpy() & np.isfinite(values)
+    side = values.copy()  # the fraction, or r* - 1 where only the threshold is known
+    if "threshold" in fits:
+        side = np.where(np.isfinite(side), side, fits["threshold"].astype(float).to_numpy() - 1.0)
     with np.errstate(invalid="ignore"):
-        placement = np.where(inside, INSIDE, np.where(~np.isfinite(values), UNDEFINED,
-                                                      np.where(values < floor, BELOW, ABOVE)))
+        placement = np.where(inside, INSIDE, np.where(~np.isfinite(side), UNDEFINED,
+                                                      np.where(side < floor, BELOW, ABOVE)))
     frame["placement"] = placement
     frame["drawn"] = np.select([placement == INSIDE, placement == BELOW, placement == ABOVE],
                                [values, floor, ceiling], default=np.nan)

@@ -48,3 +48,15 @@ def test_the_tasks_of_a_result_keep_the_order_of_its_cells():
 
     result = Cells("m", pd.DataFrame({"task": ["B1", "B1", "symbolic_control", "B2"]}))
     assert bp.tasks(result) == ["B1", "symbolic_control", "B2"]  # type: ignore[arg-type]
+
+
+def test_the_radios_offer_the_variants_and_conventions_the_fits_hold():
+    @dataclasses.dataclass
+    class Fits:
+        model: str
+        fits: pd.DataFrame
+
+    result = Fits("m", pd.DataFrame({"variant": ["graded", "choice", "choice"],
+                                     "conventions": ["magdash", "magdash", "magdash"]}))
+    assert bp.fitted(result, "variant") == ["choice", "graded"]  # type: ignore[arg-type]
+    assert bp.fitted(result, "conventions") == ["magdash"]  # type: ignore[arg-type]  (paper: only when asked for)

@@ -197,7 +197,7 @@ def test_the_position_bias_sentence_names_the_references_whose_interval_misses_o
 def test_the_thresholds_beyond_the_tested_ratios_are_said_as_such(result):
     below, undefined = bf.outside_range_sentences(result, "t")
     assert below.startswith("Reference 100: the fitted threshold is below the tested ratios 1.05-3 (Weber fraction "
-                            "-0.174 from the fit)")
+                            "-0.174 from the fit; outside tested ratios)")
     assert undefined == "Reference 1000: no Weber fraction (at chance)."
     assert bf.outside_range_sentences(result, "t", "graded") == []
 
@@ -227,3 +227,17 @@ def test_the_report_section_shows_the_pages_figures_and_sentences(result):
     assert len(section.tables[0][1]) == 3
     representation = pd.DataFrame({"reference": [10.0], "value": [0.1], "measure": "CV(n)"})
     assert len(behaviour_section(result, "t", 0.5, representation=representation).figures) == 4
+
+
+def test_a_threshold_without_a_fraction_is_placed_by_its_ratio(result):
+    # magdash's conventions: r* below 1 or above the design leaves the fraction undefined; r* tells the side
+    fits = _fits().assign(weber_fraction=[0.25, np.nan, np.nan], threshold=[1.25, 0.9, 4.0],
+                          status=["ok", "threshold below ratio 1", "above the tested ratios"])
+    planted = Planted(fits=fits)
+    frame = bf.weber_frame(planted, "t")
+    assert list(frame["placement"]) == [bf.INSIDE, bf.BELOW, bf.ABOVE]
+    assert frame["drawn"].tolist() == pytest.approx([0.25, 0.05, 2.0])
+    sentences = bf.outside_range_sentences(planted, "t")
+    assert sentences[1] == ("Reference 1000: the fitted threshold is above the tested ratios 1.05-3 (no Weber "
+                            "fraction), which the design does not measure; it is shown at "
+                            "the edge, not as a number.")
