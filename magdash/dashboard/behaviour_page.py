@@ -18,7 +18,7 @@ from magdash.dashboard.view import ViewState
 from magdash.presentation.behaviour_figures import CONVENTION_LABELS, VARIANT_LABELS, BehaviourFrames
 
 NO_TRIALS = ("Nothing to show yet: the Behaviour page needs a model's number comparisons (forced-choice "
-             "trials such as \"Which is larger: A) 47 or B) 52?\"), and {where}. Run `magdash behave MODEL` "
+             "trials such as \"Which is larger: A) 47 or B) 52?\"), and {where}. Run `magdash behave --model MODEL` "
              "(or `md.behave(...)` in Python) to measure a model, or `magdash behave --import FILE --name NAME` "
              "to read a published trial file.")
 """What the page says where the store holds no trials; ``{where}`` names the store."""

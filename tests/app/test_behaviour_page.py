@@ -1,5 +1,5 @@
 """The Behaviour page under AppTest before any trials are stored: on an empty path and on a store of
-vectors without trials it says what to run (``magdash behave MODEL``, ``md.behave(...)``, an import
+vectors without trials it says what to run (``magdash behave --model MODEL``, ``md.behave(...)``, an import
 of published trials), links where to go and draws no chart. The page on a store holding trials is
 tested once the run layer stores them (the trials table, ``magdash.runs.behaviour_runs``)."""
 
@@ -17,7 +17,7 @@ PAGE = "pages/behaviour.py"
 def _says_what_to_run(at) -> str:
     infos = [shown(info) for info in at.info if "Nothing to show yet" in shown(info)]
     assert len(infos) == 1
-    assert "magdash behave MODEL" in infos[0] and "md.behave(...)" in infos[0]
+    assert "magdash behave --model MODEL" in infos[0] and "md.behave(...)" in infos[0]
     assert "magdash behave --import FILE --name NAME" in infos[0]
     assert not at.get("vega_lite_chart") and not at.error, [shown(error) for error in at.error]
     assert [element.proto.page for element in at.main.get("page_link")] == ["stimuli", ""]  # Stimuli, Home

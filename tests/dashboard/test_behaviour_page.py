@@ -29,7 +29,7 @@ def test_the_trial_sets_put_trained_models_first_and_the_key_follows_the_trials(
 def test_without_trials_the_page_says_what_to_run():
     message = bp.no_trials_message("/data/s.duckdb", exists=True)
     assert message.startswith("Nothing to show yet") and "the store at /data/s.duckdb holds none" in message
-    assert "`magdash behave MODEL`" in message and "`md.behave(...)`" in message
+    assert "`magdash behave --model MODEL`" in message and "`md.behave(...)`" in message
     assert "there is no store at /data/s.duckdb yet" in bp.no_trials_message("/data/s.duckdb", exists=False)
 
 
