@@ -47,6 +47,7 @@ for sentence in behaviour_figures.outside_range_sentences(result, task, variant,
     ui.say(sentence)
 ui.figure(behaviour_figures.psychometric_figure, key, task, variant, conventions, name=f"psychometric-{slug}")
 ui.figure(behaviour_figures.weber_figure, key, task, variant, conventions, name=f"behaviour-weber-{slug}")
+ui.table(behaviour_figures.fits_table, key, task, variant, conventions, name=f"psychometric-fits-{slug}")
 ui.figure(behaviour_figures.bias_figure, key, task, name=f"position-bias-{slug}")
 
 st.subheader("Behaviour beside representation")

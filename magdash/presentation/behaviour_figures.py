@@ -306,6 +306,19 @@ def weber_frame(result: BehaviourFrames, task: str, variant: str = "choice", con
     return frame
 
 
+def fits_table(result: BehaviourFrames, task: str, variant: str = "choice", conventions: str = "magdash") -> pd.DataFrame:
+    """The psychometric fit per reference as the page and the report show it: reference, mu, sigma,
+    lapse, the Weber fraction with its interval (``behaviour_wf``: the fits' ``weber_fraction``, renamed,
+    since a probe's ``weber_fraction`` is its decoded spread), where its threshold lies against the
+    tested ratios, the status and the measured trials."""
+    fits = _chosen(result.fits, "fits", task=task, variant=variant, conventions=conventions)
+    frame = fits.loc[:, ["reference", "mu", "sigma", "lapse", "weber_fraction", "wf_low", "wf_high", "status",
+                         "n_trials"]].rename(columns={"weber_fraction": "behaviour_wf", "wf_low": "behaviour_wf_low",
+                                                      "wf_high": "behaviour_wf_high"})
+    frame.insert(7, "placement", weber_frame(result, task, variant, conventions)["placement"].to_numpy())
+    return frame.reset_index(drop=True)
+
+
 def weber_law_line(frame: pd.DataFrame) -> pd.DataFrame:
     """Weber's law through the fractions inside the tested ratios: a constant Weber fraction, their
     geometric mean, across the references (reference, drawn); empty when none is inside."""

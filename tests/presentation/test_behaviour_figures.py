@@ -16,6 +16,7 @@ import vl_convert as vlc
 from scipy.stats import norm
 
 from magdash.errors import AnalysisError
+from magdash.formatting import is_labelled
 from magdash.presentation import behaviour_figures as bf
 from magdash.presentation import chart_style as style
 
@@ -224,7 +225,10 @@ def test_the_report_section_shows_the_pages_figures_and_sentences(result):
     assert [title for title, _ in section.figures] == [
         "Psychometric curves, planted, t", "Weber fraction against the reference, planted, t", "Position bias, planted, t"]
     assert any("prefers one position" in line for line in section.text)
-    assert len(section.tables[0][1]) == 3
+    table = section.tables[0][1]
+    assert len(table) == 3 and table["behaviour_wf"].iloc[1] == pytest.approx(-0.174)
+    assert list(table["placement"]) == [bf.INSIDE, bf.BELOW, bf.UNDEFINED]
+    assert all(is_labelled(column) for column in table.columns)  # its headers: formatting.COLUMNS
     representation = pd.DataFrame({"reference": [10.0], "value": [0.1], "measure": "CV(n)"})
     assert len(behaviour_section(result, "t", 0.5, representation=representation).figures) == 4
 

@@ -399,7 +399,6 @@ def behaviour_section(result: behaviour_figures.BehaviourFrames, task: str, min_
     if representation is not None:
         figures.append((f"Behaviour against representation, {name}, {task}",
                         behaviour_figures.representation_figure(result, representation, task, variant, conventions)))
-    fits = result.fits[(result.fits["task"] == task) & (result.fits["variant"] == variant)
-                       & (result.fits["conventions"] == conventions)].reset_index(drop=True)
+    fits = behaviour_figures.fits_table(result, task, variant, conventions)
     return ReportSection(f"Behaviour: number comparisons ({name}, {task})", text=notes, figures=figures,
                          tables=[(f"Psychometric fits per reference, {name}, {task}", fits)])
