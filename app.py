@@ -1,6 +1,6 @@
 """magdash dashboard entry point: ``streamlit run app.py``.
 
-Builds the navigation (Data · Noise · Geometry · Depth · Robustness) over the files in ``pages/`` and the
+Builds the navigation (Data · Noise · Geometry · Depth · Behaviour · Robustness) over the files in ``pages/`` and the
 sidebar of global choices shared by every page (``pages.ui.setup``). The store is
 ``$MAGDASH_STORE`` or ``cache/magdash.duckdb`` unless the URL or the sidebar names another
 inside the allowed folders (``magdash.dashboard.access``). With ``[auth]`` in

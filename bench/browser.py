@@ -50,6 +50,7 @@ HEADINGS = {  # url path: (navigation title, heading)
     "geometry": ("Geometry", "Log-compressive geometry"),
     "probes": ("Probes", "Probes: is magnitude decodable?"),
     "depth": ("Depth", "Depth: liquid or solid?"),
+    "behaviour": ("Behaviour", "Behaviour: does the model compare numbers by Weber's law?"),
     "controls": ("Controls", "Robustness controls"),
     "design": ("Design", "Study design"),
 }

@@ -423,6 +423,16 @@ COLUMNS: dict[str, Column] = {
     "minimal_alpha_size_adjusted": Column("minimal detectable alpha, size-adjusted"),
     "minimal_alpha_size_adjusted_low": Column("minimal detectable alpha, size-adjusted, band low"),
     "minimal_alpha_size_adjusted_high": Column("minimal detectable alpha, size-adjusted, band high"),
+    # -- behaviour: the psychometric fits of number comparisons (presentation/behaviour_figures.fits_table)
+    "reference": Column("reference number"),
+    "mu": Column("mu (location on ln ratio)"),
+    "sigma": Column("sigma (spread on ln ratio)"),
+    "lapse": Column("lapse rate"),
+    "behaviour_wf": Column("Weber fraction (ratio at 75% correct − 1)"),
+    "behaviour_wf_low": Column("Weber fraction, CI low"),
+    "behaviour_wf_high": Column("Weber fraction, CI high"),
+    "placement": Column("threshold against the tested ratios"),
+    "n_trials": Column("measured trials"),
 }
 """Every column of the tables the app shows, the CSVs it hands out and the report: its label, unit
 and kind (p-value, share). A column's name stays its machine name in the store, the JSON and the

@@ -35,6 +35,16 @@ def store_stamp(path: str | os.PathLike) -> tuple[int, int, int, int]:
     return tuple(stamp)  # type: ignore[return-value]
 
 
+@dataclass(frozen=True)
+class TrialSet:
+    """One model's stored comparison trials (issue 41) on one comparison set, and how many there are:
+    what the Behaviour page offers, and the number a cached behaviour result is keyed on."""
+
+    model: str
+    comparisons: str
+    trials: int
+
+
 RANDOM_WEIGHTS = "random (control)"
 """The weights of an ``@random`` control in the home page's table."""
 
@@ -51,6 +61,9 @@ class StoreInventory:
     stimulus_sets: list[str]
     nonfinite: pd.DataFrame  # Store.nonfinite_summary()
     carriers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # set name -> its carrier templates
+    trial_sets: tuple[TrialSet, ...] = ()
+    """The models' comparison trials by comparison set (the store's trials table, schema 11); empty
+    where the store holds none."""
 
     @property
     def is_empty(self) -> bool:

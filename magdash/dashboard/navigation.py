@@ -31,10 +31,11 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("Geometry", "pages/geometry.py", "Geometry", ":material/scatter_plot:", "geometry"),
     PageSpec("Geometry", "pages/probes.py", "Probes", ":material/troubleshoot:", "probes"),
     PageSpec("Depth", "pages/depth.py", "Depth", ":material/layers:", "depth"),
+    PageSpec("Behaviour", "pages/behaviour.py", "Behaviour", ":material/psychology:", "behaviour"),
     PageSpec("Robustness", "pages/controls.py", "Controls", ":material/verified:", "controls"),
     PageSpec("Robustness", "pages/design.py", "Design", ":material/science:", "design"),
 )
-"""Every page, in navigation order; groups follow Data · Noise · Geometry · Depth · Robustness."""
+"""Every page, in navigation order; groups follow Data · Noise · Geometry · Depth · Behaviour · Robustness."""
 
 
 def page_groups(pages: Sequence[PageSpec] = PAGES, *, root: str | os.PathLike = ".") -> dict[str, list[PageSpec]]:

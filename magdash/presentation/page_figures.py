@@ -21,6 +21,7 @@ from typing import Any
 
 from magdash.errors import AnalysisError
 from magdash.presentation import (
+    behaviour_figures,
     compare_figures,
     controls_figures,
     depth_figures,
@@ -42,6 +43,8 @@ class When(Enum):
     ADJUSTED_VIEW = "dropping or standardising the massive dimensions changes some series"
     EACH_COMPARED = "once per variant or @random control compared"
     SIMULATED = "a design has been simulated"
+    TRIALS = "the store holds a model's comparison trials"
+    TRIALS_BESIDE_VECTORS = "the model whose trials are shown has its vectors stored on the view's stimuli"
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,12 @@ PAGE_FIGURES: Mapping[str, tuple[PageFigure, ...]] = {
         PageFigure(depth_figures.omega_figure),
         PageFigure(depth_figures.spectrum_figure),
         PageFigure(depth_figures.spectrum_figure, When.ADJUSTED_VIEW, report=False),
+    ),
+    "behaviour": (
+        PageFigure(behaviour_figures.psychometric_figure, When.TRIALS),
+        PageFigure(behaviour_figures.weber_figure, When.TRIALS),
+        PageFigure(behaviour_figures.bias_figure, When.TRIALS),
+        PageFigure(behaviour_figures.representation_figure, When.TRIALS_BESIDE_VECTORS),
     ),
     "controls": (
         PageFigure(controls_figures.loo_figure),

@@ -186,7 +186,7 @@ def context() -> AppContext:
 
 
 def build_navigation():
-    """The app's navigation: the files of ``pages/`` grouped Data · Noise · Geometry · Depth.
+    """The app's navigation: the files of ``pages/`` grouped Data · Noise · Geometry · Depth · Behaviour · Robustness.
 
     Streamlit's own menu is hidden (``client.showSidebarNavigation = false`` in
     ``.streamlit/config.toml``): a fresh session would list the ``pages/`` files in it for a

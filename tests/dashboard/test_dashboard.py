@@ -76,7 +76,7 @@ def planted_view(planted):
 
 def test_every_page_file_exists_and_groups_follow_the_navigation_order():
     groups = dashboard.page_groups(root=ROOT)
-    assert list(groups) == [g for g in ("Data", "Noise", "Geometry", "Depth", "Robustness") if g in groups]
+    assert list(groups) == [g for g in ("Data", "Noise", "Geometry", "Depth", "Behaviour", "Robustness") if g in groups]
     assert [p.title for p in groups["Data"]] == ["Home", "Extract", "Stimuli"]
     assert {p.url_path for p in dashboard.PAGES} == {Path(p.file).stem for p in dashboard.PAGES}
     shown = {p.file for pages in groups.values() for p in pages}

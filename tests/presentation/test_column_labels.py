@@ -30,6 +30,7 @@ from magdash.formatting import (
     is_share_column,
 )
 from magdash.presentation import (
+    behaviour_figures,
     depth_figures,
     export,
     scaling_figures,
@@ -54,6 +55,7 @@ TABLE_BUILDERS = {
     "frequency_figures.frequency_fit_table": "pages", "geometry_figures.geometry_table": "pages",
     "probe_figures.layer_table": "pages", "probe_figures.comparison_table": "pages", "probe_figures.decoded_table": "pages",
     "probe_figures.scores_table": "pages",
+    "behaviour_figures.fits_table": "here",
     # frames a page builds before passing them
     "dashboard.inventory_table": "pages", "table": "pages", "pd.DataFrame": "pages",
     "ctx.inventory.incomplete": "here", "preview": "here",
@@ -91,6 +93,15 @@ def test_the_tokenization_and_massive_dimension_tables_are_labelled(tokenized, r
                   tokenization_figures.token_facts_table(tokenized), scaling_figures.massive_control_table(result, result)):
         assert len(frame)
         assert_labelled(frame)
+
+
+def test_the_behaviour_fits_table_is_labelled_and_its_weber_fraction_is_not_the_probes():
+    from tests.presentation.test_behaviour_figures import Planted
+
+    frame = behaviour_figures.fits_table(Planted(), "t")
+    assert len(frame) == 3
+    assert_labelled(frame)
+    assert column_label("behaviour_wf") != column_label("weber_fraction")  # a probe's is its decoded spread
 
 
 def test_the_extract_pages_progress_and_the_e5_scatters_csv_are_labelled(tmp_path):

@@ -18,6 +18,7 @@ from magdash.errors import AnalysisError
 from magdash.formatting import format_number, layer_span
 from magdash.frequency.sources import FrequencySource
 from magdash.presentation import (
+    behaviour_figures,
     compare_figures,
     controls_figures,
     depth_figures,
@@ -374,3 +375,30 @@ def probe_section(results: Mapping[str, ProbeResult], layer: int | None = None, 
         tables.append((f"Held-out scores beside the @random control, {name}", probe_figures.comparison_table(results, target)))
     tables.append((f"Decoded magnitude per n, {where}", probe_figures.decoded_table(results, layer, target)))
     return ReportSection(f"Probes: is magnitude decodable? ({name})", text=notes, figures=figures, tables=tables)
+
+
+def behaviour_section(result: behaviour_figures.BehaviourFrames, task: str, min_option_mass: float,
+                      variant: str = "choice", conventions: str = "magdash",
+                      representation: pd.DataFrame | None = None) -> ReportSection:
+    """The Behaviour page for one task of one model's comparisons: the trials not measured, the
+    position bias, the thresholds beyond the tested ratios, the psychometric curves, the Weber
+    fraction against the reference, the position bias by reference and, given ``representation``
+    (reference, value, measure: :func:`~magdash.presentation.behaviour_figures.core_cv_frame`), the
+    behavioural Weber fraction beside it; the fits per reference as a table."""
+    name = result.model
+    unmeasured = behaviour_figures.unmeasured_sentence(result, task, min_option_mass)
+    notes = [*([unmeasured] if unmeasured else []), behaviour_figures.position_bias_sentence(result, task),
+             *behaviour_figures.outside_range_sentences(result, task, variant, conventions)]
+    figures = [
+        (f"Psychometric curves, {name}, {task}",
+         behaviour_figures.psychometric_figure(result, task, variant, conventions)),
+        (f"Weber fraction against the reference, {name}, {task}",
+         behaviour_figures.weber_figure(result, task, variant, conventions)),
+        (f"Position bias, {name}, {task}", behaviour_figures.bias_figure(result, task)),
+    ]
+    if representation is not None:
+        figures.append((f"Behaviour against representation, {name}, {task}",
+                        behaviour_figures.representation_figure(result, representation, task, variant, conventions)))
+    fits = behaviour_figures.fits_table(result, task, variant, conventions)
+    return ReportSection(f"Behaviour: number comparisons ({name}, {task})", text=notes, figures=figures,
+                         tables=[(f"Psychometric fits per reference, {name}, {task}", fits)])
