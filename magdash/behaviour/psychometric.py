@@ -76,9 +76,18 @@ def two_alternative(log_ratio: np.ndarray, mu: float | np.ndarray, sigma: float 
     return GUESS + (GUESS - lapse) * ndtr((log_ratio - mu) / sigma)
 
 
-def _nll(theta: np.ndarray, x: np.ndarray, k: np.ndarray, n: np.ndarray) -> float:
-    p = np.clip(two_alternative(x, theta[0], theta[1], theta[2]), _EPS, 1 - _EPS)
-    return float(-np.sum(k * np.log(p) + (n - k) * np.log1p(-p)))
+def _nll(theta: np.ndarray, x: np.ndarray, k: np.ndarray, n: np.ndarray) -> tuple[float, np.ndarray]:
+    """The negative log-likelihood and its gradient in (mu, sigma, lapse)."""
+    mu, sigma, lapse = theta
+    z = (x - mu) / sigma
+    density, cumulative = norm.pdf(z), ndtr(z)
+    p = np.clip(GUESS + (GUESS - lapse) * cumulative, _EPS, 1 - _EPS)
+    value = float(-np.sum(k * np.log(p) + (n - k) * np.log1p(-p)))
+    residual = -(k / p - (n - k) / (1 - p))
+    gradient = np.array([np.sum(residual * -(GUESS - lapse) * density / sigma),
+                         np.sum(residual * -(GUESS - lapse) * density * z / sigma),
+                         np.sum(residual * -cumulative)])
+    return value, gradient
 
 
 def log_likelihood(p: np.ndarray, k: np.ndarray, n: np.ndarray) -> float:
@@ -179,7 +188,7 @@ def fit_two_alternative(ratios: np.ndarray, proportions: np.ndarray, n: np.ndarr
     best = None
     for mu0, sigma0 in _STARTS:
         result = minimize(_nll, np.array([mu0, sigma0, min(0.02, max_lapse)]), args=(x, k, n), method="L-BFGS-B",
-                          bounds=bounds)
+                          jac=True, bounds=bounds)
         if best is None or result.fun < best.fun:
             best = result
     assert best is not None

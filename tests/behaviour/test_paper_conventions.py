@@ -1,0 +1,68 @@
+"""The paper's conventions reproduce its published fits of Llama-3-8B-Instruct's B1 trials."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from magdash.behaviour.behaviour_params import BehaviourParams
+from magdash.behaviour.behaviour_result import fit_behaviour
+from magdash.behaviour.paper import STATUS_NEGATIVE, fit_paper, paper_cells, paper_weber_fraction
+from magdash.behaviour.published import SHIPPED_FITS, SHIPPED_TRIALS, read_published_trials, shipped_file
+
+
+@pytest.fixture(scope="module")
+def published():
+    trials = read_published_trials(shipped_file(SHIPPED_TRIALS))
+    fits = json.loads(shipped_file(SHIPPED_FITS).read_text())
+    result = fit_behaviour(trials[trials["task"] == "B1"], BehaviourParams(conventions=("paper",), n_boot=0))
+    return trials, fits, result
+
+
+def test_paper_conventions_reproduce_the_published_fits(published):
+    _, fits, result = published
+    rows = result.weber_fractions("paper").set_index("reference")
+    assert sorted(rows.index) == [10.0, 30.0, 100.0, 300.0, 1000.0]
+    for reference, row in rows.iterrows():
+        expected = fits["psychometric_fits"][str(reference)]
+        for name in ("mu", "sigma", "lapse", "weber_fraction"):
+            assert row[name] == pytest.approx(expected[name], abs=1e-6), (reference, name)
+
+
+def test_the_negative_published_weber_fraction_is_flagged_outside_the_tested_ratios(published):
+    _, _, result = published
+    rows = result.weber_fractions("paper").set_index("reference")
+    assert rows.loc[1000.0, "weber_fraction"] == pytest.approx(-0.1735622714696955, abs=1e-6)
+    assert not rows.loc[1000.0, "in_range"]
+    assert rows.loc[1000.0, "status"] == STATUS_NEGATIVE
+    assert rows.drop(index=1000.0)["in_range"].all()
+
+
+def test_position_corrected_cells_match_the_published_cells(published):
+    _, fits, result = published
+    for _, cell in result.cells.iterrows():
+        expected = fits["position_corrected_cells"][f"{cell['reference']},{cell['ratio']}"]
+        assert cell["accuracy"] == pytest.approx(expected["acc_corrected"], abs=1e-12)
+        assert cell["accuracy_a"] == pytest.approx(expected["acc_a"], abs=1e-12)
+        assert (cell["n_a"], cell["n_b"]) == (expected["n_a"], expected["n_b"])
+        assert cell["bias"] == pytest.approx(expected["acc_a"] - expected["acc_b"], abs=1e-12)
+
+
+def test_the_published_aggregate_fit_is_reproduced_from_the_published_accuracies(published):
+    _, fits, _ = published
+    ratios = np.array(sorted(float(r) for r in fits["aggregate_accuracy"]))
+    accuracies = np.array([fits["aggregate_accuracy"][f"{r:g}" if f"{r:g}" in fits["aggregate_accuracy"] else str(r)]
+                           for r in ratios])
+    fit = fit_paper(np.log(ratios), accuracies, np.full(ratios.size, 250.0))
+    assert fit.weber_fraction == pytest.approx(fits["psychometric_fits"]["aggregate"]["weber_fraction"], abs=1e-6)
+
+
+def test_the_paper_weber_fraction_is_undefined_when_the_function_cannot_reach_75_percent():
+    assert math.isnan(paper_weber_fraction(0.0, 1.0, 0.6))  # (0.75 - 0.3) / 0.4 > 1
+    ratios, accuracies, counts = paper_cells(np.array([1.5, 1.5, 2.0]), np.array(["A", "A", "B"]),
+                                             np.array([True, False, True]))
+    # a position without trials counts as 0.5, as in the paper
+    assert accuracies.tolist() == [pytest.approx(0.5), pytest.approx(0.75)] and counts.tolist() == [2, 1]
