@@ -27,7 +27,7 @@ from magdash.behaviour.psychometric import (
     replicate_weber_fractions,
     two_alternative,
 )
-from magdash.behaviour.trials import corrected_proportions, position_samples, soft_correct
+from magdash.behaviour.trials import as_float, corrected_proportions, position_samples, soft_correct
 
 FIT_COLUMNS = ["task", "reference", "variant", "conventions", "mu", "sigma", "lapse", "weber_fraction", "wf_low",
                "wf_high", "threshold", "in_range", "status", "n_trials", "mu_low", "mu_high", "sigma_low", "sigma_high",
@@ -79,7 +79,7 @@ def magdash_fits(trials: pd.DataFrame, is_measured: np.ndarray, params: Behaviou
             groups = position_samples(measured_group, values)
             proportions, n = corrected_proportions(groups, ratios)
             fit = fit_two_alternative(ratios, proportions, n, params.max_lapse, params.chance_level)
-            row = {"task": task, "reference": float(reference), "variant": variant, "conventions": "magdash",
+            row = {"task": task, "reference": as_float(reference), "variant": variant, "conventions": "magdash",
                    "mu": fit.mu, "sigma": fit.sigma, "lapse": fit.lapse, "weber_fraction": fit.weber_fraction,
                    "wf_low": math.nan, "wf_high": math.nan, "threshold": fit.threshold, "in_range": fit.in_range, "status": fit.status,
                    "n_trials": int(kept.sum()), "chance_p": fit.chance_p}
@@ -92,11 +92,11 @@ def magdash_fits(trials: pd.DataFrame, is_measured: np.ndarray, params: Behaviou
                     row["wf_low"], row["wf_high"] = interval(weber, params.ci)
                 for index, name in enumerate(("mu", "sigma", "lapse")):
                     row[f"{name}_low"], row[f"{name}_high"] = interval(theta[:, index], params.ci)
-                replicates[replicate_key(str(task), float(reference), variant)] = weber
+                replicates[replicate_key(str(task), as_float(reference), variant)] = weber
             rows.append(row)
             if math.isfinite(fit.mu):
                 grid = curve_grid(ratios)
-                curves.append(pd.DataFrame({"task": task, "reference": float(reference), "variant": variant,
+                curves.append(pd.DataFrame({"task": task, "reference": as_float(reference), "variant": variant,
                                             "conventions": "magdash", "ratio": grid,
                                             "p": two_alternative(np.log(grid), fit.mu, fit.sigma, fit.lapse)}))
     return rows, curves, replicates
@@ -122,13 +122,13 @@ def paper_fits(trials: pd.DataFrame, params: BehaviourParams) -> tuple[list[dict
         if params.n_boot > 0:
             low, high = percentile_interval(
                 valid_replicates(paper_bootstrap(ratio, larger, correct, params.n_boot, PAPER_SEED)), params.ci)
-        rows.append({"task": task, "reference": float(reference), "variant": "choice", "conventions": "paper",
+        rows.append({"task": task, "reference": as_float(reference), "variant": "choice", "conventions": "paper",
                      "mu": fit.mu, "sigma": fit.sigma, "lapse": fit.lapse, "weber_fraction": fit.weber_fraction,
                      "wf_low": low, "wf_high": high, "threshold": 1.0 + fit.weber_fraction, "in_range": in_range, "status": status,
                      "n_trials": int(len(group)), "mu_low": math.nan, "mu_high": math.nan, "sigma_low": math.nan,
                      "sigma_high": math.nan, "lapse_low": math.nan, "lapse_high": math.nan, "chance_p": math.nan})
         grid = curve_grid(ratios)
-        curves.append(pd.DataFrame({"task": task, "reference": float(reference), "variant": "choice",
+        curves.append(pd.DataFrame({"task": task, "reference": as_float(reference), "variant": "choice",
                                     "conventions": "paper", "ratio": grid,
                                     "p": paper_function(np.log(grid), fit.mu, fit.sigma, fit.lapse)}))
     return rows, curves

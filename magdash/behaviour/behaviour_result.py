@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from magdash.behaviour.behaviour_params import BehaviourParams
 from magdash.behaviour.behaviour_fits import fit_frames
+from magdash.behaviour.behaviour_params import BehaviourParams
 from magdash.behaviour.psychometric import STATUS_CHANCE
 from magdash.behaviour.trials import cell_table, checked_trials, measured, position_bias_table
 from magdash.behaviour.weber_law import behaviour_deltas, weber_law_table
@@ -128,14 +128,15 @@ class BehaviourResult(PayloadCodec):
         for row in self.fits.loc[:, columns].to_dict(orient="records"):
             record: dict[str, Any] = {"model": self.model}
             for key, value in row.items():
+                name = str(key)
                 if isinstance(value, (float, np.floating)):
-                    record[key] = float(value) if math.isfinite(float(value)) else None
+                    record[name] = float(value) if math.isfinite(float(value)) else None
                 elif isinstance(value, (np.bool_, bool)):
-                    record[key] = bool(value)
+                    record[name] = bool(value)
                 elif isinstance(value, np.integer):
-                    record[key] = int(value)
+                    record[name] = int(value)
                 else:
-                    record[key] = value
+                    record[name] = value
             found.append(record)
         return found
 

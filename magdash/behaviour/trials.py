@@ -14,6 +14,8 @@ accuracy_A - accuracy_B, is reported beside it (0: no preference for a position;
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 
@@ -27,6 +29,15 @@ FIT_COLUMNS = ("task", "reference", "ratio", "larger", "logit_a", "logit_b", "pr
 OPTIONS = ("A", "B")
 CELL_COLUMNS = ["task", "reference", "ratio", "n_a", "n_b", "accuracy_a", "accuracy_b", "accuracy", "bias",
                 "n_unanswered"]
+
+
+def as_float(value: object) -> float:
+    """A number that pandas hands back as a group key or cell (typed ``Hashable``, ``Scalar``) as a float.
+
+    Args:
+        value: the key.
+    """
+    return float(cast(float, value))
 
 
 def checked_trials(trials: pd.DataFrame) -> pd.DataFrame:
@@ -106,7 +117,7 @@ def cell_table(trials: pd.DataFrame, is_measured: np.ndarray) -> pd.DataFrame:
         accuracy = {side: float(kept.loc[kept["larger"] == side, "correct"].mean()) if n[side] else np.nan
                     for side in OPTIONS}
         values = [accuracy[side] for side in OPTIONS if n[side]]
-        rows.append({"task": task, "reference": float(reference), "ratio": float(ratio), "n_a": n["A"], "n_b": n["B"],
+        rows.append({"task": task, "reference": as_float(reference), "ratio": as_float(ratio), "n_a": n["A"], "n_b": n["B"],
                      "accuracy_a": accuracy["A"], "accuracy_b": accuracy["B"],
                      "accuracy": float(np.mean(values)) if values else np.nan,
                      "bias": accuracy["A"] - accuracy["B"], "n_unanswered": int((~cell["measured"]).sum())})
@@ -197,6 +208,6 @@ def position_bias_table(trials: pd.DataFrame, is_measured: np.ndarray, ci: float
                 replicates.append(corrected_proportions(side_groups, ratios, rng, n_boot)[0])
             boot = np.nanmean(replicates[0] + replicates[1] - 1.0, axis=1)
             low, high = (float(v) for v in np.nanquantile(boot, [(1 - ci) / 2, (1 + ci) / 2]))
-        rows.append({"task": task, "reference": float(reference), "p_choose_a": float(said_a.mean()), "bias": bias,
+        rows.append({"task": task, "reference": as_float(reference), "p_choose_a": float(said_a.mean()), "bias": bias,
                      "low": low, "high": high})
     return pd.DataFrame(rows, columns=["task", "reference", "p_choose_a", "bias", "low", "high"])

@@ -30,6 +30,7 @@ from scipy.stats import pearsonr, spearmanr
 
 from magdash.behaviour.behaviour_fits import replicate_key
 from magdash.behaviour.psychometric import interval
+from magdash.behaviour.trials import as_float
 from magdash.errors import AnalysisError
 from magdash.significance import statistic_and_p, unreachable_note
 
@@ -108,7 +109,7 @@ def behaviour_deltas(fits_a: pd.DataFrame, replicates_a: dict[str, np.ndarray], 
     rows = []
     for key in a.index.intersection(b.index):
         task, reference, variant = key
-        wf_a, wf_b = float(a.loc[key, "weber_fraction"]), float(b.loc[key, "weber_fraction"])
+        wf_a, wf_b = as_float(a.at[key, "weber_fraction"]), as_float(b.at[key, "weber_fraction"])
         name = replicate_key(str(task), float(reference), str(variant))
         low = high = math.nan
         status = "ok" if math.isfinite(wf_a) and math.isfinite(wf_b) else "a Weber fraction is undefined"
@@ -176,7 +177,7 @@ def behaviour_vs_representation(behaviour: pd.DataFrame, measures: pd.DataFrame)
         rho = p = r = math.nan
         if n >= 3 and np.ptp(values[usable]) > 0 and np.ptp(weber[usable]) > 0:
             rho, p = statistic_and_p(spearmanr(weber[usable], values[usable]))
-            r = float(pearsonr(weber[usable], values[usable])[0])
+            r, _ = statistic_and_p(pearsonr(weber[usable], values[usable]))
         note = unreachable_note("spearman", n, unit="references")
         if n < 3:
             note = f"{n} reference(s) with both numbers: too few for a correlation" + (f"; {note}" if note else "")

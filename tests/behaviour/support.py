@@ -32,10 +32,7 @@ def planted_trials(mu: float | dict[float, float], sigma: float | dict[float, fl
                 correct = rng.random(n_per_position) < p_side
                 for right in correct:
                     chosen = larger if right else ("B" if larger == "A" else "A")
-                    if graded_exact:
-                        difference = float(np.log(p / (1 - p)))
-                    else:
-                        difference = 1.0 if right else -1.0
+                    difference = float(np.log(p / (1 - p))) if graded_exact else (1.0 if right else -1.0)
                     signed = difference if larger == "A" else -difference
                     small, big = f"{reference:g}", f"{reference * ratio:g}"
                     rows.append({"task": task, "reference": reference, "ratio": ratio, "larger": larger,
