@@ -10,7 +10,15 @@ import pytest
 
 from magdash.behaviour.behaviour_params import BehaviourParams
 from magdash.behaviour.behaviour_result import fit_behaviour
-from magdash.behaviour.paper import STATUS_NEGATIVE, fit_paper, paper_cells, paper_weber_fraction
+from magdash.behaviour.paper import (
+    STATUS_NEGATIVE,
+    fit_paper,
+    paper_bootstrap,
+    paper_cells,
+    paper_weber_fraction,
+    percentile_interval,
+    valid_replicates,
+)
 from magdash.behaviour.published import SHIPPED_FITS, SHIPPED_TRIALS, read_published_trials, shipped_file
 
 
@@ -66,3 +74,25 @@ def test_the_paper_weber_fraction_is_undefined_when_the_function_cannot_reach_75
                                              np.array([True, False, True]))
     # a position without trials counts as 0.5, as in the paper
     assert accuracies.tolist() == [pytest.approx(0.5), pytest.approx(0.75)] and counts.tolist() == [2, 1]
+
+
+@pytest.mark.slow
+def test_the_paper_bootstrap_reproduces_the_published_interval_at_reference_300(published):
+    """10,000 of the paper's resamples (seed 42) at one reference: minutes, hence slow."""
+    trials, fits, _ = published
+    rows = trials[(trials["task"] == "B1") & (trials["reference"] == 300.0)]
+    replicates = paper_bootstrap(rows["ratio"].to_numpy(), rows["larger"].to_numpy(),
+                                 rows["correct"].to_numpy(dtype=bool), 10_000, seed=42)
+    valid = valid_replicates(replicates)
+    expected = fits["bootstrap_weber_fractions"]["300.0"]
+    assert valid.size == expected["n_valid"]
+    assert float(np.median(valid)) == pytest.approx(expected["median"], abs=1e-9)
+    low, high = percentile_interval(valid, 0.95)
+    assert low == pytest.approx(expected["percentile_ci_low"], abs=1e-9)
+    assert high == pytest.approx(expected["percentile_ci_high"], abs=1e-9)
+
+
+def test_too_few_valid_replicates_give_no_interval():
+    assert all(math.isnan(v) for v in percentile_interval(np.array([0.1] * 9), 0.95))
+    valid = valid_replicates(np.array([math.nan, -0.1, 0.0, 0.2, 10.0, 12.0, 0.3]))
+    assert valid.tolist() == [0.2, 0.3]
