@@ -12,12 +12,12 @@ import pandas as pd
 
 from magdash.behaviour.behaviour_params import PAPER_SEED, BehaviourParams
 from magdash.behaviour.paper import (
+    bca_interval,
     fit_paper,
     paper_bootstrap,
     paper_cells,
     paper_function,
     paper_status,
-    percentile_interval,
     valid_replicates,
 )
 from magdash.behaviour.psychometric import (
@@ -104,8 +104,9 @@ def magdash_fits(trials: pd.DataFrame, is_measured: np.ndarray, params: Behaviou
 
 def paper_fits(trials: pd.DataFrame, params: BehaviourParams) -> tuple[list[dict], list[pd.DataFrame]]:
     """The paper's fits of every task and reference, on every trial (:mod:`magdash.behaviour.paper`):
-    (fit rows, curve frames). The interval is the percentile interval of the paper's valid replicates
-    (its seed, 42; ``params.n_boot`` replicates).
+    (fit rows, curve frames). The interval is the paper's BCa interval of its valid replicates
+    (:func:`magdash.behaviour.paper.bca_interval`; its seed, 42; ``params.n_boot`` replicates, the paper's
+    10,000 by default: minutes per reference, its Nelder-Mead fits one by one).
 
     Args:
         trials: the trials (:func:`magdash.behaviour.trials.checked_trials`).
@@ -120,8 +121,8 @@ def paper_fits(trials: pd.DataFrame, params: BehaviourParams) -> tuple[list[dict
         in_range, status = paper_status(fit.weber_fraction, ratios)
         low = high = math.nan
         if params.n_boot > 0:
-            low, high = percentile_interval(
-                valid_replicates(paper_bootstrap(ratio, larger, correct, params.n_boot, PAPER_SEED)), params.ci)
+            valid = valid_replicates(paper_bootstrap(ratio, larger, correct, params.n_boot, PAPER_SEED))
+            low, high = bca_interval(valid, fit.weber_fraction, params.ci)
         rows.append({"task": task, "reference": as_float(reference), "variant": "choice", "conventions": "paper",
                      "mu": fit.mu, "sigma": fit.sigma, "lapse": fit.lapse, "weber_fraction": fit.weber_fraction,
                      "wf_low": low, "wf_high": high, "threshold": 1.0 + fit.weber_fraction, "in_range": in_range, "status": status,

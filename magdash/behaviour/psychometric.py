@@ -248,6 +248,8 @@ def refit_many(ratios: np.ndarray, proportions: np.ndarray, n: np.ndarray, start
         except np.linalg.LinAlgError:
             step = score / scale
         proposal = np.clip(theta + step, low, high)
+        if np.max(np.abs(proposal - theta)) < 1e-10:
+            break  # every replicate has converged
         trial = nll(proposal)
         better = trial <= current
         theta = np.where(better[:, None], proposal, theta)

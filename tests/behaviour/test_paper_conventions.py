@@ -12,11 +12,11 @@ from magdash.behaviour.behaviour_params import BehaviourParams
 from magdash.behaviour.behaviour_result import fit_behaviour
 from magdash.behaviour.paper import (
     STATUS_NEGATIVE,
+    bca_interval,
     fit_paper,
     paper_bootstrap,
     paper_cells,
     paper_weber_fraction,
-    percentile_interval,
     valid_replicates,
 )
 from magdash.behaviour.published import SHIPPED_FITS, SHIPPED_TRIALS, read_published_trials, shipped_file
@@ -87,12 +87,21 @@ def test_the_paper_bootstrap_reproduces_the_published_interval_at_reference_300(
     expected = fits["bootstrap_weber_fractions"]["300.0"]
     assert valid.size == expected["n_valid"]
     assert float(np.median(valid)) == pytest.approx(expected["median"], abs=1e-9)
-    low, high = percentile_interval(valid, 0.95)
+    low, high = np.percentile(valid, [2.5, 97.5])
     assert low == pytest.approx(expected["percentile_ci_low"], abs=1e-9)
     assert high == pytest.approx(expected["percentile_ci_high"], abs=1e-9)
+    estimate = fits["psychometric_fits"]["300.0"]["weber_fraction"]
+    low, high = bca_interval(valid, estimate, 0.95)
+    assert low == pytest.approx(expected["ci_low"], abs=1e-6)
+    assert high == pytest.approx(expected["ci_high"], abs=1e-6)
 
 
-def test_too_few_valid_replicates_give_no_interval():
-    assert all(math.isnan(v) for v in percentile_interval(np.array([0.1] * 9), 0.95))
+def test_too_few_valid_replicates_give_no_interval_and_an_estimate_below_them_all_a_degenerate_one():
+    assert all(math.isnan(v) for v in bca_interval(np.linspace(0.1, 0.2, 9), 0.15, 0.95))
+    replicates = np.random.default_rng(0).gamma(4.0, 0.05, 500)
+    # the published interval at reference 1000: a WF of -0.174 below every valid replicate
+    assert bca_interval(replicates, -0.174, 0.95) == (replicates.min(), replicates.min())
+    low, high = bca_interval(replicates, float(np.median(replicates)), 0.95)
+    assert replicates.min() < low < float(np.median(replicates)) < high < replicates.max()
     valid = valid_replicates(np.array([math.nan, -0.1, 0.0, 0.2, 10.0, 12.0, 0.3]))
     assert valid.tolist() == [0.2, 0.3]
