@@ -101,7 +101,8 @@ def paper_weber_fraction(mu: float, sigma: float, lapse: float) -> float:
     inner = (0.75 - lapse / 2.0) / (1.0 - lapse)
     if not 0 < inner < 1:
         return math.nan
-    return float(np.exp(mu + sigma * norm.ppf(inner)) - 1.0)
+    with np.errstate(over="ignore"):  # an overflowing threshold is +inf, which the bootstrap drops as the paper does
+        return float(np.exp(mu + sigma * norm.ppf(inner)) - 1.0)
 
 
 def fit_paper(log_ratios: np.ndarray, accuracies: np.ndarray, n_per_cell: np.ndarray, fast: bool = False) -> PaperFit:
