@@ -55,7 +55,9 @@ class BehaviourParams:
         "what is fitted under the magdash conventions: choice (the chosen option) and/or graded "
         "(the soft choice probability from the two options' logits)", metavar="V,V", parse=comma_separated(str)))
     n_boot: int = field(default=DEFAULT_N_BOOT, metadata=option(
-        "bootstrap resamples of the trials (within ratio x position cells) behind every interval; 0 gives none",
+        "bootstrap resamples of the trials (within ratio x position cells) behind every interval; 0 gives none "
+        "(the paper's conventions refit each resample by Nelder-Mead, as the paper did: minutes per reference "
+        "at 10,000)",
         flag="--behaviour-n-boot", metavar="N"))
     seed: int = field(default=0, metadata=option(
         "seed of the magdash conventions' bootstrap (the paper's conventions use the paper's seed, 42)",
