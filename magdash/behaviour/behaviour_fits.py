@@ -29,7 +29,7 @@ from magdash.behaviour.psychometric import (
 )
 from magdash.behaviour.trials import as_float, corrected_proportions, position_samples, soft_correct
 
-FIT_COLUMNS = ["task", "reference", "variant", "conventions", "mu", "sigma", "lapse", "weber_fraction", "wf_low",
+FITS_FRAME_COLUMNS = ["task", "reference", "variant", "conventions", "mu", "sigma", "lapse", "weber_fraction", "wf_low",
                "wf_high", "threshold", "in_range", "status", "n_trials", "mu_low", "mu_high", "sigma_low", "sigma_high",
                "lapse_low", "lapse_high", "chance_p"]
 CURVE_COLUMNS = ["task", "reference", "variant", "conventions", "ratio", "p"]
@@ -151,7 +151,7 @@ def fit_frames(trials: pd.DataFrame, is_measured: np.ndarray, params: BehaviourP
         more_rows, more_curves = paper_fits(trials, params)
         rows += more_rows
         curves += more_curves
-    fits = pd.DataFrame(rows, columns=FIT_COLUMNS)
+    fits = pd.DataFrame(rows, columns=FITS_FRAME_COLUMNS)
     fits["in_range"] = fits["in_range"].astype(bool)
     curve_frame = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(columns=CURVE_COLUMNS)
     return fits, curve_frame.loc[:, CURVE_COLUMNS], replicates
