@@ -32,7 +32,8 @@ import pytest
 from tests.support import APP, ROOT
 
 PACKAGE = ROOT / "magdash"
-STATISTICS_AND_PRESENTATION = ("variability", "frequency", "depth_statistics", "controls_statistics", "presentation")
+STATISTICS_AND_PRESENTATION = ("variability", "frequency", "depth_statistics", "controls_statistics", "behaviour",
+                               "presentation")
 HEAVY = ("torch", "transformers")
 DUCKDB_ALLOWED = ("magdash/store/", "magdash/frequency/corpus.py")
 
@@ -106,7 +107,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "magdash/significance.py", "magdash/caveats.py", "magdash/kind_declarations.py")),
     ("store", ("magdash/store/",)),
     ("statistics", ("magdash/variability/", "magdash/frequency/", "magdash/depth_statistics/", "magdash/controls_statistics/",
-                    "magdash/probes/")),
+                    "magdash/probes/", "magdash/behaviour/")),
     ("sources", ("magdash/sources/",)),
     ("extraction", ("magdash/extraction.py", "magdash/extract_params.py")),
     ("runs", ("magdash/runs/",)),
