@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from magdash import trial_extraction
 from magdash.comparison_stimuli import ComparisonSet
 from magdash.errors import ModelLoadError, StimulusError
 from magdash.extract_params import ExtractParams
-from magdash.store import Store
-from magdash import trial_extraction
-from magdash.trial_extraction import answer_tokens, load_for_trials, run_trials
 from magdash.sources.resolve import resolve_model
+from magdash.store import Store
+from magdash.trial_extraction import answer_tokens, load_for_trials, run_trials
 
 WORDS = ["Which", "is", "larger", ":", "A", "B", "or", "?", "Answer", "only", "with", "user", "assistant", "!"]
 TEMPLATES = (("plain", "Which is larger : A {a} or B {b} ? Answer with only A or B ."),

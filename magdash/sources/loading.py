@@ -203,7 +203,8 @@ def load_model(
             raise ModelLoadError(f"{source.spec!r} is not a causal language model ({', '.join(config.architectures or [])}): "
                                  "next-token logits need a decoder with its language-model head")
         tokenizer = AutoTokenizer.from_pretrained(path, use_fast=True, **common)
-        auto_class = AutoModelForCausalLM if with_head else AutoModel
+        # Typed as Any: with output_loading_info the loaders return (model, info), which their stubs do not say.
+        auto_class: Any = AutoModelForCausalLM if with_head else AutoModel
         if source.is_random:
             torch.manual_seed(source.seed)
             model = auto_class.from_config(config, dtype=torch_dtype, trust_remote_code=trust_remote_code)
