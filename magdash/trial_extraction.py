@@ -18,6 +18,8 @@ tokenization is refused before anything runs.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import logging
 import time
 from collections.abc import Iterator, Sequence
@@ -207,12 +209,28 @@ def last_logits(loaded: LoadedModel, token_ids: Sequence[Sequence[int]]) -> torc
     for row, ids in enumerate(token_ids):
         input_ids[row, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
         mask[row, width - len(ids):] = 1
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
     device = next(loaded.model.parameters()).device
+    takes = forward_parameters(type(loaded.model))
+    extra: dict[str, object] = {}
+    if "position_ids" in takes:  # counted from each prompt's first token, not from the padding
+        extra["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0).to(device)
+    for keep in ("logits_to_keep", "num_logits_to_keep"):  # the name changed in transformers 4.50
+        if keep in takes:
+            extra[keep] = 1
+            break
     with torch.inference_mode():
-        output = loaded.model(input_ids=input_ids.to(device), attention_mask=mask.to(device),
-                              position_ids=positions.to(device), logits_to_keep=1, use_cache=False)
+        output = loaded.model(input_ids=input_ids.to(device), attention_mask=mask.to(device), use_cache=False, **extra)
     return output.logits[:, -1, :].float()
+
+
+@functools.cache
+def forward_parameters(model_class: type) -> frozenset[str]:
+    """The parameters of a model class's ``forward`` (read once per class, not per batch).
+
+    Args:
+        model_class: the loaded model's class.
+    """
+    return frozenset(inspect.signature(model_class.forward).parameters)
 
 
 def score(logits: torch.Tensor, options: Sequence[OptionTokens]) -> np.ndarray:
@@ -309,8 +327,9 @@ def run_trials(
                         facts.get("chat_template_applied"), _tokens_from_facts(facts),
                         time.perf_counter() - started)
     loaded = model_spec if isinstance(model_spec, LoadedModel) else load_for_trials(source, params)
-    if not loaded.is_causal:
-        raise ModelLoadError(f"{source.spec!r} is not a causal language model: comparisons need next-token logits")
+    if not loaded.is_causal or loaded.model.get_output_embeddings() is None:
+        raise ModelLoadError(f"{source.spec!r} is loaded without a language-model head: comparisons need next-token "
+                             "logits (give a spec, or a model from load_for_trials)")
     options = answer_tokens(loaded.tokenizer, comparison_set.options)
     chat = applies_chat_template(loaded.tokenizer, comparison_set)
     todo = trials[trials["trial_id"].isin(missing)].reset_index(drop=True)

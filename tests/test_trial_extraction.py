@@ -173,6 +173,10 @@ def test_nothing_is_stored_when_the_model_or_an_option_cannot_run(tmp_path, base
     with pytest.raises(StimulusError, match="options=") as refused:
         run_trials(str(base_model), design(options=("A", "Zebra")), store)
     assert "unknown" in str(refused.value)
+    from magdash.sources.loading import load_model
+
+    with pytest.raises(ModelLoadError, match="without a language-model head"):
+        run_trials(load_model(str(base_model)), design(), store)  # hidden states only, as extract loads it
     assert store.comparison_sets().empty and store.trial_models().empty
 
 
