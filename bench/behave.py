@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from magdash.comparison_stimuli import PAPER_TEMPLATES, ComparisonSet, ComparisonTemplate
+from magdash.extract_params import DEFAULT_BATCH_SIZE
 
 BENCH_TEMPLATES = (*PAPER_TEMPLATES,
                    ComparisonTemplate("greater", "Which number is greater: A) {a} or B) {b}? Answer with only A or B."))
@@ -51,7 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Comparison-trials benchmark: run_trials vs the floor.")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     args = parser.parse_args()
 
     from magdash.extract_params import ExtractParams
