@@ -354,6 +354,8 @@ def run_trials(
             progress(done, total)
     if pending:
         store.put_trials(name, comparison_set.name, pd.concat(pending))
+    log.info("ran %d trials of %r on %s (chat template %s)", len(todo), comparison_set.name, name,
+             "applied" if chat else "not applied")
     return TrialRun(name, comparison_set.name, _in_design_order(store, name, comparison_set, trials), len(todo), True, chat,
                     options, time.perf_counter() - started)
 
