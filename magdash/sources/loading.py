@@ -165,10 +165,14 @@ def load_model(
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
     model_cache: str | Path | None = None,
+    with_head: bool = False,
 ) -> LoadedModel:
     """Load a model and its fast tokenizer, offline, safetensors only by default.
 
-    A GGUF model is loaded from its converted folder, converting it first if needed.
+    A GGUF model is loaded from its converted folder, converting it first if needed. With
+    ``with_head`` the causal LM is loaded with its language-model head (``AutoModelForCausalLM``,
+    for next-token logits: :mod:`magdash.trial_extraction`); a model that is not a decoder-only
+    causal LM is then refused before its weights are read.
     """
     if dtype not in DTYPES:
         raise ModelLoadError(f"unknown dtype {dtype!r}: use one of {', '.join(DTYPES)}")
@@ -176,7 +180,7 @@ def load_model(
         spec, allow_pickle=allow_pickle, model_cache=model_cache
     )
     import torch
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
@@ -195,12 +199,17 @@ def load_model(
 
     try:
         config = AutoConfig.from_pretrained(path, **common)
+        if with_head and not is_causal_lm(config):
+            raise ModelLoadError(f"{source.spec!r} is not a causal language model ({', '.join(config.architectures or [])}): "
+                                 "next-token logits need a decoder with its language-model head")
         tokenizer = AutoTokenizer.from_pretrained(path, use_fast=True, **common)
+        # Typed as Any: with output_loading_info the loaders return (model, info), which their stubs do not say.
+        auto_class: Any = AutoModelForCausalLM if with_head else AutoModel
         if source.is_random:
             torch.manual_seed(source.seed)
-            model = AutoModel.from_config(config, dtype=torch_dtype, trust_remote_code=trust_remote_code)
+            model = auto_class.from_config(config, dtype=torch_dtype, trust_remote_code=trust_remote_code)
         else:
-            model, loading = AutoModel.from_pretrained(
+            model, loading = auto_class.from_pretrained(
                 path, config=config, dtype=torch_dtype, use_safetensors=not source.uses_pickle,
                 device_map=device_map, output_loading_info=True, **common,
             )

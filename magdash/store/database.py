@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from magdash.comparison_stimuli import ComparisonSet
 from magdash.errors import ReadOnlyStoreError, StoreError
 from magdash.norm_outliers import OUTLIER_NORM_FACTOR
 from magdash.stimuli import (
@@ -40,7 +41,7 @@ from magdash.stimuli import (
     default_stimulus_set,
     several_sets_message,
 )
-from magdash.store import activations, metrics, npz, parquet, shards, tokens
+from magdash.store import activations, metrics, npz, parquet, shards, tokens, trials
 from magdash.store.connection import StoreFile
 from magdash.store.records import LayerData, ModelRecord
 from magdash.store.schema import (
@@ -856,6 +857,133 @@ class Store:
         frame = pd.DataFrame(rows, columns=["name", "n_numbers", "total", "provenance"])
         frame["total"] = pd.Series([int(total) for total in frame["total"]], index=frame.index, dtype=object)
         return frame
+
+    # -- trials of forced-choice comparisons (magdash.store.trials) ----------------------------
+
+    def put_comparison_set(self, comparisons: ComparisonSet) -> None:
+        """Register a comparison design under its name (again: nothing changes); a name stored with
+        another design is a :class:`~magdash.errors.StoreError`.
+
+        Args:
+            comparisons: the design (:class:`~magdash.comparison_stimuli.ComparisonSet`).
+        """
+        with self._file.transaction() as connection:
+            trials.put_set(connection, comparisons)
+
+    def comparison_sets(self) -> pd.DataFrame:
+        """Every stored comparison set: name, content_hash, imported (trials stored without a design),
+        n_trials (stored over every model), created_at."""
+        with self._file.connect() as connection:
+            return connection.execute(
+                "SELECT s.name, s.content_hash, s.definition IS NULL AS imported, count(t.trial_id) AS n_trials, "
+                "s.created_at FROM comparison_sets s LEFT JOIN trials t ON t.set_hash = s.content_hash "
+                "GROUP BY s.name, s.content_hash, s.definition, s.created_at ORDER BY s.name").df()
+
+    def comparison_set(self, name: str) -> ComparisonSet | None:
+        """The design stored as ``name``; None for imported trials, which have none.
+
+        Args:
+            name: the comparison set's name.
+        """
+        with self._file.connect() as connection:
+            row = trials.first_row(connection, "SELECT definition FROM comparison_sets WHERE name = ?", [name])
+        if row is None:
+            raise StoreError(f"no comparison set {name!r} in the store", parameters=("comparisons",))
+        return None if row[0] is None else trials.from_definition(row[0])
+
+    def put_trials(self, model: str, set_name: str, frame: pd.DataFrame) -> int:
+        """Store the trials of ``model`` on the comparison set ``set_name`` that are not stored yet
+        (one transaction); returns how many were new. A set name not stored is registered as imported
+        trials (published trials have no design object); a frame without ``trial_id`` gets one from
+        each row's content and position.
+
+        Args:
+            model: the model's name.
+            set_name: the comparison set's name (:meth:`put_comparison_set` registers a design first).
+            frame: the trials frame (:data:`magdash.store.trials.REQUIRED_COLUMNS` at least).
+        """
+        if not isinstance(model, str) or not model.strip():
+            raise StoreError("trials need a model name: give model=", parameters=("model",))
+        with self._file.transaction() as connection:
+            return trials.put(connection, model, trials.set_hash(connection, set_name, create_imported=True), frame)
+
+    def trials(self, model: str, set_name: str) -> pd.DataFrame:
+        """The stored trials of ``model`` on ``set_name`` (:data:`magdash.store.trials.TRIAL_COLUMNS`),
+        in the order they were stored; empty when none are.
+
+        Args:
+            model: the model's name.
+            set_name: the comparison set's name.
+        """
+        with self._file.connect() as connection:
+            return trials.read(connection, model, trials.set_hash(connection, set_name))
+
+    def missing_trials(self, model: str, comparisons: ComparisonSet, trial_ids: Sequence[str] | None = None) -> list[str]:
+        """The trial ids of ``comparisons`` (or of ``trial_ids`` among them) not stored for ``model``,
+        in the design's order; every one when the set is not stored yet.
+
+        Args:
+            model: the model's name.
+            comparisons: the design.
+            trial_ids: the ids asked about (default: every trial of the design).
+        """
+        asked = list(comparisons.trials()["trial_id"] if trial_ids is None else trial_ids)
+        with self._file.connect() as connection:
+            stored = trials.stored_ids(connection, model, comparisons.content_hash, asked)
+        return [trial for trial in asked if trial not in stored]
+
+    def put_trial_run(self, model: str, set_name: str, facts: Mapping[str, object]) -> None:
+        """Record the facts of ``model``'s run on ``set_name`` (replacing earlier ones): whether the
+        chat template was applied, the option tokens used, the model's identity.
+
+        Args:
+            model: the model's name.
+            set_name: the comparison set's name.
+            facts: JSON-writable facts.
+        """
+        with self._file.transaction() as connection:
+            hash_ = trials.set_hash(connection, set_name)
+            connection.execute("INSERT OR REPLACE INTO trial_runs (model, set_hash, facts) VALUES (?, ?, ?)",
+                               [model, hash_, json.dumps(dict(facts), sort_keys=True)])
+
+    def trial_run(self, model: str, set_name: str) -> dict | None:
+        """The facts :meth:`put_trial_run` recorded, or None.
+
+        Args:
+            model: the model's name.
+            set_name: the comparison set's name.
+        """
+        with self._file.connect() as connection:
+            row = trials.first_row(connection,
+                "SELECT r.facts FROM trial_runs r JOIN comparison_sets s ON s.content_hash = r.set_hash "
+                "WHERE r.model = ? AND s.name = ?", [model, set_name])
+        return None if row is None else json.loads(row[0])
+
+    def trial_models(self) -> pd.DataFrame:
+        """Every (model, set_name) with stored trials and how many: model, set_name, n_trials."""
+        with self._file.connect() as connection:
+            return connection.execute(
+                "SELECT t.model, s.name AS set_name, count(*) AS n_trials FROM trials t "
+                "JOIN comparison_sets s ON s.content_hash = t.set_hash GROUP BY t.model, s.name "
+                "ORDER BY t.model, s.name").df()
+
+    def delete_trials(self, model: str, set_name: str | None = None) -> int:
+        """Delete ``model``'s trials (on ``set_name`` only, when given) and their run facts; returns
+        how many trials went. The designs stay registered.
+
+        Args:
+            model: the model's name.
+            set_name: the comparison set's name; None: every set.
+        """
+        with self._file.transaction() as connection:
+            where, values = "model = ?", [model]
+            if set_name is not None:
+                where += " AND set_hash = ?"
+                values.append(trials.set_hash(connection, set_name))
+            row = trials.first_row(connection, f"SELECT count(*) FROM trials WHERE {where}", values)
+            connection.execute(f"DELETE FROM trials WHERE {where}", values)
+            connection.execute(f"DELETE FROM trial_runs WHERE {where}", values)
+        return int(row[0]) if row else 0
 
     # -- npz import and export, arrays held in memory -------------------------------------
 

@@ -22,13 +22,13 @@ from magdash.errors import StoreError
 from magdash.norm_outliers import vector_norms
 from magdash.overflow import nonfinite_rows
 from magdash.stimuli import PAPER_SET_NAME, paper_stimuli
-from magdash.store import metrics, shards
+from magdash.store import metrics, shards, trials
 from magdash.store.codec import decode_vectors_into, vector_table
 from magdash.store.connection import StoreFile
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 """1: the first release. 2: adds ``nonfinite``, the vectors holding Inf or NaN, per layer.
 3: one stimulus set per content (sets with the same sentences merged; the paper's named 'paper').
 4: the metric tables (:mod:`magdash.store.metrics`), filled from the cached results.
@@ -53,7 +53,9 @@ every metric table gains the columns it lacks (the probes' baseline, strata, con
 ``probe_best_layers`` among them).
 10: ``results.checksum``, a digest of each cached result's key and payload (:func:`result_checksum`): a
 payload that is not what magdash wrote (edited, damaged, swapped under another key) is computed again.
-The results cached before get the digest of what they hold when the store is migrated."""
+The results cached before get the digest of what they hold when the store is migrated.
+11: the trials of forced-choice comparisons (:mod:`magdash.store.trials`): ``comparison_sets``, ``trials``,
+``trial_runs``, empty in a migrated store."""
 
 _SHARDS_SCHEMA = 5  # the first schema whose vectors are in shards, not tables
 
@@ -112,6 +114,7 @@ def create_tables(connection: duckdb.DuckDBPyConnection) -> None:
     new file, under its temporary name, in one transaction)."""
     for statement in (*_TABLES, *metrics.schema_statements()):
         connection.execute(statement)
+    trials.create(connection)
     connection.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
 
 
@@ -552,5 +555,6 @@ MIGRATIONS: dict[int, Migration] = {
     7: _migration(_add_tokenization),
     8: _migration(_metric_columns_of_schema_9),
     9: _migration(_add_result_checksums),
+    10: _migration(trials.create),
 }
 """Schema version -> the step that brings a store of that version to the next one."""

@@ -198,7 +198,7 @@ def test_a_schema_9_store_gains_the_checksums_of_its_cached_results(tmp_path):
         connection.execute("ALTER TABLE results DROP COLUMN checksum")
         connection.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
     migrated = Store(path)
-    assert migrated.schema_version() == SCHEMA_VERSION == 10
+    assert migrated.schema_version() == SCHEMA_VERSION == 11
     (_, payload, checksum), = _results(path)
     assert checksum == result_checksum(key, payload)
     kept = analyze(migrated, "m", "s", AnalysisParams(n_boot=0))

@@ -55,7 +55,7 @@ def test_the_fixture_is_a_schema_1_store(v1_store):
 
 def test_a_schema_1_store_migrates_with_every_vector_intact(v1_store):
     store = Store(v1_store)
-    assert store.schema_version() == SCHEMA_VERSION == 10
+    assert store.schema_version() == SCHEMA_VERSION == 11
     expected = np.load(DATA / "store_v1_expected.npz")
     np.testing.assert_array_equal(store.export_arrays("tiny", "six")["per_carrier"], expected["tiny"])
     np.testing.assert_array_equal(store.export_arrays("with-nan", "six")["per_carrier"], expected["with_nan"])
@@ -157,7 +157,7 @@ def test_a_schema_2_store_keeps_one_set_per_content_with_every_vector_intact(v2_
     with duckdb.connect(str(v2_store), read_only=True) as connection:
         done_before = connection.execute("SELECT count(*) FROM done").fetchone()[0]
     store = Store(v2_store)
-    assert store.schema_version() == SCHEMA_VERSION == 10
+    assert store.schema_version() == SCHEMA_VERSION == 11
     assert store.stimulus_set_names() == ["first-stimuli", "paper"]
     assert store.stimulus_sets_for("first") == store.stimulus_sets_for("second") == ["first-stimuli"]
     assert store.stimulus_sets_for("third") == ["paper"]  # the paper's sentences go by their name
@@ -272,7 +272,7 @@ def test_a_schema_5_store_gains_the_design_tables_and_keeps_everything(tmp_path)
             connection.execute(f"DROP TABLE {name}")
         connection.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 10
+    assert store.schema_version() == SCHEMA_VERSION == 11
     assert all(store.metric_table(name).empty for name in design_tables)
     assert store.get_result("k") == b"payload"
 
@@ -287,7 +287,7 @@ def test_a_schema_6_store_gains_the_sequence_start_and_its_models_read_as_not_re
         connection.execute("DROP TABLE vector_norms")
         connection.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 10
+    assert store.schema_version() == SCHEMA_VERSION == 11
     record = store.model_record("old")
     assert record.sequence_start == "" and record.n_blocks == 1
     assert store.list_models()["sequence_start"].tolist() == [""]
@@ -314,7 +314,7 @@ def test_a_schema_7_store_gains_number_formats_token_facts_and_every_missing_met
             connection.execute(f"DROP TABLE {table}")
         connection.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 10
+    assert store.schema_version() == SCHEMA_VERSION == 11
     assert store.number_formats() == {"s": "digits"} and store.stimulus_set("s").number_format == "digits"
     assert all(store.metric_table(name).empty for name in added)
     tests = store.metric_table("comparison_tests")
@@ -345,7 +345,7 @@ def test_a_schema_8_store_gains_the_stimulus_bootstrap_columns_and_keeps_its_row
                            " measure, wilcoxon_p) VALUES ('k', 'old', 'other', 's', 's', 'magdash', 'eucl', 0.25)")
         connection.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 10
+    assert store.schema_version() == SCHEMA_VERSION == 11
     for table, columns in added.items():
         assert set(columns) <= set(store.metric_table(table).columns), table
     (row,) = store.metric_table("comparison_tests").to_dict(orient="records")
@@ -371,7 +371,7 @@ def test_a_schema_8_store_names_e5s_raw_correlation_and_forgets_the_numbers_of_u
                            "('fitted', 'm', 1, 2.0, 3.0, 0.5, 7.0, true)")
         connection.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 10
+    assert store.schema_version() == SCHEMA_VERSION == 11
     e5 = store.metric_table("e5")
     assert set(metrics.TABLES_BY_NAME["e5"].column_names) <= set(e5.columns)
     assert e5[["raw_rho", "raw_p", "partial_rho"]].values.tolist() == [[0.9, 1e-9, 0.2]]
@@ -395,7 +395,7 @@ def test_a_schema_8_store_gains_the_probes_new_columns_and_table_and_takes_their
         connection.execute("DROP TABLE probe_best_layers")
         connection.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 10
+    assert store.schema_version() == SCHEMA_VERSION == 11
     probe(store, "old", "s", ProbeParams(n_boot=10, targets=("log",), magnitude_folds=2))
     scores = store.metric_table("probe_scores")
     assert len(scores) == 2 * 2 * 2 and scores["baseline_r2"].notna().all()
@@ -534,3 +534,22 @@ def test_a_migration_refused_by_the_data_it_meets_is_a_store_error_and_leaves_th
     with pytest.raises(StoreError, match=r"could not be migrated from schema 8 to 9 \(Conversion Error.*left as it was"):
         Store(path)
     assert path.read_bytes() == before
+
+
+def test_a_schema_10_store_gains_empty_trial_tables_and_keeps_everything(tmp_path, rng):
+    path = tmp_path / "v10.duckdb"
+    store = Store(path)
+    store.import_arrays("old", rng.normal(size=(3, 2, 2, 4)), (1, 2, 3), carriers=("a {n}", "b {n}"), stimuli="s")
+    store.put_result("k", "analysis", b"payload")
+    with duckdb.connect(str(path)) as connection:  # schema 10 is schema 11 without the trial tables
+        for table in ("trials", "trial_runs", "comparison_sets"):
+            connection.execute(f"DROP TABLE {table}")
+        connection.execute("UPDATE meta SET value = '10' WHERE key = 'schema_version'")
+    migrated = Store(path)
+    assert migrated.schema_version() == SCHEMA_VERSION == 11 and stored_version(path) == "11"
+    assert migrated.comparison_sets().empty and migrated.trial_models().empty
+    assert migrated.get_result("k") == b"payload" and migrated.model_names() == ["old"]
+    from magdash.comparison_stimuli import paper_comparisons
+
+    migrated.put_comparison_set(paper_comparisons())
+    assert migrated.comparison_sets()["name"].tolist() == ["paper"]
