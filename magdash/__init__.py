@@ -16,12 +16,13 @@ names are loaded when first used, so ``import magdash`` (and the command line's 
 no numerical library.
 
 - data in: :class:`Store` (with :meth:`Store.put` for arrays), :func:`extract`, the stimuli
-  (:class:`StimulusSet`, :func:`paper_stimuli`), arrays as :class:`Activations`, and the adapters
+  (:class:`StimulusSet`, :func:`paper_stimuli`; comparisons: :class:`ComparisonSet`,
+  :func:`paper_comparisons`), arrays as :class:`Activations`, and the adapters
   :func:`number_prompts`, :func:`from_transformer_lens`, :func:`from_nnsight`, :func:`from_hidden_states`;
 - analyses (a store and a model name, or arrays), each with its params class and result type:
   :func:`analyze` (scaling, hypotheses, geometry), :func:`compare`, :func:`controls` (the robustness
   controls), :func:`design`, :func:`depth` and :func:`depth_of_texts`, :func:`e5` with
-  :func:`frequency_source` and :func:`frequency_sources`, :func:`probe` (is magnitude decodable?),
+  :func:`frequency_source` and :func:`frequency_sources`, :func:`probe` (is magnitude decodable?), :func:`behave` (the model's own number comparisons),
   :func:`rdm` and :func:`layer_vectors`;
 - figures: :mod:`magdash.charts`, the Altair charts the app draws;
 - errors: :class:`MagdashError` and its kinds, each message saying what to fix.
@@ -39,6 +40,8 @@ _PUBLIC: dict[str, tuple[str, str | None]] = {
     "Activations": ("magdash.store", "Activations"),
     "StimulusSet": ("magdash.stimuli", "StimulusSet"),
     "paper_stimuli": ("magdash.stimuli", "paper_stimuli"),
+    "ComparisonSet": ("magdash.comparison_stimuli", "ComparisonSet"),
+    "paper_comparisons": ("magdash.comparison_stimuli", "paper_comparisons"),
     "extract": ("magdash.api.analyses", "extract"),
     "ExtractParams": ("magdash.extract_params", "ExtractParams"),
     "ExtractionResult": ("magdash.extraction", "ExtractionResult"),

@@ -185,3 +185,9 @@ declare_kind(KindDeclaration(
     dashboard_key="magdash.dashboard.keys:E5Key", report_section="e5_section",
     model_sections=(ModelSection(20, "magdash.reports:focus_e5_sections"),),
 ))
+declare_kind(KindDeclaration(
+    "behaviour", "behave", "magdash.behaviour.behaviour_params:BehaviourParams",
+    "magdash.behaviour.behaviour_result:BehaviourResult", "behave", "behave",
+    dashboard_key="magdash.dashboard.behaviour_page:BehaviourKey", report_section="behaviour_section",
+    model_sections=(ModelSection(60, "magdash.reports:focus_behaviour_sections"),),
+))

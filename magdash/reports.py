@@ -161,6 +161,30 @@ def focus_probe_sections(context: ReportContext) -> list[ReportSection]:
     return [sections.probe_section(series, context.layer)]
 
 
+def focus_behaviour_sections(context: ReportContext) -> list[ReportSection]:
+    """The behaviour of the focus model on each comparison set where its fits with the report's
+    parameters (``options["behaviour"]``) are cached, one section per task (none otherwise: a report
+    never waits for the fits), with CV(n) over the core layers beside it."""
+    params = context.options.get("behaviour")
+    result = context.result
+    if params is None:
+        return []
+    from magdash.presentation.behaviour_figures import core_cv_frame
+    from magdash.runs.behaviour_runs import cached_behaviour, trial_sets_of
+
+    found = []
+    for comparisons in trial_sets_of(context.store, result.model):
+        behaviour = cached_behaviour(context.store, result.model, comparisons, params)
+        if behaviour is None:
+            continue
+        references = tuple(sorted({float(value) for value in behaviour.cells["reference"]}))
+        representation = core_cv_frame(result, references)
+        for task in dict.fromkeys(str(task) for task in behaviour.cells["task"]):
+            found.append(sections.behaviour_section(behaviour, task, params.min_option_mass,
+                                                    representation=representation))
+    return found
+
+
 def cached_probe_series(store, model: str, stimuli: str, params: ProbeParams) -> dict[str, ProbeResult]:
     """The cached probes of ``model`` and, when also cached, of its ``@random`` control, by series
     (empty when the model's are not cached): nothing is computed."""
@@ -282,3 +306,20 @@ def probe_report(store, series: Mapping[str, ProbeResult], layer: int | None = N
     manifest = report_manifest(store, results, kind="probe")
     return build_report_html([sections.probe_section(series, layer, target)], manifest,
                              title=f"magdash probes: {trained.model}")
+
+
+def behaviour_report(store, results: Sequence[Any]) -> str:
+    """The behaviour of one or more models (:class:`~magdash.behaviour.behaviour_result.BehaviourResult`,
+    the first the focus) as an HTML report: one section per model and task, with a manifest naming
+    each model's comparison set, its trials and how they were run (:meth:`Store.trial_run
+    <magdash.store.Store.trial_run>`: chat template, answer tokens, model identity; none for imported trials)."""
+    runs = {result.model: {"comparisons": result.comparisons, "trials": result.n_trials,
+                           "run": store.trial_run(result.model, result.comparisons) if result.comparisons else None,
+                           "from_cache": bool(result.from_cache)}
+            for result in results}
+    parameters = {result.model: dataclasses.asdict(result.params) for result in results}
+    manifest = build_manifest({}, {}, {}, {}, store=str(store.path), kind="behaviour",
+                              extra={"behaviour_runs": runs, "behaviour_parameters": parameters})
+    found = [sections.behaviour_section(result, task, result.params.min_option_mass)
+             for result in results for task in dict.fromkeys(str(task) for task in result.cells["task"])]
+    return build_report_html(found, manifest, title=f"magdash behaviour: {results[0].model}")

@@ -27,7 +27,7 @@ if not found:
 chosen = st.selectbox("Trials", found, format_func=behaviour_page.trial_set_label, key="behaviour_trials")
 key = behaviour_page.behaviour_key(view.store, chosen, view.n_boot)
 with st.spinner(ui.plain(f"Fitting the comparisons of {chosen.model} (first time only; cached in the store)…")):
-    result = ui.behaviour_for(key)
+    result = ui.result_for(key)
 left, middle, right = st.columns(3)
 task = left.selectbox("Task", behaviour_page.tasks(result), key="behaviour_task",
                       help="The prompt template; each is fitted on its own.")

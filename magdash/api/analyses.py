@@ -29,6 +29,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import numpy as np
 import pandas as pd
 
+from magdash.behaviour.behaviour_params import BehaviourParams
+from magdash.behaviour.behaviour_result import BehaviourResult
+from magdash.comparison_stimuli import ComparisonSet
 from magdash.controls_statistics.controls import ControlsResult
 from magdash.controls_statistics.controls_params import ControlsParams, DesignParams
 from magdash.controls_statistics.design import DesignResult
@@ -477,6 +480,61 @@ def probe(
     params = _params(ProbeParams, params, options)
     source = _source(data, model, stimuli, magnitudes, carriers, "probe")
     return probe_vectors(source, params, use_cache=use_cache, progress=progress)
+
+
+def behave(
+    data: Store | pd.DataFrame,
+    model: str | None = None,
+    comparisons: ComparisonSet | str | None = None,
+    params: BehaviourParams | None = None,
+    *,
+    trials_file: str | os.PathLike | None = None,
+    extract_params: ExtractParams | None = None,
+    name: str | None = None,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+    **options: Any,
+) -> BehaviourResult:
+    """The model's own number comparisons ("Which is larger: A) 47 or B) 52?"), their psychometric
+    functions and Weber fractions per reference, the Weber-law slope and the position bias
+    (docs/behaviour.md; Cacioli 2026, arXiv 2603.20642, Paradigm B).
+
+    Args:
+        data: a :class:`~magdash.store.Store`, or a trials frame (the columns of
+            :data:`magdash.behaviour.trials.TRIAL_COLUMNS`: fitted, not cached).
+        model: with a store, a model spec whose comparisons are run where not stored yet (nothing is loaded
+            when all are), or the name of imported trials; with a frame, its name in the records.
+        comparisons: a :class:`~magdash.comparison_stimuli.ComparisonSet` or a stored set's name; default the
+            set the model has trials on when it has one, else the paper's design (:func:`paper_comparisons`).
+        params: the fits' choices (:class:`~magdash.behaviour.behaviour_params.BehaviourParams`).
+        trials_file: a published trial file (the paper's ``paradigm_b_raw.json`` fields) stored first as
+            ``model``'s trials, then fitted.
+        extract_params: how the model is loaded and run (:class:`~magdash.extract_params.ExtractParams`).
+        name: the model's name in the store (default: the spec, with a non-default dtype appended).
+        use_cache: a store only: False refits and replaces the cached fits (stored trials are kept).
+        progress: called as ``progress(done, total)`` trials.
+        options: fields of :class:`~magdash.behaviour.behaviour_params.BehaviourParams` (``conventions=("paper",)``).
+
+    Returns:
+        The :class:`~magdash.behaviour.behaviour_result.BehaviourResult` (``.fits``, ``.cells``,
+        ``.weber_law``, ``.position_bias``: tidy DataFrames; ``.records()``: one per task, reference,
+        variant and conventions).
+    """
+    from magdash.runs import behaviour_runs
+
+    params = _params(BehaviourParams, params, options)
+    if isinstance(data, pd.DataFrame):
+        return behaviour_runs.behaviour_of_trials(data, params, model=model or "")
+    if not isinstance(data, Store):
+        raise AnalysisError(f"behave needs a store or a trials frame, got {type(data).__name__}",
+                            parameters=("data",))
+    model = _require_store(data, "behave", model)
+    if trials_file is not None:
+        behaviour_runs.import_trials(data, trials_file, model, comparisons if isinstance(comparisons, str) else None)
+        set_name = behaviour_runs.only_trial_set(data, model, comparisons if isinstance(comparisons, str) else None)
+        return behaviour_runs.behaviour(data, model, set_name, params, use_cache=use_cache)
+    return behaviour_runs.behave(data, model, comparisons, params, extract_params=extract_params, name=name,
+                                 use_cache=use_cache, progress=progress)
 
 
 def frequency_source(name: str, store: Store | None = None) -> FrequencySource:

@@ -59,6 +59,7 @@ class BehaviourResult(PayloadCodec):
         position_bias: the share of "A" answers and the bias per task and reference.
         n_trials: the trials given.
         n_unanswered: trials whose two options hold less than ``min_option_mass`` (or without a choice).
+        comparisons: the comparison set's name ("" when not given).
         replicates: the magdash fits' bootstrap WF replicates by ``"task|reference|variant"``.
         from_cache: whether the result was read from the store's cache.
     """
@@ -72,6 +73,7 @@ class BehaviourResult(PayloadCodec):
     position_bias: pd.DataFrame
     n_trials: int
     n_unanswered: int
+    comparisons: str = ""
     replicates: dict[str, np.ndarray] = field(default_factory=dict)
     from_cache: bool = field(default=False, compare=False, metadata=not_stored(True))
 
@@ -126,7 +128,7 @@ class BehaviourResult(PayloadCodec):
                    "sigma", "lapse", "in_range", "status", "n_trials"]
         found = []
         for row in self.fits.loc[:, columns].to_dict(orient="records"):
-            record: dict[str, Any] = {"model": self.model}
+            record: dict[str, Any] = {"model": self.model, "comparisons": self.comparisons}
             for key, value in row.items():
                 name = str(key)
                 if isinstance(value, (float, np.floating)):
@@ -146,6 +148,7 @@ class BehaviourResult(PayloadCodec):
         the tables; the CLI writes null)."""
         return {
             "model": self.model,
+            "comparisons": self.comparisons,
             "records": self.records(),
             "params": dataclasses.asdict(self.params),
             **{name: getattr(self, name).to_dict(orient="records") for name in TABLES},
@@ -155,7 +158,8 @@ class BehaviourResult(PayloadCodec):
         }
 
 
-def fit_behaviour(trials: pd.DataFrame, params: BehaviourParams | None = None, model: str = "") -> BehaviourResult:
+def fit_behaviour(trials: pd.DataFrame, params: BehaviourParams | None = None, model: str = "",
+                  comparisons: str = "") -> BehaviourResult:
     """Every behavioural measure of one model's trials: the cells, the psychometric fits of each
     convention and variant with their intervals, the Weber-law slope and the position bias.
 
@@ -164,6 +168,7 @@ def fit_behaviour(trials: pd.DataFrame, params: BehaviourParams | None = None, m
             :data:`~magdash.behaviour.trials.FIT_COLUMNS` are read).
         params: the choices (defaults: :class:`BehaviourParams`).
         model: the model's name, carried into the records and caveats.
+        comparisons: the comparison set's name, carried into the records.
     """
     params = params or BehaviourParams()
     frame = checked_trials(trials)
@@ -179,6 +184,7 @@ def fit_behaviour(trials: pd.DataFrame, params: BehaviourParams | None = None, m
         position_bias=position_bias_table(frame, is_measured, params.ci, params.n_boot, params.seed),
         n_trials=int(len(frame)),
         n_unanswered=int((~is_measured).sum()),
+        comparisons=comparisons,
         replicates=replicates,
     )
 

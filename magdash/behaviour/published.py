@@ -6,7 +6,7 @@ Llama-3-8B-Instruct's as ``magdash/data/paradigm_b/llama_instruct_numerical_tria
 fields map onto the frame's columns: ``task_type`` -> task, ``baseline`` -> reference, ``ratio``,
 ``correct_answer`` -> larger, ``value_a``, ``value_b``, ``prompt``, ``a_logit`` / ``b_logit`` -> logit_a /
 logit_b, ``a_prob`` / ``b_prob`` -> prob_a / prob_b, ``predicted`` -> chosen (when it is A or B),
-``correct``; ``pair_id`` is kept as ``trial_id``.
+``correct``; ``task_type:pair_id`` is kept as ``trial_id`` (the paper asks each pair in every task).
 
 A task none of whose records has the answer A or B is not a forced choice between two options (the
 paper's ``symbolic_control`` asks for the larger number itself) and is left out, named in the frame's
@@ -101,7 +101,8 @@ def published_trials(records: list[Any], source: str = "the records") -> pd.Data
     for column in ("reference", "ratio", "logit_a", "logit_b", "prob_a", "prob_b"):
         frame[column] = frame[column].astype(float)
     frame["correct"] = frame["correct"].astype(bool)
-    frame["trial_id"] = [str(record.get("pair_id", index)) for index, record in enumerate(kept)]
+    # The paper numbers a pair once and asks it in every task: a trial is the task's pair.
+    frame["trial_id"] = [f"{record['task_type']}:{record.get('pair_id', index)}" for index, record in enumerate(kept)]
     frame.attrs["skipped_tasks"] = skipped
     return frame.loc[:, [*TRIAL_COLUMNS, "trial_id"]]
 

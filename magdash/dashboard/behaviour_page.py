@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from magdash.behaviour.behaviour_params import BehaviourParams
 from magdash.dashboard.inventory import StoreInventory, TrialSet
 from magdash.dashboard.keys import AnalysisKey, analysis_key
 from magdash.dashboard.view import ViewState
@@ -27,14 +28,14 @@ NO_TRIALS = ("Nothing to show yet: the Behaviour page needs a model's number com
 @dataclass(frozen=True)
 class BehaviourKey:
     """Identifies the behaviour result of one model's trials: store, model, comparison set, the
-    number of trials (it changes when trials are added, as a resumed run adds them) and the
-    bootstrap size of the fits (the sidebar's; every other parameter as in ``magdash behave``)."""
+    number of trials (it changes when trials are added, as a resumed run adds them) and the fits'
+    parameters (the sidebar's bootstrap size; every other as in ``magdash behave``)."""
 
     store: str
     model: str
     comparisons: str
     trials: int
-    n_boot: int
+    params: BehaviourParams
 
 
 def trial_sets(inventory: StoreInventory) -> tuple[TrialSet, ...]:
@@ -51,7 +52,7 @@ def behaviour_key(store: str, chosen: TrialSet, n_boot: int) -> BehaviourKey:
         chosen: the model and comparison set shown.
         n_boot: the bootstrap resamples of the fits' intervals.
     """
-    return BehaviourKey(store, chosen.model, chosen.comparisons, chosen.trials, n_boot)
+    return BehaviourKey(store, chosen.model, chosen.comparisons, chosen.trials, BehaviourParams(n_boot=n_boot))
 
 
 def trial_set_label(found: TrialSet) -> str:

@@ -166,6 +166,8 @@ def read_inventory(store: Store) -> StoreInventory:
             for name, sets in zip(models["name"], models["stimulus_sets"], strict=True)
         }
         carriers = store.set_carriers()  # by set name, in name order: the sets' names too
+        trial_sets = tuple(TrialSet(str(row.model), str(row.set_name), int(row.n_trials))
+                           for row in store.trial_models().itertuples())
         return StoreInventory(
             path=str(store.path),
             models=models,
@@ -175,6 +177,7 @@ def read_inventory(store: Store) -> StoreInventory:
             stimulus_sets=list(carriers),
             nonfinite=store.nonfinite_summary(),
             carriers=carriers,
+            trial_sets=trial_sets,
         )
 
 

@@ -27,6 +27,8 @@ from typing import Any
 
 import pandas as pd
 
+from magdash.behaviour.behaviour_params import BehaviourParams
+from magdash.behaviour.behaviour_result import BEHAVIOUR_VERSION, BehaviourResult
 from magdash.controls_statistics.controls import CONTROLS_VERSION, ControlsResult
 from magdash.controls_statistics.controls_params import ControlsParams, DesignParams
 from magdash.controls_statistics.design import DESIGN_VERSION, DesignResult
@@ -39,7 +41,7 @@ from magdash.frequency.e5_params import E5Params
 from magdash.kind_declarations import KIND_DECLARATIONS, KindDeclaration
 from magdash.probes.probe_params import ProbeParams
 from magdash.probes.result import PROBE_VERSION, ProbeResult
-from magdash.runs import analysis_runs, controls_runs, depth_runs, design_runs, frequency_runs, probe_runs
+from magdash.runs import analysis_runs, behaviour_runs, controls_runs, depth_runs, design_runs, frequency_runs, probe_runs
 from magdash.runs.cache import CachedKind
 from magdash.variability.analysis import ANALYSIS_VERSION, AnalysisResult
 from magdash.variability.analysis_params import AnalysisParams
@@ -55,11 +57,18 @@ class SweepTask:
         cache_keys: the keys of the results a cell's run caches, from ``(store, model, stimuli, params)``:
             all cached means the task is done on that cell.
         describe: the summary's one line on a result.
+        done: for a task that runs the model itself (not over the cell's stored vectors), whether a cell's
+            work is stored, ``done(context)`` (a :class:`magdash.sweep.tasks.TaskContext`, read by its fields);
+            None: the cell's vectors are stored and every key of ``cache_keys`` is cached.
+        run_cell: for such a task, its run on a cell, ``run_cell(context)`` giving the result; None: the kind's
+            ``run`` over the cell's stored vectors with the plan's table of the task's name.
     """
 
     name: str
     cache_keys: Callable[[Any, str, str, Any], list[str]]
     describe: Callable[[Any], str]
+    done: Callable[[Any], bool] | None = None
+    run_cell: Callable[[Any], Any] | None = None
 
 
 DashboardRun = Callable[[Any, Callable[[str], Any], Callable[[Any], Any]], Any]
@@ -266,6 +275,10 @@ def _dashboard_design(key, store_for, resolve) -> DesignResult:
     return design_runs.run_design(store_for(key.store), key.model, key.stimuli, key.params, key.analysis)
 
 
+def _dashboard_behaviour(key, store_for, resolve) -> BehaviourResult:
+    return behaviour_runs.behaviour(store_for(key.store), key.model, key.comparisons, key.params)
+
+
 def _dashboard_e5(key, store_for, resolve) -> pd.DataFrame:
     """The E5 of an analysis, from the store's cache or computed once and written to its e5 table."""
     return frequency_runs.e5_from_analysis(store_for(key.analysis.store), resolve(key.analysis), resolve(key.source),
@@ -306,4 +319,12 @@ register_analysis_kind(AnalysisKind(
 register_analysis_kind(AnalysisKind(
     KIND_DECLARATIONS["e5"], E5Params, E5_VERSION, pd.DataFrame, frequency_runs.e5_vectors,
     frequency_runs.e5_from_store, frequency_runs.E5, backfill=True, dashboard_run=_dashboard_e5,
+))
+register_analysis_kind(AnalysisKind(
+    KIND_DECLARATIONS["behaviour"], BehaviourParams, BEHAVIOUR_VERSION, BehaviourResult,
+    behaviour_runs.behaviour_of_trials, behaviour_runs.behaviour, behaviour_runs.BEHAVIOUR, backfill=True,
+    task=SweepTask(behaviour_runs.SWEEP_TASK, lambda *cell: [], behaviour_runs.describe_behaviour,
+                   done=behaviour_runs.sweep_done,
+                   run_cell=behaviour_runs.sweep_run),
+    dashboard_run=_dashboard_behaviour,
 ))

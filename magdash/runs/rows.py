@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from magdash.jsonio import to_jsonable
+from magdash.store.metrics import TABLES_BY_NAME
 from magdash.variability.analysis import FIT_COLUMNS
 
 if TYPE_CHECKING:
+    from magdash.behaviour.behaviour_result import BehaviourResult
     from magdash.controls_statistics.controls import CarrierTables
     from magdash.controls_statistics.design import DesignResult
     from magdash.depth_statistics.diagnostics import DepthResult
@@ -209,3 +211,18 @@ def probe_rows(result: ProbeResult) -> Rows:
               "probe_directions": result.directions, "probe_decoded": result.decoded,
               "probe_decoded_scaling": result.decoded_scaling, "probe_best_layers": result.best_layers}
     return {"probes": run, **{name: with_identity(frame, identity) for name, frame in tables.items()}}
+
+
+def behaviour_rows(result: BehaviourResult) -> Rows:
+    """The behaviour of ``result.model`` on ``result.comparisons`` as rows of ``behaviour_fits`` and
+    ``behaviour_weber_law`` (the result's fits and Weber-law slopes with the model and set in front).
+
+    Args:
+        result: the behaviour of one model on one comparison set.
+    """
+    identity = {"model": result.model, "comparisons": result.comparisons}
+    found = {}
+    for table, frame in (("behaviour_fits", result.fits), ("behaviour_weber_law", result.weber_law)):
+        columns = [name for name in TABLES_BY_NAME[table].column_names if name not in identity]
+        found[table] = with_identity(frame.loc[:, columns], identity)
+    return found

@@ -67,6 +67,7 @@ _LAYER = ("layer", "INTEGER", "0 = embeddings, l = after block l")
 _LABEL = ("label", "VARCHAR", "the layer's name")
 _CORE = ("core", "BOOLEAN", "in the analysis's core band")
 _ANALYSIS_ID = (_MODEL, _STIMULI, _CONVENTIONS)
+_BEHAVIOUR_ID = (_MODEL, ("comparisons", "VARCHAR", "the comparison set"))
 
 _FIT_COLUMNS = (
     ("alpha", "DOUBLE", "OLS slope of log V on log n"),
@@ -486,6 +487,36 @@ METRIC_TABLES: tuple[MetricTable, ...] = (
                               "(1 - ci) / (layers - 1) (NULL without bootstrap)"),
         ("best", "BOOLEAN", "this layer has the largest R squared"),
         ("in_band", "BOOLEAN", "gap_low <= 0: cannot be told from the best (the best alone without bootstrap)"),
+    )),
+    MetricTable("behaviour_fits", "behaviour",
+                "one row per (behaviour run, task, reference, variant, conventions): the psychometric fit", (
+        *_BEHAVIOUR_ID,
+        ("task", "VARCHAR", "the prompt template (imported trials: the paper's task)"),
+        ("reference", "DOUBLE", "the reference number of the pairs"),
+        ("variant", "VARCHAR", "choice (the chosen option) or graded (the soft choice from the logit difference)"),
+        _CONVENTIONS,
+        ("mu", "DOUBLE", "the function's location on ln(ratio)"),
+        ("sigma", "DOUBLE", "its spread on ln(ratio)"),
+        ("lapse", "DOUBLE", "the lapse rate"),
+        ("weber_fraction", "DOUBLE", "the ratio at 75% correct minus 1 (NULL: undefined, docs/behaviour.md)"),
+        ("wf_low", "DOUBLE", "its bootstrap interval, lower end"),
+        ("wf_high", "DOUBLE", "upper end"),
+        ("threshold", "DOUBLE", "the ratio at 75% correct"),
+        ("in_range", "BOOLEAN", "the threshold lies within the tested ratios"),
+        ("status", "VARCHAR", "ok, or why the Weber fraction is undefined or out of range"),
+        ("n_trials", "INTEGER", "the trials fitted"),
+    )),
+    MetricTable("behaviour_weber_law", "behaviour",
+                "one row per (behaviour run, task, variant, conventions): ln WF against ln reference", (
+        *_BEHAVIOUR_ID,
+        ("task", "VARCHAR", "the prompt template"),
+        ("variant", "VARCHAR", "choice or graded"),
+        _CONVENTIONS,
+        ("slope", "DOUBLE", "slope of ln WF on ln reference (0: Weber's law)"),
+        ("low", "DOUBLE", "its interval, lower end"),
+        ("high", "DOUBLE", "upper end"),
+        ("n_references", "INTEGER", "the references with a defined Weber fraction it rests on"),
+        ("status", "VARCHAR", "ok, or why no slope"),
     )),
 )
 

@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from magdash.behaviour.behaviour_params import BehaviourParams
 from magdash.controls_statistics.controls_params import ControlsParams
 from magdash.depth_statistics.depth_params import DepthParams
 from magdash.errors import MagdashError, PlanError
@@ -179,6 +180,7 @@ class SweepPlan:
         depth: the ``[depth]`` table's parameters.
         controls: the ``[controls]`` table's parameters (None: the defaults over ``analysis``).
         probe: the ``[probe]`` table's parameters.
+        behave: the ``[behave]`` table's parameters (the fits of the comparison trials).
     """
     models: tuple[ModelEntry, ...]
     stimuli: tuple[StimuliEntry, ...]
@@ -193,20 +195,22 @@ class SweepPlan:
     depth: DepthParams = field(default_factory=DepthParams)
     controls: ControlsParams | None = None  # None: the defaults over ``analysis``
     probe: ProbeParams = field(default_factory=ProbeParams)
+    behave: BehaviourParams = field(default_factory=BehaviourParams)
 
     @property
     def controls_params(self) -> ControlsParams:
         """The controls' params; their analysis is always the plan's."""
         return self.controls or ControlsParams(analysis=self.analysis)
 
-    def params_for(self, task: str) -> AnalysisParams | DepthParams | ControlsParams | ProbeParams:
+    def params_for(self, task: str) -> AnalysisParams | DepthParams | ControlsParams | ProbeParams | BehaviourParams:
         """The parameters of an analysis task: the plan's table of that name (``[analyze]``, ``[depth]``,
-        ``[controls]``, ``[probe]``).
+        ``[controls]``, ``[probe]``, ``[behave]``).
 
         Args:
             task: the task's name in ``tasks``.
         """
-        tables = {"analyze": self.analysis, "depth": self.depth, "controls": self.controls_params, "probe": self.probe}
+        tables = {"analyze": self.analysis, "depth": self.depth, "controls": self.controls_params, "probe": self.probe,
+                  "behave": self.behave}
         if task not in tables:
             raise PlanError(f"task {task!r} has no table of parameters; the tables are {', '.join(tables)}")
         return tables[task]
@@ -223,7 +227,7 @@ class SweepPlan:
 
 
 _PLAN_KEYS = {"tasks", "dtypes", "positions", "batch_size", "padding_side", "device", "model_cache", "models",
-              "stimuli", "analyze", "depth", "controls", "probe"}
+              "stimuli", "analyze", "depth", "controls", "probe", "behave"}
 _MODEL_KEYS = {f.name for f in dataclasses.fields(ModelEntry)}
 _STIMULI_KEYS = {"name", "carriers", "magnitudes", "number_format"}
 
@@ -283,6 +287,7 @@ def parse_plan(document: Mapping[str, Any], folder: Path, task_kinds: Mapping[st
         depth=_params(DepthParams, document.get("depth", {}), "depth"),
         controls=_controls(document, tasks, analysis),
         probe=_probe(document, tasks),
+        behave=_params(BehaviourParams, document.get("behave", {}), "behave"),
     )
     _unique([cell.store_name for cell in plan.cells() if cell.stimuli == stimuli[0].name], "store name",
             "give each model its own name")

@@ -144,6 +144,8 @@ def analysis_task(kind: AnalysisKind) -> TaskKind:
         raise ValueError(f"analysis kind {kind.name!r} declares no sweep task")
 
     def is_done(context: TaskContext) -> bool:
+        if task.done is not None:
+            return task.done(context)
         if not _stored_complete(context):
             return False
         store = context.store
@@ -151,6 +153,8 @@ def analysis_task(kind: AnalysisKind) -> TaskKind:
         return all(store.get_result(key) is not None for key in keys)
 
     def run(context: TaskContext) -> str:
+        if task.run_cell is not None:
+            return task.describe(task.run_cell(context))
         params = context.plan.params_for(task.name)
         return task.describe(kind.run(context.store, context.cell.store_name, context.stimuli.name, params))
 
