@@ -41,7 +41,15 @@ from magdash.frequency.e5_params import E5Params
 from magdash.kind_declarations import KIND_DECLARATIONS, KindDeclaration
 from magdash.probes.probe_params import ProbeParams
 from magdash.probes.result import PROBE_VERSION, ProbeResult
-from magdash.runs import analysis_runs, behaviour_runs, controls_runs, depth_runs, design_runs, frequency_runs, probe_runs
+from magdash.runs import (
+    analysis_runs,
+    behaviour_runs,
+    controls_runs,
+    depth_runs,
+    design_runs,
+    frequency_runs,
+    probe_runs,
+)
 from magdash.runs.cache import CachedKind
 from magdash.variability.analysis import ANALYSIS_VERSION, AnalysisResult
 from magdash.variability.analysis_params import AnalysisParams
