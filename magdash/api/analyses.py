@@ -501,7 +501,7 @@ def behave(
 
     Args:
         data: a :class:`~magdash.store.Store`, or a trials frame (the columns of
-            :data:`magdash.behaviour.trials.TRIAL_COLUMNS`: fitted, not cached).
+            :data:`magdash.behaviour.trial_frames.TRIAL_COLUMNS`: fitted, not cached).
         model: with a store, a model spec whose comparisons are run where not stored yet (nothing is loaded
             when all are), or the name of imported trials; with a frame, its name in the records.
         comparisons: a :class:`~magdash.comparison_stimuli.ComparisonSet` or a stored set's name; default the
