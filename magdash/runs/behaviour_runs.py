@@ -430,8 +430,8 @@ def behaviour_beside_representation(store, result: BehaviourResult, stimuli: str
         return None
     fits = result.weber_fractions()
     frames = []
-    for task, rows in fits.groupby("task", sort=False):
-        table = behaviour_vs_representation(rows.loc[:, ["reference", "weber_fraction"]].reset_index(drop=True), measures)
+    for task, task_fits in fits.groupby("task", sort=False):
+        table = behaviour_vs_representation(task_fits.loc[:, ["reference", "weber_fraction"]].reset_index(drop=True), measures)
         table.insert(0, "task", task)
         frames.append(table)
     return pd.concat(frames, ignore_index=True) if frames else None
