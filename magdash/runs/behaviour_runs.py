@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import pandas as pd
 from magdash.behaviour.behaviour_params import BehaviourParams
 from magdash.behaviour.behaviour_result import BEHAVIOUR_VERSION, BehaviourResult
 from magdash.behaviour.trial_frames import FIT_COLUMNS
+from magdash.comparison_stimuli import ComparisonSet
 from magdash.errors import AnalysisError
 from magdash.formatting import format_number
 from magdash.names import control_name
@@ -224,7 +226,7 @@ def behaviour_with_control(store, model: str, comparisons: str, params: Behaviou
     return result, controlled, compare_behaviour(result, controlled)
 
 
-def import_trials(store, path: str | Path, name: str, comparisons: str | None = None) -> int:
+def import_trials(store, path: str | os.PathLike[str], name: str, comparisons: str | None = None) -> int:
     """Store the trials of a published trial file (the fields of the paper's
     ``paradigm_b_raw.json``: :func:`magdash.behaviour.published.read_published_trials`) as model
     ``name``'s; returns how many were new (an import repeated stores nothing).
@@ -240,7 +242,7 @@ def import_trials(store, path: str | Path, name: str, comparisons: str | None = 
     if not isinstance(name, str) or not name.strip():
         raise AnalysisError("imported trials need a model name: give name=", parameters=("name",))
     store.check_writable()
-    trials = read_published_trials(path)
+    trials = read_published_trials(Path(path))
     set_name = comparisons or f"imported-{Path(path).stem}".replace("_", "-")
     added = store.put_trials(name, set_name, trials)
     skipped = trials.attrs.get("skipped_tasks")
@@ -300,7 +302,7 @@ def sweep_run(context) -> BehaviourResult:
     return behaviour(context.store, cell.store_name, comparisons.name, plan.params_for(SWEEP_TASK))
 
 
-def comparisons_to_run(store, name: str, comparisons) -> tuple[object | None, str]:
+def comparisons_to_run(store, name: str, comparisons) -> tuple[ComparisonSet | None, str]:
     """The design whose trials a behaviour run makes sure are stored, and the set's name: a
     :class:`~magdash.comparison_stimuli.ComparisonSet` as given; a stored set's name (its design, or
     None for imported trials, which are only fitted); None: the set the model already has trials on
@@ -311,7 +313,7 @@ def comparisons_to_run(store, name: str, comparisons) -> tuple[object | None, st
         name: the model's name in the store.
         comparisons: a design, a stored set's name, or None.
     """
-    from magdash.comparison_stimuli import ComparisonSet, paper_comparisons
+    from magdash.comparison_stimuli import paper_comparisons
 
     if isinstance(comparisons, ComparisonSet):
         return comparisons, comparisons.name
