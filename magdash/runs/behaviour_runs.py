@@ -54,8 +54,11 @@ class StoredTrials:
     comparisons: str
 
     def frame(self) -> pd.DataFrame:
-        """The trials, in the order they were stored."""
-        return self.store.trials(self.model, self.comparisons)  # pyright: ignore[reportAttributeAccessIssue] - a Store
+        """The trials in the order of their ids: the bootstraps resample rows within cells, so the order
+        must not be the store's (which does not keep the order trials were written in); an imported
+        paper's ids (``task:pair_id``) give its file's order in every cell, so its bootstrap draws as it did."""
+        found = self.store.trials(self.model, self.comparisons)  # pyright: ignore[reportAttributeAccessIssue] - a Store
+        return found.sort_values("trial_id", kind="mergesort").reset_index(drop=True)
 
 
 def trials_fingerprint(trials: pd.DataFrame) -> str:
