@@ -368,7 +368,8 @@ def behave(
     extract_params = extract_params or ExtractParams()
     stored_name = name or default_name(model, extract_params.dtype)
     design, set_name = comparisons_to_run(store, stored_name, comparisons)
-    if design is not None:
+    # Every trial stored: fitted without resolving the spec, so the stored name alone will do.
+    if design is not None and store.missing_trials(stored_name, design):
         run = run_trials(model, design, store, extract_params, name=stored_name, progress=progress)
         stored_name = run.model
     return behaviour(store, stored_name, set_name, params, use_cache=use_cache)
