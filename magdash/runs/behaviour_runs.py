@@ -54,11 +54,10 @@ class StoredTrials:
     comparisons: str
 
     def frame(self) -> pd.DataFrame:
-        """The trials in the order of their ids: the bootstraps resample rows within cells, so the order
-        must not be the store's (which does not keep the order trials were written in); an imported
-        paper's ids (``task:pair_id``) give its file's order in every cell, so its bootstrap draws as it did."""
-        found = self.store.trials(self.model, self.comparisons)  # pyright: ignore[reportAttributeAccessIssue] - a Store
-        return found.sort_values("trial_id", kind="mergesort").reset_index(drop=True)
+        """The trials in the order of their ids (:meth:`Store.trials <magdash.store.Store.trials>`): the
+        bootstraps resample rows within cells, so the order is part of the result; an imported paper's ids
+        (``task:pair_id``) give its file's order in every cell, so its bootstrap draws as it did."""
+        return self.store.trials(self.model, self.comparisons)  # pyright: ignore[reportAttributeAccessIssue] - a Store
 
 
 def trials_fingerprint(trials: pd.DataFrame) -> str:
