@@ -147,10 +147,12 @@ def steer_trials(
     if batch_size < 1:
         raise StimulusError(f"batch_size={batch_size}: give at least 1", parameters=("batch_size",))
     missing = [column for column in TRIAL_FIELDS if column not in trials.columns]
+    if not missing:  # imported trials may hold no template or question: nothing says where the operand is
+        missing = [column for column in TRIAL_FIELDS if trials[column].isna().any()]
     if missing or trials.empty:
         raise StimulusError(
-            f"trials= {'lack ' + ', '.join(missing) if missing else 'are empty'}: give comparison trials "
-            "(ComparisonSet.trials() or the stored trials of magdash behave)",
+            f"trials= {'lack ' + ', '.join(missing) if missing else 'are empty'}: give comparison trials with "
+            "their templates (ComparisonSet.trials() or the stored trials of magdash behave)",
             parameters=("trials",),
         )
     if not loaded.is_causal or loaded.model.get_output_embeddings() is None:

@@ -179,6 +179,7 @@ def test_inputs_that_cannot_be_steered_are_refused_naming_the_parameter(planted)
         (dict(operand="c"), "operand="),
         (dict(trials=trials.drop(columns=["template"])), "trials="),
         (dict(trials=trials.iloc[:0]), "trials="),
+        (dict(trials=trials.assign(template=None)), "lack template"),
         (dict(batch_size=0), "batch_size="),
     ]
     for change, message in cases:
