@@ -24,6 +24,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from magdash.behaviour.psychometric import STATUS_CHANCE
 from magdash.controls_statistics.design import wilson
 from magdash.errors import AnalysisError
 from magdash.presentation import chart_style as style
@@ -146,7 +147,7 @@ def position_bias_sentence(result: BehaviourFrames, task: str) -> str:
         result: the behaviour result.
         task: the prompt template's name.
     """
-    bias = result.position_bias[result.position_bias["task"] == task]
+    bias = bias_frame(result, task)
     biased = bias[(bias["low"] > 0.5) | (bias["high"] < 0.5)]
     if biased.empty:
         return (f"{result.model} ({task}) shows no position bias its intervals can tell from chance: P(choose A) "
@@ -294,6 +295,8 @@ def weber_frame(result: BehaviourFrames, task: str, variant: str = "choice", con
     side = values.copy()  # the fraction, or r* - 1 where only the threshold is known
     if "threshold" in fits:
         side = np.where(np.isfinite(side), side, fits["threshold"].astype(float).to_numpy() - 1.0)
+    # A fit at chance has a threshold only as an optimiser's end point: no side to draw it on.
+    side = np.where(fits["status"].astype(str).to_numpy() == STATUS_CHANCE, np.nan, side)
     with np.errstate(invalid="ignore"):
         placement = np.where(inside, INSIDE, np.where(~np.isfinite(side), UNDEFINED,
                                                       np.where(side < floor, BELOW, ABOVE)))
@@ -412,9 +415,17 @@ def weber_figure(result: BehaviourFrames, task: str, variant: str = "choice", co
 
 
 def bias_frame(result: BehaviourFrames, task: str) -> pd.DataFrame:
-    """P(choose A) per reference with its interval: reference, p_choose_a, bias, low, high."""
+    """P(choose A) per reference with its interval: reference, p_choose_a, bias, low, high.
+
+    The fits' ``position_bias`` frame gives the interval of the bias (A-correct minus B-correct
+    accuracy, 0 without a bias); with the larger number in A in half the trials, P(choose A) =
+    (1 + bias) / 2, so ``low`` and ``high`` here are that interval on P(choose A)'s scale, where the
+    chart draws it and 0.5 means no bias."""
     bias = _chosen(result.position_bias, "position bias", task=task)
-    return bias.loc[:, ["reference", "p_choose_a", "bias", "low", "high"]].reset_index(drop=True)
+    frame = bias.loc[:, ["reference", "p_choose_a", "bias", "low", "high"]].reset_index(drop=True)
+    frame["low"] = (1.0 + frame["low"].astype(float)) / 2.0
+    frame["high"] = (1.0 + frame["high"].astype(float)) / 2.0
+    return frame
 
 
 def bias_chart(

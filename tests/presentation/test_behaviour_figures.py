@@ -65,7 +65,7 @@ class Planted:
         "high": [0.6], "n_references": [1], "status": ["ok"]}))
     position_bias: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({
         "task": "t", "reference": list(REFERENCES), "p_choose_a": [0.5, 0.55, 0.9], "bias": [0.0, 0.1, 0.8],
-        "low": [0.44, 0.49, 0.86], "high": [0.56, 0.61, 0.93]}))
+        "low": [-0.12, -0.02, 0.72], "high": [0.12, 0.22, 0.86]}))  # the bias's interval (2 P(A) - 1)
 
 
 @pytest.fixture
@@ -148,6 +148,11 @@ def test_the_position_bias_chart_draws_p_choose_a_with_its_interval_and_the_half
     assert rule["encoding"]["y"]["datum"] == 0.5
     assert [row["p_choose_a"] for row in _values(spec, points)] == [0.5, 0.55, 0.9]
     assert bars["encoding"]["y2"]["field"] == "high"
+    # the bias's interval drawn on P(choose A)'s scale, (1 + bias) / 2: around each point, not around 0
+    drawn = _values(spec, bars)
+    assert [row["low"] for row in drawn] == pytest.approx([0.44, 0.49, 0.86])
+    assert [row["high"] for row in drawn] == pytest.approx([0.56, 0.61, 0.93])
+    assert all(row["low"] < row["p_choose_a"] < row["high"] for row in drawn)
 
 
 def test_behaviour_against_representation_keeps_the_references_with_both_and_counts_them(result):
@@ -191,7 +196,7 @@ def test_the_position_bias_sentence_names_the_references_whose_interval_misses_o
     sentence = bf.position_bias_sentence(result, "t")
     assert sentence.startswith("planted (t) prefers one position whatever the numbers at 1 of 3 references")
     assert "reference 1000: P(choose A) 0.90 [0.86, 0.93]" in sentence and "reference 100:" not in sentence
-    unbiased = result.position_bias.assign(p_choose_a=0.5, low=0.45, high=0.55)
+    unbiased = result.position_bias.assign(p_choose_a=0.5, bias=0.0, low=-0.1, high=0.1)
     assert "no position bias" in bf.position_bias_sentence(Planted(position_bias=unbiased), "t")
 
 
@@ -245,3 +250,14 @@ def test_a_threshold_without_a_fraction_is_placed_by_its_ratio(result):
     assert sentences[1] == ("Reference 1000: the fitted threshold is above the tested ratios 1.05-3 (no Weber "
                             "fraction), which the design does not measure; it is shown at "
                             "the edge, not as a number.")
+
+
+def test_a_fit_at_chance_is_undefined_whatever_threshold_its_optimiser_ended_on(result):
+    # Llama's B2 at reference 30: at chance, its r* (55) an optimiser's end point, not a threshold above the design
+    fits = _fits().assign(weber_fraction=np.nan, threshold=[0.9, 55.0, 0.9],
+                          status=["threshold below ratio 1", "at chance", "at chance"])
+    frame = bf.weber_frame(Planted(fits=fits), "t")
+    assert list(frame["placement"]) == [bf.BELOW, bf.UNDEFINED, bf.UNDEFINED]
+    assert frame["drawn"].isna().tolist() == [False, True, True]
+    assert bf.outside_range_sentences(Planted(fits=fits), "t")[1:] == [
+        "Reference 100: no Weber fraction (at chance).", "Reference 1000: no Weber fraction (at chance)."]
