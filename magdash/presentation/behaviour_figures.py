@@ -322,6 +322,20 @@ def fits_table(result: BehaviourFrames, task: str, variant: str = "choice", conv
     return frame.reset_index(drop=True)
 
 
+REFERENCE_MARGIN = 1.3
+"""How far the reference axis reaches beyond the first and last reference (a factor on the log axis), so
+their points and triangles are drawn whole rather than cut in half by the plot's edge."""
+
+
+def reference_axis(references: pd.Series) -> alt.X:
+    """The reference on a log x axis reaching :data:`REFERENCE_MARGIN` beyond the references shown."""
+    values = references.astype(float)
+    values = values[np.isfinite(values) & (values > 0)]
+    scale = alt.Scale(type="log") if values.empty else alt.Scale(
+        type="log", domain=[float(values.min()) / REFERENCE_MARGIN, float(values.max()) * REFERENCE_MARGIN], nice=False)
+    return alt.X("reference:Q", title="reference (log scale)", scale=scale)
+
+
 def weber_law_line(frame: pd.DataFrame) -> pd.DataFrame:
     """Weber's law through the fractions inside the tested ratios: a constant Weber fraction, their
     geometric mean, across the references (reference, drawn); empty when none is inside."""
@@ -354,7 +368,7 @@ def weber_chart(
             f"{reference_label(reference)} ({status})"
             for reference, status in zip(undefined["reference"].astype(float), undefined["status"], strict=True)))
     drawn = frame[frame["placement"] != UNDEFINED]
-    x = alt.X("reference:Q", title="reference (log scale)", scale=alt.Scale(type="log"))
+    x = reference_axis(frame["reference"])
     y = alt.Y("drawn:Q", title="Weber fraction (log scale)", scale=alt.Scale(type="log"))
     placements = [name for name in PLACEMENT_SHAPES if name in set(drawn["placement"])]
     shape = alt.Shape("placement:N", title=None, scale=alt.Scale(domain=placements,
@@ -439,7 +453,7 @@ def bias_chart(
     """P(choose A) against the reference (log axis) with its interval (:func:`bias_frame`:
     reference, p_choose_a, low, high, bias); dashed at 0.5, where a model without a position bias lies."""
     style.require_columns(frame, ["reference", "p_choose_a", "low", "high"], "bias_chart")
-    x = alt.X("reference:Q", title="reference (log scale)", scale=alt.Scale(type="log"))
+    x = reference_axis(frame["reference"])
     y_scale = alt.Scale(domain=[0.0, 1.0])
     data = style.inline_data(frame, ["reference", "p_choose_a", "bias", "low", "high"])
     layers = [

@@ -261,3 +261,12 @@ def test_a_fit_at_chance_is_undefined_whatever_threshold_its_optimiser_ended_on(
     assert frame["drawn"].isna().tolist() == [False, True, True]
     assert bf.outside_range_sentences(Planted(fits=fits), "t")[1:] == [
         "Reference 100: no Weber fraction (at chance).", "Reference 1000: no Weber fraction (at chance)."]
+
+
+def test_the_reference_axes_reach_beyond_the_first_and_last_reference(result):
+    # the points at references 10 and 1000 drawn whole, not halved by the plot's edge
+    for spec in (bf.weber_figure(result, "t").to_dict(), bf.bias_figure(result, "t").to_dict()):
+        domains = [layer["encoding"]["x"]["scale"]["domain"] for layer in spec["layer"]
+                   if layer.get("encoding", {}).get("x", {}).get("field") == "reference"]
+        assert domains and all(domain == pytest.approx([10 / bf.REFERENCE_MARGIN, 1000 * bf.REFERENCE_MARGIN])
+                               for domain in domains)
