@@ -283,7 +283,8 @@ def weber_frame(result: BehaviourFrames, task: str, variant: str = "choice", con
     """The Weber fraction per reference and where it is drawn: reference, weber_fraction, wf_low,
     wf_high, status, placement (:data:`INSIDE`, :data:`BELOW`, :data:`ABOVE` or :data:`UNDEFINED`),
     drawn (the value on the log axis: the fraction itself inside the tested ratios, the design's edge
-    beyond them, none when undefined) and the interval's ends where they can be drawn. Where the fits
+    beyond them, none when undefined) and the interval's ends where they can be drawn (an infinite end at
+    the design's edge). Where the fits
     give no fraction but a threshold ratio r* (a ``threshold`` column: magdash's conventions leave the
     fraction of a threshold below ratio 1 or above the design undefined), r* says on which side it lies."""
     fits = _chosen(result.fits, "fits", task=task, variant=variant, conventions=conventions)
@@ -304,27 +305,35 @@ def weber_frame(result: BehaviourFrames, task: str, variant: str = "choice", con
     frame["drawn"] = np.select([placement == INSIDE, placement == BELOW, placement == ABOVE],
                                [values, floor, ceiling], default=np.nan)
     for column in ("wf_low", "wf_high"):
+        # An infinite end (resamples without a threshold in reach) is drawn to the design's edge, as a
+        # fraction beyond it is; only a missing end leaves the interval undrawn.
         ends = frame[column].astype(float).to_numpy()
-        frame[f"{column}_drawn"] = np.where(inside & np.isfinite(ends), np.clip(ends, floor, ceiling), np.nan)
+        frame[f"{column}_drawn"] = np.where(inside & ~np.isnan(ends), np.clip(ends, floor, ceiling), np.nan)
     return frame
 
 
 def fits_table(result: BehaviourFrames, task: str, variant: str = "choice", conventions: str = "magdash") -> pd.DataFrame:
-    """The psychometric fit per reference as the page and the report show it: reference, mu, sigma,
-    lapse, the Weber fraction with its interval (``behaviour_wf``: the fits' ``weber_fraction``, renamed,
-    since a probe's ``weber_fraction`` is its decoded spread), where its threshold lies against the
-    tested ratios, the status and the measured trials."""
+    """The psychometric fit per reference as the page and the report show it: reference, the Weber
+    fraction with its interval (``behaviour_wf``: the fits' ``weber_fraction``, renamed, since a probe's
+    ``weber_fraction`` is its decoded spread), where its threshold lies against the tested ratios, the
+    status, then the fit's mu, sigma and lapse and the measured trials (the fraction first: a narrow
+    window shows it without scrolling)."""
     fits = _chosen(result.fits, "fits", task=task, variant=variant, conventions=conventions)
-    frame = fits.loc[:, ["reference", "mu", "sigma", "lapse", "weber_fraction", "wf_low", "wf_high", "status",
+    frame = fits.loc[:, ["reference", "weber_fraction", "wf_low", "wf_high", "status", "mu", "sigma", "lapse",
                          "n_trials"]].rename(columns={"weber_fraction": "behaviour_wf", "wf_low": "behaviour_wf_low",
                                                       "wf_high": "behaviour_wf_high"})
-    frame.insert(7, "placement", weber_frame(result, task, variant, conventions)["placement"].to_numpy())
+    frame.insert(4, "placement", weber_frame(result, task, variant, conventions)["placement"].to_numpy())
     return frame.reset_index(drop=True)
 
 
 REFERENCE_MARGIN = 1.3
 """How far the reference axis reaches beyond the first and last reference (a factor on the log axis), so
 their points and triangles are drawn whole rather than cut in half by the plot's edge."""
+
+
+LOG_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
+"""The Weber-fraction axis' ticks, 1-2-5 per decade (Vega's own log ticks leave some decades unlabelled
+and draw a grid line at every minor tick); those outside the drawn range are not shown."""
 
 
 def reference_axis(references: pd.Series) -> alt.X:
@@ -369,7 +378,8 @@ def weber_chart(
             for reference, status in zip(undefined["reference"].astype(float), undefined["status"], strict=True)))
     drawn = frame[frame["placement"] != UNDEFINED]
     x = reference_axis(frame["reference"])
-    y = alt.Y("drawn:Q", title="Weber fraction (log scale)", scale=alt.Scale(type="log"))
+    y = alt.Y("drawn:Q", title="Weber fraction (log scale)", scale=alt.Scale(type="log"),
+              axis=alt.Axis(values=list(LOG_TICKS), grid=True))
     placements = [name for name in PLACEMENT_SHAPES if name in set(drawn["placement"])]
     shape = alt.Shape("placement:N", title=None, scale=alt.Scale(domain=placements,
                                                                  range=[PLACEMENT_SHAPES[p] for p in placements]))

@@ -12,7 +12,7 @@ import pytest
 from magdash.comparison_stimuli import PAPER_REFERENCES
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.store import Store
-from tests.support import open_app, shown, widget
+from tests.support import assert_tables_are_labelled, open_app, shown, widget
 
 PAGE = "pages/stimuli.py"
 GOOD = (b"name,template\n"
@@ -41,6 +41,7 @@ def test_uploaded_templates_are_listed_with_their_caveats_and_saved_as_a_compari
     assert [shown(error) for error in at.main.error if "states an answer" not in shown(error)] == []
     table = at.dataframe[-1].value
     assert list(table["template_name"]) == ["plain", "leaky"]
+    assert_tables_are_labelled(at)
     assert table["template"].iloc[0] == "Which is larger: A) {a} or B) {b}? Answer with only A or B."
     # the template that states an answer is named where it is listed (serious: an error box)
     leaks = [shown(box) for box in [*at.main.error, *at.main.warning] if "states an answer" in shown(box)]

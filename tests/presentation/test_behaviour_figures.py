@@ -270,3 +270,12 @@ def test_the_reference_axes_reach_beyond_the_first_and_last_reference(result):
                    if layer.get("encoding", {}).get("x", {}).get("field") == "reference"]
         assert domains and all(domain == pytest.approx([10 / bf.REFERENCE_MARGIN, 1000 * bf.REFERENCE_MARGIN])
                                for domain in domains)
+
+
+def test_an_unbounded_interval_end_is_drawn_to_the_designs_edge(result):
+    # Llama's B1 at reference 30 (magdash conventions, choice): WF 0.474 [0, inf]
+    fits = _fits().assign(weber_fraction=[0.474, 0.3, 0.2], wf_low=[0.0, np.nan, 0.1], wf_high=[np.inf, 0.5, np.nan],
+                          in_range=True, status="ok")
+    frame = bf.weber_frame(Planted(fits=fits), "t")
+    assert frame["wf_low_drawn"].iloc[0] == pytest.approx(0.05) and frame["wf_high_drawn"].iloc[0] == pytest.approx(2.0)
+    assert np.isnan(frame["wf_low_drawn"].iloc[1]) and np.isnan(frame["wf_high_drawn"].iloc[2])  # a missing end: none
