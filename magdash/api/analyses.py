@@ -488,7 +488,7 @@ def behave(
     comparisons: ComparisonSet | str | None = None,
     params: BehaviourParams | None = None,
     *,
-    trials_file: str | os.PathLike | None = None,
+    trials_file: str | os.PathLike[str] | None = None,
     extract_params: ExtractParams | None = None,
     name: str | None = None,
     use_cache: bool = True,
@@ -501,7 +501,7 @@ def behave(
 
     Args:
         data: a :class:`~magdash.store.Store`, or a trials frame (the columns of
-            :data:`magdash.behaviour.trials.TRIAL_COLUMNS`: fitted, not cached).
+            :data:`magdash.behaviour.trial_frames.TRIAL_COLUMNS`: fitted, not cached).
         model: with a store, a model spec whose comparisons are run where not stored yet (nothing is loaded
             when all are), or the name of imported trials; with a frame, its name in the records.
         comparisons: a :class:`~magdash.comparison_stimuli.ComparisonSet` or a stored set's name; default the

@@ -3,10 +3,10 @@
 Cacioli 2026 (arXiv 2603.20642, Paradigm B) asks a model which of two numbers is larger and fits a
 psychometric function of the ratio to its answers. This package holds the fits and nothing else (no store,
 no model): :func:`~magdash.behaviour.behaviour_result.fit_behaviour` turns the trials frame
-(:mod:`magdash.behaviour.trials`) into a :class:`~magdash.behaviour.behaviour_result.BehaviourResult` under
+(:mod:`magdash.behaviour.trial_frames`) into a :class:`~magdash.behaviour.behaviour_result.BehaviourResult` under
 the choices of :class:`~magdash.behaviour.behaviour_params.BehaviourParams`:
 
-- :mod:`~magdash.behaviour.trials`: the trials frame, measured trials, position-corrected accuracy and bias;
+- :mod:`~magdash.behaviour.trial_frames`: the trials frame, measured trials, position-corrected accuracy and bias;
 - :mod:`~magdash.behaviour.psychometric`: magdash's two-alternative function, its fit, Weber fraction and
   bootstrap (choice and graded variants);
 - :mod:`~magdash.behaviour.paper`: the paper's function and procedure exactly;

@@ -27,7 +27,7 @@ from magdash.behaviour.psychometric import (
     replicate_weber_fractions,
     two_alternative,
 )
-from magdash.behaviour.trials import as_float, corrected_proportions, position_samples, soft_correct
+from magdash.behaviour.trial_frames import as_float, corrected_proportions, position_samples, soft_correct
 
 FITS_FRAME_COLUMNS = ["task", "reference", "variant", "conventions", "mu", "sigma", "lapse", "weber_fraction", "wf_low",
                "wf_high", "threshold", "in_range", "status", "n_trials", "mu_low", "mu_high", "sigma_low", "sigma_high",
@@ -62,7 +62,7 @@ def magdash_fits(trials: pd.DataFrame, is_measured: np.ndarray, params: Behaviou
     bootstrap WF replicates by :func:`replicate_key`).
 
     Args:
-        trials: the trials (:func:`magdash.behaviour.trials.checked_trials`, indexed 0..n-1).
+        trials: the trials (:func:`magdash.behaviour.trial_frames.checked_trials`, indexed 0..n-1).
         is_measured: which trials are measured.
         params: the choices.
     """
@@ -109,7 +109,7 @@ def paper_fits(trials: pd.DataFrame, params: BehaviourParams) -> tuple[list[dict
     10,000 by default: minutes per reference, its Nelder-Mead fits one by one).
 
     Args:
-        trials: the trials (:func:`magdash.behaviour.trials.checked_trials`).
+        trials: the trials (:func:`magdash.behaviour.trial_frames.checked_trials`).
         params: the choices.
     """
     rows, curves = [], []
@@ -140,7 +140,7 @@ def fit_frames(trials: pd.DataFrame, is_measured: np.ndarray, params: BehaviourP
     """The ``fits`` and ``curves`` frames of every convention asked, and the magdash fits' WF replicates.
 
     Args:
-        trials: the trials (:func:`magdash.behaviour.trials.checked_trials`).
+        trials: the trials (:func:`magdash.behaviour.trial_frames.checked_trials`).
         is_measured: which trials are measured.
         params: the choices.
     """

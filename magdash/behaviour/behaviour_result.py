@@ -1,11 +1,11 @@
 """A model's behaviour in number comparisons: :class:`BehaviourResult` and :func:`fit_behaviour`, its entry point.
 
 The result holds the params and the frames the figures and the page read (columns: the
-``*_COLUMNS`` constants of :mod:`magdash.behaviour.trials`, :mod:`magdash.behaviour.behaviour_fits` and
+``*_COLUMNS`` constants of :mod:`magdash.behaviour.trial_frames`, :mod:`magdash.behaviour.behaviour_fits` and
 :mod:`magdash.behaviour.weber_law`):
 
 - ``cells``: per task, reference and ratio the measured trials in each position, their accuracies, the
-  position-corrected accuracy and the bias (:mod:`magdash.behaviour.trials`);
+  position-corrected accuracy and the bias (:mod:`magdash.behaviour.trial_frames`);
 - ``fits``: per task, reference, variant and conventions mu, sigma, lapse, the Weber fraction (NaN where
   undefined) with its interval, whether its threshold lies inside the tested ratios and the status;
 - ``curves``: the fitted functions on a grid of ratios;
@@ -32,7 +32,7 @@ import pandas as pd
 from magdash.behaviour.behaviour_fits import fit_frames
 from magdash.behaviour.behaviour_params import BehaviourParams
 from magdash.behaviour.psychometric import STATUS_CHANCE
-from magdash.behaviour.trials import cell_table, checked_trials, measured, position_bias_table
+from magdash.behaviour.trial_frames import cell_table, checked_trials, measured, position_bias_table
 from magdash.behaviour.weber_law import behaviour_deltas, weber_law_table
 from magdash.caveats import Caveat, Severity, lines
 from magdash.result_codec import PayloadCodec, not_stored
@@ -164,8 +164,8 @@ def fit_behaviour(trials: pd.DataFrame, params: BehaviourParams | None = None, m
     convention and variant with their intervals, the Weber-law slope and the position bias.
 
     Args:
-        trials: the trials frame (:data:`magdash.behaviour.trials.TRIAL_COLUMNS`; only the columns of
-            :data:`~magdash.behaviour.trials.FIT_COLUMNS` are read).
+        trials: the trials frame (:data:`magdash.behaviour.trial_frames.TRIAL_COLUMNS`; only the columns of
+            :data:`~magdash.behaviour.trial_frames.FIT_COLUMNS` are read).
         params: the choices (defaults: :class:`BehaviourParams`).
         model: the model's name, carried into the records and caveats.
         comparisons: the comparison set's name, carried into the records.

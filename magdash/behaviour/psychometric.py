@@ -9,7 +9,7 @@ with r >= 1 the ratio of the larger number to the smaller. It runs from 0.5 (no 
 at lambda/2 and so can put 75% correct below ratio 1, its threshold is never a negative Weber fraction.
 
 Fit: binomial maximum likelihood on the position-corrected proportion p_r of each ratio's n_r measured
-trials (:mod:`magdash.behaviour.trials`): maximise sum_r k_r ln P(r) + (n_r - k_r) ln(1 - P(r)) with
+trials (:mod:`magdash.behaviour.trial_frames`): maximise sum_r k_r ln P(r) + (n_r - k_r) ln(1 - P(r)) with
 k_r = p_r n_r (not rounded: the position correction averages two proportions, and the binomial
 log-likelihood with a fractional count is the quasi-likelihood of a proportion, Papke & Wooldridge 1996),
 over mu in [-4, 4], sigma in [0.005, 10] and lambda in [0, max_lapse], by L-BFGS-B from several starts.

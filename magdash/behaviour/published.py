@@ -1,4 +1,4 @@
-"""The paper's published trial files read into the trials frame (:mod:`magdash.behaviour.trials`).
+"""The paper's published trial files read into the trials frame (:mod:`magdash.behaviour.trial_frames`).
 
 Cacioli 2026 (arXiv 2603.20642) published each model's Paradigm B trials as a JSON list of records
 (``results/paradigm_b/<model>/numerical/paradigm_b_raw.json`` in synthiumjp/weber; magdash ships
@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from magdash.behaviour.trials import OPTIONS, TRIAL_COLUMNS
+from magdash.behaviour.trial_frames import OPTIONS, TRIAL_COLUMNS
 from magdash.errors import AnalysisError
 
 PUBLISHED_FIELDS = {"task_type": "task", "baseline": "reference", "ratio": "ratio", "correct_answer": "larger",

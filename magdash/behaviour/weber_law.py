@@ -30,7 +30,7 @@ from scipy.stats import pearsonr, spearmanr
 
 from magdash.behaviour.behaviour_fits import replicate_key
 from magdash.behaviour.psychometric import interval
-from magdash.behaviour.trials import as_float
+from magdash.behaviour.trial_frames import as_float
 from magdash.errors import AnalysisError
 from magdash.significance import statistic_and_p, unreachable_note
 

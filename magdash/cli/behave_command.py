@@ -66,9 +66,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import magdash as md
     from magdash.behaviour.behaviour_result import compare_behaviour
-    from magdash.runs.behaviour_runs import behaviour
+    from magdash.runs.behaviour_runs import behave, behaviour, behaviour_beside_representation, import_trials
 
     params = params_from_args(BehaviourParams, args)
     extract_params = params_from_args(ExtractParams, args, prefix=EXTRACT_PREFIX)
@@ -77,10 +76,12 @@ def run(args: argparse.Namespace) -> int:
     store = open_store(args, create=True)
     progress = ProgressBar("trial", f"comparisons of {args.name or args.model}", quiet=args.quiet or args.json)
     try:
-        result = md.behave(store, args.name if args.trials_file else args.model, _comparisons(args), params,
-                           trials_file=args.trials_file, extract_params=extract_params,
-                           name=None if args.trials_file else args.name, use_cache=not args.no_cache,
-                           progress=progress)
+        if args.trials_file is not None:
+            import_trials(store, args.trials_file, args.name, args.comparisons)
+            result = behaviour(store, args.name, args.comparisons, params, use_cache=not args.no_cache)
+        else:
+            result = behave(store, args.model, _comparisons(args), params, extract_params=extract_params,
+                            name=args.name, use_cache=not args.no_cache, progress=progress)
     finally:
         progress.close()
     results = {result.model: result}
@@ -90,18 +91,22 @@ def run(args: argparse.Namespace) -> int:
         versus = compare_behaviour(result, results[args.versus])
     else:
         versus = _control(store, result, params, results)
-    warn(line for found in results.values() for line in found.warnings())
+    warn([*_design_warnings(store, result.comparisons), *(line for found in results.values() for line in found.warnings())])
     if args.report:
         from magdash.reports import behaviour_report
 
         write_report(args.report, behaviour_report(store, list(results.values())))
     if args.json:
+        beside = {name: behaviour_beside_representation(store, found) for name, found in results.items()}
         print_json({"records": [record for found in results.values() for record in found.records()],
                     "models": {name: found.to_json() for name, found in results.items()},
+                    "representation": {name: None if table is None else table.to_dict(orient="records")
+                                       for name, table in beside.items()},
                     "differences": None if versus is None else versus.to_dict(orient="records")})
         return 0
     for found in results.values():
         _print(found)
+        _print_representation(store, found)
     if versus is not None:
         names = list(results)
         print(f"\n{names[0]} minus {names[1]} (magdash conventions; paired bootstrap intervals):")
@@ -159,3 +164,25 @@ def _print(result) -> None:
     law = result.weber_law
     print("Weber's law (slope of ln WF on ln reference; 0: the same fraction at every reference):")
     print(law.to_string(index=False, float_format=lambda value: format_number(value, ".3f")))
+
+
+def _print_representation(store, result) -> None:
+    from magdash.runs.behaviour_runs import behaviour_beside_representation
+
+    table = behaviour_beside_representation(store, result)
+    if table is None:
+        print(f"representation: {result.model} has no vectors in this store (extract it to set CV(n) beside the "
+              "Weber fractions)")
+        return
+    print("behaviour against representation (Weber fraction, choice, magdash conventions, across references; "
+          "cv: CV(n) over the core layers; decoded_wf: the log probe's SD(n-hat)/n at its best layer, when cached):")
+    print(table.to_string(index=False, float_format=lambda value: format_number(value, ".3f")))
+
+
+def _design_warnings(store, comparisons: str) -> list[str]:
+    """What the comparison design itself gives away (a template that states or hints at the answer:
+    :func:`magdash.comparison_stimuli.template_caveats`); none for imported trials, which have no design."""
+    from magdash.caveats import lines
+
+    design = store.comparison_set(comparisons) if comparisons else None
+    return [] if design is None else lines(design.caveats())

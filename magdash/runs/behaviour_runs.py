@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +25,8 @@ import pandas as pd
 
 from magdash.behaviour.behaviour_params import BehaviourParams
 from magdash.behaviour.behaviour_result import BEHAVIOUR_VERSION, BehaviourResult
-from magdash.behaviour.trials import FIT_COLUMNS
+from magdash.behaviour.trial_frames import FIT_COLUMNS
+from magdash.comparison_stimuli import ComparisonSet
 from magdash.errors import AnalysisError
 from magdash.formatting import format_number
 from magdash.names import control_name
@@ -131,7 +133,7 @@ def behaviour_of_trials(
     """The behaviour of a model's trials: stored ones cached in their store, a frame not cached.
 
     Args:
-        source: :class:`StoredTrials`, or a trials frame (:data:`magdash.behaviour.trials.TRIAL_COLUMNS`).
+        source: :class:`StoredTrials`, or a trials frame (:data:`magdash.behaviour.trial_frames.TRIAL_COLUMNS`).
         params: the fits' choices (:class:`~magdash.behaviour.behaviour_params.BehaviourParams`; defaults when None).
         model: a frame's model name, carried into the records (a stored source names its own).
         use_cache: a stored source only: False recomputes and replaces the cached result.
@@ -224,7 +226,7 @@ def behaviour_with_control(store, model: str, comparisons: str, params: Behaviou
     return result, controlled, compare_behaviour(result, controlled)
 
 
-def import_trials(store, path: str | Path, name: str, comparisons: str | None = None) -> int:
+def import_trials(store, path: str | os.PathLike[str], name: str, comparisons: str | None = None) -> int:
     """Store the trials of a published trial file (the fields of the paper's
     ``paradigm_b_raw.json``: :func:`magdash.behaviour.published.read_published_trials`) as model
     ``name``'s; returns how many were new (an import repeated stores nothing).
@@ -240,7 +242,7 @@ def import_trials(store, path: str | Path, name: str, comparisons: str | None = 
     if not isinstance(name, str) or not name.strip():
         raise AnalysisError("imported trials need a model name: give name=", parameters=("name",))
     store.check_writable()
-    trials = read_published_trials(path)
+    trials = read_published_trials(Path(path))
     set_name = comparisons or f"imported-{Path(path).stem}".replace("_", "-")
     added = store.put_trials(name, set_name, trials)
     skipped = trials.attrs.get("skipped_tasks")
@@ -300,7 +302,7 @@ def sweep_run(context) -> BehaviourResult:
     return behaviour(context.store, cell.store_name, comparisons.name, plan.params_for(SWEEP_TASK))
 
 
-def comparisons_to_run(store, name: str, comparisons) -> tuple[object | None, str]:
+def comparisons_to_run(store, name: str, comparisons) -> tuple[ComparisonSet | None, str]:
     """The design whose trials a behaviour run makes sure are stored, and the set's name: a
     :class:`~magdash.comparison_stimuli.ComparisonSet` as given; a stored set's name (its design, or
     None for imported trials, which are only fitted); None: the set the model already has trials on
@@ -311,7 +313,7 @@ def comparisons_to_run(store, name: str, comparisons) -> tuple[object | None, st
         name: the model's name in the store.
         comparisons: a design, a stored set's name, or None.
     """
-    from magdash.comparison_stimuli import ComparisonSet, paper_comparisons
+    from magdash.comparison_stimuli import paper_comparisons
 
     if isinstance(comparisons, ComparisonSet):
         return comparisons, comparisons.name
@@ -367,3 +369,71 @@ def behave(
         run = run_trials(model, design, store, extract_params, name=stored_name, progress=progress)
         stored_name = run.model
     return behaviour(store, stored_name, set_name, params, use_cache=use_cache)
+
+
+def representation_measures(store, model: str, references, stimuli: str | None = None) -> pd.DataFrame | None:
+    """The representation of ``model``'s numbers at each reference, from its stored vectors: ``cv``,
+    CV(n) = V(n)/||m(n)|| averaged over the analysis' core layers (the analysis computed or read from the
+    cache, default parameters), and ``decoded_wf``, the log-probe's decoded SD(n-hat)/n at its best layer
+    when the probes are cached (never computed here). One row per reference among the stimuli's magnitudes;
+    None when the model has no vectors in the store (imported trials, a model measured but not extracted).
+    Alpha is one number per layer, not per reference, so it is not among them.
+
+    Args:
+        store: the :class:`~magdash.store.Store`.
+        model: the model's name (its trials' and its vectors').
+        references: the behaviour's references.
+        stimuli: the stimulus set of the vectors (default: the model's only complete one).
+    """
+    import numpy as np
+
+    from magdash.runs.analysis_runs import analyze
+    from magdash.runs.probe_runs import cached_probe
+
+    if model not in store.model_names():
+        return None
+    sets = store.stimulus_sets_for(model)
+    if not sets or (stimuli is not None and stimuli not in sets):
+        return None
+    analysis = analyze(store, model, stimuli or (sets[0] if len(sets) == 1 else None))
+    magnitudes = np.asarray(analysis.magnitudes, dtype=np.float64)
+    cv = np.asarray(analysis.values["cv"], dtype=np.float64)[analysis.core_layers]
+    probes = cached_probe(store, model, analysis.stimuli)
+    decoded = None
+    if probes is not None and "log" in probes.params.targets:
+        best, _ = probes.best_and_band("log")
+        if best is not None:
+            rows = probes.decoded[(probes.decoded["layer"] == best) & (probes.decoded["target"] == "log")]
+            decoded = dict(zip(rows["magnitude"].astype(float), rows["weber_fraction"].astype(float), strict=True))
+    found = []
+    for reference in sorted({float(value) for value in references}):
+        where = np.flatnonzero(np.isclose(magnitudes, reference))
+        if where.size:
+            found.append({"reference": reference, "cv": float(np.nanmean(cv[:, where[0]])),
+                          "decoded_wf": (decoded or {}).get(reference, float("nan"))})
+    return pd.DataFrame(found, columns=["reference", "cv", "decoded_wf"])
+
+
+def behaviour_beside_representation(store, result: BehaviourResult, stimuli: str | None = None) -> pd.DataFrame | None:
+    """The correlation across references of the behavioural Weber fraction (choice, magdash conventions)
+    with each representational measure of :func:`representation_measures`, per task, with the number of
+    references it rests on and the sentence when that many cannot reach significance
+    (:func:`magdash.behaviour.weber_law.behaviour_vs_representation`); None without stored vectors.
+
+    Args:
+        store: the :class:`~magdash.store.Store`.
+        result: the model's behaviour.
+        stimuli: the stimulus set of the vectors (default: the model's only complete one).
+    """
+    from magdash.behaviour.weber_law import behaviour_vs_representation
+
+    measures = representation_measures(store, result.model, result.cells["reference"], stimuli)
+    if measures is None:
+        return None
+    fits = result.weber_fractions()
+    frames = []
+    for task, task_fits in fits.groupby("task", sort=False):
+        table = behaviour_vs_representation(task_fits.loc[:, ["reference", "weber_fraction"]].reset_index(drop=True), measures)
+        table.insert(0, "task", task)
+        frames.append(table)
+    return pd.concat(frames, ignore_index=True) if frames else None

@@ -55,7 +55,8 @@ every metric table gains the columns it lacks (the probes' baseline, strata, con
 payload that is not what magdash wrote (edited, damaged, swapped under another key) is computed again.
 The results cached before get the digest of what they hold when the store is migrated.
 11: the trials of forced-choice comparisons (:mod:`magdash.store.trials`): ``comparison_sets``, ``trials``,
-``trial_runs``, empty in a migrated store."""
+``trial_runs``, empty in a migrated store, and the behaviour's metric tables (``behaviour_fits``,
+``behaviour_weber_law``)."""
 
 _SHARDS_SCHEMA = 5  # the first schema whose vectors are in shards, not tables
 
@@ -545,6 +546,13 @@ def _migration(step: Callable[[duckdb.DuckDBPyConnection], None]) -> Migration:
 
 Migration = Callable[[duckdb.DuckDBPyConnection, Path], None]
 
+def _add_trials(connection: duckdb.DuckDBPyConnection) -> None:
+    """Migration 10 -> 11: the trials of comparisons (:func:`magdash.store.trials.create`) and the metric
+    tables of their fits (:func:`magdash.store.metrics.add_missing_columns`)."""
+    trials.create(connection)
+    metrics.add_missing_columns(connection)
+
+
 MIGRATIONS: dict[int, Migration] = {
     1: _migration(_flag_stored_nonfinite_vectors),
     2: _migration(_merge_duplicate_stimulus_sets),
@@ -555,6 +563,6 @@ MIGRATIONS: dict[int, Migration] = {
     7: _migration(_add_tokenization),
     8: _migration(_metric_columns_of_schema_9),
     9: _migration(_add_result_checksums),
-    10: _migration(trials.create),
+    10: _migration(_add_trials),
 }
 """Schema version -> the step that brings a store of that version to the next one."""

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from magdash.behaviour.published import SHIPPED_TRIALS, published_trials, read_published_trials, shipped_file
-from magdash.behaviour.trials import TRIAL_COLUMNS
+from magdash.behaviour.trial_frames import TRIAL_COLUMNS
 from magdash.errors import AnalysisError
 
 

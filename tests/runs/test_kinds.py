@@ -23,7 +23,7 @@ from magdash.store import Activations, Store, VectorSource
 from magdash.sweep.tasks import TASK_KINDS
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden_results.json"
-EXPECTED = {"analysis", "compare", "phase", "controls", "probe", "design", "e5"}
+EXPECTED = {"analysis", "compare", "phase", "controls", "probe", "design", "e5", "behaviour"}
 
 
 def test_every_analysis_is_registered():

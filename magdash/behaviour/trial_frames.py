@@ -170,7 +170,8 @@ def corrected_proportions(groups: dict[tuple[float, str], np.ndarray], ratios: n
                 means.append(values.mean())
             else:
                 means.append(values[rng.integers(0, len(values), size=(n_boot, len(values)))].mean(axis=1))
-        proportions[..., index] = np.mean(means, axis=0)
+        # A ratio without a measured trial (every one unanswered) has no proportion: the fits skip it.
+        proportions[..., index] = np.mean(means, axis=0) if means else np.nan
     return proportions, n
 
 
