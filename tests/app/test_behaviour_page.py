@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from magdash.behaviour.behaviour_params import BehaviourParams
-from magdash.behaviour.published import SHIPPED_TRIALS, shipped_file
+from magdash.behaviour.published import SHIPPED_TRIALS, read_published_trials, shipped_file
 from magdash.presentation.page_figures import When, page_figures
 from magdash.runs import behaviour_runs
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
@@ -47,6 +47,7 @@ def test_a_store_of_vectors_without_trials_says_what_to_run(tmp_path, monkeypatc
 
 
 MODEL = "llama3-8b-instruct"
+SILENT = "silent@random"
 N_BOOT = 20
 """The sidebar's bootstrap size on the populated store: the fits are cached with it before the page opens."""
 
@@ -58,6 +59,10 @@ def with_trials(tmp_path_factory) -> str:
     assert behaviour_runs.import_trials(store, shipped_file(SHIPPED_TRIALS), MODEL) == 4500  # B1-B3; the rest are not A/B
     [comparisons] = behaviour_runs.trial_sets_of(store, MODEL)
     behaviour_runs.behaviour(store, MODEL, comparisons, BehaviourParams(n_boot=N_BOOT))
+    # a model that answers neither option (as a random-weight control does): every trial under the option mass
+    silent = read_published_trials(shipped_file(SHIPPED_TRIALS))
+    silent = silent[silent["task"] == "B1"].assign(prob_a=2e-5, prob_b=1e-5)
+    assert store.put_trials(SILENT, "silent-set", silent) == 1500
     return str(store.path)
 
 
@@ -90,3 +95,16 @@ def test_the_page_draws_the_fits_of_stored_trials_and_says_what_to_distrust(with
     assert "llama3-8b-instruct (B2) prefers one position whatever the numbers at 5 of 5 references" in said
     assert "Reference 30: no Weber fraction (at chance)." in said
     assert len(at.get("vega_lite_chart")) == charts
+
+
+def test_a_model_that_answers_neither_option_is_said_to_be_unmeasured_and_nothing_is_drawn(with_trials, monkeypatch):
+    at = open_app(with_trials, monkeypatch, page=PAGE, query={"boot": str(N_BOOT)})
+    [picker] = [box for box in at.selectbox if box.label == "Trials"]
+    assert [label.split(" · ")[0] for label in picker.options] == [MODEL, SILENT]  # trained models first
+    picker.select_index(1).run()
+    assert not at.exception and not at.error, [shown(error) for error in at.error]
+    said = texts(at)
+    assert "1,500 of 1,500 trials of silent@random (B1) not measured" in said
+    assert "No trial of silent@random (B1) was measured, so there is nothing to fit or draw" in said
+    assert "magdash behave --min-option-mass 0" in said
+    assert not at.get("vega_lite_chart")
