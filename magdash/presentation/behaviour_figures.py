@@ -139,6 +139,32 @@ def unmeasured_sentence(result: BehaviourFrames, task: str, min_option_mass: flo
             f"{min_option_mass:.0%} of its probability on the two options, so they are left out of the fits.")
 
 
+NOTHING_MEASURED = ("No trial of {model} ({task}) was measured, so there is nothing to fit or draw: the model put "
+                    "under {mass:.0%} of its probability on the two answer options in every one. A model with random "
+                    "weights does (the options are two tokens of its whole vocabulary). To measure such trials anyway, "
+                    "fit them with min_option_mass=0 (`magdash behave --min-option-mass 0`, `md.behave(..., "
+                    "min_option_mass=0)`): a random-weight control must then come out at chance.")
+"""What the page and the report say where every trial of a task was left unmeasured (its fits and figures
+would be empty)."""
+
+
+def measured_trials(result: BehaviourFrames, task: str) -> int:
+    """How many trials of ``task`` were measured (their option mass reached ``min_option_mass``)."""
+    cells = result.cells[result.cells["task"] == task]
+    return int(cells["n_a"].sum() + cells["n_b"].sum())
+
+
+def nothing_measured_message(result: BehaviourFrames, task: str, min_option_mass: float) -> str:
+    """What the page and the report say where no trial of ``task`` was measured (:data:`NOTHING_MEASURED`).
+
+    Args:
+        result: the behaviour result.
+        task: the prompt template's name.
+        min_option_mass: the least probability on the two options for a trial to count.
+    """
+    return NOTHING_MEASURED.format(model=result.model, task=task, mass=min_option_mass)
+
+
 def position_bias_sentence(result: BehaviourFrames, task: str) -> str:
     """Where the model chooses one position more often than the other whatever the numbers (the
     interval of P(choose A) excludes 0.5), and that accuracy is corrected for it.

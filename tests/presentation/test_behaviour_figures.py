@@ -279,3 +279,18 @@ def test_an_unbounded_interval_end_is_drawn_to_the_designs_edge(result):
     frame = bf.weber_frame(Planted(fits=fits), "t")
     assert frame["wf_low_drawn"].iloc[0] == pytest.approx(0.05) and frame["wf_high_drawn"].iloc[0] == pytest.approx(2.0)
     assert np.isnan(frame["wf_low_drawn"].iloc[1]) and np.isnan(frame["wf_high_drawn"].iloc[2])  # a missing end: none
+
+
+def test_a_task_without_a_measured_trial_is_said_so_in_the_report_without_figures():
+    from magdash.presentation.report.sections import behaviour_section
+
+    cells = _cells()
+    cells["n_unanswered"] = cells["n_a"] + cells["n_b"]
+    cells[["n_a", "n_b"]] = 0
+    silent = Planted(model="control@random", cells=cells, position_bias=Planted().position_bias.iloc[0:0])
+    assert bf.measured_trials(silent, "t") == 0 and bf.measured_trials(Planted(), "t") == 40 * len(cells)
+    section = behaviour_section(silent, "t", 0.5)
+    assert section.figures == [] and section.tables == []
+    assert section.text[0].startswith(f"{40 * len(cells):,} of {40 * len(cells):,} trials of control@random (t) not measured")
+    assert section.text[1].startswith("No trial of control@random (t) was measured, so there is nothing to fit or draw")
+    assert "min_option_mass=0" in section.text[1]
