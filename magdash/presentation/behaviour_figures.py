@@ -220,10 +220,17 @@ def outside_range_sentences(result: BehaviourFrames, task: str, variant: str = "
 # -- psychometric curves per reference --------------------------------------------------------
 
 
+POINT_SPREAD = 1.01
+"""The factor between the drawn ratios of neighbouring references' points at one ratio: the five
+references' points and bars at ratio 1.05 sit side by side (about 1.03 to 1.07) rather than on one
+another, and clear of the next ratio's. The tooltip and the CSV give the true ratio."""
+
+
 def points_frame(result: BehaviourFrames, task: str) -> pd.DataFrame:
     """The data points of the psychometric curves: per reference x ratio cell the position-corrected
     accuracy with its 95% Wilson interval on the cell's measured trials (n_a + n_b). Columns:
-    reference, series (its label), ratio, accuracy, low, high, n, accuracy_a, accuracy_b, bias."""
+    reference, series (its label), ratio, drawn_ratio (where the point is drawn: the ratio spread by
+    :data:`POINT_SPREAD` per reference around it), accuracy, low, high, n, accuracy_a, accuracy_b, bias."""
     cells = _chosen(result.cells, "cells", task=task)
     n = (cells["n_a"] + cells["n_b"]).astype(int).to_numpy()
     accuracy = cells["accuracy"].astype(float).to_numpy()
@@ -234,6 +241,9 @@ def points_frame(result: BehaviourFrames, task: str) -> pd.DataFrame:
     frame["high"] = [float(high) for _, high in bounds]
     frame["n"] = n
     frame["series"] = frame["reference"].astype(float).map(reference_label)
+    references = sorted(set(frame["reference"].astype(float)))
+    rank = frame["reference"].astype(float).map({reference: i for i, reference in enumerate(references)})
+    frame["drawn_ratio"] = frame["ratio"].astype(float) * POINT_SPREAD ** (rank.astype(float) - (len(references) - 1) / 2)
     return frame
 
 
@@ -262,19 +272,22 @@ def psychometric_chart(
     order = list(dict.fromkeys([*curves.sort_values("reference")["series"], *points.sort_values("reference")["series"]]))
     color = style.solid_legend(alt.Color("series:N", scale=style.color_scale(order, style.MODEL_COLORS), title=None,
                                          sort=order))
-    ratios = pd.concat([points["ratio"], curves["ratio"]]).astype(float)
-    x = alt.X("ratio:Q", title="ratio (log scale)",
-              scale=alt.Scale(type="log", domain=[float(ratios.min()), float(ratios.max())], nice=False))
+    drawn_at = "drawn_ratio" if "drawn_ratio" in points else "ratio"  # points spread by reference, or at their ratio
+    ratios = pd.concat([points[drawn_at], curves["ratio"]]).astype(float)
+    scale = alt.Scale(type="log", domain=[float(ratios.min()), float(ratios.max())], nice=False)
+    x = alt.X("ratio:Q", title="ratio (log scale)", scale=scale)
+    x_points = alt.X(f"{drawn_at}:Q", title="ratio (log scale)", scale=scale)
     y_scale = alt.Scale(domain=[0.0, 1.0])
     layers = [
         style.zero_rule(CHANCE),
         alt.Chart(style.inline_data(curves, ["series", "ratio", "p"])).mark_line(invalid=style.PATH_INVALID).encode(
             x=x, y=alt.Y("p:Q", title="P(correct)", scale=y_scale), color=color, detail="series:N"),
-        alt.Chart(style.inline_data(points, ["series", "ratio", "low", "high"])).mark_rule(opacity=0.6).encode(
-            x=x, y=alt.Y("low:Q", scale=y_scale), y2="high:Q", color=color),
-        alt.Chart(style.inline_data(points, ["series", "ratio", "accuracy", "low", "high", "n", "bias"]))
+        alt.Chart(style.inline_data(points, ["series", "ratio", drawn_at, "low", "high"])).mark_rule(opacity=0.6).encode(
+            x=x_points, y=alt.Y("low:Q", scale=y_scale), y2="high:Q", color=color),
+        alt.Chart(style.inline_data(points, list(dict.fromkeys(["series", "ratio", drawn_at, "accuracy", "low", "high",
+                                                                "n", "bias"]))))
         .mark_point(filled=True, size=40, invalid=style.POINT_INVALID).encode(
-            x=x, y=alt.Y("accuracy:Q", title="P(correct)", scale=y_scale), color=color,
+            x=x_points, y=alt.Y("accuracy:Q", title="P(correct)", scale=y_scale), color=color,
             tooltip=[alt.Tooltip("series:N", title=""), alt.Tooltip("ratio:Q", format=".2f"),
                      alt.Tooltip("accuracy:Q", title="accuracy (position-corrected)", format=".3f"),
                      alt.Tooltip("low:Q", title="CI low", format=".3f"), alt.Tooltip("high:Q", title="CI high", format=".3f"),
@@ -297,7 +310,7 @@ def psychometric_figure(result: BehaviourFrames, task: str, variant: str = "choi
     """
     subtitle = [f"{result.model}, task {task}, fitted to the {VARIANT_LABELS[variant]}; {CONVENTION_LABELS[conventions]}",
                 "points: accuracy corrected for position bias (mean of the A-correct and B-correct accuracies), "
-                "bars: 95% Wilson intervals on the cell's measured trials"]
+                "bars: 95% Wilson intervals on the cell's measured trials; a ratio's points spread slightly by reference"]
     return psychometric_chart(points_frame(result, task), curve_frame(result, task, variant, conventions),
                               subtitle=subtitle, width="container")
 

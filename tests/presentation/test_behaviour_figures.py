@@ -294,3 +294,17 @@ def test_a_task_without_a_measured_trial_is_said_so_in_the_report_without_figure
     assert section.text[0].startswith(f"{40 * len(cells):,} of {40 * len(cells):,} trials of control@random (t) not measured")
     assert section.text[1].startswith("No trial of control@random (t) was measured, so there is nothing to fit or draw")
     assert "min_option_mass=0" in section.text[1]
+
+
+def test_the_points_of_one_ratio_are_spread_by_reference_and_keep_their_true_ratio(result):
+    points = bf.points_frame(result, "t")
+    spread = points.pivot(index="ratio", columns="reference", values="drawn_ratio")
+    for ratio, row in spread.iterrows():
+        drawn = row.to_numpy()
+        assert np.all(np.diff(drawn) > 0)  # one reference after another, in order
+        assert np.exp(np.mean(np.log(drawn))) == pytest.approx(ratio)  # centred on the true ratio
+        assert drawn[-1] / drawn[0] == pytest.approx(bf.POINT_SPREAD ** (len(drawn) - 1))
+    spec = bf.psychometric_figure(result, "t").to_dict()
+    _, _, bars, dots = spec["layer"]
+    assert bars["encoding"]["x"]["field"] == dots["encoding"]["x"]["field"] == "drawn_ratio"
+    assert "ratio" in [tip["field"] for tip in dots["encoding"]["tooltip"]]
