@@ -309,7 +309,7 @@ def psychometric_figure(result: BehaviourFrames, task: str, variant: str = "choi
         conventions: ``magdash`` or ``paper``.
     """
     subtitle = [f"{result.model}, task {task}, fitted to the {VARIANT_LABELS[variant]}; {CONVENTION_LABELS[conventions]}",
-                "points: accuracy corrected for position bias (mean of the A-correct and B-correct accuracies), "
+                "points: accuracy corrected for position bias (mean of the A-correct and B-correct accuracies)",
                 "bars: 95% Wilson intervals on the cell's measured trials; a ratio's points spread slightly by reference"]
     return psychometric_chart(points_frame(result, task), curve_frame(result, task, variant, conventions),
                               subtitle=subtitle, width="container")
