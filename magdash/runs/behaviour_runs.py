@@ -54,7 +54,9 @@ class StoredTrials:
     comparisons: str
 
     def frame(self) -> pd.DataFrame:
-        """The trials, in the order they were stored."""
+        """The trials in the order of their ids (:meth:`Store.trials <magdash.store.Store.trials>`): the
+        bootstraps resample rows within cells, so the order is part of the result; an imported paper's ids
+        (``task:pair_id``) give its file's order in every cell, so its bootstrap draws as it did."""
         return self.store.trials(self.model, self.comparisons)  # pyright: ignore[reportAttributeAccessIssue] - a Store
 
 
@@ -365,7 +367,8 @@ def behave(
     extract_params = extract_params or ExtractParams()
     stored_name = name or default_name(model, extract_params.dtype)
     design, set_name = comparisons_to_run(store, stored_name, comparisons)
-    if design is not None:
+    # Every trial stored: fitted without resolving the spec, so the stored name alone will do.
+    if design is not None and store.missing_trials(stored_name, design):
         run = run_trials(model, design, store, extract_params, name=stored_name, progress=progress)
         stored_name = run.model
     return behaviour(store, stored_name, set_name, params, use_cache=use_cache)

@@ -115,7 +115,7 @@ def test_a_new_declaration_reaches_the_public_names_and_the_command_modules():
 
 def test_the_backfill_writes_the_rows_of_every_kind_whose_payload_names_them():
     assert {name: kind.cached for name, kind in ANALYSIS_KINDS.items() if kind.backfill} == RESULT_KINDS
-    assert set(RESULT_KINDS) == {"analysis", "compare", "controls", "e5", "probe"}
+    assert set(RESULT_KINDS) == {"analysis", "compare", "controls", "e5", "probe", "behaviour"}
     for kind in ANALYSIS_KINDS.values():
         assert (kind.cached.rows is not None) >= kind.backfill
 
@@ -131,7 +131,7 @@ def test_every_kind_has_metric_tables_and_every_table_a_kind():
 
 def test_every_kind_with_a_sweep_task_is_a_task_kind_of_the_sweep():
     tasks = [kind.task.name for kind in ANALYSIS_KINDS.values() if kind.task is not None]
-    assert tasks == ["analyze", "depth", "controls", "probe"]
+    assert tasks == ["analyze", "depth", "controls", "probe", "behave"]
     assert list(TASK_KINDS) == ["extract", *tasks]
 
 
@@ -222,7 +222,7 @@ def test_every_kind_has_a_section_in_the_report():
     builders = reports.model_section_builders()
     assert [builder.__name__ for builder in builders] == [
         "focus_layer_sections", "focus_e5_sections", "focus_depth_sections", "focus_massive_sections",
-        "focus_probe_sections"]
+        "focus_probe_sections", "focus_behaviour_sections"]
 
 
 def test_the_report_builds_a_focus_model_from_every_declared_builder():
