@@ -142,8 +142,7 @@ def unmeasured_sentence(result: BehaviourFrames, task: str, min_option_mass: flo
 NOTHING_MEASURED = ("No trial of {model} ({task}) was measured, so there is nothing to fit or draw: the model put "
                     "under {mass:.0%} of its probability on the two answer options in every one. A model with random "
                     "weights does (the options are two tokens of its whole vocabulary). To measure such trials anyway, "
-                    "fit them with min_option_mass=0 (`magdash behave --min-option-mass 0`, `md.behave(..., "
-                    "min_option_mass=0)`): a random-weight control must then come out at chance.")
+                    "fit them with min_option_mass=0: a random-weight control must then come out at chance.")
 """What the page and the report say where every trial of a task was left unmeasured (its fits and figures
 would be empty)."""
 

@@ -106,5 +106,5 @@ def test_a_model_that_answers_neither_option_is_said_to_be_unmeasured_and_nothin
     said = texts(at)
     assert "1,500 of 1,500 trials of silent@random (B1) not measured" in said
     assert "No trial of silent@random (B1) was measured, so there is nothing to fit or draw" in said
-    assert "magdash behave --min-option-mass 0" in said
+    assert "min_option_mass=0" in said
     assert not at.get("vega_lite_chart")
