@@ -114,10 +114,11 @@ def steer(
     set_name = _trial_set(store, model, comparisons)
     source = store.vectors(model, stimuli)
     trials = store.trials(model, set_name)
+    facts = _trial_run_facts(store, model, set_name)
     key = steer_key(store, model, source.stimuli_name, set_name, trials, params)
 
     def compute() -> SteerResult:
-        return _compute(store, source, set_name, trials, params, extract_params, progress)
+        return _compute(source, set_name, trials, facts, params, extract_params, progress)
 
     return cached_result(store, STEER, key, compute, use_cache=use_cache)
 
@@ -131,7 +132,7 @@ def _trial_set(store, model: str, comparisons: str | None) -> str:
     return only_trial_set(store, model, comparisons)
 
 
-def _compute(store, source, comparisons: str, trials, params: SteerParams, extract_params,
+def _compute(source, comparisons: str, trials, facts: dict, params: SteerParams, extract_params,
              progress: ProgressCallback | None) -> SteerResult:
     # The model and the hooks are imported only when something is steered, not to read a cached result.
     from magdash.extract_params import ExtractParams
@@ -141,7 +142,6 @@ def _compute(store, source, comparisons: str, trials, params: SteerParams, extra
     from magdash.trial_extraction import load_for_trials
     from magdash.trial_steering import steer_trials
 
-    facts = _trial_run_facts(store, source.name, comparisons)
     layers = _steered_layers(source, params)
     magnitudes = np.asarray(source.magnitudes, dtype=np.float64)
     pushes, units, kinds = {}, {}, ()
@@ -154,7 +154,7 @@ def _compute(store, source, comparisons: str, trials, params: SteerParams, extra
     model_source = resolve_model(facts["spec"], allow_pickle=extract_params.allow_pickle,
                                  model_cache=extract_params.model_cache)
     loaded = load_for_trials(model_source, extract_params)
-    design = store.comparison_set(comparisons)
+    design = source.store.comparison_set(comparisons)
     options = tuple(design.options) if design is not None else ("A", "B")
     steered = steer_trials(loaded, trials, pushes, params.doses, params.operand, extract_params.batch_size, progress,
                            labels=kinds, chat=bool(facts.get("chat_template_applied")), options=options)
