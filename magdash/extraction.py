@@ -19,7 +19,6 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,6 +27,7 @@ import numpy as np
 from magdash.environment import transformers_version
 from magdash.errors import MagdashError, ModelLoadError, StimulusError
 from magdash.extract_params import DEFAULT_BATCH_SIZE, DEFAULT_PADDING_SIDE, TEXT_BATCH_SIZE, ExtractParams
+from magdash.layer_hooks import capture_layers
 from magdash.names import default_name
 from magdash.params import ProgressCallback
 from magdash.sources import LoadedModel, ModelSource, load_model, load_tokenizer, pick_device, resolve_model
@@ -107,129 +107,6 @@ class NumberVectors:
     keys: list[str]
     vectors: np.ndarray
     norms: np.ndarray | None
-
-
-class LayerCapture:
-    """What :func:`capture_layers`' hooks kept of one forward pass, on its way to the host.
-
-    On CUDA each layer's reduced hidden state is copied without waiting (``non_blocking``) into its
-    slice of one pinned, layer-major host array, so the hooks never stop the pass: a copy that
-    waited would drain the device's queue at every layer, leaving it idle while Python launches the
-    next block's kernels (at Llama-3-8B's shape on an H200 that cost about 100 ms a batch, most of a
-    batch's time), and stacking the layers on the host would be one more pass over them there.
-    :meth:`stacked` computes the vectors' norms on the device, where they cost a kernel rather than
-    a pass of the store's writers through host memory (a pass that slowed the forward passes beside
-    it), and waits once, after the pass, for every device a layer ran on. Without ``pinned`` (the
-    all-token capture, whose layers hold every token: page-locking gigabytes a batch would cost more
-    than the waits) each layer is copied with ``.cpu()``.
-
-    Args:
-        n_layers: how many layers the pass captures.
-        pinned: copy each CUDA layer into pinned memory without waiting (else with ``.cpu()``).
-    """
-
-    def __init__(self, n_layers: int, pinned: bool = True) -> None:
-        self._n_layers = n_layers
-        self._pinned = pinned
-        self._layers: dict[int, torch.Tensor] = {}
-        self._on_device: dict[int, torch.Tensor] = {}
-        self._host: torch.Tensor | None = None
-
-    def keep(self, layer: int, reduced: torch.Tensor) -> None:
-        """Start copying ``reduced`` to the host as layer ``layer``.
-
-        Args:
-            layer: the layer's index (0: the embeddings as the first block sees them).
-            reduced: what the hook kept of the layer's hidden state, on the layer's device.
-        """
-        import torch
-
-        if not self._pinned or reduced.device.type != "cuda":
-            self._layers[layer] = reduced.cpu()
-            return
-        if self._host is None:
-            self._host = torch.empty((self._n_layers, *reduced.shape), dtype=reduced.dtype, pin_memory=True)
-        self._host[layer].copy_(reduced, non_blocking=True)
-        self._layers[layer] = self._host[layer]
-        self._on_device[layer] = reduced
-
-    def missing(self) -> list[int]:
-        """The layers no hook saw."""
-        return [layer for layer in range(self._n_layers) if layer not in self._layers]
-
-    def on_host(self) -> list[torch.Tensor]:
-        """Every layer as a host tensor, once its copy has arrived."""
-        import torch
-
-        for device in {tensor.device for tensor in self._on_device.values()}:
-            torch.cuda.synchronize(device)
-        return [self._layers[layer] for layer in range(self._n_layers)]
-
-    def stacked(self) -> tuple[torch.Tensor, np.ndarray | None]:
-        """(n_layers, ...) host tensor of every layer, and its float64 L2 norms over the last axis
-        where the layers were on a GPU (None otherwise)."""
-        import torch
-
-        if not self._on_device:
-            return torch.stack(self.on_host()), None
-        first = self._on_device[0].device
-        on_one = torch.stack([self._on_device[layer].to(first) for layer in range(self._n_layers)])
-        # float64 squares of float32 values cannot overflow: a norm is finite exactly when every
-        # value is, the store's rule for flagging a vector (magdash.store.shards).
-        norms = torch.linalg.vector_norm(on_one, dim=-1, dtype=torch.float64)
-        self.on_host()
-        # Set by the first kept layer that was on a GPU: there was one, or _on_device would be empty.
-        assert self._host is not None
-        return self._host, norms.cpu().numpy()
-
-
-@contextmanager
-def capture_layers(
-    loaded: LoadedModel, reduce: Callable[[torch.Tensor], torch.Tensor], *, pinned: bool = True
-) -> Iterator[LayerCapture]:
-    """Attach hooks that keep ``reduce(hidden)`` of every layer in the yielded :class:`LayerCapture`.
-
-    ``reduce`` maps a (batch, tokens, d) hidden state to what is kept, on the hidden state's
-    device; the capture takes it to the host. One capture serves one forward pass.
-
-    Args:
-        loaded: the loaded model (:class:`~magdash.sources.LoadedModel`).
-        reduce: maps a (batch, tokens, d) hidden state to what is kept.
-        pinned: copy each layer into pinned memory without waiting (:class:`LayerCapture`).
-    """
-    captured = LayerCapture(len(loaded.layer_labels), pinned)
-    handles = []
-
-    def first_block_input(_module, args, kwargs):
-        hidden = args[0] if args else kwargs["hidden_states"]
-        captured.keep(0, reduce(hidden))
-
-    def block_output(index: int):
-        def hook(_module, _args, output):
-            hidden = output[0] if isinstance(output, tuple) else output
-            captured.keep(index, reduce(hidden))
-
-        return hook
-
-    def norm_input(_module, args, kwargs):
-        hidden = args[0] if args else kwargs["hidden_states"]
-        captured.keep(loaded.n_blocks, reduce(hidden))
-
-    def norm_output(_module, _args, output):
-        captured.keep(loaded.n_blocks + 1, reduce(output))
-
-    try:
-        handles.append(loaded.blocks[0].register_forward_pre_hook(first_block_input, with_kwargs=True))
-        last = loaded.n_blocks if loaded.final_norm is None else loaded.n_blocks - 1
-        for index, block in enumerate(loaded.blocks[:last], start=1):
-            handles.append(block.register_forward_hook(block_output(index)))
-        if loaded.final_norm is not None:
-            handles.append(loaded.final_norm.register_forward_pre_hook(norm_input, with_kwargs=True))
-            handles.append(loaded.final_norm.register_forward_hook(norm_output))
-        yield captured
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 def _input_device(loaded: LoadedModel) -> torch.device:
