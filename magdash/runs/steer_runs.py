@@ -16,8 +16,8 @@ model's choice is read against the same push along random directions. A run here
   (:func:`magdash.steering.steer_result.summarise_steering`).
 
 The :class:`~magdash.steering.steer_result.SteerResult` is kept under a key hashing the model, the
-stimuli and their data fingerprint, the comparison set and its trials' fingerprint
-(:func:`magdash.runs.behaviour_runs.trials_fingerprint`), every :class:`~magdash.steering.steer_params.SteerParams`
+stimuli and their data fingerprint, the comparison set and the fingerprint of its trials' prompts and probabilities
+(:func:`magdash.runs.behaviour_runs.trials_fingerprint` of :data:`STEERED_COLUMNS`), every :class:`~magdash.steering.steer_params.SteerParams`
 field, the probe's parameters and :data:`~magdash.steering.steer_result.STEER_VERSION`, with its
 metric rows (``steering_layers``: :func:`magdash.runs.rows.steer_rows`).
 """
@@ -41,6 +41,10 @@ from magdash.steering.steer_result import STEER_VERSION, SteerResult
 
 log = logging.getLogger(__name__)
 
+STEERED_COLUMNS = ("trial_id", "question", "template", "value_a", "value_b", "larger", "prob_a", "prob_b")
+"""The trial columns a steering result depends on: the prompts pushed, the correct option, the unpatched
+probabilities (a trial run again on another device gives another key)."""
+
 STEER = CachedKind("steer", SteerResult.to_payload, SteerResult.from_payload, rows.steer_rows)
 
 
@@ -57,7 +61,7 @@ def steer_key(store, model: str, stimuli: str, comparisons: str, trials, params:
         params: the steering's choices.
     """
     return result_key("steer", STEER_VERSION, model=model, stimuli=stimuli, data=store.data_fingerprint(model, stimuli),
-                      comparisons=comparisons, trials=trials_fingerprint(trials), params=params,
+                      comparisons=comparisons, trials=trials_fingerprint(trials, STEERED_COLUMNS), params=params,
                       probe=ProbeParams() if params.direction == "probe" else None)
 
 

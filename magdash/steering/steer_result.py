@@ -80,7 +80,8 @@ class SteerResult(PayloadCodec):
         """What to know before reading the steering (:mod:`magdash.caveats`): an unpatched model at
         ceiling or floor on most prompts (a caution: |delta p| has little room), layers where the
         full dose takes most probability off the answer options (a caution: the push breaks the
-        output rather than shifting the choice), no bootstrap (a note)."""
+        output rather than shifting the choice), layers where nothing moves (a note: specificity undefined), no
+        bootstrap (a note)."""
         found = []
         if self.at_ceiling > 0.5:
             found.append(Caveat(Severity.CAUTION, (
@@ -93,6 +94,12 @@ class SteerResult(PayloadCodec):
                 f"at layer(s) {ranges(broken['layer'].astype(int).tolist())} the dose {self.params.full_dose:g} "
                 f"leaves the answer options less than {BROKEN_MASS:.0%} of their probability: the push breaks the "
                 "output rather than shifting the choice; try smaller doses"), (), self.model))
+        still = self.layers[(self.layers["magnitude_effect"] == 0) & (self.layers["random_effect"] == 0)]
+        if not still.empty:
+            found.append(Caveat(Severity.NOTE, (
+                f"at layer(s) {ranges(still['layer'].astype(int).tolist())} no direction moves the choice at all "
+                "(a push there reaches no later position, e.g. the last layer's output at the operand's token): "
+                "specificity is undefined"), (), self.model))
         if self.params.n_boot == 0:
             found.append(Caveat(Severity.NOTE, "n_boot=0: no intervals", (), self.model))
         return sorted(found, key=lambda caveat: -caveat.severity)

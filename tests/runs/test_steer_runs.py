@@ -3,6 +3,7 @@ trials and vectors, a run cached with its metric rows and read back from the cac
 
 from __future__ import annotations
 
+import json
 import numpy as np
 import pandas as pd
 import pytest
@@ -38,7 +39,7 @@ def test_a_model_without_comparison_trials_is_told_to_run_them_first(tmp_path, c
     assert "run them first: magdash behave --model vectors-only" in capsys.readouterr().err
 
 
-def test_a_run_is_cached_with_its_rows_and_read_back(tmp_path):
+def test_a_run_is_cached_with_its_rows_and_read_back(tmp_path, capsys):
     from magdash.trial_extraction import run_trials
     from tests.test_trial_extraction import build_comparison_model, design
 
@@ -56,12 +57,22 @@ def test_a_run_is_cached_with_its_rows_and_read_back(tmp_path):
     # The dose unit is the span of the stored centroids along the layer's direction.
     expected = layer_directions(2, vectors[:, :, 2], MAGNITUDES, params).dose_unit
     assert first.layers.set_index("layer").loc[2, "dose_unit"] == pytest.approx(expected, rel=1e-6)
-    assert np.isfinite(first.layers["magnitude_effect"]).all()
+    assert np.isfinite(first.layers["magnitude_effect"]).all() and first.layers["magnitude_effect"].iloc[0] > 0
     rows = store.metric_table("steering_layers")
     assert sorted(rows["layer"]) == [0, 2] and set(rows["model"]) == {"cmp"} and set(rows["direction"]) == {"pc1"}
     again = md.steer(store, "cmp", params=params)
     assert again.from_cache
     pd.testing.assert_frame_equal(again.layers, first.layers, check_dtype=False)
+    # The command line with the same choices reads the cached result (nothing is loaded).
+    assert main(["steer", "--model", "cmp", "--store", str(tmp_path / "store.duckdb"), "--layers", "0,2",
+                 "--doses", "0.5,1", "--n-random", "3", "--steer-n-boot", "50", "--direction", "pc1", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert [record["layer"] for record in printed["records"]] == [0, 2]
+    assert printed["records"][0]["specificity"] == pytest.approx(float(first.layers["specificity"].iloc[0]))
+    # The last layer's output at the operand's token reaches no later position: nothing moves, and
+    # specificity (0 / 0) is undefined, written null.
+    assert printed["records"][1]["magnitude_effect"] == 0.0 and printed["records"][1]["specificity"] is None
+    assert any("no direction moves" in line for line in printed["warnings"])
     with pytest.raises(AnalysisError, match="layers=7"):
         md.steer(store, "cmp", params=params, layers=(7,))
 
