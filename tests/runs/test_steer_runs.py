@@ -4,6 +4,7 @@ trials and vectors, a run cached with its metric rows and read back from the cac
 from __future__ import annotations
 
 import json
+
 import numpy as np
 import pandas as pd
 import pytest
