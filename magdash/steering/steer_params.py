@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from magdash.comparison_stimuli import OPERANDS
 from magdash.errors import AnalysisError
 from magdash.params import DEFAULT_CI, DEFAULT_N_BOOT, comma_separated, layer_tuple, option, seed_problem
 
@@ -21,9 +22,6 @@ DIRECTION_SOURCES = ("probe", "pc1")
 """Where the magnitude direction of a layer comes from: the unit weight vector of the ridge probe of
 log n (the paper's primary direction) or PC1 of the magnitudes' centroids, oriented with n (its
 robustness check)."""
-
-OPERANDS = ("a", "b")
-"""The operand whose number is pushed: ``a``, written in the first option (the paper's), or ``b``."""
 
 PAPER_DOSES = (0.25, 0.5, 0.75, 1.0)
 """The paper's dose levels, in units of the magnitudes' projection span along the direction."""
