@@ -2,8 +2,9 @@
 
 A golden file records, for a small fixed store, every number the analysis and the comparison
 (in magdash's conventions and in the paper's), the phase diagnostics, the robustness controls,
-the design simulator, E5 and the probes cache, under the versions (:data:`ANALYSIS_VERSION`, :data:`PHASE_VERSION`,
-:data:`CONTROLS_VERSION`, :data:`DESIGN_VERSION`, :data:`E5_VERSION`, :data:`PROBE_VERSION`) that computed them. A change to the code that moves a cached number
+the design simulator, E5, the probes and the behaviour fits of planted comparison trials cache, under the versions
+(:data:`ANALYSIS_VERSION`, :data:`PHASE_VERSION`, :data:`CONTROLS_VERSION`, :data:`DESIGN_VERSION`, :data:`E5_VERSION`,
+:data:`PROBE_VERSION`, :data:`BEHAVIOUR_VERSION`) that computed them. A change to the code that moves a cached number
 without bumping its version would serve stale results from every existing store: this test
 fails on it. After a deliberate change, bump the version and rewrite the golden file with
 ``python tests/test_cache_versions.py``.
@@ -28,6 +29,8 @@ import pytest
 if __name__ == "__main__":  # run as a script to rewrite the golden file
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from magdash.behaviour.behaviour_params import BehaviourParams
+from magdash.behaviour.behaviour_result import BEHAVIOUR_VERSION
 from magdash.controls_statistics.controls import CONTROLS_VERSION
 from magdash.controls_statistics.controls_params import ControlsParams, DesignParams
 from magdash.controls_statistics.design import DESIGN_VERSION
@@ -37,6 +40,7 @@ from magdash.frequency.e5 import E5_VERSION
 from magdash.probes.probe_params import ProbeParams
 from magdash.probes.result import PROBE_VERSION
 from magdash.runs.analysis_runs import analysis_key, analyze, compare
+from magdash.runs.behaviour_runs import behaviour, behaviour_key
 from magdash.runs.controls_runs import controls_key, run_controls
 from magdash.runs.depth_runs import depth_from_store, number_token_key
 from magdash.runs.design_runs import design_key, run_design
@@ -53,6 +57,8 @@ PARAMS = AnalysisParams(n_boot=200)
 PAPER_PARAMS = AnalysisParams(n_boot=200, conventions="paper")
 MODELS = ("golden", "golden@random")
 RTOL, ATOL = 1e-6, 1e-10
+COMPARISONS = "golden-comparisons"
+BEHAVIOUR_PARAMS = BehaviourParams(n_boot=50, conventions=("magdash", "paper"))
 
 
 def portable_noise(n: int, seed: int) -> np.ndarray:
@@ -87,7 +93,33 @@ def golden_store(path: Path) -> Store:
                               tuple(str(item.magnitude)), len(str(item.magnitude)), len(str(item.magnitude)))
                  for item in items]
         store.write_token_facts(store.model_record(name).model_id, [item.key for item in items], facts)
+        store.put_trials(name, COMPARISONS, golden_trials(seed))
     return store
+
+
+def golden_trials(seed: int) -> pd.DataFrame:
+    """Comparison trials from a known psychometric function (P = 0.5 + 0.45 Phi((ln r - mu) / 0.3), mu growing
+    with the reference), every choice drawn from :func:`portable_noise`: 20 per ratio and position at 3 references."""
+    ratios, references, per_position = (1.05, 1.1, 1.2, 1.5, 2.0, 3.0), (10.0, 100.0, 1000.0), 20
+    draws = iter((portable_noise(len(ratios) * len(references) * 2 * per_position * 2, seed + 20) + 1.0) / 2.0)
+    rows = []
+    for reference in references:
+        mu = 0.15 + 0.05 * math.log10(reference)
+        for ratio in ratios:
+            p = 0.5 + 0.45 * 0.5 * (1.0 + math.erf((math.log(ratio) - mu) / (0.3 * math.sqrt(2.0))))
+            for larger in ("A", "B"):
+                small, big = f"{reference:g}", f"{reference * ratio:g}"
+                for _ in range(per_position):
+                    right = next(draws) < p
+                    difference = (1.0 + math.log(ratio)) * (1.0 if right else -1.0) + next(draws) - 0.5
+                    signed = difference if larger == "A" else -difference
+                    chosen = larger if right else ("B" if larger == "A" else "A")
+                    rows.append({"task": "golden", "reference": reference, "ratio": ratio, "larger": larger,
+                                 "value_a": big if larger == "A" else small, "value_b": small if larger == "A" else big,
+                                 "prompt": f"A) {big if larger == 'A' else small} or B) {small if larger == 'A' else big}?",
+                                 "logit_a": 5.0 + signed, "logit_b": 5.0, "prob_a": 0.45 + 0.01 * signed,
+                                 "prob_b": 0.45 - 0.01 * signed, "chosen": chosen, "correct": right})
+    return pd.DataFrame(rows)
 
 
 def cached_documents(store: Store) -> dict:
@@ -125,6 +157,9 @@ def cached_documents(store: Store) -> dict:
     probe_params = ProbeParams(n_boot=50)
     probe(store, MODELS[0], params=probe_params)
     probes = json.loads(zlib.decompress(store.get_result(probe_key(store, MODELS[0], "paper", probe_params))))
+    behaviour(store, MODELS[0], COMPARISONS, BEHAVIOUR_PARAMS)
+    behaviour_payload = store.get_result(behaviour_key(MODELS[0], COMPARISONS, store.trials(MODELS[0], COMPARISONS),
+                                                       BEHAVIOUR_PARAMS))
     return {
         "analysis": analysis,
         "phase": phases,
@@ -132,6 +167,7 @@ def cached_documents(store: Store) -> dict:
         "design": design,
         "e5": json.loads(zlib.decompress(payload)),
         "probe": probes,
+        "behaviour": json.loads(zlib.decompress(behaviour_payload)),
     }
 
 
@@ -184,7 +220,9 @@ def test_cached_results_change_only_with_their_version(tmp_path):
                                 ("controls", CONTROLS_VERSION, "CONTROLS_VERSION in magdash/controls_statistics/controls.py"),
                                 ("design", DESIGN_VERSION, "DESIGN_VERSION in magdash/controls_statistics/design.py"),
                                 ("e5", E5_VERSION, "E5_VERSION in magdash/frequency/e5.py"),
-                                ("probe", PROBE_VERSION, "PROBE_VERSION in magdash/probes/result.py")):
+                                ("probe", PROBE_VERSION, "PROBE_VERSION in magdash/probes/result.py"),
+                                ("behaviour", BEHAVIOUR_VERSION,
+                                 "BEHAVIOUR_VERSION in magdash/behaviour/behaviour_result.py")):
         computed = json.loads(json.dumps(documents[part], allow_nan=True))
         changed = differences(golden[part], computed, part)
         # A missed version bump, planted: one cached number moved by 1e-4 of itself is caught.
@@ -241,7 +279,8 @@ def write_golden() -> None:
     with tempfile.TemporaryDirectory() as folder:
         documents = cached_documents(golden_store(Path(folder) / "golden.duckdb"))
     documents["versions"] = {"analysis": ANALYSIS_VERSION, "phase": PHASE_VERSION, "controls": CONTROLS_VERSION,
-                             "design": DESIGN_VERSION, "e5": E5_VERSION, "probe": PROBE_VERSION}
+                             "design": DESIGN_VERSION, "e5": E5_VERSION, "probe": PROBE_VERSION,
+                             "behaviour": BEHAVIOUR_VERSION}
     GOLDEN.write_text(json.dumps(documents, allow_nan=True, separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size / 1e3:.0f} kB)")
 

@@ -31,6 +31,7 @@ import pytest
 if __name__ == "__main__":  # run as a script to rewrite the fixture
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from magdash.behaviour.behaviour_result import BehaviourResult
 from magdash.controls_statistics.controls import CarrierTables
 from magdash.controls_statistics.controls_params import ControlsParams, DesignParams
 from magdash.controls_statistics.design import DesignResult
@@ -39,6 +40,7 @@ from magdash.jsonio import to_jsonable
 from magdash.probes.probe_params import ProbeParams
 from magdash.probes.result import ProbeResult
 from magdash.runs.analysis_runs import analysis_key, analyze, compare
+from magdash.runs.behaviour_runs import behaviour, behaviour_key
 from magdash.runs.controls_runs import controls_key, run_controls
 from magdash.runs.design_runs import design_key, run_design
 from magdash.runs.frequency_runs import E5Table, e5_from_store
@@ -47,7 +49,15 @@ from magdash.significance import can_reach
 from magdash.stimuli import PAPER_MAGNITUDES
 from magdash.variability.analysis import NOT_RECORDED, AnalysisResult
 from magdash.variability.compare import ComparisonResult
-from tests.test_cache_versions import MODELS, PAPER_PARAMS, PARAMS, differences, golden_store
+from tests.test_cache_versions import (
+    BEHAVIOUR_PARAMS,
+    COMPARISONS,
+    MODELS,
+    PAPER_PARAMS,
+    PARAMS,
+    differences,
+    golden_store,
+)
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "result_payloads.json"
 
@@ -58,6 +68,7 @@ DECODERS = {
     "design": DesignResult.from_payload,
     "e5": E5Table.from_payload,
     "probe": ProbeResult.from_payload,
+    "behaviour": BehaviourResult.from_payload,
 }
 
 
@@ -88,6 +99,9 @@ def computed(path: Path) -> dict[str, tuple[str, bytes, Any]]:
     probe_params = ProbeParams(n_boot=50)
     run = probe(store, MODELS[0], params=probe_params)
     found["probe"] = ("probe", store.get_result(probe_key(store, MODELS[0], "paper", probe_params)), run.to_json())
+    fitted = behaviour(store, MODELS[0], COMPARISONS, BEHAVIOUR_PARAMS)
+    key = behaviour_key(MODELS[0], COMPARISONS, store.trials(MODELS[0], COMPARISONS), BEHAVIOUR_PARAMS)
+    found["behaviour"] = ("behaviour", store.get_result(key), fitted.to_json())
     return found
 
 
@@ -148,7 +162,7 @@ def test_the_fixture_covers_every_result_type(fixture, fresh):
 
 @pytest.mark.parametrize("name", ["analysis/golden", "analysis/golden@random", "analysis_paper/golden",
                                   "analysis_paper/golden@random", "comparison", "comparison_paper", "controls",
-                                  "design", "e5", "probe"])
+                                  "design", "e5", "probe", "behaviour"])
 def test_an_old_payload_reads_back_and_writes_the_same_bytes(fixture, name):
     entry = fixture[name]
     old = _decoded(entry["payload"])
@@ -158,7 +172,7 @@ def test_an_old_payload_reads_back_and_writes_the_same_bytes(fixture, name):
 
 @pytest.mark.parametrize("name", ["analysis/golden", "analysis/golden@random", "analysis_paper/golden",
                                   "analysis_paper/golden@random", "comparison", "comparison_paper", "controls",
-                                  "design", "e5", "probe"])
+                                  "design", "e5", "probe", "behaviour"])
 def test_a_fresh_payload_is_the_old_one(fixture, fresh, name):
     entry = fixture[name]
     _, payload, _ = fresh[name]
@@ -169,7 +183,7 @@ def test_a_fresh_payload_is_the_old_one(fixture, fresh, name):
 
 
 @pytest.mark.parametrize("name", ["analysis/golden", "analysis_paper/golden", "comparison", "comparison_paper",
-                                  "controls", "design", "probe"])
+                                  "controls", "design", "probe", "behaviour"])
 def test_to_json_is_the_old_document(fixture, fresh, name):
     old_document = json.loads(zlib.decompress(_decoded(fixture[name]["json"])))
     new_document = _json_document(fresh[name][2])
@@ -177,7 +191,8 @@ def test_to_json_is_the_old_document(fixture, fresh, name):
     assert differences(old_document, new_document, name) == []
 
 
-@pytest.mark.parametrize("name", ["analysis/golden", "analysis_paper/golden@random", "comparison", "design", "probe"])
+@pytest.mark.parametrize("name", ["analysis/golden", "analysis_paper/golden@random", "comparison", "design", "probe",
+                                  "behaviour"])
 def test_an_old_payload_reads_back_into_the_fresh_result(fixture, fresh, name):
     kind, payload, _ = fresh[name]
     old = DECODERS[kind](_decoded(fixture[name]["payload"]))

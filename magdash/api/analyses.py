@@ -490,7 +490,7 @@ def behave(
     comparisons: ComparisonSet | str | None = None,
     params: BehaviourParams | None = None,
     *,
-    trials_file: str | os.PathLike | None = None,
+    trials_file: str | os.PathLike[str] | None = None,
     extract_params: ExtractParams | None = None,
     name: str | None = None,
     use_cache: bool = True,

@@ -66,9 +66,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import magdash as md
     from magdash.behaviour.behaviour_result import compare_behaviour
-    from magdash.runs.behaviour_runs import behaviour, behaviour_beside_representation
+    from magdash.runs.behaviour_runs import behave, behaviour, behaviour_beside_representation, import_trials
 
     params = params_from_args(BehaviourParams, args)
     extract_params = params_from_args(ExtractParams, args, prefix=EXTRACT_PREFIX)
@@ -77,10 +76,12 @@ def run(args: argparse.Namespace) -> int:
     store = open_store(args, create=True)
     progress = ProgressBar("trial", f"comparisons of {args.name or args.model}", quiet=args.quiet or args.json)
     try:
-        result = md.behave(store, args.name if args.trials_file else args.model, _comparisons(args), params,
-                           trials_file=args.trials_file, extract_params=extract_params,
-                           name=None if args.trials_file else args.name, use_cache=not args.no_cache,
-                           progress=progress)
+        if args.trials_file is not None:
+            import_trials(store, args.trials_file, args.name, args.comparisons)
+            result = behaviour(store, args.name, args.comparisons, params, use_cache=not args.no_cache)
+        else:
+            result = behave(store, args.model, _comparisons(args), params, extract_params=extract_params,
+                            name=args.name, use_cache=not args.no_cache, progress=progress)
     finally:
         progress.close()
     results = {result.model: result}

@@ -166,8 +166,8 @@ def read_inventory(store: Store) -> StoreInventory:
             for name, sets in zip(models["name"], models["stimulus_sets"], strict=True)
         }
         carriers = store.set_carriers()  # by set name, in name order: the sets' names too
-        trial_sets = tuple(TrialSet(str(row.model), str(row.set_name), int(row.n_trials))
-                           for row in store.trial_models().itertuples())
+        trial_sets = tuple(TrialSet(str(row["model"]), str(row["set_name"]), int(row["n_trials"]))
+                           for row in store.trial_models().to_dict(orient="records"))
         return StoreInventory(
             path=str(store.path),
             models=models,

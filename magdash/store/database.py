@@ -909,7 +909,7 @@ class Store:
 
     def trials(self, model: str, set_name: str) -> pd.DataFrame:
         """The stored trials of ``model`` on ``set_name`` (:data:`magdash.store.trials.TRIAL_COLUMNS`),
-        in the order they were stored; empty when none are.
+        in the order of their ids; empty when none are.
 
         Args:
             model: the model's name.

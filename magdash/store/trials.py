@@ -150,10 +150,11 @@ def _count(connection: duckdb.DuckDBPyConnection, model: str, hash_: str) -> int
 
 
 def read(connection: duckdb.DuckDBPyConnection, model: str, hash_: str) -> pd.DataFrame:
-    """The stored trials of ``model`` on the design ``hash_``, in the order they were written."""
+    """The stored trials of ``model`` on the design ``hash_``, in the order of their ids (a store does
+    not keep the order rows were written in, and a fit's bootstrap must not depend on it)."""
     columns = ", ".join(name for name, _ in TRIAL_COLUMNS)
     return connection.execute(
-        f"SELECT {columns} FROM trials WHERE model = ? AND set_hash = ? ORDER BY created_at, rowid",
+        f"SELECT {columns} FROM trials WHERE model = ? AND set_hash = ? ORDER BY trial_id",
         [model, hash_]).df()
 
 

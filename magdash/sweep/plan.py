@@ -286,8 +286,8 @@ def parse_plan(document: Mapping[str, Any], folder: Path, task_kinds: Mapping[st
         analysis=analysis,
         depth=_params(DepthParams, document.get("depth", {}), "depth"),
         controls=_controls(document, tasks, analysis),
-        probe=_probe(document, tasks),
-        behave=_params(BehaviourParams, document.get("behave", {}), "behave"),
+        probe=_task_params(ProbeParams, document, tasks, "probe"),
+        behave=_task_params(BehaviourParams, document, tasks, "behave"),
     )
     _unique([cell.store_name for cell in plan.cells() if cell.stimuli == stimuli[0].name], "store name",
             "give each model its own name")
@@ -399,11 +399,12 @@ def _controls(document: Mapping[str, Any], tasks: tuple[str, ...], analysis: Ana
     return _params(ControlsParams, document.get("controls", {}), "controls", analysis=analysis, variants=())
 
 
-def _probe(document: Mapping[str, Any], tasks: tuple[str, ...]) -> ProbeParams:
-    """The [probe] table (:class:`ProbeParams` fields), refused without the task that reads it."""
-    if "probe" in document and "probe" not in tasks:
-        raise PlanError('[probe] is given but tasks do not include "probe": add it or drop the table')
-    return _params(ProbeParams, document.get("probe", {}), "probe")
+def _task_params(kind: type, document: Mapping[str, Any], tasks: tuple[str, ...], task: str):
+    """The table of ``task``'s parameters (``[probe]``: :class:`ProbeParams`, ``[behave]``:
+    :class:`BehaviourParams`), refused without the task that reads it."""
+    if task in document and task not in tasks:
+        raise PlanError(f'[{task}] is given but tasks do not include "{task}": add it or drop the table')
+    return _params(kind, document.get(task, {}), task)
 
 
 def _params(kind: type, table: Any, section: str, **fixed: Any):

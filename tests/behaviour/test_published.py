@@ -32,8 +32,14 @@ def test_the_shipped_file_reads_into_the_trials_frame():
 def test_a_record_maps_onto_the_frame():
     frame = published_trials([record(), record(predicted="7", correct=False)])
     assert frame.loc[0, "reference"] == 10.0 and frame.loc[0, "larger"] == "B"
-    assert frame.loc[0, "logit_b"] == 3.0 and frame.loc[0, "prob_a"] == 0.1 and frame.loc[0, "trial_id"] == "X-1"
+    assert frame.loc[0, "logit_b"] == 3.0 and frame.loc[0, "prob_a"] == 0.1 and frame.loc[0, "trial_id"] == "B1:X-1"
     assert frame.loc[1, "chosen"] == ""  # an answer that is neither option
+
+
+def test_the_same_pair_in_two_tasks_is_two_trials():
+    # the paper numbers a pair once and asks it in every task: both must be kept apart
+    frame = published_trials([record(), record(task_type="B2")])
+    assert list(frame["trial_id"]) == ["B1:X-1", "B2:X-1"]
 
 
 @pytest.mark.parametrize(("records", "words"), [

@@ -24,6 +24,9 @@ DOCUMENTED_EXCEPTIONS = {
     ("pages/home.py", "--model"): "the home page shows the command line's extraction as such",
     ("pages/ui/sidebar.py", "--store"): "the store box's help names the command line's equivalent",
     ("pages/scaling.py", "--bootstrap-layers"): "the caption says what the command line offers beyond the page",
+    ("magdash/dashboard/behaviour_page.py", "--model"): "the empty page shows the command line's behave as such",
+    ("magdash/dashboard/behaviour_page.py", "--import"): "the empty page shows the command line's import as such",
+    ("magdash/dashboard/behaviour_page.py", "--name"): "the empty page shows the command line's import as such",
 }
 
 

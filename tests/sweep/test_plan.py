@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from magdash.behaviour.behaviour_params import BehaviourParams
 from magdash.errors import PlanError
 from magdash.probes.probe_params import ProbeParams
 from magdash.stimuli import paper_stimuli
@@ -95,6 +96,13 @@ def test_the_probe_table_gives_the_probes_params(tmp_path):
                            "[probe]\nn_boot = 50\ntargets = ['log']\nalphas = [0.1, 1, 10]\n")
     assert plan.tasks == ("extract", "probe")
     assert plan.probe == ProbeParams(n_boot=50, targets=("log",), alphas=(0.1, 1.0, 10.0))
+
+
+def test_the_behave_table_gives_the_fits_params(tmp_path):
+    plan = _plan(tmp_path, 'tasks = ["behave"]\n[[models]]\nspec = "minilm"\n[[stimuli]]\nname = "paper"\n'
+                           "[behave]\nn_boot = 50\nconventions = ['magdash', 'paper']\n")
+    assert plan.tasks == ("behave",) and plan.params_for("behave") is plan.behave
+    assert plan.behave == BehaviourParams(n_boot=50, conventions=("magdash", "paper"))
 def test_a_stimuli_entry_takes_a_number_format(tmp_path):
     plan = _plan(tmp_path, MODELS + STIMULI + (
         '[[stimuli]]\nname = "paper-words"\nnumber_format = "words"\n'
@@ -175,6 +183,10 @@ STIMULI = '[[stimuli]]\nname = "paper"\n'
          "[probe]: unknown probe target(s) cube"),
         ('tasks = ["probe"]\n' + MODELS + STIMULI + "[probe]\ncarrier_folds = 1\n", "[probe]: carrier_folds=1: give 0"),
         ('tasks = ["probe"]\n' + MODELS + STIMULI + "[probe]\nfolds = 3\n", "unknown key(s) folds in [probe]"),
+        (MODELS + STIMULI + "[behave]\nn_boot = 5\n", '[behave] is given but tasks do not include "behave"'),
+        ('tasks = ["behave"]\n' + MODELS + STIMULI + "[behave]\nn_boot = -1\n", "[behave]: n_boot=-1 must be a whole"),
+        ('tasks = ["behave"]\n' + MODELS + STIMULI + "[behave]\nconventions = ['nobody']\n",
+         "[behave]: unknown conventions nobody"),
     ],
 )
 def test_bad_plans_are_refused_with_a_message(tmp_path, text, message):
