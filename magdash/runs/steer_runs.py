@@ -112,10 +112,14 @@ def steer(
 
     Raises:
         AnalysisError: a model without comparison trials (run ``md.behave(store, model)`` first), with
-            imported trials only, or without vectors; layers it does not have.
+            imported trials only, or without vectors (run ``md.extract`` first); layers it does not have.
     """
     params = params or SteerParams()
     set_name = _trial_set(store, model, comparisons)
+    if model not in store.model_names():
+        raise AnalysisError(f"{model!r} has comparison trials but no stored vectors: steering takes its magnitude "
+                            "directions from them, so extract them first, md.extract(spec, md.paper_stimuli(), "
+                            "store=store, name=model)", parameters=("model",))
     source = store.vectors(model, stimuli)
     trials = store.trials(model, set_name)
     facts = _trial_run_facts(store, model, set_name)

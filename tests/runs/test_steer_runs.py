@@ -78,13 +78,24 @@ def test_a_run_is_cached_with_its_rows_and_read_back(tmp_path, capsys):
         md.steer(store, "cmp", params=params, layers=(7,))
 
 
+def test_a_model_without_vectors_is_told_to_extract_them(tmp_path):
+    store = Store(tmp_path / "store.duckdb")
+    store.put_trials("trials-only", "published", imported_trials())
+    with pytest.raises(AnalysisError, match=r"no stored vectors.*md\.extract"):
+        md.steer(store, "trials-only")
+
+
+def imported_trials():
+    """Four trials of the paper's design with made-up outputs, as an import stores them."""
+    return md.paper_comparisons().trials().head(4).assign(logit_a=1.0, logit_b=0.0, prob_a=0.6, prob_b=0.3,
+                                                          chosen="A", correct=True)
+
+
 def test_imported_trials_have_no_model_to_steer(tmp_path):
     from magdash.runs.steer_runs import steer
 
     store = Store(tmp_path / "store.duckdb")
     store.put("imported", planted_vectors(8, 3), MAGNITUDES, carriers=CARRIERS)
-    trials = md.paper_comparisons().trials().head(4).assign(
-        logit_a=1.0, logit_b=0.0, prob_a=0.6, prob_b=0.3, chosen="A", correct=True)
-    store.put_trials("imported", "published", trials)
+    store.put_trials("imported", "published", imported_trials())
     with pytest.raises(AnalysisError, match="imported, not run by magdash"):
         steer(store, "imported", params=SteerParams(direction="pc1"))
