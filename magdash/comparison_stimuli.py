@@ -310,6 +310,8 @@ class ComparisonSet:
         pairs: pairs per reference x ratio x position (the paper: 25).
         jitter: each pair after the first draws its smaller number from ``reference x (1 ± jitter)`` (the paper: 0.15).
         seed: the jitter's seed.
+        n_trials: how many trials the design makes (references x ratios x 2 positions x pairs x
+            templates x formats; computed, not given).
     """
 
     name: str = ""

@@ -110,6 +110,8 @@ COLUMNS: dict[str, Column] = {
     "magnitude": Column("magnitude n"),
     "magnitudes": Column("magnitude range"),
     "carrier": Column("carrier"),
+    "template_name": Column("template (the trials' task)"),
+    "template": Column("prompt template"),
     "sentence": Column("sentence"),
     "stratum": Column("token-count stratum"),
     "quantity": Column("quantity"),

@@ -42,6 +42,9 @@ slug = f"{chosen.model}-{chosen.comparisons}-{task}-{variant}-{conventions}"
 unmeasured = behaviour_figures.unmeasured_sentence(result, task, result.params.min_option_mass)
 if unmeasured is not None:
     st.warning(ui.plain(unmeasured))
+if behaviour_figures.measured_trials(result, task) == 0:
+    st.info(ui.plain(behaviour_figures.nothing_measured_message(result, task, result.params.min_option_mass)))
+    st.stop()
 ui.say(behaviour_figures.position_bias_sentence(result, task))
 for sentence in behaviour_figures.outside_range_sentences(result, task, variant, conventions):
     ui.say(sentence)

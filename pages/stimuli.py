@@ -108,3 +108,34 @@ elif st.toggle("Show the tokenization", key="st_preview_on", help="Loads the mod
         ui.table(preview, name=f"tokenization-{preview_spec}")
     except MagdashError as error:
         ui.show_error(error)
+
+st.subheader("6. Comparison templates (the Behaviour page)")
+st.caption("Forced-choice prompts of your own for `magdash behave`: one per line (.txt) or a template column with "
+           "an optional name column (.csv), each with one {a} and one {b} where the two numbers go, answered A or B. "
+           "Saved as a comparison set: the paper's references and ratios, the larger number in A and in B.")
+template_upload = st.file_uploader("Template file", type=["txt", "csv"], key="st_templates_upload",
+                                   help="e.g. Which is larger: A) {a} or B) {b}? Answer with only A or B.")
+if template_upload is not None:
+    templates = stimuli_page.read_template_upload(template_upload.name, template_upload.getvalue())
+    for problem in stimuli_page.problems_to_show(templates.problems):
+        st.error(ui.page_message(ui.served(problem)))
+    if templates.ok:
+        ui.table(templates.table(), name="comparison-templates")
+        ui.warnings_panel(templates.caveats)
+        left, middle, right = st.columns(3)
+        set_name = left.text_input("Comparison set name", value="my-comparisons", key="st_comparisons_name")
+        formats = middle.multiselect("Number formats", NUMBER_FORMAT_NAMES, default=[DEFAULT_NUMBER_FORMAT],
+                                     format_func=stimuli_page.format_label, key="st_comparisons_formats")
+        chat = right.toggle("Chat template", value=True, key="st_comparisons_chat",
+                            help="Wrap each question in an instruct model's chat template (when it has one)")
+        if st.button("Save comparison set", disabled=not formats or ctx.read_only, key="st_comparisons_save",
+                     icon=":material/save:"):
+            try:
+                store = ui.store_to_write(ctx, "saving a comparison set")
+                comparisons = stimuli_page.build_comparison_set(set_name, templates.templates, formats, chat)
+                store.put_comparison_set(comparisons)
+                st.success(ui.plain(f"Saved {comparisons.name!r} ({comparisons.n_trials:,} trials a model): run it "
+                                    f"with magdash behave --model MODEL --comparisons {comparisons.name}, then open "
+                                    "the Behaviour page."))
+            except MagdashError as error:
+                ui.show_error(error)

@@ -48,6 +48,7 @@ PUBLIC: dict[str, str | None] = {
     "magdash.sweep.sweep_params.SweepParams": None,
     "magdash.probes.probe_params.ProbeParams": None,
     "magdash.frequency.e5_params.E5Params": None,
+    "magdash.behaviour.behaviour_params.BehaviourParams": None,
     "magdash.params": None,
     # the store, extraction, the model sources
     "magdash.store.database.Store": None,
@@ -72,7 +73,9 @@ PUBLIC: dict[str, str | None] = {
     "magdash.controls_statistics.design.DesignResult": None,
     "magdash.runs.frequency_runs.E5Table": None,
     "magdash.probes.result.ProbeResult": None,
+    "magdash.behaviour.behaviour_result.BehaviourResult": None,
     "magdash.stimuli.StimulusSet": None,
+    "magdash.comparison_stimuli.ComparisonSet": None,
     "magdash.frequency.sources.FrequencySource": None,
     # the figure functions (a result in, a captioned chart out)
     "magdash.presentation.scaling_figures": FIGURES,

@@ -1,4 +1,5 @@
-"""Stimuli input for the dashboard: carrier uploads, the magnitude editor, tokenization preview.
+"""Stimuli input for the dashboard: carrier uploads, the magnitude editor, tokenization preview,
+and the comparison templates of the Behaviour page (uploaded, checked, saved as a comparison set).
 
 Uploads are validated with one message per problem that says what to fix (not UTF-8, binary,
 empty lines, missing or repeated ``{n}``, duplicates, too long; see
@@ -18,6 +19,15 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from magdash.caveats import Caveat
+from magdash.comparison_stimuli import (
+    PAPER_COMPARISONS_NAME,
+    ComparisonSet,
+    ComparisonTemplate,
+    paper_comparisons,
+    parse_templates,
+    template_caveats,
+)
 from magdash.errors import StimulusError
 from magdash.stimuli import (
     DEFAULT_NUMBER_FORMAT,
@@ -124,6 +134,63 @@ def read_carrier_upload(filename: str, data: bytes) -> CarrierInput:
     if filename.lower().endswith(".csv"):
         return carriers_from_csv(text)
     return carriers_from_text(text)
+
+
+@dataclass(frozen=True)
+class TemplateInput:
+    """Comparison templates read from an upload (the Behaviour page's prompts), what is wrong with
+    them (a refused file: nothing is taken), and what in them may give the answer away."""
+
+    templates: tuple[ComparisonTemplate, ...] = ()
+    problems: list[str] = field(default_factory=list)
+    caveats: list[Caveat] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and bool(self.templates)
+
+    def table(self) -> pd.DataFrame:
+        """The templates as the page lists them: name (the trials' task) and text."""
+        return pd.DataFrame({"template_name": [template.name for template in self.templates],
+                             "template": [template.text for template in self.templates]})
+
+
+def read_template_upload(filename: str, data: bytes) -> TemplateInput:
+    """Comparison templates from an uploaded .txt (one per line) or .csv (a template column, an optional
+    name column): :func:`magdash.comparison_stimuli.parse_templates`, whose message names each bad line
+    or row (a template without ``{b}``, ...), and the caveats of :func:`~magdash.comparison_stimuli.template_caveats`.
+
+    Args:
+        filename: the upload's name (``.csv`` is read as CSV).
+        data: its bytes.
+    """
+    text, problems = decode_upload(data, filename)
+    if text is None:
+        return TemplateInput(problems=problems)
+    try:
+        templates = parse_templates(text, filename)
+    except StimulusError as error:
+        return TemplateInput(problems=[str(error)])
+    return TemplateInput(templates, [], template_caveats(templates))
+
+
+def build_comparison_set(name: str, templates: Sequence[ComparisonTemplate], number_formats: Sequence[str],
+                         chat_template: bool = True) -> ComparisonSet:
+    """The paper's design (references 10-1000, ratios 1.05-3, both positions) with ``templates`` as its
+    prompts, ready to store as ``name`` for ``magdash behave --comparisons NAME``. The paper's set's
+    name is refused for any other design (``magdash behave`` without ``--comparisons`` runs that name).
+
+    Args:
+        name: the set's name in the store.
+        templates: the prompts (:func:`read_template_upload`).
+        number_formats: how the numbers are written (names in :data:`magdash.stimuli.NUMBER_FORMATS`).
+        chat_template: wrap each question in an instruct model's chat template.
+    """
+    comparisons = ComparisonSet(name=name.strip(), templates=tuple(templates), number_formats=tuple(number_formats),
+                                chat_template=chat_template)
+    if comparisons.name == PAPER_COMPARISONS_NAME and comparisons.content_hash != paper_comparisons().content_hash:
+        raise StimulusError(f"the name {PAPER_COMPARISONS_NAME!r} belongs to the paper's design: choose another name")
+    return comparisons
 
 
 MAGNITUDE_MODES = ("paper", "list", "range")

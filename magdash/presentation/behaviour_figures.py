@@ -24,6 +24,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from magdash.behaviour.psychometric import STATUS_CHANCE
 from magdash.controls_statistics.design import wilson
 from magdash.errors import AnalysisError
 from magdash.presentation import chart_style as style
@@ -138,6 +139,32 @@ def unmeasured_sentence(result: BehaviourFrames, task: str, min_option_mass: flo
             f"{min_option_mass:.0%} of its probability on the two options, so they are left out of the fits.")
 
 
+NOTHING_MEASURED = ("No trial of {model} ({task}) was measured, so there is nothing to fit or draw: the model put "
+                    "under {mass:.0%} of its probability on the two answer options in every one. A model with random "
+                    "weights does (the options are two tokens of its whole vocabulary). To measure such trials anyway, "
+                    "fit them with min_option_mass=0 (`magdash behave --min-option-mass 0`, `md.behave(..., "
+                    "min_option_mass=0)`): a random-weight control must then come out at chance.")
+"""What the page and the report say where every trial of a task was left unmeasured (its fits and figures
+would be empty)."""
+
+
+def measured_trials(result: BehaviourFrames, task: str) -> int:
+    """How many trials of ``task`` were measured (their option mass reached ``min_option_mass``)."""
+    cells = result.cells[result.cells["task"] == task]
+    return int(cells["n_a"].sum() + cells["n_b"].sum())
+
+
+def nothing_measured_message(result: BehaviourFrames, task: str, min_option_mass: float) -> str:
+    """What the page and the report say where no trial of ``task`` was measured (:data:`NOTHING_MEASURED`).
+
+    Args:
+        result: the behaviour result.
+        task: the prompt template's name.
+        min_option_mass: the least probability on the two options for a trial to count.
+    """
+    return NOTHING_MEASURED.format(model=result.model, task=task, mass=min_option_mass)
+
+
 def position_bias_sentence(result: BehaviourFrames, task: str) -> str:
     """Where the model chooses one position more often than the other whatever the numbers (the
     interval of P(choose A) excludes 0.5), and that accuracy is corrected for it.
@@ -146,7 +173,7 @@ def position_bias_sentence(result: BehaviourFrames, task: str) -> str:
         result: the behaviour result.
         task: the prompt template's name.
     """
-    bias = result.position_bias[result.position_bias["task"] == task]
+    bias = bias_frame(result, task)
     biased = bias[(bias["low"] > 0.5) | (bias["high"] < 0.5)]
     if biased.empty:
         return (f"{result.model} ({task}) shows no position bias its intervals can tell from chance: P(choose A) "
@@ -193,10 +220,17 @@ def outside_range_sentences(result: BehaviourFrames, task: str, variant: str = "
 # -- psychometric curves per reference --------------------------------------------------------
 
 
+POINT_SPREAD = 1.01
+"""The factor between the drawn ratios of neighbouring references' points at one ratio: the five
+references' points and bars at ratio 1.05 sit side by side (about 1.03 to 1.07) rather than on one
+another, and clear of the next ratio's. The tooltip and the CSV give the true ratio."""
+
+
 def points_frame(result: BehaviourFrames, task: str) -> pd.DataFrame:
     """The data points of the psychometric curves: per reference x ratio cell the position-corrected
     accuracy with its 95% Wilson interval on the cell's measured trials (n_a + n_b). Columns:
-    reference, series (its label), ratio, accuracy, low, high, n, accuracy_a, accuracy_b, bias."""
+    reference, series (its label), ratio, drawn_ratio (where the point is drawn: the ratio spread by
+    :data:`POINT_SPREAD` per reference around it), accuracy, low, high, n, accuracy_a, accuracy_b, bias."""
     cells = _chosen(result.cells, "cells", task=task)
     n = (cells["n_a"] + cells["n_b"]).astype(int).to_numpy()
     accuracy = cells["accuracy"].astype(float).to_numpy()
@@ -207,6 +241,9 @@ def points_frame(result: BehaviourFrames, task: str) -> pd.DataFrame:
     frame["high"] = [float(high) for _, high in bounds]
     frame["n"] = n
     frame["series"] = frame["reference"].astype(float).map(reference_label)
+    references = sorted(set(frame["reference"].astype(float)))
+    rank = frame["reference"].astype(float).map({reference: i for i, reference in enumerate(references)})
+    frame["drawn_ratio"] = frame["ratio"].astype(float) * POINT_SPREAD ** (rank.astype(float) - (len(references) - 1) / 2)
     return frame
 
 
@@ -235,19 +272,22 @@ def psychometric_chart(
     order = list(dict.fromkeys([*curves.sort_values("reference")["series"], *points.sort_values("reference")["series"]]))
     color = style.solid_legend(alt.Color("series:N", scale=style.color_scale(order, style.MODEL_COLORS), title=None,
                                          sort=order))
-    ratios = pd.concat([points["ratio"], curves["ratio"]]).astype(float)
-    x = alt.X("ratio:Q", title="ratio (log scale)",
-              scale=alt.Scale(type="log", domain=[float(ratios.min()), float(ratios.max())], nice=False))
+    drawn_at = "drawn_ratio" if "drawn_ratio" in points else "ratio"  # points spread by reference, or at their ratio
+    ratios = pd.concat([points[drawn_at], curves["ratio"]]).astype(float)
+    scale = alt.Scale(type="log", domain=[float(ratios.min()), float(ratios.max())], nice=False)
+    x = alt.X("ratio:Q", title="ratio (log scale)", scale=scale)
+    x_points = alt.X(f"{drawn_at}:Q", title="ratio (log scale)", scale=scale)
     y_scale = alt.Scale(domain=[0.0, 1.0])
     layers = [
         style.zero_rule(CHANCE),
         alt.Chart(style.inline_data(curves, ["series", "ratio", "p"])).mark_line(invalid=style.PATH_INVALID).encode(
             x=x, y=alt.Y("p:Q", title="P(correct)", scale=y_scale), color=color, detail="series:N"),
-        alt.Chart(style.inline_data(points, ["series", "ratio", "low", "high"])).mark_rule(opacity=0.6).encode(
-            x=x, y=alt.Y("low:Q", scale=y_scale), y2="high:Q", color=color),
-        alt.Chart(style.inline_data(points, ["series", "ratio", "accuracy", "low", "high", "n", "bias"]))
+        alt.Chart(style.inline_data(points, ["series", "ratio", drawn_at, "low", "high"])).mark_rule(opacity=0.6).encode(
+            x=x_points, y=alt.Y("low:Q", scale=y_scale), y2="high:Q", color=color),
+        alt.Chart(style.inline_data(points, list(dict.fromkeys(["series", "ratio", drawn_at, "accuracy", "low", "high",
+                                                                "n", "bias"]))))
         .mark_point(filled=True, size=40, invalid=style.POINT_INVALID).encode(
-            x=x, y=alt.Y("accuracy:Q", title="P(correct)", scale=y_scale), color=color,
+            x=x_points, y=alt.Y("accuracy:Q", title="P(correct)", scale=y_scale), color=color,
             tooltip=[alt.Tooltip("series:N", title=""), alt.Tooltip("ratio:Q", format=".2f"),
                      alt.Tooltip("accuracy:Q", title="accuracy (position-corrected)", format=".3f"),
                      alt.Tooltip("low:Q", title="CI low", format=".3f"), alt.Tooltip("high:Q", title="CI high", format=".3f"),
@@ -269,8 +309,8 @@ def psychometric_figure(result: BehaviourFrames, task: str, variant: str = "choi
         conventions: ``magdash`` or ``paper``.
     """
     subtitle = [f"{result.model}, task {task}, fitted to the {VARIANT_LABELS[variant]}; {CONVENTION_LABELS[conventions]}",
-                "points: accuracy corrected for position bias (mean of the A-correct and B-correct accuracies), "
-                "bars: 95% Wilson intervals on the cell's measured trials"]
+                "points: accuracy corrected for position bias (mean of the A-correct and B-correct accuracies)",
+                "bars: 95% Wilson intervals on the cell's measured trials; a ratio's points spread slightly by reference"]
     return psychometric_chart(points_frame(result, task), curve_frame(result, task, variant, conventions),
                               subtitle=subtitle, width="container")
 
@@ -282,7 +322,8 @@ def weber_frame(result: BehaviourFrames, task: str, variant: str = "choice", con
     """The Weber fraction per reference and where it is drawn: reference, weber_fraction, wf_low,
     wf_high, status, placement (:data:`INSIDE`, :data:`BELOW`, :data:`ABOVE` or :data:`UNDEFINED`),
     drawn (the value on the log axis: the fraction itself inside the tested ratios, the design's edge
-    beyond them, none when undefined) and the interval's ends where they can be drawn. Where the fits
+    beyond them, none when undefined) and the interval's ends where they can be drawn (an infinite end at
+    the design's edge). Where the fits
     give no fraction but a threshold ratio r* (a ``threshold`` column: magdash's conventions leave the
     fraction of a threshold below ratio 1 or above the design undefined), r* says on which side it lies."""
     fits = _chosen(result.fits, "fits", task=task, variant=variant, conventions=conventions)
@@ -294,6 +335,8 @@ def weber_frame(result: BehaviourFrames, task: str, variant: str = "choice", con
     side = values.copy()  # the fraction, or r* - 1 where only the threshold is known
     if "threshold" in fits:
         side = np.where(np.isfinite(side), side, fits["threshold"].astype(float).to_numpy() - 1.0)
+    # A fit at chance has a threshold only as an optimiser's end point: no side to draw it on.
+    side = np.where(fits["status"].astype(str).to_numpy() == STATUS_CHANCE, np.nan, side)
     with np.errstate(invalid="ignore"):
         placement = np.where(inside, INSIDE, np.where(~np.isfinite(side), UNDEFINED,
                                                       np.where(side < floor, BELOW, ABOVE)))
@@ -301,22 +344,44 @@ def weber_frame(result: BehaviourFrames, task: str, variant: str = "choice", con
     frame["drawn"] = np.select([placement == INSIDE, placement == BELOW, placement == ABOVE],
                                [values, floor, ceiling], default=np.nan)
     for column in ("wf_low", "wf_high"):
+        # An infinite end (resamples without a threshold in reach) is drawn to the design's edge, as a
+        # fraction beyond it is; only a missing end leaves the interval undrawn.
         ends = frame[column].astype(float).to_numpy()
-        frame[f"{column}_drawn"] = np.where(inside & np.isfinite(ends), np.clip(ends, floor, ceiling), np.nan)
+        frame[f"{column}_drawn"] = np.where(inside & ~np.isnan(ends), np.clip(ends, floor, ceiling), np.nan)
     return frame
 
 
 def fits_table(result: BehaviourFrames, task: str, variant: str = "choice", conventions: str = "magdash") -> pd.DataFrame:
-    """The psychometric fit per reference as the page and the report show it: reference, mu, sigma,
-    lapse, the Weber fraction with its interval (``behaviour_wf``: the fits' ``weber_fraction``, renamed,
-    since a probe's ``weber_fraction`` is its decoded spread), where its threshold lies against the
-    tested ratios, the status and the measured trials."""
+    """The psychometric fit per reference as the page and the report show it: reference, the Weber
+    fraction with its interval (``behaviour_wf``: the fits' ``weber_fraction``, renamed, since a probe's
+    ``weber_fraction`` is its decoded spread), where its threshold lies against the tested ratios, the
+    status, then the fit's mu, sigma and lapse and the measured trials (the fraction first: a narrow
+    window shows it without scrolling)."""
     fits = _chosen(result.fits, "fits", task=task, variant=variant, conventions=conventions)
-    frame = fits.loc[:, ["reference", "mu", "sigma", "lapse", "weber_fraction", "wf_low", "wf_high", "status",
+    frame = fits.loc[:, ["reference", "weber_fraction", "wf_low", "wf_high", "status", "mu", "sigma", "lapse",
                          "n_trials"]].rename(columns={"weber_fraction": "behaviour_wf", "wf_low": "behaviour_wf_low",
                                                       "wf_high": "behaviour_wf_high"})
-    frame.insert(7, "placement", weber_frame(result, task, variant, conventions)["placement"].to_numpy())
+    frame.insert(4, "placement", weber_frame(result, task, variant, conventions)["placement"].to_numpy())
     return frame.reset_index(drop=True)
+
+
+REFERENCE_MARGIN = 1.3
+"""How far the reference axis reaches beyond the first and last reference (a factor on the log axis), so
+their points and triangles are drawn whole rather than cut in half by the plot's edge."""
+
+
+LOG_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
+"""The Weber-fraction axis' ticks, 1-2-5 per decade (Vega's own log ticks leave some decades unlabelled
+and draw a grid line at every minor tick); those outside the drawn range are not shown."""
+
+
+def reference_axis(references: pd.Series) -> alt.X:
+    """The reference on a log x axis reaching :data:`REFERENCE_MARGIN` beyond the references shown."""
+    values = references.astype(float)
+    values = values[np.isfinite(values) & (values > 0)]
+    scale = alt.Scale(type="log") if values.empty else alt.Scale(
+        type="log", domain=[float(values.min()) / REFERENCE_MARGIN, float(values.max()) * REFERENCE_MARGIN], nice=False)
+    return alt.X("reference:Q", title="reference (log scale)", scale=scale)
 
 
 def weber_law_line(frame: pd.DataFrame) -> pd.DataFrame:
@@ -351,8 +416,9 @@ def weber_chart(
             f"{reference_label(reference)} ({status})"
             for reference, status in zip(undefined["reference"].astype(float), undefined["status"], strict=True)))
     drawn = frame[frame["placement"] != UNDEFINED]
-    x = alt.X("reference:Q", title="reference (log scale)", scale=alt.Scale(type="log"))
-    y = alt.Y("drawn:Q", title="Weber fraction (log scale)", scale=alt.Scale(type="log"))
+    x = reference_axis(frame["reference"])
+    y = alt.Y("drawn:Q", title="Weber fraction (log scale)", scale=alt.Scale(type="log"),
+              axis=alt.Axis(values=list(LOG_TICKS), grid=True))
     placements = [name for name in PLACEMENT_SHAPES if name in set(drawn["placement"])]
     shape = alt.Shape("placement:N", title=None, scale=alt.Scale(domain=placements,
                                                                  range=[PLACEMENT_SHAPES[p] for p in placements]))
@@ -412,9 +478,17 @@ def weber_figure(result: BehaviourFrames, task: str, variant: str = "choice", co
 
 
 def bias_frame(result: BehaviourFrames, task: str) -> pd.DataFrame:
-    """P(choose A) per reference with its interval: reference, p_choose_a, bias, low, high."""
+    """P(choose A) per reference with its interval: reference, p_choose_a, bias, low, high.
+
+    The fits' ``position_bias`` frame gives the interval of the bias (A-correct minus B-correct
+    accuracy, 0 without a bias); with the larger number in A in half the trials, P(choose A) =
+    (1 + bias) / 2, so ``low`` and ``high`` here are that interval on P(choose A)'s scale, where the
+    chart draws it and 0.5 means no bias."""
     bias = _chosen(result.position_bias, "position bias", task=task)
-    return bias.loc[:, ["reference", "p_choose_a", "bias", "low", "high"]].reset_index(drop=True)
+    frame = bias.loc[:, ["reference", "p_choose_a", "bias", "low", "high"]].reset_index(drop=True)
+    frame["low"] = (1.0 + frame["low"].astype(float)) / 2.0
+    frame["high"] = (1.0 + frame["high"].astype(float)) / 2.0
+    return frame
 
 
 def bias_chart(
@@ -428,7 +502,7 @@ def bias_chart(
     """P(choose A) against the reference (log axis) with its interval (:func:`bias_frame`:
     reference, p_choose_a, low, high, bias); dashed at 0.5, where a model without a position bias lies."""
     style.require_columns(frame, ["reference", "p_choose_a", "low", "high"], "bias_chart")
-    x = alt.X("reference:Q", title="reference (log scale)", scale=alt.Scale(type="log"))
+    x = reference_axis(frame["reference"])
     y_scale = alt.Scale(domain=[0.0, 1.0])
     data = style.inline_data(frame, ["reference", "p_choose_a", "bias", "low", "high"])
     layers = [

@@ -257,7 +257,11 @@ def import_trials(store, path: str | os.PathLike[str], name: str, comparisons: s
 
 def describe_behaviour(result: BehaviourResult) -> str:
     """A sweep summary's line: the median Weber fraction (choice, magdash conventions) over the
-    references where one is defined."""
+    references where one is defined.
+
+    Args:
+        result: the model's behaviour.
+    """
     fractions = result.weber_fractions()["weber_fraction"].dropna()
     if fractions.empty:
         return "no Weber fraction defined (chance or thresholds outside the tested ratios)"

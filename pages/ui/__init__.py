@@ -46,6 +46,7 @@ from pages.ui.widgets import (
     job_panel,
     layer_picker,
     nothing_to_show,
+    page_message,
     plain,
     require_data,
     require_store,
@@ -61,6 +62,6 @@ from pages.ui.widgets import (
 __all__ = [
     "AppContext", "analysed", "analysis_caveats", "build_navigation", "cached", "compute", "context", "end_run",
     "figure", "frequency_source_for", "frequency_sources_for", "job_panel", "job_registry", "layer_for",
-    "layer_picker", "login_gate", "nothing_to_show", "plain", "require_data", "require_store", "result_for", "results_arg", "say", "serve_settings", "served", "session_owner", "setup", "show_error", "source_choices",
+    "layer_picker", "login_gate", "nothing_to_show", "page_message", "plain", "require_data", "require_store", "result_for", "results_arg", "say", "serve_settings", "served", "session_owner", "setup", "show_error", "source_choices",
     "start_job", "store_for", "store_to_write", "table", "tokenizer_for", "update_view", "view_key", "view_setter", "warnings_panel",
 ]

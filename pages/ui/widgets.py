@@ -45,6 +45,7 @@ PARAMETER_WORDS = {
     "batch_size": "“Batch size”",
     "exclude_carriers": "“Leave out carriers”",
     "n_boot": "“Bootstrap resamples”",
+    "templates": "“Template file”",
 }
 """How the pages name a parameter a library message names (``store=``): the widget that sets it."""
 

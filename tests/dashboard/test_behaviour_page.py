@@ -8,6 +8,7 @@ import dataclasses
 
 import pandas as pd
 
+from magdash.behaviour.behaviour_params import BehaviourParams
 from magdash.dashboard import behaviour_page as bp
 from magdash.dashboard.inventory import TrialSet, empty_inventory
 from magdash.dashboard.view import ViewState
@@ -19,9 +20,11 @@ def test_the_trial_sets_put_trained_models_first_and_the_key_follows_the_trials(
     found = bp.trial_sets(inventory)
     assert [(item.model, item.comparisons) for item in found] == [("m", "paper"), ("m", "words"), ("m@random", "paper")]
     key = bp.behaviour_key("s.duckdb", found[0], 200)
-    assert key == bp.BehaviourKey("s.duckdb", "m", "paper", 300, 200)
+    # the sidebar's bootstrap size, every other choice as magdash behave's defaults (the CLI and the page share it)
+    assert key == bp.BehaviourKey("s.duckdb", "m", "paper", 300, BehaviourParams(n_boot=200))
     assert bp.behaviour_key("s.duckdb", dataclasses.replace(found[0], trials=600), 200) != key  # a resumed run
-    assert hash(key) == hash(bp.BehaviourKey("s.duckdb", "m", "paper", 300, 200))  # Streamlit caches on it
+    assert bp.behaviour_key("s.duckdb", found[0], 100) != key
+    assert hash(key) == hash(bp.BehaviourKey("s.duckdb", "m", "paper", 300, BehaviourParams(n_boot=200)))  # Streamlit caches on it
     assert bp.trial_set_label(TrialSet("m", "paper", 6000)) == "m · paper (6,000 trials)"
     assert bp.trial_sets(empty_inventory("s.duckdb")) == ()
 

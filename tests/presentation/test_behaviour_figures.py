@@ -65,7 +65,7 @@ class Planted:
         "high": [0.6], "n_references": [1], "status": ["ok"]}))
     position_bias: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({
         "task": "t", "reference": list(REFERENCES), "p_choose_a": [0.5, 0.55, 0.9], "bias": [0.0, 0.1, 0.8],
-        "low": [0.44, 0.49, 0.86], "high": [0.56, 0.61, 0.93]}))
+        "low": [-0.12, -0.02, 0.72], "high": [0.12, 0.22, 0.86]}))  # the bias's interval (2 P(A) - 1)
 
 
 @pytest.fixture
@@ -148,6 +148,11 @@ def test_the_position_bias_chart_draws_p_choose_a_with_its_interval_and_the_half
     assert rule["encoding"]["y"]["datum"] == 0.5
     assert [row["p_choose_a"] for row in _values(spec, points)] == [0.5, 0.55, 0.9]
     assert bars["encoding"]["y2"]["field"] == "high"
+    # the bias's interval drawn on P(choose A)'s scale, (1 + bias) / 2: around each point, not around 0
+    drawn = _values(spec, bars)
+    assert [row["low"] for row in drawn] == pytest.approx([0.44, 0.49, 0.86])
+    assert [row["high"] for row in drawn] == pytest.approx([0.56, 0.61, 0.93])
+    assert all(row["low"] < row["p_choose_a"] < row["high"] for row in drawn)
 
 
 def test_behaviour_against_representation_keeps_the_references_with_both_and_counts_them(result):
@@ -191,7 +196,7 @@ def test_the_position_bias_sentence_names_the_references_whose_interval_misses_o
     sentence = bf.position_bias_sentence(result, "t")
     assert sentence.startswith("planted (t) prefers one position whatever the numbers at 1 of 3 references")
     assert "reference 1000: P(choose A) 0.90 [0.86, 0.93]" in sentence and "reference 100:" not in sentence
-    unbiased = result.position_bias.assign(p_choose_a=0.5, low=0.45, high=0.55)
+    unbiased = result.position_bias.assign(p_choose_a=0.5, bias=0.0, low=-0.1, high=0.1)
     assert "no position bias" in bf.position_bias_sentence(Planted(position_bias=unbiased), "t")
 
 
@@ -245,3 +250,61 @@ def test_a_threshold_without_a_fraction_is_placed_by_its_ratio(result):
     assert sentences[1] == ("Reference 1000: the fitted threshold is above the tested ratios 1.05-3 (no Weber "
                             "fraction), which the design does not measure; it is shown at "
                             "the edge, not as a number.")
+
+
+def test_a_fit_at_chance_is_undefined_whatever_threshold_its_optimiser_ended_on(result):
+    # Llama's B2 at reference 30: at chance, its r* (55) an optimiser's end point, not a threshold above the design
+    fits = _fits().assign(weber_fraction=np.nan, threshold=[0.9, 55.0, 0.9],
+                          status=["threshold below ratio 1", "at chance", "at chance"])
+    frame = bf.weber_frame(Planted(fits=fits), "t")
+    assert list(frame["placement"]) == [bf.BELOW, bf.UNDEFINED, bf.UNDEFINED]
+    assert frame["drawn"].isna().tolist() == [False, True, True]
+    assert bf.outside_range_sentences(Planted(fits=fits), "t")[1:] == [
+        "Reference 100: no Weber fraction (at chance).", "Reference 1000: no Weber fraction (at chance)."]
+
+
+def test_the_reference_axes_reach_beyond_the_first_and_last_reference(result):
+    # the points at references 10 and 1000 drawn whole, not halved by the plot's edge
+    for spec in (bf.weber_figure(result, "t").to_dict(), bf.bias_figure(result, "t").to_dict()):
+        domains = [layer["encoding"]["x"]["scale"]["domain"] for layer in spec["layer"]
+                   if layer.get("encoding", {}).get("x", {}).get("field") == "reference"]
+        assert domains and all(domain == pytest.approx([10 / bf.REFERENCE_MARGIN, 1000 * bf.REFERENCE_MARGIN])
+                               for domain in domains)
+
+
+def test_an_unbounded_interval_end_is_drawn_to_the_designs_edge(result):
+    # Llama's B1 at reference 30 (magdash conventions, choice): WF 0.474 [0, inf]
+    fits = _fits().assign(weber_fraction=[0.474, 0.3, 0.2], wf_low=[0.0, np.nan, 0.1], wf_high=[np.inf, 0.5, np.nan],
+                          in_range=True, status="ok")
+    frame = bf.weber_frame(Planted(fits=fits), "t")
+    assert frame["wf_low_drawn"].iloc[0] == pytest.approx(0.05) and frame["wf_high_drawn"].iloc[0] == pytest.approx(2.0)
+    assert np.isnan(frame["wf_low_drawn"].iloc[1]) and np.isnan(frame["wf_high_drawn"].iloc[2])  # a missing end: none
+
+
+def test_a_task_without_a_measured_trial_is_said_so_in_the_report_without_figures():
+    from magdash.presentation.report.sections import behaviour_section
+
+    cells = _cells()
+    cells["n_unanswered"] = cells["n_a"] + cells["n_b"]
+    cells[["n_a", "n_b"]] = 0
+    silent = Planted(model="control@random", cells=cells, position_bias=Planted().position_bias.iloc[0:0])
+    assert bf.measured_trials(silent, "t") == 0 and bf.measured_trials(Planted(), "t") == 40 * len(cells)
+    section = behaviour_section(silent, "t", 0.5)
+    assert section.figures == [] and section.tables == []
+    assert section.text[0].startswith(f"{40 * len(cells):,} of {40 * len(cells):,} trials of control@random (t) not measured")
+    assert section.text[1].startswith("No trial of control@random (t) was measured, so there is nothing to fit or draw")
+    assert "min_option_mass=0" in section.text[1]
+
+
+def test_the_points_of_one_ratio_are_spread_by_reference_and_keep_their_true_ratio(result):
+    points = bf.points_frame(result, "t")
+    spread = points.pivot(index="ratio", columns="reference", values="drawn_ratio")
+    for ratio, row in spread.iterrows():
+        drawn = row.to_numpy()
+        assert np.all(np.diff(drawn) > 0)  # one reference after another, in order
+        assert np.exp(np.mean(np.log(drawn))) == pytest.approx(ratio)  # centred on the true ratio
+        assert drawn[-1] / drawn[0] == pytest.approx(bf.POINT_SPREAD ** (len(drawn) - 1))
+    spec = bf.psychometric_figure(result, "t").to_dict()
+    _, _, bars, dots = spec["layer"]
+    assert bars["encoding"]["x"]["field"] == dots["encoding"]["x"]["field"] == "drawn_ratio"
+    assert "ratio" in [tip["field"] for tip in dots["encoding"]["tooltip"]]

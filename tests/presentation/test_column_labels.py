@@ -58,7 +58,7 @@ TABLE_BUILDERS = {
     "behaviour_figures.fits_table": "here",
     # frames a page builds before passing them
     "dashboard.inventory_table": "pages", "table": "pages", "pd.DataFrame": "pages",
-    "ctx.inventory.incomplete": "here", "preview": "here",
+    "ctx.inventory.incomplete": "here", "preview": "here", "templates.table": "here",
 }
 
 
@@ -229,3 +229,11 @@ def test_the_reports_tables_are_labelled(result, tokenized, phase_result):  # no
     assert len(frames) >= 10 and any("largest steps" in caption for caption in frames)
     for caption, frame in frames.items():
         assert_labelled(frame, caption)
+
+
+def test_the_uploaded_comparison_templates_table_is_labelled():
+    from magdash.dashboard.stimuli_page import read_template_upload
+
+    templates = read_template_upload("mine.csv", b"name,template\nplain,Is {a} or {b} larger? A or B.\n")
+    assert templates.ok
+    assert_labelled(templates.table(), "(the Stimuli page's comparison templates)")

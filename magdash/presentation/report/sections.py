@@ -387,6 +387,10 @@ def behaviour_section(result: behaviour_figures.BehaviourFrames, task: str, min_
     behavioural Weber fraction beside it; the fits per reference as a table."""
     name = result.model
     unmeasured = behaviour_figures.unmeasured_sentence(result, task, min_option_mass)
+    if behaviour_figures.measured_trials(result, task) == 0:  # nothing to fit or draw (a random-weight control)
+        return ReportSection(f"Behaviour: number comparisons ({name}, {task})", text=[
+            *([unmeasured] if unmeasured else []),
+            behaviour_figures.nothing_measured_message(result, task, min_option_mass)])
     notes = [*([unmeasured] if unmeasured else []), behaviour_figures.position_bias_sentence(result, task),
              *behaviour_figures.outside_range_sentences(result, task, variant, conventions)]
     figures = [
