@@ -27,7 +27,7 @@ HELP_TARGET_S = 0.5
 HEAVY = ("torch", "transformers", "streamlit", "altair", "sklearn", "ray")
 COMMANDS = [
     [], ["extract"], ["list"], ["import"], ["export"], ["compact"], ["backfill"], ["analyze"], ["compare"],
-    ["freq", "corr"], ["depth"], ["controls"], ["design"], ["probe"], ["behave"], ["sweep"],
+    ["freq", "corr"], ["depth"], ["controls"], ["design"], ["probe"], ["behave"], ["steer"], ["sweep"],
 ]
 REPORT_IMPORTS = """
 import json, sys

@@ -23,7 +23,7 @@ no numerical library.
   :func:`analyze` (scaling, hypotheses, geometry), :func:`compare`, :func:`controls` (the robustness
   controls), :func:`design`, :func:`depth` and :func:`depth_of_texts`, :func:`e5` with
   :func:`frequency_source` and :func:`frequency_sources`, :func:`probe` (is magnitude decodable?), :func:`behave` (the model's own number comparisons),
-  :func:`rdm` and :func:`layer_vectors`;
+  :func:`steer` (is the magnitude code used?), :func:`rdm` and :func:`layer_vectors`;
 - figures: :mod:`magdash.charts`, the Altair charts the app draws;
 - errors: :class:`MagdashError` and its kinds, each message saying what to fix.
 """

@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 
 SLOT_A = "{a}"
 SLOT_B = "{b}"
+OPERANDS = ("a", "b")
+"""A trial's two numbers: ``a``, written at ``{a}`` (``value_a``), and ``b``, at ``{b}`` (``value_b``)."""
 PAPER_REFERENCES: tuple[int, ...] = (10, 30, 100, 300, 1000)
 """The paper's baselines: the smaller number of each pair (before jitter)."""
 PAPER_RATIOS: tuple[float, ...] = (1.05, 1.1, 1.2, 1.5, 2.0, 3.0)

@@ -191,3 +191,7 @@ declare_kind(KindDeclaration(
     dashboard_key="magdash.dashboard.behaviour_page:BehaviourKey", report_section="behaviour_section",
     model_sections=(ModelSection(60, "magdash.reports:focus_behaviour_sections"),),
 ))
+declare_kind(KindDeclaration(
+    "steer", "steer", "magdash.steering.steer_params:SteerParams", "magdash.steering.steer_result:SteerResult",
+    "steer", "steer",
+))

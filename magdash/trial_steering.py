@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from magdash.comparison_stimuli import SLOT_A, SLOT_B
+from magdash.comparison_stimuli import OPERANDS, SLOT_A, SLOT_B
 from magdash.errors import ModelLoadError, StimulusError
 from magdash.layer_hooks import add_at_positions
 from magdash.params import ProgressCallback
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-OPERANDS = ("a", "b")
-"""The operands a push can go to: the number written as ``value_a`` (slot ``{a}``) or ``value_b``."""
 STEER_COLUMNS = ("trial_id", "layer", "direction", "label", "dose", "p_a", "p_b", "p_a_unpatched", "p_b_unpatched")
 """The columns of :func:`steer_trials`' frame."""
 TRIAL_FIELDS = ("trial_id", "template", "value_a", "value_b", "question")

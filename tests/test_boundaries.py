@@ -33,7 +33,7 @@ from tests.support import APP, ROOT
 
 PACKAGE = ROOT / "magdash"
 STATISTICS_AND_PRESENTATION = ("variability", "frequency", "depth_statistics", "controls_statistics", "behaviour",
-                               "presentation")
+                               "steering", "presentation")
 HEAVY = ("torch", "transformers")
 DUCKDB_ALLOWED = ("magdash/store/", "magdash/frequency/corpus.py")
 
@@ -108,7 +108,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "magdash/comparison_stimuli.py")),
     ("store", ("magdash/store/",)),
     ("statistics", ("magdash/variability/", "magdash/frequency/", "magdash/depth_statistics/", "magdash/controls_statistics/",
-                    "magdash/probes/", "magdash/behaviour/")),
+                    "magdash/probes/", "magdash/behaviour/", "magdash/steering/")),
     ("sources", ("magdash/sources/",)),
     ("extraction", ("magdash/extraction.py", "magdash/extract_params.py", "magdash/trial_extraction.py",
                     "magdash/layer_hooks.py", "magdash/trial_steering.py")),

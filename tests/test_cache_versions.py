@@ -2,9 +2,10 @@
 
 A golden file records, for a small fixed store, every number the analysis and the comparison
 (in magdash's conventions and in the paper's), the phase diagnostics, the robustness controls,
-the design simulator, E5, the probes and the behaviour fits of planted comparison trials cache, under the versions
-(:data:`ANALYSIS_VERSION`, :data:`PHASE_VERSION`, :data:`CONTROLS_VERSION`, :data:`DESIGN_VERSION`, :data:`E5_VERSION`,
-:data:`PROBE_VERSION`, :data:`BEHAVIOUR_VERSION`) that computed them. A change to the code that moves a cached number
+the design simulator, E5, the probes, the behaviour fits of planted comparison trials and the steering's
+statistics (the store's magnitude directions and dose units, a planted steering frame's summary) cache, under the
+versions (:data:`ANALYSIS_VERSION`, :data:`PHASE_VERSION`, :data:`CONTROLS_VERSION`, :data:`DESIGN_VERSION`,
+:data:`E5_VERSION`, :data:`PROBE_VERSION`, :data:`BEHAVIOUR_VERSION`, :data:`STEER_VERSION`) that computed them. A change to the code that moves a cached number
 without bumping its version would serve stale results from every existing store: this test
 fails on it. After a deliberate change, bump the version and rewrite the golden file with
 ``python tests/test_cache_versions.py``.
@@ -46,6 +47,9 @@ from magdash.runs.depth_runs import depth_from_store, number_token_key
 from magdash.runs.design_runs import design_key, run_design
 from magdash.runs.frequency_runs import e5_from_store
 from magdash.runs.probe_runs import probe, probe_key
+from magdash.steering.directions import direction_kinds, layer_directions
+from magdash.steering.steer_params import SteerParams
+from magdash.steering.steer_result import STEER_VERSION, summarise_steering
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
 from magdash.store import Store
 from magdash.tokenization import NumberTokens
@@ -59,6 +63,7 @@ MODELS = ("golden", "golden@random")
 RTOL, ATOL = 1e-6, 1e-10
 COMPARISONS = "golden-comparisons"
 BEHAVIOUR_PARAMS = BehaviourParams(n_boot=50, conventions=("magdash", "paper"))
+STEER_PARAMS = SteerParams(doses=(0.5, 1.0), n_random=4, n_boot=50)
 
 
 def portable_noise(n: int, seed: int) -> np.ndarray:
@@ -122,6 +127,44 @@ def golden_trials(seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def golden_steering_frames(n_trials: int = 30) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A steering frame of two layers from :func:`portable_noise`: at layer 1 the magnitude direction raises
+    p(choose a) by 0.2 x dose, every other (layer, direction, dose) moves it by noise of 0.02 x dose; and the
+    unpatched trials."""
+    kinds = direction_kinds(STEER_PARAMS)
+    draws = iter(portable_noise(n_trials * (2 + 2 * len(kinds) * len(STEER_PARAMS.doses)), 40))
+    larger = ["A" if next(draws) > 0 else "B" for _ in range(n_trials)]
+    choose_a = [0.5 + 0.3 * next(draws) for _ in range(n_trials)]
+    baseline = pd.DataFrame({"trial_id": [f"t{index}" for index in range(n_trials)], "larger": larger,
+                             "p_a": [0.9 * p for p in choose_a], "p_b": [0.9 * (1 - p) for p in choose_a]})
+    rows = []
+    for layer in (0, 1):
+        for direction, kind in enumerate(kinds):
+            for dose in STEER_PARAMS.doses:
+                for trial, p in zip(baseline["trial_id"], choose_a, strict=True):
+                    moved = p + (0.2 * dose if (layer, kind) == (1, "magnitude") else 0.02 * dose * next(draws))
+                    rows.append({"trial_id": trial, "layer": layer, "direction": direction, "dose": dose,
+                                 "p_a": 0.9 * moved, "p_b": 0.9 * (1 - moved)})
+    return pd.DataFrame(rows), baseline
+
+
+def steer_document(store: Store) -> dict:
+    """The steering's statistics on the fixed store: the magnitude direction and dose unit of layer 2 from each
+    source (the null directions' draws are numpy's streams, not portable), and the payload of a planted frame's
+    summary."""
+    source = store.vectors(MODELS[0])
+    vectors = source.layer(2)
+    directions = {}
+    for name in ("probe", "pc1"):
+        params = SteerParams(direction=name, n_random=STEER_PARAMS.n_random)
+        found = layer_directions(2, vectors, source.magnitudes, params)
+        directions[name] = {"dose_unit": found.dose_unit, "direction": found.direction.tolist()}
+    steered, baseline = golden_steering_frames()
+    result = summarise_steering(steered, baseline, direction_kinds(STEER_PARAMS), STEER_PARAMS,
+                                dose_units={0: 1.0, 1: 2.0}, model=MODELS[0], stimuli="paper", comparisons=COMPARISONS)
+    return {"directions": directions, "result": json.loads(zlib.decompress(result.to_payload()))}
+
+
 def cached_documents(store: Store) -> dict:
     """Every cached payload of the fixed store, decoded to plain data."""
     analysis = {}
@@ -168,6 +211,7 @@ def cached_documents(store: Store) -> dict:
         "e5": json.loads(zlib.decompress(payload)),
         "probe": probes,
         "behaviour": json.loads(zlib.decompress(behaviour_payload)),
+        "steer": steer_document(store),
     }
 
 
@@ -222,7 +266,8 @@ def test_cached_results_change_only_with_their_version(tmp_path):
                                 ("e5", E5_VERSION, "E5_VERSION in magdash/frequency/e5.py"),
                                 ("probe", PROBE_VERSION, "PROBE_VERSION in magdash/probes/result.py"),
                                 ("behaviour", BEHAVIOUR_VERSION,
-                                 "BEHAVIOUR_VERSION in magdash/behaviour/behaviour_result.py")):
+                                 "BEHAVIOUR_VERSION in magdash/behaviour/behaviour_result.py"),
+                                ("steer", STEER_VERSION, "STEER_VERSION in magdash/steering/steer_result.py")):
         computed = json.loads(json.dumps(documents[part], allow_nan=True))
         changed = differences(golden[part], computed, part)
         # A missed version bump, planted: one cached number moved by 1e-4 of itself is caught.
@@ -280,7 +325,7 @@ def write_golden() -> None:
         documents = cached_documents(golden_store(Path(folder) / "golden.duckdb"))
     documents["versions"] = {"analysis": ANALYSIS_VERSION, "phase": PHASE_VERSION, "controls": CONTROLS_VERSION,
                              "design": DESIGN_VERSION, "e5": E5_VERSION, "probe": PROBE_VERSION,
-                             "behaviour": BEHAVIOUR_VERSION}
+                             "behaviour": BEHAVIOUR_VERSION, "steer": STEER_VERSION}
     GOLDEN.write_text(json.dumps(documents, allow_nan=True, separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size / 1e3:.0f} kB)")
 

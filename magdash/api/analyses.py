@@ -44,6 +44,8 @@ from magdash.frequency.sources import FrequencySource
 from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, ProgressCallback
 from magdash.probes.probe_params import ProbeParams
 from magdash.probes.result import ProbeResult
+from magdash.steering.steer_params import SteerParams
+from magdash.steering.steer_result import SteerResult
 from magdash.stimuli import PAPER_SET_NAME, StimulusSet, paper_stimuli
 from magdash.store import Activations, Store, VectorSource
 from magdash.variability.analysis import AnalysisResult
@@ -535,6 +537,57 @@ def behave(
         return behaviour_runs.behaviour(data, model, set_name, params, use_cache=use_cache)
     return behaviour_runs.behave(data, model, comparisons, params, extract_params=extract_params, name=name,
                                  use_cache=use_cache, progress=progress)
+
+
+def steer(
+    store: Store,
+    model: str | None = None,
+    stimuli: str | None = None,
+    comparisons: str | None = None,
+    params: SteerParams | None = None,
+    *,
+    extract_params: ExtractParams | None = None,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+    **options: Any,
+) -> SteerResult:
+    """Is the magnitude code used? Steer the model's comparison prompts along its magnitude direction,
+    layer by layer, against random directions (Cacioli 2026, arXiv 2603.20642, Paradigm D).
+
+    At each layer ``dose x span x u`` is added to the residual stream at one operand's number, u the
+    layer's unit magnitude direction (the log-n probe's weight vector, or PC1 of the centroids) and span
+    the range of the magnitudes' centroid projections on it; the same push goes along ``n_random`` random
+    unit directions (and as many orthogonal to u). Per layer: the mean |delta p(correct)| along u and
+    along the nulls, specificity = their ratio, the share of prompts whose |delta p| exceeds the random
+    directions' 97.5th percentile (functional relevance when >= 75%), the signed shift toward the pushed
+    operand, with bootstrap intervals over prompts (:mod:`magdash.steering`).
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding the model's vectors and its comparison trials
+            (run them first with :func:`behave`).
+        model: the model's name in the store.
+        stimuli: the stimulus set of the vectors giving the directions; default the model's only complete one.
+        comparisons: the comparison set of the trials; default the model's only one.
+        params: the steering's choices (:class:`~magdash.steering.steer_params.SteerParams`).
+        extract_params: the device and batch size of the forward passes
+            (:class:`~magdash.extract_params.ExtractParams`; the dtype is the trials' run's).
+        use_cache: False recomputes and replaces the cached result.
+        progress: called as ``progress(done, total)`` forward passes.
+        options: fields of :class:`~magdash.steering.steer_params.SteerParams` (``layers=(0, 1, 2)``).
+
+    Returns:
+        The :class:`~magdash.steering.steer_result.SteerResult` (``.layers``: the per-layer summary;
+        ``.doses``: the dose-response; ``.relevant_layers()``).
+    """
+    from magdash.runs.steer_runs import steer as steer_store
+
+    params = _params(SteerParams, params, options)
+    if not isinstance(store, Store):
+        raise AnalysisError(f"steer needs a store holding the model's vectors and trials, got {type(store).__name__}",
+                            parameters=("store",))
+    model = _require_store(store, "steer", model)
+    return steer_store(store, model, stimuli, comparisons, params, extract_params=extract_params,
+                       use_cache=use_cache, progress=progress)
 
 
 def frequency_source(name: str, store: Store | None = None) -> FrequencySource:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,14 +61,15 @@ class StoredTrials:
         return self.store.trials(self.model, self.comparisons)  # pyright: ignore[reportAttributeAccessIssue] - a Store
 
 
-def trials_fingerprint(trials: pd.DataFrame) -> str:
-    """A hash of the columns the fits read, row by row in a canonical order: the data part of a
-    behaviour result's cache key (trials added by a resumed run, or replaced, give another).
+def trials_fingerprint(trials: pd.DataFrame, read: Sequence[str] = FIT_COLUMNS) -> str:
+    """A hash of the columns a result reads, row by row in a canonical order: the data part of a
+    behaviour (or steering) result's cache key (trials added by a resumed run, or replaced, give another).
 
     Args:
         trials: the trials frame.
+        read: the columns the result reads (default: the fits').
     """
-    columns = [column for column in FIT_COLUMNS if column in trials.columns]
+    columns = [column for column in read if column in trials.columns]
     ordered = trials.loc[:, columns].sort_values(columns, kind="mergesort").reset_index(drop=True)
     text = ordered.to_csv(index=False, float_format="%.17g")
     return hashlib.sha256(text.encode()).hexdigest()

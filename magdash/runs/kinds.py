@@ -49,8 +49,11 @@ from magdash.runs import (
     design_runs,
     frequency_runs,
     probe_runs,
+    steer_runs,
 )
 from magdash.runs.cache import CachedKind
+from magdash.steering.steer_params import SteerParams
+from magdash.steering.steer_result import STEER_VERSION, SteerResult
 from magdash.variability.analysis import ANALYSIS_VERSION, AnalysisResult
 from magdash.variability.analysis_params import AnalysisParams
 from magdash.variability.compare import ComparisonResult
@@ -335,4 +338,8 @@ register_analysis_kind(AnalysisKind(
                    done=behaviour_runs.sweep_done,
                    run_cell=behaviour_runs.sweep_run),
     dashboard_run=_dashboard_behaviour,
+))
+register_analysis_kind(AnalysisKind(
+    KIND_DECLARATIONS["steer"], SteerParams, STEER_VERSION, SteerResult, steer_runs.steer_vectors, steer_runs.steer,
+    steer_runs.STEER, backfill=True,
 ))

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from magdash.controls_statistics.design import DesignResult
     from magdash.depth_statistics.diagnostics import DepthResult
     from magdash.probes.result import ProbeResult
+    from magdash.steering.steer_result import SteerResult
     from magdash.variability.analysis import AnalysisResult
     from magdash.variability.compare import ComparisonResult
 
@@ -226,3 +227,16 @@ def behaviour_rows(result: BehaviourResult) -> Rows:
         columns = [name for name in TABLES_BY_NAME[table].column_names if name not in identity]
         found[table] = with_identity(frame.loc[:, columns], identity)
     return found
+
+
+def steer_rows(result: SteerResult) -> Rows:
+    """The steering of ``result.model`` as rows of ``steering_layers`` (the result's per-layer summary
+    with the model, stimuli, comparison set, direction source and operand in front).
+
+    Args:
+        result: the steering of one model's trials along one stimulus set's directions.
+    """
+    identity = {"model": result.model, "stimuli": result.stimuli, "comparisons": result.comparisons,
+                "direction": result.params.direction, "operand": result.params.operand}
+    columns = [name for name in TABLES_BY_NAME["steering_layers"].column_names if name not in identity]
+    return {"steering_layers": with_identity(result.layers.loc[:, columns], identity)}

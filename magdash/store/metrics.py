@@ -69,6 +69,12 @@ _CORE = ("core", "BOOLEAN", "in the analysis's core band")
 _ANALYSIS_ID = (_MODEL, _STIMULI, _CONVENTIONS)
 _BEHAVIOUR_ID = (_MODEL, ("comparisons", "VARCHAR", "the comparison set"))
 
+
+def _with_interval(name: str, meaning: str) -> tuple[tuple[str, str, str], ...]:
+    """A DOUBLE column and its bootstrap interval's two ends."""
+    return ((name, "DOUBLE", meaning), (f"{name}_low", "DOUBLE", "its bootstrap interval over trials, lower end"),
+            (f"{name}_high", "DOUBLE", "upper end"))
+
 _FIT_COLUMNS = (
     ("alpha", "DOUBLE", "OLS slope of log V on log n"),
     ("ci_low", "DOUBLE", "lower end of alpha's bootstrap interval"),
@@ -517,6 +523,31 @@ METRIC_TABLES: tuple[MetricTable, ...] = (
         ("high", "DOUBLE", "upper end"),
         ("n_references", "INTEGER", "the references with a defined Weber fraction it rests on"),
         ("status", "VARCHAR", "ok, or why no slope"),
+    )),
+    MetricTable("steering_layers", "steer",
+                "one row per (steering run, layer): the magnitude direction's push against the nulls, at the "
+                "largest dose", (
+        _MODEL, _STIMULI, ("comparisons", "VARCHAR", "the comparison set whose trials were steered"),
+        ("direction", "VARCHAR", "probe (the log-n probe's unit weight vector) or pc1 (the centroids' PC1)"),
+        ("operand", "VARCHAR", "the operand whose number was pushed: a or b"),
+        _LAYER,
+        ("dose_unit", "DOUBLE", "the span of the magnitudes' centroid projections on the direction"),
+        ("n_trials", "INTEGER", "the trials summarised"),
+        ("baseline_correct", "DOUBLE", "mean unpatched p(correct) over the two options"),
+        *_with_interval("magnitude_effect", "mean |delta p(correct)| along the magnitude direction"),
+        *_with_interval("random_effect", "mean |delta p(correct)| along the random directions"),
+        ("random_percentile", "DOUBLE", "the null_percentile-th percentile of the random directions' mean |delta p|"),
+        *_with_interval("specificity", "magnitude_effect / random_effect"),
+        *_with_interval("specificity_percentile", "magnitude_effect / random_percentile"),
+        *_with_interval("share_above_random", "share of trials whose |delta p| exceeds their random directions' "
+                                              "null_percentile-th percentile"),
+        ("relevant", "BOOLEAN", "functional relevance (Cacioli 2026's H7): share_above_random >= relevance_share"),
+        *_with_interval("orthogonal_effect", "mean |delta p(correct)| along the orthogonal directions (NULL: none)"),
+        *_with_interval("specificity_orthogonal", "magnitude_effect / orthogonal_effect"),
+        *_with_interval("share_above_orthogonal", "share of trials above their orthogonal directions' percentile"),
+        *_with_interval("shift", "mean delta p(choose the pushed operand) along the magnitude direction"),
+        ("random_shift", "DOUBLE", "the same along the random directions"),
+        ("option_mass", "DOUBLE", "mean patched p_a + p_b over the unpatched, along the magnitude direction"),
     )),
 )
 

@@ -55,8 +55,8 @@ every metric table gains the columns it lacks (the probes' baseline, strata, con
 payload that is not what magdash wrote (edited, damaged, swapped under another key) is computed again.
 The results cached before get the digest of what they hold when the store is migrated.
 11: the trials of forced-choice comparisons (:mod:`magdash.store.trials`): ``comparison_sets``, ``trials``,
-``trial_runs``, empty in a migrated store, and the behaviour's metric tables (``behaviour_fits``,
-``behaviour_weber_law``)."""
+``trial_runs``, empty in a migrated store, the behaviour's metric tables (``behaviour_fits``,
+``behaviour_weber_law``) and the steering's (``steering_layers``)."""
 
 _SHARDS_SCHEMA = 5  # the first schema whose vectors are in shards, not tables
 

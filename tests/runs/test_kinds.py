@@ -23,7 +23,9 @@ from magdash.store import Activations, Store, VectorSource
 from magdash.sweep.tasks import TASK_KINDS
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden_results.json"
-EXPECTED = {"analysis", "compare", "phase", "controls", "probe", "design", "e5", "behaviour"}
+EXPECTED = {"analysis", "compare", "phase", "controls", "probe", "design", "e5", "behaviour", "steer"}
+NOT_SHOWN_YET = {"steer"}
+"""Kinds without a page, a dashboard key or a report section yet (issue 42's page comes later)."""
 
 
 def test_every_analysis_is_registered():
@@ -115,7 +117,7 @@ def test_a_new_declaration_reaches_the_public_names_and_the_command_modules():
 
 def test_the_backfill_writes_the_rows_of_every_kind_whose_payload_names_them():
     assert {name: kind.cached for name, kind in ANALYSIS_KINDS.items() if kind.backfill} == RESULT_KINDS
-    assert set(RESULT_KINDS) == {"analysis", "compare", "controls", "e5", "probe", "behaviour"}
+    assert set(RESULT_KINDS) == {"analysis", "compare", "controls", "e5", "probe", "behaviour", "steer"}
     for kind in ANALYSIS_KINDS.values():
         assert (kind.cached.rows is not None) >= kind.backfill
 
@@ -169,8 +171,10 @@ def test_every_kind_has_its_command():
 
 def test_every_kind_shown_in_the_app_has_a_key_and_a_cached_resolver():
     caches = importlib.import_module("pages.ui.caches")
+    assert {kind.name for kind in ANALYSIS_KINDS.values() if kind.dashboard_key is None} == NOT_SHOWN_YET
     for kind in ANALYSIS_KINDS.values():
-        assert kind.dashboard_key is not None, kind.name
+        if kind.dashboard_key is None:
+            continue
         module, _, qualname = kind.dashboard_key.partition(":")
         key_class = getattr(importlib.import_module(module), qualname)
         assert dataclasses.is_dataclass(key_class) and key_class.__dataclass_params__.frozen
@@ -216,7 +220,10 @@ def test_every_kind_has_a_section_in_the_report():
     sections = importlib.import_module("magdash.presentation.report.sections")
     reports = importlib.import_module("magdash.reports")
     source = Path(reports.__file__).read_text()
+    assert {kind.name for kind in ANALYSIS_KINDS.values() if kind.report_section is None} == NOT_SHOWN_YET
     for kind in ANALYSIS_KINDS.values():
+        if kind.report_section is None:
+            continue
         assert callable(getattr(sections, kind.report_section)), kind.name
         assert f"sections.{kind.report_section}(" in source, kind.name
     builders = reports.model_section_builders()

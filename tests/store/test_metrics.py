@@ -245,7 +245,8 @@ def test_a_failed_metric_migration_leaves_the_schema_3_store_as_it_was(v3_store,
     monkeypatch.undo()
     migrated = Store(v3_store)
     assert migrated.metric_table("analyses").empty
-    assert backfill_store(migrated) == {"analysis": 3, "compare": 1, "controls": 0, "e5": 0, "probe": 0, "behaviour": 0}
+    assert backfill_store(migrated) == {"analysis": 3, "compare": 1, "controls": 0, "e5": 0, "probe": 0, "behaviour": 0,
+                                        "steer": 0}
     assert len(migrated.metric_table("analyses")) == 3
 
 
@@ -260,7 +261,7 @@ def test_a_result_cached_before_its_tables_gets_its_rows_when_next_read(two_mode
     expected = result.fits.sort_values(["measure", "layer"])
     np.testing.assert_array_equal(fits["alpha"].to_numpy(), expected["alpha"].to_numpy())
     assert backfill_store(two_models) == {"analysis": 0, "compare": 0, "controls": 0, "e5": 0, "probe": 0,
-                                         "behaviour": 0}
+                                         "behaviour": 0, "steer": 0}
 
 
 # -- the SQL how-to's queries (docs/how-to/sql.md) ---------------------------------------

@@ -1,0 +1,166 @@
+"""A model's steering result: :class:`SteerResult` and :func:`summarise_steering`, its entry point.
+
+The result holds the params and two frames (columns: :data:`magdash.steering.summary.LAYER_COLUMNS`
+and :data:`~magdash.steering.summary.DOSE_COLUMNS`):
+
+- ``layers``: per layer, at the largest dose, the magnitude direction's mean |delta p(correct)|
+  against the random and orthogonal nulls, specificity, the share of prompts above the null, the
+  paper's functional relevance, the signed shift, with bootstrap intervals over prompts;
+- ``doses``: per layer, dose and direction kind, the dose-response.
+
+Cacioli 2026, arXiv 2603.20642 (Paradigm D, ``scripts/paradigm_d_causal.py``) is the method; the
+docstrings of :mod:`magdash.steering.directions` and :mod:`magdash.steering.summary` give the maths.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from magdash.caveats import Caveat, Severity, lines
+from magdash.params import ranges
+from magdash.result_codec import PayloadCodec, not_stored
+from magdash.steering.steer_params import SteerParams
+from magdash.steering.summary import choice_probabilities, steering_tables
+
+STEER_VERSION = "1"
+"""Bumped whenever a steering run can give another result for the same model, stimuli, trials and
+parameters (the cache key of a steering run): the directions, the summary or the steered passes."""
+
+TABLES = ("layers", "doses")
+"""The result's frames (module docstring)."""
+
+CEILING = 0.99
+"""An unpatched p(correct) beyond this (or below 1 - this) leaves |delta p| little room one way."""
+
+BROKEN_MASS = 0.5
+"""A push that leaves the answer options less than this share of their unpatched probability breaks
+the output rather than shifting the choice."""
+
+
+@dataclass
+class SteerResult(PayloadCodec):
+    """One model's steering along its magnitude directions (module docstring).
+
+    Attributes:
+        model: the model's name ("" when not given).
+        stimuli: the stimulus set whose vectors gave the directions ("" when not given).
+        comparisons: the comparison set whose trials were steered ("" when not given).
+        params: every choice of the steering.
+        layers: the per-layer summary at the largest dose.
+        doses: the dose-response per layer, dose and direction kind.
+        n_trials: the trials steered.
+        at_ceiling: the share of trials whose unpatched p(correct) lies beyond :data:`CEILING` or below
+            1 - :data:`CEILING`.
+        from_cache: whether the result was read from the store's cache.
+    """
+
+    model: str
+    stimuli: str
+    comparisons: str
+    params: SteerParams
+    layers: pd.DataFrame
+    doses: pd.DataFrame
+    n_trials: int
+    at_ceiling: float
+    from_cache: bool = field(default=False, compare=False, metadata=not_stored(True))
+
+    def relevant_layers(self) -> list[int]:
+        """The layers where the magnitude direction is functionally relevant (the paper's H7: at
+        least ``relevance_share`` of the prompts move more along it than the null's percentile)."""
+        return [int(layer) for layer in self.layers.loc[self.layers["relevant"].astype(bool), "layer"]]
+
+    def caveats(self) -> list[Caveat]:
+        """What to know before reading the steering (:mod:`magdash.caveats`): an unpatched model at
+        ceiling or floor on most prompts (a caution: |delta p| has little room), layers where the
+        full dose takes most probability off the answer options (a caution: the push breaks the
+        output rather than shifting the choice), layers where nothing moves (a note: specificity undefined), no
+        bootstrap (a note)."""
+        found = []
+        if self.at_ceiling > 0.5:
+            found.append(Caveat(Severity.CAUTION, (
+                f"the unpatched model gives p(correct) beyond {CEILING:g} or below {1 - CEILING:.2g} on "
+                f"{self.at_ceiling:.0%} of the prompts: a push can move them one way only, so |delta p| is small "
+                "for every direction and specificity says little"), (), self.model))
+        broken = self.layers[self.layers["option_mass"] < BROKEN_MASS]
+        if not broken.empty:
+            found.append(Caveat(Severity.CAUTION, (
+                f"at layer(s) {ranges(broken['layer'].astype(int).tolist())} the dose {self.params.full_dose:g} "
+                f"leaves the answer options less than {BROKEN_MASS:.0%} of their probability: the push breaks the "
+                "output rather than shifting the choice; try smaller doses"), (), self.model))
+        still = self.layers[(self.layers["magnitude_effect"] == 0) & (self.layers["random_effect"] == 0)]
+        if not still.empty:
+            found.append(Caveat(Severity.NOTE, (
+                f"at layer(s) {ranges(still['layer'].astype(int).tolist())} no direction moves the choice at all "
+                "(a push there reaches no later position, e.g. the last layer's output at the operand's token): "
+                "specificity is undefined"), (), self.model))
+        if self.params.n_boot == 0:
+            found.append(Caveat(Severity.NOTE, "n_boot=0: no intervals", (), self.model))
+        return sorted(found, key=lambda caveat: -caveat.severity)
+
+    def warnings(self) -> list[str]:
+        """:meth:`caveats` as lines, most severe first."""
+        return lines(self.caveats())
+
+    def records(self) -> list[dict[str, Any]]:
+        """One record per layer (the ``--json`` rows): model, stimuli, comparisons and the ``layers``
+        columns (None where undefined)."""
+        found = []
+        for row in self.layers.to_dict(orient="records"):
+            record: dict[str, Any] = {"model": self.model, "stimuli": self.stimuli, "comparisons": self.comparisons}
+            for key, value in row.items():
+                if isinstance(value, (bool, np.bool_)):
+                    record[str(key)] = bool(value)
+                elif isinstance(value, (int, np.integer)):
+                    record[str(key)] = int(value)
+                elif isinstance(value, (float, np.floating)):
+                    record[str(key)] = float(value) if math.isfinite(float(value)) else None
+                else:
+                    record[str(key)] = value
+            found.append(record)
+        return found
+
+    def to_json(self) -> dict[str, Any]:
+        """The CLI's ``steer --json`` shape: ``records`` (:meth:`records`), both tables as records,
+        params, counts, the relevant layers, warnings (NaN stays NaN in the tables; the CLI writes null)."""
+        return {
+            "model": self.model,
+            "stimuli": self.stimuli,
+            "comparisons": self.comparisons,
+            "records": self.records(),
+            "params": dataclasses.asdict(self.params),
+            **{name: getattr(self, name).to_dict(orient="records") for name in TABLES},
+            "n_trials": self.n_trials,
+            "at_ceiling": self.at_ceiling,
+            "relevant_layers": self.relevant_layers(),
+            "warnings": self.warnings(),
+        }
+
+
+def summarise_steering(steered: pd.DataFrame, baseline: pd.DataFrame, kinds: Sequence[str],
+                       params: SteerParams | None = None, *, dose_units: Mapping[int, float] | None = None,
+                       model: str = "", stimuli: str = "", comparisons: str = "") -> SteerResult:
+    """A steering frame as a :class:`SteerResult` (:func:`magdash.steering.summary.steering_tables`).
+
+    Args:
+        steered: the steering frame (:data:`~magdash.steering.summary.STEER_FRAME_COLUMNS`).
+        baseline: the unpatched trials (:data:`~magdash.steering.summary.BASELINE_COLUMNS`).
+        kinds: the kind of each direction index.
+        params: the steering's choices (defaults when None).
+        dose_units: each layer's dose unit.
+        model, stimuli, comparisons: names carried into the result.
+    """
+    params = params or SteerParams()
+    layers, doses = steering_tables(steered, baseline, kinds, params, dose_units)
+    trials = baseline.drop_duplicates("trial_id")
+    correct, _ = choice_probabilities(trials["p_a"].to_numpy(), trials["p_b"].to_numpy(), trials["larger"].to_numpy(),
+                                      params.operand)
+    extreme = (correct > CEILING) | (correct < 1 - CEILING)
+    return SteerResult(model=model, stimuli=stimuli, comparisons=comparisons, params=params, layers=layers,
+                       doses=doses, n_trials=int(len(trials)), at_ceiling=float(extreme.mean()))
