@@ -194,4 +194,6 @@ declare_kind(KindDeclaration(
 declare_kind(KindDeclaration(
     "steer", "steer", "magdash.steering.steer_params:SteerParams", "magdash.steering.steer_result:SteerResult",
     "steer", "steer",
+    dashboard_key="magdash.dashboard.steering_page:SteerKey", report_section="steering_section",
+    model_sections=(ModelSection(70, "magdash.reports:focus_steering_sections"),),
 ))

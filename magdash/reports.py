@@ -22,6 +22,7 @@ from magdash.presentation.report import ReportSection, StepCallback, build_manif
 from magdash.probes.probe_params import ProbeParams
 from magdash.probes.result import ProbeResult
 from magdash.runs.analysis_runs import analyze, compare
+from magdash.runs.cache import lookup
 from magdash.runs.depth_runs import depth_from_store
 from magdash.runs.frequency_runs import e5_from_analysis, load_source
 from magdash.runs.probe_runs import cached_probe, stored_control
@@ -182,6 +183,25 @@ def focus_behaviour_sections(context: ReportContext) -> list[ReportSection]:
         for task in dict.fromkeys(str(task) for task in behaviour.cells["task"]):
             found.append(sections.behaviour_section(behaviour, task, params.min_option_mass,
                                                     representation=representation))
+    return found
+
+
+def focus_steering_sections(context: ReportContext) -> list[ReportSection]:
+    """The focus model's steering results cached on its stimuli, one section each (none otherwise: a
+    report never steers), beside its RSA and, when cached with the report's probe parameters
+    (``options["probe"]``), its probes' R²."""
+    from magdash.runs.steer_runs import STEER
+
+    store, result = context.store, context.result
+    rows = store.metric_table("steering_layers")
+    keys = rows.loc[(rows["model"] == result.model) & (rows["stimuli"] == result.stimuli), "result_key"]
+    probes = context.options.get("probe")
+    probe = cached_probe(store, result.model, result.stimuli, probes) if probes is not None else None
+    found = []
+    for key in dict.fromkeys(keys.astype(str)):
+        steering = lookup(store, STEER, key)
+        if steering is not None:
+            found.append(sections.steering_section(steering, result, probe))
     return found
 
 

@@ -45,6 +45,21 @@ class TrialSet:
     trials: int
 
 
+@dataclass(frozen=True)
+class SteeringRun:
+    """One cached steering result (issue 42), read from its rows in the store's ``steering_layers``
+    table: what the Steering page offers, and the cache key it reads the result by."""
+
+    model: str
+    stimuli: str
+    comparisons: str
+    direction: str
+    operand: str
+    layers: tuple[int, ...]
+    trials: int
+    result_key: str
+
+
 RANDOM_WEIGHTS = "random (control)"
 """The weights of an ``@random`` control in the home page's table."""
 
@@ -64,6 +79,8 @@ class StoreInventory:
     trial_sets: tuple[TrialSet, ...] = ()
     """The models' comparison trials by comparison set (the store's trials table, schema 11); empty
     where the store holds none."""
+    steering_runs: tuple[SteeringRun, ...] = ()
+    """The cached steering results, oldest first (the store's ``steering_layers`` rows by result)."""
 
     @property
     def is_empty(self) -> bool:
@@ -178,7 +195,20 @@ def read_inventory(store: Store) -> StoreInventory:
             nonfinite=store.nonfinite_summary(),
             carriers=carriers,
             trial_sets=trial_sets,
+            steering_runs=_steering_runs(store.metric_table("steering_layers")),
         )
+
+
+def _steering_runs(rows: pd.DataFrame) -> tuple[SteeringRun, ...]:
+    """The cached steering results, one per result key, from their ``steering_layers`` rows (in the
+    order they were computed)."""
+    found = []
+    for key, run in rows.groupby("result_key", sort=False):
+        first = run.iloc[0]
+        found.append(SteeringRun(str(first["model"]), str(first["stimuli"]), str(first["comparisons"]),
+                                 str(first["direction"]), str(first["operand"]),
+                                 tuple(sorted(int(layer) for layer in run["layer"])), int(first["n_trials"]), str(key)))
+    return tuple(found)
 
 
 def empty_inventory(path: str) -> StoreInventory:

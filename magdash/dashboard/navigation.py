@@ -32,6 +32,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("Geometry", "pages/probes.py", "Probes", ":material/troubleshoot:", "probes"),
     PageSpec("Depth", "pages/depth.py", "Depth", ":material/layers:", "depth"),
     PageSpec("Behaviour", "pages/behaviour.py", "Behaviour", ":material/psychology:", "behaviour"),
+    PageSpec("Behaviour", "pages/steering.py", "Steering", ":material/tune:", "steering"),
     PageSpec("Robustness", "pages/controls.py", "Controls", ":material/verified:", "controls"),
     PageSpec("Robustness", "pages/design.py", "Design", ":material/science:", "design"),
 )

@@ -29,6 +29,7 @@ from magdash.presentation import (
     geometry_figures,
     probe_figures,
     scaling_figures,
+    steering_figures,
     tokenization_figures,
     weber_figures,
 )
@@ -45,6 +46,7 @@ class When(Enum):
     SIMULATED = "a design has been simulated"
     TRIALS = "the store holds a model's comparison trials"
     TRIALS_BESIDE_VECTORS = "the model whose trials are shown has its vectors stored on the view's stimuli"
+    STEERED = "the store holds a cached steering result"
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,10 @@ PAGE_FIGURES: Mapping[str, tuple[PageFigure, ...]] = {
         PageFigure(behaviour_figures.weber_figure, When.TRIALS),
         PageFigure(behaviour_figures.bias_figure, When.TRIALS),
         PageFigure(behaviour_figures.representation_figure, When.TRIALS_BESIDE_VECTORS),
+    ),
+    "steering": (
+        PageFigure(steering_figures.profile_figure, When.STEERED),
+        PageFigure(steering_figures.dose_figure, When.STEERED),
     ),
     "controls": (
         PageFigure(controls_figures.loo_figure),

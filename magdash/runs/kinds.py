@@ -35,6 +35,7 @@ from magdash.controls_statistics.design import DESIGN_VERSION, DesignResult
 from magdash.depth_statistics.accumulate import PHASE_VERSION
 from magdash.depth_statistics.depth_params import DepthParams
 from magdash.depth_statistics.diagnostics import DepthResult
+from magdash.errors import AnalysisError
 from magdash.formatting import format_number
 from magdash.frequency.e5 import E5_VERSION
 from magdash.frequency.e5_params import E5Params
@@ -51,7 +52,7 @@ from magdash.runs import (
     probe_runs,
     steer_runs,
 )
-from magdash.runs.cache import CachedKind
+from magdash.runs.cache import CachedKind, lookup
 from magdash.steering.steer_params import SteerParams
 from magdash.steering.steer_result import STEER_VERSION, SteerResult
 from magdash.variability.analysis import ANALYSIS_VERSION, AnalysisResult
@@ -290,6 +291,16 @@ def _dashboard_behaviour(key, store_for, resolve) -> BehaviourResult:
     return behaviour_runs.behaviour(store_for(key.store), key.model, key.comparisons, key.params)
 
 
+def _dashboard_steer(key, store_for, resolve) -> SteerResult:
+    """A cached steering result, read by its cache key: the page never steers (a run loads the model and
+    makes a pass per prompt, layer, direction and dose), it shows what ``md.steer`` cached."""
+    found = lookup(store_for(key.store), steer_runs.STEER, key.result_key)
+    if found is None:
+        raise AnalysisError(f"the steering of {key.model!r} is no longer cached in this store: run it again, "
+                            f"md.steer(store, {key.model!r})", parameters=("model",))
+    return found
+
+
 def _dashboard_e5(key, store_for, resolve) -> pd.DataFrame:
     """The E5 of an analysis, from the store's cache or computed once and written to its e5 table."""
     return frequency_runs.e5_from_analysis(store_for(key.analysis.store), resolve(key.analysis), resolve(key.source),
@@ -341,5 +352,5 @@ register_analysis_kind(AnalysisKind(
 ))
 register_analysis_kind(AnalysisKind(
     KIND_DECLARATIONS["steer"], SteerParams, STEER_VERSION, SteerResult, steer_runs.steer_vectors, steer_runs.steer,
-    steer_runs.STEER, backfill=True,
+    steer_runs.STEER, backfill=True, dashboard_run=_dashboard_steer,
 ))

@@ -24,8 +24,6 @@ from magdash.sweep.tasks import TASK_KINDS
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden_results.json"
 EXPECTED = {"analysis", "compare", "phase", "controls", "probe", "design", "e5", "behaviour", "steer"}
-NOT_SHOWN_YET = {"steer"}
-"""Kinds without a page, a dashboard key or a report section yet (issue 42's page comes later)."""
 
 
 def test_every_analysis_is_registered():
@@ -171,7 +169,7 @@ def test_every_kind_has_its_command():
 
 def test_every_kind_shown_in_the_app_has_a_key_and_a_cached_resolver():
     caches = importlib.import_module("pages.ui.caches")
-    assert {kind.name for kind in ANALYSIS_KINDS.values() if kind.dashboard_key is None} == NOT_SHOWN_YET
+    assert all(kind.dashboard_key is not None for kind in ANALYSIS_KINDS.values())
     for kind in ANALYSIS_KINDS.values():
         if kind.dashboard_key is None:
             continue
@@ -220,7 +218,7 @@ def test_every_kind_has_a_section_in_the_report():
     sections = importlib.import_module("magdash.presentation.report.sections")
     reports = importlib.import_module("magdash.reports")
     source = Path(reports.__file__).read_text()
-    assert {kind.name for kind in ANALYSIS_KINDS.values() if kind.report_section is None} == NOT_SHOWN_YET
+    assert all(kind.report_section is not None for kind in ANALYSIS_KINDS.values())
     for kind in ANALYSIS_KINDS.values():
         if kind.report_section is None:
             continue
@@ -229,7 +227,7 @@ def test_every_kind_has_a_section_in_the_report():
     builders = reports.model_section_builders()
     assert [builder.__name__ for builder in builders] == [
         "focus_layer_sections", "focus_e5_sections", "focus_depth_sections", "focus_massive_sections",
-        "focus_probe_sections", "focus_behaviour_sections"]
+        "focus_probe_sections", "focus_behaviour_sections", "focus_steering_sections"]
 
 
 def test_the_report_builds_a_focus_model_from_every_declared_builder():

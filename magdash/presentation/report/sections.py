@@ -26,11 +26,13 @@ from magdash.presentation import (
     geometry_figures,
     probe_figures,
     scaling_figures,
+    steering_figures,
     tokenization_figures,
     weber_figures,
 )
 from magdash.presentation.report.html import ReportSection
 from magdash.probes.result import ProbeResult
+from magdash.steering.steer_result import SteerResult
 from magdash.variability.analysis import AnalysisResult
 from magdash.variability.measures import CARRIER_MEASURES, measure_title
 
@@ -406,3 +408,17 @@ def behaviour_section(result: behaviour_figures.BehaviourFrames, task: str, min_
     fits = behaviour_figures.fits_table(result, task, variant, conventions)
     return ReportSection(f"Behaviour: number comparisons ({name}, {task})", text=notes, figures=figures,
                          tables=[(f"Psychometric fits per reference, {name}, {task}", fits)])
+
+
+def steering_section(result: SteerResult, analysis: AnalysisResult | None = None,
+                     probe: ProbeResult | None = None) -> ReportSection:
+    """The Steering page for one model's cached steering: what it shows, its caveats, the causal profile
+    beside ``analysis``'s RSA and ``probe``'s R² (either may be None), and the dose-response at the
+    most specific layer."""
+    name = result.model
+    layer = steering_figures.most_specific_layer(result)
+    figures = [(f"Steering along the magnitude direction by layer, {name}",
+                steering_figures.profile_figure(result, analysis, probe)),
+               (f"Dose-response at layer {layer}, {name}", steering_figures.dose_figure(result, layer))]
+    return ReportSection(f"Steering: is the magnitude direction used? ({name}, {result.comparisons})",
+                         text=[steering_figures.summary_sentence(result), *result.warnings()], figures=figures)
