@@ -43,6 +43,6 @@ layer = st.selectbox("Dose-response at layer", steering_figures.steered_layers(r
                      index=steering_figures.steered_layers(result).index(steering_figures.most_specific_layer(result)),
                      key="steering_layer")
 ui.figure(steering_figures.dose_figure, key, layer, name=f"steering-dose-{chosen.model}-{layer}")
-st.caption("Another run (with --layers, --doses, --n-random, --direction pc1 or --operand b); the page shows every run "
-           "cached in the store:")
+st.caption("Another run (other layers, doses or null directions, PC1 as the direction, operand b: "
+           "`magdash steer --help`); the page shows every run cached in the store:")
 st.code(ui.served(steering_page.steer_command(view.store, chosen.model)), language="bash")

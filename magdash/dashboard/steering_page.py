@@ -83,7 +83,8 @@ def cost_sentence(n_layers: int, n_trials: int, n_random: int = 10, orthogonal: 
     return (f"With the defaults ({n_layers} layers x {directions} directions x {n_doses} doses over {n_trials} "
             f"prompts) that is about {span} on a CPU for a model of 135M parameters (about {SECONDS_PER_PASS} s "
             "per layer x direction x dose for 240 prompts; more for a larger model, far less on a GPU); "
-            "`--layers 2,8,16 --doses 1 --n-random 2 --no-orthogonal-null` is a first look.")
+            "a few layers, one dose and two random directions without the orthogonal null are a first look in "
+            "minutes (`magdash steer --help`).")
 
 
 def no_steering_message(inventory: StoreInventory | None, store: str, exists: bool) -> tuple[str, str | None]:

@@ -27,6 +27,8 @@ DOCUMENTED_EXCEPTIONS = {
     ("magdash/dashboard/behaviour_page.py", "--model"): "the empty page shows the command line's behave as such",
     ("magdash/dashboard/behaviour_page.py", "--import"): "the empty page shows the command line's import as such",
     ("magdash/dashboard/behaviour_page.py", "--name"): "the empty page shows the command line's import as such",
+    ("magdash/dashboard/steering_page.py", "--model"): "the empty page shows the command to run first as such",
+    ("magdash/dashboard/steering_page.py", "--store"): "the empty page shows the command to run first as such",
     ("pages/stimuli.py", "--model"): "a saved comparison set's note shows the command line that runs it",
     ("pages/stimuli.py", "--comparisons"): "a saved comparison set's note shows the command line that runs it",
 }
