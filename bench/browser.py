@@ -51,6 +51,7 @@ HEADINGS = {  # url path: (navigation title, heading)
     "probes": ("Probes", "Probes: is magnitude decodable?"),
     "depth": ("Depth", "Depth: liquid or solid?"),
     "behaviour": ("Behaviour", "Behaviour: does the model compare numbers by Weber's law?"),
+    "steering": ("Steering", "Steering: does the model use its magnitude direction?"),
     "controls": ("Controls", "Robustness controls"),
     "design": ("Design", "Study design"),
 }

@@ -88,6 +88,7 @@ PUBLIC: dict[str, str | None] = {
     "magdash.presentation.controls_figures": FIGURES,
     "magdash.presentation.probe_figures": FIGURES,
     "magdash.presentation.behaviour_figures": FIGURES,
+    "magdash.presentation.steering_figures": FIGURES,
     # sweeps, errors
     "magdash.sweep.runner": None,
     "magdash.sweep.plan": None,
