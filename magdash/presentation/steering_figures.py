@@ -37,19 +37,17 @@ if TYPE_CHECKING:
 MAGNITUDE = "magnitude direction"
 RANDOM = "random directions (mean to the null's percentile)"
 ORTHOGONAL = "orthogonal directions"
-SPECIFICITY = "specificity (magnitude / random mean)"
-SHARE = "share of prompts above the null"
 RSA = "RSA with the log-ratio model"
 PROBE_R2 = "probe R² of log n (held-out magnitudes)"
 BASELINE = "unpatched p(correct)"
 
 SERIES_COLORS = {
     MAGNITUDE: style.MODEL_COLORS[0], RANDOM: style.NULL_CONTROL_COLOR, ORTHOGONAL: style.MODEL_COLORS[4],
-    SPECIFICITY: style.MODEL_COLORS[0], SHARE: style.MODEL_COLORS[0], RSA: style.MODEL_COLORS[1],
+    RSA: style.MODEL_COLORS[1],
     PROBE_R2: style.MODEL_COLORS[2], BASELINE: style.REFERENCE_COLOR,
 }
 """Each series' colour, from :mod:`~magdash.presentation.chart_style`'s palette: the magnitude direction's
-statistics in the model colour, the random null grey, the representation's series in the palette's next ones."""
+statistics (its |Δ p|, specificity and share above the null: one legend entry) in the model colour, the random null grey, the representation's series in the palette's next ones."""
 
 EFFECT_PANEL = "|Δ p(correct)|"
 SPECIFICITY_PANEL = "specificity"
@@ -59,6 +57,9 @@ PANELS = (EFFECT_PANEL, SPECIFICITY_PANEL, SHARE_PANEL, REPRESENTATION_PANEL)
 """The profile's panels, top to bottom, on one layer axis."""
 
 PROFILE_COLUMNS = ["layer", "panel", "series", "value", "low", "high"]
+
+MAX_LAYER_TICKS = 40
+"""Up to this many layers, every layer has its tick; beyond, Vega-Lite picks them."""
 
 
 def _rows(layers: pd.DataFrame, panel: str, series: str, value: str, low: str | None = None,
@@ -93,8 +94,8 @@ def profile_frame(result: SteerResult, analysis: AnalysisResult | None = None,
     if result.params.orthogonal_null:
         frames.append(_rows(layers, EFFECT_PANEL, ORTHOGONAL, "orthogonal_effect", "orthogonal_effect_low",
                             "orthogonal_effect_high"))
-    frames += [_rows(layers, SPECIFICITY_PANEL, SPECIFICITY, "specificity", "specificity_low", "specificity_high"),
-               _rows(layers, SHARE_PANEL, SHARE, "share_above_random", "share_above_random_low",
+    frames += [_rows(layers, SPECIFICITY_PANEL, MAGNITUDE, "specificity", "specificity_low", "specificity_high"),
+               _rows(layers, SHARE_PANEL, MAGNITUDE, "share_above_random", "share_above_random_low",
                      "share_above_random_high")]
     if analysis is not None:
         geometry = analysis.geometry
@@ -108,13 +109,13 @@ def profile_frame(result: SteerResult, analysis: AnalysisResult | None = None,
     return pd.concat(frames, ignore_index=True).loc[:, PROFILE_COLUMNS]
 
 
-def _panel(frame: pd.DataFrame, panel: str, domain: list[str], layer_scale: alt.Scale, y_title: str,
-           reference: float | None, width: style.Width, height: int, last: bool) -> alt.LayerChart:
+def _panel(frame: pd.DataFrame, panel: str, domain: list[str], layer_scale: alt.Scale, ticks: list[int] | None,
+           y_title: str, reference: float | None, width: style.Width, height: int, last: bool) -> alt.LayerChart:
     rows = frame[frame["panel"] == panel]
     color = alt.Color("series:N", scale=style.color_scale(domain, SERIES_COLORS), title=None,
                       legend=alt.Legend(orient="bottom", columns=2, labelLimit=style.LEGEND_LABEL_LIMIT))
     x = alt.X("layer:Q", scale=layer_scale, title=style.LAYER_TITLE if last else None,
-              axis=alt.Axis(labels=last, tickMinStep=1, format="d"))
+              axis=alt.Axis(labels=last, values=ticks) if ticks is not None else alt.Axis(labels=last, tickMinStep=1))
     tooltip = [alt.Tooltip("series:N"), alt.Tooltip("layer:Q"), alt.Tooltip("value:Q", format=".3f"),
                alt.Tooltip("low:Q", format=".3f"), alt.Tooltip("high:Q", format=".3f")]
     layers: list[alt.Chart | alt.LayerChart] = []
@@ -136,11 +137,13 @@ def profile_chart(frame: pd.DataFrame, *, relevance_share: float, dose: float, t
     domain = list(dict.fromkeys(frame["series"].astype(str)))
     low, high = int(frame["layer"].min()), int(frame["layer"].max())
     layer_scale = alt.Scale(domain=[low - 0.5, high + 0.5], nice=False, zero=False)
+    # Whole layers only: the half-layer margins would otherwise get ticks of their own.
+    ticks = list(range(low, high + 1)) if high - low <= MAX_LAYER_TICKS else None
     shown = [panel for panel in PANELS if (frame["panel"] == panel).any()]
     titles = {EFFECT_PANEL: f"|Δ p(correct)| at dose {dose:g}", SPECIFICITY_PANEL: "specificity (×)",
               SHARE_PANEL: "share above null", REPRESENTATION_PANEL: "RSA, R², p(correct)"}
     references = {SPECIFICITY_PANEL: 1.0, SHARE_PANEL: relevance_share}
-    panels = [_panel(frame, panel, domain, layer_scale, titles[panel], references.get(panel), width, height,
+    panels = [_panel(frame, panel, domain, layer_scale, ticks, titles[panel], references.get(panel), width, height,
                      last=panel == shown[-1]) for panel in shown]
     return alt.vconcat(*panels, spacing=8).resolve_scale(x="shared", y="independent", color="shared").properties(
         title=style.chart_title(title, subtitle))
