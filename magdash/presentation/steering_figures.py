@@ -110,7 +110,8 @@ def profile_frame(result: SteerResult, analysis: AnalysisResult | None = None,
 
 
 def _panel(frame: pd.DataFrame, panel: str, domain: list[str], layer_scale: alt.Scale, ticks: list[int] | None,
-           y_title: str, reference: float | None, width: style.Width, height: int, last: bool) -> alt.LayerChart:
+           y_title: str, reference: float | None, width: style.Width, height: int, last: bool,
+           y_scale: alt.Scale | None = None) -> alt.LayerChart:
     rows = frame[frame["panel"] == panel]
     color = alt.Color("series:N", scale=style.color_scale(domain, SERIES_COLORS), title=None,
                       legend=alt.Legend(orient="bottom", columns=2, labelLimit=style.LEGEND_LABEL_LIMIT))
@@ -122,7 +123,7 @@ def _panel(frame: pd.DataFrame, panel: str, domain: list[str], layer_scale: alt.
     if reference is not None:
         layers.append(style.zero_rule(reference))
     layers += style.profile_layers(rows, x=x, y_field="value", y_title=y_title, color=color, tooltip=tooltip,
-                                   band=("low", "high"), detail="series")
+                                   band=("low", "high"), detail="series", y_scale=y_scale)
     return style.layered(*layers).properties(width=width, height=height)
 
 
@@ -143,8 +144,11 @@ def profile_chart(frame: pd.DataFrame, *, relevance_share: float, dose: float, t
     titles = {EFFECT_PANEL: f"|Δ p(correct)| at dose {dose:g}", SPECIFICITY_PANEL: "specificity (×)",
               SHARE_PANEL: "share above null", REPRESENTATION_PANEL: "RSA, R², p(correct)"}
     references = {SPECIFICITY_PANEL: 1.0, SHARE_PANEL: relevance_share}
+    # RSA and p(correct) lie in [-1, 1]; a held-out R² far below 0 (a layer where the probe fails) would
+    # squash the panel, so it is clamped at -1, its tooltip keeping the value.
+    scales = {REPRESENTATION_PANEL: alt.Scale(domain=[-1, 1], clamp=True)}
     panels = [_panel(frame, panel, domain, layer_scale, ticks, titles[panel], references.get(panel), width, height,
-                     last=panel == shown[-1]) for panel in shown]
+                     last=panel == shown[-1], y_scale=scales.get(panel)) for panel in shown]
     return alt.vconcat(*panels, spacing=8).resolve_scale(x="shared", y="independent", color="shared").properties(
         title=style.chart_title(title, subtitle))
 
