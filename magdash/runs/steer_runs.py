@@ -212,6 +212,66 @@ def cached_steer(store, model: str, stimuli: str, comparisons: str, params: Stee
     return lookup(store, STEER, steer_key(store, model, stimuli, comparisons, trials, params or SteerParams()))
 
 
+SWEEP_TASK = "steer"
+"""The sweep's task of the steering kind, and the name of the plan's table of its parameters."""
+
+
+def _sweep_comparisons(store, name: str) -> str | None:
+    """The comparison set a sweep cell steers: the paper's design (what the ``behave`` task runs) when
+    the cell's model has its trials, else None (the model's only set, as :func:`steer` takes it)."""
+    from magdash.comparison_stimuli import paper_comparisons
+
+    paper = paper_comparisons().name
+    return paper if paper in trial_sets_of(store, name) else None
+
+
+def sweep_done(context) -> bool:
+    """Whether a sweep cell's steering is cached: the cell's model has vectors on the cell's stimuli and
+    comparison trials, and their steering with the plan's ``[steer]`` parameters is in the store.
+
+    Args:
+        context: the cell's :class:`magdash.sweep.tasks.TaskContext` (its store, cell and plan).
+    """
+    store, name, stimuli = context.store, context.cell.store_name, context.stimuli.name
+    if name not in store.model_names() or stimuli not in store.stimulus_sets_for(name):
+        return False
+    sets = trial_sets_of(store, name)
+    comparisons = _sweep_comparisons(store, name) or (sets[0] if len(sets) == 1 else None)
+    if comparisons is None:
+        return False
+    return cached_steer(store, name, stimuli, comparisons, context.plan.params_for(SWEEP_TASK)) is not None
+
+
+def sweep_run(context) -> SteerResult:
+    """A sweep cell's steering: the cell's model steered on its stored comparison trials along its
+    directions on the cell's stimuli, with the plan's ``[steer]`` parameters, device and batch size.
+    The trials and vectors come from the sweep's earlier tasks (``behave``, ``extract``): a cell
+    without them fails with the task to list before this one.
+
+    Args:
+        context: the cell's :class:`magdash.sweep.tasks.TaskContext`.
+
+    Raises:
+        AnalysisError: the cell's model has no comparison trials or no vectors on the cell's stimuli.
+    """
+    from magdash.extract_params import ExtractParams
+
+    store, cell, plan = context.store, context.cell, context.plan
+    name, stimuli = cell.store_name, context.stimuli.name
+    if not trial_sets_of(store, name):
+        raise AnalysisError(f"{name!r} has no comparison trials to steer: list the \"behave\" task before "
+                            "\"steer\" in the plan's tasks (or run md.behave(store, model) first)", parameters=("tasks",))
+    if name not in store.model_names() or stimuli not in store.stimulus_sets_for(name):
+        raise AnalysisError(f"{name!r} has no vectors on {stimuli!r} to take the magnitude directions from: list "
+                            "the \"extract\" task before \"steer\" in the plan's tasks (or run md.extract first)",
+                            parameters=("tasks",))
+    params = ExtractParams(dtype=cell.dtype, device=plan.device, device_map=cell.model.device_map,
+                           batch_size=plan.batch_size, trust_remote_code=cell.model.trust_remote_code,
+                           allow_pickle=cell.model.allow_pickle, model_cache=plan.model_cache)
+    return steer(store, name, stimuli, _sweep_comparisons(store, name), plan.params_for(SWEEP_TASK),
+                 extract_params=params)
+
+
 def describe_steer(result: SteerResult) -> str:
     """A summary line: the layers where the magnitude direction is functionally relevant and the
     largest specificity."""
