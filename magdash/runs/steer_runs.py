@@ -28,9 +28,11 @@ import dataclasses
 import logging
 
 import numpy as np
+import pandas as pd
 
 from magdash.errors import AnalysisError
 from magdash.formatting import format_number
+from magdash.names import control_name
 from magdash.params import ProgressCallback, ranges
 from magdash.probes.probe_params import ProbeParams
 from magdash.runs import rows
@@ -171,6 +173,66 @@ def _compute(source, comparisons: str, trials, facts: dict, params: SteerParams,
         trials.loc[:, ["trial_id", "larger"]], on="trial_id", how="left")
     return summarise_steering(steered, baseline, kinds, params, dose_units=units, model=source.name,
                               stimuli=source.stimuli_name, comparisons=comparisons)
+
+
+def steer_with_control(
+    store,
+    model: str,
+    stimuli: str | None = None,
+    comparisons: str | None = None,
+    params: SteerParams | None = None,
+    *,
+    extract_params=None,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+    control_progress: ProgressCallback | None = None,
+) -> tuple[SteerResult, SteerResult | None, pd.DataFrame | None]:
+    """The steering of ``model`` and, when its ``@random`` control has vectors on the same stimulus set and
+    trials on the same comparison set, the control's along its own directions, with the two side by side
+    per layer: a check of the pipeline (random weights have no magnitude code to use, so no specificity is
+    expected of the control; a control as specific as the model says the effect is the push, not the code).
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding both models' vectors and trials.
+        model: the model's name in the store.
+        stimuli: the stimulus set of the vectors; None takes the model's only complete one.
+        comparisons: the comparison set of the trials; None takes the model's only one.
+        params: the steering's choices, the same for both (defaults when None).
+        extract_params: the device and batch size of the patched passes.
+        use_cache: False recomputes and replaces both cached results.
+        progress: called as ``progress(done, total)`` forward passes of the model.
+        control_progress: the same for the control's passes.
+
+    Returns:
+        The model's result, the control's (None when the control lacks the vectors or the trials) and
+        the per-layer frame :func:`beside_control` of the two (None without a control).
+    """
+    result = steer(store, model, stimuli, comparisons, params, extract_params=extract_params, use_cache=use_cache,
+                   progress=progress)
+    control = control_name(model)
+    if (control == model or result.comparisons not in trial_sets_of(store, control)
+            or control not in store.model_names() or result.stimuli not in store.stimulus_sets_for(control)):
+        return result, None, None
+    controlled = steer(store, control, result.stimuli, result.comparisons, result.params,
+                       extract_params=extract_params, use_cache=use_cache, progress=control_progress)
+    return result, controlled, beside_control(result, controlled)
+
+
+BESIDE_COLUMNS = ("specificity", "share_above_random", "relevant")
+"""The per-layer summary columns :func:`beside_control` sets side by side."""
+
+
+def beside_control(result: SteerResult, control: SteerResult) -> pd.DataFrame:
+    """Per layer steered in both: the model's and its control's specificity, share of prompts above the
+    random null and relevance, as ``<column>`` and ``<column>_control``.
+
+    Args:
+        result: the model's steering.
+        control: its ``@random`` control's, with the same parameters.
+    """
+    columns = ["layer", *BESIDE_COLUMNS]
+    return result.layers.loc[:, columns].merge(control.layers.loc[:, columns], on="layer", how="inner",
+                                               suffixes=("", "_control"))
 
 
 def steer_vectors(source, params: SteerParams | None = None, *, use_cache: bool = True,
