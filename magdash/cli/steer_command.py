@@ -33,7 +33,9 @@ def register(subparsers) -> None:
             "the same push along random directions (and directions orthogonal to it). Reports the mean "
             "|delta p(correct)| of each, specificity (their ratio), the share of prompts moved more than the "
             "random directions' 97.5th percentile (functional relevance at >= 75%, Cacioli 2026's H7) and the "
-            "signed shift toward the pushed operand, with bootstrap intervals over prompts."
+            "signed shift toward the pushed operand, with bootstrap intervals over prompts. The model's @random "
+            "control, when it has vectors and trials on the same sets, is steered too, as a check (no specificity "
+            "expected)."
         ),
     )
     parser.add_argument("--model", required=True, help="stored model name, with vectors and comparison trials")
@@ -52,8 +54,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from magdash.names import control_name
     from magdash.runs.behaviour_runs import trial_sets_of
-    from magdash.runs.steer_runs import steer
+    from magdash.runs.steer_runs import steer_with_control
 
     params = params_from_args(SteerParams, args)
     extract_params = params_from_args(ExtractParams, args, prefix=EXTRACT_PREFIX)
@@ -61,17 +64,27 @@ def run(args: argparse.Namespace) -> int:
     if not trial_sets_of(store, args.model):
         raise AnalysisError(f"{args.model!r} has no comparison trials in this store: steering pushes the prompts of "
                             f"its trials, so run them first: magdash behave --model {args.model}")
-    progress = ProgressBar("pass", f"steering {args.model}", quiet=args.quiet or args.json)
+    quiet = args.quiet or args.json
+    progress = ProgressBar("pass", f"steering {args.model}", quiet=quiet)
+    control_progress = ProgressBar("pass", f"steering {control_name(args.model)}", quiet=quiet)
     try:
-        result = steer(store, args.model, args.stimuli, args.comparisons, params, extract_params=extract_params,
-                       use_cache=not args.no_cache, progress=progress)
+        result, control, beside = steer_with_control(
+            store, args.model, args.stimuli, args.comparisons, params, extract_params=extract_params,
+            use_cache=not args.no_cache, progress=progress, control_progress=control_progress)
     finally:
         progress.close()
+        control_progress.close()
     warn(result.warnings())
     if args.json:
-        print_json(result.to_json())
+        print_json({**result.to_json(), "control": None if control is None else control.to_json(),
+                    "beside_control": None if beside is None else beside.to_dict(orient="records")})
         return 0
     _print(result)
+    if control is not None and beside is not None:
+        print("\nthe @random control, steered along its own directions (a check: no specificity expected)")
+        _print(control)
+        print(f"\n{result.model} beside {control.model} per layer:")
+        print(beside.to_string(index=False, float_format=lambda value: format_number(value, ".2f")))
     return 0
 
 

@@ -352,5 +352,8 @@ register_analysis_kind(AnalysisKind(
 ))
 register_analysis_kind(AnalysisKind(
     KIND_DECLARATIONS["steer"], SteerParams, STEER_VERSION, SteerResult, steer_runs.steer_vectors, steer_runs.steer,
-    steer_runs.STEER, backfill=True, dashboard_run=_dashboard_steer,
+    steer_runs.STEER, backfill=True,
+    task=SweepTask(steer_runs.SWEEP_TASK, lambda *cell: [], steer_runs.describe_steer, done=steer_runs.sweep_done,
+                   run_cell=steer_runs.sweep_run),
+    dashboard_run=_dashboard_steer,
 ))

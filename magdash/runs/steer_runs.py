@@ -28,9 +28,11 @@ import dataclasses
 import logging
 
 import numpy as np
+import pandas as pd
 
 from magdash.errors import AnalysisError
 from magdash.formatting import format_number
+from magdash.names import control_name
 from magdash.params import ProgressCallback, ranges
 from magdash.probes.probe_params import ProbeParams
 from magdash.runs import rows
@@ -173,6 +175,66 @@ def _compute(source, comparisons: str, trials, facts: dict, params: SteerParams,
                               stimuli=source.stimuli_name, comparisons=comparisons)
 
 
+def steer_with_control(
+    store,
+    model: str,
+    stimuli: str | None = None,
+    comparisons: str | None = None,
+    params: SteerParams | None = None,
+    *,
+    extract_params=None,
+    use_cache: bool = True,
+    progress: ProgressCallback | None = None,
+    control_progress: ProgressCallback | None = None,
+) -> tuple[SteerResult, SteerResult | None, pd.DataFrame | None]:
+    """The steering of ``model`` and, when its ``@random`` control has vectors on the same stimulus set and
+    trials on the same comparison set, the control's along its own directions, with the two side by side
+    per layer: a check of the pipeline (random weights have no magnitude code to use, so no specificity is
+    expected of the control; a control as specific as the model says the effect is the push, not the code).
+
+    Args:
+        store: the :class:`~magdash.store.Store` holding both models' vectors and trials.
+        model: the model's name in the store.
+        stimuli: the stimulus set of the vectors; None takes the model's only complete one.
+        comparisons: the comparison set of the trials; None takes the model's only one.
+        params: the steering's choices, the same for both (defaults when None).
+        extract_params: the device and batch size of the patched passes.
+        use_cache: False recomputes and replaces both cached results.
+        progress: called as ``progress(done, total)`` forward passes of the model.
+        control_progress: the same for the control's passes.
+
+    Returns:
+        The model's result, the control's (None when the control lacks the vectors or the trials) and
+        the per-layer frame :func:`beside_control` of the two (None without a control).
+    """
+    result = steer(store, model, stimuli, comparisons, params, extract_params=extract_params, use_cache=use_cache,
+                   progress=progress)
+    control = control_name(model)
+    if (control == model or result.comparisons not in trial_sets_of(store, control)
+            or control not in store.model_names() or result.stimuli not in store.stimulus_sets_for(control)):
+        return result, None, None
+    controlled = steer(store, control, result.stimuli, result.comparisons, result.params,
+                       extract_params=extract_params, use_cache=use_cache, progress=control_progress)
+    return result, controlled, beside_control(result, controlled)
+
+
+BESIDE_COLUMNS = ("specificity", "share_above_random", "relevant")
+"""The per-layer summary columns :func:`beside_control` sets side by side."""
+
+
+def beside_control(result: SteerResult, control: SteerResult) -> pd.DataFrame:
+    """Per layer steered in both: the model's and its control's specificity, share of prompts above the
+    random null and relevance, as ``<column>`` and ``<column>_control``.
+
+    Args:
+        result: the model's steering.
+        control: its ``@random`` control's, with the same parameters.
+    """
+    columns = ["layer", *BESIDE_COLUMNS]
+    return result.layers.loc[:, columns].merge(control.layers.loc[:, columns], on="layer", how="inner",
+                                               suffixes=("", "_control"))
+
+
 def steer_vectors(source, params: SteerParams | None = None, *, use_cache: bool = True,
                     progress: ProgressCallback | None = None) -> SteerResult:
     """The steering of a stored model's vectors (a :class:`~magdash.store.vectors.VectorSource` with its
@@ -210,6 +272,66 @@ def cached_steer(store, model: str, stimuli: str, comparisons: str, params: Stee
     if trials.empty:
         return None
     return lookup(store, STEER, steer_key(store, model, stimuli, comparisons, trials, params or SteerParams()))
+
+
+SWEEP_TASK = "steer"
+"""The sweep's task of the steering kind, and the name of the plan's table of its parameters."""
+
+
+def _sweep_comparisons(store, name: str) -> str | None:
+    """The comparison set a sweep cell steers: the paper's design (what the ``behave`` task runs) when
+    the cell's model has its trials, else None (the model's only set, as :func:`steer` takes it)."""
+    from magdash.comparison_stimuli import paper_comparisons
+
+    paper = paper_comparisons().name
+    return paper if paper in trial_sets_of(store, name) else None
+
+
+def sweep_done(context) -> bool:
+    """Whether a sweep cell's steering is cached: the cell's model has vectors on the cell's stimuli and
+    comparison trials, and their steering with the plan's ``[steer]`` parameters is in the store.
+
+    Args:
+        context: the cell's :class:`magdash.sweep.tasks.TaskContext` (its store, cell and plan).
+    """
+    store, name, stimuli = context.store, context.cell.store_name, context.stimuli.name
+    if name not in store.model_names() or stimuli not in store.stimulus_sets_for(name):
+        return False
+    sets = trial_sets_of(store, name)
+    comparisons = _sweep_comparisons(store, name) or (sets[0] if len(sets) == 1 else None)
+    if comparisons is None:
+        return False
+    return cached_steer(store, name, stimuli, comparisons, context.plan.params_for(SWEEP_TASK)) is not None
+
+
+def sweep_run(context) -> SteerResult:
+    """A sweep cell's steering: the cell's model steered on its stored comparison trials along its
+    directions on the cell's stimuli, with the plan's ``[steer]`` parameters, device and batch size.
+    The trials and vectors come from the sweep's earlier tasks (``behave``, ``extract``): a cell
+    without them fails with the task to list before this one.
+
+    Args:
+        context: the cell's :class:`magdash.sweep.tasks.TaskContext`.
+
+    Raises:
+        AnalysisError: the cell's model has no comparison trials or no vectors on the cell's stimuli.
+    """
+    from magdash.extract_params import ExtractParams
+
+    store, cell, plan = context.store, context.cell, context.plan
+    name, stimuli = cell.store_name, context.stimuli.name
+    if not trial_sets_of(store, name):
+        raise AnalysisError(f"{name!r} has no comparison trials to steer: list the \"behave\" task before "
+                            "\"steer\" in the plan's tasks (or run md.behave(store, model) first)", parameters=("tasks",))
+    if name not in store.model_names() or stimuli not in store.stimulus_sets_for(name):
+        raise AnalysisError(f"{name!r} has no vectors on {stimuli!r} to take the magnitude directions from: list "
+                            "the \"extract\" task before \"steer\" in the plan's tasks (or run md.extract first)",
+                            parameters=("tasks",))
+    params = ExtractParams(dtype=cell.dtype, device=plan.device, device_map=cell.model.device_map,
+                           batch_size=plan.batch_size, trust_remote_code=cell.model.trust_remote_code,
+                           allow_pickle=cell.model.allow_pickle, model_cache=plan.model_cache)
+    return steer(store, name, stimuli, _sweep_comparisons(store, name), plan.params_for(SWEEP_TASK),
+                 extract_params=params)
 
 
 def describe_steer(result: SteerResult) -> str:

@@ -39,6 +39,9 @@ A plan is a TOML file (read with :mod:`tomllib`)::
     [probe]                                    # ProbeParams fields (with "probe" in tasks)
     n_boot = 1000
 
+    [steer]                                    # SteerParams fields (with "steer" in tasks, after
+    layers = "0-8"                             # "extract" and "behave", which store its vectors and trials)
+
 A stimulus set's ``number_format`` (digits by default) writes its numbers; the same carriers
 and magnitudes in another format are another set, listed as another ``[[stimuli]]`` entry with
 its own name (``paper-<format>`` for the paper's, as ``magdash extract --number-format`` names it).
@@ -71,6 +74,7 @@ from magdash.extract_params import DEFAULT_BATCH_SIZE, DEFAULT_PADDING_SIDE, PAD
 from magdash.names import default_name
 from magdash.params import DEFAULT_DEVICE, DEFAULT_DTYPE, DTYPES
 from magdash.probes.probe_params import ProbeParams
+from magdash.steering.steer_params import SteerParams
 from magdash.stimuli import (
     DEFAULT_NUMBER_FORMAT,
     DEFAULT_POSITION,
@@ -181,6 +185,7 @@ class SweepPlan:
         controls: the ``[controls]`` table's parameters (None: the defaults over ``analysis``).
         probe: the ``[probe]`` table's parameters.
         behave: the ``[behave]`` table's parameters (the fits of the comparison trials).
+        steer: the ``[steer]`` table's parameters (the steering of the comparison trials).
     """
     models: tuple[ModelEntry, ...]
     stimuli: tuple[StimuliEntry, ...]
@@ -196,21 +201,24 @@ class SweepPlan:
     controls: ControlsParams | None = None  # None: the defaults over ``analysis``
     probe: ProbeParams = field(default_factory=ProbeParams)
     behave: BehaviourParams = field(default_factory=BehaviourParams)
+    steer: SteerParams = field(default_factory=SteerParams)
 
     @property
     def controls_params(self) -> ControlsParams:
         """The controls' params; their analysis is always the plan's."""
         return self.controls or ControlsParams(analysis=self.analysis)
 
-    def params_for(self, task: str) -> AnalysisParams | DepthParams | ControlsParams | ProbeParams | BehaviourParams:
+    def params_for(
+        self, task: str
+    ) -> AnalysisParams | DepthParams | ControlsParams | ProbeParams | BehaviourParams | SteerParams:
         """The parameters of an analysis task: the plan's table of that name (``[analyze]``, ``[depth]``,
-        ``[controls]``, ``[probe]``, ``[behave]``).
+        ``[controls]``, ``[probe]``, ``[behave]``, ``[steer]``).
 
         Args:
             task: the task's name in ``tasks``.
         """
         tables = {"analyze": self.analysis, "depth": self.depth, "controls": self.controls_params, "probe": self.probe,
-                  "behave": self.behave}
+                  "behave": self.behave, "steer": self.steer}
         if task not in tables:
             raise PlanError(f"task {task!r} has no table of parameters; the tables are {', '.join(tables)}")
         return tables[task]
@@ -227,7 +235,7 @@ class SweepPlan:
 
 
 _PLAN_KEYS = {"tasks", "dtypes", "positions", "batch_size", "padding_side", "device", "model_cache", "models",
-              "stimuli", "analyze", "depth", "controls", "probe", "behave"}
+              "stimuli", "analyze", "depth", "controls", "probe", "behave", "steer"}
 _MODEL_KEYS = {f.name for f in dataclasses.fields(ModelEntry)}
 _STIMULI_KEYS = {"name", "carriers", "magnitudes", "number_format"}
 
@@ -288,6 +296,7 @@ def parse_plan(document: Mapping[str, Any], folder: Path, task_kinds: Mapping[st
         controls=_controls(document, tasks, analysis),
         probe=_task_params(ProbeParams, document, tasks, "probe"),
         behave=_task_params(BehaviourParams, document, tasks, "behave"),
+        steer=_task_params(SteerParams, document, tasks, "steer"),
     )
     _unique([cell.store_name for cell in plan.cells() if cell.stimuli == stimuli[0].name], "store name",
             "give each model its own name")
@@ -401,7 +410,7 @@ def _controls(document: Mapping[str, Any], tasks: tuple[str, ...], analysis: Ana
 
 def _task_params(kind: type, document: Mapping[str, Any], tasks: tuple[str, ...], task: str):
     """The table of ``task``'s parameters (``[probe]``: :class:`ProbeParams`, ``[behave]``:
-    :class:`BehaviourParams`), refused without the task that reads it."""
+    :class:`BehaviourParams`, ``[steer]``: :class:`SteerParams`), refused without the task that reads it."""
     if task in document and task not in tasks:
         raise PlanError(f'[{task}] is given but tasks do not include "{task}": add it or drop the table')
     return _params(kind, document.get(task, {}), task)
@@ -413,10 +422,11 @@ def _params(kind: type, table: Any, section: str, **fixed: Any):
         raise PlanError(f"[{section}] must be a table of {kind.__name__} fields")
     _check_keys(table, {f.name for f in dataclasses.fields(kind)} - set(fixed), f"[{section}]")
     values: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value for key, value in table.items()}
-    if isinstance(values.get("core_layers"), str):
-        from magdash.params import parse_layers
+    for name in ("core_layers", "layers"):  # a band may be written as on the command line, "0-8"
+        if isinstance(values.get(name), str):
+            from magdash.params import parse_layers
 
-        values["core_layers"] = tuple(parse_layers(values["core_layers"]))
+            values[name] = tuple(parse_layers(values[name]))
     try:
         return kind(**values, **fixed)
     except (MagdashError, TypeError, ValueError) as error:

@@ -26,5 +26,5 @@ def test_a_bad_plan_exits_2_with_one_line(tmp_path, capsys):
     plan.write_text('tasks = ["dance"]\n', encoding="utf-8")
     assert main(["sweep", str(plan), "--store", str(tmp_path / "s.duckdb")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["magdash: error: plan.toml: tasks 'dance' is not one of extract, analyze, depth, controls, probe, behave"]
+    assert err == ["magdash: error: plan.toml: tasks 'dance' is not one of extract, analyze, depth, controls, probe, behave, steer"]
     assert not (tmp_path / "s.duckdb").exists()

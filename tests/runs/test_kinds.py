@@ -131,7 +131,7 @@ def test_every_kind_has_metric_tables_and_every_table_a_kind():
 
 def test_every_kind_with_a_sweep_task_is_a_task_kind_of_the_sweep():
     tasks = [kind.task.name for kind in ANALYSIS_KINDS.values() if kind.task is not None]
-    assert tasks == ["analyze", "depth", "controls", "probe", "behave"]
+    assert tasks == ["analyze", "depth", "controls", "probe", "behave", "steer"]
     assert list(TASK_KINDS) == ["extract", *tasks]
 
 

@@ -99,3 +99,46 @@ def test_imported_trials_have_no_model_to_steer(tmp_path):
     store.put_trials("imported", "published", imported_trials())
     with pytest.raises(AnalysisError, match="imported, not run by magdash"):
         steer(store, "imported", params=SteerParams(direction="pc1"))
+
+
+def test_the_random_control_is_steered_beside_the_model_as_a_check(tmp_path, capsys):
+    from magdash.runs.steer_runs import steer, steer_with_control
+    from magdash.trial_extraction import run_trials
+    from tests.test_trial_extraction import build_comparison_model, design
+
+    folder = build_comparison_model(tmp_path / "cmp", chat=False)
+    path = tmp_path / "store.duckdb"
+    store = Store(path)
+    trials = design(references=(10,), ratios=(1.5, 2.0), pairs=2)
+    cpu = ExtractParams(device="cpu", batch_size=4)
+    run_trials(str(folder), trials, store, cpu, name="cmp")
+    store.put("cmp", planted_vectors(32, 3), MAGNITUDES, carriers=CARRIERS)
+    params = SteerParams(layers=(0, 1), doses=(1.0,), n_random=3, n_boot=20, direction="pc1")
+    # Without the control's trials, the model alone.
+    alone, none, no_frame = steer_with_control(store, "cmp", params=params, extract_params=cpu)
+    assert none is None and no_frame is None and not alone.from_cache
+    control = run_trials(f"{folder}@random", trials, store, cpu, name="cmp@random")
+    # The control's own random weights answer differently from the model's.
+    assert not np.allclose(control.trials["prob_a"], store.trials("cmp", control.comparisons)["prob_a"])
+    # Trials but no vectors: still the model alone.
+    assert steer_with_control(store, "cmp", params=params, extract_params=cpu)[1] is None
+    store.put("cmp@random", planted_vectors(32, 3, seed=1), MAGNITUDES, carriers=CARRIERS)
+    result, controlled, beside = steer_with_control(store, "cmp", params=params, extract_params=cpu)
+    assert result.from_cache and controlled is not None and beside is not None
+    assert controlled.model == "cmp@random" and controlled.params == params and not controlled.from_cache
+    assert controlled.n_trials == result.n_trials
+    # The control's result is the kind's own run on the control, cached under its key.
+    assert steer(store, "cmp@random", params=params).from_cache
+    assert beside["layer"].tolist() == [0, 1]
+    np.testing.assert_allclose(beside["specificity"], result.layers["specificity"], equal_nan=True)
+    np.testing.assert_allclose(beside["specificity_control"], controlled.layers["specificity"], equal_nan=True)
+    # The command line steers the control too and sets the two beside each other.
+    assert main(["steer", "--model", "cmp", "--store", str(path), "--layers", "0,1", "--doses", "1",
+                 "--n-random", "3", "--steer-n-boot", "20", "--direction", "pc1", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["model"] == "cmp" and printed["control"]["model"] == "cmp@random"
+    assert [row["layer"] for row in printed["beside_control"]] == [0, 1]
+    assert main(["steer", "--model", "cmp", "--store", str(path), "--layers", "0,1", "--doses", "1",
+                 "--n-random", "3", "--steer-n-boot", "20", "--direction", "pc1"]) == 0
+    text = capsys.readouterr().out
+    assert "the @random control" in text and "cmp beside cmp@random per layer:" in text
