@@ -21,9 +21,9 @@ from magdash.dashboard.probes_page import ProbeKey, probe_params
 from magdash.dashboard.view import ViewState
 from magdash.params import ranges
 
-SECONDS_PER_PASS = 100
-"""About how long one layer x direction x dose takes over the paper's 240 prompts on a laptop's CPU
-(a 135M-parameter decoder; measured for docs/steering.md): what the page says a run costs."""
+SECONDS_PER_PASS = 19
+"""About how long one layer x direction x dose takes over the paper's 240 prompts on 2 CPU cores (a
+135M-parameter decoder: 78 ms a prompt, ``bench/steer.py``, docs/benchmarks.md): what the page says a run costs."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,12 @@ def cost_sentence(n_layers: int, n_trials: int, n_random: int = 10, orthogonal: 
     """
     directions = 1 + n_random * (2 if orthogonal else 1)
     seconds = SECONDS_PER_PASS * n_layers * directions * n_doses * n_trials / 240
-    span = f"{seconds / 3600:.1f} hours" if seconds >= 3600 else f"{max(1, round(seconds / 60))} minutes"
+    if seconds >= 3600:
+        span = f"{seconds / 3600:.1f} hours"
+    elif seconds >= 90:
+        span = f"{round(seconds / 60)} minutes"
+    else:
+        span = f"{max(1, round(seconds))} seconds"
     return (f"With the defaults ({n_layers} layers x {directions} directions x {n_doses} doses over {n_trials} "
             f"prompts) that is about {span} on a CPU for a model of 135M parameters (about {SECONDS_PER_PASS} s "
             "per layer x direction x dose for 240 prompts; more for a larger model, far less on a GPU); "

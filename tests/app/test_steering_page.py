@@ -74,8 +74,8 @@ def test_a_store_with_trials_and_vectors_shows_the_steer_command_and_starts_noth
     at = open_app(str(with_trials.path), monkeypatch, page=PAGE)
     said = _says_what_to_run(at)
     assert "cmp has vectors and 16 comparison trials" in said and "never starts a run itself" in said
-    # 3 layers x (1 + 10 random + 10 orthogonal) directions x 4 doses x 100 s x 16 / 240 prompts
-    assert "about 28 minutes on a CPU" in said
+    # 3 layers x (1 + 10 random + 10 orthogonal) directions x 4 doses x 19 s x 16 / 240 prompts = 319 s
+    assert "about 5 minutes on a CPU" in said
     assert [block.value for block in at.code] == [f"magdash steer --model cmp --store {with_trials.path}"]
     assert with_trials.metric_table("steering_layers").empty
 

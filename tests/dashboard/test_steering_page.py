@@ -34,9 +34,10 @@ def test_with_trials_and_vectors_the_page_shows_the_command_and_its_cost(monkeyp
     monkeypatch.setattr(type(inventory), "record", lambda self, name: Record())
     message, command = sp.no_steering_message(inventory, "s.duckdb", exists=True)
     assert command == "magdash steer --model m --store s.duckdb"
-    # 31 layers x 21 directions x 4 doses x 100 s: about 72 hours on a CPU
-    assert "31 layers x 21 directions x 4 doses over 240 prompts" in message and "about 72.3 hours" in message
-    assert "about 2 minutes" in sp.cost_sentence(1, 120, n_random=2, orthogonal=False, n_doses=1)  # 3 x 100 s / 2
+    # 31 layers x 21 directions x 4 doses x 19 s = 49,476 s: about 13.7 hours on a CPU
+    assert "31 layers x 21 directions x 4 doses over 240 prompts" in message and "about 13.7 hours" in message
+    assert "about 28 seconds" in sp.cost_sentence(1, 120, n_random=2, orthogonal=False, n_doses=1)  # 3 x 19 s / 2
+    assert "about 5 minutes" in sp.cost_sentence(3, 16)  # 3 x 21 x 4 x 19 s x 16 / 240 = 319 s
 
 
 def test_the_runs_come_from_the_metric_rows_one_per_result_and_trained_models_first():
