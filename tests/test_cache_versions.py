@@ -161,7 +161,8 @@ def steer_document(store: Store) -> dict:
         directions[name] = {"dose_unit": found.dose_unit, "direction": found.direction.tolist()}
     steered, baseline = golden_steering_frames()
     result = summarise_steering(steered, baseline, direction_kinds(STEER_PARAMS), STEER_PARAMS,
-                                dose_units={0: 1.0, 1: 2.0}, model=MODELS[0], stimuli="paper", comparisons=COMPARISONS)
+                                dose_units={0: 1.0, 1: 2.0}, top_shares={0: 0.25, 1: 0.75}, model=MODELS[0],
+                                stimuli="paper", comparisons=COMPARISONS)
     return {"directions": directions, "result": json.loads(zlib.decompress(result.to_payload()))}
 
 

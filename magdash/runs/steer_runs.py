@@ -147,17 +147,18 @@ def _compute(source, comparisons: str, trials, facts: dict, params: SteerParams,
     # The model and the hooks are imported only when something is steered, not to read a cached result.
     from magdash.extract_params import ExtractParams
     from magdash.sources.resolve import resolve_model
-    from magdash.steering.directions import layer_directions
+    from magdash.steering.directions import layer_directions, top_dimension_share
     from magdash.steering.steer_result import summarise_steering
     from magdash.trial_extraction import load_for_trials
     from magdash.trial_steering import steer_trials
 
     layers = _steered_layers(source, params)
     magnitudes = np.asarray(source.magnitudes, dtype=np.float64)
-    pushes, units, kinds = {}, {}, ()
+    pushes, units, shares, kinds = {}, {}, {}, ()
     for layer, _, vectors in source.layers(layers):
         found = layer_directions(layer, vectors, magnitudes, params)
         pushes[layer], units[layer], kinds = found.pushes, found.dose_unit, found.kinds
+        shares[layer] = top_dimension_share(found.direction)
         del vectors
     extract_params = extract_params or ExtractParams()
     extract_params = dataclasses.replace(extract_params, dtype=facts.get("dtype", extract_params.dtype))
@@ -171,7 +172,7 @@ def _compute(source, comparisons: str, trials, facts: dict, params: SteerParams,
     unpatched = steered.drop_duplicates("trial_id").loc[:, ["trial_id", "p_a_unpatched", "p_b_unpatched"]]
     baseline = unpatched.rename(columns={"p_a_unpatched": "p_a", "p_b_unpatched": "p_b"}).merge(
         trials.loc[:, ["trial_id", "larger"]], on="trial_id", how="left")
-    return summarise_steering(steered, baseline, kinds, params, dose_units=units, model=source.name,
+    return summarise_steering(steered, baseline, kinds, params, dose_units=units, top_shares=shares, model=source.name,
                               stimuli=source.stimuli_name, comparisons=comparisons)
 
 

@@ -164,6 +164,27 @@ class LayerDirections:
     kinds: tuple[str, ...]
 
 
+TOP_DIMENSIONS = 3
+"""How many coordinates :func:`top_dimension_share` sums: a direction that puts most of its weight on
+a handful of coordinates may be reading a model's massive dimensions (a few activations orders of
+magnitude above the rest: Sun et al. 2024, "Massive activations in large language models"), not magnitude."""
+
+
+def top_dimension_share(direction: np.ndarray, count: int = TOP_DIMENSIONS) -> float:
+    """The share of ``direction``'s squared norm held by its ``count`` largest coordinates (1/d to 1;
+    about ``count``/d for a direction spread over every coordinate).
+
+    Args:
+        direction: the direction (any norm; 0 gives NaN).
+        count: how many of the largest coordinates.
+    """
+    squared = np.square(np.asarray(direction, dtype=np.float64).ravel())
+    total = float(squared.sum())
+    if not total > 0:
+        return float("nan")
+    return float(np.sort(squared)[::-1][:count].sum() / total)
+
+
 def direction_kinds(params: SteerParams) -> tuple[str, ...]:
     """The kind of each row of :attr:`LayerDirections.pushes` under ``params``.
 

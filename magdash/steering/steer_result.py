@@ -26,10 +26,11 @@ import pandas as pd
 from magdash.caveats import Caveat, Severity, lines
 from magdash.params import ranges
 from magdash.result_codec import PayloadCodec, not_stored
+from magdash.steering.directions import TOP_DIMENSIONS
 from magdash.steering.steer_params import SteerParams
 from magdash.steering.summary import choice_probabilities, steering_tables
 
-STEER_VERSION = "1"
+STEER_VERSION = "2"
 """Bumped whenever a steering run can give another result for the same model, stimuli, trials and
 parameters (the cache key of a steering run): the directions, the summary or the steered passes."""
 
@@ -38,6 +39,10 @@ TABLES = ("layers", "doses")
 
 CEILING = 0.99
 """An unpatched p(correct) beyond this (or below 1 - this) leaves |delta p| little room one way."""
+
+CONCENTRATED = 0.5
+"""A magnitude direction whose :data:`~magdash.steering.directions.TOP_DIMENSIONS` largest coordinates hold
+more than this share of its squared norm is named: it may push massive dimensions, not magnitude."""
 
 BROKEN_MASS = 0.5
 """A push that leaves the answer options less than this share of their unpatched probability breaks
@@ -80,9 +85,18 @@ class SteerResult(PayloadCodec):
         """What to know before reading the steering (:mod:`magdash.caveats`): an unpatched model at
         ceiling or floor on most prompts (a caution: |delta p| has little room), layers where the
         full dose takes most probability off the answer options (a caution: the push breaks the
-        output rather than shifting the choice), layers where nothing moves (a note: specificity undefined), no
+        output rather than shifting the choice), layers whose magnitude direction sits on a few coordinates (a
+        caution: massive dimensions), layers where nothing moves (a note: specificity undefined), no
         bootstrap (a note)."""
         found = []
+        if "top_dimension_share" in self.layers:
+            concentrated = self.layers[self.layers["top_dimension_share"] > CONCENTRATED]
+            if not concentrated.empty:
+                found.append(Caveat(Severity.CAUTION, (
+                    f"at layer(s) {ranges(concentrated['layer'].astype(int).tolist())} the magnitude direction puts "
+                    f"more than {CONCENTRATED:.0%} of its weight on {TOP_DIMENSIONS} coordinates: it may push the "
+                    "model's massive dimensions rather than magnitude; compare the analysis without them "
+                    "(massive dimensions) before reading its specificity"), (), self.model))
         if self.at_ceiling > 0.5:
             found.append(Caveat(Severity.CAUTION, (
                 f"the unpatched model gives p(correct) beyond {CEILING:g} or below {1 - CEILING:.2g} on "
@@ -145,7 +159,8 @@ class SteerResult(PayloadCodec):
 
 def summarise_steering(steered: pd.DataFrame, baseline: pd.DataFrame, kinds: Sequence[str],
                        params: SteerParams | None = None, *, dose_units: Mapping[int, float] | None = None,
-                       model: str = "", stimuli: str = "", comparisons: str = "") -> SteerResult:
+                       top_shares: Mapping[int, float] | None = None, model: str = "", stimuli: str = "",
+                       comparisons: str = "") -> SteerResult:
     """A steering frame as a :class:`SteerResult` (:func:`magdash.steering.summary.steering_tables`).
 
     Args:
@@ -154,10 +169,14 @@ def summarise_steering(steered: pd.DataFrame, baseline: pd.DataFrame, kinds: Seq
         kinds: the kind of each direction index.
         params: the steering's choices (defaults when None).
         dose_units: each layer's dose unit.
+        top_shares: each layer's magnitude direction's :func:`~magdash.steering.directions.top_dimension_share`
+            (NaN where not given).
         model, stimuli, comparisons: names carried into the result.
     """
     params = params or SteerParams()
     layers, doses = steering_tables(steered, baseline, kinds, params, dose_units)
+    shares = top_shares or {}
+    layers.insert(2, "top_dimension_share", [float(shares.get(int(layer), math.nan)) for layer in layers["layer"]])
     trials = baseline.drop_duplicates("trial_id")
     correct, _ = choice_probabilities(trials["p_a"].to_numpy(), trials["p_b"].to_numpy(), trials["larger"].to_numpy(),
                                       params.operand)

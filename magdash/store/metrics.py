@@ -532,6 +532,8 @@ METRIC_TABLES: tuple[MetricTable, ...] = (
         ("operand", "VARCHAR", "the operand whose number was pushed: a or b"),
         _LAYER,
         ("dose_unit", "DOUBLE", "the span of the magnitudes' centroid projections on the direction"),
+        ("top_dimension_share", "DOUBLE", "the share of the direction's squared norm on its 3 largest coordinates "
+                                          "(above 0.5: it may push massive dimensions)"),
         ("n_trials", "INTEGER", "the trials summarised"),
         ("baseline_correct", "DOUBLE", "mean unpatched p(correct) over the two options"),
         *_with_interval("magnitude_effect", "mean |delta p(correct)| along the magnitude direction"),

@@ -13,7 +13,7 @@ import magdash as md
 from magdash.cli import main
 from magdash.errors import AnalysisError
 from magdash.extract_params import ExtractParams
-from magdash.steering.directions import layer_directions
+from magdash.steering.directions import layer_directions, top_dimension_share
 from magdash.steering.steer_params import SteerParams
 from magdash.store import Store
 
@@ -58,6 +58,9 @@ def test_a_run_is_cached_with_its_rows_and_read_back(tmp_path, capsys):
     # The dose unit is the span of the stored centroids along the layer's direction.
     expected = layer_directions(2, vectors[:, :, 2], MAGNITUDES, params).dose_unit
     assert first.layers.set_index("layer").loc[2, "dose_unit"] == pytest.approx(expected, rel=1e-6)
+    direction = layer_directions(2, vectors[:, :, 2], MAGNITUDES, params).direction
+    assert first.layers.set_index("layer").loc[2, "top_dimension_share"] == pytest.approx(
+        top_dimension_share(direction), rel=1e-9)
     assert np.isfinite(first.layers["magnitude_effect"]).all() and first.layers["magnitude_effect"].iloc[0] > 0
     rows = store.metric_table("steering_layers")
     assert sorted(rows["layer"]) == [0, 2] and set(rows["model"]) == {"cmp"} and set(rows["direction"]) == {"pc1"}

@@ -14,6 +14,7 @@ from magdash.steering.directions import (
     pc1_direction,
     probe_direction,
     random_directions,
+    top_dimension_share,
 )
 from magdash.steering.steer_params import SteerParams
 
@@ -87,3 +88,11 @@ def test_a_layer_with_non_finite_vectors_has_no_direction():
     for source in ("probe", "pc1"):
         with pytest.raises(AnalysisError, match="Inf/NaN"):
             layer_directions(0, vectors, MAGNITUDES, SteerParams(direction=source))
+
+
+def test_the_top_dimension_share_is_the_weight_of_the_largest_coordinates():
+    # squares 16, 9, 1, 1, 1 of 28: the three largest hold 26/28
+    assert top_dimension_share(np.array([4.0, -3.0, 1.0, 1.0, -1.0])) == pytest.approx(26 / 28)
+    assert top_dimension_share(np.ones(300)) == pytest.approx(3 / 300)
+    assert top_dimension_share(np.array([0.0, 5.0, 0.0]), count=1) == pytest.approx(1.0)
+    assert np.isnan(top_dimension_share(np.zeros(4)))

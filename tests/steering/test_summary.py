@@ -152,3 +152,15 @@ def test_the_result_round_trips_and_names_its_caveats():
     assert "beyond 0.99" in warnings and "layer(s) 0 " in warnings
     record = result.to_json()["records"][1]
     assert record["layer"] == 1 and record["relevant"] is True and record["dose_unit"] == 2.0
+
+
+def test_a_direction_on_a_few_coordinates_is_named_as_possibly_massive_dimensions():
+    steered, baseline = planted_frames(n_trials=40)
+    spread = summarise_steering(steered, baseline, KINDS, SteerParams(n_boot=0), top_shares={0: 0.02, 1: 0.4})
+    assert spread.layers["top_dimension_share"].tolist() == pytest.approx([0.02, 0.4])
+    assert not any("massive dimensions" in line for line in spread.warnings())
+    concentrated = summarise_steering(steered, baseline, KINDS, SteerParams(n_boot=0), top_shares={0: 0.02, 1: 0.9})
+    [line] = [line for line in concentrated.warnings() if "massive dimensions" in line]
+    assert "layer(s) 1 " in line and "3 coordinates" in line
+    again = SteerResult.from_payload(concentrated.to_payload())
+    assert again.layers["top_dimension_share"].tolist() == pytest.approx([0.02, 0.9])
