@@ -435,6 +435,18 @@ COLUMNS: dict[str, Column] = {
     "behaviour_wf_high": Column("Weber fraction, CI high"),
     "placement": Column("threshold against the tested ratios"),
     "n_trials": Column("measured trials"),
+    # -- steering along the magnitude direction (presentation/steering_figures.layers_table)
+    "specificity": Column("specificity (magnitude / random mean |Δp|)"),
+    "specificity_low": Column("specificity, CI low"),
+    "specificity_high": Column("specificity, CI high"),
+    "share_above_random": _share("prompts above the random null"),
+    "relevant": Column("functionally relevant (share ≥ relevance share)"),
+    "magnitude_effect": Column("mean |Δp(correct)|, magnitude direction"),
+    "random_percentile": Column("random directions' percentile of mean |Δp|"),
+    "baseline_correct": Column("unpatched p(correct)"),
+    "option_mass": Column("answer options' probability, pushed / unpatched"),
+    "dose_unit": Column("dose unit (projection span)"),
+    "top_dimension_share": _share("direction's weight on its 3 largest coordinates"),
 }
 """Every column of the tables the app shows, the CSVs it hands out and the report: its label, unit
 and kind (p-value, share). A column's name stays its machine name in the store, the JSON and the

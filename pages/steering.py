@@ -39,6 +39,7 @@ analysis = steering_page.representation_key(view, ctx.inventory, chosen) if ctx.
 probe = steering_page.probe_key(view, ctx.inventory, chosen) if ctx.inventory is not None else None
 with st.spinner(ui.plain(f"Reading the geometry and probes of {chosen.model} (first time only; cached in the store)…")):
     ui.figure(steering_figures.profile_figure, key, analysis, probe, name=f"steering-profile-{chosen.model}")
+ui.table(steering_figures.layers_table, key, name=f"steering-layers-{chosen.model}")
 layer = st.selectbox("Dose-response at layer", steering_figures.steered_layers(result),
                      index=steering_figures.steered_layers(result).index(steering_figures.most_specific_layer(result)),
                      key="steering_layer")

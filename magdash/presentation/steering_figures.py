@@ -266,6 +266,22 @@ def summary_sentence(result: SteerResult) -> str:
             f"{format_number(float(best['random_shift']), '+.4f')}).")
 
 
+LAYER_TABLE_COLUMNS = ["layer", "specificity", "specificity_low", "specificity_high", "share_above_random",
+                       "relevant", "magnitude_effect", "random_percentile", "baseline_correct", "option_mass",
+                       "dose_unit", "top_dimension_share"]
+"""The per-layer summary as the page and its CSV show it: the verdict's statistics first."""
+
+
+def layers_table(result: SteerResult) -> pd.DataFrame:
+    """Per steered layer, at the largest dose: specificity with its interval, the share of prompts above
+    the null and relevance, the magnitude direction's mean |delta p| against the random directions'
+    percentile, the unpatched p(correct), the option mass, the dose unit and the direction's
+    concentration on its largest coordinates (:data:`LAYER_TABLE_COLUMNS`; every column of the result's
+    ``layers`` is in ``--json``)."""
+    columns = [column for column in LAYER_TABLE_COLUMNS if column in result.layers.columns]
+    return result.layers.loc[:, columns].reset_index(drop=True)
+
+
 def steered_layers(result: SteerResult) -> list[int]:
     """The steered layers, in order: the dose-response's choices."""
     return sorted(int(layer) for layer in result.layers["layer"])

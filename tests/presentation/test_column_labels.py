@@ -55,7 +55,7 @@ TABLE_BUILDERS = {
     "frequency_figures.frequency_fit_table": "pages", "geometry_figures.geometry_table": "pages",
     "probe_figures.layer_table": "pages", "probe_figures.comparison_table": "pages", "probe_figures.decoded_table": "pages",
     "probe_figures.scores_table": "pages",
-    "behaviour_figures.fits_table": "here",
+    "behaviour_figures.fits_table": "here", "steering_figures.layers_table": "here",
     # frames a page builds before passing them
     "dashboard.inventory_table": "pages", "table": "pages", "pd.DataFrame": "pages",
     "ctx.inventory.incomplete": "here", "preview": "here", "templates.table": "here",
@@ -237,3 +237,17 @@ def test_the_uploaded_comparison_templates_table_is_labelled():
     templates = read_template_upload("mine.csv", b"name,template\nplain,Is {a} or {b} larger? A or B.\n")
     assert templates.ok
     assert_labelled(templates.table(), "(the Stimuli page's comparison templates)")
+
+
+def test_the_steering_layers_table_is_labelled():
+    from magdash.presentation import steering_figures
+    from magdash.steering.steer_params import SteerParams
+    from magdash.steering.steer_result import summarise_steering
+    from tests.steering.test_summary import KINDS, planted_frames
+
+    steered, baseline = planted_frames(n_trials=40)
+    steering = summarise_steering(steered, baseline, KINDS, SteerParams(n_boot=0), dose_units={0: 1.0, 1: 2.0},
+                                top_shares={0: 0.1, 1: 0.2})
+    frame = steering_figures.layers_table(steering)
+    assert frame["layer"].tolist() == [0, 1] and list(frame.columns) == steering_figures.LAYER_TABLE_COLUMNS
+    assert_labelled(frame)
