@@ -124,4 +124,7 @@ def read_published_trials(path: str | Path) -> pd.DataFrame:
     except json.JSONDecodeError as error:
         raise AnalysisError(f"path={str(path)!r} is not JSON ({error.msg} at line {error.lineno})",
                             parameters=("path",)) from None
+    except RecursionError:
+        raise AnalysisError(f"path={str(path)!r} nests its JSON too deeply: a trial file is a list of flat records",
+                            parameters=("path",)) from None
     return published_trials(records, source=f"path={str(path)!r}")

@@ -70,3 +70,10 @@ def test_files_that_are_missing_or_not_json_are_refused(tmp_path):
     good = tmp_path / "good.json"
     good.write_text(json.dumps([record()]))
     assert len(read_published_trials(good)) == 1
+
+
+def test_a_trial_file_nested_too_deeply_is_refused_with_a_typed_error(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000, encoding="utf-8")
+    with pytest.raises(AnalysisError, match="nests its JSON too deeply"):
+        read_published_trials(path)
