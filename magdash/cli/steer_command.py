@@ -97,6 +97,9 @@ def _print(result) -> None:
     print(f"model: {result.model}   directions: {params.direction} on {result.stimuli}   trials: {result.n_trials} of "
           f"{result.comparisons}, operand {params.operand} pushed   dose {params.full_dose:g}   "
           f"{params.n_random} random directions, {params.n_boot:,} bootstrap resamples, {params.ci:.0%} intervals")
+    print(f"unpatched: position-corrected accuracy {_n(result.unpatched.accuracy, '.2f')} (one-sided binomial p "
+          f"{_n(result.unpatched.p_value, '.2g')}), 'A' chosen on {result.unpatched.choose_a:.0%} of the prompts, the two "
+          f"options holding a median {_n(result.unpatched.option_mass, '.2f')} of the probability")
     print("per layer: mean |delta p(correct)| along the magnitude direction and the random ones, specificity "
           f"(their ratio) with its interval, the share of prompts above the random {params.null_percentile:g}th "
           "percentile (* relevant), the orthogonal null's specificity, the shift toward the pushed operand")

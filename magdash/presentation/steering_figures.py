@@ -155,8 +155,9 @@ def profile_chart(frame: pd.DataFrame, *, relevance_share: float, dose: float, t
 
 def _baseline_line(result: SteerResult) -> str:
     correct = float(result.layers["baseline_correct"].mean()) if not result.layers.empty else math.nan
-    return (f"unpatched p(correct) {format_number(correct, '.3f')}; {result.at_ceiling:.0%} of the prompts beyond "
-            "0.99 or below 0.01")
+    return (f"unpatched p(correct) {format_number(correct, '.3f')}, position-corrected accuracy "
+            f"{format_number(result.unpatched.accuracy, '.2f')} (binomial p {format_number(result.unpatched.p_value, '.2g')}), "
+            f"'A' chosen on {result.unpatched.choose_a:.0%}; {result.at_ceiling:.0%} of the prompts beyond 0.99 or below 0.01")
 
 
 def profile_figure(result: SteerResult, analysis: AnalysisResult | None = None,

@@ -23,14 +23,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scipy.stats import binomtest
+
+from magdash.behaviour.behaviour_params import BehaviourParams
 from magdash.caveats import Caveat, Severity, lines
 from magdash.params import ranges
 from magdash.result_codec import PayloadCodec, not_stored
+from magdash.significance import SIGNIFICANCE_LEVEL
 from magdash.steering.directions import TOP_DIMENSIONS
 from magdash.steering.steer_params import SteerParams
 from magdash.steering.summary import choice_probabilities, steering_tables
 
-STEER_VERSION = "2"
+STEER_VERSION = "3"
 """Bumped whenever a steering run can give another result for the same model, stimuli, trials and
 parameters (the cache key of a steering run): the directions, the summary or the steered passes."""
 
@@ -48,6 +52,31 @@ BROKEN_MASS = 0.5
 """A push that leaves the answer options less than this share of their unpatched probability breaks
 the output rather than shifting the choice."""
 
+_BEHAVIOUR_DEFAULTS = BehaviourParams()
+"""Where the unpatched model's answers are read as the behaviour analysis reads them: its position bias
+(``max_position_bias``) and its unanswered trials (``min_option_mass``)."""
+
+
+@dataclass(frozen=True)
+class UnpatchedAnswers:
+    """How the unpatched model answers the steered trials, read before any push.
+
+    Attributes:
+        accuracy: its position-corrected accuracy: the mean of its accuracy on the trials whose larger
+            number is in A and on those where it is in B (a side without trials counts 0.5); 0.5 for a
+            model that answers one position whatever the numbers.
+        p_value: the one-sided binomial test of round(accuracy x n) correct of n trials against 0.5:
+            whether its choices follow the numbers at all.
+        choose_a: the share of trials on which it chooses A.
+        option_mass: the median over trials of the two options' probability p_a + p_b (softmax over the
+            vocabulary): well below 1, the model mostly answers with other tokens.
+    """
+
+    accuracy: float
+    p_value: float
+    choose_a: float
+    option_mass: float
+
 
 @dataclass
 class SteerResult(PayloadCodec):
@@ -63,6 +92,7 @@ class SteerResult(PayloadCodec):
         n_trials: the trials steered.
         at_ceiling: the share of trials whose unpatched p(correct) lies beyond :data:`CEILING` or below
             1 - :data:`CEILING`.
+        unpatched: the unpatched model's answers (:func:`unpatched_answers`).
         from_cache: whether the result was read from the store's cache.
     """
 
@@ -74,6 +104,7 @@ class SteerResult(PayloadCodec):
     doses: pd.DataFrame
     n_trials: int
     at_ceiling: float
+    unpatched: UnpatchedAnswers
     from_cache: bool = field(default=False, compare=False, metadata=not_stored(True))
 
     def relevant_layers(self) -> list[int]:
@@ -82,13 +113,16 @@ class SteerResult(PayloadCodec):
         return [int(layer) for layer in self.layers.loc[self.layers["relevant"].astype(bool), "layer"]]
 
     def caveats(self) -> list[Caveat]:
-        """What to know before reading the steering (:mod:`magdash.caveats`): an unpatched model at
+        """What to know before reading the steering (:mod:`magdash.caveats`): an unpatched model whose
+        choices do not follow the numbers (serious: there is no magnitude-driven choice to shift; a model
+        that leans to one position but follows the numbers is a caution), answer options that hold little
+        of the unpatched probability (a caution), an unpatched model at
         ceiling or floor on most prompts (a caution: |delta p| has little room), layers where the
         full dose takes most probability off the answer options (a caution: the push breaks the
         output rather than shifting the choice), layers whose magnitude direction sits on a few coordinates (a
         caution: massive dimensions), layers where nothing moves (a note: specificity undefined), no
         bootstrap (a note)."""
-        found = []
+        found = self._unpatched_caveats()
         if "top_dimension_share" in self.layers:
             concentrated = self.layers[self.layers["top_dimension_share"] > CONCENTRATED]
             if not concentrated.empty:
@@ -117,6 +151,34 @@ class SteerResult(PayloadCodec):
         if self.params.n_boot == 0:
             found.append(Caveat(Severity.NOTE, "n_boot=0: no intervals", (), self.model))
         return sorted(found, key=lambda caveat: -caveat.severity)
+
+    def _unpatched_caveats(self) -> list[Caveat]:
+        """The unpatched model's answers read before any push: do they follow the numbers, do they use the options."""
+        found = []
+        side = "A" if self.unpatched.choose_a >= 0.5 else "B"
+        side_share = max(self.unpatched.choose_a, 1.0 - self.unpatched.choose_a)
+        leaning = abs(self.unpatched.choose_a - 0.5) > _BEHAVIOUR_DEFAULTS.max_position_bias
+        leaning_words = f"it answers {side!r} on {side_share:.0%} of them" if leaning else ""
+        if not self.unpatched.p_value < SIGNIFICANCE_LEVEL:
+            found.append(Caveat(Severity.SERIOUS, (
+                f"the unpatched model's choices do not follow the numbers: position-corrected accuracy "
+                f"{self.unpatched.accuracy:.2f} on {self.n_trials} prompts (one-sided binomial p = "
+                f"{self.unpatched.p_value:.2g} against 0.5){'; ' + leaning_words if leaning else ''}. There is no "
+                "magnitude-driven choice for a push to shift, so this steering cannot show whether the model uses "
+                "its magnitude direction; steer a model whose comparisons follow the numbers"), (), self.model))
+        elif leaning:
+            found.append(Caveat(Severity.CAUTION, (
+                f"the unpatched model leans to one position: {leaning_words} (position-corrected accuracy "
+                f"{self.unpatched.accuracy:.2f}); a push toward the other option has more room than one toward it"),
+                (), self.model))
+        if self.unpatched.option_mass < _BEHAVIOUR_DEFAULTS.min_option_mass:
+            found.append(Caveat(Severity.CAUTION, (
+                f"before any push the two answer options hold a median {self.unpatched.option_mass:.2g} of the "
+                f"next-token probability (under min_option_mass={_BEHAVIOUR_DEFAULTS.min_option_mass:g}): the model "
+                "mostly answers with other tokens, and p(correct) over the two options rescales the little that is "
+                "left; a base model may need an answer cue at the end of the template (such as 'Answer:')"),
+                (), self.model))
+        return found
 
     def warnings(self) -> list[str]:
         """:meth:`caveats` as lines, most severe first."""
@@ -152,6 +214,7 @@ class SteerResult(PayloadCodec):
             **{name: getattr(self, name).to_dict(orient="records") for name in TABLES},
             "n_trials": self.n_trials,
             "at_ceiling": self.at_ceiling,
+            "unpatched": dataclasses.asdict(self.unpatched),
             "relevant_layers": self.relevant_layers(),
             "warnings": self.warnings(),
         }
@@ -182,4 +245,23 @@ def summarise_steering(steered: pd.DataFrame, baseline: pd.DataFrame, kinds: Seq
                                       params.operand)
     extreme = (correct > CEILING) | (correct < 1 - CEILING)
     return SteerResult(model=model, stimuli=stimuli, comparisons=comparisons, params=params, layers=layers,
-                       doses=doses, n_trials=int(len(trials)), at_ceiling=float(extreme.mean()))
+                       doses=doses, n_trials=int(len(trials)), at_ceiling=float(extreme.mean()),
+                       unpatched=unpatched_answers(trials))
+
+
+def unpatched_answers(trials: pd.DataFrame) -> UnpatchedAnswers:
+    """The unpatched model's answers (:class:`UnpatchedAnswers`), one row per trial: the model chooses
+    the option with the larger probability.
+
+    Args:
+        trials: the unpatched trials (:data:`~magdash.steering.summary.BASELINE_COLUMNS`).
+    """
+    larger = trials["larger"].to_numpy()
+    p_a, p_b = trials["p_a"].to_numpy(dtype=np.float64), trials["p_b"].to_numpy(dtype=np.float64)
+    chose_a = p_a > p_b
+    correct = chose_a == (larger == "A")
+    accuracy = float(np.mean([correct[larger == side].mean() if (larger == side).any() else 0.5 for side in "AB"]))
+    n_trials = len(trials)
+    p_value = binomtest(round(accuracy * n_trials), n_trials, 0.5, alternative="greater").pvalue if n_trials else 1.0
+    return UnpatchedAnswers(accuracy, float(p_value), float(chose_a.mean()) if n_trials else math.nan,
+                            float(np.median(p_a + p_b)) if n_trials else math.nan)

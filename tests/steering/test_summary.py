@@ -3,13 +3,16 @@ nulls that do not) and a case computed by hand."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from magdash.caveats import Caveat, Severity
 from magdash.errors import AnalysisError
 from magdash.steering.steer_params import SteerParams
-from magdash.steering.steer_result import SteerResult, summarise_steering
+from magdash.steering.steer_result import SteerResult, summarise_steering, unpatched_answers
 from magdash.steering.summary import DOSE_COLUMNS, LAYER_COLUMNS, steering_tables
 
 KINDS = ("magnitude",) + ("random",) * 10 + ("orthogonal",) * 10
@@ -164,3 +167,64 @@ def test_a_direction_on_a_few_coordinates_is_named_as_possibly_massive_dimension
     assert "layer(s) 1 " in line and "3 coordinates" in line
     again = SteerResult.from_payload(concentrated.to_payload())
     assert again.layers["top_dimension_share"].tolist() == pytest.approx([0.02, 0.9])
+
+
+def _baseline(choose_a_when_a_larger: float, choose_a_when_b_larger: float, n_per_side: int = 50,
+              mass: float = MASS) -> pd.DataFrame:
+    """Unpatched trials, half with the larger number in A: on a ``choose_a_*`` share of each side the model
+    chooses A (p_a = 0.7 x mass), on the rest B."""
+    rows = []
+    for larger, share in (("A", choose_a_when_a_larger), ("B", choose_a_when_b_larger)):
+        chose_a = np.arange(n_per_side) < round(share * n_per_side)
+        for index, a in enumerate(chose_a):
+            p_a = 0.7 if a else 0.3
+            rows.append({"trial_id": f"{larger}{index}", "larger": larger, "p_a": mass * p_a, "p_b": mass * (1 - p_a)})
+    return pd.DataFrame(rows)
+
+
+def test_the_unpatched_answers_are_read_by_hand():
+    # 40 of 50 A-larger trials answered A (0.8 correct), 20 of 50 B-larger trials answered A (0.6 correct).
+    answers = unpatched_answers(_baseline(0.8, 0.4))
+    assert answers.accuracy == pytest.approx(0.7)
+    assert answers.choose_a == pytest.approx(0.6)
+    assert answers.option_mass == pytest.approx(MASS)
+    # one-sided: P(X >= 70) for X ~ Binomial(100, 1/2)
+    expected = sum(math.comb(100, k) for k in range(70, 101)) / 2 ** 100
+    assert answers.p_value == pytest.approx(expected, rel=1e-9)
+
+
+def _steered_on(baseline: pd.DataFrame) -> pd.DataFrame:
+    """Every direction at layer 0 moving p_a by a little (the steering frame's shape, three directions)."""
+    return pd.concat([baseline.assign(layer=0, direction=direction, dose=1.0, p_a=baseline["p_a"] + 0.01 * (1 + direction))
+                      .drop(columns="larger") for direction in (0, 1, 2)], ignore_index=True)
+
+
+def _caveats(baseline: pd.DataFrame) -> list[Caveat]:
+    result = summarise_steering(_steered_on(baseline), baseline, ("magnitude", "random", "random"),
+                                SteerParams(n_random=2, orthogonal_null=False, n_boot=0, doses=(1.0,)))
+    again = SteerResult.from_payload(result.to_payload())
+    assert again.caveats() == result.caveats()
+    return result.caveats()
+
+
+def test_steering_a_model_whose_choices_ignore_the_numbers_is_named_serious():
+    # The model answers A on every trial: position-corrected accuracy 0.5, binomial p about 0.54.
+    [caveat] = [caveat for caveat in _caveats(_baseline(1.0, 1.0)) if "do not follow the numbers" in caveat.text]
+    assert caveat.severity == Severity.SERIOUS
+    assert "accuracy 0.50 on 100 prompts" in caveat.text and "'A' on 100%" in caveat.text
+    # Following the numbers on every trial: nothing said about the unpatched answers.
+    assert not any("numbers" in caveat.text or "position" in caveat.text for caveat in _caveats(_baseline(1.0, 0.0)))
+
+
+def test_a_model_that_leans_to_one_position_but_follows_the_numbers_is_a_caution():
+    # A on all A-larger trials and on 80% of the B-larger ones: accuracy 0.6 (p = 0.028), A on 90%.
+    leaning = _caveats(_baseline(1.0, 0.8))
+    assert not any("do not follow the numbers" in caveat.text for caveat in leaning)
+    [caveat] = [caveat for caveat in leaning if "leans to one position" in caveat.text]
+    assert caveat.severity == Severity.CAUTION and "'A' on 90%" in caveat.text
+
+
+def test_answer_options_that_hold_little_probability_are_named():
+    [caveat] = [caveat for caveat in _caveats(_baseline(1.0, 0.0, mass=0.1)) if "answer options hold" in caveat.text]
+    assert caveat.severity == Severity.CAUTION and "median 0.1 " in caveat.text and "min_option_mass=0.5" in caveat.text
+    assert not any("answer options hold" in caveat.text for caveat in _caveats(_baseline(1.0, 0.0, mass=0.6)))
