@@ -93,15 +93,20 @@ def rng() -> np.random.Generator:
 HEAVY_MARKS = ("slow", "faults", "browser", "bad_input")
 
 
+def _test_weight(item) -> int:
+    if item.get_closest_marker("long"):
+        return 10_000
+    return 10 if any(item.get_closest_marker(mark) for mark in HEAVY_MARKS) else 1
+
+
 def pytest_collection_modifyitems(session, config, items) -> None:
     """Hand the heaviest test files to the parallel workers first (``--dist loadfile`` sends
     each file whole to one worker, in this order), so that no long file starts last and runs on
     alone; within a file the order is kept. A file weighs one per test, ten per test carrying a
-    mark of ``HEAVY_MARKS``."""
+    mark of ``HEAVY_MARKS``, ten thousand per test marked ``long`` (a minute or more: first whatever the counts)."""
     weight: dict[str, int] = {}
     for item in items:
-        heavy = any(item.get_closest_marker(mark) for mark in HEAVY_MARKS)
-        weight[item.fspath.strpath] = weight.get(item.fspath.strpath, 0) + (10 if heavy else 1)
+        weight[item.fspath.strpath] = weight.get(item.fspath.strpath, 0) + _test_weight(item)
     items.sort(key=lambda item: -weight[item.fspath.strpath])
 
 

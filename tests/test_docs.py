@@ -63,6 +63,7 @@ def test_the_blocks_left_out_say_why():
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.timeout(1800)
 def test_the_docs_commands_run_as_written_in_order(tmp_path):
     blocks = docs_blocks()

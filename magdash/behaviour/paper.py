@@ -61,12 +61,14 @@ def paper_function(log_ratio: np.ndarray, mu: float, sigma: float, lapse: float)
     return lapse / 2.0 + (1.0 - lapse) * ndtr((log_ratio - mu) / sigma)
 
 
-def _paper_nll(params: np.ndarray, log_ratios: np.ndarray, n_correct: np.ndarray, n_total: np.ndarray) -> float:
-    mu, sigma, lapse = params
+def _paper_nll(params: np.ndarray, log_ratios: np.ndarray, n_correct: np.ndarray, n_failed: np.ndarray) -> float:
+    # Called some 250 times a fit and 10,000 fits a bootstrap: Python floats, the ufuncs themselves and the
+    # failures counted once give the paper's numbers bit for bit at three quarters of np.clip/np.sum's cost.
+    mu, sigma, lapse = params.tolist()
     if sigma <= 0.001 or lapse < 0 or lapse > 0.5:
         return _PENALTY
-    p = np.clip(paper_function(log_ratios, mu, sigma, lapse), 1e-10, 1 - 1e-10)
-    return float(-np.sum(n_correct * np.log(p) + (n_total - n_correct) * np.log(1 - p)))
+    p = np.minimum(np.maximum(paper_function(log_ratios, mu, sigma, lapse), 1e-10), 1 - 1e-10)
+    return -float(np.add.reduce(n_correct * np.log(p) + n_failed * np.log(1 - p)))
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ def fit_paper(log_ratios: np.ndarray, accuracies: np.ndarray, n_per_cell: np.nda
     starts, maxiter = ((BOOTSTRAP_START,), 2000) if fast else (PAPER_STARTS, 10000)
     best = None
     for start in starts:
-        result = minimize(_paper_nll, list(start), args=(log_ratios, n_correct, n_per_cell), method="Nelder-Mead",
+        result = minimize(_paper_nll, list(start), args=(log_ratios, n_correct, n_per_cell - n_correct), method="Nelder-Mead",
                           options={"maxiter": maxiter, "xatol": 1e-8, "fatol": 1e-8})
         if best is None or result.fun < best.fun:
             best = result

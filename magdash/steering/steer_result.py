@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
 from scipy.stats import binomtest
 
 from magdash.behaviour.behaviour_params import BehaviourParams
@@ -174,7 +173,8 @@ class SteerResult(PayloadCodec):
         if self.unpatched.option_mass < _BEHAVIOUR_DEFAULTS.min_option_mass:
             found.append(Caveat(Severity.CAUTION, (
                 f"before any push the two answer options hold a median {self.unpatched.option_mass:.2g} of the "
-                f"next-token probability (under min_option_mass={_BEHAVIOUR_DEFAULTS.min_option_mass:g}): the model "
+                f"next-token probability (under {_BEHAVIOUR_DEFAULTS.min_option_mass:g}, below which the behaviour analysis "
+                "counts a trial unanswered by default): the model "
                 "mostly answers with other tokens, and p(correct) over the two options rescales the little that is "
                 "left; a base model may need an answer cue at the end of the template (such as 'Answer:')"),
                 (), self.model))

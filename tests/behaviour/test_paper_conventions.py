@@ -77,6 +77,7 @@ def test_the_paper_weber_fraction_is_undefined_when_the_function_cannot_reach_75
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("reference", [10.0, 1000.0])
 def test_the_paper_bootstrap_reproduces_the_published_intervals(published, reference):
     """10,000 of the paper's resamples (seed 42) at one reference: minutes each, hence slow. At 1000 the

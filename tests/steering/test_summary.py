@@ -226,5 +226,5 @@ def test_a_model_that_leans_to_one_position_but_follows_the_numbers_is_a_caution
 
 def test_answer_options_that_hold_little_probability_are_named():
     [caveat] = [caveat for caveat in _caveats(_baseline(1.0, 0.0, mass=0.1)) if "answer options hold" in caveat.text]
-    assert caveat.severity == Severity.CAUTION and "median 0.1 " in caveat.text and "min_option_mass=0.5" in caveat.text
+    assert caveat.severity == Severity.CAUTION and "median 0.1 " in caveat.text and "(under 0.5," in caveat.text
     assert not any("answer options hold" in caveat.text for caveat in _caveats(_baseline(1.0, 0.0, mass=0.6)))

@@ -295,6 +295,7 @@ async def release_when_every_session_has_seen_it(writer: subprocess.Popen, views
 
 @pytest.mark.browser
 @pytest.mark.slow
+@pytest.mark.long
 def test_app_sessions_while_the_cli_writes(store_path, tiny_llama, tmp_path):
     require_chromium()
     from playwright.async_api import async_playwright
