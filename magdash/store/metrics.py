@@ -596,6 +596,7 @@ def replace_rows(
     if foreign:
         raise StoreError(f"a {kind} result has no metric tables {foreign}; its tables are {sorted(owned)}")
     for name, table in owned.items():
+        _check_columns(connection, table)
         connection.execute(f"DELETE FROM {name} WHERE result_key = ?", [key])
         frame = frames.get(name)
         if frame is None or frame.empty:
@@ -611,6 +612,21 @@ def replace_rows(
                 )
         finally:
             connection.unregister("metric_rows")
+
+
+def _check_columns(connection: duckdb.DuckDBPyConnection, table: MetricTable) -> None:
+    """A StoreError, before anything is written, when the store's table lacks a column this magdash writes
+    (a store made by a development build between two schema versions)."""
+    present = {row[0] for row in connection.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = ? AND table_schema = current_schema()",
+        [table.name]).fetchall()}
+    missing = [column for column in table.column_names if column not in present]
+    if missing:
+        raise StoreError(
+            f"the store's table {table.name} lacks the column(s) {missing} that this magdash writes, though its "
+            "schema version is current: it was made by another build of magdash. Nothing was written; run this "
+            "in a new store (store=)"
+        )
 
 
 def _arrow_rows(table: MetricTable, key: str, frame: pd.DataFrame) -> pa.Table:
