@@ -174,8 +174,8 @@ def profile_figure(result: SteerResult, analysis: AnalysisResult | None = None,
     subtitle = [f"{result.model}: {params.direction} direction pushed at operand {params.operand}'s number, "
                 f"{params.n_random} random directions, {result.n_trials} prompts; bands: "
                 f"{params.ci:.0%} bootstrap intervals over prompts",
-                f"grey band: the random directions' mean to their {params.null_percentile:g}th percentile; "
-                f"{_baseline_line(result)}"]
+                f"grey band: the random directions' mean to their {params.null_percentile:g}th percentile",
+                _baseline_line(result)]
     return profile_chart(profile_frame(result, analysis, probe), relevance_share=params.relevance_share,
                          dose=params.full_dose, title="Does the model use its magnitude direction?",
                          subtitle=subtitle)
