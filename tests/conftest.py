@@ -101,8 +101,9 @@ def _test_weight(item) -> int:
 
 def pytest_collection_modifyitems(session, config, items) -> None:
     """Hand the heaviest test files to the parallel workers first (``--dist loadfile`` sends
-    each file whole to one worker, in this order), so that no long file starts last and runs on
-    alone; within a file the order is kept. A file weighs one per test, ten per test carrying a
+    each file whole to one worker, in this order: ``--no-loadscope-reorder`` in pyproject.toml keeps
+    xdist from sorting the files by their number of tests instead), so that no long file starts last
+    and runs on alone; within a file the order is kept. A file weighs one per test, ten per test carrying a
     mark of ``HEAVY_MARKS``, ten thousand per test marked ``long`` (a minute or more: first whatever the counts)."""
     weight: dict[str, int] = {}
     for item in items:

@@ -618,8 +618,8 @@ def _check_columns(connection: duckdb.DuckDBPyConnection, table: MetricTable) ->
     """A StoreError, before anything is written, when the store's table lacks a column this magdash writes
     (a store made by a development build between two schema versions)."""
     present = {row[0] for row in connection.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = ? AND table_schema = current_schema()",
-        [table.name]).fetchall()}
+        "SELECT column_name FROM information_schema.columns WHERE table_catalog = current_database() "
+        "AND table_schema = current_schema() AND table_name = ?", [table.name]).fetchall()}
     missing = [column for column in table.column_names if column not in present]
     if missing:
         raise StoreError(

@@ -301,14 +301,18 @@ def test_the_documented_queries_give_the_analyses_numbers(two_models):
         np.testing.assert_allclose(rows["delta"], core["delta"], rtol=0, atol=1e-15)
 
 
-def test_a_table_without_a_column_this_magdash_writes_is_named_and_nothing_is_written(two_models):
-    """A store made by a development build between two schema versions: its table lacks a column."""
+def test_a_table_without_a_column_this_magdash_writes_is_named_and_nothing_is_written(two_models, tmp_path):
+    """A store made by a development build between two schema versions: its table lacks a column. Another
+    store open in the same process has the column (the check reads this store's table, not another's)."""
+    complete = Store(tmp_path / "complete.duckdb", create=True)
+    assert "alpha_theil_sen" in complete.metric_table("fits").columns
     result = analyze(two_models, "base", "planted", FAST)
     key = rows_of(two_models, "analyses")["result_key"].iloc[0]
     with duckdb.connect(str(two_models.path)) as connection:
         connection.execute("ALTER TABLE fits DROP COLUMN alpha_theil_sen")
     reopened = Store(two_models.path)
-    with pytest.raises(StoreError, match=r"table fits lacks the column\(s\) \[.alpha_theil_sen.\].*Nothing was written"):
+    with complete.session(), pytest.raises(  # the complete store stays attached meanwhile
+            StoreError, match=r"table fits lacks the column\(s\) \[.alpha_theil_sen.\].*Nothing was written"):
         reopened.put_result(key, "analysis", b"replacement", rows.analysis_rows(result))
     assert reopened.get_result(key) == result.to_payload()
     assert len(rows_of(reopened, "fits", key)) == 15
