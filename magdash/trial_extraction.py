@@ -267,6 +267,18 @@ def trial_outcomes(frame: pd.DataFrame, scores: np.ndarray, prompts: Sequence[st
     return done
 
 
+def resolve_for_trials(model_spec: str, params: ExtractParams) -> ModelSource:
+    """``model_spec`` resolved for a run on ``params.device`` (checked first: an unusable device is named
+    before any file is read).
+
+    Args:
+        model_spec: a model spec (:mod:`magdash.sources`, ``@random`` controls included).
+        params: the device, pickle and model-cache choices.
+    """
+    pick_device(params.device)
+    return resolve_model(model_spec, allow_pickle=params.allow_pickle, model_cache=params.model_cache)
+
+
 def load_for_trials(source: ModelSource, params: ExtractParams) -> LoadedModel:
     """``source`` loaded with its language-model head for ``params``.
 
@@ -312,9 +324,7 @@ def run_trials(
     if isinstance(model_spec, LoadedModel):
         source, dtype = model_spec.source, model_spec.dtype
     else:
-        pick_device(params.device)
-        source = resolve_model(model_spec, allow_pickle=params.allow_pickle, model_cache=params.model_cache)
-        dtype = params.dtype
+        source, dtype = resolve_for_trials(model_spec, params), params.dtype
     name = name or default_name(source.spec, dtype)
     trials = comparison_set.trials()
     missing = set(store.missing_trials(name, comparison_set, list(trials["trial_id"])))

@@ -11,7 +11,15 @@ from __future__ import annotations
 import argparse
 
 from magdash.behaviour.behaviour_params import BehaviourParams
-from magdash.cli.common import ProgressBar, add_store_option, open_store, print_json, warn, write_report
+from magdash.cli.common import (
+    ProgressBar,
+    add_store_option,
+    open_store,
+    open_store_if_any,
+    print_json,
+    warn,
+    write_report,
+)
 from magdash.cli.options import add_params_options, params_from_args
 from magdash.errors import AnalysisError
 from magdash.extract_params import ExtractParams
@@ -73,14 +81,28 @@ def run(args: argparse.Namespace) -> int:
     extract_params = params_from_args(ExtractParams, args, prefix=EXTRACT_PREFIX)
     if args.trials_file is not None and not args.name:
         raise AnalysisError("give the imported trials a model name: name=", parameters=("name",))
-    store = open_store(args, create=True)
+    comparisons = None if args.trials_file is not None else _comparisons(args)
+    store = open_store_if_any(args)
+    model = args.model
+    if store is None:
+        # A new store is created once what goes into it is known to be good: a trial file that is refused or
+        # a model that fails to load leaves nothing at the path.
+        if args.trials_file is not None:
+            from magdash.behaviour.published import read_published_trials
+
+            read_published_trials(args.trials_file)
+        else:
+            from magdash.trial_extraction import load_for_trials, resolve_for_trials
+
+            model = load_for_trials(resolve_for_trials(args.model, extract_params), extract_params)
+        store = open_store(args, create=True)
     progress = ProgressBar("trial", f"comparisons of {args.name or args.model}", quiet=args.quiet or args.json)
     try:
         if args.trials_file is not None:
             import_trials(store, args.trials_file, args.name, args.comparisons)
             result = behaviour(store, args.name, args.comparisons, params, use_cache=not args.no_cache)
         else:
-            result = behave(store, args.model, _comparisons(args), params, extract_params=extract_params,
+            result = behave(store, model, comparisons, params, extract_params=extract_params,
                             name=args.name, use_cache=not args.no_cache, progress=progress)
     finally:
         progress.close()

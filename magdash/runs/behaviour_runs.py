@@ -21,6 +21,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -34,6 +35,9 @@ from magdash.names import control_name
 from magdash.params import ProgressCallback
 from magdash.runs import rows
 from magdash.runs.cache import CachedKind, cached_result, lookup, result_key
+
+if TYPE_CHECKING:
+    from magdash.sources.loading import LoadedModel
 
 log = logging.getLogger(__name__)
 
@@ -343,7 +347,7 @@ def comparisons_to_run(store, name: str, comparisons) -> tuple[ComparisonSet | N
 
 def behave(
     store,
-    model: str,
+    model: str | LoadedModel,
     comparisons=None,
     params: BehaviourParams | None = None,
     *,
@@ -357,8 +361,8 @@ def behave(
 
     Args:
         store: the :class:`~magdash.store.Store`.
-        model: a model spec (:mod:`magdash.sources`; ``@random`` controls included), or the stored name of
-            imported trials.
+        model: a model spec (:mod:`magdash.sources`; ``@random`` controls included), the stored name of
+            imported trials, or a model loaded with its head (:func:`magdash.trial_extraction.load_for_trials`).
         comparisons: the design (:func:`comparisons_to_run`).
         params: the fits' choices.
         extract_params: how the model is loaded and run (:class:`~magdash.extract_params.ExtractParams`).
@@ -371,7 +375,10 @@ def behave(
     from magdash.trial_extraction import run_trials
 
     extract_params = extract_params or ExtractParams()
-    stored_name = name or default_name(model, extract_params.dtype)
+    if isinstance(model, str):
+        stored_name = name or default_name(model, extract_params.dtype)
+    else:
+        stored_name = name or default_name(model.source.spec, model.dtype)
     design, set_name = comparisons_to_run(store, stored_name, comparisons)
     # Every trial stored: fitted without resolving the spec, so the stored name alone will do.
     if design is not None and store.missing_trials(stored_name, design):

@@ -62,6 +62,17 @@ def test_an_import_without_a_name_is_refused_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "s.duckdb").exists()  # refused before the store is opened
 
 
+def test_a_refused_file_or_a_model_that_does_not_load_leaves_no_store(tmp_path, capsys):
+    broken = tmp_path / "trials.json"
+    broken.write_text('[{"task_type": "B1"}]', encoding="utf-8")
+    store = tmp_path / "s.duckdb"
+    assert main(["behave", "--import", str(broken), "--name", "llama", "--store", str(store), "--quiet"]) == 2
+    assert "lacks" in capsys.readouterr().err
+    assert main(["behave", "--model", str(tmp_path / "no-such-model"), "--store", str(store), "--quiet"]) == 2
+    assert "no-such-model" in capsys.readouterr().err
+    assert not store.exists() and not list(tmp_path.glob("s.duckdb*"))
+
+
 @pytest.mark.parametrize(("text", "said"), [
     ("Which is larger: A) {a} or B) ?", "{b}"),
     ("Which is larger: A) {a} or B) {b}? {b}", "{b}"),
