@@ -25,7 +25,7 @@ if not found:
     st.stop()
 
 chosen = st.selectbox("Trials", found, format_func=behaviour_page.trial_set_label, key="behaviour_trials")
-key = behaviour_page.behaviour_key(view.store, chosen, view.n_boot)
+key = behaviour_page.behaviour_key(view.store, chosen, view.n_boot, view.conventions)
 with st.spinner(ui.plain(f"Fitting the comparisons of {chosen.model} (first time only; cached in the store)…")):
     result = ui.result_for(key)
 left, middle, right = st.columns(3)
@@ -35,9 +35,12 @@ variant = middle.radio("Fitted to", behaviour_page.fitted(result, "variant"), ho
                        format_func=behaviour_figures.VARIANT_LABELS.get,
                        help="The chosen option, or the graded variant on the logit difference (every trial's "
                             "confidence, no sampling).")
-conventions = right.radio("Conventions", behaviour_page.fitted(result, "conventions"), horizontal=True,
-                          key="behaviour_conventions", format_func=behaviour_figures.CONVENTION_LABELS.get,
-                          help="magdash's two-alternative function (guess rate 0.5) or the paper's, exactly.")
+offered = behaviour_page.fitted(result, "conventions")
+conventions = right.radio("Conventions", offered, horizontal=True, key=f"behaviour_conventions_{len(offered)}",
+                          index=offered.index(view.conventions) if view.conventions in offered else 0,
+                          format_func=behaviour_figures.CONVENTION_LABELS.get,
+                          help="magdash's two-alternative function (guess rate 0.5) or the paper's, exactly (the "
+                               "paper's are fitted when the sidebar's conventions are the paper's).")
 slug = f"{chosen.model}-{chosen.comparisons}-{task}-{variant}-{conventions}"
 unmeasured = behaviour_figures.unmeasured_sentence(result, task, result.params.min_option_mass)
 if unmeasured is not None:

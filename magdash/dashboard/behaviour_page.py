@@ -17,6 +17,7 @@ from magdash.dashboard.inventory import StoreInventory, TrialSet
 from magdash.dashboard.keys import AnalysisKey, analysis_key
 from magdash.dashboard.view import ViewState
 from magdash.presentation.behaviour_figures import CONVENTION_LABELS, VARIANT_LABELS, BehaviourFrames
+from magdash.variability.conventions import MAGDASH, PAPER
 
 NO_TRIALS = ("Nothing to show yet: the Behaviour page needs a model's number comparisons (forced-choice "
              "trials such as \"Which is larger: A) 47 or B) 52?\"), and {where}. Run `magdash behave --model MODEL` "
@@ -44,15 +45,20 @@ def trial_sets(inventory: StoreInventory) -> tuple[TrialSet, ...]:
                                                                  found.comparisons)))
 
 
-def behaviour_key(store: str, chosen: TrialSet, n_boot: int) -> BehaviourKey:
-    """The key of the cached behaviour result of ``chosen``'s trials.
+def behaviour_key(store: str, chosen: TrialSet, n_boot: int, conventions: str = MAGDASH) -> BehaviourKey:
+    """The key of the cached behaviour result of ``chosen``'s trials: magdash's conventions, and the paper's
+    beside them where the sidebar asks for the paper's (its bootstrap refits each resample by Nelder-Mead,
+    so it is fitted only when asked for).
 
     Args:
         store: the store's path.
         chosen: the model and comparison set shown.
         n_boot: the bootstrap resamples of the fits' intervals.
+        conventions: the sidebar's conventions (:data:`~magdash.variability.conventions.CONVENTION_NAMES`).
     """
-    return BehaviourKey(store, chosen.model, chosen.comparisons, chosen.trials, BehaviourParams(n_boot=n_boot))
+    fitted = (MAGDASH,) if conventions == MAGDASH else (MAGDASH, PAPER)
+    return BehaviourKey(store, chosen.model, chosen.comparisons, chosen.trials,
+                        BehaviourParams(n_boot=n_boot, conventions=fitted))
 
 
 def trial_set_label(found: TrialSet) -> str:

@@ -11,6 +11,7 @@ import pytest
 
 from magdash.behaviour.behaviour_params import BehaviourParams
 from magdash.behaviour.published import SHIPPED_TRIALS, read_published_trials, shipped_file
+from magdash.presentation.behaviour_figures import CONVENTION_LABELS
 from magdash.presentation.page_figures import When, page_figures
 from magdash.runs import behaviour_runs
 from magdash.stimuli import PAPER_CARRIERS, PAPER_MAGNITUDES
@@ -108,3 +109,19 @@ def test_a_model_that_answers_neither_option_is_said_to_be_unmeasured_and_nothin
     assert "No trial of silent@random (B1) was measured, so there is nothing to fit or draw" in said
     assert "min_option_mass=0" in said
     assert not at.get("vega_lite_chart")
+
+
+@pytest.mark.slow
+def test_the_sidebar_s_paper_conventions_fit_the_paper_s_function_beside_magdash_s(with_trials, monkeypatch):
+    at = open_app(with_trials, monkeypatch, page=PAGE, query={"boot": str(N_BOOT)})
+    # the paper's are fitted only when asked for
+    assert widget(at.main.radio, "Conventions").options == [CONVENTION_LABELS["magdash"]]
+    paper = open_app(with_trials, monkeypatch, page=PAGE, query={"boot": str(N_BOOT), "conv": "paper"})
+    assert not paper.exception and not paper.error, [shown(error) for error in paper.error]
+    radio = widget(paper.main.radio, "Conventions")
+    assert radio.options == [CONVENTION_LABELS["magdash"], CONVENTION_LABELS["paper"]]
+    assert radio.value == "paper"  # the sidebar's choice shown first
+    # B1 at reference 1000 under the paper's function: the threshold below ratio 1 (its published WF -0.174)
+    assert "Reference 1000: the fitted threshold is below the tested ratios 1.05-3" in texts(paper)
+    radio.set_value("magdash").run()
+    assert not paper.exception and widget(paper.main.radio, "Conventions").value == "magdash"
