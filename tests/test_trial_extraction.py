@@ -132,19 +132,26 @@ def test_a_random_control_runs_the_same_pipeline(tmp_path, base_model):
     assert not np.allclose(trials["logit_a"], trained.trials["logit_a"])  # other weights, other logits
 
 
-def test_an_interrupted_run_keeps_its_trials_and_the_next_does_only_the_rest(tmp_path, base_model, monkeypatch):
-    store = Store(tmp_path / "s.duckdb")
-    monkeypatch.setattr(trial_extraction, "FLUSH_SECONDS", 0.0)  # every batch is written at once
+def interrupt_trials_after(monkeypatch, passes: int):
+    """Every batch of trials written at once, and the run interrupted (KeyboardInterrupt) at forward pass
+    ``passes + 1``; returns the real ``last_logits``, to put back for the rerun."""
+    monkeypatch.setattr(trial_extraction, "FLUSH_SECONDS", 0.0)
     real = trial_extraction.last_logits
-    passes: list[int] = []
+    done: list[int] = []
 
     def interrupted(loaded, token_ids):
-        if len(passes) == 2:
+        if len(done) == passes:
             raise KeyboardInterrupt
-        passes.append(len(token_ids))
+        done.append(len(token_ids))
         return real(loaded, token_ids)
 
     monkeypatch.setattr(trial_extraction, "last_logits", interrupted)
+    return real
+
+
+def test_an_interrupted_run_keeps_its_trials_and_the_next_does_only_the_rest(tmp_path, base_model, monkeypatch):
+    store = Store(tmp_path / "s.duckdb")
+    real = interrupt_trials_after(monkeypatch, 2)
     with pytest.raises(KeyboardInterrupt):
         run_trials(str(base_model), design(), store, ExtractParams(batch_size=4), name="m")
     kept = store.trials("m", design().name)

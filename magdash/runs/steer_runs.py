@@ -146,10 +146,9 @@ def _compute(source, comparisons: str, trials, facts: dict, params: SteerParams,
              progress: ProgressCallback | None) -> SteerResult:
     # The model and the hooks are imported only when something is steered, not to read a cached result.
     from magdash.extract_params import ExtractParams
-    from magdash.sources.resolve import resolve_model
     from magdash.steering.directions import layer_directions, top_dimension_share
     from magdash.steering.steer_result import summarise_steering
-    from magdash.trial_extraction import load_for_trials
+    from magdash.trial_extraction import load_for_trials, resolve_for_trials
     from magdash.trial_steering import steer_trials
 
     layers = _steered_layers(source, params)
@@ -162,9 +161,7 @@ def _compute(source, comparisons: str, trials, facts: dict, params: SteerParams,
         del vectors
     extract_params = extract_params or ExtractParams()
     extract_params = dataclasses.replace(extract_params, dtype=facts.get("dtype", extract_params.dtype))
-    model_source = resolve_model(facts["spec"], allow_pickle=extract_params.allow_pickle,
-                                 model_cache=extract_params.model_cache)
-    loaded = load_for_trials(model_source, extract_params)
+    loaded = load_for_trials(resolve_for_trials(facts["spec"], extract_params), extract_params)
     design = source.store.comparison_set(comparisons)
     options = tuple(design.options) if design is not None else ("A", "B")
     steered = steer_trials(loaded, trials, pushes, params.doses, params.operand, extract_params.batch_size, progress,

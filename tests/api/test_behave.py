@@ -17,7 +17,7 @@ from magdash.errors import AnalysisError
 from magdash.extract_params import ExtractParams
 from magdash.runs.behaviour_runs import behaviour_with_control, trial_sets_of
 from magdash.store import Store
-from tests.test_trial_extraction import build_comparison_model, design
+from tests.test_trial_extraction import build_comparison_model, design, interrupt_trials_after
 
 FAST = BehaviourParams(n_boot=10)
 
@@ -56,17 +56,7 @@ def test_behave_runs_the_trials_then_fits_and_a_second_call_loads_nothing(tmp_pa
 
 def test_an_interrupted_behave_resumes_where_it_stopped(tmp_path, decoder, monkeypatch):
     store = Store(tmp_path / "s.duckdb")
-    monkeypatch.setattr(trial_extraction, "FLUSH_SECONDS", 0.0)  # every batch is written at once
-    real = trial_extraction.last_logits
-    passes: list[int] = []
-
-    def interrupted(loaded, token_ids):
-        if len(passes) == 2:
-            raise KeyboardInterrupt
-        passes.append(len(token_ids))
-        return real(loaded, token_ids)
-
-    monkeypatch.setattr(trial_extraction, "last_logits", interrupted)
+    real = interrupt_trials_after(monkeypatch, 2)
     with pytest.raises(KeyboardInterrupt):
         md.behave(store, str(decoder), design(), FAST, extract_params=ExtractParams(batch_size=4), name="tiny")
     assert len(store.trials("tiny", design().name)) == 8
