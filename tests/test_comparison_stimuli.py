@@ -15,6 +15,7 @@ from magdash.comparison_stimuli import (
     template_caveats,
 )
 from magdash.errors import StimulusError
+from tests.support import ROOT
 
 
 def test_the_paper_design_has_every_cell_in_both_positions():
@@ -115,3 +116,13 @@ def test_a_template_that_gives_the_answer_away_is_named():
     assert ("numbered", Severity.CAUTION) in by_template and any("52" in c.text for c in caveats)
     assert not any("'fair'" in c.text for c in caveats)
     assert paper_comparisons().caveats() == []
+
+
+def test_the_answer_cue_example_is_the_paper_s_wordings_ending_answer():
+    """docs/examples/answer_cue_templates.csv (the base-model worked examples in docs/behaviour.md and
+    docs/steering.md): the paper's four wordings, each followed by " Answer:", and nothing else."""
+    path = ROOT / "docs" / "examples" / "answer_cue_templates.csv"
+    cued = parse_templates(path.read_text(encoding="utf-8"), path.name)
+    assert [(template.name, template.text) for template in cued] == [
+        (template.name, template.text + " Answer:") for template in PAPER_TEMPLATES]
+    assert ComparisonSet(templates=cued).name == "comparisons-87ddec8f"  # the set the docs' commands name
