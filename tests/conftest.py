@@ -6,12 +6,18 @@ each run."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+# The suite starts many Python processes (its workers, the CLI, app servers, Ray); with bytecode writing
+# off (PYTHONDONTWRITEBYTECODE, which some images set) each of them compiles magdash and rewrites the
+# tests' asserts from source again, every run: about a tenth of the fast loop.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

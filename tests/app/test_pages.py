@@ -90,6 +90,7 @@ def test_the_sidebar_of_an_empty_store_points_to_home(tmp_path, monkeypatch):
     assert any("no complete extraction" in shown(info) for info in at.sidebar.info)
 
 
+@pytest.mark.slow
 def test_first_run_button_shows_progress_and_cancels(tmp_path, monkeypatch):
     path = str(tmp_path / "first.duckdb")
     at = open_app(path, monkeypatch)

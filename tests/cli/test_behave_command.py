@@ -19,6 +19,7 @@ def _records(capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_an_imported_file_gives_a_record_per_task_and_reference_with_the_paper_flag(tmp_path, capsys):
     store = str(tmp_path / "s.duckdb")
     argv = ["behave", "--import", SHIPPED, "--name", "llama", "--store", store, "--conventions", "paper",

@@ -77,6 +77,7 @@ def test_random_only_gives_specificity_about_one_and_no_relevance():
     assert abs(unmoved["shift"]) < 3 * NOISE
 
 
+@pytest.mark.slow
 def test_the_specificity_interval_covers_one_when_every_direction_is_random():
     covered = 0
     for seed in range(20):
