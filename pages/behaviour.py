@@ -25,22 +25,23 @@ if not found:
     st.stop()
 
 chosen = st.selectbox("Trials", found, format_func=behaviour_page.trial_set_label, key="behaviour_trials")
-key = behaviour_page.behaviour_key(view.store, chosen, view.n_boot, view.conventions)
+left, middle, right = st.columns(3)
+offered = list(behaviour_figures.CONVENTION_LABELS)
+conventions = right.radio("Conventions", offered, horizontal=True, key="behaviour_conventions",
+                          index=offered.index(view.conventions) if view.conventions in offered else 0,
+                          format_func=behaviour_figures.CONVENTION_LABELS.get,
+                          help="magdash's two-alternative function (guess rate 0.5) or the paper's, exactly. The "
+                               "paper's bootstrap refits every resample: its first fit takes a while, then it is "
+                               "cached in the store.")
+key = behaviour_page.behaviour_key(view.store, chosen, view.n_boot, conventions)
 with st.spinner(ui.plain(f"Fitting the comparisons of {chosen.model} (first time only; cached in the store)…")):
     result = ui.result_for(key)
-left, middle, right = st.columns(3)
 task = left.selectbox("Task", behaviour_page.tasks(result), key="behaviour_task",
                       help="The prompt template; each is fitted on its own.")
 variant = middle.radio("Fitted to", behaviour_page.fitted(result, "variant"), horizontal=True, key="behaviour_variant",
                        format_func=behaviour_figures.VARIANT_LABELS.get,
                        help="The chosen option, or the graded variant on the logit difference (every trial's "
                             "confidence, no sampling).")
-offered = behaviour_page.fitted(result, "conventions")
-conventions = right.radio("Conventions", offered, horizontal=True, key=f"behaviour_conventions_{len(offered)}",
-                          index=offered.index(view.conventions) if view.conventions in offered else 0,
-                          format_func=behaviour_figures.CONVENTION_LABELS.get,
-                          help="magdash's two-alternative function (guess rate 0.5) or the paper's, exactly (the "
-                               "paper's are fitted when the sidebar's conventions are the paper's).")
 slug = f"{chosen.model}-{chosen.comparisons}-{task}-{variant}-{conventions}"
 unmeasured = behaviour_figures.unmeasured_sentence(result, task, result.params.min_option_mass)
 if unmeasured is not None:

@@ -47,14 +47,14 @@ def trial_sets(inventory: StoreInventory) -> tuple[TrialSet, ...]:
 
 def behaviour_key(store: str, chosen: TrialSet, n_boot: int, conventions: str = MAGDASH) -> BehaviourKey:
     """The key of the cached behaviour result of ``chosen``'s trials: magdash's conventions, and the paper's
-    beside them where the sidebar asks for the paper's (its bootstrap refits each resample by Nelder-Mead,
-    so it is fitted only when asked for).
+    beside them where the page shows the paper's (its bootstrap refits each resample by Nelder-Mead, so it
+    is fitted only when asked for).
 
     Args:
         store: the store's path.
         chosen: the model and comparison set shown.
         n_boot: the bootstrap resamples of the fits' intervals.
-        conventions: the sidebar's conventions (:data:`~magdash.variability.conventions.CONVENTION_NAMES`).
+        conventions: the conventions shown (:data:`~magdash.variability.conventions.CONVENTION_NAMES`).
     """
     fitted = (MAGDASH,) if conventions == MAGDASH else (MAGDASH, PAPER)
     return BehaviourKey(store, chosen.model, chosen.comparisons, chosen.trials,
