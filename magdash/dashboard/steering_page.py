@@ -127,6 +127,11 @@ def no_steering_message(inventory: StoreInventory | None, store: str, exists: bo
             f"{cost_sentence(n_layers, trials)}", steer_command(store, model))
 
 
+def _has_vectors(inventory: StoreInventory, run: SteeringRun) -> bool:
+    """Whether the run's model has complete vectors on the run's stimuli in the store."""
+    return run.stimuli in inventory.complete_sets.get(run.model, [])
+
+
 def representation_key(view: ViewState, inventory: StoreInventory, run: SteeringRun) -> AnalysisKey | None:
     """The analysis of the run's model on the run's stimuli with the view's parameters (its RSA with the
     log-ratio model per layer); None where those vectors are not stored.
@@ -136,7 +141,7 @@ def representation_key(view: ViewState, inventory: StoreInventory, run: Steering
         inventory: what the store holds.
         run: the steering shown.
     """
-    if run.stimuli not in inventory.complete_sets.get(run.model, []):
+    if not _has_vectors(inventory, run):
         return None
     return analysis_key(dataclasses.replace(view, stimuli=run.stimuli), inventory, run.model)
 
@@ -150,7 +155,7 @@ def probe_key(view: ViewState, inventory: StoreInventory, run: SteeringRun) -> P
         inventory: what the store holds.
         run: the steering shown.
     """
-    if run.stimuli not in inventory.complete_sets.get(run.model, []):
+    if not _has_vectors(inventory, run):
         return None
     return ProbeKey(view.store, run.model, run.stimuli, inventory.data_token(run.model, run.stimuli),
                     probe_params(view))

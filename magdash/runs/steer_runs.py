@@ -209,11 +209,16 @@ def steer_with_control(
                    progress=progress)
     control = control_name(model)
     if (control == model or result.comparisons not in trial_sets_of(store, control)
-            or control not in store.model_names() or result.stimuli not in store.stimulus_sets_for(control)):
+            or not _has_vectors(store, control, result.stimuli)):
         return result, None, None
     controlled = steer(store, control, result.stimuli, result.comparisons, result.params,
                        extract_params=extract_params, use_cache=use_cache, progress=control_progress)
     return result, controlled, beside_control(result, controlled)
+
+
+def _has_vectors(store, model: str, stimuli: str) -> bool:
+    """Whether ``model`` has stored vectors on the stimulus set ``stimuli`` (its magnitude directions)."""
+    return model in store.model_names() and stimuli in store.stimulus_sets_for(model)
 
 
 BESIDE_COLUMNS = ("specificity", "share_above_random", "relevant")
@@ -293,7 +298,7 @@ def sweep_done(context) -> bool:
         context: the cell's :class:`magdash.sweep.tasks.TaskContext` (its store, cell and plan).
     """
     store, name, stimuli = context.store, context.cell.store_name, context.stimuli.name
-    if name not in store.model_names() or stimuli not in store.stimulus_sets_for(name):
+    if not _has_vectors(store, name, stimuli):
         return False
     sets = trial_sets_of(store, name)
     comparisons = _sweep_comparisons(store, name) or (sets[0] if len(sets) == 1 else None)
@@ -321,7 +326,7 @@ def sweep_run(context) -> SteerResult:
     if not trial_sets_of(store, name):
         raise AnalysisError(f"{name!r} has no comparison trials to steer: list the \"behave\" task before "
                             "\"steer\" in the plan's tasks (or run md.behave(store, model) first)", parameters=("tasks",))
-    if name not in store.model_names() or stimuli not in store.stimulus_sets_for(name):
+    if not _has_vectors(store, name, stimuli):
         raise AnalysisError(f"{name!r} has no vectors on {stimuli!r} to take the magnitude directions from: list "
                             "the \"extract\" task before \"steer\" in the plan's tasks (or run md.extract first)",
                             parameters=("tasks",))
